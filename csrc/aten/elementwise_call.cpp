@@ -1,0 +1,122 @@
+#include "elementwise_call.h"
+
+#include <ATen/TensorIterator.h>
+#include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
+
+#include <vector>
+
+#include "vkml/ops/elementwise.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+
+bool elementwise_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kLong || t == at::kInt ||
+         t == at::kByte || t == at::kBool;
+}
+
+namespace {
+
+bool is_cpu_scalar(const at::Tensor& t) { return t.device().is_cpu() && t.dim() == 0; }
+
+vkml::Scalar scalar_for(const at::Scalar& s, at::ScalarType compute) {
+  if (at::isFloatingType(compute)) return vkml::Scalar::of(s.toDouble());
+  if (compute == at::kBool) return vkml::Scalar::of_int(s.toBool() ? 1 : 0);
+  return vkml::Scalar::of_int(s.toLong());
+}
+
+at::ScalarType compute_type(const EwOp& op, const std::vector<at::Tensor>& in) {
+  at::ScalarType t;
+  if (op.result == ResultType::FromWhere) {
+    t = at::result_type(in[1], in[2]);
+  } else if (in.size() == 1) {
+    t = in[0].scalar_type();
+  } else {
+    t = at::native::result_type(at::ITensorListRef(in));
+  }
+  if (op.result == ResultType::PromoteToFloat && at::isIntegralType(t, /*includeBool=*/true))
+    t = c10::typeMetaToScalarType(c10::get_default_dtype());
+  return t;
+}
+
+}  // namespace
+
+at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_list,
+                       const at::Tensor& out, const EwParams& params) {
+  std::vector<at::Tensor> in(inputs_list);
+  at::ScalarType compute = compute_type(op, in);
+  TORCH_CHECK(!(op.integral_only && at::isFloatingType(compute)), op.name,
+              " is only defined for integer and bool tensors, got ", compute);
+  at::ScalarType result_dtype = op.result == ResultType::Bool ? at::kBool : compute;
+  TORCH_CHECK_NOT_IMPLEMENTED(elementwise_dtype(compute), op.name, " on vkml does not support ",
+                              compute, " yet");
+
+  // Inputs in the compute dtype (the kernels read one dtype); Python scalars
+  // stay on the CPU and travel by value.
+  at::Device device = out.defined() ? out.device() : at::Device(at::kCPU);
+  for (size_t k = 0; k < in.size(); ++k) {
+    at::Tensor& t = in[k];
+    if (is_cpu_scalar(t)) continue;
+    TORCH_CHECK(t.device().is_privateuseone(), op.name,
+                ": expected all tensors on a vkml device, got one on ", t.device());
+    device = t.device();
+    bool keep = (op.result == ResultType::FromWhere && k == 0) ? t.scalar_type() == at::kBool
+                                                               : t.scalar_type() == compute;
+    if (!keep) t = t.to(op.result == ResultType::FromWhere && k == 0 ? at::kBool : compute);
+  }
+  TORCH_CHECK(device.is_privateuseone(), op.name, ": no vkml tensor among the arguments");
+
+  // An out= of another dtype gets the result through a temporary.
+  if (out.defined() && out.scalar_type() != result_dtype) {
+    TORCH_CHECK(at::canCast(result_dtype, out.scalar_type()), "result type ", result_dtype,
+                " can't be cast to the desired output type ", out.scalar_type());
+    at::Tensor tmp = elementwise(op, inputs_list, at::Tensor(), params);
+    at::native::resize_output(out, tmp.sizes());
+    out.copy_(tmp);
+    return out;
+  }
+
+  at::TensorIteratorConfig config;
+  config.set_check_mem_overlap(true)
+      .check_all_same_dtype(false)
+      .allow_cpu_scalars(true)
+      .declare_static_dtype(result_dtype)
+      .add_output(out);
+  for (auto& t : in) config.add_const_input(t);
+  at::TensorIterator iter = config.build();
+  at::Tensor result = iter.output();
+  if (iter.numel() == 0) return result;
+
+  vkml::ops::Elementwise e;
+  e.op = op.code;
+  e.dtype = to_vkml(compute == at::kBool ? at::kByte : compute);
+  e.compare = op.result == ResultType::Bool;
+  e.ninputs = int(in.size());
+  e.flags = params.flags;
+  if (op.result == ResultType::FromWhere) e.flags |= EW_IN0_BOOL;
+  if (result_dtype == at::kBool && !e.compare) e.flags |= EW_BOOL_OUT;
+  if (params.s1) e.slot[1] = scalar_for(*params.s1, compute);
+  if (params.s2) e.slot[2] = scalar_for(*params.s2, compute);
+
+  int ndim = std::max<int>(int(iter.ndim()), 1);
+  TORCH_CHECK(ndim <= vkml::kMaxDims, op.name, ": too many dims");
+  e.layout.ndim = ndim;
+  for (int d = 0; d < ndim; ++d) e.layout.sizes[d] = iter.ndim() ? iter.shape()[d] : 1;
+  for (int k = 0; k <= e.ninputs; ++k) {
+    if (k > 0 && iter.is_cpu_scalar(k)) {
+      e.scalar[k - 1] = true;
+      at::ScalarType st = op.result == ResultType::FromWhere && k == 1 ? at::kBool : compute;
+      e.slot[k - 1] = scalar_for(in[k - 1].item(), st);
+      continue;
+    }
+    e.ptr[k] = reinterpret_cast<uint64_t>(iter.data_ptr(k));
+    int64_t elem = int64_t(iter.element_size(k));
+    for (int d = 0; d < ndim; ++d)
+      e.layout.strides[k][d] = iter.ndim() ? iter.strides(k)[d] / elem : 1;
+  }
+  guarded([&] { vkml::ops::run_elementwise(vkml_device(result), e); });
+  return result;
+}
+
+}  // namespace vkml_aten

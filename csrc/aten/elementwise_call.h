@@ -1,0 +1,43 @@
+#pragma once
+// Running one elementwise kernel with PyTorch's broadcasting, type promotion,
+// out= handling and Python scalars. Op files describe an op; this does the rest.
+#include <ATen/ATen.h>
+
+#include <initializer_list>
+
+#include "vkml/core/dtype.h"
+
+namespace vkml_aten {
+
+enum class ResultType {
+  Promote,         // result_type of the inputs
+  PromoteToFloat,  // ... and integers/bool become the default float dtype (true division)
+  Bool,            // computed in the promoted type, result bool (comparisons)
+  FromWhere,       // where(cond, a, b): promoted over inputs 1 and 2, input 0 is a bool condition
+};
+
+struct EwOp {
+  int code;
+  const char* name;
+  ResultType result = ResultType::Promote;
+  bool float_only = false;    // integer inputs are an error (e.g. sqrt on int is promoted anyway)
+  bool integral_only = false; // bitwise ops
+};
+
+// Params fill the shader's parameter slots s1/s2 (unary: clamp bounds) or
+// s2 (binary alpha, threshold, lerp weight; ternary value).
+struct EwParams {
+  std::optional<at::Scalar> s1;
+  std::optional<at::Scalar> s2;
+  uint32_t flags = 0;
+};
+
+// Computes op over inputs into out (allocated when undefined; resized and
+// type-checked like a structured out= kernel when given). Returns the result.
+at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs,
+                       const at::Tensor& out = at::Tensor(), const EwParams& params = {});
+
+// True when a dtype has elementwise kernels (else the caller falls back).
+bool elementwise_dtype(at::ScalarType t);
+
+}  // namespace vkml_aten

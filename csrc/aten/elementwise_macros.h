@@ -1,0 +1,67 @@
+#pragma once
+// Functional, in-place and out= forms of an elementwise op share one body;
+// these macros spell the three signatures and their registrations.
+#include <torch/library.h>
+
+#include "elementwise_call.h"
+
+namespace vkml_aten {
+// A Python number as PyTorch passes it to kernels: a CPU 0-dim wrapped number.
+inline at::Tensor wrap(const at::Scalar& s) {
+  at::Tensor t = at::scalar_tensor(s, at::TensorOptions().device(at::kCPU).dtype(
+                                          s.isFloatingPoint() ? at::kDouble
+                                          : s.isBoolean()     ? at::kBool
+                                                              : at::kLong));
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+}  // namespace vkml_aten
+
+#define VKML_UNARY(fn, OP)                                                              \
+  at::Tensor fn(const at::Tensor& a) { return elementwise(OP, {a}); }                   \
+  at::Tensor& fn##_(at::Tensor& a) {                                                    \
+    elementwise(OP, {a}, a);                                                            \
+    return a;                                                                           \
+  }                                                                                     \
+  at::Tensor& fn##_out(const at::Tensor& a, at::Tensor& out) {                          \
+    elementwise(OP, {a}, out);                                                          \
+    return out;                                                                         \
+  }
+
+#define VKML_REGISTER_UNARY(m, name, fn) \
+  m.impl(name, TORCH_FN(fn));            \
+  m.impl(name "_", TORCH_FN(fn##_));     \
+  m.impl(name ".out", TORCH_FN(fn##_out))
+
+#define VKML_BINARY(fn, OP)                                                             \
+  at::Tensor fn(const at::Tensor& a, const at::Tensor& b) { return elementwise(OP, {a, b}); } \
+  at::Tensor& fn##_(at::Tensor& a, const at::Tensor& b) {                               \
+    elementwise(OP, {a, b}, a);                                                         \
+    return a;                                                                           \
+  }                                                                                     \
+  at::Tensor& fn##_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {     \
+    elementwise(OP, {a, b}, out);                                                       \
+    return out;                                                                         \
+  }                                                                                     \
+  at::Tensor fn##_s(const at::Tensor& a, const at::Scalar& b) {                         \
+    return elementwise(OP, {a, wrap(b)});                                               \
+  }                                                                                     \
+  at::Tensor& fn##_s_(at::Tensor& a, const at::Scalar& b) {                             \
+    elementwise(OP, {a, wrap(b)}, a);                                                   \
+    return a;                                                                           \
+  }                                                                                     \
+  at::Tensor& fn##_s_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) {   \
+    elementwise(OP, {a, wrap(b)}, out);                                                 \
+    return out;                                                                         \
+  }
+
+// name.Tensor / name_.Tensor / name.Tensor_out (+ the .Scalar forms when given).
+#define VKML_REGISTER_BINARY(m, name, fn, tensor_overload, tensor_out)    \
+  m.impl(name "." tensor_overload, TORCH_FN(fn));                         \
+  m.impl(name "_." tensor_overload, TORCH_FN(fn##_));                     \
+  m.impl(name "." tensor_out, TORCH_FN(fn##_out))
+
+#define VKML_REGISTER_BINARY_SCALAR(m, name, fn, scalar_overload, scalar_out) \
+  m.impl(name "." scalar_overload, TORCH_FN(fn##_s));                         \
+  m.impl(name "_." scalar_overload, TORCH_FN(fn##_s_));                       \
+  m.impl(name "." scalar_out, TORCH_FN(fn##_s_out))

@@ -1,0 +1,109 @@
+// The Python module torch_vkml._C: device queries, memory statistics,
+// synchronisation, the fallback counters and validation messages.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "fallback.h"
+#include "generator.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+void register_hooks();
+}
+
+namespace py = pybind11;
+using namespace vkml_aten;
+
+namespace {
+
+int resolve(std::optional<int> index) { return index.value_or(current_device()); }
+
+vkml::Device& dev(std::optional<int> index) { return device_at(c10::DeviceIndex(resolve(index))); }
+
+py::dict properties(int index) {
+  const vkml::DeviceInfo& i =
+      guarded([&]() -> const vkml::DeviceInfo& { return vkml::Runtime::get().info(index); });
+  py::dict d;
+  d["name"] = i.name;
+  d["vendor"] = i.vendor;
+  d["vendor_id"] = i.vendor_id;
+  d["device_id"] = i.device_id;
+  d["device_type"] = i.device_type;
+  d["driver"] = i.driver_name + (i.driver_info.empty() ? "" : " " + i.driver_info);
+  d["api_version"] = std::to_string(VK_API_VERSION_MAJOR(i.api_version)) + "." +
+                     std::to_string(VK_API_VERSION_MINOR(i.api_version)) + "." +
+                     std::to_string(VK_API_VERSION_PATCH(i.api_version));
+  d["total_memory"] = i.total_memory;
+  d["subgroup_size"] = i.subgroup_size;
+  d["max_storage_buffer_range"] = i.max_storage_buffer_range;
+  d["max_allocation_size"] = i.max_allocation_size;
+  d["supports_fp16"] = i.supports_fp16;
+  d["supports_fp64"] = i.supports_fp64;
+  d["supports_int64"] = i.supports_int64;
+  d["supports_int16"] = i.supports_int16;
+  return d;
+}
+
+py::dict memory_stats(std::optional<int> index) {
+  vkml::MemoryStats s = dev(index).memory().stats();
+  py::dict d;
+  d["allocated_bytes"] = s.allocated;
+  d["reserved_bytes"] = s.reserved;
+  d["peak_allocated_bytes"] = s.peak_allocated;
+  d["peak_reserved_bytes"] = s.peak_reserved;
+  d["num_allocs"] = s.alloc_count;
+  d["num_device_allocs"] = s.block_alloc_count;
+  d["num_device_frees"] = s.block_free_count;
+  auto& st = dev(index).stream();
+  d["num_dispatches"] = st.dispatch_count();
+  d["num_submits"] = st.submit_count();
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch-vkml native module";
+  register_hooks();
+  m.def("is_available", [] { return vkml::Runtime::get().available(); });
+  m.def("unavailable_reason", [] { return vkml::Runtime::get().unavailable_reason(); });
+  m.def("device_count", [] { return vkml::Runtime::get().device_count(); });
+  m.def("check_index", [](int i) { guarded([&] { vkml::Runtime::get().check_index(i); }); });
+  m.def("get_device_properties", &properties);
+  m.def("current_device", [] { return int(current_device()); });
+  m.def("set_device", [](int i) {
+    guarded([&] { vkml::Runtime::get().check_index(i); });
+    set_current_device(c10::DeviceIndex(i));
+  });
+  m.def(
+      "synchronize",
+      [](std::optional<int> i) {
+        py::gil_scoped_release no_gil;
+        guarded([&] { dev(i).stream().synchronize(); });
+      },
+      py::arg("device") = py::none());
+  m.def("memory_stats", &memory_stats, py::arg("device") = py::none());
+  m.def(
+      "reset_peak_memory_stats", [](std::optional<int> i) { dev(i).memory().reset_peak(); },
+      py::arg("device") = py::none());
+  m.def("empty_cache", [] {
+    py::gil_scoped_release no_gil;
+    auto& rt = vkml::Runtime::get();
+    for (int i = 0; i < rt.device_count(); ++i) guarded([&] { rt.device(i).release_cached_memory(); });
+  });
+  m.def("fallback_counts", [] { return fallback_counts(); });
+  m.def("reset_fallback_counts", [] { reset_fallback_counts(); });
+  m.def("validation_enabled", [] { return vkml::Runtime::get().validation_enabled(); });
+  m.def("validation_messages", [] { return vkml::Runtime::get().take_validation_messages(); });
+  m.def(
+      "default_generator",
+      [](int i) { return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(
+                      default_generator(c10::DeviceIndex(i)))); },
+      py::arg("device"));
+  m.def("save_pipeline_cache", [] {
+    auto& rt = vkml::Runtime::get();
+    for (int i = 0; i < rt.device_count(); ++i) rt.device(i).pipelines().save_cache();
+  });
+}

@@ -1,0 +1,254 @@
+// Binary elementwise ops: arithmetic, comparisons, logical and bitwise ops.
+#include "elementwise_macros.h"
+#include "vkml/shaders/op_codes.h"
+
+namespace vkml_aten {
+namespace {
+
+const EwOp kAdd{OP_ADD, "add"};
+const EwOp kSub{OP_SUB, "sub"};
+const EwOp kMul{OP_MUL, "mul"};
+const EwOp kDiv{OP_DIV, "div", ResultType::PromoteToFloat};
+const EwOp kDivTrunc{OP_DIV_TRUNC, "div"};
+const EwOp kDivFloor{OP_DIV_FLOOR, "div"};
+const EwOp kMaximum{OP_MAXIMUM, "maximum"};
+const EwOp kMinimum{OP_MINIMUM, "minimum"};
+const EwOp kPow{OP_POW, "pow"};
+const EwOp kRemainder{OP_REMAINDER, "remainder"};
+const EwOp kFmod{OP_FMOD, "fmod"};
+const EwOp kAtan2{OP_ATAN2, "atan2", ResultType::PromoteToFloat};
+const EwOp kEq{OP_EQ, "eq", ResultType::Bool};
+const EwOp kNe{OP_NE, "ne", ResultType::Bool};
+const EwOp kLt{OP_LT, "lt", ResultType::Bool};
+const EwOp kLe{OP_LE, "le", ResultType::Bool};
+const EwOp kGt{OP_GT, "gt", ResultType::Bool};
+const EwOp kGe{OP_GE, "ge", ResultType::Bool};
+const EwOp kLogicalAnd{OP_LOGICAL_AND, "logical_and", ResultType::Bool};
+const EwOp kLogicalOr{OP_LOGICAL_OR, "logical_or", ResultType::Bool};
+const EwOp kLogicalXor{OP_LOGICAL_XOR, "logical_xor", ResultType::Bool};
+const EwOp kBitAnd{OP_BITWISE_AND, "bitwise_and", ResultType::Promote, false, true};
+const EwOp kBitOr{OP_BITWISE_OR, "bitwise_or", ResultType::Promote, false, true};
+const EwOp kBitXor{OP_BITWISE_XOR, "bitwise_xor", ResultType::Promote, false, true};
+const EwOp kThresholdBackward{OP_THRESHOLD_BACKWARD, "threshold_backward"};
+const EwOp kSigmoidBackward{OP_SIGMOID_BACKWARD, "sigmoid_backward"};
+const EwOp kTanhBackward{OP_TANH_BACKWARD, "tanh_backward"};
+const EwOp kSiluBackward{OP_SILU_BACKWARD, "silu_backward"};
+const EwOp kGeluBackward{OP_GELU_BACKWARD, "gelu_backward"};
+
+// add / sub carry alpha in slot 2.
+at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  return elementwise(kAdd, {a, b}, {}, {.s2 = alpha});
+}
+at::Tensor& add_(at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  elementwise(kAdd, {a, b}, a, {.s2 = alpha});
+  return a;
+}
+at::Tensor& add_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha,
+                    at::Tensor& out) {
+  elementwise(kAdd, {a, b}, out, {.s2 = alpha});
+  return out;
+}
+at::Tensor sub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  TORCH_CHECK(a.scalar_type() != at::kBool || b.scalar_type() != at::kBool,
+              "Subtraction, the `-` operator, with two bool tensors is not supported. "
+              "Use the `^` or `logical_xor()` operator instead.");
+  return elementwise(kSub, {a, b}, {}, {.s2 = alpha});
+}
+at::Tensor& sub_(at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  elementwise(kSub, {a, b}, a, {.s2 = alpha});
+  return a;
+}
+at::Tensor& sub_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha,
+                    at::Tensor& out) {
+  elementwise(kSub, {a, b}, out, {.s2 = alpha});
+  return out;
+}
+at::Tensor rsub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  return elementwise(kSub, {b, a}, {}, {.s2 = alpha});
+}
+
+VKML_BINARY(mul, kMul)
+VKML_BINARY(div, kDiv)
+VKML_BINARY(maximum, kMaximum)
+VKML_BINARY(minimum, kMinimum)
+VKML_BINARY(remainder, kRemainder)
+VKML_BINARY(fmod, kFmod)
+VKML_BINARY(atan2, kAtan2)
+VKML_BINARY(eq, kEq)
+VKML_BINARY(ne, kNe)
+VKML_BINARY(lt, kLt)
+VKML_BINARY(le, kLe)
+VKML_BINARY(gt, kGt)
+VKML_BINARY(ge, kGe)
+VKML_BINARY(logical_and, kLogicalAnd)
+VKML_BINARY(logical_or, kLogicalOr)
+VKML_BINARY(logical_xor, kLogicalXor)
+VKML_BINARY(bitwise_and, kBitAnd)
+VKML_BINARY(bitwise_or, kBitOr)
+VKML_BINARY(bitwise_xor, kBitXor)
+
+const EwOp& div_mode_op(std::optional<c10::string_view> mode) {
+  if (!mode.has_value()) return kDiv;
+  if (*mode == "trunc") return kDivTrunc;
+  TORCH_CHECK(*mode == "floor", "div expected rounding_mode to be one of None, 'trunc', or "
+                                "'floor' but found '", *mode, "'");
+  return kDivFloor;
+}
+at::Tensor div_mode(const at::Tensor& a, const at::Tensor& b,
+                    std::optional<c10::string_view> mode) {
+  return elementwise(div_mode_op(mode), {a, b});
+}
+at::Tensor& div_mode_(at::Tensor& a, const at::Tensor& b, std::optional<c10::string_view> mode) {
+  elementwise(div_mode_op(mode), {a, b}, a);
+  return a;
+}
+at::Tensor& div_mode_out(const at::Tensor& a, const at::Tensor& b,
+                         std::optional<c10::string_view> mode, at::Tensor& out) {
+  elementwise(div_mode_op(mode), {a, b}, out);
+  return out;
+}
+
+// pow: integer tensors raised to a float exponent promote like any binary op.
+at::Tensor pow_tt(const at::Tensor& a, const at::Tensor& b) { return elementwise(kPow, {a, b}); }
+at::Tensor& pow_tt_(at::Tensor& a, const at::Tensor& b) {
+  elementwise(kPow, {a, b}, a);
+  return a;
+}
+at::Tensor& pow_tt_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  elementwise(kPow, {a, b}, out);
+  return out;
+}
+at::Tensor pow_ts(const at::Tensor& a, const at::Scalar& b) {
+  return elementwise(kPow, {a, wrap(b)});
+}
+at::Tensor& pow_ts_(at::Tensor& a, const at::Scalar& b) {
+  elementwise(kPow, {a, wrap(b)}, a);
+  return a;
+}
+at::Tensor& pow_ts_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) {
+  elementwise(kPow, {a, wrap(b)}, out);
+  return out;
+}
+at::Tensor pow_st(const at::Scalar& a, const at::Tensor& b) {
+  return elementwise(kPow, {wrap(a), b});
+}
+at::Tensor& pow_st_out(const at::Scalar& a, const at::Tensor& b, at::Tensor& out) {
+  elementwise(kPow, {wrap(a), b}, out);
+  return out;
+}
+
+// Backward helpers (grad, saved value) with a parameter in slot 2.
+at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& self,
+                                   const at::Scalar& threshold, at::Tensor& grad_input) {
+  elementwise(kThresholdBackward, {grad, self}, grad_input, {.s2 = threshold});
+  return grad_input;
+}
+at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self,
+                              const at::Scalar& threshold) {
+  return elementwise(kThresholdBackward, {grad, self}, {}, {.s2 = threshold});
+}
+at::Tensor& sigmoid_backward_out(const at::Tensor& grad, const at::Tensor& y, at::Tensor& out) {
+  elementwise(kSigmoidBackward, {grad, y}, out);
+  return out;
+}
+at::Tensor sigmoid_backward(const at::Tensor& grad, const at::Tensor& y) {
+  return elementwise(kSigmoidBackward, {grad, y});
+}
+at::Tensor& tanh_backward_out(const at::Tensor& grad, const at::Tensor& y, at::Tensor& out) {
+  elementwise(kTanhBackward, {grad, y}, out);
+  return out;
+}
+at::Tensor tanh_backward(const at::Tensor& grad, const at::Tensor& y) {
+  return elementwise(kTanhBackward, {grad, y});
+}
+at::Tensor& silu_backward_out(const at::Tensor& grad, const at::Tensor& x, at::Tensor& out) {
+  elementwise(kSiluBackward, {grad, x}, out);
+  return out;
+}
+at::Tensor silu_backward(const at::Tensor& grad, const at::Tensor& x) {
+  return elementwise(kSiluBackward, {grad, x});
+}
+const EwOp& gelu_backward_op(c10::string_view approximate) {
+  TORCH_CHECK_NOT_IMPLEMENTED(approximate == "none",
+                              "gelu_backward with approximate='tanh' has no vkml kernel yet");
+  return kGeluBackward;
+}
+at::Tensor& gelu_backward_out(const at::Tensor& grad, const at::Tensor& x,
+                              c10::string_view approximate, at::Tensor& out) {
+  elementwise(gelu_backward_op(approximate), {grad, x}, out);
+  return out;
+}
+at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& x,
+                         c10::string_view approximate) {
+  return elementwise(gelu_backward_op(approximate), {grad, x});
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("add.Tensor", TORCH_FN(add));
+  m.impl("add_.Tensor", TORCH_FN(add_));
+  m.impl("add.out", TORCH_FN(add_out));
+  m.impl("sub.Tensor", TORCH_FN(sub));
+  m.impl("sub_.Tensor", TORCH_FN(sub_));
+  m.impl("sub.out", TORCH_FN(sub_out));
+  m.impl("rsub.Tensor", TORCH_FN(rsub));
+  VKML_REGISTER_BINARY(m, "mul", mul, "Tensor", "out");
+  VKML_REGISTER_BINARY(m, "div", div, "Tensor", "out");
+  m.impl("div.Tensor_mode", TORCH_FN(div_mode));
+  m.impl("div_.Tensor_mode", TORCH_FN(div_mode_));
+  m.impl("div.out_mode", TORCH_FN(div_mode_out));
+  m.impl("maximum", TORCH_FN(maximum));
+  m.impl("maximum.out", TORCH_FN(maximum_out));
+  m.impl("minimum", TORCH_FN(minimum));
+  m.impl("minimum.out", TORCH_FN(minimum_out));
+  VKML_REGISTER_BINARY(m, "remainder", remainder, "Tensor", "Tensor_out");
+  VKML_REGISTER_BINARY(m, "fmod", fmod, "Tensor", "Tensor_out");
+  m.impl("atan2", TORCH_FN(atan2));
+  m.impl("atan2_", TORCH_FN(atan2_));
+  m.impl("atan2.out", TORCH_FN(atan2_out));
+  VKML_REGISTER_BINARY(m, "eq", eq, "Tensor", "Tensor_out");
+  VKML_REGISTER_BINARY_SCALAR(m, "eq", eq, "Scalar", "Scalar_out");
+  VKML_REGISTER_BINARY(m, "ne", ne, "Tensor", "Tensor_out");
+  VKML_REGISTER_BINARY_SCALAR(m, "ne", ne, "Scalar", "Scalar_out");
+  VKML_REGISTER_BINARY(m, "lt", lt, "Tensor", "Tensor_out");
+  VKML_REGISTER_BINARY_SCALAR(m, "lt", lt, "Scalar", "Scalar_out");
+  VKML_REGISTER_BINARY(m, "le", le, "Tensor", "Tensor_out");
+  VKML_REGISTER_BINARY_SCALAR(m, "le", le, "Scalar", "Scalar_out");
+  VKML_REGISTER_BINARY(m, "gt", gt, "Tensor", "Tensor_out");
+  VKML_REGISTER_BINARY_SCALAR(m, "gt", gt, "Scalar", "Scalar_out");
+  VKML_REGISTER_BINARY(m, "ge", ge, "Tensor", "Tensor_out");
+  VKML_REGISTER_BINARY_SCALAR(m, "ge", ge, "Scalar", "Scalar_out");
+  m.impl("logical_and", TORCH_FN(logical_and));
+  m.impl("logical_and_", TORCH_FN(logical_and_));
+  m.impl("logical_and.out", TORCH_FN(logical_and_out));
+  m.impl("logical_or", TORCH_FN(logical_or));
+  m.impl("logical_or_", TORCH_FN(logical_or_));
+  m.impl("logical_or.out", TORCH_FN(logical_or_out));
+  m.impl("logical_xor", TORCH_FN(logical_xor));
+  m.impl("logical_xor_", TORCH_FN(logical_xor_));
+  m.impl("logical_xor.out", TORCH_FN(logical_xor_out));
+  VKML_REGISTER_BINARY(m, "bitwise_and", bitwise_and, "Tensor", "Tensor_out");
+  VKML_REGISTER_BINARY(m, "bitwise_or", bitwise_or, "Tensor", "Tensor_out");
+  VKML_REGISTER_BINARY(m, "bitwise_xor", bitwise_xor, "Tensor", "Tensor_out");
+  m.impl("pow.Tensor_Tensor", TORCH_FN(pow_tt));
+  m.impl("pow_.Tensor", TORCH_FN(pow_tt_));
+  m.impl("pow.Tensor_Tensor_out", TORCH_FN(pow_tt_out));
+  m.impl("pow.Tensor_Scalar", TORCH_FN(pow_ts));
+  m.impl("pow_.Scalar", TORCH_FN(pow_ts_));
+  m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_ts_out));
+  m.impl("pow.Scalar", TORCH_FN(pow_st));
+  m.impl("pow.Scalar_out", TORCH_FN(pow_st_out));
+  m.impl("threshold_backward", TORCH_FN(threshold_backward));
+  m.impl("threshold_backward.grad_input", TORCH_FN(threshold_backward_out));
+  m.impl("sigmoid_backward", TORCH_FN(sigmoid_backward));
+  m.impl("sigmoid_backward.grad_input", TORCH_FN(sigmoid_backward_out));
+  m.impl("tanh_backward", TORCH_FN(tanh_backward));
+  m.impl("tanh_backward.grad_input", TORCH_FN(tanh_backward_out));
+  m.impl("silu_backward", TORCH_FN(silu_backward));
+  m.impl("silu_backward.grad_input", TORCH_FN(silu_backward_out));
+  m.impl("gelu_backward", TORCH_FN(gelu_backward));
+  m.impl("gelu_backward.grad_input", TORCH_FN(gelu_backward_out));
+}
+
+}  // namespace vkml_aten

@@ -1,0 +1,150 @@
+// Copies between the host and the device and within the device, reading one
+// value back (item()), and filling.
+#include <ATen/MemoryOverlap.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+#include "vkml/ops/copy.h"
+#include "vkml/ops/elementwise.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+namespace {
+
+at::Tensor device_empty(at::IntArrayRef sizes, at::ScalarType dtype, const at::Device& device) {
+  return at::empty(sizes, at::TensorOptions().dtype(dtype).device(device));
+}
+
+// dst (vkml) = src (vkml, same device), converting dtype, honouring strides.
+void device_copy(const at::Tensor& dst, at::Tensor src) {
+  if (dst.numel() == 0) return;
+  if (src.sizes() != dst.sizes()) src = src.expand(dst.sizes());
+  if (at::get_overlap_status(dst, src) != at::MemOverlapStatus::No) src = src.clone();
+  guarded([&] { vkml::ops::copy(vkml_device(dst), ref(dst), ref(src)); });
+}
+
+void host_to_device(const at::Tensor& dst, const at::Tensor& src_cpu) {
+  at::Tensor src = src_cpu;
+  if (src.sizes() != dst.sizes()) src = src.expand(dst.sizes());
+  TORCH_CHECK_TYPE(has_vkml_dtype(src.scalar_type()), "cannot copy a ", src.scalar_type(),
+                   " tensor to vkml");
+  vkml::Device& dev = vkml_device(dst);
+  if (dst.is_contiguous() && src.scalar_type() == dst.scalar_type()) {
+    src = src.contiguous();
+    guarded([&] { vkml::ops::upload(dev, addr(dst), src.data_ptr(), src.nbytes()); });
+    return;
+  }
+  // Stage as-is (contiguous, source dtype), then convert/scatter on the device.
+  src = src.contiguous();
+  at::Tensor staged = device_empty(src.sizes(), src.scalar_type(), dst.device());
+  guarded([&] { vkml::ops::upload(dev, addr(staged), src.data_ptr(), src.nbytes()); });
+  device_copy(dst, staged);
+}
+
+void device_to_host(const at::Tensor& dst_cpu, const at::Tensor& src) {
+  at::Tensor s = src;
+  if (s.sizes() != dst_cpu.sizes()) s = s.expand(dst_cpu.sizes());
+  // Convert and make contiguous on the device, where it is cheap.
+  if (!s.is_contiguous() || s.scalar_type() != dst_cpu.scalar_type()) {
+    if (has_vkml_dtype(dst_cpu.scalar_type())) {
+      at::Tensor tmp = device_empty(s.sizes(), dst_cpu.scalar_type(), s.device());
+      device_copy(tmp, s);
+      s = tmp;
+    } else {
+      s = s.contiguous();
+    }
+  }
+  vkml::Device& dev = vkml_device(s);
+  if (dst_cpu.is_contiguous() && dst_cpu.scalar_type() == s.scalar_type()) {
+    guarded([&] { vkml::ops::download(dev, dst_cpu.data_ptr(), addr(s), s.nbytes()); });
+    return;
+  }
+  at::Tensor host = at::empty(s.sizes(), s.options().device(at::kCPU));
+  guarded([&] { vkml::ops::download(dev, host.data_ptr(), addr(s), s.nbytes()); });
+  dst_cpu.copy_(host);
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  if (dst.numel() == 0) return dst;
+  bool src_dev = self.device().is_privateuseone();
+  bool dst_dev = dst.device().is_privateuseone();
+  if (src_dev && dst_dev) {
+    if (self.device() == dst.device()) {
+      device_copy(dst, self);
+    } else {
+      // Between two vkml devices: through the host.
+      host_to_device(dst, self.cpu());
+    }
+  } else if (dst_dev) {
+    TORCH_CHECK(self.device().is_cpu(), "vkml can copy from the CPU, not from ", self.device());
+    host_to_device(dst, self);
+  } else {
+    TORCH_CHECK(dst.device().is_cpu(), "vkml can copy to the CPU, not to ", dst.device());
+    device_to_host(dst, self);
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  if (dst.sizes() != self.sizes()) dst.resize_(self.sizes());
+  return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, "cannot read a value from an empty tensor");
+  at::Tensor host = at::empty({}, self.options().device(at::kCPU));
+  guarded([&] {
+    vkml::ops::download(vkml_device(self), host.data_ptr(), addr(self), self.element_size());
+  });
+  return host.item();
+}
+
+bool has_elementwise_kernel(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kLong || t == at::kInt ||
+         t == at::kByte || t == at::kBool;
+}
+
+vkml::Scalar to_vkml_scalar(const at::Scalar& s, at::ScalarType t) {
+  if (at::isFloatingType(t)) return vkml::Scalar::of(s.toDouble());
+  if (t == at::kBool) return vkml::Scalar::of_int(s.toBool());
+  return vkml::Scalar::of_int(s.toLong());
+}
+
+at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
+  if (self.numel() == 0) return self;
+  auto t = self.scalar_type();
+  if (has_elementwise_kernel(t)) {
+    guarded([&] { vkml::ops::fill(vkml_device(self), ref(self), to_vkml_scalar(value, t)); });
+    return self;
+  }
+  // Other dtypes: fill one element of a kernel dtype, convert by broadcast copy.
+  auto wide = at::isFloatingType(t) ? at::kFloat : at::kLong;
+  at::Tensor one = device_empty({}, wide, self.device());
+  guarded([&] { vkml::ops::fill(vkml_device(one), ref(one), to_vkml_scalar(value, wide)); });
+  device_copy(self, one);
+  return self;
+}
+
+at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
+              value.dim(), " dimensions.");
+  if (value.device().is_cpu()) return fill_scalar(self, value.item());
+  device_copy(self, value);
+  return self;
+}
+
+at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
+  m.impl("fill_.Tensor", TORCH_FN(fill_tensor));
+  m.impl("zero_", TORCH_FN(zero_));
+}
+
+}  // namespace vkml_aten

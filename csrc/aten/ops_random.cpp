@@ -1,0 +1,121 @@
+// In-place random fills on the device (rand, randn, randint, normal_,
+// uniform_, bernoulli_, dropout build on these) from the Philox generator.
+#include <ATen/core/DistributionsHelper.h>
+#include <torch/library.h>
+
+#include "generator.h"
+#include "vkml/ops/random.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+namespace {
+
+using vkml::ops::Distribution;
+
+bool random_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kLong ||
+         t == at::kByte || t == at::kBool;
+}
+
+// Generates into self (any layout, through a contiguous temporary if needed).
+at::Tensor& generate(at::Tensor& self, Distribution dist, vkml::Scalar a, vkml::Scalar b,
+                     const std::optional<at::Generator>& gen) {
+  if (self.numel() == 0) return self;
+  TORCH_CHECK_NOT_IMPLEMENTED(random_dtype(self.scalar_type()),
+                              "random numbers on vkml do not support ", self.scalar_type(),
+                              " yet");
+  VkmlGeneratorImpl* g = get_generator(gen, self.device().index());
+  uint64_t seed, offset;
+  {
+    std::lock_guard<std::mutex> lock(g->mutex_);
+    seed = g->current_seed();
+    offset = g->take_offset(1);
+  }
+  at::Tensor target = self.is_contiguous() ? self : at::empty(self.sizes(), self.options());
+  guarded([&] {
+    vkml::ops::random(vkml_device(target), ref(target), dist, a, b, seed, offset);
+  });
+  if (!target.is_same(self)) self.copy_(target);
+  return self;
+}
+
+at::Tensor& uniform_(at::Tensor& self, double from, double to,
+                     std::optional<at::Generator> gen) {
+  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
+              " > to=", to);
+  return generate(self, Distribution::Uniform, vkml::Scalar::of(from), vkml::Scalar::of(to), gen);
+}
+
+at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  return generate(self, Distribution::Normal, vkml::Scalar::of(mean), vkml::Scalar::of(std), gen);
+}
+
+at::Tensor& random_from_to(at::Tensor& self, int64_t from, std::optional<int64_t> to,
+                           std::optional<at::Generator> gen) {
+  int64_t hi;
+  if (to.has_value()) {
+    hi = *to;
+  } else {
+    // [from, largest value of the dtype]: PyTorch's random_(from, None).
+    hi = self.scalar_type() == at::kLong  ? std::numeric_limits<int64_t>::max()
+         : self.scalar_type() == at::kInt ? (int64_t(1) << 31)
+         : self.scalar_type() == at::kBool ? 2
+         : self.scalar_type() == at::kByte ? 256
+                                           : (int64_t(1) << 24) + 1;
+  }
+  TORCH_CHECK(from < hi, "random_ expects 'from' to be less than 'to', but got from=", from,
+              " >= to=", hi);
+  return generate(self, Distribution::RandInt, vkml::Scalar::of_int(from),
+                  vkml::Scalar::of_int(hi), gen);
+}
+at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
+  return random_from_to(self, 0, to, gen);
+}
+at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
+  int64_t hi = self.scalar_type() == at::kLong   ? std::numeric_limits<int64_t>::max()
+               : self.scalar_type() == at::kInt  ? (int64_t(1) << 31)
+               : self.scalar_type() == at::kBool ? 2
+               : self.scalar_type() == at::kByte ? 256
+               : self.scalar_type() == at::kHalf ? (int64_t(1) << 11) + 1
+                                                 : (int64_t(1) << 24) + 1;
+  return random_from_to(self, 0, hi, gen);
+}
+
+at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  return generate(self, Distribution::Bernoulli, vkml::Scalar::of(p), vkml::Scalar::of(0), gen);
+}
+
+// Dropout: mask ~ Bernoulli(1 - p), out = input * mask / (1 - p).
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
+                                                  std::optional<bool> train) {
+  if (!train.has_value() || !*train || p == 0) {
+    return {input.clone(), at::ones(input.sizes(), input.options().dtype(at::kBool))};
+  }
+  TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  at::Tensor mask = at::empty(input.sizes(), input.options().dtype(at::kBool));
+  bernoulli_float(mask, 1.0 - p, std::nullopt);
+  double scale = p == 1 ? 0.0 : 1.0 / (1.0 - p);
+  return {input * mask * scale, mask};
+}
+
+at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask,
+                                   double scale) {
+  return grad * mask * scale;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("uniform_", TORCH_FN(uniform_));
+  m.impl("normal_", TORCH_FN(normal_));
+  m.impl("random_.from", TORCH_FN(random_from_to));
+  m.impl("random_.to", TORCH_FN(random_to));
+  m.impl("random_", TORCH_FN(random_));
+  m.impl("bernoulli_.float", TORCH_FN(bernoulli_float));
+  m.impl("native_dropout", TORCH_FN(native_dropout));
+  m.impl("native_dropout_backward", TORCH_FN(native_dropout_backward));
+}
+
+}  // namespace vkml_aten

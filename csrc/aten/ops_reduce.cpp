@@ -1,0 +1,274 @@
+// Reductions: sum, mean, prod, max/min (with and without dim), amax/amin,
+// argmax/argmin, all, any.
+#include <ATen/native/Resize.h>
+#include <torch/library.h>
+
+#include "reduce_layout.h"
+#include "vkml/ops/reduce.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+namespace {
+
+using vkml::ops::ReduceOp;
+
+bool kernel_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kLong ||
+         t == at::kBool || t == at::kByte;
+}
+
+// Reduces `self` over `dims` with the values in dtype `vt`. Writes values
+// (unless arg_only) and, when `indices` is given, int64 indices of the same shape.
+at::Tensor run_reduce(const char* name, const at::Tensor& self, const std::vector<int64_t>& dims,
+                      bool keepdim, ReduceOp op, at::ScalarType vt, double scale = 1.0,
+                      at::Tensor* indices = nullptr, bool arg_only = false) {
+  TORCH_CHECK_NOT_IMPLEMENTED(kernel_dtype(vt), name, " on vkml does not support ", vt, " yet");
+  at::Tensor in = self.scalar_type() == vt ? self : self.to(vt);
+  auto shape = reduced_shape(in, dims, keepdim);
+  at::Tensor values = at::empty(shape, in.options().dtype(arg_only ? at::kLong : vt));
+  if (indices) *indices = arg_only ? values : at::empty(shape, in.options().dtype(at::kLong));
+  if (values.numel() == 0) return values;
+  ReduceLayout l = reduce_layout(in, dims);
+  if (l.r == 0) {
+    bool needs_values = op == ReduceOp::Max || op == ReduceOp::Min || op == ReduceOp::ArgMax ||
+                        op == ReduceOp::ArgMin;
+    TORCH_CHECK_INDEX(!needs_values, name,
+                      "(): Expected reduction dim to be specified for input.numel() == 0. "
+                      "Specify the reduction dim with the 'dim' argument.");
+  }
+  vkml::ops::ReduceArgs a;
+  a.op = op;
+  a.dtype = to_vkml(vt == at::kBool ? at::kByte : vt);
+  a.in = addr(l.input);
+  a.outer = l.outer;
+  a.r = l.r;
+  a.inner = l.inner;
+  a.out = arg_only ? 0 : addr(values);
+  a.indices = indices ? addr(*indices) : 0;
+  a.scale = scale;
+  guarded([&] { vkml::ops::reduce(vkml_device(self), a); });
+  return values;
+}
+
+at::Tensor& write_out(at::Tensor& out, const at::Tensor& result) {
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
+  return out;
+}
+
+at::ScalarType sum_type(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
+  if (dtype) return *dtype;
+  return at::isIntegralType(self.scalar_type(), true) ? at::kLong : self.scalar_type();
+}
+
+at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                   std::optional<at::ScalarType> dtype) {
+  return run_reduce("sum", self, reduce_dims(self, dim), keepdim, ReduceOp::Sum,
+                    sum_type(self, dtype));
+}
+at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return write_out(out, sum_dim(self, dim, keepdim, dtype ? dtype : out.scalar_type()));
+}
+at::Tensor sum_all(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
+  return sum_dim(self, std::nullopt, false, dtype);
+}
+
+at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<at::ScalarType> dtype) {
+  at::ScalarType t = dtype.value_or(self.scalar_type());
+  TORCH_CHECK(at::isFloatingType(t),
+              "mean(): could not infer output dtype. Input dtype must be either a floating "
+              "point or complex dtype. Got: ", t);
+  auto dims = reduce_dims(self, dim);
+  int64_t r = 1;
+  for (int64_t d : dims) r *= self.size(d);
+  return run_reduce("mean", self, dims, keepdim, ReduceOp::Sum, t, 1.0 / double(r));
+}
+at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                     std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return write_out(out, mean_dim(self, dim, keepdim, dtype ? dtype : out.scalar_type()));
+}
+at::Tensor mean_all(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
+  return mean_dim(self, std::nullopt, false, dtype);
+}
+
+at::Tensor prod_all(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
+  return run_reduce("prod", self, reduce_dims(self, std::nullopt), false, ReduceOp::Prod,
+                    sum_type(self, dtype));
+}
+at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim,
+                    std::optional<at::ScalarType> dtype) {
+  return run_reduce("prod", self, reduce_dims(self, at::IntArrayRef{dim}), keepdim,
+                    ReduceOp::Prod, sum_type(self, dtype));
+}
+at::Tensor& prod_out(const at::Tensor& self, int64_t dim, bool keepdim,
+                     std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return write_out(out, prod_dim(self, dim, keepdim, dtype ? dtype : out.scalar_type()));
+}
+
+at::Tensor max_all(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, "max(): Expected reduction dim to be specified for "
+                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                                "argument.");
+  return run_reduce("max", self, reduce_dims(self, std::nullopt), false, ReduceOp::Max,
+                    self.scalar_type());
+}
+at::Tensor min_all(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, "min(): Expected reduction dim to be specified for "
+                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                                "argument.");
+  return run_reduce("min", self, reduce_dims(self, std::nullopt), false, ReduceOp::Min,
+                    self.scalar_type());
+}
+
+std::tuple<at::Tensor, at::Tensor> minmax_dim(const char* name, ReduceOp op,
+                                              const at::Tensor& self, int64_t dim, bool keepdim) {
+  at::Tensor idx;
+  at::Tensor v = run_reduce(name, self, reduce_dims(self, at::IntArrayRef{dim}), keepdim, op,
+                            self.scalar_type(), 1.0, &idx);
+  return {v, idx};
+}
+std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return minmax_dim("max", ReduceOp::Max, self, dim, keepdim);
+}
+std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return minmax_dim("min", ReduceOp::Min, self, dim, keepdim);
+}
+std::tuple<at::Tensor&, at::Tensor&> max_dim_out(const at::Tensor& self, int64_t dim,
+                                                 bool keepdim, at::Tensor& v, at::Tensor& i) {
+  auto [rv, ri] = max_dim(self, dim, keepdim);
+  write_out(v, rv);
+  write_out(i, ri);
+  return {v, i};
+}
+std::tuple<at::Tensor&, at::Tensor&> min_dim_out(const at::Tensor& self, int64_t dim,
+                                                 bool keepdim, at::Tensor& v, at::Tensor& i) {
+  auto [rv, ri] = min_dim(self, dim, keepdim);
+  write_out(v, rv);
+  write_out(i, ri);
+  return {v, i};
+}
+
+at::Tensor vk_amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  return run_reduce("amax", self, reduce_dims(self, dim), keepdim, ReduceOp::Max,
+                    self.scalar_type());
+}
+at::Tensor& amax_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  return write_out(out, vk_amax(self, dim, keepdim));
+}
+at::Tensor vk_amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  return run_reduce("amin", self, reduce_dims(self, dim), keepdim, ReduceOp::Min,
+                    self.scalar_type());
+}
+at::Tensor& amin_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  return write_out(out, vk_amin(self, dim, keepdim));
+}
+
+at::Tensor arg(const char* name, ReduceOp op, const at::Tensor& self, std::optional<int64_t> dim,
+               bool keepdim) {
+  at::Tensor idx;
+  if (!dim) {
+    // Over the flattened tensor; keepdim keeps every dim at size 1.
+    at::Tensor flat = self.reshape({-1});
+    run_reduce(name, flat, {0}, false, op, self.scalar_type(), 1.0, &idx, true);
+    if (keepdim) idx = idx.reshape(std::vector<int64_t>(self.dim(), 1));
+    return idx;
+  }
+  run_reduce(name, self, reduce_dims(self, at::IntArrayRef{*dim}), keepdim, op,
+             self.scalar_type(), 1.0, &idx, true);
+  return idx;
+}
+at::Tensor vk_argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  return arg("argmax", ReduceOp::ArgMax, self, dim, keepdim);
+}
+at::Tensor& argmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
+                       at::Tensor& out) {
+  return write_out(out, vk_argmax(self, dim, keepdim));
+}
+at::Tensor vk_argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  return arg("argmin", ReduceOp::ArgMin, self, dim, keepdim);
+}
+at::Tensor& argmin_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
+                       at::Tensor& out) {
+  return write_out(out, vk_argmin(self, dim, keepdim));
+}
+
+// all/any reduce booleans; uint8 inputs give uint8 results, as in PyTorch.
+at::Tensor logical(const char* name, ReduceOp op, const at::Tensor& self,
+                   at::OptionalIntArrayRef dim, bool keepdim) {
+  at::ScalarType rt = self.scalar_type() == at::kByte ? at::kByte : at::kBool;
+  at::Tensor b = self.scalar_type() == at::kBool ? self : self.ne(0);
+  at::Tensor r = run_reduce(name, b, reduce_dims(self, dim), keepdim, op, at::kBool);
+  return rt == at::kBool ? r : r.to(rt);
+}
+at::Tensor all_all(const at::Tensor& self) {
+  return logical("all", ReduceOp::All, self, std::nullopt, false);
+}
+at::Tensor all_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return logical("all", ReduceOp::All, self, at::IntArrayRef{dim}, keepdim);
+}
+at::Tensor all_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+  return logical("all", ReduceOp::All, self, dim, keepdim);
+}
+at::Tensor& all_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
+  return write_out(out, all_dim(self, dim, keepdim));
+}
+at::Tensor& all_all_out(const at::Tensor& self, at::Tensor& out) {
+  return write_out(out, all_all(self));
+}
+at::Tensor any_all(const at::Tensor& self) {
+  return logical("any", ReduceOp::Any, self, std::nullopt, false);
+}
+at::Tensor any_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return logical("any", ReduceOp::Any, self, at::IntArrayRef{dim}, keepdim);
+}
+at::Tensor any_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+  return logical("any", ReduceOp::Any, self, dim, keepdim);
+}
+at::Tensor& any_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
+  return write_out(out, any_dim(self, dim, keepdim));
+}
+at::Tensor& any_all_out(const at::Tensor& self, at::Tensor& out) {
+  return write_out(out, any_all(self));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("sum", TORCH_FN(sum_all));
+  m.impl("sum.dim_IntList", TORCH_FN(sum_dim));
+  m.impl("sum.IntList_out", TORCH_FN(sum_out));
+  m.impl("mean", TORCH_FN(mean_all));
+  m.impl("mean.dim", TORCH_FN(mean_dim));
+  m.impl("mean.out", TORCH_FN(mean_out));
+  m.impl("prod", TORCH_FN(prod_all));
+  m.impl("prod.dim_int", TORCH_FN(prod_dim));
+  m.impl("prod.int_out", TORCH_FN(prod_out));
+  m.impl("max", TORCH_FN(max_all));
+  m.impl("min", TORCH_FN(min_all));
+  m.impl("max.dim", TORCH_FN(max_dim));
+  m.impl("max.dim_max", TORCH_FN(max_dim_out));
+  m.impl("min.dim", TORCH_FN(min_dim));
+  m.impl("min.dim_min", TORCH_FN(min_dim_out));
+  m.impl("amax", TORCH_FN(vk_amax));
+  m.impl("amax.out", TORCH_FN(amax_out));
+  m.impl("amin", TORCH_FN(vk_amin));
+  m.impl("amin.out", TORCH_FN(amin_out));
+  m.impl("argmax", TORCH_FN(vk_argmax));
+  m.impl("argmax.out", TORCH_FN(argmax_out));
+  m.impl("argmin", TORCH_FN(vk_argmin));
+  m.impl("argmin.out", TORCH_FN(argmin_out));
+  m.impl("all", TORCH_FN(all_all));
+  m.impl("all.dim", TORCH_FN(all_dim));
+  m.impl("all.dims", TORCH_FN(all_dims));
+  m.impl("all.out", TORCH_FN(all_out));
+  m.impl("all.all_out", TORCH_FN(all_all_out));
+  m.impl("any", TORCH_FN(any_all));
+  m.impl("any.dim", TORCH_FN(any_dim));
+  m.impl("any.dims", TORCH_FN(any_dims));
+  m.impl("any.out", TORCH_FN(any_out));
+  m.impl("any.all_out", TORCH_FN(any_all_out));
+}
+
+}  // namespace vkml_aten

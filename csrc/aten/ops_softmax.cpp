@@ -1,0 +1,110 @@
+// softmax / log_softmax and their backward passes.
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/Resize.h>
+#include <torch/library.h>
+
+#include "vkml/ops/softmax.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+namespace {
+
+vkml::ops::SoftmaxShape shape_of(const at::Tensor& t, int64_t dim) {
+  vkml::ops::SoftmaxShape s;
+  if (t.dim() == 0) return s;
+  for (int64_t d = 0; d < dim; ++d) s.outer *= t.size(d);
+  s.dim = t.size(dim);
+  for (int64_t d = dim + 1; d < t.dim(); ++d) s.inner *= t.size(d);
+  return s;
+}
+
+void check_float(const char* name, at::ScalarType t) {
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf, name,
+                              " on vkml supports float32 and float16, got ", t);
+}
+
+at::Tensor forward(const char* name, const at::Tensor& self, int64_t dim, bool half_to_float,
+                   bool log) {
+  int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  at::Tensor in = self.contiguous();
+  if (half_to_float) {
+    TORCH_CHECK(self.scalar_type() == at::kHalf,
+                "conversion is supported for Half type only");
+    in = in.to(at::kFloat);
+  }
+  check_float(name, in.scalar_type());
+  at::Tensor out = at::empty(in.sizes(), in.options());
+  if (out.numel() == 0) return out;
+  guarded([&] {
+    vkml::ops::softmax(vkml_device(in), to_vkml(in.scalar_type()), addr(in), addr(out),
+                       shape_of(in, d), log);
+  });
+  return out;
+}
+
+at::Tensor backward(const char* name, const at::Tensor& grad, const at::Tensor& output,
+                    int64_t dim, at::ScalarType input_dtype, bool log) {
+  int64_t d = at::maybe_wrap_dim(dim, grad.dim());
+  at::Tensor g = grad.contiguous(), y = output.contiguous();
+  if (g.scalar_type() != y.scalar_type()) g = g.to(y.scalar_type());
+  check_float(name, y.scalar_type());
+  at::Tensor gi = at::empty(y.sizes(), y.options());
+  if (gi.numel() > 0)
+    guarded([&] {
+      vkml::ops::softmax_backward(vkml_device(y), to_vkml(y.scalar_type()), addr(g), addr(y),
+                                  addr(gi), shape_of(y, d), log);
+    });
+  return input_dtype == gi.scalar_type() ? gi : gi.to(input_dtype);
+}
+
+at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
+at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  return forward("softmax", self, dim, half_to_float, false);
+}
+at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
+                        at::Tensor& out) {
+  return write_out(out, softmax(self, dim, half_to_float));
+}
+at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  return forward("log_softmax", self, dim, half_to_float, true);
+}
+at::Tensor& log_softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
+                            at::Tensor& out) {
+  return write_out(out, log_softmax(self, dim, half_to_float));
+}
+at::Tensor softmax_bwd(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                       at::ScalarType input_dtype) {
+  return backward("softmax_backward", grad, output, dim, input_dtype, false);
+}
+at::Tensor& softmax_bwd_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                            at::ScalarType input_dtype, at::Tensor& out) {
+  return write_out(out, softmax_bwd(grad, output, dim, input_dtype));
+}
+at::Tensor log_softmax_bwd(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                           at::ScalarType input_dtype) {
+  return backward("log_softmax_backward", grad, output, dim, input_dtype, true);
+}
+at::Tensor& log_softmax_bwd_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                                at::ScalarType input_dtype, at::Tensor& out) {
+  return write_out(out, log_softmax_bwd(grad, output, dim, input_dtype));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_softmax", TORCH_FN(softmax));
+  m.impl("_softmax.out", TORCH_FN(softmax_out));
+  m.impl("_log_softmax", TORCH_FN(log_softmax));
+  m.impl("_log_softmax.out", TORCH_FN(log_softmax_out));
+  m.impl("_softmax_backward_data", TORCH_FN(softmax_bwd));
+  m.impl("_softmax_backward_data.out", TORCH_FN(softmax_bwd_out));
+  m.impl("_log_softmax_backward_data", TORCH_FN(log_softmax_bwd));
+  m.impl("_log_softmax_backward_data.out", TORCH_FN(log_softmax_bwd_out));
+}
+
+}  // namespace vkml_aten

@@ -1,0 +1,215 @@
+// Unary elementwise ops and activations.
+#include "elementwise_macros.h"
+#include "vkml/shaders/op_codes.h"
+
+namespace vkml_aten {
+namespace {
+
+constexpr auto F = ResultType::PromoteToFloat;  // integer inputs give float results
+const EwOp kNeg{OP_NEG, "neg"};
+const EwOp kAbs{OP_ABS, "abs"};
+const EwOp kSign{OP_SIGN, "sign"};
+const EwOp kSqrt{OP_SQRT, "sqrt", F};
+const EwOp kRsqrt{OP_RSQRT, "rsqrt", F};
+const EwOp kExp{OP_EXP, "exp", F};
+const EwOp kExp2{OP_EXP2, "exp2", F};
+const EwOp kExpm1{OP_EXPM1, "expm1", F};
+const EwOp kLog{OP_LOG, "log", F};
+const EwOp kLog2{OP_LOG2, "log2", F};
+const EwOp kLog1p{OP_LOG1P, "log1p", F};
+const EwOp kSigmoid{OP_SIGMOID, "sigmoid", F};
+const EwOp kTanh{OP_TANH, "tanh", F};
+const EwOp kReciprocal{OP_RECIPROCAL, "reciprocal", F};
+const EwOp kSin{OP_SIN, "sin", F};
+const EwOp kCos{OP_COS, "cos", F};
+const EwOp kFloor{OP_FLOOR, "floor"};
+const EwOp kCeil{OP_CEIL, "ceil"};
+const EwOp kRound{OP_ROUND, "round"};
+const EwOp kTrunc{OP_TRUNC, "trunc"};
+const EwOp kRelu{OP_RELU, "relu"};
+const EwOp kSilu{OP_SILU, "silu", F};
+const EwOp kGelu{OP_GELU, "gelu", F};
+const EwOp kGeluTanh{OP_GELU_TANH, "gelu", F};
+const EwOp kClamp{OP_CLAMP, "clamp"};
+const EwOp kClampTensor{OP_CLAMP_TENSOR, "clamp"};
+const EwOp kLogicalNot{OP_LOGICAL_NOT, "logical_not", ResultType::Bool};
+const EwOp kBitwiseNot{OP_BITWISE_NOT, "bitwise_not", ResultType::Promote, false, true};
+const EwOp kIsnan{OP_ISNAN, "isnan", ResultType::Bool};
+const EwOp kIsinf{OP_ISINF, "isinf", ResultType::Bool};
+const EwOp kIsfinite{OP_ISFINITE, "isfinite", ResultType::Bool};
+
+VKML_UNARY(neg, kNeg)
+VKML_UNARY(abs, kAbs)
+VKML_UNARY(sign, kSign)
+VKML_UNARY(sqrt, kSqrt)
+VKML_UNARY(rsqrt, kRsqrt)
+VKML_UNARY(exp, kExp)
+VKML_UNARY(exp2, kExp2)
+VKML_UNARY(expm1, kExpm1)
+VKML_UNARY(log, kLog)
+VKML_UNARY(log2, kLog2)
+VKML_UNARY(log1p, kLog1p)
+VKML_UNARY(sigmoid, kSigmoid)
+VKML_UNARY(tanh, kTanh)
+VKML_UNARY(reciprocal, kReciprocal)
+VKML_UNARY(sin, kSin)
+VKML_UNARY(cos, kCos)
+VKML_UNARY(floor, kFloor)
+VKML_UNARY(ceil, kCeil)
+VKML_UNARY(round, kRound)
+VKML_UNARY(trunc, kTrunc)
+VKML_UNARY(silu, kSilu)
+VKML_UNARY(logical_not, kLogicalNot)
+VKML_UNARY(bitwise_not, kBitwiseNot)
+
+at::Tensor relu(const at::Tensor& a) { return elementwise(kRelu, {a}); }
+at::Tensor& relu_(at::Tensor& a) {
+  elementwise(kRelu, {a}, a);
+  return a;
+}
+at::Tensor isnan(const at::Tensor& a) { return elementwise(kIsnan, {a}); }
+at::Tensor isinf(const at::Tensor& a) { return elementwise(kIsinf, {a}); }
+at::Tensor isfinite(const at::Tensor& a) { return elementwise(kIsfinite, {a}); }
+
+const EwOp& gelu_op(c10::string_view approximate) {
+  if (approximate == "tanh") return kGeluTanh;
+  TORCH_CHECK(approximate == "none", "approximate argument must be either none or tanh.");
+  return kGelu;
+}
+at::Tensor gelu(const at::Tensor& a, c10::string_view approximate) {
+  return elementwise(gelu_op(approximate), {a});
+}
+at::Tensor& gelu_(at::Tensor& a, c10::string_view approximate) {
+  elementwise(gelu_op(approximate), {a}, a);
+  return a;
+}
+at::Tensor& gelu_out(const at::Tensor& a, c10::string_view approximate, at::Tensor& out) {
+  elementwise(gelu_op(approximate), {a}, out);
+  return out;
+}
+
+// clamp with Scalar bounds: bounds travel in slots 1 and 2; the result type
+// promotes with them (clamp(int_tensor, 0.5) is float), as in PyTorch.
+EwParams clamp_params(const std::optional<at::Scalar>& lo, const std::optional<at::Scalar>& hi) {
+  TORCH_CHECK(lo.has_value() || hi.has_value(),
+              "torch.clamp: At least one of 'min' or 'max' must not be None");
+  EwParams p;
+  if (lo) p.s1 = *lo, p.flags |= EW_HAS_MIN;
+  if (hi) p.s2 = *hi, p.flags |= EW_HAS_MAX;
+  return p;
+}
+at::Tensor clamp_compute(const at::Tensor& a, const std::optional<at::Scalar>& lo,
+                         const std::optional<at::Scalar>& hi, const at::Tensor& out) {
+  EwParams p = clamp_params(lo, hi);
+  at::ScalarType t = a.scalar_type();
+  if (lo) t = at::promote_types(t, at::result_type(a, *lo));
+  if (hi) t = at::promote_types(t, at::result_type(a, *hi));
+  at::Tensor src = a.scalar_type() == t ? a : a.to(t);
+  return elementwise(kClamp, {src}, out, p);
+}
+at::Tensor clamp(const at::Tensor& a, const std::optional<at::Scalar>& lo,
+                 const std::optional<at::Scalar>& hi) {
+  return clamp_compute(a, lo, hi, at::Tensor());
+}
+at::Tensor& clamp_(at::Tensor& a, const std::optional<at::Scalar>& lo,
+                   const std::optional<at::Scalar>& hi) {
+  clamp_compute(a, lo, hi, a);
+  return a;
+}
+at::Tensor& clamp_out(const at::Tensor& a, const std::optional<at::Scalar>& lo,
+                      const std::optional<at::Scalar>& hi, at::Tensor& out) {
+  clamp_compute(a, lo, hi, out);
+  return out;
+}
+at::Tensor clamp_min(const at::Tensor& a, const at::Scalar& lo) { return clamp_compute(a, lo, std::nullopt, at::Tensor()); }
+at::Tensor& clamp_min_(at::Tensor& a, const at::Scalar& lo) { clamp_compute(a, lo, std::nullopt, a);
+  return a;
+}
+at::Tensor& clamp_min_out(const at::Tensor& a, const at::Scalar& lo, at::Tensor& out) {
+  clamp_compute(a, lo, std::nullopt, out);
+  return out;
+}
+at::Tensor clamp_max(const at::Tensor& a, const at::Scalar& hi) { return clamp_compute(a, std::nullopt, hi, at::Tensor()); }
+at::Tensor& clamp_max_(at::Tensor& a, const at::Scalar& hi) { clamp_compute(a, std::nullopt, hi, a);
+  return a;
+}
+at::Tensor& clamp_max_out(const at::Tensor& a, const at::Scalar& hi, at::Tensor& out) {
+  clamp_compute(a, std::nullopt, hi, out);
+  return out;
+}
+
+// clamp with tensor bounds: one bound is maximum/minimum, both a ternary kernel.
+at::Tensor clamp_t_compute(const at::Tensor& a, const std::optional<at::Tensor>& lo,
+                           const std::optional<at::Tensor>& hi, const at::Tensor& out) {
+  bool has_lo = lo.has_value() && lo->defined(), has_hi = hi.has_value() && hi->defined();
+  TORCH_CHECK(has_lo || has_hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  if (has_lo && has_hi) return elementwise(kClampTensor, {a, *lo, *hi}, out);
+  if (has_lo) return out.defined() ? at::maximum_out(const_cast<at::Tensor&>(out), a, *lo)
+                                   : at::maximum(a, *lo);
+  return out.defined() ? at::minimum_out(const_cast<at::Tensor&>(out), a, *hi)
+                       : at::minimum(a, *hi);
+}
+at::Tensor clamp_t(const at::Tensor& a, const std::optional<at::Tensor>& lo,
+                   const std::optional<at::Tensor>& hi) {
+  return clamp_t_compute(a, lo, hi, at::Tensor());
+}
+at::Tensor& clamp_t_(at::Tensor& a, const std::optional<at::Tensor>& lo,
+                     const std::optional<at::Tensor>& hi) {
+  clamp_t_compute(a, lo, hi, a);
+  return a;
+}
+at::Tensor& clamp_t_out(const at::Tensor& a, const std::optional<at::Tensor>& lo,
+                        const std::optional<at::Tensor>& hi, at::Tensor& out) {
+  clamp_t_compute(a, lo, hi, out);
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  VKML_REGISTER_UNARY(m, "neg", neg);
+  VKML_REGISTER_UNARY(m, "abs", abs);
+  VKML_REGISTER_UNARY(m, "sign", sign);
+  VKML_REGISTER_UNARY(m, "sqrt", sqrt);
+  VKML_REGISTER_UNARY(m, "rsqrt", rsqrt);
+  VKML_REGISTER_UNARY(m, "exp", exp);
+  VKML_REGISTER_UNARY(m, "exp2", exp2);
+  VKML_REGISTER_UNARY(m, "expm1", expm1);
+  VKML_REGISTER_UNARY(m, "log", log);
+  VKML_REGISTER_UNARY(m, "log2", log2);
+  VKML_REGISTER_UNARY(m, "log1p", log1p);
+  VKML_REGISTER_UNARY(m, "sigmoid", sigmoid);
+  VKML_REGISTER_UNARY(m, "tanh", tanh);
+  VKML_REGISTER_UNARY(m, "reciprocal", reciprocal);
+  VKML_REGISTER_UNARY(m, "sin", sin);
+  VKML_REGISTER_UNARY(m, "cos", cos);
+  VKML_REGISTER_UNARY(m, "floor", floor);
+  VKML_REGISTER_UNARY(m, "ceil", ceil);
+  VKML_REGISTER_UNARY(m, "round", round);
+  VKML_REGISTER_UNARY(m, "trunc", trunc);
+  VKML_REGISTER_UNARY(m, "silu", silu);
+  VKML_REGISTER_UNARY(m, "logical_not", logical_not);
+  VKML_REGISTER_UNARY(m, "bitwise_not", bitwise_not);
+  m.impl("relu", TORCH_FN(relu));
+  m.impl("relu_", TORCH_FN(relu_));
+  m.impl("isnan", TORCH_FN(isnan));
+  m.impl("isinf", TORCH_FN(isinf));
+  m.impl("isfinite", TORCH_FN(isfinite));
+  m.impl("gelu", TORCH_FN(gelu));
+  m.impl("gelu_", TORCH_FN(gelu_));
+  m.impl("gelu.out", TORCH_FN(gelu_out));
+  m.impl("clamp", TORCH_FN(clamp));
+  m.impl("clamp_", TORCH_FN(clamp_));
+  m.impl("clamp.out", TORCH_FN(clamp_out));
+  m.impl("clamp_min", TORCH_FN(clamp_min));
+  m.impl("clamp_min_", TORCH_FN(clamp_min_));
+  m.impl("clamp_min.out", TORCH_FN(clamp_min_out));
+  m.impl("clamp_max", TORCH_FN(clamp_max));
+  m.impl("clamp_max_", TORCH_FN(clamp_max_));
+  m.impl("clamp_max.out", TORCH_FN(clamp_max_out));
+  m.impl("clamp.Tensor", TORCH_FN(clamp_t));
+  m.impl("clamp_.Tensor", TORCH_FN(clamp_t_));
+  m.impl("clamp.Tensor_out", TORCH_FN(clamp_t_out));
+}
+
+}  // namespace vkml_aten

@@ -1,0 +1,43 @@
+#pragma once
+// The adapter's view of the core: at::Tensor -> vkml::TensorRef, dtype
+// mapping, the device of a tensor, and core errors turned into torch errors.
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/tensor.h"
+#include "vkml/runtime/device.h"
+#include "vkml/runtime/runtime.h"
+
+namespace vkml_aten {
+
+// false for dtypes the core cannot store (complex, quantized, ...).
+bool has_vkml_dtype(at::ScalarType t);
+vkml::DType to_vkml(at::ScalarType t);
+
+// The logical device of a vkml tensor (or of an index; -1 = current).
+vkml::Device& vkml_device(const at::Tensor& t);
+vkml::Device& device_at(c10::DeviceIndex index);
+
+vkml::TensorRef ref(const at::Tensor& t);
+inline uint64_t addr(const at::Tensor& t) { return reinterpret_cast<uint64_t>(t.data_ptr()); }
+
+// Rethrows a core error as the matching torch exception (ValueError,
+// OutOfMemoryError, RuntimeError).
+[[noreturn]] void rethrow(const vkml::Error& e);
+
+// Runs f, translating core errors.
+template <class F>
+decltype(auto) guarded(F&& f) {
+  try {
+    return f();
+  } catch (const vkml::Error& e) {
+    rethrow(e);
+  }
+}
+
+// The vkml current device of this thread (shared with the device guard).
+c10::DeviceIndex current_device();
+void set_current_device(c10::DeviceIndex index);
+
+}  // namespace vkml_aten

@@ -1,0 +1,36 @@
+#pragma once
+// Errors of the core. The adapter maps each kind to the matching Python exception.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace vkml {
+
+enum class ErrorKind {
+  Unavailable,      // no loader, no device: RuntimeError naming what to install
+  InvalidArgument,  // bad index, bad shape: ValueError
+  OutOfMemory,      // torch.OutOfMemoryError
+  DeviceLost,       // RuntimeError; the device is unusable afterwards
+  Internal,         // a Vulkan call failed unexpectedly
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
+  ErrorKind kind() const { return kind_; }
+
+ private:
+  ErrorKind kind_;
+};
+
+[[noreturn]] void fail(ErrorKind kind, const std::string& what);
+// Throws for a failed VkResult (passed as int to keep Vulkan out of this header).
+void check_vk(int result, const char* call);
+
+}  // namespace vkml
+
+#define VKML_CHECK_VK(expr) ::vkml::check_vk(static_cast<int>(expr), #expr)
+#define VKML_CHECK_ARG(cond, msg)                                       \
+  do {                                                                  \
+    if (!(cond)) ::vkml::fail(::vkml::ErrorKind::InvalidArgument, msg); \
+  } while (0)

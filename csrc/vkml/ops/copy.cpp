@@ -1,0 +1,119 @@
+#include "vkml/ops/copy.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+#include "vkml/ops/layout.h"
+
+namespace vkml::ops {
+
+namespace {
+
+struct Push {
+  uint64_t dst;
+  uint64_t src;
+  int32_t size[6];
+  int32_t dst_stride[6];
+  int32_t src_stride[6];
+  uint32_t numel;
+  int32_t ndim;
+  int32_t dst_dtype;
+  int32_t src_dtype;
+};
+static_assert(sizeof(Push) <= 128);
+
+// Staging chunks are bounded so a huge transfer does not need one huge
+// host-visible allocation.
+constexpr uint64_t kStagingChunk = 64ull << 20;
+
+void launch(Device& dev, VkPipeline pipeline, const MultiLayout& l, uint64_t dst, uint64_t src,
+            DType dt, DType st, int ndim) {
+  if (ndim > 6) {
+    int d = ndim - 1;
+    for (int64_t i = 0; i < l.sizes[d]; ++i)
+      launch(dev, pipeline, l, dst + uint64_t(i * l.strides[0][d] * int64_t(itemsize(dt))),
+             src + uint64_t(i * l.strides[1][d] * int64_t(itemsize(st))), dt, st, ndim - 1);
+    return;
+  }
+  Push p{};
+  p.dst = dst;
+  p.src = src;
+  int64_t numel = 1, max_off = 0;
+  for (int d = 0; d < ndim; ++d) {
+    p.size[d] = int32_t(l.sizes[d]);
+    p.dst_stride[d] = int32_t(l.strides[0][d]);
+    p.src_stride[d] = int32_t(l.strides[1][d]);
+    numel *= l.sizes[d];
+    max_off = std::max({max_off, (l.sizes[d] - 1) * l.strides[0][d],
+                        (l.sizes[d] - 1) * l.strides[1][d]});
+  }
+  check_32bit_indexing(numel, max_off, "copy");
+  p.numel = uint32_t(numel);
+  p.ndim = ndim;
+  p.dst_dtype = int32_t(dt);
+  p.src_dtype = int32_t(st);
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+}
+
+}  // namespace
+
+void copy_bytes(Device& dev, uint64_t dst_address, uint64_t src_address, uint64_t nbytes) {
+  if (!nbytes) return;
+  BufferSlice d = dev.memory().find(dst_address);
+  BufferSlice s = dev.memory().find(src_address);
+  dev.stream().copy_buffer(s.buffer, s.offset, d.buffer, d.offset, nbytes);
+}
+
+void copy(Device& dev, const TensorRef& dst, const TensorRef& src) {
+  VKML_CHECK_ARG(dst.ndim == src.ndim, "copy: rank mismatch");
+  MultiLayout l;
+  l.noperands = 2;
+  set_operand_from(l, 0, dst);
+  set_operand_from(l, 1, src);
+  l.coalesce();
+  if (l.numel() == 0) return;
+  DType dt = dst.dtype, st = src.dtype;
+  if (dt == st && l.all_contiguous()) {
+    copy_bytes(dev, dst.address, src.address, uint64_t(l.numel()) * itemsize(dt));
+    return;
+  }
+  bool f64 = dt == DType::f64 || st == DType::f64;
+  if (f64 && !dev.info().supports_fp64)
+    fail(ErrorKind::InvalidArgument,
+         "float64 is not supported on " + dev.info().name +
+             " (no shaderFloat64); convert to float32 before moving to vkml");
+  VkPipeline pipeline = dev.pipelines().get(f64 ? "copy_f64" : "copy_base");
+  launch(dev, pipeline, l, dst.address, src.address, dt, st, l.ndim);
+}
+
+void upload(Device& dev, uint64_t dst_address, const void* src, uint64_t nbytes) {
+  BufferSlice d = dev.memory().find(dst_address);
+  for (uint64_t done = 0; done < nbytes;) {
+    uint64_t n = std::min(kStagingChunk, nbytes - done);
+    Allocation staging = dev.staging().allocate(n);
+    std::memcpy(staging.host, static_cast<const char*>(src) + done, n);
+    BufferSlice s = dev.staging().find(staging.address);
+    dev.stream().copy_buffer(s.buffer, s.offset, d.buffer, d.offset + done, n);
+    dev.stream().free_after_use(dev.staging(), staging.address);
+    done += n;
+  }
+}
+
+void download(Device& dev, void* dst, uint64_t src_address, uint64_t nbytes) {
+  BufferSlice s = dev.memory().find(src_address);
+  for (uint64_t done = 0; done < nbytes;) {
+    uint64_t n = std::min(kStagingChunk, nbytes - done);
+    Allocation staging = dev.staging().allocate(n);
+    BufferSlice st = dev.staging().find(staging.address);
+    dev.stream().copy_buffer(s.buffer, s.offset + done, st.buffer, st.offset, n);
+    dev.stream().synchronize();
+    std::memcpy(static_cast<char*>(dst) + done, staging.host, n);
+    dev.staging().free(staging.address);
+    done += n;
+  }
+}
+
+}  // namespace vkml::ops

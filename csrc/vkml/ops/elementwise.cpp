@@ -1,0 +1,147 @@
+#include "vkml/ops/elementwise.h"
+
+#include <cstring>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+struct Push {
+  uint64_t ptr[4];
+  int32_t size[3];
+  int32_t ndim;
+  int32_t stride[4][3];
+  uint32_t numel;
+  uint32_t flags;
+  uint64_t s[3];
+};
+static_assert(sizeof(Push) == 128);
+
+uint64_t encode(DType t, Scalar v) {
+  if (is_floating(t)) {
+    float f = float(v.f);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return bits;
+  }
+  if (t == DType::i64) return uint64_t(v.i);
+  return uint64_t(uint32_t(int32_t(v.i)));
+}
+
+VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
+  const char* suffix = variant_suffix(e.dtype);
+  if (!suffix)
+    fail(ErrorKind::InvalidArgument,
+         std::string("vkml elementwise kernels do not support dtype ") + dtype_name(e.dtype));
+  std::string name = std::string("elementwise_") + suffix + (e.compare ? "_cmp" : "");
+  return dev.pipelines().get(name, {e.op});
+}
+
+size_t operand_itemsize(const Elementwise& e, int k) {
+  if (k == 0) return e.compare ? 1 : itemsize(e.dtype);
+  if (k == 1 && (e.flags & EW_IN0_BOOL)) return 1;
+  return itemsize(e.dtype);
+}
+
+void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64_t* ptr,
+            int ndim) {
+  const MultiLayout& l = e.layout;
+  Push p{};
+  int64_t numel = 1;
+  for (int d = 0; d < ndim; ++d) numel *= l.sizes[d];
+  if (numel == 0) return;
+  int64_t max_off = 0;
+  for (int k = 0; k <= e.ninputs; ++k) {
+    int64_t m = 0;
+    for (int d = 0; d < ndim; ++d) m += (l.sizes[d] - 1) * l.strides[k][d];
+    max_off = std::max(max_off, m);
+  }
+  check_32bit_indexing(numel, max_off, "elementwise");
+  for (int k = 0; k < 4; ++k) p.ptr[k] = ptr[k];
+  p.ndim = ndim;
+  for (int d = 0; d < ndim; ++d) {
+    p.size[d] = int32_t(l.sizes[d]);
+    for (int k = 0; k < 4; ++k) p.stride[k][d] = k <= e.ninputs ? int32_t(l.strides[k][d]) : 0;
+  }
+  p.numel = uint32_t(numel);
+  p.flags = e.flags;
+  bool contiguous = ndim == 1;
+  for (int k = 0; k <= e.ninputs && contiguous; ++k) {
+    bool by_value = k > 0 && e.scalar[k - 1];
+    if (!by_value && l.strides[k][0] != 1) contiguous = false;
+  }
+  if (contiguous) p.flags |= EW_CONTIGUOUS;
+  for (int k = 0; k < 3; ++k) {
+    if (e.scalar[k]) p.flags |= EW_SCALAR0 << k;
+    p.s[k] = encode(e.dtype, e.slot[k]);
+  }
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+}
+
+// More than three dims after collapsing: one dispatch per index of the
+// outer dims, each with its operand pointers moved along.
+void launch_outer(Device& dev, VkPipeline pipeline, const Elementwise& e, uint64_t* ptr,
+                  int ndim) {
+  if (ndim <= 3) return launch(dev, pipeline, e, ptr, ndim);
+  const MultiLayout& l = e.layout;
+  int d = ndim - 1;
+  for (int64_t i = 0; i < l.sizes[d]; ++i) {
+    uint64_t moved[4];
+    for (int k = 0; k < 4; ++k) {
+      bool by_value = k > 0 && e.scalar[k - 1];
+      moved[k] = (k <= e.ninputs && !by_value)
+                     ? ptr[k] + uint64_t(i * l.strides[k][d] * int64_t(operand_itemsize(e, k)))
+                     : ptr[k];
+    }
+    launch_outer(dev, pipeline, e, moved, ndim - 1);
+  }
+}
+
+}  // namespace
+
+void run_elementwise(Device& dev, Elementwise e) {
+  e.layout.noperands = e.ninputs + 1;
+  for (int k = 0; k < e.ninputs; ++k)
+    if (e.scalar[k])
+      for (int d = 0; d < e.layout.ndim; ++d) e.layout.strides[k + 1][d] = 0;
+  e.layout.coalesce();
+  if (e.layout.numel() == 0) return;
+  VkPipeline pipeline = pipeline_for(dev, e);
+  uint64_t ptr[4];
+  for (int k = 0; k < 4; ++k) ptr[k] = e.ptr[k];
+  launch_outer(dev, pipeline, e, ptr, e.layout.ndim);
+}
+
+void fill(Device& dev, const TensorRef& t, Scalar value) {
+  Elementwise e;
+  e.op = OP_IDENTITY;
+  e.dtype = t.dtype == DType::b8 ? DType::u8 : t.dtype;
+  e.ninputs = 1;
+  e.ptr[0] = t.address;
+  e.scalar[0] = true;
+  e.slot[0] = t.dtype == DType::b8 ? Scalar::of_int(value.i != 0 || value.f != 0) : value;
+  set_operand_from(e.layout, 0, t);
+  run_elementwise(dev, e);
+}
+
+void arange(Device& dev, const TensorRef& out, Scalar start, Scalar step) {
+  VKML_CHECK_ARG(out.is_contiguous(), "arange: output must be contiguous");
+  Elementwise e;
+  e.op = OP_ARANGE;
+  e.dtype = out.dtype;
+  e.ninputs = 1;
+  e.ptr[0] = out.address;
+  e.scalar[0] = true;
+  e.slot[0] = start;
+  e.slot[1] = step;
+  e.layout.ndim = 1;
+  e.layout.sizes[0] = out.numel();
+  e.layout.strides[0][0] = 1;
+  run_elementwise(dev, e);
+}
+
+}  // namespace vkml::ops

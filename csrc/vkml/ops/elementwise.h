@@ -1,0 +1,31 @@
+#pragma once
+// Elementwise kernels: one shader per storage dtype, the op picked by a
+// specialization constant (shaders/op_codes.h).
+#include <cstdint>
+
+#include "vkml/ops/layout.h"
+#include "vkml/runtime/device.h"
+#include "vkml/shaders/op_codes.h"
+
+namespace vkml::ops {
+
+struct Elementwise {
+  int op = OP_IDENTITY;
+  DType dtype = DType::f32;  // storage dtype of the tensor inputs (and of out unless compare)
+  bool compare = false;      // out is bool (uint8 0/1)
+  uint32_t flags = 0;        // EW_IN0_BOOL, EW_BOOL_OUT, EW_HAS_MIN, EW_HAS_MAX
+  int ninputs = 1;
+  uint64_t ptr[4] = {};      // out, in0, in1, in2
+  bool scalar[3] = {};       // input k is given by value in slot k
+  Scalar slot[3];            // scalar inputs or op parameters (see op_codes.h)
+  MultiLayout layout;        // operand 0 = out, 1.. = inputs; innermost first
+};
+
+void run_elementwise(Device& dev, Elementwise e);
+
+// Fills a tensor (any layout) with a value.
+void fill(Device& dev, const TensorRef& t, Scalar value);
+// out[i] = start + i * step over a contiguous tensor.
+void arange(Device& dev, const TensorRef& out, Scalar start, Scalar step);
+
+}  // namespace vkml::ops

@@ -1,0 +1,39 @@
+#include "vkml/ops/launch.h"
+
+#include <algorithm>
+#include <string>
+
+#include "vkml/core/error.h"
+
+namespace vkml::ops {
+
+void dispatch_1d(Device& dev, VkPipeline pipeline, const void* push, uint32_t push_size,
+                 uint64_t threads, uint32_t wg) {
+  if (threads == 0) return;
+  uint64_t groups = (threads + wg - 1) / wg;
+  uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
+  uint32_t gx = uint32_t(std::min<uint64_t>(groups, max_x));
+  uint32_t gy = uint32_t((groups + gx - 1) / gx);
+  dev.stream().dispatch(pipeline, push, push_size, gx, gy, 1);
+}
+
+void check_32bit_indexing(int64_t numel, int64_t max_offset, const char* op) {
+  if (numel >= (int64_t(1) << 31) || max_offset >= (int64_t(1) << 31)) {
+    fail(ErrorKind::InvalidArgument,
+         std::string(op) + ": tensors with 2^31 or more elements are not supported yet");
+  }
+}
+
+const char* variant_suffix(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::f16: return "f16";
+    case DType::i64: return "i64";
+    case DType::i32: return "i32";
+    case DType::u8:
+    case DType::b8: return "u8";
+    default: return nullptr;
+  }
+}
+
+}  // namespace vkml::ops

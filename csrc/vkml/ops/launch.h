@@ -1,0 +1,25 @@
+#pragma once
+// Small helpers every op launcher uses.
+#include <cstdint>
+
+#include "vkml/core/dtype.h"
+#include "vkml/runtime/device.h"
+
+namespace vkml::ops {
+
+constexpr uint32_t kWorkgroup = 256;
+
+// Dispatches enough workgroups of `wg` threads for `threads` invocations,
+// spilling into the y dimension beyond maxComputeWorkGroupCount[0]; shaders
+// use linear_id() from common.glsl.
+void dispatch_1d(Device& dev, VkPipeline pipeline, const void* push, uint32_t push_size,
+                 uint64_t threads, uint32_t wg = kWorkgroup);
+
+// Fails with InvalidArgument if a kernel indexing with 32-bit offsets cannot
+// reach every element of an operand.
+void check_32bit_indexing(int64_t numel, int64_t max_offset, const char* op);
+
+// The shader variant suffix of a storage dtype for the elementwise family.
+const char* variant_suffix(DType t);
+
+}  // namespace vkml::ops

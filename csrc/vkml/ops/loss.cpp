@@ -1,0 +1,77 @@
+#include "vkml/ops/loss.h"
+
+#include <algorithm>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+constexpr uint32_t kWeight = 1;  // flag of shaders/nll_loss.comp
+
+struct Push {
+  uint64_t input, target, weight, output, total_weight, grad_output, grad_input;
+  int64_t ignore_index;
+  uint32_t n, c;
+  int32_t reduction;
+  uint32_t flags;
+};
+static_assert(sizeof(Push) <= 128);
+
+Push make_push(Device& dev, const NllLossArgs& a) {
+  VKML_CHECK_ARG(a.dtype == DType::f32 || a.dtype == DType::f16,
+                 std::string("nll_loss: unsupported dtype ") + dtype_name(a.dtype));
+  VKML_CHECK_ARG(a.dtype != DType::f16 || dev.info().supports_fp16,
+                 "nll_loss: float16 is not supported on " + dev.info().name);
+  VKML_CHECK_ARG(a.n >= 0 && a.c >= 0, "nll_loss: negative size");
+  check_32bit_indexing(a.n * a.c, a.n * a.c, "nll_loss");
+  Push p{};
+  p.input = a.input;
+  p.target = a.target;
+  p.weight = a.weight;
+  p.output = a.output;
+  p.total_weight = a.total_weight;
+  p.ignore_index = a.ignore_index;
+  p.n = uint32_t(a.n);
+  p.c = uint32_t(a.c);
+  p.reduction = int32_t(a.reduction);
+  p.flags = a.weight ? kWeight : 0;
+  return p;
+}
+
+uint32_t workgroup(Device& dev) {
+  uint32_t wg = 256;
+  while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
+  return wg;
+}
+
+const char* shader_name(DType t) { return t == DType::f16 ? "nll_loss_f16" : "nll_loss_f32"; }
+
+}  // namespace
+
+void nll_loss_forward(Device& dev, const NllLossArgs& a) {
+  Push p = make_push(dev, a);
+  VKML_CHECK_ARG(a.output && a.total_weight, "nll_loss_forward: output and total_weight needed");
+  uint32_t wg = workgroup(dev);
+  // One workgroup: it writes total_weight (and the reduced loss) even when n == 0.
+  VkPipeline pipeline = dev.pipelines().get(shader_name(a.dtype), {0, int32_t(wg)});
+  dev.stream().dispatch(pipeline, &p, sizeof(p), 1, 1, 1);
+}
+
+void nll_loss_backward(Device& dev, const NllLossArgs& a, uint64_t grad_output,
+                       uint64_t grad_input) {
+  Push p = make_push(dev, a);
+  if (a.n * a.c == 0) return;
+  VKML_CHECK_ARG(a.reduction != Reduction::Mean || a.total_weight,
+                 "nll_loss_backward: mean reduction needs total_weight");
+  p.grad_output = grad_output;
+  p.grad_input = grad_input;
+  uint32_t wg = workgroup(dev);
+  VkPipeline pipeline = dev.pipelines().get(shader_name(a.dtype), {1, int32_t(wg)});
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n * a.c), wg);
+}
+
+}  // namespace vkml::ops

@@ -1,0 +1,104 @@
+#include "vkml/ops/matmul.h"
+
+#include <algorithm>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+// Flags of shaders/gemm.comp.
+constexpr uint32_t kBias = 1, kAMFast = 2, kBKFast = 4;
+
+struct Push {
+  uint64_t a, b, c, bias;
+  int64_t a_batch, b_batch, c_batch, bias_batch;
+  int32_t a_row, a_col, b_row, b_col, c_row, c_col, bias_row, bias_col;
+  uint32_t m, n, k, batch;
+  float alpha, beta;
+  uint32_t flags;
+};
+static_assert(sizeof(Push) <= 128);
+
+// Tile configurations (the specialization constants of shaders/gemm.comp):
+// BM x BN outputs per workgroup, BK-deep K slices, and the workgroup size;
+// each thread computes BM * BN / threads outputs, 4 wide. Per-device tuning
+// goes here.
+struct Tile {
+  int32_t bm, bn, bk, threads;
+};
+constexpr Tile kLarge{64, 64, 16, 256};
+constexpr Tile kSmall{32, 32, 16, 64};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t max_offset(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+  return (rows - 1) * std::max<int64_t>(row_stride, 0) +
+         (cols - 1) * std::max<int64_t>(col_stride, 0);
+}
+
+}  // namespace
+
+void gemm(Device& dev, const GemmArgs& g) {
+  VKML_CHECK_ARG(g.dtype == DType::f32 || g.dtype == DType::f16,
+                 std::string("gemm: unsupported dtype ") + dtype_name(g.dtype));
+  VKML_CHECK_ARG(g.dtype != DType::f16 || dev.info().supports_fp16,
+                 "gemm: float16 is not supported on " + dev.info().name);
+  VKML_CHECK_ARG(g.batch >= 0 && g.m >= 0 && g.n >= 0 && g.k >= 0, "gemm: negative size");
+  if (g.batch == 0 || g.m == 0 || g.n == 0) return;
+  bool bias = g.beta != 0.0f && g.bias != 0;
+  const char* op = "gemm";
+  if (g.k > 0) {
+    check_32bit_indexing(g.m * g.k, max_offset(g.m, g.k, g.a_row, g.a_col), op);
+    check_32bit_indexing(g.k * g.n, max_offset(g.k, g.n, g.b_row, g.b_col), op);
+  }
+  check_32bit_indexing(g.m * g.n, max_offset(g.m, g.n, g.c_row, g.c_col), op);
+  if (bias) check_32bit_indexing(g.m * g.n, max_offset(g.m, g.n, g.bias_row, g.bias_col), op);
+
+  // Large tiles when they give the GPU enough workgroups and are not mostly
+  // empty, small ones otherwise.
+  Tile t = kLarge;
+  int64_t large_tiles = ceil_div(g.m, kLarge.bm) * ceil_div(g.n, kLarge.bn) * g.batch;
+  if (large_tiles < 128 || g.m <= 32 || g.n <= 32 ||
+      dev.info().max_workgroup_invocations < uint32_t(kLarge.threads))
+    t = kSmall;
+  int64_t tiles = ceil_div(g.m, t.bm) * ceil_div(g.n, t.bn) * g.batch;
+  VKML_CHECK_ARG(tiles < (int64_t(1) << 32), "gemm: too many output tiles");
+
+  Push p{};
+  p.a = g.a;
+  p.b = g.b;
+  p.c = g.c;
+  p.bias = bias ? g.bias : 0;
+  p.a_batch = g.a_batch;
+  p.b_batch = g.b_batch;
+  p.c_batch = g.c_batch;
+  p.bias_batch = g.bias_batch;
+  p.a_row = int32_t(g.a_row);
+  p.a_col = int32_t(g.a_col);
+  p.b_row = int32_t(g.b_row);
+  p.b_col = int32_t(g.b_col);
+  p.c_row = int32_t(g.c_row);
+  p.c_col = int32_t(g.c_col);
+  p.bias_row = int32_t(g.bias_row);
+  p.bias_col = int32_t(g.bias_col);
+  p.m = uint32_t(g.m);
+  p.n = uint32_t(g.n);
+  p.k = uint32_t(g.k);
+  p.batch = uint32_t(g.batch);
+  p.alpha = g.alpha;
+  p.beta = g.beta;
+  p.flags = (bias ? kBias : 0) | (g.a_row == 1 && g.a_col != 1 ? kAMFast : 0) |
+            (g.b_row == 1 && g.b_col != 1 ? kBKFast : 0);
+
+  VkPipeline pipeline = dev.pipelines().get(g.dtype == DType::f16 ? "gemm_f16" : "gemm_f32",
+                                            {t.bm, t.bn, t.bk, t.threads});
+  uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
+  uint32_t gx = uint32_t(std::min<uint64_t>(uint64_t(tiles), max_x));
+  uint32_t gy = uint32_t(ceil_div(tiles, gx));
+  dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1);
+}
+
+}  // namespace vkml::ops

@@ -1,0 +1,28 @@
+#pragma once
+// Batched GEMM with arbitrary element strides, so transposed operands need no copy:
+//   C[b,i,j] = alpha * sum_k A[b,i,k] * B[b,k,j] + beta * Bias[b,i,j]
+#include <cstdint>
+
+#include "vkml/core/dtype.h"
+#include "vkml/runtime/device.h"
+
+namespace vkml::ops {
+
+struct GemmArgs {
+  DType dtype = DType::f32;  // f32 or f16 (fp32 accumulation); all operands
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  uint64_t a = 0;
+  int64_t a_batch = 0, a_row = 0, a_col = 0;  // element strides
+  uint64_t b = 0;
+  int64_t b_batch = 0, b_row = 0, b_col = 0;
+  uint64_t c = 0;
+  int64_t c_batch = 0, c_row = 0, c_col = 0;
+  uint64_t bias = 0;  // optional; zero strides broadcast it
+  int64_t bias_batch = 0, bias_row = 0, bias_col = 0;
+  float alpha = 1.0f;
+  float beta = 0.0f;  // 0: bias ignored entirely (NaNs in it do not propagate)
+};
+
+void gemm(Device& dev, const GemmArgs& args);
+
+}  // namespace vkml::ops

@@ -1,0 +1,68 @@
+#include "vkml/ops/random.h"
+
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+struct Push {
+  uint64_t dst;
+  int64_t lo;
+  uint64_t range;
+  float a, b;
+  uint32_t seed_lo, seed_hi, offset_lo, offset_hi;
+  uint32_t numel;
+};
+static_assert(sizeof(Push) <= 128);
+
+}  // namespace
+
+void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scalar b,
+            uint64_t seed, uint64_t offset) {
+  VKML_CHECK_ARG(out.is_contiguous(), "random: the output must be contiguous");
+  DType dt = out.dtype;
+  bool floating = dt == DType::f32 || dt == DType::f16;
+  bool integral = dt == DType::i32 || dt == DType::i64 || dt == DType::u8 || dt == DType::b8;
+  const char* suffix = variant_suffix(dt);
+  VKML_CHECK_ARG(suffix && (floating || integral),
+                 std::string("random: unsupported dtype ") + dtype_name(dt));
+  VKML_CHECK_ARG(dt != DType::f16 || dev.info().supports_fp16,
+                 "random: float16 is not supported on " + dev.info().name);
+  Push p{};
+  switch (dist) {
+    case Distribution::Uniform:
+    case Distribution::Normal:
+      VKML_CHECK_ARG(floating, std::string(dist == Distribution::Uniform ? "uniform" : "normal") +
+                                   ": needs a floating-point output, got " + dtype_name(dt));
+      p.a = float(a.f);
+      p.b = float(b.f);
+      break;
+    case Distribution::RandInt:
+      VKML_CHECK_ARG(b.i > a.i, "random: randint needs from < to");
+      p.lo = a.i;
+      p.range = uint64_t(b.i) - uint64_t(a.i);
+      break;
+    case Distribution::Bernoulli:
+      VKML_CHECK_ARG(a.f >= 0.0 && a.f <= 1.0, "bernoulli: p must be in [0, 1]");
+      p.a = float(a.f);
+      break;
+  }
+  int64_t numel = out.numel();
+  if (numel == 0) return;
+  check_32bit_indexing(numel, numel, "random");
+  p.dst = out.address;
+  p.seed_lo = uint32_t(seed);
+  p.seed_hi = uint32_t(seed >> 32);
+  p.offset_lo = uint32_t(offset);
+  p.offset_hi = uint32_t(offset >> 32);
+  p.numel = uint32_t(numel);
+  VkPipeline pipeline =
+      dev.pipelines().get(std::string("random_") + suffix, {int32_t(dist)});
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+}
+
+}  // namespace vkml::ops

@@ -1,0 +1,24 @@
+#pragma once
+// Counter-based random numbers (Philox4x32-10): element i of a call draws from
+// counter (i, offset), key seed, so results do not depend on the GPU or the
+// launch shape, and the same (seed, offset) gives the same numbers.
+#include <cstdint>
+
+#include "vkml/core/dtype.h"
+#include "vkml/ops/tensor.h"
+#include "vkml/runtime/device.h"
+
+namespace vkml::ops {
+
+enum class Distribution {
+  Uniform,    // [a, b)
+  Normal,     // mean a, std b
+  RandInt,    // integers in [a, b)  (uses Scalar::i)
+  Bernoulli,  // 1 with probability a, else 0
+};
+
+// out must be contiguous; dtypes f32, f16, i32, i64, u8/b8 (RandInt/Bernoulli).
+void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scalar b,
+            uint64_t seed, uint64_t offset);
+
+}  // namespace vkml::ops

@@ -1,0 +1,154 @@
+#include "vkml/ops/reduce.h"
+
+#include <algorithm>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/elementwise.h"
+#include "vkml/ops/launch.h"
+#include "vkml/ops/tensor.h"
+
+namespace vkml::ops {
+
+namespace {
+
+// Flags of shaders/reduce.comp.
+constexpr uint32_t kInAcc = 1, kOutAcc = 2, kWantVal = 4, kWantIdx = 8, kScale = 16;
+
+// Below this many elements per output an inner == 1 reduction uses one thread
+// per output instead of a workgroup.
+constexpr int64_t kRowMinR = 64;
+
+struct Push {
+  uint64_t in;
+  uint64_t in_idx;
+  uint64_t out;
+  uint64_t out_idx;
+  uint32_t outer, r, inner, chunk, splits, flags;
+  float scale;
+};
+static_assert(sizeof(Push) <= 128);
+
+// Values (and, for max/min, indices) of one end of a pass. `acc`: accumulator-
+// typed partials with int32 indices rather than final values with int64 ones.
+struct Operand {
+  uint64_t val = 0;
+  uint64_t idx = 0;
+  bool acc = false;
+};
+
+struct Plan {
+  ReduceOp op;
+  DType dtype;
+  float scale;
+  bool track_idx;
+  uint32_t max_wg;
+};
+
+size_t acc_size(DType t) { return t == DType::i64 ? 8 : 4; }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void pass(Device& dev, const Plan& p, const Operand& in, int64_t outer, int64_t r, int64_t inner,
+          int64_t splits, int64_t chunk, const Operand& out) {
+  bool row = inner == 1 && chunk >= kRowMinR;
+  uint32_t wg = row ? (chunk >= 1024 ? 256u : 64u) : 256u;
+  wg = std::min(wg, p.max_wg);
+  std::string name = std::string("reduce_") + variant_suffix(p.dtype);
+  VkPipeline pipeline =
+      dev.pipelines().get(name, {int32_t(p.op), row ? 1 : 0, int32_t(wg)});
+  Push push{};
+  push.in = in.val;
+  push.in_idx = in.idx;
+  push.out = out.val;
+  push.out_idx = out.idx;
+  push.outer = uint32_t(outer);
+  push.r = uint32_t(r);
+  push.inner = uint32_t(inner);
+  push.chunk = uint32_t(chunk);
+  push.splits = uint32_t(splits);
+  push.flags = (in.acc ? kInAcc : 0) | (out.acc ? kOutAcc : 0) | (out.val ? kWantVal : 0) |
+               (out.idx ? kWantIdx : 0) | (!out.acc && p.scale != 1.0f ? kScale : 0);
+  push.scale = p.scale;
+  if (row) {
+    uint64_t groups = uint64_t(outer * splits);
+    uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
+    uint32_t gx = uint32_t(std::min(groups, max_x));
+    uint32_t gy = uint32_t((groups + gx - 1) / gx);
+    dev.stream().dispatch(pipeline, &push, sizeof(push), gx, gy, 1);
+  } else {
+    dispatch_1d(dev, pipeline, &push, sizeof(push), uint64_t(outer * splits * inner), wg);
+  }
+}
+
+// How many chunks to cut r into so that enough threads work on few outputs.
+int64_t choose_splits(int64_t outer, int64_t r, int64_t inner) {
+  if (inner == 1 && r >= kRowMinR) {
+    // One workgroup per output: aim for ~512 workgroups of >= 4096 elements.
+    if (outer >= 256 || r < 8192) return 1;
+    return std::max<int64_t>(1, std::min(ceil_div(r, 4096), ceil_div(512, outer)));
+  }
+  // One thread per output: aim for ~64K threads looping over >= 128 elements.
+  int64_t outputs = outer * inner;
+  if (outputs >= 32768 || r < 256) return 1;
+  return std::max<int64_t>(1, std::min(ceil_div(r, 128), ceil_div(65536, outputs)));
+}
+
+void run(Device& dev, const Plan& p, const Operand& in, int64_t outer, int64_t r, int64_t inner,
+         const Operand& out) {
+  int64_t splits = choose_splits(outer, r, inner);
+  int64_t chunk = ceil_div(r, splits);
+  splits = ceil_div(r, chunk);
+  if (splits == 1) return pass(dev, p, in, outer, r, inner, 1, r, out);
+  int64_t n = outer * splits * inner;
+  Allocation vals = dev.memory().allocate(uint64_t(n) * acc_size(p.dtype));
+  Allocation idx;
+  if (p.track_idx) idx = dev.memory().allocate(uint64_t(n) * 4);
+  Operand mid{vals.address, idx.address, true};
+  pass(dev, p, in, outer, r, inner, splits, chunk, mid);
+  run(dev, p, mid, outer, splits, inner, out);
+  // Later dispatches are ordered after these by the stream's barriers, so the
+  // scratch memory can be handed out again at once.
+  dev.memory().free(vals.address);
+  if (idx.address) dev.memory().free(idx.address);
+}
+
+}  // namespace
+
+void reduce(Device& dev, const ReduceArgs& a) {
+  DType dt = a.dtype == DType::b8 ? DType::u8 : a.dtype;
+  VKML_CHECK_ARG(dt == DType::f32 || dt == DType::f16 || dt == DType::i32 ||
+                     dt == DType::i64 || dt == DType::u8,
+                 std::string("reduce: unsupported dtype ") + dtype_name(a.dtype));
+  VKML_CHECK_ARG(dt != DType::f16 || dev.info().supports_fp16,
+                 "reduce: float16 is not supported on " + dev.info().name);
+  VKML_CHECK_ARG(a.outer >= 0 && a.r >= 0 && a.inner >= 0, "reduce: negative size");
+  bool track = a.op == ReduceOp::Max || a.op == ReduceOp::Min || a.op == ReduceOp::ArgMax ||
+               a.op == ReduceOp::ArgMin;
+  bool arg = a.op == ReduceOp::ArgMax || a.op == ReduceOp::ArgMin;
+  VKML_CHECK_ARG(arg ? a.indices != 0 : a.out != 0, "reduce: no output given");
+  if (a.outer * a.inner == 0) return;
+  if (a.r == 0) {
+    VKML_CHECK_ARG(!track, "reduce: max/min/argmax/argmin of an empty dimension");
+    if (!a.out) return;
+    TensorRef t = TensorRef::contiguous(a.out, dt, {a.outer * a.inner});
+    switch (a.op) {
+      case ReduceOp::Sum:
+        return fill(dev, t, is_floating(dt) ? Scalar::of(0.0 * a.scale) : Scalar::of_int(0));
+      case ReduceOp::Prod:
+        return fill(dev, t, is_floating(dt) ? Scalar::of(a.scale) : Scalar::of_int(int64_t(a.scale)));
+      case ReduceOp::All: return fill(dev, t, Scalar::of_int(1));
+      default: return fill(dev, t, Scalar::of_int(0));
+    }
+  }
+  int64_t numel = a.outer * a.r * a.inner;
+  check_32bit_indexing(numel, numel, "reduce");
+  uint32_t max_wg = 256;
+  while (max_wg > 64 && max_wg > dev.info().max_workgroup_invocations) max_wg /= 2;
+  Plan p{a.op, dt, float(a.scale), track, max_wg};
+  Operand in{a.in, 0, false};
+  Operand out{a.out, track ? a.indices : 0, false};
+  run(dev, p, in, a.outer, a.r, a.inner, out);
+}
+
+}  // namespace vkml::ops

@@ -1,0 +1,61 @@
+#include "vkml/ops/softmax.h"
+
+#include <algorithm>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+struct Push {
+  uint64_t x, y, out;
+  uint32_t outer, dim, inner;
+};
+static_assert(sizeof(Push) <= 128);
+
+// Rows shorter than this (inner == 1) get one thread each instead of a workgroup.
+constexpr int64_t kRowMinDim = 64;
+
+void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t out,
+            SoftmaxShape s) {
+  VKML_CHECK_ARG(dtype == DType::f32 || dtype == DType::f16,
+                 std::string("softmax: unsupported dtype ") + dtype_name(dtype));
+  VKML_CHECK_ARG(dtype != DType::f16 || dev.info().supports_fp16,
+                 "softmax: float16 is not supported on " + dev.info().name);
+  VKML_CHECK_ARG(s.outer >= 0 && s.dim >= 0 && s.inner >= 0, "softmax: negative size");
+  int64_t numel = s.outer * s.dim * s.inner;
+  if (numel == 0) return;
+  check_32bit_indexing(numel, numel, "softmax");
+  bool row = s.inner == 1 && s.dim >= kRowMinDim;
+  uint32_t wg = row && s.dim < 1024 ? 64 : 256;
+  while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
+  VkPipeline pipeline =
+      dev.pipelines().get(dtype == DType::f16 ? "softmax_f16" : "softmax_f32",
+                          {mode, row ? 1 : 0, int32_t(wg)});
+  Push p{x, y, out, uint32_t(s.outer), uint32_t(s.dim), uint32_t(s.inner)};
+  if (row) {
+    uint64_t groups = uint64_t(s.outer);
+    uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
+    uint32_t gx = uint32_t(std::min(groups, max_x));
+    uint32_t gy = uint32_t((groups + gx - 1) / gx);
+    dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1);
+  } else {
+    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(s.outer * s.inner), wg);
+  }
+}
+
+}  // namespace
+
+void softmax(Device& dev, DType dtype, uint64_t in, uint64_t out, SoftmaxShape s, bool log) {
+  launch(dev, dtype, log ? 1 : 0, in, 0, out, s);
+}
+
+void softmax_backward(Device& dev, DType dtype, uint64_t grad_out, uint64_t out,
+                      uint64_t grad_in, SoftmaxShape s, bool log) {
+  launch(dev, dtype, log ? 3 : 2, grad_out, out, grad_in, s);
+}
+
+}  // namespace vkml::ops

@@ -1,0 +1,66 @@
+#include "vkml/runtime/device.h"
+
+#include <vector>
+
+#include "vkml/core/error.h"
+#include "vkml/runtime/physical_device.h"
+
+namespace vkml {
+
+Device::Device(VkPhysicalDevice physical, const DeviceInfo& info, int index)
+    : physical_(physical), info_(info), index_(index) {
+  uint32_t n = 0;
+  vk::vkGetPhysicalDeviceQueueFamilyProperties(physical, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vk::vkGetPhysicalDeviceQueueFamilyProperties(physical, &n, families.data());
+  int chosen = -1;
+  for (uint32_t i = 0; i < n; ++i) {
+    // The first compute-capable family is the main one on every driver we know;
+    // it also has valid timestamps.
+    if ((families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && chosen < 0) chosen = int(i);
+  }
+  if (chosen < 0) fail(ErrorKind::Unavailable, info.name + " has no compute queue");
+  queue_family_ = uint32_t(chosen);
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qi.queueFamilyIndex = queue_family_;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+
+  EnabledFeatures features;
+  choose_features(physical, features);
+  std::vector<const char*> extensions;
+  if (info.supports_memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+
+  VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  ci.pNext = &features.base;
+  ci.queueCreateInfoCount = 1;
+  ci.pQueueCreateInfos = &qi;
+  ci.enabledExtensionCount = uint32_t(extensions.size());
+  ci.ppEnabledExtensionNames = extensions.data();
+  VKML_CHECK_VK(vk::vkCreateDevice(physical, &ci, nullptr, &device_));
+  vk::vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+
+  memory_ = std::make_unique<MemoryPool>(*this, false);
+  staging_ = std::make_unique<MemoryPool>(*this, true);
+  pipelines_ = std::make_unique<Pipelines>(*this);
+  stream_ = std::make_unique<Stream>(*this);
+}
+
+Device::~Device() {
+  if (device_) vk::vkDeviceWaitIdle(device_);
+  stream_.reset();
+  pipelines_.reset();
+  staging_.reset();
+  memory_.reset();
+  if (device_) vk::vkDestroyDevice(device_, nullptr);
+}
+
+void Device::release_cached_memory() {
+  stream_->synchronize();
+  memory_->empty_cache();
+  staging_->empty_cache();
+}
+
+}  // namespace vkml

@@ -1,0 +1,53 @@
+#pragma once
+// One logical Vulkan device: its queue, memory pools, stream and pipelines.
+#include <atomic>
+#include <memory>
+
+#include "vkml/runtime/device_info.h"
+#include "vkml/runtime/memory.h"
+#include "vkml/runtime/pipelines.h"
+#include "vkml/runtime/stream.h"
+#include "vkml/runtime/vk_api.h"
+
+namespace vkml {
+
+class Device {
+ public:
+  Device(VkPhysicalDevice physical, const DeviceInfo& info, int index);
+  ~Device();
+  Device(const Device&) = delete;
+
+  VkDevice handle() const { return device_; }
+  VkPhysicalDevice physical() const { return physical_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+  const DeviceInfo& info() const { return info_; }
+  int index() const { return index_; }
+
+  MemoryPool& memory() { return *memory_; }
+  MemoryPool& staging() { return *staging_; }
+  Stream& stream() { return *stream_; }
+  Pipelines& pipelines() { return *pipelines_; }
+
+  // Waits for the GPU, then returns unused blocks of both pools to the driver.
+  void release_cached_memory();
+
+  // Set once a Vulkan call reported VK_ERROR_DEVICE_LOST; every later use throws.
+  bool lost() const { return lost_.load(); }
+  void mark_lost() { lost_.store(true); }
+
+ private:
+  VkPhysicalDevice physical_;
+  DeviceInfo info_;
+  int index_;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  std::unique_ptr<MemoryPool> memory_;
+  std::unique_ptr<MemoryPool> staging_;
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<Pipelines> pipelines_;
+  std::atomic<bool> lost_{false};
+};
+
+}  // namespace vkml

@@ -1,0 +1,41 @@
+#pragma once
+// What a physical device offers, read once at enumeration.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vkml {
+
+struct MemoryHeapInfo {
+  uint64_t size = 0;
+  bool device_local = false;
+};
+
+struct DeviceInfo {
+  std::string name;
+  std::string device_type;  // "discrete", "integrated", "virtual", "cpu", "other"
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+  std::string vendor;       // "NVIDIA", "AMD", "Intel", "Mesa (lavapipe)", ...
+  std::string driver_name;
+  std::string driver_info;
+  uint32_t api_version = 0;
+  std::vector<MemoryHeapInfo> heaps;
+  uint64_t total_memory = 0;  // sum of device-local heaps
+  uint32_t subgroup_size = 0;
+  uint64_t max_storage_buffer_range = 0;
+  uint64_t max_allocation_size = 0;
+  uint32_t max_workgroup_count[3] = {0, 0, 0};
+  uint32_t max_workgroup_invocations = 0;
+  uint32_t max_shared_memory = 0;
+  float timestamp_period_ns = 0;
+  bool supports_fp16 = false;     // shaderFloat16 + 16-bit storage
+  bool supports_fp64 = false;
+  bool supports_int64 = false;
+  bool supports_int16 = false;
+  bool supports_memory_budget = false;
+  // Empty when the device has what torch-vkml needs; otherwise why not.
+  std::string unsupported_reason;
+};
+
+}  // namespace vkml

@@ -1,0 +1,253 @@
+#include "vkml/runtime/memory.h"
+
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/runtime/device.h"
+
+namespace vkml {
+
+namespace {
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kSmallRequest = 1 * kMiB;  // requests up to this share 2 MiB blocks
+constexpr uint64_t kSmallBlock = 2 * kMiB;
+constexpr uint64_t kMediumRequest = 10 * kMiB;  // up to this share 20 MiB blocks
+constexpr uint64_t kMediumBlock = 20 * kMiB;
+constexpr uint64_t kLargeRound = 2 * kMiB;
+
+uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+
+std::string mib(uint64_t bytes) {
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%.2f MiB", double(bytes) / double(kMiB));
+  return buf;
+}
+}  // namespace
+
+MemoryPool::MemoryPool(Device& device, bool host_visible)
+    : device_(device), host_visible_(host_visible) {
+  VkPhysicalDeviceMemoryProperties mem;
+  vk::vkGetPhysicalDeviceMemoryProperties(device.physical(), &mem);
+  // Host pools prefer cached memory (fast reads back); device pools prefer
+  // device-local memory that is not host-visible (the real VRAM on dGPUs).
+  int best = -1, best_score = -1;
+  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+    VkMemoryPropertyFlags f = mem.memoryTypes[i].propertyFlags;
+    int score = -1;
+    if (host_visible) {
+      if ((f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) && (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT))
+        score = 1 + ((f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) ? 2 : 0);
+    } else if (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) {
+      score = 1 + ((f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) ? 0 : 1);
+    }
+    if (score > best_score) best = int(i), best_score = score;
+  }
+  if (best < 0) fail(ErrorKind::Unavailable, "no suitable Vulkan memory type on this device");
+  memory_type_ = uint32_t(best);
+  heap_index_ = mem.memoryTypes[best].heapIndex;
+}
+
+MemoryPool::~MemoryPool() {
+  for (auto& [addr, b] : blocks_) destroy_block(b);
+}
+
+uint64_t MemoryPool::heap_size() const { return device_.info().heaps[heap_index_].size; }
+
+MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small) {
+  // Stay within the heap: drivers may over-commit and fail later, which is worse.
+  if (stats_.reserved + size > heap_size()) return nullptr;
+  if (device_.info().max_allocation_size && size > device_.info().max_allocation_size)
+    return nullptr;
+  VkDevice dev = device_.handle();
+  auto* b = new Block();
+  b->size = size;
+  b->small = small;
+  VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bi.size = size;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+             VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+  bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  if (vk::vkCreateBuffer(dev, &bi, nullptr, &b->buffer) != VK_SUCCESS) {
+    delete b;
+    return nullptr;
+  }
+  VkMemoryRequirements req;
+  vk::vkGetBufferMemoryRequirements(dev, b->buffer, &req);
+  VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
+  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  ai.pNext = &flags;
+  ai.allocationSize = req.size;
+  ai.memoryTypeIndex = memory_type_;
+  if (!(req.memoryTypeBits & (1u << memory_type_)) ||
+      vk::vkAllocateMemory(dev, &ai, nullptr, &b->memory) != VK_SUCCESS) {
+    vk::vkDestroyBuffer(dev, b->buffer, nullptr);
+    delete b;
+    return nullptr;
+  }
+  VKML_CHECK_VK(vk::vkBindBufferMemory(dev, b->buffer, b->memory, 0));
+  if (host_visible_) {
+    void* p = nullptr;
+    VKML_CHECK_VK(vk::vkMapMemory(dev, b->memory, 0, VK_WHOLE_SIZE, 0, &p));
+    b->mapped = static_cast<char*>(p);
+  }
+  VkBufferDeviceAddressInfo addr{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
+  addr.buffer = b->buffer;
+  b->address = vk::vkGetBufferDeviceAddress(dev, &addr);
+  b->first = new Chunk{b, 0, size, true, nullptr, nullptr};
+  blocks_[b->address] = b;
+  stats_.reserved += size;
+  stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
+  stats_.block_alloc_count++;
+  return b;
+}
+
+void MemoryPool::destroy_block(Block* b) {
+  VkDevice dev = device_.handle();
+  if (b->mapped) vk::vkUnmapMemory(dev, b->memory);
+  vk::vkDestroyBuffer(dev, b->buffer, nullptr);
+  vk::vkFreeMemory(dev, b->memory, nullptr);
+  for (Chunk* c = b->first; c;) {
+    Chunk* next = c->next;
+    delete c;
+    c = next;
+  }
+  delete b;
+}
+
+MemoryPool::Chunk* MemoryPool::take_free_chunk(uint64_t size, bool small) {
+  auto& pool = small ? free_small_ : free_large_;
+  Block probe_block;
+  probe_block.address = 0;
+  Chunk probe{&probe_block, 0, size, true, nullptr, nullptr};
+  auto it = pool.lower_bound(&probe);
+  if (it == pool.end()) return nullptr;
+  Chunk* c = *it;
+  // A huge free chunk serving a much smaller request would pin a whole block.
+  if (!small && c->size > size + kMediumBlock && size > kMediumRequest &&
+      c->size > 2 * size)
+    return nullptr;
+  pool.erase(it);
+  return c;
+}
+
+MemoryPool::Chunk* MemoryPool::split(Chunk* c, uint64_t size) {
+  uint64_t rest = c->size - size;
+  uint64_t min_rest = c->block->small ? kAlignment : kSmallRequest;
+  if (rest < min_rest) return c;
+  auto* tail = new Chunk{c->block, c->offset + size, rest, true, c, c->next};
+  if (c->next) c->next->prev = tail;
+  c->next = tail;
+  c->size = size;
+  (c->block->small ? free_small_ : free_large_).insert(tail);
+  return c;
+}
+
+Allocation MemoryPool::allocate(uint64_t nbytes) {
+  uint64_t size = round_up(std::max<uint64_t>(nbytes, 1), kAlignment);
+  bool small = size <= kSmallRequest;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      Chunk* c = take_free_chunk(size, small);
+      if (!c) {
+        uint64_t block_size = small                    ? kSmallBlock
+                              : size <= kMediumRequest ? kMediumBlock
+                                                       : round_up(size, kLargeRound);
+        Block* b = create_block(block_size, small);
+        if (b) c = b->first;
+      }
+      if (c) {
+        c = split(c, size);
+        c->free = false;
+        uint64_t address = c->block->address + c->offset;
+        live_[address] = c;
+        stats_.allocated += c->size;
+        stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
+        stats_.alloc_count++;
+        return {address, c->size, c->block->mapped ? c->block->mapped + c->offset : nullptr};
+      }
+    }
+    if (attempt == 0) device_.release_cached_memory();  // waits for the GPU, empties caches
+  }
+  MemoryStats s = stats();
+  uint64_t heap = heap_size();
+  fail(ErrorKind::OutOfMemory,
+       "vkml out of memory: tried to allocate " + mib(nbytes) + " on device " +
+           std::to_string(device_.index()) + " (" + device_.info().name + "); " +
+           mib(s.allocated) + " allocated by tensors, " + mib(s.reserved) +
+           " reserved, heap size " + mib(heap) + ", free " +
+           mib(heap > s.reserved ? heap - s.reserved : 0) +
+           (device_.info().max_allocation_size
+                ? ", largest single allocation " + mib(device_.info().max_allocation_size)
+                : std::string()));
+}
+
+void MemoryPool::free(uint64_t address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(address);
+  if (it == live_.end()) fail(ErrorKind::Internal, "vkml: free of an unknown address");
+  Chunk* c = it->second;
+  live_.erase(it);
+  stats_.allocated -= c->size;
+  c->free = true;
+  auto& pool = c->block->small ? free_small_ : free_large_;
+  if (c->prev && c->prev->free) {
+    Chunk* p = c->prev;
+    pool.erase(p);
+    p->size += c->size;
+    p->next = c->next;
+    if (c->next) c->next->prev = p;
+    delete c;
+    c = p;
+  }
+  if (c->next && c->next->free) {
+    Chunk* n = c->next;
+    pool.erase(n);
+    c->size += n->size;
+    c->next = n->next;
+    if (n->next) n->next->prev = c;
+    delete n;
+  }
+  pool.insert(c);
+}
+
+BufferSlice MemoryPool::find(uint64_t address) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = blocks_.upper_bound(address);
+  if (it == blocks_.begin()) fail(ErrorKind::Internal, "vkml: address outside any block");
+  --it;
+  Block* b = it->second;
+  if (address >= b->address + b->size) fail(ErrorKind::Internal, "vkml: address outside any block");
+  uint64_t off = address - b->address;
+  return {b->buffer, off, b->mapped ? b->mapped + off : nullptr};
+}
+
+MemoryStats MemoryPool::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void MemoryPool::reset_peak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.peak_allocated = stats_.allocated;
+  stats_.peak_reserved = stats_.reserved;
+}
+
+void MemoryPool::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = blocks_.begin(); it != blocks_.end();) {
+    Block* b = it->second;
+    if (b->first->free && !b->first->next) {
+      (b->small ? free_small_ : free_large_).erase(b->first);
+      stats_.reserved -= b->size;
+      stats_.block_free_count++;
+      destroy_block(b);
+      it = blocks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace vkml

@@ -1,0 +1,103 @@
+#pragma once
+// The caching allocator: large Vulkan blocks, each one buffer with a device
+// address, sub-allocated into chunks. Freed chunks go back to size-ordered
+// free lists and are reused without any Vulkan call; adjacent free chunks merge.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "vkml/runtime/vk_api.h"
+
+namespace vkml {
+
+class Device;
+
+struct MemoryStats {
+  uint64_t allocated = 0;       // bytes in live chunks
+  uint64_t reserved = 0;        // bytes in Vulkan blocks
+  uint64_t peak_allocated = 0;
+  uint64_t peak_reserved = 0;
+  uint64_t alloc_count = 0;     // chunk allocations
+  uint64_t block_alloc_count = 0;  // vkAllocateMemory calls
+  uint64_t block_free_count = 0;
+};
+
+struct Allocation {
+  uint64_t address = 0;   // device address of the first byte
+  uint64_t size = 0;      // bytes reserved for it (rounded up)
+  void* host = nullptr;   // mapped pointer, host-visible pools only
+};
+
+// A device address resolved to the buffer that holds it, for copy commands.
+struct BufferSlice {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  uint64_t offset = 0;
+  void* host = nullptr;  // mapped pointer at that offset, host-visible pools only
+};
+
+class MemoryPool {
+ public:
+  MemoryPool(Device& device, bool host_visible);
+  ~MemoryPool();
+  MemoryPool(const MemoryPool&) = delete;
+
+  // Throws Error(OutOfMemory) after one retry that empties the cache.
+  Allocation allocate(uint64_t nbytes);
+  void free(uint64_t address);
+  BufferSlice find(uint64_t address) const;
+
+  MemoryStats stats() const;
+  void reset_peak();
+  // Returns the blocks that hold no live chunk to the driver. The caller makes
+  // sure the GPU no longer uses freed memory (Device::empty_cache synchronizes).
+  void empty_cache();
+
+  static constexpr uint64_t kAlignment = 256;
+
+ private:
+  struct Block;
+  struct Chunk {
+    Block* block;
+    uint64_t offset;
+    uint64_t size;
+    bool free;
+    Chunk* prev;
+    Chunk* next;
+  };
+  struct Block {
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    VkBuffer buffer = VK_NULL_HANDLE;
+    uint64_t address = 0;
+    uint64_t size = 0;
+    char* mapped = nullptr;
+    bool small = false;
+    Chunk* first = nullptr;
+  };
+  struct BySize {
+    bool operator()(const Chunk* a, const Chunk* b) const {
+      if (a->size != b->size) return a->size < b->size;
+      return a->block->address + a->offset < b->block->address + b->offset;
+    }
+  };
+
+  Chunk* take_free_chunk(uint64_t size, bool small);
+  Block* create_block(uint64_t size, bool small);  // nullptr when the driver is out of memory
+  void destroy_block(Block* b);
+  Chunk* split(Chunk* c, uint64_t size);
+  uint64_t heap_size() const;
+
+  Device& device_;
+  bool host_visible_;
+  uint32_t memory_type_ = 0;
+  uint32_t heap_index_ = 0;
+  mutable std::mutex mutex_;
+  std::set<Chunk*, BySize> free_small_;
+  std::set<Chunk*, BySize> free_large_;
+  std::unordered_map<uint64_t, Chunk*> live_;
+  std::map<uint64_t, Block*> blocks_;  // by device address
+  MemoryStats stats_;
+};
+
+}  // namespace vkml

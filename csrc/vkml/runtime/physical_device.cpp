@@ -1,0 +1,132 @@
+#include "vkml/runtime/physical_device.h"
+
+#include <cstring>
+#include <vector>
+
+namespace vkml {
+
+EnabledFeatures::EnabledFeatures() {
+  base.pNext = &v11;
+  v11.pNext = &v12;
+}
+
+namespace {
+
+const char* type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+std::string vendor_name(uint32_t id, VkDriverId driver) {
+  if (driver == VK_DRIVER_ID_MESA_LLVMPIPE) return "Mesa (lavapipe)";
+  switch (id) {
+    case 0x10DE: return "NVIDIA";
+    case 0x1002: return "AMD";
+    case 0x8086: return "Intel";
+    case 0x106B: return "Apple";
+    case 0x13B5: return "ARM";
+    case 0x5143: return "Qualcomm";
+    case 0x10005: return "Mesa";
+    default: return "unknown";
+  }
+}
+
+bool has_extension(VkPhysicalDevice pd, const char* name) {
+  uint32_t n = 0;
+  vk::vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vk::vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data());
+  for (auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+DeviceInfo query_device_info(VkPhysicalDevice pd) {
+  DeviceInfo info;
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties subgroup{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  subgroup.pNext = &driver;
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &subgroup;
+  vk::vkGetPhysicalDeviceProperties2(pd, &props);
+  const auto& p = props.properties;
+  info.name = p.deviceName;
+  info.device_type = type_name(p.deviceType);
+  info.vendor_id = p.vendorID;
+  info.device_id = p.deviceID;
+  info.api_version = p.apiVersion;
+  info.vendor = vendor_name(p.vendorID, driver.driverID);
+  info.driver_name = driver.driverName;
+  info.driver_info = driver.driverInfo;
+  info.subgroup_size = subgroup.subgroupSize;
+  info.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
+  info.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
+  info.max_shared_memory = p.limits.maxComputeSharedMemorySize;
+  info.timestamp_period_ns = p.limits.timestampPeriod;
+
+  VkPhysicalDeviceMaintenance3Properties m3{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 props_m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props_m3.pNext = &m3;
+  vk::vkGetPhysicalDeviceProperties2(pd, &props_m3);
+  info.max_allocation_size = m3.maxMemoryAllocationSize;
+
+  VkPhysicalDeviceMemoryProperties mem;
+  vk::vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i) {
+    bool local = mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
+    info.heaps.push_back({mem.memoryHeaps[i].size, local});
+    if (local) info.total_memory += mem.memoryHeaps[i].size;
+  }
+  info.supports_memory_budget = has_extension(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+
+  EnabledFeatures f;
+  vk::vkGetPhysicalDeviceFeatures2(pd, &f.base);
+  info.supports_fp64 = f.base.features.shaderFloat64;
+  info.supports_int64 = f.base.features.shaderInt64;
+  info.supports_int16 = f.base.features.shaderInt16;
+  info.supports_fp16 = f.v12.shaderFloat16 && f.v11.storageBuffer16BitAccess;
+
+  std::string missing;
+  auto need = [&](bool ok, const char* what) {
+    if (!ok) missing += std::string(missing.empty() ? "" : ", ") + what;
+  };
+  need(p.apiVersion >= VK_API_VERSION_1_2, "Vulkan 1.2");
+  need(f.v12.bufferDeviceAddress, "bufferDeviceAddress");
+  need(f.v12.timelineSemaphore, "timelineSemaphore");
+  need(f.v12.scalarBlockLayout, "scalarBlockLayout");
+  need(f.v12.storageBuffer8BitAccess, "storageBuffer8BitAccess");
+  need(f.v12.shaderInt8, "shaderInt8");
+  need(f.base.features.shaderInt64, "shaderInt64");
+  need(p.limits.maxPushConstantsSize >= 128, "128 bytes of push constants");
+  if (!missing.empty()) info.unsupported_reason = "missing " + missing;
+  return info;
+}
+
+void choose_features(VkPhysicalDevice pd, EnabledFeatures& out) {
+  EnabledFeatures has;
+  vk::vkGetPhysicalDeviceFeatures2(pd, &has.base);
+  auto& b = out.base.features;
+  b.shaderInt64 = has.base.features.shaderInt64;
+  b.shaderInt16 = has.base.features.shaderInt16;
+  b.shaderFloat64 = has.base.features.shaderFloat64;
+  out.v11.storageBuffer16BitAccess = has.v11.storageBuffer16BitAccess;
+  out.v12.bufferDeviceAddress = VK_TRUE;
+  out.v12.timelineSemaphore = VK_TRUE;
+  out.v12.scalarBlockLayout = VK_TRUE;
+  out.v12.storageBuffer8BitAccess = VK_TRUE;
+  out.v12.shaderInt8 = VK_TRUE;
+  out.v12.shaderFloat16 = has.v12.shaderFloat16;
+  out.v12.hostQueryReset = has.v12.hostQueryReset;
+}
+
+}  // namespace vkml

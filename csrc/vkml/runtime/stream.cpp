@@ -1,0 +1,195 @@
+#include "vkml/runtime/stream.h"
+
+#include <cstdlib>
+
+#include "vkml/core/error.h"
+#include "vkml/runtime/device.h"
+#include "vkml/runtime/memory.h"
+
+namespace vkml {
+
+Stream::Stream(Device& device) : device_(device) {
+  VkDevice dev = device.handle();
+  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pi.queueFamilyIndex = device.queue_family();
+  VKML_CHECK_VK(vk::vkCreateCommandPool(dev, &pi, nullptr, &pool_));
+  VkSemaphoreTypeCreateInfo ti{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+  ti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  ti.initialValue = 0;
+  VkSemaphoreCreateInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  si.pNext = &ti;
+  VKML_CHECK_VK(vk::vkCreateSemaphore(dev, &si, nullptr, &timeline_));
+  if (const char* env = std::getenv("TORCH_VKML_BATCH")) set_batch_size(uint32_t(atoi(env)));
+}
+
+Stream::~Stream() {
+  try {
+    synchronize();
+  } catch (...) {
+  }
+  VkDevice dev = device_.handle();
+  vk::vkDestroySemaphore(dev, timeline_, nullptr);
+  vk::vkDestroyCommandPool(dev, pool_, nullptr);
+}
+
+void Stream::check_lost(VkResult r, const char* what) {
+  if (r == VK_ERROR_DEVICE_LOST) device_.mark_lost();
+  check_vk(int(r), what);
+}
+
+void Stream::begin_if_needed() {
+  if (device_.lost())
+    fail(ErrorKind::DeviceLost, "vkml device " + std::to_string(device_.index()) +
+                                    " was lost (driver reset); restart the process");
+  if (current_) return;
+  if (!spare_.empty()) {
+    current_ = spare_.back();
+    spare_.pop_back();
+  } else {
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    VKML_CHECK_VK(vk::vkAllocateCommandBuffers(device_.handle(), &ai, &current_));
+  }
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  VKML_CHECK_VK(vk::vkBeginCommandBuffer(current_, &bi));
+  bound_ = VK_NULL_HANDLE;
+  recorded_ = 0;
+}
+
+// One global barrier before every command: each op may read what the previous
+// one wrote (and a reused allocation is a write-after-read). Per-buffer
+// tracking that lets independent kernels overlap is a later refinement.
+void Stream::barrier() {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  vk::vkCmdPipelineBarrier(current_, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+void Stream::dispatch(VkPipeline pipeline, const void* push, uint32_t push_size, uint32_t gx,
+                      uint32_t gy, uint32_t gz) {
+  if (gx == 0 || gy == 0 || gz == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  begin_if_needed();
+  barrier();
+  if (pipeline != bound_) {
+    vk::vkCmdBindPipeline(current_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    bound_ = pipeline;
+  }
+  if (push_size)
+    vk::vkCmdPushConstants(current_, device_.pipelines().layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           push_size, push);
+  vk::vkCmdDispatch(current_, gx, gy, gz);
+  ++total_dispatches_;
+  if (++recorded_ >= batch_size_) flush_locked();
+}
+
+void Stream::copy_buffer(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64_t dst_offset,
+                         uint64_t size) {
+  if (size == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  begin_if_needed();
+  barrier();
+  VkBufferCopy region{src_offset, dst_offset, size};
+  vk::vkCmdCopyBuffer(current_, src, dst, 1, &region);
+  if (++recorded_ >= batch_size_) flush_locked();
+}
+
+void Stream::free_after_use(MemoryPool& pool, uint64_t address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (current_) {
+    current_releases_.push_back({&pool, address});
+  } else if (!in_flight_.empty()) {
+    in_flight_.back().releases.push_back({&pool, address});
+  } else {
+    pool.free(address);
+  }
+}
+
+uint64_t Stream::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return flush_locked();
+}
+
+uint64_t Stream::flush_locked() {
+  if (!current_) return submitted_value_;
+  // Make every write visible to the host once the batch is complete.
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vk::vkCmdPipelineBarrier(current_,
+                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                           VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  VKML_CHECK_VK(vk::vkEndCommandBuffer(current_));
+  uint64_t value = submitted_value_ + 1;
+  VkTimelineSemaphoreSubmitInfo ts{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  ts.signalSemaphoreValueCount = 1;
+  ts.pSignalSemaphoreValues = &value;
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.pNext = &ts;
+  VkCommandBuffer cb = current_;
+  current_ = VK_NULL_HANDLE;
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cb;
+  si.signalSemaphoreCount = 1;
+  si.pSignalSemaphores = &timeline_;
+  check_lost(vk::vkQueueSubmit(device_.queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+  submitted_value_ = value;
+  ++total_submits_;
+  in_flight_.push_back(Batch{cb, value, std::move(current_releases_)});
+  current_releases_.clear();
+  // Recycle what already finished without waiting.
+  uint64_t done = 0;
+  if (vk::vkGetSemaphoreCounterValue(device_.handle(), timeline_, &done) == VK_SUCCESS)
+    retire(done);
+  return value;
+}
+
+void Stream::retire(uint64_t completed) {
+  if (completed > completed_value_) completed_value_ = completed;
+  while (!in_flight_.empty() && in_flight_.front().value <= completed_value_) {
+    Batch& b = in_flight_.front();
+    vk::vkResetCommandBuffer(b.cb, 0);
+    spare_.push_back(b.cb);
+    for (auto& d : b.releases) d.pool->free(d.address);
+    in_flight_.pop_front();
+  }
+}
+
+void Stream::wait(uint64_t value) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (value > submitted_value_) flush_locked();
+  if (value <= completed_value_) return;
+  VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+  wi.semaphoreCount = 1;
+  wi.pSemaphores = &timeline_;
+  wi.pValues = &value;
+  // Wait in slices so a lost device is reported instead of hanging forever.
+  for (;;) {
+    VkResult r = vk::vkWaitSemaphores(device_.handle(), &wi, 1000000000ull);
+    if (r == VK_SUCCESS) break;
+    if (r != VK_TIMEOUT) check_lost(r, "vkWaitSemaphores");
+  }
+  retire(value);
+}
+
+void Stream::synchronize() {
+  uint64_t v = flush();
+  wait(v);
+}
+
+uint64_t Stream::completed_value() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t done = 0;
+  if (vk::vkGetSemaphoreCounterValue(device_.handle(), timeline_, &done) == VK_SUCCESS)
+    retire(done);
+  return completed_value_;
+}
+
+}  // namespace vkml

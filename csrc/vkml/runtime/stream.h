@@ -1,0 +1,79 @@
+#pragma once
+// The asynchronous stream: ops record dispatches into a command buffer and
+// return; batches are submitted every few dispatches so the GPU works while
+// the host records. The host waits only where it needs data (read-backs,
+// synchronize, memory pressure), on a timeline semaphore.
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "vkml/runtime/vk_api.h"
+
+namespace vkml {
+
+class Device;
+class MemoryPool;
+
+class Stream {
+ public:
+  explicit Stream(Device& device);
+  ~Stream();
+  Stream(const Stream&) = delete;
+
+  // Records a compute dispatch. push_size <= 128 bytes.
+  void dispatch(VkPipeline pipeline, const void* push, uint32_t push_size, uint32_t gx,
+                uint32_t gy = 1, uint32_t gz = 1);
+  void copy_buffer(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64_t dst_offset,
+                   uint64_t size);
+  // Frees `address` back to `pool` once the work recorded so far has run
+  // (staging memory the GPU still has to read or write).
+  void free_after_use(MemoryPool& pool, uint64_t address);
+
+  // Submits what was recorded; returns the timeline value that marks its end.
+  uint64_t flush();
+  // Blocks until the GPU reached `value` (flushes first if it is not submitted).
+  void wait(uint64_t value);
+  void synchronize();
+  uint64_t completed_value();
+  uint64_t dispatch_count() const { return total_dispatches_; }
+  uint64_t submit_count() const { return total_submits_; }
+
+  // Dispatches per submitted batch (TORCH_VKML_BATCH overrides).
+  void set_batch_size(uint32_t n) { batch_size_ = n ? n : 1; }
+
+ private:
+  struct Deferred {
+    MemoryPool* pool;
+    uint64_t address;
+  };
+  struct Batch {
+    VkCommandBuffer cb;
+    uint64_t value;
+    std::vector<Deferred> releases;
+  };
+
+  void begin_if_needed();  // mutex held
+  void barrier();          // mutex held
+  uint64_t flush_locked();
+  void retire(uint64_t completed);  // mutex held
+  void check_lost(VkResult r, const char* what);
+
+  Device& device_;
+  std::mutex mutex_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkSemaphore timeline_ = VK_NULL_HANDLE;
+  VkCommandBuffer current_ = VK_NULL_HANDLE;
+  std::vector<Deferred> current_releases_;
+  VkPipeline bound_ = VK_NULL_HANDLE;
+  uint32_t recorded_ = 0;
+  uint32_t batch_size_ = 32;
+  uint64_t submitted_value_ = 0;
+  uint64_t completed_value_ = 0;
+  uint64_t total_dispatches_ = 0;
+  uint64_t total_submits_ = 0;
+  std::deque<Batch> in_flight_;
+  std::vector<VkCommandBuffer> spare_;
+};
+
+}  // namespace vkml

@@ -1,0 +1,40 @@
+// Shared by every kernel: extensions, buffer reference types, the linear index.
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_scalar_block_layout : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_8bit_storage : require
+#ifdef NEED_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+#ifdef NEED_I16
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+
+layout(buffer_reference, scalar, buffer_reference_align = 4) buffer BufF32 { float v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 4) buffer BufI32 { int v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 4) buffer BufU32 { uint v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufI64 { int64_t v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 1) buffer BufU8 { uint8_t v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 1) buffer BufI8 { int8_t v[]; };
+#ifdef NEED_F16
+layout(buffer_reference, scalar, buffer_reference_align = 2) buffer BufF16 { float16_t v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 2) buffer BufU16 { uint16_t v[]; };
+#endif
+#ifdef NEED_I16
+layout(buffer_reference, scalar, buffer_reference_align = 2) buffer BufI16 { int16_t v[]; };
+#endif
+
+// Grids wider than maxComputeWorkGroupCount[0] spill into y (see ops/launch.cpp).
+uint linear_id() {
+  return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+}
+
+float bf16_to_f32(uint bits) { return uintBitsToFloat(bits << 16); }
+uint f32_to_bf16(float f) {
+  uint u = floatBitsToUint(f);
+  if (isnan(f)) return 0x7fc0u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // round to nearest even
+}

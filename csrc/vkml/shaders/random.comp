@@ -1,0 +1,109 @@
+#version 450
+// Counter-based random numbers: element i draws Philox4x32-10 of counter
+// (i, offset_lo, offset_hi, 0) under key (seed_lo, seed_hi), so the numbers
+// depend on neither the GPU nor the launch shape.
+//
+// Specialization constant 0 = distribution (ops/random.h order: uniform,
+// normal, randint, bernoulli). The variant is the output dtype.
+//! variant f32 -DST_F32
+//! variant f16 -DST_F16 -DNEED_F16
+//! variant i32 -DST_I32
+//! variant i64 -DST_I64
+//! variant u8 -DST_U8
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+layout(constant_id = 0) const int DIST = 0;
+
+#define D_UNIFORM 0
+#define D_NORMAL 1
+#define D_RANDINT 2
+#define D_BERNOULLI 3
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t dst;
+  int64_t lo;      // randint: lower bound
+  uint64_t range;  // randint: b - a (> 0)
+  float a;         // uniform: from; normal: mean; bernoulli: p
+  float b;         // uniform: to; normal: std
+  uint seed_lo, seed_hi, offset_lo, offset_hi;
+  uint numel;
+} pc;
+
+uvec4 philox4x32_10(uvec4 ctr, uvec2 key) {
+  for (int round = 0; round < 10; ++round) {
+    uint hi0, lo0, hi1, lo1;
+    umulExtended(0xD2511F53u, ctr.x, hi0, lo0);
+    umulExtended(0xCD9E8D57u, ctr.z, hi1, lo1);
+    ctr = uvec4(hi1 ^ ctr.y ^ key.x, lo1, hi0 ^ ctr.w ^ key.y, lo0);
+    key += uvec2(0x9E3779B9u, 0xBB67AE85u);
+  }
+  return ctr;
+}
+
+// [0, 1) from the top 24 bits: every value is exact in fp32.
+float unit(uint x) { return float(x >> 8) * (1.0 / 16777216.0); }
+
+void store_float(uint i, float v) {
+#if defined(ST_F32)
+  BufF32(pc.dst).v[i] = v;
+#elif defined(ST_F16)
+  BufF16(pc.dst).v[i] = float16_t(v);
+#elif defined(ST_I32)
+  BufI32(pc.dst).v[i] = int(v);
+#elif defined(ST_I64)
+  BufI64(pc.dst).v[i] = int64_t(v);
+#else
+  BufU8(pc.dst).v[i] = uint8_t(uint(v));
+#endif
+}
+
+void store_int(uint i, int64_t v) {
+#if defined(ST_F32)
+  BufF32(pc.dst).v[i] = float(v);
+#elif defined(ST_F16)
+  BufF16(pc.dst).v[i] = float16_t(float(v));
+#elif defined(ST_I32)
+  BufI32(pc.dst).v[i] = int(v);
+#elif defined(ST_I64)
+  BufI64(pc.dst).v[i] = v;
+#else
+  BufU8(pc.dst).v[i] = uint8_t(v);
+#endif
+}
+
+void main() {
+  uint i = linear_id();
+  if (i >= pc.numel) return;
+  uvec4 x = philox4x32_10(uvec4(i, pc.offset_lo, pc.offset_hi, 0u), uvec2(pc.seed_lo, pc.seed_hi));
+  switch (DIST) {
+    case D_UNIFORM: {
+      float v = pc.a + (pc.b - pc.a) * unit(x.x);
+#if defined(ST_F16)
+      v = float(float16_t(v));
+#endif
+      // Rounding may land on the excluded upper bound: fold it back to `from`.
+      store_float(i, v >= pc.b ? pc.a : v);
+      break;
+    }
+    case D_NORMAL: {
+      float u1 = float((x.x >> 8) + 1u) * (1.0 / 16777216.0);  // (0, 1]: log(u1) is finite
+      float u2 = unit(x.y);
+      float z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+      store_float(i, pc.a + pc.b * z);
+      break;
+    }
+    case D_RANDINT: {
+      uint64_t r;
+      if (pc.range <= 0xffffffffUL) {
+        r = uint64_t(x.x % uint(pc.range));
+      } else {
+        r = ((uint64_t(x.y) << 32) | uint64_t(x.x)) % pc.range;
+      }
+      store_int(i, pc.lo + int64_t(r));
+      break;
+    }
+    default:
+      store_int(i, unit(x.x) < pc.a ? 1 : 0);
+  }
+}

@@ -1,0 +1,123 @@
+#version 450
+// Softmax / log-softmax over the middle dim of a contiguous [outer, dim, inner]
+// tensor, and their backward passes; fp32 math.
+//
+// Specialization constants: 0 = mode (0 softmax, 1 log_softmax, 2 softmax
+// backward, 3 log_softmax backward), 1 = row mode (1: one workgroup per row,
+// inner == 1; 0: one thread per (outer, inner) looping over dim), 2 = workgroup size.
+//
+// Forward keeps a running (max, sum of exp(x - max)) pair per thread (online
+// softmax), merged across the workgroup, then writes the outputs in a second
+// sweep. Backward reduces sum(g * y) (softmax) or sum(g) (log_softmax).
+//! variant f32 -DST_F32
+//! variant f16 -DST_F16 -DNEED_F16
+#include "common.glsl"
+
+layout(local_size_x_id = 2) in;
+layout(constant_id = 0) const int MODE = 0;
+layout(constant_id = 1) const int ROW = 0;
+layout(constant_id = 2) const uint WG = 256;
+
+#if defined(ST_F16)
+#define BUF BufF16
+#define STORE(P, O, V) BUF(P).v[O] = float16_t(V)
+#else
+#define BUF BufF32
+#define STORE(P, O, V) BUF(P).v[O] = (V)
+#endif
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t x;    // forward: input; backward: grad_output
+  uint64_t y;    // backward: the forward output
+  uint64_t dst;  // forward: output; backward: grad_input
+  uint outer;
+  uint dim;
+  uint inner;
+} pc;
+
+const bool FORWARD = MODE < 2;
+#define NEG_INF uintBitsToFloat(0xff800000u)
+
+float ld(uint64_t p, uint off) { return float(BUF(p).v[off]); }
+
+// Running max with NaN propagation, and the sum of exp(x - max).
+void online_add(inout float m, inout float s, float x) {
+  float mn = (isnan(x) || x > m) ? x : m;
+  float scale = (m == mn) ? 1.0 : exp(m - mn);
+  s = s * scale + ((x == NEG_INF) ? 0.0 : exp(x - mn));
+  m = mn;
+}
+
+void online_merge(inout float m, inout float s, float m2, float s2) {
+  float mn = (isnan(m2) || m2 > m) ? m2 : m;
+  float f1 = (m == mn) ? 1.0 : exp(m - mn);
+  float f2 = (m2 == mn) ? 1.0 : exp(m2 - mn);
+  s = s * f1 + s2 * f2;
+  m = mn;
+}
+
+// Per element: the term summed in backward.
+float bwd_term(uint off) {
+  float g = ld(pc.x, off);
+  return MODE == 2 ? g * ld(pc.y, off) : g;
+}
+
+void write(uint off, float m, float s) {
+  if (FORWARD) {
+    float v = ld(pc.x, off) - m;
+    STORE(pc.dst, off, MODE == 0 ? exp(v) / s : v - log(s));
+  } else {
+    float g = ld(pc.x, off), y = ld(pc.y, off);
+    STORE(pc.dst, off, MODE == 2 ? y * (g - s) : g - exp(y) * s);
+  }
+}
+
+shared float s_m[WG];
+shared float s_s[WG];
+
+void main() {
+  if (ROW != 0) {
+    uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (row >= pc.outer) return;  // uniform across the workgroup
+    uint tid = gl_LocalInvocationID.x;
+    uint base = row * pc.dim;
+    float m = NEG_INF, s = 0.0;
+    if (FORWARD) {
+      for (uint j = tid; j < pc.dim; j += WG) online_add(m, s, ld(pc.x, base + j));
+    } else {
+      for (uint j = tid; j < pc.dim; j += WG) s += bwd_term(base + j);
+    }
+    s_m[tid] = m;
+    s_s[tid] = s;
+    barrier();
+    for (uint step = WG / 2; step > 0; step >>= 1) {
+      if (tid < step) {
+        if (FORWARD) {
+          online_merge(m, s, s_m[tid + step], s_s[tid + step]);
+          s_m[tid] = m;
+        } else {
+          s += s_s[tid + step];
+        }
+        s_s[tid] = s;
+      }
+      barrier();
+    }
+    m = s_m[0];
+    s = s_s[0];
+    for (uint j = tid; j < pc.dim; j += WG) write(base + j, m, s);
+  } else {
+    uint t = linear_id();
+    if (t >= pc.outer * pc.inner) return;
+    uint o = t / pc.inner, i = t - o * pc.inner;
+    uint base = o * pc.dim * pc.inner + i;
+    float m = NEG_INF, s = 0.0;
+    uint off = base;
+    if (FORWARD) {
+      for (uint j = 0; j < pc.dim; ++j, off += pc.inner) online_add(m, s, ld(pc.x, off));
+    } else {
+      for (uint j = 0; j < pc.dim; ++j, off += pc.inner) s += bwd_term(off);
+    }
+    off = base;
+    for (uint j = 0; j < pc.dim; ++j, off += pc.inner) write(off, m, s);
+  }
+}

@@ -1,0 +1,134 @@
+"""torch-vkml: PyTorch on any GPU through Vulkan compute.
+
+``import torch_vkml`` registers the device ``vkml``; ``torch_vkml.device()`` returns it.
+Importing never fails for lack of a Vulkan driver: ``is_available()`` says whether one
+works, and using the device without one raises a RuntimeError naming what is missing.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from . import _C
+from ._device import (
+    current_device,
+    default_device,
+    device,
+    device_count,
+    device_name,
+    get_device_properties,
+    is_available,
+    set_device,
+    synchronize,
+)
+from ._memory import (
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    reset_peak_memory_stats,
+)
+from ._random import (
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    manual_seed_all,
+    seed,
+    set_rng_state,
+)
+
+__all__ = [
+    "current_device",
+    "default_device",
+    "device",
+    "device_count",
+    "device_name",
+    "empty_cache",
+    "fallback_counts",
+    "get_device_properties",
+    "get_rng_state",
+    "initial_seed",
+    "is_available",
+    "manual_seed",
+    "manual_seed_all",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "reset_fallback_counts",
+    "reset_peak_memory_stats",
+    "seed",
+    "set_device",
+    "set_rng_state",
+    "synchronize",
+    "validation_messages",
+]
+
+__version__ = "0.1.0"
+
+
+def fallback_counts() -> dict[str, int]:
+    """Calls of aten ops that ran on the CPU fallback since the last reset, by op name."""
+    return dict(_C.fallback_counts())
+
+
+def reset_fallback_counts() -> None:
+    _C.reset_fallback_counts()
+
+
+def validation_messages() -> list[str]:
+    """Vulkan validation-layer messages since the last call (TORCH_VKML_VALIDATION=1)."""
+    return list(_C.validation_messages())
+
+
+# What torch expects of a device module (torch.vkml): seeding and fork checks.
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    return [torch.float16, torch.bfloat16]
+
+
+def _register() -> None:
+    if torch._C._get_privateuse1_backend_name() != "vkml":
+        torch.utils.rename_privateuse1_backend("vkml")
+    if not hasattr(torch, "vkml"):
+        torch._register_device_module("vkml", sys.modules[__name__])
+    if not hasattr(torch.Tensor, "is_vkml"):
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+        )
+
+
+def _patch_printing() -> None:
+    # Printing formats a tensor with a dozen small ops and reads values back
+    # one by one; one copy to the host is cheaper and prints exactly what the
+    # CPU would. PyTorch does the same for xla/lazy/ipu/mtia tensors. The
+    # device suffix is computed before this point, so it still says vkml.
+    import torch._tensor_str as ts
+
+    if getattr(ts._tensor_str, "_vkml_patched", False):
+        return
+    original = ts._tensor_str
+
+    def _tensor_str(self, indent):
+        if self.device.type == "vkml":
+            self = self.cpu()
+        return original(self, indent)
+
+    _tensor_str._vkml_patched = True
+    ts._tensor_str = _tensor_str
+
+
+_register()
+_patch_printing()
+
+
+def _autoload() -> None:
+    """Entry point of torch's device-backend autoload: importing this module is enough."""

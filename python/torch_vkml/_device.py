@@ -1,0 +1,102 @@
+"""Devices: enumeration, selection, properties, synchronisation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import _C
+
+
+def is_available() -> bool:
+    """True when a Vulkan loader and at least one usable device are present."""
+    return bool(_C.is_available())
+
+
+def device_count() -> int:
+    return int(_C.device_count())
+
+
+def _require() -> None:
+    if not _C.is_available():
+        raise RuntimeError(f"torch-vkml: {_C.unavailable_reason()}")
+
+
+def _index(i: int | torch.device | str | None) -> int:
+    if i is None:
+        return current_device()
+    if isinstance(i, str):
+        i = torch.device(i)
+    if isinstance(i, torch.device):
+        if i.type != "vkml":
+            raise ValueError(f"expected a vkml device, got {i}")
+        return current_device() if i.index is None else i.index
+    return int(i)
+
+
+def _check(i: int) -> int:
+    _require()
+    n = device_count()
+    if not 0 <= i < n:
+        raise ValueError(
+            f"vkml device index {i} is out of range: valid indices are 0..{n - 1} ({n} device(s))"
+        )
+    return i
+
+
+def device(i: int | None = None) -> torch.device:
+    """The torch.device of vkml device ``i`` (default: the current one)."""
+    return torch.device("vkml", _check(_index(i)))
+
+
+def default_device() -> torch.device:
+    """The device torch-vkml picks first: discrete > integrated > virtual > CPU."""
+    return torch.device("vkml", _check(0))
+
+
+def current_device() -> int:
+    return int(_C.current_device())
+
+
+def set_device(i: int | torch.device | str) -> None:
+    _C.set_device(_check(_index(i)))
+
+
+def device_name(i: int | None = None) -> str:
+    return get_device_properties(i).name
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    name: str
+    vendor: str
+    vendor_id: int
+    device_id: int
+    device_type: str
+    driver: str
+    api_version: str
+    total_memory: int
+    subgroup_size: int
+    max_storage_buffer_range: int
+    max_allocation_size: int
+    supports_fp16: bool
+    supports_fp64: bool
+    supports_int64: bool
+    supports_int16: bool
+
+    def __str__(self) -> str:
+        gib = self.total_memory / 2**30
+        return (
+            f"{self.name} ({self.vendor}, {self.device_type}, {gib:.1f} GiB, "
+            f"Vulkan {self.api_version}, {self.driver})"
+        )
+
+
+def get_device_properties(i: int | torch.device | str | None = None) -> DeviceProperties:
+    return DeviceProperties(**_C.get_device_properties(_check(_index(i))))
+
+
+def synchronize(i: int | torch.device | str | None = None) -> None:
+    """Waits until the GPU has finished all work queued on device ``i``."""
+    _C.synchronize(_check(_index(i)))

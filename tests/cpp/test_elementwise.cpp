@@ -1,0 +1,163 @@
+// A few elementwise kernels against C++ references.
+#include "vkml/ops/elementwise.h"
+#include "vkml_test.h"
+
+namespace vkml::test {
+namespace {
+
+using ElementwiseTest = VkmlTest;
+
+// A [rows, cols] view of `address` with the given element strides.
+TensorRef view2d(uint64_t address, DType dt, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  TensorRef t;
+  t.address = address;
+  t.dtype = dt;
+  t.ndim = 2;
+  t.sizes[0] = rows;
+  t.sizes[1] = cols;
+  t.strides[0] = rs;
+  t.strides[1] = cs;
+  return t;
+}
+
+ops::Elementwise binary(int op, DType dt, const TensorRef& out, const TensorRef& a,
+                        const TensorRef& b) {
+  ops::Elementwise e;
+  e.op = op;
+  e.dtype = dt;
+  e.ninputs = 2;
+  e.ptr[0] = out.address;
+  e.ptr[1] = a.address;
+  e.ptr[2] = b.address;
+  ops::set_operand_from(e.layout, 0, out);
+  ops::set_operand_from(e.layout, 1, a);
+  ops::set_operand_from(e.layout, 2, b);
+  return e;
+}
+
+TEST_F(ElementwiseTest, AddWithAlpha) {
+  const int64_t n = 1000;
+  auto a = random_floats(n, 1), b = random_floats(n, 2);
+  Buffer ba(dev(), a), bb(dev(), b), bo(dev(), n * 4);
+  auto e = binary(OP_ADD, DType::f32, TensorRef::contiguous(bo.address(), DType::f32, {n}),
+                  TensorRef::contiguous(ba.address(), DType::f32, {n}),
+                  TensorRef::contiguous(bb.address(), DType::f32, {n}));
+  e.slot[2] = Scalar::of(2.5);
+  ops::run_elementwise(dev(), e);
+  std::vector<float> want(n);
+  for (int64_t i = 0; i < n; ++i) want[i] = a[i] + 2.5f * b[i];
+  expect_close(bo.read<float>(), want, 1e-6, 1e-6, "add");
+
+  // int64 with a scalar second operand and alpha -1 (sub).
+  std::vector<int64_t> ia(n);
+  for (int64_t i = 0; i < n; ++i) ia[i] = i * 1000000007ll - 3;
+  Buffer bia(dev(), ia), bio(dev(), n * 8);
+  auto ei = binary(OP_ADD, DType::i64, TensorRef::contiguous(bio.address(), DType::i64, {n}),
+                   TensorRef::contiguous(bia.address(), DType::i64, {n}),
+                   TensorRef::contiguous(0, DType::i64, {n}));
+  ei.scalar[1] = true;
+  ei.slot[1] = Scalar::of_int(int64_t(1) << 40);
+  ei.slot[2] = Scalar::of_int(-1);
+  ops::run_elementwise(dev(), ei);
+  std::vector<int64_t> want_i(n);
+  for (int64_t i = 0; i < n; ++i) want_i[i] = ia[i] - (int64_t(1) << 40);
+  EXPECT_EQ(bio.read<int64_t>(), want_i);
+}
+
+TEST_F(ElementwiseTest, MulBroadcastWithZeroStrides) {
+  const int64_t R = 7, C = 33;
+  auto a = random_floats(R * C, 3), col = random_floats(R, 4), row = random_floats(C, 5);
+  Buffer ba(dev(), a), bc(dev(), col), br(dev(), row), bo(dev(), R * C * 4);
+  TensorRef out = TensorRef::contiguous(bo.address(), DType::f32, {R, C});
+  // a * row (row broadcast over rows), then out * col (column broadcast over cols).
+  ops::run_elementwise(dev(), binary(OP_MUL, DType::f32, out,
+                                     TensorRef::contiguous(ba.address(), DType::f32, {R, C}),
+                                     view2d(br.address(), DType::f32, R, C, 0, 1)));
+  ops::run_elementwise(dev(), binary(OP_MUL, DType::f32, out, out,
+                                     view2d(bc.address(), DType::f32, R, C, 1, 0)));
+  std::vector<float> want(R * C);
+  for (int64_t i = 0; i < R; ++i)
+    for (int64_t j = 0; j < C; ++j) want[i * C + j] = a[i * C + j] * row[j] * col[i];
+  expect_close(bo.read<float>(), want, 1e-6, 0, "mul");
+}
+
+TEST_F(ElementwiseTest, CompareToBool) {
+  const int64_t n = 300;
+  std::vector<int32_t> a(n), b(n);
+  for (int64_t i = 0; i < n; ++i) a[i] = int32_t(i % 17) - 8, b[i] = int32_t(i % 5) - 2;
+  Buffer ba(dev(), a), bb(dev(), b), bo(dev(), n);
+  auto e = binary(OP_LT, DType::i32, TensorRef::contiguous(bo.address(), DType::b8, {n}),
+                  TensorRef::contiguous(ba.address(), DType::i32, {n}),
+                  TensorRef::contiguous(bb.address(), DType::i32, {n}));
+  e.compare = true;
+  ops::run_elementwise(dev(), e);
+  std::vector<uint8_t> want(n);
+  for (int64_t i = 0; i < n; ++i) want[i] = a[i] < b[i];
+  EXPECT_EQ(bo.read<uint8_t>(n), want);
+}
+
+TEST_F(ElementwiseTest, Where) {
+  const int64_t n = 500;
+  auto x = random_floats(n, 6), y = random_floats(n, 7);
+  std::vector<uint8_t> cond(n);
+  for (int64_t i = 0; i < n; ++i) cond[i] = (i * 7) % 3 == 0;
+  Buffer bc(dev(), cond), bx(dev(), x), by(dev(), y), bo(dev(), n * 4);
+  ops::Elementwise e;
+  e.op = OP_WHERE;
+  e.dtype = DType::f32;
+  e.flags = EW_IN0_BOOL;
+  e.ninputs = 3;
+  e.ptr[0] = bo.address();
+  e.ptr[1] = bc.address();
+  e.ptr[2] = bx.address();
+  e.ptr[3] = by.address();
+  ops::set_operand_from(e.layout, 0, TensorRef::contiguous(bo.address(), DType::f32, {n}));
+  ops::set_operand_from(e.layout, 1, TensorRef::contiguous(bc.address(), DType::b8, {n}));
+  ops::set_operand_from(e.layout, 2, TensorRef::contiguous(bx.address(), DType::f32, {n}));
+  ops::set_operand_from(e.layout, 3, TensorRef::contiguous(by.address(), DType::f32, {n}));
+  ops::run_elementwise(dev(), e);
+  std::vector<float> want(n);
+  for (int64_t i = 0; i < n; ++i) want[i] = cond[i] ? x[i] : y[i];
+  EXPECT_EQ(bo.read<float>(), want);
+}
+
+TEST_F(ElementwiseTest, Fill) {
+  // A strided fill touches only its elements.
+  Buffer b(dev(), 20 * 4);
+  ops::fill(dev(), TensorRef::contiguous(b.address(), DType::i32, {20}), Scalar::of_int(-1));
+  ops::fill(dev(), view2d(b.address(), DType::i32, 4, 2, 5, 2), Scalar::of_int(9));
+  std::vector<int32_t> want(20, -1);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 2; ++j) want[i * 5 + j * 2] = 9;
+  EXPECT_EQ(b.read<int32_t>(), want);
+
+  Buffer h(dev(), 10 * 2);
+  ops::fill(dev(), TensorRef::contiguous(h.address(), DType::f16, {10}), Scalar::of(1.5));
+  EXPECT_EQ(from_f16(h.read<uint16_t>()), std::vector<float>(10, 1.5f));
+
+  Buffer l(dev(), 3 * 8);
+  ops::fill(dev(), TensorRef::contiguous(l.address(), DType::i64, {3}),
+            Scalar::of_int(int64_t(1) << 50));
+  EXPECT_EQ(l.read<int64_t>(), std::vector<int64_t>(3, int64_t(1) << 50));
+
+  Buffer z(dev(), 5);
+  ops::fill(dev(), TensorRef::contiguous(z.address(), DType::b8, {5}), Scalar::of(3.0));
+  EXPECT_EQ(z.read<uint8_t>(5), std::vector<uint8_t>(5, 1));
+}
+
+TEST_F(ElementwiseTest, Arange) {
+  const int64_t n = 1000;
+  Buffer f(dev(), n * 4), l(dev(), n * 8);
+  ops::arange(dev(), TensorRef::contiguous(f.address(), DType::f32, {n}), Scalar::of(-2.0),
+              Scalar::of(0.5));
+  ops::arange(dev(), TensorRef::contiguous(l.address(), DType::i64, {n}), Scalar::of_int(10),
+              Scalar::of_int(-3));
+  std::vector<float> wf(n);
+  std::vector<int64_t> wl(n);
+  for (int64_t i = 0; i < n; ++i) wf[i] = -2.0f + 0.5f * float(i), wl[i] = 10 - 3 * i;
+  EXPECT_EQ(f.read<float>(), wf);
+  EXPECT_EQ(l.read<int64_t>(), wl);
+}
+
+}  // namespace
+}  // namespace vkml::test

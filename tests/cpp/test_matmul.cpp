@@ -1,0 +1,202 @@
+// Batched strided GEMM against a double-precision C++ reference.
+#include <cmath>
+
+#include "vkml/ops/matmul.h"
+#include "vkml_test.h"
+
+namespace vkml::test {
+namespace {
+
+using MatmulTest = VkmlTest;
+
+enum class BiasKind { None, Full, Row, Column };
+
+struct Case {
+  int64_t batch, m, n, k;
+  bool ta = false, tb = false, tc = false;  // operands stored transposed
+  bool b_shared = false;                    // one B for every batch (batch stride 0)
+  BiasKind bias = BiasKind::None;
+  float alpha = 1.0f, beta = 0.0f;
+  bool nan_bias = false;
+};
+
+std::string describe(const Case& c) {
+  return "batch=" + std::to_string(c.batch) + " m=" + std::to_string(c.m) +
+         " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + (c.ta ? " ta" : "") +
+         (c.tb ? " tb" : "") + (c.tc ? " tc" : "") + (c.b_shared ? " b_shared" : "") +
+         " bias=" + std::to_string(int(c.bias)) + " alpha=" + std::to_string(c.alpha) +
+         " beta=" + std::to_string(c.beta);
+}
+
+void run_case(Device& dev, const Case& c, DType dt) {
+  SCOPED_TRACE(describe(c) + " " + dtype_name(dt));
+  const int64_t B = c.batch, M = c.m, N = c.n, K = c.k;
+  const int64_t b_count = c.b_shared ? 1 : B;
+  auto a = random_floats(B * M * K, 1);
+  auto b = random_floats(b_count * K * N, 2);
+  int64_t bias_size = c.bias == BiasKind::Full ? B * M * N
+                      : c.bias == BiasKind::Row ? N
+                      : c.bias == BiasKind::Column ? M
+                                                   : 1;
+  auto bias = random_floats(bias_size, 3);
+  if (c.nan_bias) bias.assign(bias_size, NAN);
+  if (dt == DType::f16) {  // the reference sees what the GPU sees
+    a = from_f16(to_f16(a));
+    b = from_f16(to_f16(b));
+    if (!c.nan_bias) bias = from_f16(to_f16(bias));
+  }
+
+  ops::GemmArgs g;
+  g.dtype = dt;
+  g.batch = B;
+  g.m = M;
+  g.n = N;
+  g.k = K;
+  // A: [B, M, K] or stored as [B, K, M]; element (i, kk) at i*a_row + kk*a_col.
+  g.a_batch = M * K;
+  g.a_row = c.ta ? 1 : K;
+  g.a_col = c.ta ? M : 1;
+  g.b_batch = c.b_shared ? 0 : K * N;
+  g.b_row = c.tb ? 1 : N;
+  g.b_col = c.tb ? K : 1;
+  g.c_batch = M * N;
+  g.c_row = c.tc ? 1 : N;
+  g.c_col = c.tc ? M : 1;
+  switch (c.bias) {
+    case BiasKind::Full: g.bias_batch = M * N, g.bias_row = N, g.bias_col = 1; break;
+    case BiasKind::Row: g.bias_row = 0, g.bias_col = 1; break;
+    case BiasKind::Column: g.bias_row = 1, g.bias_col = 0; break;
+    default: break;
+  }
+  g.alpha = c.alpha;
+  g.beta = c.beta;
+
+  // Lay the host data out in the storage order the strides describe.
+  auto store = [&](const std::vector<float>& logical, int64_t batches, int64_t rows, int64_t cols,
+                   int64_t rs, int64_t cs) {
+    std::vector<float> s(logical.size());
+    for (int64_t q = 0; q < batches; ++q)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          s[q * rows * cols + i * rs + j * cs] = logical[(q * rows + i) * cols + j];
+    return s;
+  };
+  auto sa = store(a, B, M, K, g.a_row, g.a_col);
+  auto sb = store(b, b_count, K, N, g.b_row, g.b_col);
+  auto upload = [&](const std::vector<float>& v) {
+    return dt == DType::f16 ? Buffer(dev, to_f16(v)) : Buffer(dev, v);
+  };
+  Buffer ba = upload(sa), bb = upload(sb), bbias = upload(bias);
+  Buffer bc(dev, std::max<int64_t>(B * M * N, 1) * itemsize(dt));
+  g.a = ba.address();
+  g.b = bb.address();
+  g.c = bc.address();
+  g.bias = c.bias == BiasKind::None ? 0 : bbias.address();
+  ops::gemm(dev, g);
+
+  std::vector<double> want(B * M * N);
+  for (int64_t q = 0; q < B; ++q)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t kk = 0; kk < K; ++kk)
+          acc += double(a[(q * M + i) * K + kk]) * double(b[((c.b_shared ? 0 : q) * K + kk) * N + j]);
+        double v = c.alpha * acc;
+        if (c.beta != 0.0f && c.bias != BiasKind::None) {
+          double bv = c.bias == BiasKind::Full ? bias[(q * M + i) * N + j]
+                      : c.bias == BiasKind::Row ? bias[j]
+                                                : bias[i];
+          v += c.beta * bv;
+        }
+        // C is stored as the strides say; compare in that order.
+        want[q * M * N + i * g.c_row + j * g.c_col] = v;
+      }
+  std::vector<float> got;
+  if (dt == DType::f16) {
+    got = from_f16(bc.read<uint16_t>(B * M * N));
+    for (auto& w : want) w = f16_to_f32(f32_to_f16(float(w)));
+  } else {
+    got = bc.read<float>(B * M * N);
+  }
+  double tol = dt == DType::f16 ? 4e-3 : 1e-5;
+  expect_close(got, want, tol, tol * std::sqrt(double(std::max<int64_t>(K, 1))), "C");
+}
+
+TEST_F(MatmulTest, ShapesAndEdges) {
+  const int64_t shapes[][3] = {{1, 1, 1},    {7, 13, 5},  {64, 64, 64},  {65, 130, 33},
+                               {100, 3, 70}, {3, 100, 17}, {1, 200, 300}, {33, 31, 16}};
+  for (auto& s : shapes) run_case(dev(), Case{1, s[0], s[1], s[2]}, DType::f32);
+}
+
+TEST_F(MatmulTest, TransposedOperands) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (bool tc : {false, true}) {
+        Case c{2, 37, 45, 29};
+        c.ta = ta, c.tb = tb, c.tc = tc;
+        run_case(dev(), c, DType::f32);
+      }
+}
+
+TEST_F(MatmulTest, AlphaBetaAndBias) {
+  Case c{3, 20, 24, 10};
+  c.alpha = 0.5f;
+  c.beta = 2.0f;
+  for (BiasKind k : {BiasKind::Full, BiasKind::Row, BiasKind::Column}) {
+    c.bias = k;
+    run_case(dev(), c, DType::f32);
+  }
+  // beta == 0 ignores the bias entirely, even NaNs in it.
+  c.bias = BiasKind::Full;
+  c.beta = 0.0f;
+  c.nan_bias = true;
+  run_case(dev(), c, DType::f32);
+}
+
+TEST_F(MatmulTest, ZeroK) {
+  Case c{2, 5, 6, 0};
+  run_case(dev(), c, DType::f32);  // C = 0
+  c.bias = BiasKind::Row;
+  c.beta = 3.0f;
+  c.alpha = 2.0f;
+  run_case(dev(), c, DType::f32);  // C = beta * bias
+}
+
+TEST_F(MatmulTest, EmptyOutputIsANoOp) {
+  for (Case c : {Case{0, 4, 4, 4}, Case{2, 0, 4, 4}, Case{2, 4, 0, 4}})
+    run_case(dev(), c, DType::f32);
+}
+
+TEST_F(MatmulTest, BatchedWithSharedB) {
+  Case c{5, 17, 9, 23};
+  c.b_shared = true;
+  c.bias = BiasKind::Row;
+  c.beta = 1.0f;
+  run_case(dev(), c, DType::f32);
+}
+
+TEST_F(MatmulTest, LargeTiles) {
+  // Enough output tiles to pick the 64x64 configuration, with ragged edges.
+  run_case(dev(), Case{8, 129, 130, 40}, DType::f32);
+  Case t{8, 129, 130, 40};
+  t.ta = true;
+  t.tb = true;
+  run_case(dev(), t, DType::f32);
+}
+
+TEST_F(MatmulTest, ManyBatches) {
+  run_case(dev(), Case{66000, 1, 2, 1}, DType::f32);  // more tiles than one grid dimension
+}
+
+TEST_F(MatmulTest, Float16) {
+  run_case(dev(), Case{1, 33, 47, 70}, DType::f16);
+  Case c{3, 20, 24, 10};
+  c.ta = true;
+  c.bias = BiasKind::Column;
+  c.beta = -1.0f;
+  run_case(dev(), c, DType::f16);
+  run_case(dev(), Case{8, 129, 130, 40}, DType::f16);
+}
+
+}  // namespace
+}  // namespace vkml::test

@@ -1,0 +1,88 @@
+// Device enumeration and the runtime's error reporting.
+#include <cstdlib>
+#include <string>
+
+#include "vkml_test.h"
+
+namespace vkml::test {
+namespace {
+
+using RuntimeTest = VkmlTest;
+
+int type_rank(const std::string& t) {
+  if (t == "discrete") return 0;
+  if (t == "integrated") return 1;
+  if (t == "virtual") return 2;
+  if (t == "cpu") return 3;
+  return 4;
+}
+
+TEST_F(RuntimeTest, EnumeratesUsableDevices) {
+  Runtime& rt = Runtime::get();
+  ASSERT_GE(rt.device_count(), 1);
+  EXPECT_TRUE(rt.unavailable_reason().empty());
+  for (int i = 0; i < rt.device_count(); ++i) {
+    const DeviceInfo& info = rt.info(i);
+    SCOPED_TRACE(info.name);
+    EXPECT_FALSE(info.name.empty());
+    EXPECT_FALSE(info.vendor.empty());
+    EXPECT_FALSE(info.driver_name.empty());
+    EXPECT_NE(type_rank(info.device_type), 4) << info.device_type;
+    EXPECT_GE(info.api_version, uint32_t(VK_API_VERSION_1_2));
+    EXPECT_TRUE(info.unsupported_reason.empty());
+    EXPECT_FALSE(info.heaps.empty());
+    EXPECT_GT(info.total_memory, 0u);
+    EXPECT_GT(info.subgroup_size, 0u);
+    EXPECT_GE(info.max_workgroup_invocations, 128u);
+    EXPECT_GE(info.max_shared_memory, 16384u);
+    for (int d = 0; d < 3; ++d) EXPECT_GE(info.max_workgroup_count[d], 65535u);
+    EXPECT_GT(info.max_storage_buffer_range, 0u);
+    EXPECT_TRUE(info.supports_int64);
+  }
+}
+
+TEST_F(RuntimeTest, ValidationLayerIsOnWhenAsked) {
+  const char* v = std::getenv("TORCH_VKML_VALIDATION");
+  if (!v || !*v || std::string(v) == "0") GTEST_SKIP() << "TORCH_VKML_VALIDATION is not set";
+  EXPECT_TRUE(Runtime::get().validation_enabled());
+}
+
+TEST_F(RuntimeTest, DevicesAreRankedByType) {
+  const char* visible = std::getenv("TORCH_VKML_VISIBLE_DEVICES");
+  if (visible && *visible) GTEST_SKIP() << "TORCH_VKML_VISIBLE_DEVICES sets the order";
+  Runtime& rt = Runtime::get();
+  for (int i = 1; i < rt.device_count(); ++i)
+    EXPECT_LE(type_rank(rt.info(i - 1).device_type), type_rank(rt.info(i).device_type));
+}
+
+TEST_F(RuntimeTest, DeviceIsCreatedOnce) {
+  Device& a = Runtime::get().device(0);
+  Device& b = Runtime::get().device(0);
+  EXPECT_EQ(&a, &b);
+  EXPECT_EQ(a.index(), 0);
+  EXPECT_FALSE(a.lost());
+}
+
+void expect_invalid_index(int index) {
+  try {
+    Runtime::get().device(index);
+    ADD_FAILURE() << "device(" << index << ") did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(RuntimeTest, BadIndexThrowsInvalidArgument) {
+  expect_invalid_index(-1);
+  expect_invalid_index(Runtime::get().device_count());
+  expect_invalid_index(1000);
+  EXPECT_THROW(Runtime::get().info(Runtime::get().device_count()), Error);
+}
+
+TEST_F(RuntimeTest, UnknownShaderIsAnError) {
+  EXPECT_THROW(dev().pipelines().get("no_such_shader"), Error);
+}
+
+}  // namespace
+}  // namespace vkml::test

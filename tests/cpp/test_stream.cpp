@@ -1,0 +1,85 @@
+// The asynchronous stream: batching of dispatches into submits, synchronize.
+#include <cstdlib>
+
+#include "vkml/ops/elementwise.h"
+#include "vkml_test.h"
+
+namespace vkml::test {
+namespace {
+
+class StreamTest : public VkmlTest {
+ protected:
+  void TearDown() override {
+    const char* env = std::getenv("TORCH_VKML_BATCH");
+    dev().stream().set_batch_size(env ? uint32_t(atoi(env)) : 32);
+    VkmlTest::TearDown();
+  }
+};
+
+TEST_F(StreamTest, DispatchesAreBatched) {
+  Stream& s = dev().stream();
+  Buffer buf(dev(), 64 * 4);
+  TensorRef t = TensorRef::contiguous(buf.address(), DType::f32, {64});
+  s.synchronize();
+  const uint32_t batch = 8;
+  const int n = 100;
+  s.set_batch_size(batch);
+  uint64_t d0 = s.dispatch_count(), s0 = s.submit_count();
+  for (int i = 0; i < n; ++i) ops::fill(dev(), t, Scalar::of(double(i)));
+  EXPECT_EQ(s.dispatch_count() - d0, uint64_t(n));
+  EXPECT_EQ(s.submit_count() - s0, uint64_t(n / batch));  // the rest is still recording
+  s.synchronize();
+  EXPECT_EQ(s.submit_count() - s0, uint64_t(n / batch + 1));
+  EXPECT_EQ(buf.read<float>(), std::vector<float>(64, float(n - 1)));
+}
+
+TEST_F(StreamTest, FewDispatchesDoNotSubmit) {
+  Stream& s = dev().stream();
+  Buffer buf(dev(), 16 * 4);
+  TensorRef t = TensorRef::contiguous(buf.address(), DType::i32, {16});
+  s.synchronize();
+  s.set_batch_size(32);
+  uint64_t s0 = s.submit_count();
+  for (int i = 0; i < 5; ++i) ops::fill(dev(), t, Scalar::of_int(i));
+  EXPECT_EQ(s.submit_count(), s0);
+  uint64_t v = s.flush();
+  EXPECT_EQ(s.submit_count(), s0 + 1);
+  s.wait(v);
+  EXPECT_GE(s.completed_value(), v);
+  EXPECT_EQ(buf.read<int32_t>(), std::vector<int32_t>(16, 4));
+}
+
+TEST_F(StreamTest, SynchronizeWithNothingRecorded) {
+  Stream& s = dev().stream();
+  s.synchronize();
+  uint64_t s0 = s.submit_count();
+  s.synchronize();
+  s.synchronize();
+  EXPECT_EQ(s.submit_count(), s0);
+}
+
+// Each dispatch sees what the previous one wrote (the stream's barriers).
+TEST_F(StreamTest, DependentDispatchesAreOrdered) {
+  Buffer buf(dev(), 1000 * 4);
+  TensorRef t = TensorRef::contiguous(buf.address(), DType::i32, {1000});
+  ops::fill(dev(), t, Scalar::of_int(0));
+  for (int i = 0; i < 50; ++i) {
+    ops::Elementwise e;
+    e.op = OP_ADD;
+    e.dtype = DType::i32;
+    e.ninputs = 2;
+    e.ptr[0] = buf.address();
+    e.ptr[1] = buf.address();
+    e.scalar[1] = true;
+    e.slot[1] = Scalar::of_int(1);
+    e.slot[2] = Scalar::of_int(1);  // alpha
+    ops::set_operand_from(e.layout, 0, t);
+    ops::set_operand_from(e.layout, 1, t);
+    ops::set_operand_from(e.layout, 2, t);
+    ops::run_elementwise(dev(), e);
+  }
+  EXPECT_EQ(buf.read<int32_t>(), std::vector<int32_t>(1000, 50));
+}
+
+}  // namespace
+}  // namespace vkml::test

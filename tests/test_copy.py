@@ -1,0 +1,265 @@
+"""Copies between host and device, within the device, and dtype conversions."""
+
+import pytest
+import torch
+from conftest import VKML, assert_close_to_cpu, assert_same, dtype_id, make
+
+import torch_vkml
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
+COPY_DTYPES = [
+    torch.float32,
+    torch.float16,
+    torch.int64,
+    torch.int32,
+    torch.bool,
+    torch.uint8,
+]
+SIZES = [0, 1, 3, 1000]
+
+
+def _special_values(dtype):
+    """Values that a lossy or 32-bit round trip would destroy."""
+    if dtype == torch.float32:
+        return [float("nan"), float("inf"), float("-inf"), -0.0, 1e-40, 3.4e38]
+    if dtype == torch.float16:
+        return [float("nan"), float("inf"), -0.0, 6e-8, 65504.0]
+    if dtype == torch.float64:
+        return [float("nan"), -0.0, 1e-300, 1.0 + 2**-52]
+    if dtype == torch.int64:
+        return [2**62 + 3, -(2**63), 2**32 + 1, -1]
+    if dtype == torch.int32:
+        return [2**31 - 1, -(2**31), -1]
+    if dtype == torch.uint8:
+        return [255, 128, 0]
+    return [True, False]
+
+
+def _data(size, dtype):
+    t = make(size, dtype)
+    special = torch.tensor(_special_values(dtype), dtype=dtype)
+    n = min(size, special.numel())
+    t[:n] = special[:n]
+    return t
+
+
+def _assert_bitwise_equal(actual, expected):
+    assert actual.device.type == "cpu"
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    if expected.dtype.is_floating_point:
+        # compare bit patterns: keeps NaN payload-agnostic equality and -0.0
+        assert torch.equal(torch.isnan(actual), torch.isnan(expected))
+        mask = ~torch.isnan(expected)
+        assert torch.equal(actual[mask], expected[mask])
+        assert torch.equal(torch.signbit(actual[mask]), torch.signbit(expected[mask]))
+    else:
+        assert torch.equal(actual, expected)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("dtype", COPY_DTYPES + [torch.float64], ids=dtype_id)
+def test_host_device_round_trip(dtype, size):
+    cpu = _data(size, dtype)
+    vk = cpu.to(VKML)
+    assert vk.is_vkml and vk.dtype == dtype and vk.shape == cpu.shape
+    _assert_bitwise_equal(vk.cpu(), cpu)
+    _assert_bitwise_equal(vk.to("cpu"), cpu)
+    out = torch.empty_like(cpu)
+    out.copy_(vk)
+    _assert_bitwise_equal(out, cpu)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("dtype", COPY_DTYPES, ids=dtype_id)
+def test_device_to_device(dtype, size):
+    cpu = _data(size, dtype)
+    vk = cpu.to(VKML)
+    clone = vk.clone()
+    dst = torch.empty(size, dtype=dtype, device=VKML)
+    assert dst.copy_(vk) is dst
+    for copy in (clone, dst, vk.to(VKML, copy=True)):
+        assert copy.is_vkml
+        _assert_bitwise_equal(copy.cpu(), cpu)
+    # copies are independent of their source
+    clone.zero_()
+    _assert_bitwise_equal(vk.cpu(), cpu)
+
+
+def test_copy_into_existing_device_tensor_from_host():
+    dst = torch.zeros(3, 4, device=VKML)
+    src = make((3, 4))
+    dst.copy_(src)
+    assert torch.equal(dst.cpu(), src)
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda t: t.t(),
+        lambda t: t[::2, 1::3],
+        lambda t: t[1:, 2:5],
+        lambda t: t.unsqueeze(0).expand(2, 6, 8),
+        lambda t: t[:, 4],
+        lambda t: t.reshape(2, 3, 8).permute(2, 0, 1),
+    ],
+    ids=["transposed", "stepped", "offset", "expanded", "column", "permuted"],
+)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.int64, torch.bool], ids=dtype_id
+)
+def test_noncontiguous_source(view, dtype):
+    base = make((6, 8), dtype)
+    # device -> host and device -> device from a strided view
+    assert_close_to_cpu(lambda t: view(t).contiguous(), base)
+    assert_close_to_cpu(lambda t: view(t).clone(), base)
+    assert_close_to_cpu(view, base)
+    # host -> device from a strided CPU view
+    moved = view(base).to(VKML)
+    assert torch.equal(moved.cpu(), view(base))
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda t: t.t(),
+        lambda t: t[::2, 1::3],
+        lambda t: t[1:, 2:5],
+        lambda t: t[:, 4],
+    ],
+    ids=["transposed", "stepped", "offset", "column"],
+)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.int64, torch.uint8], ids=dtype_id
+)
+@pytest.mark.parametrize("source", ["host", "device"])
+def test_noncontiguous_destination(view, dtype, source):
+    base_cpu = torch.zeros(6, 8, dtype=dtype)
+    base_vk = base_cpu.to(VKML)
+    src = make(view(base_cpu).shape, dtype)
+    view(base_cpu).copy_(src)
+    view(base_vk).copy_(src if source == "host" else src.to(VKML))
+    # everything outside the view must still be zero
+    assert torch.equal(base_vk.cpu(), base_cpu)
+
+
+def test_device_to_noncontiguous_host():
+    src = make((6, 8))
+    dst = torch.zeros(8, 6).t()
+    dst.copy_(src.to(VKML))
+    assert torch.equal(dst, src)
+
+
+def test_copy_broadcasts_source():
+    dst = torch.zeros(3, 4, device=VKML)
+    row = make((4,))
+    dst.copy_(row.to(VKML))
+    assert torch.equal(dst.cpu(), row.expand(3, 4))
+    dst.copy_(torch.tensor(2.5))  # 0-dim CPU source
+    assert torch.equal(dst.cpu(), torch.full((3, 4), 2.5))
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.uint8, torch.bool, torch.float16, torch.int32], ids=dtype_id
+)
+@pytest.mark.parametrize("start, length", [(1, 1), (3, 3), (5, 7), (2, 9)])
+def test_unaligned_offsets(dtype, start, length):
+    # Sub-word element sizes at odd offsets must not clobber neighbours.
+    cpu = make(20, dtype)
+    vk = cpu.to(VKML)
+    region = slice(start, start + length)
+    src = make(length, dtype)
+    cpu[region] = src
+    vk[region].copy_(src)  # host -> device
+    assert torch.equal(vk.cpu(), cpu)
+    src = make(length, dtype)
+    cpu[region] = src
+    vk[region].copy_(src.to(VKML))  # device -> device
+    assert torch.equal(vk.cpu(), cpu)
+    assert torch.equal(vk[region].cpu(), src)  # device -> host
+    cpu[region] = 1
+    vk[region].fill_(1)
+    assert torch.equal(vk.cpu(), cpu)
+
+
+def test_non_blocking_copies():
+    src = make((64, 64))
+    vk = src.to(VKML, non_blocking=True)
+    back = vk.to("cpu", non_blocking=True)
+    torch_vkml.synchronize()
+    assert torch.equal(back, src)
+
+
+# --------------------------------------------------------- conversions
+
+
+def _conversion_source(src, dst):
+    """Values that convert without undefined behaviour on the CPU."""
+    unsigned = torch.uint8 in (src, dst)
+    low = 0 if unsigned else -100
+    high = 100
+    if src == torch.bool:
+        return make(50, torch.bool)
+    t = make(50, src, low=low, high=high)
+    if src.is_floating_point:
+        # fractions exercise truncation towards zero and "nonzero is True"
+        fractions = [0.0, -0.0, 0.5, 2.7, 99.9] if unsigned else [-2.7, -0.5, 0.0, -0.0, 0.5]
+        t[: len(fractions)] = torch.tensor(fractions, dtype=src)
+    return t
+
+
+@pytest.mark.parametrize("dst", COPY_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("src", COPY_DTYPES, ids=dtype_id)
+def test_dtype_conversion_on_device(src, dst):
+    x = _conversion_source(src, dst)
+    assert_close_to_cpu(lambda t: t.to(dst), x)
+
+
+@pytest.mark.parametrize("dst", COPY_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("src", [torch.float32, torch.int64, torch.bool], ids=dtype_id)
+def test_dtype_conversion_across_devices(src, dst):
+    x = _conversion_source(src, dst)
+    expected = x.to(dst)
+    # host -> device with conversion
+    vk = x.to(VKML, dst)
+    assert_same(vk, expected)
+    # copy_ into an existing device tensor of another dtype
+    out = torch.empty(x.shape, dtype=dst, device=VKML)
+    out.copy_(x)
+    assert_same(out, expected)
+    # device -> host with conversion
+    back = x.to(VKML).to("cpu", dst)
+    assert back.device.type == "cpu"
+    assert torch.equal(back, expected)
+
+
+def test_conversion_of_noncontiguous_view():
+    x = make((6, 8))
+    assert_close_to_cpu(lambda t: t.t()[::2].to(torch.float16), x)
+    assert_close_to_cpu(lambda t: t[:, ::3].to(torch.int32), x)
+
+
+def test_float_to_int_truncates_and_nonzero_is_true():
+    x = torch.tensor([-2.7, -0.5, -0.0, 0.0, 0.4, 1.9, float("nan")])
+    vk = x.to(VKML)
+    assert vk[:-1].to(torch.int64).cpu().tolist() == [-2, 0, 0, 0, 0, 1]
+    assert vk.to(torch.bool).cpu().tolist() == [True, True, False, False, True, True, True]
+
+
+# ------------------------------------------------------------- big
+
+
+def test_larger_than_128_mib():
+    # 40M float32 = 160 MB: above the 2**27-byte minimum maxStorageBufferRange
+    # and above 65535 workgroups of 256 threads.
+    n = 40_000_000
+    x = (torch.arange(n, dtype=torch.int32) % 5).to(torch.float32)
+    vk = x.to(VKML)
+    y = vk + 1
+    total = vk.sum()
+    assert y.is_vkml and y.shape == (n,)
+    assert total.item() == pytest.approx(2.0 * n, rel=1e-5)  # sum of 0..4 is 10 per 5
+    back = y.cpu()
+    assert torch.equal(back[:10], x[:10] + 1)
+    assert torch.equal(back[-10:], x[-10:] + 1)
+    assert torch.equal(back, x + 1)

@@ -1,0 +1,476 @@
+"""Element-wise ops against the CPU: dtypes, layouts, promotion, in-place, out=."""
+
+from dataclasses import dataclass, field
+
+import pytest
+import torch
+from conftest import (
+    ALL_DTYPES,
+    BINARY_LAYOUTS,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    UNARY_LAYOUTS,
+    VKML,
+    assert_close_to_cpu,
+    assert_raises_like_cpu,
+    assert_same,
+    binary_case,
+    dtype_id,
+    make,
+    scalar_for,
+    unary_case,
+)
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
+NO_BOOL = [torch.float32, torch.int64, torch.int32, torch.float16]
+NAN = float("nan")
+INF = float("inf")
+
+
+@dataclass
+class Op:
+    fn: object
+    dtypes: list = field(default_factory=lambda: list(ALL_DTYPES))
+    a_kw: dict = field(default_factory=dict)
+    b_kw: dict = field(default_factory=dict)
+    scalar: bool = True  # accepts a python scalar as second operand
+    atol: float | None = None
+    rtol: float | None = None
+
+
+def _kw_for(kw, dtype):
+    """Per-dtype make() keywords: ``kw`` may map "float"/"int" to dicts."""
+    if "float" in kw or "int" in kw:
+        return kw.get("float" if dtype.is_floating_point else "int", {})
+    return kw
+
+
+SMALL = dict(low=-3, high=4, discrete=True)  # ties, also with the int scalar 3
+
+BINARY = {
+    "add": Op(torch.add),
+    "add_alpha": Op(lambda a, b: torch.add(a, b, alpha=2)),
+    "sub": Op(torch.sub, NO_BOOL),
+    "sub_alpha": Op(lambda a, b: torch.sub(a, b, alpha=3), NO_BOOL),
+    "mul": Op(torch.mul),
+    "div": Op(torch.div, b_kw=dict(nonzero=True)),
+    "pow": Op(
+        torch.pow,
+        NO_BOOL,
+        a_kw={"float": dict(low=0.5, high=2.5), "int": dict(low=-3, high=4)},
+        b_kw={"float": dict(low=-2, high=2), "int": dict(low=0, high=4)},
+        # pow is exp2(y * log2(x)) on many GPUs: a few more ulp than exp
+        rtol=1e-4,
+    ),
+    "maximum": Op(torch.maximum, a_kw=SMALL, b_kw=SMALL, scalar=False),
+    "minimum": Op(torch.minimum, a_kw=SMALL, b_kw=SMALL, scalar=False),
+    "eq": Op(torch.eq, a_kw=SMALL, b_kw=SMALL),
+    "ne": Op(torch.ne, a_kw=SMALL, b_kw=SMALL),
+    "lt": Op(torch.lt, a_kw=SMALL, b_kw=SMALL),
+    "le": Op(torch.le, a_kw=SMALL, b_kw=SMALL),
+    "gt": Op(torch.gt, a_kw=SMALL, b_kw=SMALL),
+    "ge": Op(torch.ge, a_kw=SMALL, b_kw=SMALL),
+}
+
+
+def _binary_params():
+    for name, op in BINARY.items():
+        for dtype in op.dtypes:
+            for layout in BINARY_LAYOUTS:
+                if layout == "scalar" and not op.scalar:
+                    continue
+                yield pytest.param(name, dtype, layout, id=f"{name}-{dtype_id(dtype)}-{layout}")
+
+
+@pytest.mark.parametrize("name, dtype, layout", list(_binary_params()))
+def test_binary(name, dtype, layout):
+    op = BINARY[name]
+    inputs, build = binary_case(
+        layout, dtype, a_kw=_kw_for(op.a_kw, dtype), b_kw=_kw_for(op.b_kw, dtype)
+    )
+    rtol = op.rtol if dtype == torch.float32 else None
+    assert_close_to_cpu(lambda *xs: op.fn(*build(*xs)), *inputs, atol=op.atol, rtol=rtol)
+
+
+def test_sub_and_neg_of_bool_are_errors():
+    a, b = make(5, torch.bool), make(5, torch.bool)
+    assert_raises_like_cpu(torch.sub, a, b)
+    assert_raises_like_cpu(torch.neg, a)
+
+
+@pytest.mark.parametrize("dtype", NO_BOOL, ids=dtype_id)
+def test_reflected_scalar_ops(dtype):
+    x = make((3, 4), dtype, nonzero=True, low=1, high=3)
+    s = scalar_for(dtype)
+    assert_close_to_cpu(lambda t: s - t, x)
+    assert_close_to_cpu(lambda t: s * t, x)
+    assert_close_to_cpu(lambda t: s / t, x)
+    assert_close_to_cpu(lambda t: 2**t, x)
+    assert_close_to_cpu(lambda t: 2.5**t, x)
+
+
+def test_cpu_scalar_tensor_operand():
+    # 0-dim CPU tensors are allowed as scalars, like with CUDA tensors
+    x = make((3, 4))
+    for s in (torch.tensor(2.5), torch.tensor(3)):
+        assert_same(x.to(VKML) * s, x * s)
+        assert_same(x.to(VKML) + s, x + s)
+
+
+# ---------------------------------------------------------------- unary
+
+UNARY = {
+    "neg": Op(torch.neg, NO_BOOL),
+    "abs": Op(torch.abs, NO_BOOL),
+    "sqrt": Op(torch.sqrt, a_kw={"float": dict(low=0.1, high=9), "int": dict(low=0)}),
+    "rsqrt": Op(torch.rsqrt, NO_BOOL, a_kw={"float": dict(low=0.1, high=9), "int": dict(low=1)}),
+    "exp": Op(torch.exp),
+    "log": Op(torch.log, NO_BOOL, a_kw={"float": dict(low=0.1, high=9), "int": dict(low=1)}),
+    "relu": Op(torch.relu, NO_BOOL),
+    "sigmoid": Op(torch.sigmoid, NO_BOOL),
+    "tanh": Op(torch.tanh),
+}
+
+
+def _unary_params():
+    for name, op in UNARY.items():
+        for dtype in op.dtypes:
+            for layout in UNARY_LAYOUTS:
+                yield pytest.param(name, dtype, layout, id=f"{name}-{dtype_id(dtype)}-{layout}")
+
+
+@pytest.mark.parametrize("name, dtype, layout", list(_unary_params()))
+def test_unary(name, dtype, layout):
+    op = UNARY[name]
+    x, build = unary_case(layout, dtype, **_kw_for(op.a_kw, dtype))
+    assert_close_to_cpu(lambda t: op.fn(build(t)), x)
+
+
+def test_unary_extreme_values():
+    x = torch.tensor([-100.0, -20.0, -0.0, 0.0, 1e-30, 20.0, 100.0, INF, -INF, NAN])
+    for fn in (torch.exp, torch.sigmoid, torch.tanh, torch.relu, torch.abs, torch.neg):
+        assert_close_to_cpu(fn, x)
+    assert_close_to_cpu(torch.log, torch.tensor([0.0, 1e-30, 1.0, 1e30, INF, -1.0, NAN]))
+    assert_close_to_cpu(torch.sqrt, torch.tensor([0.0, 1e-30, 4.0, INF, -1.0, NAN]))
+    assert_close_to_cpu(torch.rsqrt, torch.tensor([1e-30, 4.0, 1e30, INF, -1.0, NAN]))
+
+
+@pytest.mark.parametrize("exponent", [0, 1, 2, 3, -1, 0.5, -0.5, 2.5], ids=lambda e: f"x**{e}")
+@pytest.mark.parametrize("dtype", NO_BOOL, ids=dtype_id)
+def test_pow_scalar_exponent(dtype, exponent):
+    if dtype.is_floating_point:
+        x = make((3, 4), dtype, low=0.5, high=3)
+    elif isinstance(exponent, float):
+        x = make((3, 4), dtype, low=1, high=4)  # int ** float is a float
+    elif exponent < 0:
+        x = make((3, 4), dtype, low=1, high=4)
+        assert_raises_like_cpu(lambda t: t**exponent, x)
+        return
+    else:
+        x = make((3, 4), dtype, low=-3, high=4)
+    rtol = 1e-4 if dtype == torch.float32 else None
+    assert_close_to_cpu(lambda t: torch.pow(t, exponent), x, rtol=rtol)
+    assert_close_to_cpu(lambda t: t.t() ** exponent, x, rtol=rtol)
+
+
+# ---------------------------------------------------------------- clamp
+
+CLAMPS = {
+    "min": dict(min=-2),
+    "max": dict(max=3),
+    "both": dict(min=-2, max=3),
+    "float_bounds": dict(min=-0.5, max=1.5),
+    "min_above_max": dict(min=2, max=-1),
+}
+
+
+@pytest.mark.parametrize("layout", list(UNARY_LAYOUTS))
+@pytest.mark.parametrize("dtype", NO_BOOL, ids=dtype_id)
+@pytest.mark.parametrize("bounds", list(CLAMPS))
+def test_clamp(bounds, dtype, layout):
+    x, build = unary_case(layout, dtype)
+    kwargs = CLAMPS[bounds]
+    assert_close_to_cpu(lambda t: torch.clamp(build(t), **kwargs), x)
+
+
+def test_nan_propagation():
+    a = torch.tensor([NAN, 1.0, 2.0, NAN, -INF, 0.0])
+    b = torch.tensor([0.0, NAN, 3.0, NAN, 1.0, -0.0])
+    for fn in (
+        torch.maximum,
+        torch.minimum,
+        torch.eq,
+        torch.ne,
+        torch.lt,
+        torch.le,
+        torch.gt,
+        torch.ge,
+        torch.add,
+        torch.mul,
+    ):
+        assert_close_to_cpu(fn, a, b)
+    assert_close_to_cpu(lambda t: torch.clamp(t, min=0.5), a)
+    assert_close_to_cpu(lambda t: torch.clamp(t, max=0.5), a)
+    assert_close_to_cpu(lambda t: torch.clamp(t, -1.0, 1.0), a)
+    assert_close_to_cpu(torch.relu, a)
+
+
+# ---------------------------------------------------------------- where
+
+WHERE_LAYOUTS = {
+    # (cond shape, x shape, y shape or None for a python scalar, builder)
+    "contiguous": ((4, 5), (4, 5), (4, 5), lambda c, x, y: (c, x, y)),
+    "noncontiguous": ((5, 4), (4, 10), (5, 4), lambda c, x, y: (c.t(), x[:, ::2], y.t())),
+    "broadcast": ((3, 1, 4), (1, 5, 1), (5, 4), lambda c, x, y: (c, x, y)),
+    "empty": ((0, 3), (0, 3), (0, 3), lambda c, x, y: (c, x, y)),
+    "zerodim": ((), (4, 5), (), lambda c, x, y: (c, x, y)),
+    "scalar": ((4, 5), (4, 5), None, None),
+}
+
+
+@pytest.mark.parametrize("layout", list(WHERE_LAYOUTS))
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_where(dtype, layout):
+    c_shape, x_shape, y_shape, build = WHERE_LAYOUTS[layout]
+    cond, x = make(c_shape, torch.bool), make(x_shape, dtype)
+    if y_shape is None:
+        value = scalar_for(dtype)
+        assert_close_to_cpu(lambda c, t: torch.where(c, t, value), cond, x)
+        assert_close_to_cpu(lambda c, t: torch.where(c, value, t), cond, x)
+    else:
+        y = make(y_shape, dtype)
+        assert_close_to_cpu(lambda *xs: torch.where(*build(*xs)), cond, x, y)
+
+
+def test_where_promotes():
+    cond = make((3, 4), torch.bool)
+    assert_close_to_cpu(torch.where, cond, make((3, 4), torch.int32), make((3, 4)))
+    assert_close_to_cpu(lambda c, t: torch.where(c, t, 0.5), cond, make((3, 4), torch.int64))
+
+
+# ------------------------------------------------------ addcmul / addcdiv
+
+TERNARY_LAYOUTS = {
+    "contiguous": ((4, 5), (4, 5), (4, 5), lambda a, b, c: (a, b, c)),
+    "noncontiguous": ((5, 4), (4, 10), (5, 4), lambda a, b, c: (a.t(), b[:, ::2], c.t())),
+    "broadcast": ((3, 1, 4), (1, 5, 1), (5, 4), lambda a, b, c: (a, b, c)),
+    "empty": ((0, 3), (0, 3), (0, 3), lambda a, b, c: (a, b, c)),
+    "zerodim": ((), (), (4, 5), lambda a, b, c: (a, b, c)),
+}
+
+
+@pytest.mark.parametrize("layout", list(TERNARY_LAYOUTS))
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES, ids=dtype_id)
+def test_addcmul(dtype, layout):
+    a_shape, b_shape, c_shape, build = TERNARY_LAYOUTS[layout]
+    inputs = make(a_shape, dtype), make(b_shape, dtype), make(c_shape, dtype)
+    value = 0.5 if dtype.is_floating_point else 2
+    assert_close_to_cpu(lambda *xs: torch.addcmul(*build(*xs), value=value), *inputs)
+    assert_close_to_cpu(lambda *xs: torch.addcmul(*build(*xs)), *inputs)
+
+
+@pytest.mark.parametrize("layout", list(TERNARY_LAYOUTS))
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+def test_addcdiv(dtype, layout):
+    a_shape, b_shape, c_shape, build = TERNARY_LAYOUTS[layout]
+    inputs = make(a_shape, dtype), make(b_shape, dtype), make(c_shape, dtype, nonzero=True)
+    assert_close_to_cpu(lambda *xs: torch.addcdiv(*build(*xs), value=-0.5), *inputs)
+    assert_close_to_cpu(lambda *xs: torch.addcdiv(*build(*xs)), *inputs)
+
+
+def test_addcdiv_of_ints_is_an_error():
+    x = make(4, torch.int64, nonzero=True)
+    assert_raises_like_cpu(torch.addcdiv, x, x, x)
+
+
+# ----------------------------------------------------------------- lerp
+
+
+@pytest.mark.parametrize("layout", list(TERNARY_LAYOUTS))
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+def test_lerp_tensor_weight(dtype, layout):
+    a_shape, b_shape, w_shape, build = TERNARY_LAYOUTS[layout]
+    inputs = make(a_shape, dtype), make(b_shape, dtype), make(w_shape, dtype, low=-0.5, high=1.5)
+    assert_close_to_cpu(lambda *xs: torch.lerp(*build(*xs)), *inputs)
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.3, 0.5, 0.7, 1.0, 1.5])
+@pytest.mark.parametrize("layout", ["contiguous", "noncontiguous", "broadcast", "empty", "zerodim"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+def test_lerp_scalar_weight(dtype, layout, weight):
+    inputs, build = binary_case(layout, dtype)
+    assert_close_to_cpu(lambda *xs: torch.lerp(*build(*xs), weight), *inputs)
+
+
+# ------------------------------------------------------ type promotion
+
+PROMOTIONS = [
+    (torch.int32, torch.float32),
+    (torch.int64, 2.5),
+    (torch.bool, 3),
+    (torch.bool, torch.int32),
+    (torch.bool, 2.5),
+    (torch.int32, torch.int64),
+    (torch.float16, torch.float32),
+    (torch.float16, 2.5),
+    (torch.int64, True),
+    (torch.int32, (torch.float32,)),  # (dtype,) means a 0-dim tensor
+    (torch.float16, (torch.float32,)),
+    (torch.int32, (torch.int64,)),
+    (torch.uint8, torch.int32),
+]
+
+
+def _promotion_params():
+    for a_dtype, other in PROMOTIONS:
+        if isinstance(other, torch.dtype):
+            other_id = dtype_id(other)
+        elif isinstance(other, tuple):
+            other_id = f"0dim_{dtype_id(other[0])}"
+        else:
+            other_id = repr(other)
+        for fn in (torch.add, torch.mul, torch.div, torch.lt, torch.maximum):
+            if fn is torch.maximum and not isinstance(other, (torch.dtype, tuple)):
+                continue  # maximum takes tensors only
+            name = f"{dtype_id(a_dtype)}-{other_id}-{fn.__name__}"
+            yield pytest.param(a_dtype, other, fn, id=name)
+
+
+@pytest.mark.parametrize("a_dtype, other, fn", list(_promotion_params()))
+def test_type_promotion(a_dtype, other, fn):
+    a = make((3, 4), a_dtype, nonzero=True)
+    if isinstance(other, torch.dtype):
+        assert_close_to_cpu(fn, a, make((3, 4), other, nonzero=True))
+    elif isinstance(other, tuple):
+        assert_close_to_cpu(fn, a, make((), other[0], nonzero=True))
+    else:
+        assert_close_to_cpu(lambda t: fn(t, other), a)
+
+
+# -------------------------------------------------------- integer math
+
+
+def test_integer_wraparound_and_64_bit_math():
+    big = torch.tensor([2**31 + 1, -(2**33) - 5, 2**40 + 7, -3])
+    other = torch.tensor([2**31 + 3, 2**32 + 1, 3, 2**61])
+    assert_close_to_cpu(torch.add, big, other)
+    assert_close_to_cpu(torch.mul, big, other)
+    assert_close_to_cpu(torch.sub, big, other)
+    assert_close_to_cpu(lambda a, b: a < b, big, other)
+    int32_max = torch.tensor([2**31 - 1, -(2**31)], dtype=torch.int32)
+    assert_close_to_cpu(lambda t: t + 1, int32_max)
+    assert_close_to_cpu(lambda t: t - 1, int32_max)
+    assert_close_to_cpu(
+        lambda a, b: a / b, torch.tensor([7, -7, 7, -7]), torch.tensor([2, 2, -2, -2])
+    )
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES + [torch.uint8], ids=dtype_id)
+def test_odd_sizes_and_offsets(dtype):
+    # sub-word outputs (bool, uint8, float16) written by neighbouring threads
+    n = 100_003
+    a, b = make(n + 3, dtype), make(n + 3, dtype)
+    assert_close_to_cpu(lambda x, y: x[3:] == y[:-3], a, b)
+    assert_close_to_cpu(lambda x, y: torch.maximum(x[1:-2], y[2:-1]), a, b)
+    assert_close_to_cpu(lambda x, y: torch.where(x[1:] > y[1:], x[1:], y[1:]), a, b)
+    if dtype != torch.bool:
+        assert_close_to_cpu(lambda x, y: x[3:] * y[:-3], a, b)
+
+
+# -------------------------------------------------------------- in-place
+
+
+def _inplace(method, *args, **kwargs):
+    def fn(a, *tensors):
+        result = getattr(a, method)(*tensors, *args, **kwargs)
+        assert result is a, f"{method} must return self"
+        return a
+
+    return fn
+
+
+@pytest.mark.parametrize("dtype", NO_BOOL, ids=dtype_id)
+def test_inplace_ops(dtype):
+    a, b = make((4, 5), dtype), make((4, 5), dtype)
+    row = make((5,), dtype)
+    s = scalar_for(dtype)
+    assert_close_to_cpu(_inplace("add_"), a, b)
+    assert_close_to_cpu(_inplace("add_", alpha=2), a, b)
+    assert_close_to_cpu(_inplace("add_"), a, row)  # broadcast other
+    assert_close_to_cpu(_inplace("add_", s), a)
+    assert_close_to_cpu(_inplace("mul_"), a, b)
+    assert_close_to_cpu(_inplace("mul_", s), a)
+    assert_close_to_cpu(_inplace("clamp_", min=-2), a)
+    assert_close_to_cpu(_inplace("clamp_", max=3), a)
+    assert_close_to_cpu(_inplace("clamp_", -2, 3), a)
+
+
+@pytest.mark.parametrize("method", ["add_", "mul_"])
+def test_inplace_on_views_writes_base(method):
+    base, other = make((5, 4)), make((4, 5))
+
+    def fn(x, y):
+        view = x.t()
+        getattr(view, method)(y)
+        x[::2, 1].clamp_(-0.5, 0.5)
+        return x
+
+    assert_close_to_cpu(fn, base, other)
+
+
+def test_inplace_promotion_rules():
+    half, full = make((3, 4), torch.float16), make((3, 4))
+    assert_close_to_cpu(_inplace("add_"), half, full)  # float -> half is fine
+    assert_close_to_cpu(_inplace("mul_"), full, make((3, 4), torch.int32))
+    integer = make((3, 4), torch.int64)
+    assert_raises_like_cpu(lambda a, b: a.add_(b), integer, full)
+    assert_raises_like_cpu(lambda a: a.mul_(2.5), integer)
+
+
+# ----------------------------------------------------------------- out=
+
+OUT_OPS = {
+    "add": (lambda a, b, out: torch.add(a, b, alpha=2, out=out), torch.float32),
+    "sub": (lambda a, b, out: torch.sub(a, b, out=out), torch.float32),
+    "mul": (lambda a, b, out: torch.mul(a, b, out=out), torch.float32),
+    "div": (lambda a, b, out: torch.div(a, b, out=out), torch.float32),
+    "maximum": (lambda a, b, out: torch.maximum(a, b, out=out), torch.float32),
+    "exp": (lambda a, b, out: torch.exp(a, out=out), torch.float32),
+    "sqrt": (lambda a, b, out: torch.sqrt(a.abs(), out=out), torch.float32),
+    "clamp": (lambda a, b, out: torch.clamp(a, -1, 1, out=out), torch.float32),
+    "eq": (lambda a, b, out: torch.eq(a, b, out=out), torch.bool),
+    "where": (lambda a, b, out: torch.where(a > b, a, b, out=out), torch.float32),
+}
+
+
+@pytest.mark.parametrize("out_kind", ["same_shape", "empty", "noncontiguous"])
+@pytest.mark.parametrize("name", list(OUT_OPS))
+def test_out_variants(name, out_kind):
+    fn, out_dtype = OUT_OPS[name]
+    a, b = make((4, 5), nonzero=True), make((4, 5), nonzero=True)
+
+    def run(x, y):
+        device = x.device
+        if out_kind == "same_shape":
+            out = torch.full((4, 5), 7, dtype=out_dtype, device=device)
+            storage = out
+        elif out_kind == "empty":
+            out = torch.empty(0, dtype=out_dtype, device=device)
+            storage = out
+        else:
+            storage = torch.full((5, 4), 7, dtype=out_dtype, device=device)
+            out = storage.t()
+        result = fn(x, y, out)
+        assert result is out
+        return result, storage
+
+    assert_close_to_cpu(run, a, b)
+
+
+def test_true_division_of_ints_gives_float():
+    a = torch.tensor([7, -7, 1, 0], dtype=torch.int32)
+    b = torch.tensor([2, 2, 3, 5], dtype=torch.int32)
+    _, vk = assert_close_to_cpu(torch.div, a, b)
+    assert vk.dtype == torch.float32
+    assert vk.cpu().tolist() == pytest.approx([3.5, -3.5, 1 / 3, 0.0])

@@ -1,0 +1,235 @@
+"""Error paths: missing Vulkan, bad device indices, OOM, CPU-fallback modes."""
+
+import json
+import re
+
+import pytest
+import torch
+from conftest import VKML, describe, run_python
+
+import torch_vkml
+
+GiB = 2**30
+
+
+def _result(proc):
+    """The JSON object a snippet printed on its ``RESULT`` line."""
+    assert proc.returncode == 0, describe(proc)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line.removeprefix("RESULT "))
+    raise AssertionError("no RESULT line\n" + describe(proc))
+
+
+# ------------------------------------------------------- no Vulkan at all
+
+MISSING_VULKAN = """
+import json
+import torch
+import torch_vkml  # must not fail even though Vulkan is missing
+
+result = {
+    "available": torch_vkml.is_available(),
+    "count": torch_vkml.device_count(),
+    "device_type": torch.device("vkml").type,
+    "errors": [],
+}
+attempts = [
+    lambda: torch.zeros(3, device="vkml"),
+    lambda: torch.ones(3).to("vkml"),
+    lambda: torch.zeros(3, device="vkml"),  # again: still a clean error
+]
+for attempt in attempts:
+    try:
+        attempt()
+    except Exception as e:
+        result["errors"].append([type(e).__name__, isinstance(e, RuntimeError), str(e)])
+    else:
+        result["errors"].append(None)
+print("RESULT " + json.dumps(result))
+"""
+
+
+def _check_missing(result, package, words):
+    assert result["available"] is False
+    assert result["count"] == 0
+    assert result["device_type"] == "vkml"
+    for error in result["errors"]:
+        assert error is not None, "creating a vkml tensor must raise"
+        name, is_runtime_error, message = error
+        assert is_runtime_error, f"{name} is not a RuntimeError: {message}"
+        assert package in message, message
+        assert any(w in message.lower() for w in words), message
+
+
+def test_no_vulkan_loader():
+    proc = run_python(
+        MISSING_VULKAN,
+        env={
+            "TORCH_VKML_LOADER": "/nonexistent/libvulkan.so.1",
+            "TORCH_VKML_VALIDATION": "0",
+        },
+    )
+    _check_missing(_result(proc), "libvulkan1", ("loader", "libvulkan"))
+
+
+def test_no_vulkan_device():
+    proc = run_python(
+        MISSING_VULKAN,
+        env={
+            "VK_ICD_FILENAMES": "/nonexistent.json",
+            "VK_DRIVER_FILES": "/nonexistent.json",  # newer loaders prefer this
+            "TORCH_VKML_VALIDATION": "0",
+        },
+        unset=["VK_ADD_DRIVER_FILES", "TORCH_VKML_LOADER"],
+    )
+    _check_missing(_result(proc), "mesa-vulkan-drivers", ("device", "driver"))
+
+
+# --------------------------------------------------------- device indices
+
+
+def _states_range(message):
+    count = torch_vkml.device_count()
+    numbers = set(re.findall(r"\d+", message))
+    return "0" in numbers and bool({str(count - 1), str(count)} & numbers)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        torch_vkml.device,
+        torch_vkml.set_device,
+        torch_vkml.device_name,
+        torch_vkml.get_device_properties,
+    ],
+    ids=lambda f: f.__name__,
+)
+def test_bad_device_index(call):
+    current = torch_vkml.current_device()
+    with pytest.raises(ValueError) as info:
+        call(99)
+    assert _states_range(str(info.value)), str(info.value)
+    assert torch_vkml.current_device() == current
+
+
+def test_bad_device_index_in_tensor_factory():
+    with pytest.raises((RuntimeError, ValueError)):
+        torch.zeros(3, device="vkml:99")
+    assert torch.ones(3, device=VKML).sum().item() == 3.0
+
+
+def test_mixing_devices_is_an_error():
+    vk = torch.ones(3, device=VKML)
+    with pytest.raises(RuntimeError):
+        vk + torch.ones(3)
+    with pytest.raises(RuntimeError):
+        torch.ones(3).add_(vk)
+
+
+# ------------------------------------------------------------------- OOM
+
+
+def test_out_of_memory_then_still_usable():
+    total = torch_vkml.get_device_properties().total_memory
+    gib = max(3, total // GiB + 1)  # 3 GiB on lavapipe's 2 GiB heap
+    size = gib * GiB
+    torch_vkml.synchronize()
+    before = torch_vkml.memory_allocated()
+    with pytest.raises(torch.OutOfMemoryError) as info:
+        torch.empty(size, dtype=torch.uint8, device=VKML)
+    message = str(info.value)
+    size_pattern = rf"\b{size}\b|\b{gib}(\.0+)? ?Gi?B|\b{gib * 1024}(\.0+)? ?Mi?B"
+    assert re.search(size_pattern, message), f"size not in message: {message}"
+    # Nothing leaked, and the device keeps working.
+    assert torch_vkml.memory_allocated() == before
+    x = torch.ones(1000, device=VKML)
+    assert (x + 1).sum().item() == 2000.0
+    big = torch.empty(64 * 2**20, dtype=torch.uint8, device=VKML)
+    big.fill_(3)
+    assert big[-1].item() == 3
+    del big
+
+
+# -------------------------------------------------------- fallback modes
+
+# torch.special.zeta has no vkml kernel; it must run on the CPU fallback.
+FALLBACK = """
+import json
+import warnings
+import torch
+import torch_vkml
+
+x = torch.linspace(2.0, 5.0, 8)
+q = torch.linspace(0.5, 2.0, 8)
+expected = torch.special.zeta(x, q)
+result = {"results": [], "error": None}
+torch_vkml.reset_fallback_counts()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    try:
+        for _ in range(2):
+            y = torch.special.zeta(x.to("vkml"), q.to("vkml"))
+            result["results"].append(
+                [str(y.device), y.dtype == expected.dtype,
+                 torch.allclose(y.cpu(), expected)])
+    except Exception as e:
+        result["error"] = [type(e).__name__, str(e)]
+result["warnings"] = [
+    [w.category.__name__, str(w.message)] for w in caught if "zeta" in str(w.message)
+]
+result["counts"] = torch_vkml.fallback_counts()
+result["after"] = (torch.ones(3, device="vkml") * 2).cpu().sum().item()
+torch_vkml.reset_fallback_counts()
+result["counts_after_reset"] = torch_vkml.fallback_counts()
+print("RESULT " + json.dumps(result))
+"""
+# the op may be reported with its overload name, e.g. aten::special_zeta.out
+WARNING_TEXT = re.compile(r"aten::special_zeta(\.\w+)? has no vkml kernel yet; it runs on the CPU")
+
+
+def _run_fallback(mode):
+    proc = run_python(FALLBACK, env={"TORCH_VKML_FALLBACK": mode})
+    result = _result(proc)
+    assert result["after"] == 6.0, "device broken after a fallback"
+    assert result["counts_after_reset"] == {}
+    return result
+
+
+def _zeta_counts(counts):
+    keys = [k for k in counts if "special_zeta" in k]
+    assert len(keys) == 1, counts
+    assert set(counts) == set(keys), f"unexpected fallbacks: {counts}"
+    return counts[keys[0]]
+
+
+@pytest.mark.parametrize("mode", ["silent", "warn"])
+def test_fallback_runs_on_cpu(mode):
+    result = _run_fallback(mode)
+    assert result["error"] is None, result["error"]
+    assert result["results"] == [["vkml:0", True, True]] * 2
+    assert _zeta_counts(result["counts"]) == 2
+    if mode == "silent":
+        assert result["warnings"] == []
+    else:
+        assert len(result["warnings"]) == 1, "warn exactly once per op"
+        category, message = result["warnings"][0]
+        assert category == "UserWarning"
+        assert WARNING_TEXT.search(message), message
+
+
+def test_fallback_error_mode():
+    result = _run_fallback("error")
+    assert result["results"] == []
+    assert result["error"] is not None, "error mode must raise"
+    name, message = result["error"]
+    assert name == "NotImplementedError"
+    assert "special_zeta" in message
+    assert result["warnings"] == []
+
+
+def test_fallback_counts_api():
+    torch_vkml.reset_fallback_counts()
+    counts = torch_vkml.fallback_counts()
+    assert isinstance(counts, dict)
+    assert counts == {}

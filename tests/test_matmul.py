@@ -1,0 +1,170 @@
+"""Matrix products against the CPU: mm, addmm, bmm, matmul, linear.
+
+Tolerances: 1e-4 relative (and absolute, inputs are O(1)) for float32,
+1e-2 for float16 (accumulation is expected in float32).
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import MATMUL_TOLERANCES, assert_close_to_cpu, assert_same, dtype_id, make, to_device
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
+DTYPES = [torch.float32, torch.float16]
+SHAPES = [  # (m, k, n)
+    (1, 1, 1),
+    (2, 3, 4),
+    (17, 33, 65),
+    (64, 64, 64),
+    (1, 128, 1),
+    (128, 7, 3),
+    (0, 3, 4),
+    (3, 0, 4),  # k = 0: a zero matrix
+]
+# operand layouts: how the (m, k) and (k, n) operands are stored
+OPERANDS = {
+    "contiguous": (lambda m, k, n: ((m, k), (k, n)), lambda a, b: (a, b)),
+    "a_transposed": (lambda m, k, n: ((k, m), (k, n)), lambda a, b: (a.t(), b)),
+    "b_transposed": (lambda m, k, n: ((m, k), (n, k)), lambda a, b: (a, b.t())),
+    "both_transposed": (lambda m, k, n: ((k, m), (n, k)), lambda a, b: (a.t(), b.t())),
+    "sliced": (lambda m, k, n: ((m, 2 * k), (k, 3 * n)), lambda a, b: (a[:, ::2], b[:, 1::3])),
+}
+
+
+def _tol(dtype):
+    return MATMUL_TOLERANCES[dtype]
+
+
+def _operands(layout, m, k, n, dtype):
+    shapes, build = OPERANDS[layout]
+    a_shape, b_shape = shapes(m, k, n)
+    return (make(a_shape, dtype, low=-1, high=1), make(b_shape, dtype, low=-1, high=1)), build
+
+
+def _shape_id(shape):
+    return "x".join(map(str, shape))
+
+
+@pytest.mark.parametrize("layout", list(OPERANDS))
+@pytest.mark.parametrize("shape", SHAPES, ids=_shape_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+def test_mm(dtype, shape, layout):
+    inputs, build = _operands(layout, *shape, dtype)
+    assert_close_to_cpu(lambda a, b: torch.mm(*build(a, b)), *inputs, **_tol(dtype))
+    assert_close_to_cpu(lambda a, b: build(a, b)[0] @ build(a, b)[1], *inputs, **_tol(dtype))
+
+
+@pytest.mark.parametrize(
+    "bias_shape", [(17, 65), (65,), (1, 65), (17, 1), ()], ids=lambda s: _shape_id(s) or "0dim"
+)
+@pytest.mark.parametrize("beta, alpha", [(1, 1), (0.5, 2.0), (0, 1), (1, 0)])
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+def test_addmm(dtype, beta, alpha, bias_shape):
+    bias = make(bias_shape, dtype, low=-1, high=1)
+    (a, b), build = _operands("b_transposed", 17, 33, 65, dtype)
+    assert_close_to_cpu(
+        lambda c, x, y: torch.addmm(c, *build(x, y), beta=beta, alpha=alpha),
+        bias,
+        a,
+        b,
+        **_tol(dtype),
+    )
+
+
+def test_addmm_beta_zero_ignores_nan_bias():
+    bias = torch.full((4, 5), float("nan"))
+    a, b = make((4, 3), low=-1, high=1), make((3, 5), low=-1, high=1)
+    _, vk = assert_close_to_cpu(
+        lambda c, x, y: torch.addmm(c, x, y, beta=0), bias, a, b, **_tol(torch.float32)
+    )
+    assert not vk.cpu().isnan().any().item()
+
+
+def test_addmm_inplace_and_out():
+    c, a, b = make((4, 5)), make((4, 3)), make((3, 5))
+    tol = _tol(torch.float32)
+
+    def inplace(c, a, b):
+        result = c.addmm_(a, b, beta=0.5)
+        assert result is c
+        return c
+
+    assert_close_to_cpu(inplace, c, a, b, **tol)
+    assert_close_to_cpu(
+        lambda c, a, b: torch.addmm(c, a, b, out=torch.empty_like(c)), c, a, b, **tol
+    )
+    assert_close_to_cpu(
+        lambda c, a, b: torch.mm(a, b, out=torch.empty(0, device=a.device)), c, a, b, **tol
+    )
+
+
+@pytest.mark.parametrize(
+    "batch, m, k, n", [(3, 5, 7, 4), (1, 17, 33, 65), (4, 1, 1, 1), (2, 0, 3, 4), (0, 2, 3, 4)]
+)
+@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "transposed"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+def test_bmm(dtype, transposed, batch, m, k, n):
+    if transposed:
+        a, b = (
+            make((batch, k, m), dtype, low=-1, high=1),
+            make((batch, n, k), dtype, low=-1, high=1),
+        )
+        fn = lambda x, y: torch.bmm(x.transpose(1, 2), y.transpose(1, 2))  # noqa: E731
+    else:
+        a, b = (
+            make((batch, m, k), dtype, low=-1, high=1),
+            make((batch, k, n), dtype, low=-1, high=1),
+        )
+        fn = torch.bmm
+    assert_close_to_cpu(fn, a, b, **_tol(dtype))
+
+
+def test_bmm_batch_stride_from_slicing():
+    a, b = make((6, 5, 7), low=-1, high=1), make((3, 7, 4), low=-1, high=1)
+    assert_close_to_cpu(lambda x, y: torch.bmm(x[::2], y), a, b, **_tol(torch.float32))
+    assert_close_to_cpu(
+        lambda x, y: torch.bmm(x.permute(1, 0, 2)[:3], y), a, b, **_tol(torch.float32)
+    )
+
+
+@pytest.mark.parametrize(
+    "a_shape, b_shape",
+    [
+        ((2, 5, 7), (7, 3)),  # 3D x 2D
+        ((4, 6), (6, 5)),
+        ((3, 4, 6), (3, 6, 5)),
+        ((2, 1, 4, 5), (3, 5, 6)),  # broadcast batch dims
+        ((2, 3, 17, 33), (33, 65)),
+    ],
+    ids=lambda s: _shape_id(s),
+)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+def test_matmul(dtype, a_shape, b_shape):
+    a, b = make(a_shape, dtype, low=-1, high=1), make(b_shape, dtype, low=-1, high=1)
+    assert_close_to_cpu(torch.matmul, a, b, **_tol(dtype))
+
+
+def test_matmul_3d_by_transposed_2d():
+    a, w = make((2, 5, 7), low=-1, high=1), make((3, 7), low=-1, high=1)
+    assert_close_to_cpu(lambda x, y: x @ y.t(), a, w, **_tol(torch.float32))
+    assert_close_to_cpu(lambda x, y: x.transpose(0, 1) @ y.t(), a, w, **_tol(torch.float32))
+
+
+@pytest.mark.parametrize("input_shape", [(5, 7), (2, 5, 7), (1, 7), (0, 7)], ids=_shape_id)
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+def test_linear(dtype, bias, input_shape):
+    x = make(input_shape, dtype, low=-1, high=1)
+    w = make((3, 7), dtype, low=-1, high=1)
+    args = (x, w, make((3,), dtype, low=-1, high=1)) if bias else (x, w)
+    assert_close_to_cpu(F.linear, *args, **_tol(dtype))
+
+
+def test_linear_module_on_device():
+    cpu = torch.nn.Linear(33, 65)
+    vk = torch.nn.Linear(33, 65).to("vkml")
+    vk.load_state_dict(cpu.state_dict())
+    x = make((17, 33), low=-1, high=1)
+    with torch.no_grad():
+        assert_same(vk(to_device(x, "vkml")), cpu(x), **_tol(torch.float32))

@@ -1,0 +1,244 @@
+"""Reductions against the CPU: sum, mean, max/min, argmax, all/any."""
+
+import pytest
+import torch
+from conftest import (
+    ALL_DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    VKML,
+    assert_close_to_cpu,
+    assert_raises_like_cpu,
+    dtype_id,
+    make,
+)
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
+# Summation order differs between devices: allow a little absolute slack.
+SUM_TOL = {torch.float32: dict(atol=1e-4, rtol=1e-5), torch.float16: dict(atol=1e-2, rtol=1e-2)}
+
+# layout -> (base shape, view function, dims to reduce over)
+LAYOUTS = {
+    "contiguous": ((4, 5, 6), lambda x: x, [0, 1, -1, (0, 2)]),
+    "transposed": ((6, 4, 5), lambda x: x.permute(1, 2, 0), [0, -1, (0, 2)]),
+    "sliced": ((8, 5, 12), lambda x: x[::2, :, 1::2], [0, -1, (0, 2)]),
+    "empty": ((0, 3), lambda x: x, [0, 1, (0, 1)]),
+    "zerodim": ((), lambda x: x, [0]),
+}
+
+
+def _cases(dims_ok=lambda layout, dim: True):
+    for layout, (_, _, dims) in LAYOUTS.items():
+        yield pytest.param(layout, None, False, id=f"{layout}-all")
+        for dim in dims:
+            if not dims_ok(layout, dim):
+                continue
+            for keepdim in (False, True):
+                yield pytest.param(layout, dim, keepdim, id=f"{layout}-dim{dim}-keepdim{keepdim}")
+
+
+def _input(layout, dtype, **make_kw):
+    shape, view, _ = LAYOUTS[layout]
+    return make(shape, dtype, **make_kw), view
+
+
+def _tol(dtype):
+    return SUM_TOL.get(dtype, {})
+
+
+# ------------------------------------------------------------ sum / mean
+
+
+@pytest.mark.parametrize("layout, dim, keepdim", list(_cases()))
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_sum(dtype, layout, dim, keepdim):
+    x, view = _input(layout, dtype)
+    if dim is None:
+        fn = lambda t: view(t).sum()  # noqa: E731
+    else:
+        fn = lambda t: view(t).sum(dim, keepdim=keepdim)  # noqa: E731
+    assert_close_to_cpu(fn, x, **_tol(dtype))
+
+
+@pytest.mark.parametrize("layout, dim, keepdim", list(_cases()))
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+def test_mean(dtype, layout, dim, keepdim):
+    x, view = _input(layout, dtype)
+    if dim is None:
+        fn = lambda t: view(t).mean()  # noqa: E731
+    else:
+        fn = lambda t: view(t).mean(dim, keepdim=keepdim)  # noqa: E731
+    assert_close_to_cpu(fn, x, **_tol(dtype))
+
+
+@pytest.mark.parametrize(
+    "in_dtype, out_dtype",
+    [
+        (torch.int32, torch.float32),
+        (torch.float16, torch.float32),
+        (torch.bool, torch.int32),
+        (torch.float32, torch.float16),
+        (torch.int64, torch.int32),
+    ],
+    ids=lambda d: dtype_id(d),
+)
+def test_sum_and_mean_dtype_argument(in_dtype, out_dtype):
+    x = make((4, 5, 6), in_dtype)
+    tol = _tol(out_dtype)
+    assert_close_to_cpu(lambda t: t.sum(dtype=out_dtype), x, **tol)
+    assert_close_to_cpu(lambda t: t.sum((0, 2), dtype=out_dtype), x, **tol)
+    if out_dtype.is_floating_point:
+        assert_close_to_cpu(lambda t: t.mean(dtype=out_dtype), x, **tol)
+        assert_close_to_cpu(lambda t: t.mean(1, keepdim=True, dtype=out_dtype), x, **tol)
+
+
+def test_empty_reductions():
+    empty = torch.empty(0, 3)
+    _, vk = assert_close_to_cpu(lambda t: t.sum(), empty)
+    assert vk.item() == 0.0
+    assert_close_to_cpu(lambda t: t.sum(0), empty)
+    assert_close_to_cpu(lambda t: t.sum(dtype=torch.int64), empty)
+    assert_close_to_cpu(lambda t: t.mean(), empty)  # nan, like the CPU
+    assert_close_to_cpu(lambda t: t.sum(), torch.empty(0, dtype=torch.int32))
+    assert_close_to_cpu(lambda t: t.all(), empty)
+    assert_close_to_cpu(lambda t: t.any(), empty)
+    assert_close_to_cpu(lambda t: t.max(1), empty)
+    assert_raises_like_cpu(lambda t: t.max(), empty)
+    assert_raises_like_cpu(lambda t: t.max(0), empty)
+    assert_raises_like_cpu(lambda t: t.argmax(), empty)
+
+
+def test_large_sums():
+    assert_close_to_cpu(lambda t: t.sum(), make(100_000, low=0, high=1), atol=1e-2, rtol=1e-5)
+    assert_close_to_cpu(lambda t: t.sum(1), make((3, 10_000)), atol=1e-3, rtol=1e-5)
+    assert_close_to_cpu(lambda t: t.sum(0), make((10_000, 3)), atol=1e-3, rtol=1e-5)
+    assert_close_to_cpu(lambda t: t.t().mean(0), make((10_000, 3)), atol=1e-5, rtol=1e-5)
+    assert_close_to_cpu(lambda t: t[::3].sum(), make(65_537 * 3), atol=1e-2, rtol=1e-5)
+    # float16 sums accumulate in float32
+    assert_close_to_cpu(lambda t: t.sum(), make(4096, torch.float16, low=0, high=1))
+
+
+def test_integer_sums_are_exact_and_64_bit():
+    big = torch.arange(1000, dtype=torch.int64) + 2**40
+    assert_close_to_cpu(lambda t: t.sum(), big)
+    assert_close_to_cpu(lambda t: t.reshape(10, 100).sum(1), big)
+    int32 = torch.full((64,), 2**30, dtype=torch.int32)  # sum overflows int32
+    _, vk = assert_close_to_cpu(lambda t: t.sum(), int32)
+    assert vk.dtype == torch.int64 and vk.item() == 64 * 2**30
+    assert_close_to_cpu(lambda t: t.sum(), torch.ones(70_000, dtype=torch.bool))
+
+
+# -------------------------------------------------------------- max / min
+
+
+SINGLE_DIM_CASES = list(_cases(lambda layout, dim: not isinstance(dim, tuple)))
+MAX_DTYPES = [torch.float32, torch.float16] + INT_DTYPES
+
+
+@pytest.mark.parametrize("layout, dim, keepdim", SINGLE_DIM_CASES)
+@pytest.mark.parametrize("dtype", MAX_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_min(op, dtype, layout, dim, keepdim):
+    x, view = _input(layout, dtype, unique=True)
+    if dim is None:
+        fn = lambda t: getattr(torch, op)(view(t))  # noqa: E731
+    else:
+        # (values, indices); values are unique, so the indices are defined
+        fn = lambda t: getattr(torch, op)(view(t), dim, keepdim)  # noqa: E731
+    if layout == "empty" and dim != 1:
+        assert_raises_like_cpu(fn, x)  # reducing over a zero-size dim
+    else:
+        assert_close_to_cpu(fn, x)
+
+
+@pytest.mark.parametrize("layout, dim, keepdim", SINGLE_DIM_CASES)
+@pytest.mark.parametrize("dtype", MAX_DTYPES, ids=dtype_id)
+def test_argmax(dtype, layout, dim, keepdim):
+    x, view = _input(layout, dtype, unique=True)
+    if dim is None:
+        fn = lambda t: view(t).argmax()  # noqa: E731
+    else:
+        fn = lambda t: view(t).argmax(dim, keepdim=keepdim)  # noqa: E731
+    if layout == "empty" and dim != 1:
+        assert_raises_like_cpu(fn, x)
+    else:
+        assert_close_to_cpu(fn, x)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_ties_pick_the_first_index(dtype):
+    rows = [[1, 3, 3, 0], [2, 2, 2, 2], [0, 1, 0, 1], [1, 0, 1, 0]]
+    x = torch.tensor(rows).to(dtype)
+    for dim in (0, 1):
+        assert_close_to_cpu(lambda t, dim=dim: t.max(dim), x)
+        assert_close_to_cpu(lambda t, dim=dim: t.min(dim), x)
+        assert_close_to_cpu(lambda t, dim=dim: t.t().max(dim), x)
+        if dtype != torch.bool:  # argmax does not take bools
+            assert_close_to_cpu(lambda t, dim=dim: t.argmax(dim), x)
+    if dtype != torch.bool:
+        assert_close_to_cpu(lambda t: t.argmax(), x)
+    # long rows, so the first maximum and a later one land in different workgroups
+    long = torch.zeros(3, 5000, dtype=dtype)
+    long[0, [300, 4700]] = 1
+    long[1, [4999, 4998]] = 1
+    _, (values, indices) = assert_close_to_cpu(lambda t: t.max(1), long)
+    assert indices.cpu().tolist() == [300, 4998, 0]
+    assert_close_to_cpu(lambda t: t.t().max(0), long)
+    if dtype != torch.bool:
+        assert_close_to_cpu(lambda t: t.argmax(1), long)
+        assert_close_to_cpu(lambda t: t.argmax(), long)
+        assert_close_to_cpu(lambda t: t.t().argmax(0), long)
+
+
+def test_max_propagates_nan():
+    x = torch.tensor([[1.0, float("nan"), 3.0], [4.0, 5.0, 6.0]])
+    assert_close_to_cpu(torch.max, x)
+    assert_close_to_cpu(torch.min, x)
+    assert_close_to_cpu(lambda t: t.max(1), x)
+    assert_close_to_cpu(lambda t: t.min(0), x)
+    assert_close_to_cpu(lambda t: t.argmax(1), x)
+
+
+def test_large_max_and_argmax():
+    x = make(65_537 * 2, unique=True)
+    assert_close_to_cpu(torch.max, x)
+    assert_close_to_cpu(lambda t: t.argmax(), x)
+    assert_close_to_cpu(lambda t: t[1::2].argmax(), x)
+    assert_close_to_cpu(lambda t: t.reshape(2, -1).max(1), x)
+    assert_close_to_cpu(lambda t: t.reshape(-1, 2).min(0), x)
+
+
+# ---------------------------------------------------------------- all/any
+
+
+@pytest.mark.parametrize("layout, dim, keepdim", SINGLE_DIM_CASES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("op", ["all", "any"])
+def test_all_any(op, dtype, layout, dim, keepdim):
+    shape, view, _ = LAYOUTS[layout]
+    # all: mostly nonzero; any: mostly zero -- so both outcomes occur per row
+    mostly_nonzero = make(shape, low=0, high=1) < 0.85
+    mask = mostly_nonzero if op == "all" else ~mostly_nonzero
+    x = mask.to(dtype) * make(shape, dtype, nonzero=True)  # any nonzero is true
+    if dim is None:
+        fn = lambda t: getattr(view(t), op)()  # noqa: E731
+    else:
+        fn = lambda t: getattr(view(t), op)(dim, keepdim=keepdim)  # noqa: E731
+    assert_close_to_cpu(fn, x)
+
+
+def test_all_any_large():
+    x = torch.ones(3, 70_000, dtype=torch.bool)
+    x[1, 69_999] = False
+    for fn in (torch.all, torch.any):
+        assert_close_to_cpu(fn, x)
+        assert_close_to_cpu(lambda t, fn=fn: fn(t, 1), x)
+        assert_close_to_cpu(lambda t, fn=fn: fn(~t, 1), x)
+        assert_close_to_cpu(lambda t, fn=fn: fn(t.float(), 0), x)
+
+
+def test_reduction_results_live_on_device():
+    x = torch.ones(10, device=VKML)
+    for result in (x.sum(), x.mean(), x.max(), x.argmax(), x.all(), x.any()):
+        assert result.is_vkml and result.dim() == 0
