@@ -118,14 +118,22 @@ at::Tensor& pow_tt_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out
   elementwise(kPow, {a, b}, out);
   return out;
 }
+void check_int_pow(const at::Tensor& a, const at::Scalar& b) {
+  TORCH_CHECK(!(at::isIntegralType(a.scalar_type(), true) && b.isIntegral(true) &&
+                b.toLong() < 0),
+              "Integers to negative integer powers are not allowed.");
+}
 at::Tensor pow_ts(const at::Tensor& a, const at::Scalar& b) {
+  check_int_pow(a, b);
   return elementwise(kPow, {a, wrap(b)});
 }
 at::Tensor& pow_ts_(at::Tensor& a, const at::Scalar& b) {
+  check_int_pow(a, b);
   elementwise(kPow, {a, wrap(b)}, a);
   return a;
 }
 at::Tensor& pow_ts_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) {
+  check_int_pow(a, b);
   elementwise(kPow, {a, wrap(b)}, out);
   return out;
 }

@@ -20,8 +20,18 @@ at::Tensor device_empty(at::IntArrayRef sizes, at::ScalarType dtype, const at::D
 void device_copy(const at::Tensor& dst, at::Tensor src) {
   if (dst.numel() == 0) return;
   if (src.sizes() != dst.sizes()) src = src.expand(dst.sizes());
-  if (at::get_overlap_status(dst, src) != at::MemOverlapStatus::No) src = src.clone();
-  guarded([&] { vkml::ops::copy(vkml_device(dst), ref(dst), ref(src)); });
+  vkml::Device& dev = vkml_device(dst);
+  auto overlap = at::get_overlap_status(dst, src);
+  bool may_overlap = overlap == at::MemOverlapStatus::Full ||
+                     overlap == at::MemOverlapStatus::Partial ||
+                     (overlap == at::MemOverlapStatus::TooHard &&
+                      dst.storage().is_alias_of(src.storage()));
+  if (may_overlap) {  // read everything before writing anything
+    at::Tensor tmp = at::empty(src.sizes(), src.options());
+    guarded([&] { vkml::ops::copy(dev, ref(tmp), ref(src)); });
+    src = tmp;
+  }
+  guarded([&] { vkml::ops::copy(dev, ref(dst), ref(src)); });
 }
 
 void host_to_device(const at::Tensor& dst, const at::Tensor& src_cpu) {

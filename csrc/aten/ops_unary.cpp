@@ -38,7 +38,6 @@ const EwOp kIsnan{OP_ISNAN, "isnan", ResultType::Bool};
 const EwOp kIsinf{OP_ISINF, "isinf", ResultType::Bool};
 const EwOp kIsfinite{OP_ISFINITE, "isfinite", ResultType::Bool};
 
-VKML_UNARY(neg, kNeg)
 VKML_UNARY(abs, kAbs)
 VKML_UNARY(sign, kSign)
 VKML_UNARY(sqrt, kSqrt)
@@ -60,7 +59,38 @@ VKML_UNARY(round, kRound)
 VKML_UNARY(trunc, kTrunc)
 VKML_UNARY(silu, kSilu)
 VKML_UNARY(logical_not, kLogicalNot)
-VKML_UNARY(bitwise_not, kBitwiseNot)
+
+// -x and ~x of bools follow PyTorch: negation is an error, ~ is logical not.
+const EwOp& neg_op(const at::Tensor& a) {
+  TORCH_CHECK(a.scalar_type() != at::kBool,
+              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+              "to invert a mask, use the `~` or `logical_not()` operator instead.");
+  return kNeg;
+}
+at::Tensor neg(const at::Tensor& a) { return elementwise(neg_op(a), {a}); }
+at::Tensor& neg_(at::Tensor& a) {
+  elementwise(neg_op(a), {a}, a);
+  return a;
+}
+at::Tensor& neg_out(const at::Tensor& a, at::Tensor& out) {
+  elementwise(neg_op(a), {a}, out);
+  return out;
+}
+const EwOp& bitwise_not_op(const at::Tensor& a) {
+  return a.scalar_type() == at::kBool ? kLogicalNot : kBitwiseNot;
+}
+at::Tensor bitwise_not(const at::Tensor& a) {
+  at::Tensor r = elementwise(bitwise_not_op(a), {a});
+  return r.scalar_type() == a.scalar_type() ? r : r.to(a.scalar_type());
+}
+at::Tensor& bitwise_not_(at::Tensor& a) {
+  elementwise(bitwise_not_op(a), {a}, a);
+  return a;
+}
+at::Tensor& bitwise_not_out(const at::Tensor& a, at::Tensor& out) {
+  elementwise(bitwise_not_op(a), {a}, out);
+  return out;
+}
 
 at::Tensor relu(const at::Tensor& a) { return elementwise(kRelu, {a}); }
 at::Tensor& relu_(at::Tensor& a) {

@@ -9,6 +9,15 @@ from __future__ import annotations
 
 import sys
 
+
+def _autoload() -> None:
+    """Entry point of torch's device-backend autoload: importing this module is enough.
+
+    Defined before ``import torch``: when a script imports torch_vkml first, torch's
+    autoload imports it again while it is still initialising and looks this name up.
+    """
+
+
 import torch
 
 from . import _C
@@ -128,7 +137,3 @@ def _patch_printing() -> None:
 
 _register()
 _patch_printing()
-
-
-def _autoload() -> None:
-    """Entry point of torch's device-backend autoload: importing this module is enough."""

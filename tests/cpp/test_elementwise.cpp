@@ -73,8 +73,8 @@ TEST_F(ElementwiseTest, MulBroadcastWithZeroStrides) {
   ops::run_elementwise(dev(), binary(OP_MUL, DType::f32, out,
                                      TensorRef::contiguous(ba.address(), DType::f32, {R, C}),
                                      view2d(br.address(), DType::f32, R, C, 0, 1)));
-  ops::run_elementwise(dev(), binary(OP_MUL, DType::f32, out, out,
-                                     view2d(bc.address(), DType::f32, R, C, 1, 0)));
+  ops::run_elementwise(
+      dev(), binary(OP_MUL, DType::f32, out, out, view2d(bc.address(), DType::f32, R, C, 1, 0)));
   std::vector<float> want(R * C);
   for (int64_t i = 0; i < R; ++i)
     for (int64_t j = 0; j < C; ++j) want[i * C + j] = a[i * C + j] * row[j] * col[i];

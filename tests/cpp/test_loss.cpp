@@ -94,9 +94,7 @@ TEST_F(LossTest, AllReductions) {
       }
 }
 
-TEST_F(LossTest, SingleSample) {
-  run_case(dev(), Case{1, 5, true, Reduction::Mean}, DType::f32);
-}
+TEST_F(LossTest, SingleSample) { run_case(dev(), Case{1, 5, true, Reduction::Mean}, DType::f32); }
 
 TEST_F(LossTest, EverythingIgnored) {
   Case k{6, 4, false, Reduction::Sum};

@@ -34,8 +34,8 @@ void run_case(Device& dev, const Case& c, DType dt) {
   const int64_t b_count = c.b_shared ? 1 : B;
   auto a = random_floats(B * M * K, 1);
   auto b = random_floats(b_count * K * N, 2);
-  int64_t bias_size = c.bias == BiasKind::Full ? B * M * N
-                      : c.bias == BiasKind::Row ? N
+  int64_t bias_size = c.bias == BiasKind::Full     ? B * M * N
+                      : c.bias == BiasKind::Row    ? N
                       : c.bias == BiasKind::Column ? M
                                                    : 1;
   auto bias = random_floats(bias_size, 3);
@@ -63,10 +63,17 @@ void run_case(Device& dev, const Case& c, DType dt) {
   g.c_row = c.tc ? 1 : N;
   g.c_col = c.tc ? M : 1;
   switch (c.bias) {
-    case BiasKind::Full: g.bias_batch = M * N, g.bias_row = N, g.bias_col = 1; break;
-    case BiasKind::Row: g.bias_row = 0, g.bias_col = 1; break;
-    case BiasKind::Column: g.bias_row = 1, g.bias_col = 0; break;
-    default: break;
+    case BiasKind::Full:
+      g.bias_batch = M * N, g.bias_row = N, g.bias_col = 1;
+      break;
+    case BiasKind::Row:
+      g.bias_row = 0, g.bias_col = 1;
+      break;
+    case BiasKind::Column:
+      g.bias_row = 1, g.bias_col = 0;
+      break;
+    default:
+      break;
   }
   g.alpha = c.alpha;
   g.beta = c.beta;
@@ -100,10 +107,11 @@ void run_case(Device& dev, const Case& c, DType dt) {
       for (int64_t j = 0; j < N; ++j) {
         double acc = 0;
         for (int64_t kk = 0; kk < K; ++kk)
-          acc += double(a[(q * M + i) * K + kk]) * double(b[((c.b_shared ? 0 : q) * K + kk) * N + j]);
+          acc +=
+              double(a[(q * M + i) * K + kk]) * double(b[((c.b_shared ? 0 : q) * K + kk) * N + j]);
         double v = c.alpha * acc;
         if (c.beta != 0.0f && c.bias != BiasKind::None) {
-          double bv = c.bias == BiasKind::Full ? bias[(q * M + i) * N + j]
+          double bv = c.bias == BiasKind::Full  ? bias[(q * M + i) * N + j]
                       : c.bias == BiasKind::Row ? bias[j]
                                                 : bias[i];
           v += c.beta * bv;
@@ -123,7 +131,7 @@ void run_case(Device& dev, const Case& c, DType dt) {
 }
 
 TEST_F(MatmulTest, ShapesAndEdges) {
-  const int64_t shapes[][3] = {{1, 1, 1},    {7, 13, 5},  {64, 64, 64},  {65, 130, 33},
+  const int64_t shapes[][3] = {{1, 1, 1},    {7, 13, 5},   {64, 64, 64},  {65, 130, 33},
                                {100, 3, 70}, {3, 100, 17}, {1, 200, 300}, {33, 31, 16}};
   for (auto& s : shapes) run_case(dev(), Case{1, s[0], s[1], s[2]}, DType::f32);
 }

@@ -77,6 +77,19 @@ TEST_F(RandomTest, MatchesHostPhilox) {
                                 Scalar::of_int(int64_t(1) << 32), 0, 0);
   EXPECT_EQ(uint64_t(zero[0]), 0x6627e8d5u);
 
+  // Small ranges reduce one word, larger ones both.
+  for (auto [lo, hi] :
+       {std::pair<int64_t, int64_t>{5, 11}, {-3, 1000}, {-(1ll << 40), 1ll << 41}}) {
+    auto v = generate<int64_t>(dev(), DType::i64, n, Distribution::RandInt, Scalar::of_int(lo),
+                               Scalar::of_int(hi), seed, offset);
+    uint64_t range = uint64_t(hi - lo);
+    for (int64_t i = 0; i < n; ++i) {
+      U4 x = draw(i, seed, offset);
+      uint64_t r = range <= 256 ? x[0] % range : ((uint64_t(x[1]) << 32) | x[0]) % range;
+      ASSERT_EQ(v[i], lo + int64_t(r)) << i << " in [" << lo << ", " << hi << ")";
+    }
+  }
+
   auto u = generate<float>(dev(), DType::f32, n, Distribution::Uniform, Scalar::of(-1.0),
                            Scalar::of(3.0), seed, offset);
   std::vector<double> want_u(n), want_z(n);
@@ -143,8 +156,8 @@ TEST_F(RandomTest, Normal) {
   EXPECT_LT(m.min, 1.0 - 2.0 * 3.5);  // tails exist
   EXPECT_GT(m.max, 1.0 + 2.0 * 3.5);
 
-  auto h = from_f16(generate<uint16_t>(dev(), DType::f16, n, Distribution::Normal,
-                                       Scalar::of(0.0), Scalar::of(1.0), 6, 0));
+  auto h = from_f16(generate<uint16_t>(dev(), DType::f16, n, Distribution::Normal, Scalar::of(0.0),
+                                       Scalar::of(1.0), 6, 0));
   Moments mh = moments(h);
   EXPECT_NEAR(mh.mean, 0.0, 0.02);
   EXPECT_NEAR(mh.std, 1.0, 0.02);

@@ -41,10 +41,18 @@ void reference(ReduceOp op, const std::vector<A>& x, Shape s, double scale, std:
       for (int64_t j = 0; j < s.r; ++j) {
         A v = x[(o * s.r + j) * s.inner + i];
         switch (op) {
-          case ReduceOp::Sum: acc += v; break;
-          case ReduceOp::Prod: acc *= v; break;
-          case ReduceOp::All: acc = acc && v != A(0); break;
-          case ReduceOp::Any: acc = acc || v != A(0); break;
+          case ReduceOp::Sum:
+            acc += v;
+            break;
+          case ReduceOp::Prod:
+            acc *= v;
+            break;
+          case ReduceOp::All:
+            acc = acc && v != A(0);
+            break;
+          case ReduceOp::Any:
+            acc = acc || v != A(0);
+            break;
           default: {
             bool is_max = op == ReduceOp::Max || op == ReduceOp::ArgMax;
             bool take = j == 0;
@@ -63,8 +71,7 @@ void reference(ReduceOp op, const std::vector<A>& x, Shape s, double scale, std:
 // `values` (the same numbers in the accumulator type).
 template <class T, class A>
 void check(Device& dev, ReduceOp op, DType dt, const std::vector<T>& host,
-           const std::vector<A>& values, Shape s, double rtol, double atol,
-           double scale = 1.0) {
+           const std::vector<A>& values, Shape s, double rtol, double atol, double scale = 1.0) {
   SCOPED_TRACE(std::string(op_name(op)) + " " + dtype_name(dt) + " [" + std::to_string(s.outer) +
                ", " + std::to_string(s.r) + ", " + std::to_string(s.inner) + "]");
   int64_t n = s.outer * s.inner;
@@ -105,8 +112,7 @@ void check(Device& dev, ReduceOp op, DType dt, const std::vector<T>& host,
   if (tracks_index(op)) EXPECT_EQ(idx.read<int64_t>(n), want_idx);
 }
 
-void check_f32(Device& dev, ReduceOp op, const std::vector<float>& x, Shape s,
-               double scale = 1.0) {
+void check_f32(Device& dev, ReduceOp op, const std::vector<float>& x, Shape s, double scale = 1.0) {
   std::vector<double> d(x.begin(), x.end());
   double atol = op == ReduceOp::Sum ? 2e-6 * double(s.r) : 0;
   double rtol = op == ReduceOp::Sum || op == ReduceOp::Prod ? 1e-4 : 0;
@@ -114,13 +120,14 @@ void check_f32(Device& dev, ReduceOp op, const std::vector<float>& x, Shape s,
 }
 
 const Shape kShapes[] = {
-    {3, 1000, 1},     // a workgroup per row
-    {5, 10, 1},       // short rows: a thread per row
-    {4, 37, 6},       // a thread per (outer, inner)
-    {1, 100000, 1},   // one long row, split in two passes
-    {2, 3000, 3},     // few columns, split in two passes
-    {1, 200000, 2},   // split in three passes
-    {300, 70, 1},     // many short workgroup rows
+    {3, 1000, 1},    // a workgroup per row
+    {5, 10, 1},      // short rows: a thread per row
+    {4, 37, 6},      // a thread per (outer, inner)
+    {1, 100000, 1},  // one long row, split in two passes
+    {2, 3000, 3},    // few columns, split in two passes
+    {1, 200000, 2},  // split in three passes
+    {1, 300000, 1},  // split, and the partials reduced by a workgroup
+    {300, 70, 1},    // many short workgroup rows
 };
 
 TEST_F(ReduceTest, Float32AllOps) {
@@ -147,6 +154,9 @@ TEST_F(ReduceTest, NaNWinsMaxMin) {
     // NaNs at a few places; ties (duplicate maxima) elsewhere.
     for (int64_t i = n / 3; i < n; i += n / 3 + 1) x[i] = NAN;
     x[n - 1] = NAN;
+    check_f32(dev(), ReduceOp::ArgMax, x, s);
+    // Many NaNs per slice: the first one's index must win every merge.
+    for (int64_t i = 50; i < n; i += 97) x[i] = NAN;
     for (int64_t i = 0; i < n; i += 13) x[i] = 1.0f;
     for (int64_t i = 5; i < n; i += 17) x[i] = -1.0f;
     for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::ArgMin})
@@ -172,8 +182,8 @@ TEST_F(ReduceTest, Float16) {
     std::vector<double> d(back.begin(), back.end());
     check(dev(), ReduceOp::Sum, DType::f16, h, d, s, 2e-3, 2e-5 * double(s.r));
     check(dev(), ReduceOp::Sum, DType::f16, h, d, s, 2e-3, 2e-3, 1.0 / double(s.r));
-    for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::ArgMin,
-                        ReduceOp::Any})
+    for (ReduceOp op :
+         {ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Any})
       check(dev(), op, DType::f16, h, d, s, 0, 0);
   }
 }
@@ -199,8 +209,8 @@ TEST_F(ReduceTest, Int64KeepsAllBits) {
     int64_t n = s.outer * s.r * s.inner;
     std::vector<int64_t> x(n);
     for (int64_t i = 0; i < n; ++i) x[i] = (int64_t(1) << 40) * ((i * 31) % 7 - 3) + i;
-    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax,
-                        ReduceOp::ArgMin})
+    for (ReduceOp op :
+         {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::ArgMin})
       check(dev(), op, DType::i64, x, x, s, 0, 0);
   }
 }

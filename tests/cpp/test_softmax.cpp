@@ -12,8 +12,8 @@ using SoftmaxTest = VkmlTest;
 
 std::string describe(SoftmaxShape s, bool log, DType dt) {
   return std::string(log ? "log_softmax " : "softmax ") + dtype_name(dt) + " [" +
-         std::to_string(s.outer) + ", " + std::to_string(s.dim) + ", " +
-         std::to_string(s.inner) + "]";
+         std::to_string(s.outer) + ", " + std::to_string(s.dim) + ", " + std::to_string(s.inner) +
+         "]";
 }
 
 std::vector<double> ref_forward(const std::vector<float>& x, SoftmaxShape s, bool log) {
@@ -46,8 +46,8 @@ std::vector<double> ref_backward(const std::vector<float>& g, const std::vector<
       double acc = 0;
       for (int64_t j = 0; j < s.dim; ++j) acc += log ? g[at(j)] : double(g[at(j)]) * y[at(j)];
       for (int64_t j = 0; j < s.dim; ++j)
-        gi[at(j)] = log ? g[at(j)] - std::exp(double(y[at(j)])) * acc
-                        : double(y[at(j)]) * (g[at(j)] - acc);
+        gi[at(j)] =
+            log ? g[at(j)] - std::exp(double(y[at(j)])) * acc : double(y[at(j)]) * (g[at(j)] - acc);
     }
   return gi;
 }
@@ -92,11 +92,11 @@ void check(Device& dev, SoftmaxShape s, DType dt, bool special_values = false) {
 }
 
 TEST_F(SoftmaxTest, Float32Shapes) {
-  for (SoftmaxShape s : {SoftmaxShape{4, 1000, 1},   // workgroup per row
-                         SoftmaxShape{2, 5000, 1},   // long rows
-                         SoftmaxShape{3, 100, 1},    // short workgroup rows
-                         SoftmaxShape{10, 5, 1},     // thread per row
-                         SoftmaxShape{3, 20, 7},     // thread per (outer, inner)
+  for (SoftmaxShape s : {SoftmaxShape{4, 1000, 1},  // workgroup per row
+                         SoftmaxShape{2, 5000, 1},  // long rows
+                         SoftmaxShape{3, 100, 1},   // short workgroup rows
+                         SoftmaxShape{10, 5, 1},    // thread per row
+                         SoftmaxShape{3, 20, 7},    // thread per (outer, inner)
                          SoftmaxShape{1, 1, 1}, SoftmaxShape{2, 300, 33}})
     check(dev(), s, DType::f32);
 }

@@ -91,7 +91,7 @@ inline uint16_t f32_to_f16(float f) {
   uint32_t abs = x & 0x7fffffffu;
   if (abs >= 0x7f800000u) return uint16_t(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
   if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to >= 65536: inf
-  if (abs < 0x38800000u) {                                   // subnormal or zero in f16
+  if (abs < 0x38800000u) {                                  // subnormal or zero in f16
     float a;
     std::memcpy(&a, &abs, 4);
     return uint16_t(sign | uint32_t(std::nearbyint(a * 16777216.0f)));  // units of 2^-24
@@ -113,8 +113,8 @@ inline float f16_to_f32(uint16_t h) {
     f = std::ldexp(float(mant), -24);
     return sign ? -f : f;
   }
-  uint32_t x = exp == 31 ? (sign | 0x7f800000u | (mant << 13))
-                         : (sign | ((exp + 112) << 23) | (mant << 13));
+  uint32_t x =
+      exp == 31 ? (sign | 0x7f800000u | (mant << 13)) : (sign | ((exp + 112) << 23) | (mant << 13));
   std::memcpy(&f, &x, 4);
   return f;
 }
@@ -153,11 +153,11 @@ void expect_close(const std::vector<T>& got, const std::vector<U>& want, double 
   size_t bad = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     double g = double(got[i]), w = double(want[i]);
-    bool ok = (std::isnan(g) && std::isnan(w)) || g == w || std::abs(g - w) <= atol + rtol * std::abs(w);
+    bool ok =
+        (std::isnan(g) && std::isnan(w)) || g == w || std::abs(g - w) <= atol + rtol * std::abs(w);
     if (!ok) {
       ++bad;
-      if (reported++ < 5)
-        ADD_FAILURE() << what << " [" << i << "]: got " << g << ", want " << w;
+      if (reported++ < 5) ADD_FAILURE() << what << " [" << i << "]: got " << g << ", want " << w;
     }
   }
   EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " elements differ";

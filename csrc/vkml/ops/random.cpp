@@ -21,8 +21,8 @@ static_assert(sizeof(Push) <= 128);
 
 }  // namespace
 
-void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scalar b,
-            uint64_t seed, uint64_t offset) {
+void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scalar b, uint64_t seed,
+            uint64_t offset) {
   VKML_CHECK_ARG(out.is_contiguous(), "random: the output must be contiguous");
   DType dt = out.dtype;
   bool floating = dt == DType::f32 || dt == DType::f16;
@@ -60,8 +60,7 @@ void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scal
   p.offset_lo = uint32_t(offset);
   p.offset_hi = uint32_t(offset >> 32);
   p.numel = uint32_t(numel);
-  VkPipeline pipeline =
-      dev.pipelines().get(std::string("random_") + suffix, {int32_t(dist)});
+  VkPipeline pipeline = dev.pipelines().get(std::string("random_") + suffix, {int32_t(dist)});
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
 }
 

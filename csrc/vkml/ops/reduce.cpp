@@ -55,8 +55,7 @@ void pass(Device& dev, const Plan& p, const Operand& in, int64_t outer, int64_t 
   uint32_t wg = row ? (chunk >= 1024 ? 256u : 64u) : 256u;
   wg = std::min(wg, p.max_wg);
   std::string name = std::string("reduce_") + variant_suffix(p.dtype);
-  VkPipeline pipeline =
-      dev.pipelines().get(name, {int32_t(p.op), row ? 1 : 0, int32_t(wg)});
+  VkPipeline pipeline = dev.pipelines().get(name, {int32_t(p.op), row ? 1 : 0, int32_t(wg)});
   Push push{};
   push.in = in.val;
   push.in_idx = in.idx;
@@ -90,7 +89,7 @@ int64_t choose_splits(int64_t outer, int64_t r, int64_t inner) {
   }
   // One thread per output: aim for ~64K threads looping over >= 128 elements.
   int64_t outputs = outer * inner;
-  if (outputs >= 32768 || r < 256) return 1;
+  if (outputs >= 32768 || r < 1024) return 1;
   return std::max<int64_t>(1, std::min(ceil_div(r, 128), ceil_div(65536, outputs)));
 }
 
@@ -117,8 +116,8 @@ void run(Device& dev, const Plan& p, const Operand& in, int64_t outer, int64_t r
 
 void reduce(Device& dev, const ReduceArgs& a) {
   DType dt = a.dtype == DType::b8 ? DType::u8 : a.dtype;
-  VKML_CHECK_ARG(dt == DType::f32 || dt == DType::f16 || dt == DType::i32 ||
-                     dt == DType::i64 || dt == DType::u8,
+  VKML_CHECK_ARG(dt == DType::f32 || dt == DType::f16 || dt == DType::i32 || dt == DType::i64 ||
+                     dt == DType::u8,
                  std::string("reduce: unsupported dtype ") + dtype_name(a.dtype));
   VKML_CHECK_ARG(dt != DType::f16 || dev.info().supports_fp16,
                  "reduce: float16 is not supported on " + dev.info().name);
@@ -136,9 +135,12 @@ void reduce(Device& dev, const ReduceArgs& a) {
       case ReduceOp::Sum:
         return fill(dev, t, is_floating(dt) ? Scalar::of(0.0 * a.scale) : Scalar::of_int(0));
       case ReduceOp::Prod:
-        return fill(dev, t, is_floating(dt) ? Scalar::of(a.scale) : Scalar::of_int(int64_t(a.scale)));
-      case ReduceOp::All: return fill(dev, t, Scalar::of_int(1));
-      default: return fill(dev, t, Scalar::of_int(0));
+        return fill(dev, t,
+                    is_floating(dt) ? Scalar::of(a.scale) : Scalar::of_int(int64_t(a.scale)));
+      case ReduceOp::All:
+        return fill(dev, t, Scalar::of_int(1));
+      default:
+        return fill(dev, t, Scalar::of_int(0));
     }
   }
   int64_t numel = a.outer * a.r * a.inner;

@@ -32,9 +32,8 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
   bool row = s.inner == 1 && s.dim >= kRowMinDim;
   uint32_t wg = row && s.dim < 1024 ? 64 : 256;
   while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
-  VkPipeline pipeline =
-      dev.pipelines().get(dtype == DType::f16 ? "softmax_f16" : "softmax_f32",
-                          {mode, row ? 1 : 0, int32_t(wg)});
+  VkPipeline pipeline = dev.pipelines().get(dtype == DType::f16 ? "softmax_f16" : "softmax_f32",
+                                            {mode, row ? 1 : 0, int32_t(wg)});
   Push p{x, y, out, uint32_t(s.outer), uint32_t(s.dim), uint32_t(s.inner)};
   if (row) {
     uint64_t groups = uint64_t(s.outer);
@@ -53,8 +52,8 @@ void softmax(Device& dev, DType dtype, uint64_t in, uint64_t out, SoftmaxShape s
   launch(dev, dtype, log ? 1 : 0, in, 0, out, s);
 }
 
-void softmax_backward(Device& dev, DType dtype, uint64_t grad_out, uint64_t out,
-                      uint64_t grad_in, SoftmaxShape s, bool log) {
+void softmax_backward(Device& dev, DType dtype, uint64_t grad_out, uint64_t out, uint64_t grad_in,
+                      SoftmaxShape s, bool log) {
   launch(dev, dtype, log ? 3 : 2, grad_out, out, grad_in, s);
 }
 

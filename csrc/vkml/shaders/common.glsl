@@ -28,9 +28,10 @@ layout(buffer_reference, scalar, buffer_reference_align = 2) buffer BufI16 { int
 #endif
 
 // Grids wider than maxComputeWorkGroupCount[0] spill into y (see ops/launch.cpp).
-uint linear_id() {
-  return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-}
+// Each shader declares its workgroup width as the constant WG: lavapipe
+// (Mesa 22.3) miscomputes arithmetic on gl_WorkGroupSize, so it is not used.
+#define linear_id() \
+  ((gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * WG + gl_LocalInvocationID.x)
 
 float bf16_to_f32(uint bits) { return uintBitsToFloat(bits << 16); }
 uint f32_to_bf16(float f) {

@@ -14,7 +14,8 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { dou
 #define FT float
 #endif
 
-layout(local_size_x = 256) in;
+const uint WG = 256;
+layout(local_size_x = WG) in;
 
 layout(push_constant, scalar) uniform PC {
   uint64_t dst;

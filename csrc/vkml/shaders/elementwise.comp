@@ -14,7 +14,8 @@
 #include "common.glsl"
 #include "op_codes.h"
 
-layout(local_size_x = 256) in;
+const uint WG = 256;
+layout(local_size_x = WG) in;
 layout(constant_id = 0) const int OP = 0;
 
 #if defined(ST_F32)
@@ -144,7 +145,7 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_LOG1P: return (abs(a) < 1e-4) ? a * (1.0 - 0.5 * a) : log(1.0 + a);
     case OP_EXPM1: return (abs(a) < 1e-5) ? a + 0.5 * a * a : exp(a) - 1.0;
     case OP_SIGMOID: return 1.0 / (1.0 + exp(-a));
-    case OP_TANH: return tanh(clamp(a, -15.0, 15.0));
+    case OP_TANH: return isnan(a) ? a : tanh(clamp(a, -15.0, 15.0));  // clamp: no inf/inf
     case OP_RECIPROCAL: return 1.0 / a;
     case OP_SIN: return sin(a);
     case OP_COS: return cos(a);

@@ -12,7 +12,8 @@
 //! variant u8 -DST_U8
 #include "common.glsl"
 
-layout(local_size_x = 256) in;
+const uint WG = 256;
+layout(local_size_x = WG) in;
 layout(constant_id = 0) const int DIST = 0;
 
 #define D_UNIFORM 0
@@ -94,8 +95,10 @@ void main() {
       break;
     }
     case D_RANDINT: {
+      // Modulo bias is range / 2^32 with one word, range / 2^64 with two:
+      // small ranges take the cheap 32-bit path.
       uint64_t r;
-      if (pc.range <= 0xffffffffUL) {
+      if (pc.range <= 256UL) {
         r = uint64_t(x.x % uint(pc.range));
       } else {
         r = ((uint64_t(x.y) << 32) | uint64_t(x.x)) % pc.range;

@@ -176,7 +176,8 @@ void main() {
     uint tid = gl_LocalInvocationID.x;
     ACC acc = identity();
     uint ai = EMPTY;
-    for (uint j = begin + tid; j < end; j += WG) combine(acc, ai, load(base + j), index_at(base + j, j));
+    for (uint j = begin + tid; j < end; j += WG)
+      combine(acc, ai, load(base + j), index_at(base + j, j));
     s_val[tid] = acc;
     s_idx[tid] = ai;
     barrier();
@@ -199,7 +200,8 @@ void main() {
     uint off = (o * pc.r + begin) * pc.inner + i;
     ACC acc = identity();
     uint ai = EMPTY;
-    for (uint j = begin; j < end; ++j, off += pc.inner) combine(acc, ai, load(off), index_at(off, j));
+    for (uint j = begin; j < end; ++j, off += pc.inner)
+      combine(acc, ai, load(off), index_at(off, j));
     store(t, acc, ai);
   }
 }
