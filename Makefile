@@ -1,6 +1,6 @@
 # torch-vkml developer entry points.
 #
-#   make build | test | demo | bench | format | lint | clean
+#   make build | test | demo | bench | docs | format | lint | clean
 #
 # Knobs (override on the command line, e.g. `make test SETUP=none PYTHON=python3`):
 #   PYTHON      interpreter with torch installed          (default: .venv/bin/python)
@@ -57,7 +57,7 @@ IS_INSTALLED_PY = import importlib.util as u, os, sys; \
   s = u.find_spec("torch_vkml"); \
   sys.exit(0 if s and s.origin and os.path.realpath(s.origin).startswith(os.path.realpath("python/torch_vkml") + os.sep) else 1)
 
-.PHONY: all setup build demo test bench format lint clean
+.PHONY: all setup build demo test bench docs format lint clean
 
 all: build
 
@@ -116,7 +116,11 @@ bench: build
 	@echo "==> bench: $(PYTHON) -m torch_vkml.bench --quick"
 	@$(RUN_ENV) $(PYTHON) -m torch_vkml.bench --quick
 
-PY_SOURCES = $(wildcard python tests examples scripts setup.py)
+docs: build
+	@echo "==> docs: $(PYTHON) tools/gen_ops_md.py"
+	@$(RUN_ENV) $(PYTHON) tools/gen_ops_md.py
+
+PY_SOURCES = $(wildcard python tests examples scripts tools setup.py)
 
 format:
 	@if command -v clang-format >/dev/null 2>&1; then \
