@@ -33,16 +33,21 @@ inline at::Tensor wrap(const at::Scalar& s) {
   m.impl(name "_", TORCH_FN(fn##_));     \
   m.impl(name ".out", TORCH_FN(fn##_out))
 
+// Some binary ops have no in-place form in aten (maximum, minimum): the
+// in-place function is then simply not registered.
 #define VKML_BINARY(fn, OP)                                                             \
   at::Tensor fn(const at::Tensor& a, const at::Tensor& b) { return elementwise(OP, {a, b}); } \
-  at::Tensor& fn##_(at::Tensor& a, const at::Tensor& b) {                               \
+  [[maybe_unused]] at::Tensor& fn##_(at::Tensor& a, const at::Tensor& b) {              \
     elementwise(OP, {a, b}, a);                                                         \
     return a;                                                                           \
   }                                                                                     \
   at::Tensor& fn##_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {     \
     elementwise(OP, {a, b}, out);                                                       \
     return out;                                                                         \
-  }                                                                                     \
+  }
+
+// The .Scalar overloads, for ops where aten does not decompose them itself.
+#define VKML_BINARY_SCALAR(fn, OP)                                                      \
   at::Tensor fn##_s(const at::Tensor& a, const at::Scalar& b) {                         \
     return elementwise(OP, {a, wrap(b)});                                               \
   }                                                                                     \
