@@ -92,7 +92,7 @@ def test_cummax_nan():
     nan = float("nan")
     x = torch.tensor([[1.0, nan, 3.0, nan, 0.0], [2.0, 2.0, -1.0, 5.0, 5.0]])
     for op in ("cummax", "cummin"):
-        assert_close_to_cpu(lambda t: getattr(t, op)(1), x)
+        assert_close_to_cpu(lambda t, op=op: getattr(t, op)(1), x)
     row = torch.cat([torch.arange(100.0), torch.tensor([nan]), torch.arange(100.0)])
     assert_close_to_cpu(lambda t: t.cummax(0), row)
     assert_close_to_cpu(lambda t: t.cummin(0), row)

@@ -98,8 +98,7 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
   if (self.numel() == 0) return self;
   at::Tensor prefix = flag_prefix(m);
   int64_t count = last_count(prefix);
-  TORCH_CHECK(count <= source.numel(), "masked_scatter: expected source to have at least ",
-              count, " elements (the number of ones in mask), got ", source.numel());
+  TORCH_CHECK(count <= source.numel(), "Number of elements of source < number of ones in mask");
   if (count == 0) return self;
   at::Tensor work = self.is_contiguous() ? self : self.contiguous();
   at::Tensor src = source.contiguous();

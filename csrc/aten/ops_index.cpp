@@ -1,6 +1,6 @@
 // Indexing: index_select, gather, scatter (src / value / reduce), scatter_add,
 // scatter_reduce, index_add, index_copy, index_fill, masked_fill, index.Tensor,
-// index_put_, take, flip, embedding_dense_backward.
+// index_put_, take, put_, flip, embedding_dense_backward.
 //
 // Index validation: out-of-range indices raise the exception PyTorch's CPU
 // kernels raise. The index tensors live on the device, so the check costs one
@@ -200,6 +200,9 @@ DimView dim_view(const at::Tensor& t, int64_t dim) {
 }
 
 at::Tensor select_impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool check) {
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index_select(): Expected dtype int32 or int64 for index");
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
   at::Tensor shape = at::index_select(meta(self), dim, meta(index));
   at::Tensor out = at::empty(shape.sizes(), self.options());
   DimView v = dim_view(self, dim);
@@ -480,7 +483,7 @@ at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
       !(alpha.isFloatingPoint() && alpha.toDouble() == 1.0))
     src = source.mul(alpha);
   // The source's dim sizes must line up with self's (0-dim sources act as [1]).
-  index_scatter("index_add", self, dim, index, &src, 0, IndexReduce::Add, false, Style::InSelf);
+  index_scatter("index_add", self, dim, index, &src, 0, IndexReduce::Add, false, Style::Bounds);
   return self;
 }
 at::Tensor vk_index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -589,7 +592,8 @@ at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims) {
 }
 
 at::Tensor vk_take(const at::Tensor& self, const at::Tensor& index) {
-  TORCH_CHECK(index.scalar_type() == at::kLong, "take(): Expected a long tensor for index, but got ",
+  TORCH_CHECK(index.scalar_type() == at::kLong,
+              "take(): Expected a long tensor for index, but got ",
               index.scalar_type());
   at::Tensor out = at::empty(index.sizes(), self.options());
   if (index.numel() == 0) return out;
@@ -611,6 +615,44 @@ at::Tensor vk_take(const at::Tensor& self, const at::Tensor& index) {
   launch("take", l);
   return out;
 }
+// put_: self.flatten()[index] (+)= source, on a contiguous copy when self is not.
+at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source,
+                 bool accumulate) {
+  TORCH_CHECK_INDEX(index.scalar_type() == at::kLong,
+                    "put_(): Expected a long tensor for index, but got ", index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "put_(): self and source expected to have the same dtype, but got self.dtype = ",
+              self.scalar_type(), " and source.dtype = ", source.scalar_type());
+  TORCH_CHECK(index.numel() == source.numel(), "put_(): Expected source and index to have the "
+              "same number of elements, but got source.numel() = ", source.numel(),
+              ", index.numel() = ", index.numel());
+  int64_t n = index.numel();
+  if (n == 0) return self;
+  TORCH_CHECK_INDEX(self.numel() > 0, "put_(): Tried to put elements into an empty tensor");
+  check_ranges({{index, self.numel(), 0}}, true, Style::Take);
+  bool half_acc = accumulate && self.scalar_type() == at::kHalf;
+  at::Tensor work = half_acc ? self.to(at::kFloat).contiguous()
+                             : (self.is_contiguous() ? self : self.contiguous());
+  at::Tensor src = source.reshape({n}).to(work.scalar_type());
+  at::Tensor idx = index.reshape({n});
+  Launch l;
+  l.mode = IndexMode::Scatter;
+  l.reduce = accumulate ? IndexReduce::Add : IndexReduce::Assign;
+  l.iter = {n};
+  l.dst = work;
+  l.dst_strides = {0};
+  l.src = src;
+  l.src_strides = {src.stride(0)};
+  l.idx = idx;
+  l.idx_strides = {idx.stride(0)};
+  l.dim_stride = 1;
+  l.dim_size = self.numel();
+  l.wrap = true;
+  launch("put_", l);
+  if (!work.is_same(self)) self.copy_(work);
+  return self;
+}
+
 at::Tensor& take_out(const at::Tensor& self, const at::Tensor& index, at::Tensor& out) {
   return write_out(out, vk_take(self, index));
 }
@@ -734,8 +776,9 @@ at::Tensor& index_tensor_out(const at::Tensor& self,
 
 at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
                             const at::Tensor& values, bool accumulate, bool unsafe) {
-  TORCH_CHECK_INDEX(indices.size() <= size_t(self.dim()), "too many indices for tensor of dimension ",
-                    self.dim(), " (got ", indices.size(), ")");
+  TORCH_CHECK_INDEX(indices.size() <= size_t(self.dim()),
+                    "too many indices for tensor of dimension ", self.dim(), " (got ",
+                    indices.size(), ")");
   TORCH_CHECK(values.scalar_type() == self.scalar_type(),
               "Index put requires the source and destination dtypes match, got ",
               self.scalar_type(), " for the destination and ", values.scalar_type(),
@@ -747,8 +790,9 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
     return self;
   }
   Advanced a = advanced_index("index_put_", self, indices);
-  TORCH_CHECK(at::is_expandable_to(values.sizes(), a.src.sizes()), "shape mismatch: value tensor of shape ",
-              values.sizes(), " cannot be broadcast to indexing result of shape ", a.src.sizes());
+  TORCH_CHECK(at::is_expandable_to(values.sizes(), a.src.sizes()),
+              "shape mismatch: value tensor of shape ", values.sizes(),
+              " cannot be broadcast to indexing result of shape ", a.src.sizes());
   if (a.src.numel() == 0) return self;
   at::Tensor v = values.device() == self.device() ? values : values.to(self.device());
   v = v.expand(a.src.sizes());
@@ -756,7 +800,7 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
   l.mode = IndexMode::Scatter;
   l.reduce = accumulate ? IndexReduce::Add : IndexReduce::Assign;
   l.iter = sizes_of(a.src);
-  l.dst = self;
+  l.dst = self;  // addressed through the restrided view's strides (same data pointer)
   l.dst_strides = strides_of(a.src);
   l.src = v;
   l.src_strides = strides_of(v);
@@ -765,8 +809,6 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
   l.dim_stride = a.dim_stride;
   l.dim_size = a.dim_size;
   l.wrap = a.wrap;
-  // dst is addressed through the restrided view of self (same data pointer).
-  l.dst = self;
   launch("index_put_", l);
   return self;
 }
@@ -860,6 +902,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor_));
   m.impl("flip", TORCH_FN(flip));
   m.impl("take", TORCH_FN(vk_take));
+  m.impl("put_", TORCH_FN(put_));
   m.impl("take.out", TORCH_FN(take_out));
   m.impl("index.Tensor", TORCH_FN(index_tensor));
   m.impl("index.Tensor_out", TORCH_FN(index_tensor_out));

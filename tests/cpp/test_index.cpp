@@ -199,7 +199,8 @@ void check_scan(Device& dev, ops::ScanOp op, int64_t outer, int64_t n, int64_t i
   for (auto& v : x) v = std::round(v * 2.0f) / 2.0f;  // ties for max / min
   if (op == ops::ScanOp::Prod)
     for (auto& v : x) v = 1.0f + v / 64.0f;
-  Buffer bx(dev, x), bo(dev, std::max<int64_t>(total, 1) * 4), bi(dev, std::max<int64_t>(total, 1) * 8);
+  int64_t cap = std::max<int64_t>(total, 1);
+  Buffer bx(dev, x), bo(dev, cap * 4), bi(dev, cap * 8);
   ops::ScanArgs a;
   a.op = op;
   a.in = bx.address();
