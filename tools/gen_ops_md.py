@@ -39,6 +39,13 @@ FAMILIES = {
     "ops_random.cpp": ("Random numbers", "float32, float16, int64, int32, uint8, bool"),
     "ops_shape.cpp": ("Data movement", "all"),
     "ops_foreach.cpp": ("Multi-tensor (_foreach_*) ops", EW),
+    "ops_index.cpp": (
+        "Indexing, gather / scatter, embedding backward",
+        "float32, float16, int64, int32, uint8, bool (gathers and plain writes also float64, "
+        "int8; reductions other than sum on int64, uint8 and bool run serially)",
+    ),
+    "ops_scan.cpp": ("Scans", "float32, float16, int64, int32 (cummax/cummin also uint8, bool)"),
+    "ops_compact.cpp": ("nonzero, masked_select, masked_scatter", "all"),
 }
 
 

@@ -1,0 +1,128 @@
+// Data-dependent shapes: nonzero, masked_select, and masked_scatter_. Each
+// scans the 0/1 flags into an int32 prefix sum on the device, reads the count
+// back once (the result's size, or masked_scatter's source check), then
+// compacts in one kernel.
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
+#include <torch/library.h>
+
+#include <limits>
+
+#include "vkml/ops/compact.h"
+#include "vkml/ops/scan.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+namespace {
+
+// Inclusive prefix sum of (t != 0) over t's elements in row-major order.
+at::Tensor flag_prefix(const at::Tensor& t) {
+  TORCH_CHECK(t.numel() < std::numeric_limits<int32_t>::max(),
+              "vkml: nonzero / masked ops support fewer than 2^31 elements");
+  at::Tensor flags = (t.scalar_type() == at::kBool ? t : t.ne(0)).to(at::kInt).contiguous();
+  at::Tensor prefix = at::empty({t.numel()}, flags.options());
+  vkml::ops::ScanArgs a;
+  a.op = vkml::ops::ScanOp::Sum;
+  a.dtype = vkml::DType::i32;
+  a.in = addr(flags);
+  a.out = addr(prefix);
+  a.n = t.numel();
+  guarded([&] { vkml::ops::scan(vkml_device(t), a); });
+  return prefix;
+}
+
+int64_t last_count(const at::Tensor& prefix) {
+  return prefix.numel() == 0 ? 0 : prefix.select(0, prefix.numel() - 1).item<int64_t>();
+}
+
+at::Tensor vk_nonzero(const at::Tensor& self) {
+  int64_t nd = self.dim();
+  if (self.numel() == 0) return at::empty({0, nd}, self.options().dtype(at::kLong));
+  at::Tensor prefix = flag_prefix(self);
+  int64_t count = last_count(prefix);
+  at::Tensor out = at::empty({count, nd}, self.options().dtype(at::kLong));
+  if (count == 0 || nd == 0) return out;
+  vkml::ops::CompactArgs a;
+  a.mode = vkml::ops::CompactMode::Coordinates;
+  a.prefix = addr(prefix);
+  a.dst = addr(out);
+  a.n = self.numel();
+  a.sizes = self.sizes().vec();
+  guarded([&] { vkml::ops::compact(vkml_device(self), a); });
+  return out;
+}
+at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
+  at::Tensor r = vk_nonzero(self);
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
+void check_mask(const char* name, const at::Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, name, ": expected BoolTensor for mask");
+}
+
+at::Tensor vk_masked_select(const at::Tensor& self, const at::Tensor& mask) {
+  check_mask("masked_select", mask);
+  auto [s, m] = at::expand_outplace(self, mask);
+  at::Tensor prefix = flag_prefix(*m);
+  int64_t count = last_count(prefix);
+  at::Tensor out = at::empty({count}, self.options());
+  if (count == 0) return out;
+  at::Tensor src = s->contiguous();
+  vkml::ops::CompactArgs a;
+  a.mode = vkml::ops::CompactMode::Select;
+  a.prefix = addr(prefix);
+  a.src = addr(src);
+  a.dst = addr(out);
+  a.n = src.numel();
+  a.elem_size = int64_t(src.element_size());
+  guarded([&] { vkml::ops::compact(vkml_device(self), a); });
+  return out;
+}
+at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
+  at::Tensor r = vk_masked_select(self, mask);
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
+at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "masked_scatter_: expected self and source to have same dtypes but got",
+              self.scalar_type(), " and ", source.scalar_type());
+  TORCH_CHECK(mask.scalar_type() == at::kBool,
+              "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  at::Tensor m = mask.expand(self.sizes());
+  if (self.numel() == 0) return self;
+  at::Tensor prefix = flag_prefix(m);
+  int64_t count = last_count(prefix);
+  TORCH_CHECK(count <= source.numel(), "Number of elements of source < number of ones in mask");
+  if (count == 0) return self;
+  at::Tensor work = self.is_contiguous() ? self : self.contiguous();
+  at::Tensor src = source.contiguous();
+  vkml::ops::CompactArgs a;
+  a.mode = vkml::ops::CompactMode::Scatter;
+  a.prefix = addr(prefix);
+  a.src = addr(src);
+  a.dst = addr(work);
+  a.n = work.numel();
+  a.elem_size = int64_t(work.element_size());
+  a.limit = src.numel();
+  guarded([&] { vkml::ops::compact(vkml_device(self), a); });
+  if (!work.is_same(self)) self.copy_(work);
+  return self;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("nonzero", TORCH_FN(vk_nonzero));
+  m.impl("nonzero.out", TORCH_FN(nonzero_out));
+  m.impl("masked_select", TORCH_FN(vk_masked_select));
+  m.impl("masked_select.out", TORCH_FN(masked_select_out));
+  m.impl("masked_scatter_", TORCH_FN(masked_scatter_));
+}
+
+}  // namespace vkml_aten

@@ -1,0 +1,913 @@
+// Indexing: index_select, gather, scatter (src / value / reduce), scatter_add,
+// scatter_reduce, index_add, index_copy, index_fill, masked_fill, index.Tensor,
+// index_put_, take, put_, flip, embedding_dense_backward.
+//
+// Index validation: out-of-range indices raise the exception PyTorch's CPU
+// kernels raise. The index tensors live on the device, so the check costs one
+// small read (min and max of every index tensor, in one transfer) and thereby
+// a host synchronization per call; an empty index costs nothing. The kernels
+// never touch memory outside their operands even without the check (a gather
+// reads 0, a scatter skips the element).
+#include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/IndexingUtils.h>
+#include <ATen/native/Resize.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vkml/ops/index.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+namespace {
+
+using vkml::ops::IndexMode;
+using vkml::ops::IndexReduce;
+using Sizes = std::vector<int64_t>;
+
+// --------------------------------------------------------------------------
+// Helpers
+// --------------------------------------------------------------------------
+
+at::Tensor meta(const at::Tensor& t) {
+  return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
+}
+
+// Gathers and assignments move bits, so dtypes of the same size share a kernel.
+vkml::DType kernel_dtype(const char* name, at::ScalarType t, bool reduce) {
+  switch (t) {
+    case at::kFloat: return vkml::DType::f32;
+    case at::kHalf: return vkml::DType::f16;
+    case at::kInt: return vkml::DType::i32;
+    case at::kLong: return vkml::DType::i64;
+    case at::kByte: return vkml::DType::u8;
+    case at::kBool: return vkml::DType::b8;
+    case at::kDouble:
+      if (!reduce) return vkml::DType::i64;
+      break;
+    case at::kChar:
+      if (!reduce) return vkml::DType::u8;
+      break;
+    default: break;
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(false, name, " on vkml does not support ", t,
+                              reduce ? " with a reduction" : "", " yet");
+  return vkml::DType::f32;
+}
+
+vkml::TensorRef view_ref(const at::Tensor& t, const Sizes& sizes, const Sizes& strides,
+                         vkml::DType dtype) {
+  vkml::TensorRef r;
+  r.address = t.defined() ? addr(t) : 0;
+  r.dtype = dtype;
+  TORCH_CHECK(sizes.size() <= size_t(vkml::kMaxDims), "vkml supports tensors of up to ",
+              vkml::kMaxDims, " dims");
+  r.ndim = int(sizes.size());
+  for (int d = 0; d < r.ndim; ++d) {
+    r.sizes[d] = sizes[d];
+    r.strides[d] = strides[d];
+  }
+  return r;
+}
+
+Sizes sizes_of(const at::Tensor& t) {
+  return t.dim() == 0 ? Sizes{1} : Sizes(t.sizes().begin(), t.sizes().end());
+}
+Sizes strides_of(const at::Tensor& t) {
+  return t.dim() == 0 ? Sizes{1} : Sizes(t.strides().begin(), t.strides().end());
+}
+Sizes zeros(size_t n) { return Sizes(n, 0); }
+
+// Index tensors as the kernel reads them: int64 or int32, anywhere.
+at::Tensor kernel_index(const at::Tensor& index) {
+  if (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt) return index;
+  return index.to(at::kLong);
+}
+
+enum class Style {
+  InSelf,     // IndexError: index out of range in self
+  Bounds,     // RuntimeError: index k is out of bounds for dimension d with size n
+  BoundsIdx,  // IndexError, same text
+  Take,       // IndexError: out of range: tried to access index k on a tensor of n elements.
+};
+
+struct RangeCheck {
+  at::Tensor index;
+  int64_t size;
+  int64_t dim;
+};
+
+// One transfer for the minima and maxima of all the index tensors.
+void check_ranges(const std::vector<RangeCheck>& checks, bool allow_negative, Style style) {
+  std::vector<at::Tensor> parts;
+  std::vector<const RangeCheck*> live;
+  for (const RangeCheck& c : checks) {
+    if (c.index.numel() == 0) continue;
+    at::Tensor i = c.index.scalar_type() == at::kLong ? c.index : c.index.to(at::kLong);
+    parts.push_back(i.min().reshape({1}));
+    parts.push_back(i.max().reshape({1}));
+    live.push_back(&c);
+  }
+  if (parts.empty()) return;
+  at::Tensor mm = at::cat(parts).cpu();
+  const int64_t* v = mm.const_data_ptr<int64_t>();
+  for (size_t k = 0; k < live.size(); ++k) {
+    int64_t lo = v[2 * k], hi = v[2 * k + 1], n = live[k]->size;
+    int64_t bad;
+    if (lo < (allow_negative ? -n : 0)) {
+      bad = lo;
+    } else if (hi >= n) {
+      bad = hi;
+    } else {
+      continue;
+    }
+    int64_t d = live[k]->dim;
+    switch (style) {
+      case Style::InSelf: TORCH_CHECK_INDEX(false, "index out of range in self");
+      case Style::Bounds:
+        TORCH_CHECK(false, "index ", bad, " is out of bounds for dimension ", d, " with size ", n);
+      case Style::BoundsIdx:
+        TORCH_CHECK_INDEX(false, "index ", bad, " is out of bounds for dimension ", d,
+                          " with size ", n);
+      case Style::Take:
+        TORCH_CHECK_INDEX(false, "out of range: tried to access index ", bad, " on a tensor of ",
+                          n, " elements.");
+    }
+  }
+}
+
+struct Launch {
+  IndexMode mode = IndexMode::Gather;
+  IndexReduce reduce = IndexReduce::Assign;
+  Sizes iter;
+  at::Tensor dst, src, idx;
+  Sizes dst_strides, src_strides, idx_strides;
+  at::Scalar value = 0;
+  int64_t dim_stride = 0, dim_size = 0;
+  bool wrap = false;
+  std::optional<int64_t> skip;
+  bool serial = false;
+};
+
+void launch(const char* name, const Launch& l) {
+  for (int64_t s : l.iter)
+    if (s == 0) return;
+  bool reduce = l.mode == IndexMode::Scatter && l.reduce != IndexReduce::Assign;
+  vkml::ops::IndexArgs a;
+  a.mode = l.mode;
+  a.reduce = l.reduce;
+  a.dtype = kernel_dtype(name, l.dst.scalar_type(), reduce);
+  a.dst = view_ref(l.dst, l.iter, l.dst_strides, a.dtype);
+  a.src = l.src.defined() ? view_ref(l.src, l.iter, l.src_strides, a.dtype)
+                          : view_ref(at::Tensor(), l.iter, zeros(l.iter.size()), a.dtype);
+  a.idx = view_ref(l.idx, l.iter, l.idx_strides, to_vkml(l.idx.scalar_type()));
+  if (l.dst.is_floating_point()) {
+    a.value = vkml::Scalar::of(l.value.toDouble());
+  } else {
+    a.value = vkml::Scalar::of_int(l.value.toLong());
+  }
+  a.dim_stride = l.dim_stride;
+  a.dim_size = l.dim_size;
+  a.wrap_negative = l.wrap;
+  a.skip = l.skip.has_value();
+  a.skip_value = l.skip.value_or(0);
+  a.serial = l.serial;
+  guarded([&] { vkml::ops::index_op(vkml_device(l.dst), a); });
+}
+
+at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
+// --------------------------------------------------------------------------
+// Along one dim: index_select, gather, scatter*, index_add/copy/fill
+// --------------------------------------------------------------------------
+
+// self viewed with at least one dim (0-dim tensors act as [1]).
+struct DimView {
+  Sizes sizes, strides;
+  int64_t dim;
+};
+DimView dim_view(const at::Tensor& t, int64_t dim) {
+  return {sizes_of(t), strides_of(t), at::maybe_wrap_dim(dim, t.dim())};
+}
+
+at::Tensor select_impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool check) {
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index_select(): Expected dtype int32 or int64 for index");
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  at::Tensor shape = at::index_select(meta(self), dim, meta(index));
+  at::Tensor out = at::empty(shape.sizes(), self.options());
+  DimView v = dim_view(self, dim);
+  int64_t n = index.numel();
+  if (check) check_ranges({{index, v.sizes[v.dim], v.dim}}, false, Style::InSelf);
+  Launch l;
+  l.mode = IndexMode::Gather;
+  l.iter = v.sizes;
+  l.iter[v.dim] = n;
+  l.dst = out;
+  l.dst_strides = at::detail::defaultStrides(l.iter);
+  l.src = self;
+  l.src_strides = v.strides;
+  l.src_strides[v.dim] = 0;
+  l.idx = kernel_index(index);
+  l.idx_strides = zeros(l.iter.size());
+  l.idx_strides[v.dim] = l.idx.dim() == 0 ? 0 : l.idx.stride(0);
+  l.dim_stride = v.strides[v.dim];
+  l.dim_size = v.sizes[v.dim];
+  launch("index_select", l);
+  return out;
+}
+at::Tensor vk_index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+  return select_impl(self, dim, index, true);
+}
+at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                             at::Tensor& out) {
+  return write_out(out, vk_index_select(self, dim, index));
+}
+
+at::Tensor vk_gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse) {
+  at::Tensor shape = at::gather(meta(self), dim, meta(index), sparse);
+  at::Tensor out = at::empty(shape.sizes(), self.options());
+  if (index.numel() == 0) return out;
+  DimView v = dim_view(self, dim);
+  check_ranges({{index, v.sizes[v.dim], v.dim}}, false, Style::Bounds);
+  Launch l;
+  l.mode = IndexMode::Gather;
+  l.iter = sizes_of(index);
+  l.dst = out;
+  l.dst_strides = at::detail::defaultStrides(l.iter);
+  l.src = self;
+  l.src_strides = v.strides;
+  l.src_strides[v.dim] = 0;
+  l.idx = index;
+  l.idx_strides = strides_of(index);
+  l.dim_stride = v.strides[v.dim];
+  l.dim_size = v.sizes[v.dim];
+  launch("gather", l);
+  return out;
+}
+at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse,
+                       at::Tensor& out) {
+  return write_out(out, vk_gather(self, dim, index, sparse));
+}
+
+// self[... index[p] ...] (reduce)= src[p] (or value), p over index's shape.
+void scatter_into(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                  const at::Tensor* src, const at::Scalar& value, IndexReduce reduce,
+                  bool check = true) {
+  if (index.numel() == 0) return;
+  DimView v = dim_view(self, dim);
+  if (check) check_ranges({{index, v.sizes[v.dim], v.dim}}, false, Style::Bounds);
+  if (reduce != IndexReduce::Assign && self.scalar_type() == at::kHalf) {
+    at::Tensor acc = self.to(at::kFloat);
+    at::Tensor src_f = src ? src->to(at::kFloat) : at::Tensor();
+    scatter_into(name, acc, dim, index, src ? &src_f : nullptr, value, reduce, false);
+    self.copy_(acc);
+    return;
+  }
+  Launch l;
+  l.mode = IndexMode::Scatter;
+  l.reduce = reduce;
+  l.iter = sizes_of(index);
+  l.dst = self;
+  l.dst_strides = v.strides;
+  l.dst_strides[v.dim] = 0;
+  if (src) {
+    l.src = src->scalar_type() == self.scalar_type() ? *src : src->to(self.scalar_type());
+    l.src_strides = strides_of(l.src);
+  }
+  l.value = value;
+  l.idx = index;
+  l.idx_strides = strides_of(index);
+  l.dim_stride = v.strides[v.dim];
+  l.dim_size = v.sizes[v.dim];
+  launch(name, l);
+}
+
+IndexReduce legacy_reduce(std::string_view r) {
+  if (r == "add") return IndexReduce::Add;
+  if (r == "multiply") return IndexReduce::Mul;
+  TORCH_CHECK(false, "reduce argument must be either add or multiply.");
+  return IndexReduce::Assign;
+}
+
+at::Tensor& scatter_src_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                         const at::Tensor& src) {
+  meta(self).scatter_(dim, meta(index), meta(src));
+  scatter_into("scatter", self, dim, index, &src, 0, IndexReduce::Assign);
+  return self;
+}
+at::Tensor& scatter_value_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                           const at::Scalar& value) {
+  meta(self).scatter_(dim, meta(index), value);
+  scatter_into("scatter", self, dim, index, nullptr, value, IndexReduce::Assign);
+  return self;
+}
+at::Tensor& scatter_reduce_legacy_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                   const at::Tensor& src, c10::string_view reduce) {
+  meta(self).scatter_(dim, meta(index), meta(src), reduce);
+  scatter_into("scatter", self, dim, index, &src, 0, legacy_reduce(reduce));
+  return self;
+}
+at::Tensor& scatter_value_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                  const at::Scalar& value, c10::string_view reduce) {
+  meta(self).scatter_(dim, meta(index), value, reduce);
+  scatter_into("scatter", self, dim, index, nullptr, value, legacy_reduce(reduce));
+  return self;
+}
+at::Tensor& scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                         const at::Tensor& src) {
+  meta(self).scatter_add_(dim, meta(index), meta(src));
+  scatter_into("scatter_add", self, dim, index, &src, 0, IndexReduce::Add);
+  return self;
+}
+
+at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                       const at::Tensor& src) {
+  at::Tensor out = self.clone();
+  return scatter_src_(out, dim, index, src);
+}
+at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                            const at::Tensor& src, at::Tensor& out) {
+  return write_out(out, scatter_src(self, dim, index, src));
+}
+at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                         const at::Scalar& value) {
+  at::Tensor out = self.clone();
+  return scatter_value_(out, dim, index, value);
+}
+at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                              const at::Scalar& value, at::Tensor& out) {
+  return write_out(out, scatter_value(self, dim, index, value));
+}
+at::Tensor scatter_reduce_legacy(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                 const at::Tensor& src, c10::string_view reduce) {
+  at::Tensor out = self.clone();
+  return scatter_reduce_legacy_(out, dim, index, src, reduce);
+}
+at::Tensor& scatter_reduce_legacy_out(const at::Tensor& self, int64_t dim,
+                                      const at::Tensor& index, const at::Tensor& src,
+                                      c10::string_view reduce, at::Tensor& out) {
+  return write_out(out, scatter_reduce_legacy(self, dim, index, src, reduce));
+}
+at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                const at::Scalar& value, c10::string_view reduce) {
+  at::Tensor out = self.clone();
+  return scatter_value_reduce_(out, dim, index, value, reduce);
+}
+at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim,
+                                     const at::Tensor& index, const at::Scalar& value,
+                                     c10::string_view reduce, at::Tensor& out) {
+  return write_out(out, scatter_value_reduce(self, dim, index, value, reduce));
+}
+at::Tensor vk_scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                       const at::Tensor& src) {
+  at::Tensor out = self.clone();
+  return scatter_add_(out, dim, index, src);
+}
+at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                            const at::Tensor& src, at::Tensor& out) {
+  return write_out(out, vk_scatter_add(self, dim, index, src));
+}
+
+// scatter_reduce.two: sum, prod, mean, amax, amin, with or without self's values.
+at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                const at::Tensor& src, c10::string_view reduce,
+                                bool include_self) {
+  meta(self).scatter_reduce_(dim, meta(index), meta(src), reduce, include_self);
+  if (index.numel() == 0) return self;
+  DimView v = dim_view(self, dim);
+  check_ranges({{index, v.sizes[v.dim], v.dim}}, false, Style::Bounds);
+  IndexReduce op;
+  at::Scalar identity = 0;
+  bool is_float = self.is_floating_point();
+  if (reduce == "sum" || reduce == "mean") {
+    op = IndexReduce::Add;
+  } else if (reduce == "prod") {
+    op = IndexReduce::Mul;
+    identity = 1;
+  } else if (reduce == "amax") {
+    op = IndexReduce::Max;
+    identity = is_float ? at::Scalar(-std::numeric_limits<double>::infinity())
+                        : at::Scalar(self.scalar_type() == at::kInt
+                                         ? int64_t(std::numeric_limits<int32_t>::min())
+                                         : std::numeric_limits<int64_t>::min());
+    if (self.scalar_type() == at::kByte || self.scalar_type() == at::kBool) identity = 0;
+  } else {
+    op = IndexReduce::Min;
+    identity = is_float ? at::Scalar(std::numeric_limits<double>::infinity())
+                        : at::Scalar(self.scalar_type() == at::kInt
+                                         ? int64_t(std::numeric_limits<int32_t>::max())
+                                         : std::numeric_limits<int64_t>::max());
+    if (self.scalar_type() == at::kByte) identity = 255;
+    if (self.scalar_type() == at::kBool) identity = 1;
+  }
+  if (!include_self)
+    scatter_into("scatter_reduce", self, dim, index, nullptr, identity, IndexReduce::Assign,
+                 false);
+  scatter_into("scatter_reduce", self, dim, index, &src, 0, op, false);
+  if (reduce == "mean") {
+    at::Tensor count = include_self ? at::ones_like(self) : at::zeros_like(self);
+    scatter_into("scatter_reduce", count, dim, index, nullptr, 1, IndexReduce::Add, false);
+    count.masked_fill_(count == 0, 1);
+    if (is_float) {
+      self.div_(count);
+    } else {
+      self.copy_(self.div(count, "floor"));
+    }
+  }
+  return self;
+}
+at::Tensor scatter_reduce_two(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                              const at::Tensor& src, c10::string_view reduce, bool include_self) {
+  at::Tensor out = self.clone();
+  return scatter_reduce_two_(out, dim, index, src, reduce, include_self);
+}
+at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                   const at::Tensor& src, c10::string_view reduce,
+                                   bool include_self, at::Tensor& out) {
+  return write_out(out, scatter_reduce_two(self, dim, index, src, reduce, include_self));
+}
+
+// self[..., index[j], ...] (reduce)= source[..., j, ...] (or value), j along dim.
+void index_scatter(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                   const at::Tensor* source, const at::Scalar& value, IndexReduce reduce,
+                   bool wrap, Style style) {
+  int64_t n = index.numel();
+  if (n == 0) return;
+  DimView v = dim_view(self, dim);
+  check_ranges({{index, v.sizes[v.dim], v.dim}}, wrap, style);
+  if (reduce != IndexReduce::Assign && self.scalar_type() == at::kHalf) {
+    at::Tensor acc = self.to(at::kFloat);
+    at::Tensor src_f = source ? source->to(at::kFloat) : at::Tensor();
+    index_scatter(name, acc, dim, index, source ? &src_f : nullptr, value, reduce, wrap, style);
+    self.copy_(acc);
+    return;
+  }
+  Launch l;
+  l.mode = IndexMode::Scatter;
+  l.reduce = reduce;
+  l.iter = v.sizes;
+  l.iter[v.dim] = n;
+  l.dst = self;
+  l.dst_strides = v.strides;
+  l.dst_strides[v.dim] = 0;
+  if (source) {
+    l.src = source->scalar_type() == self.scalar_type() ? *source
+                                                        : source->to(self.scalar_type());
+    l.src_strides = strides_of(l.src);
+  }
+  l.value = value;
+  l.idx = kernel_index(index);
+  l.idx_strides = zeros(l.iter.size());
+  l.idx_strides[v.dim] = l.idx.dim() == 0 ? 0 : l.idx.stride(0);
+  l.dim_stride = v.strides[v.dim];
+  l.dim_size = v.sizes[v.dim];
+  l.wrap = wrap;
+  launch(name, l);
+}
+
+at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                       const at::Tensor& source, const at::Scalar& alpha) {
+  meta(self).index_add_(dim, meta(index), meta(source), alpha);
+  at::Tensor src = source;
+  if (!(alpha.isIntegral(true) && alpha.toLong() == 1) &&
+      !(alpha.isFloatingPoint() && alpha.toDouble() == 1.0))
+    src = source.mul(alpha);
+  // The source's dim sizes must line up with self's (0-dim sources act as [1]).
+  index_scatter("index_add", self, dim, index, &src, 0, IndexReduce::Add, false, Style::Bounds);
+  return self;
+}
+at::Tensor vk_index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                     const at::Tensor& source, const at::Scalar& alpha) {
+  at::Tensor out = self.clone();
+  return index_add_(out, dim, index, source, alpha);
+}
+at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                          const at::Tensor& source, const at::Scalar& alpha, at::Tensor& out) {
+  return write_out(out, vk_index_add(self, dim, index, source, alpha));
+}
+
+at::Tensor& index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                        const at::Tensor& source) {
+  meta(self).index_copy_(dim, meta(index), meta(source));
+  index_scatter("index_copy", self, dim, index, &source, 0, IndexReduce::Assign, false,
+                Style::BoundsIdx);
+  return self;
+}
+at::Tensor vk_index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                      const at::Tensor& source) {
+  at::Tensor out = self.clone();
+  return index_copy_(out, dim, index, source);
+}
+at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                           const at::Tensor& source, at::Tensor& out) {
+  return write_out(out, vk_index_copy(self, dim, index, source));
+}
+
+void check_index_fill(const at::Tensor& self, const at::Tensor& index) {
+  TORCH_CHECK_INDEX(index.scalar_type() == at::kLong,
+                    "index_fill_(): Expected dtype int64 for index.");
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
+}
+at::Tensor& index_fill_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                               const at::Scalar& value) {
+  check_index_fill(self, index);
+  at::maybe_wrap_dim(dim, self.dim());
+  index_scatter("index_fill", self, dim, index, nullptr, value, IndexReduce::Assign, true,
+                Style::BoundsIdx);
+  return self;
+}
+at::Tensor& index_fill_tensor_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                               const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0,
+              "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  check_index_fill(self, index);
+  if (value.device().is_cpu()) return index_fill_scalar_(self, dim, index, value.item());
+  int64_t n = index.numel();
+  if (n == 0) return self;
+  // A device value is read by the kernel as a source with all strides 0: no sync.
+  DimView v = dim_view(self, dim);
+  Sizes iter = v.sizes;
+  iter[v.dim] = n;
+  at::Tensor src = value.to(self.scalar_type()).reshape({1}).expand(iter);
+  index_scatter("index_fill", self, dim, index, &src, 0, IndexReduce::Assign, true,
+                Style::BoundsIdx);
+  return self;
+}
+
+// where() does the work; the value becomes a 0-dim device tensor of self's dtype.
+void masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool,
+              "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  meta(self).masked_fill_(meta(mask), at::empty({}, value.options().device(at::kMeta)));
+  if (self.numel() == 0) return;
+  at::Tensor m = mask.device() == self.device() ? mask : mask.to(self.device());
+  self.copy_(at::where(m, value, self));
+}
+at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask,
+                                const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0,
+              "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  at::Tensor v = value.device().is_cpu() ? at::scalar_tensor(value.item(), self.options())
+                                         : value.to(self.scalar_type());
+  masked_fill_impl(self, mask, v);
+  return self;
+}
+at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask,
+                                const at::Scalar& value) {
+  masked_fill_impl(self, mask, at::scalar_tensor(value, self.options()));
+  return self;
+}
+
+// One gather per flipped dim, with a reversed arange as the index.
+at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims) {
+  std::vector<bool> seen(size_t(std::max<int64_t>(self.dim(), 1)), false);
+  at::Tensor out = self;
+  for (int64_t dim : dims) {
+    int64_t d = at::maybe_wrap_dim(dim, self.dim());
+    TORCH_CHECK(!seen[size_t(d)], "dims has duplicates, original flip dims size=", dims.size(),
+                ", but unique flip dims size=", dims.size() - 1);
+    seen[size_t(d)] = true;
+  }
+  for (int64_t dim : dims) {
+    int64_t d = at::maybe_wrap_dim(dim, self.dim());
+    int64_t n = self.dim() == 0 ? 1 : self.size(d);
+    if (n <= 1) continue;
+    at::Tensor rev = at::arange(n - 1, -1, -1, self.options().dtype(at::kLong));
+    out = select_impl(out, d, rev, false);
+  }
+  return out.is_same(self) ? self.clone() : out;
+}
+
+at::Tensor vk_take(const at::Tensor& self, const at::Tensor& index) {
+  TORCH_CHECK(index.scalar_type() == at::kLong,
+              "take(): Expected a long tensor for index, but got ",
+              index.scalar_type());
+  at::Tensor out = at::empty(index.sizes(), self.options());
+  if (index.numel() == 0) return out;
+  TORCH_CHECK_INDEX(self.numel() > 0, "take(): tried to take from an empty tensor");
+  check_ranges({{index, self.numel(), 0}}, true, Style::Take);
+  at::Tensor flat = self.contiguous();
+  Launch l;
+  l.mode = IndexMode::Gather;
+  l.iter = sizes_of(index);
+  l.dst = out;
+  l.dst_strides = at::detail::defaultStrides(l.iter);
+  l.src = flat;
+  l.src_strides = zeros(l.iter.size());
+  l.idx = index;
+  l.idx_strides = strides_of(index);
+  l.dim_stride = 1;
+  l.dim_size = self.numel();
+  l.wrap = true;
+  launch("take", l);
+  return out;
+}
+// put_: self.flatten()[index] (+)= source, on a contiguous copy when self is not.
+at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source,
+                 bool accumulate) {
+  TORCH_CHECK_INDEX(index.scalar_type() == at::kLong,
+                    "put_(): Expected a long tensor for index, but got ", index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "put_(): self and source expected to have the same dtype, but got self.dtype = ",
+              self.scalar_type(), " and source.dtype = ", source.scalar_type());
+  TORCH_CHECK(index.numel() == source.numel(), "put_(): Expected source and index to have the "
+              "same number of elements, but got source.numel() = ", source.numel(),
+              ", index.numel() = ", index.numel());
+  int64_t n = index.numel();
+  if (n == 0) return self;
+  TORCH_CHECK_INDEX(self.numel() > 0, "put_(): Tried to put elements into an empty tensor");
+  check_ranges({{index, self.numel(), 0}}, true, Style::Take);
+  bool half_acc = accumulate && self.scalar_type() == at::kHalf;
+  at::Tensor work = half_acc ? self.to(at::kFloat).contiguous()
+                             : (self.is_contiguous() ? self : self.contiguous());
+  at::Tensor src = source.reshape({n}).to(work.scalar_type());
+  at::Tensor idx = index.reshape({n});
+  Launch l;
+  l.mode = IndexMode::Scatter;
+  l.reduce = accumulate ? IndexReduce::Add : IndexReduce::Assign;
+  l.iter = {n};
+  l.dst = work;
+  l.dst_strides = {0};
+  l.src = src;
+  l.src_strides = {src.stride(0)};
+  l.idx = idx;
+  l.idx_strides = {idx.stride(0)};
+  l.dim_stride = 1;
+  l.dim_size = self.numel();
+  l.wrap = true;
+  launch("put_", l);
+  if (!work.is_same(self)) self.copy_(work);
+  return self;
+}
+
+at::Tensor& take_out(const at::Tensor& self, const at::Tensor& index, at::Tensor& out) {
+  return write_out(out, vk_take(self, index));
+}
+
+// --------------------------------------------------------------------------
+// Advanced indexing: index.Tensor, index_put_
+// --------------------------------------------------------------------------
+
+// What PyTorch's AdvancedIndex holds: self restrided so that the indexed dims
+// are replaced by the broadcast index shape (stride 0), and the indices viewed
+// in that shape. The kernel gets one index: the sum of index * stride over the
+// indexed dims, computed here with elementwise ops (negatives wrapped).
+struct Advanced {
+  at::Tensor src;   // restrided self
+  at::Tensor offset;  // int64, broadcast to src's shape, or a single index (below)
+  int64_t dim_stride = 1, dim_size = 0;
+  bool wrap = false;
+};
+
+Advanced advanced_index(const char* name, at::Tensor self,
+                        const c10::List<std::optional<at::Tensor>>& orig) {
+  TORCH_CHECK_INDEX(orig.size() <= size_t(self.dim()), "too many indices for tensor of dimension ",
+                    self.dim(), " (got ", orig.size(), ")");
+  at::native::checkIndexTensorTypes(orig, /*allow_int=*/true);
+  auto indices = at::native::expandTensors(self, orig, /*ensure_same_device=*/true);
+  try {
+    indices = at::expand_outplace(indices);
+  } catch (std::exception&) {
+    TORCH_CHECK_INDEX(false, "shape mismatch: indexing tensors could not be broadcast together");
+  }
+  while (indices.size() < size_t(self.dim())) indices.emplace_back();
+  if (!at::native::hasContiguousSubspace(indices))
+    std::tie(self, indices) = at::native::transposeToFront(self, indices);
+
+  // Range check of every index tensor in one transfer.
+  std::vector<RangeCheck> checks;
+  for (size_t d = 0; d < indices.size(); ++d)
+    if (indices[d].defined()) checks.push_back({indices[d], self.size(int64_t(d)), int64_t(d)});
+  check_ranges(checks, true, Style::BoundsIdx);
+
+  int64_t before = 0, after = 0;
+  Sizes index_shape;
+  std::vector<int64_t> isizes, istrides;
+  std::vector<at::Tensor> used;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    if (indices[d].defined()) {
+      isizes.push_back(self.size(int64_t(d)));
+      istrides.push_back(self.stride(int64_t(d)));
+      used.push_back(indices[d]);
+      index_shape = indices[d].sizes().vec();
+    } else if (used.empty()) {
+      ++before;
+    } else {
+      ++after;
+    }
+  }
+  int64_t nidx = int64_t(used.size());
+  Sizes shape(self.sizes().begin(), self.sizes().begin() + before);
+  Sizes strides(self.strides().begin(), self.strides().begin() + before);
+  for (int64_t s : index_shape) {
+    shape.push_back(s);
+    strides.push_back(0);
+  }
+  for (int64_t d = before + nidx; d < self.dim(); ++d) {
+    shape.push_back(self.size(d));
+    strides.push_back(self.stride(d));
+  }
+  Advanced a;
+  a.src = self.as_strided(shape, strides);
+  at::Tensor offset;
+  if (nidx == 1) {
+    offset = kernel_index(used[0]);
+    a.dim_stride = istrides[0];
+    a.dim_size = isizes[0];
+    a.wrap = true;
+  } else {
+    for (int64_t k = 0; k < nidx; ++k) {
+      at::Tensor i = used[k].to(at::kLong);
+      i = at::where(i < 0, i + isizes[k], i);
+      at::Tensor term = istrides[k] == 1 ? i : i * istrides[k];
+      offset = offset.defined() ? offset + term : term;
+    }
+    int64_t extent = 1;
+    for (int64_t k = 0; k < nidx; ++k) extent += (isizes[k] - 1) * istrides[k];
+    a.dim_stride = 1;
+    a.dim_size = extent;
+  }
+  // View the index in the restrided shape: dims before and after are broadcast.
+  Sizes view_shape(size_t(before), 1);
+  for (int64_t s : index_shape) view_shape.push_back(s);
+  for (int64_t k = 0; k < after; ++k) view_shape.push_back(1);
+  a.offset = offset.reshape(view_shape).expand(shape);
+  return a;
+}
+
+at::Tensor index_tensor(const at::Tensor& self,
+                        const c10::List<std::optional<at::Tensor>>& indices) {
+  Advanced a = advanced_index("index", self, indices);
+  at::Tensor out = at::empty(a.src.sizes(), self.options());
+  if (out.numel() == 0) return out;
+  Launch l;
+  l.mode = IndexMode::Gather;
+  l.iter = sizes_of(out);
+  l.dst = out;
+  l.dst_strides = strides_of(out);
+  l.src = a.src;
+  l.src_strides = strides_of(a.src);
+  l.idx = a.offset;
+  l.idx_strides = strides_of(a.offset);
+  l.dim_stride = a.dim_stride;
+  l.dim_size = a.dim_size;
+  l.wrap = a.wrap;
+  launch("index", l);
+  return out;
+}
+at::Tensor& index_tensor_out(const at::Tensor& self,
+                             const c10::List<std::optional<at::Tensor>>& indices,
+                             at::Tensor& out) {
+  return write_out(out, index_tensor(self, indices));
+}
+
+at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
+                            const at::Tensor& values, bool accumulate, bool unsafe) {
+  TORCH_CHECK_INDEX(indices.size() <= size_t(self.dim()),
+                    "too many indices for tensor of dimension ", self.dim(), " (got ",
+                    indices.size(), ")");
+  TORCH_CHECK(values.scalar_type() == self.scalar_type(),
+              "Index put requires the source and destination dtypes match, got ",
+              self.scalar_type(), " for the destination and ", values.scalar_type(),
+              " for the source.");
+  if (accumulate && self.scalar_type() == at::kHalf) {
+    at::Tensor acc = self.to(at::kFloat);
+    index_put_impl_(acc, indices, values.to(at::kFloat), true, unsafe);
+    self.copy_(acc);
+    return self;
+  }
+  Advanced a = advanced_index("index_put_", self, indices);
+  TORCH_CHECK(at::is_expandable_to(values.sizes(), a.src.sizes()),
+              "shape mismatch: value tensor of shape ", values.sizes(),
+              " cannot be broadcast to indexing result of shape ", a.src.sizes());
+  if (a.src.numel() == 0) return self;
+  at::Tensor v = values.device() == self.device() ? values : values.to(self.device());
+  v = v.expand(a.src.sizes());
+  Launch l;
+  l.mode = IndexMode::Scatter;
+  l.reduce = accumulate ? IndexReduce::Add : IndexReduce::Assign;
+  l.iter = sizes_of(a.src);
+  l.dst = self;  // addressed through the restrided view's strides (same data pointer)
+  l.dst_strides = strides_of(a.src);
+  l.src = v;
+  l.src_strides = strides_of(v);
+  l.idx = a.offset;
+  l.idx_strides = strides_of(a.offset);
+  l.dim_stride = a.dim_stride;
+  l.dim_size = a.dim_size;
+  l.wrap = a.wrap;
+  launch("index_put_", l);
+  return self;
+}
+
+// --------------------------------------------------------------------------
+// embedding backward
+// --------------------------------------------------------------------------
+
+at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& indices,
+                                   int64_t num_weights, int64_t padding_idx,
+                                   bool scale_grad_by_freq) {
+  TORCH_CHECK(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt,
+              "embedding_backward: Expected indices to have type Long or Int but got ",
+              indices.scalar_type());
+  int64_t n = indices.numel();
+  int64_t d = grad.dim() > 0 ? grad.size(-1) : 1;
+  bool half = grad.scalar_type() == at::kHalf;
+  at::Tensor gw = at::zeros({num_weights, d}, grad.options().dtype(half ? at::kFloat
+                                                                         : grad.scalar_type()));
+  if (n == 0 || d == 0) return half ? gw.to(at::kHalf) : gw;
+  at::Tensor idx = kernel_index(indices).reshape({n});
+  at::Tensor g = grad.reshape({n, d});
+  if (half) g = g.to(at::kFloat);
+  Launch l;
+  l.mode = IndexMode::Scatter;
+  l.reduce = IndexReduce::Add;
+  l.iter = {n, d};
+  l.dst = gw;
+  l.dst_strides = {0, 1};
+  l.src = g;
+  l.src_strides = strides_of(g);
+  l.idx = idx;
+  l.idx_strides = {idx.stride(0), 0};
+  l.dim_stride = d;
+  l.dim_size = num_weights;
+  if (padding_idx >= 0) l.skip = padding_idx;
+  launch("embedding_dense_backward", l);
+  if (scale_grad_by_freq) {
+    at::Tensor count = at::zeros({num_weights}, grad.options().dtype(at::kInt));
+    Launch c;
+    c.mode = IndexMode::Scatter;
+    c.reduce = IndexReduce::Add;
+    c.iter = {n};
+    c.dst = count;
+    c.dst_strides = {0};
+    c.value = 1;
+    c.idx = idx;
+    c.idx_strides = {idx.stride(0)};
+    c.dim_stride = 1;
+    c.dim_size = num_weights;
+    launch("embedding_dense_backward", c);
+    gw.div_(count.clamp_min(1).to(gw.scalar_type()).unsqueeze(1));
+  }
+  return half ? gw.to(at::kHalf) : gw;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("index_select", TORCH_FN(vk_index_select));
+  m.impl("index_select.out", TORCH_FN(index_select_out));
+  m.impl("gather", TORCH_FN(vk_gather));
+  m.impl("gather.out", TORCH_FN(gather_out));
+  m.impl("scatter.src", TORCH_FN(scatter_src));
+  m.impl("scatter_.src", TORCH_FN(scatter_src_));
+  m.impl("scatter.src_out", TORCH_FN(scatter_src_out));
+  m.impl("scatter.value", TORCH_FN(scatter_value));
+  m.impl("scatter_.value", TORCH_FN(scatter_value_));
+  m.impl("scatter.value_out", TORCH_FN(scatter_value_out));
+  m.impl("scatter.reduce", TORCH_FN(scatter_reduce_legacy));
+  m.impl("scatter_.reduce", TORCH_FN(scatter_reduce_legacy_));
+  m.impl("scatter.reduce_out", TORCH_FN(scatter_reduce_legacy_out));
+  m.impl("scatter.value_reduce", TORCH_FN(scatter_value_reduce));
+  m.impl("scatter_.value_reduce", TORCH_FN(scatter_value_reduce_));
+  m.impl("scatter.value_reduce_out", TORCH_FN(scatter_value_reduce_out));
+  m.impl("scatter_add", TORCH_FN(vk_scatter_add));
+  m.impl("scatter_add_", TORCH_FN(scatter_add_));
+  m.impl("scatter_add.out", TORCH_FN(scatter_add_out));
+  m.impl("scatter_reduce.two", TORCH_FN(scatter_reduce_two));
+  m.impl("scatter_reduce_.two", TORCH_FN(scatter_reduce_two_));
+  m.impl("scatter_reduce.two_out", TORCH_FN(scatter_reduce_two_out));
+  m.impl("index_add", TORCH_FN(vk_index_add));
+  m.impl("index_add_", TORCH_FN(index_add_));
+  m.impl("index_add.out", TORCH_FN(index_add_out));
+  m.impl("index_copy", TORCH_FN(vk_index_copy));
+  m.impl("index_copy_", TORCH_FN(index_copy_));
+  m.impl("index_copy.out", TORCH_FN(index_copy_out));
+  m.impl("index_fill_.int_Scalar", TORCH_FN(index_fill_scalar_));
+  m.impl("index_fill_.int_Tensor", TORCH_FN(index_fill_tensor_));
+  m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_));
+  m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor_));
+  m.impl("flip", TORCH_FN(flip));
+  m.impl("take", TORCH_FN(vk_take));
+  m.impl("put_", TORCH_FN(put_));
+  m.impl("take.out", TORCH_FN(take_out));
+  m.impl("index.Tensor", TORCH_FN(index_tensor));
+  m.impl("index.Tensor_out", TORCH_FN(index_tensor_out));
+  m.impl("_index_put_impl_", TORCH_FN(index_put_impl_));
+  m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
+}
+
+}  // namespace vkml_aten

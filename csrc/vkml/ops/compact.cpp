@@ -1,0 +1,55 @@
+#include "vkml/ops/compact.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+struct Push {
+  uint64_t prefix, src, dst;
+  uint32_t n;
+  int32_t ndim;
+  uint32_t limit;
+  int32_t size[12];
+};
+static_assert(sizeof(Push) <= 128);
+
+}  // namespace
+
+void compact(Device& dev, const CompactArgs& a) {
+  if (a.n == 0) return;
+  check_32bit_indexing(a.n, a.n, "compact");
+  std::string variant;
+  if (a.mode == CompactMode::Coordinates) {
+    variant = "x64";
+  } else {
+    switch (a.elem_size) {
+      case 1: variant = "x8"; break;
+      case 2: variant = "x16"; break;
+      case 4: variant = "x32"; break;
+      case 8: variant = "x64"; break;
+      default: fail(ErrorKind::InvalidArgument, "compact: unsupported element size");
+    }
+    VKML_CHECK_ARG(a.elem_size != 2 || dev.info().supports_fp16,
+                   "16-bit elements are not supported on " + dev.info().name);
+  }
+  VKML_CHECK_ARG(a.sizes.size() <= 12, "compact: at most 12 dims");
+  Push p{};
+  p.prefix = a.prefix;
+  p.src = a.src;
+  p.dst = a.dst;
+  p.n = uint32_t(a.n);
+  p.ndim = int32_t(a.sizes.size());
+  p.limit = uint32_t(std::min<int64_t>(a.limit, INT32_MAX));
+  for (size_t d = 0; d < a.sizes.size(); ++d) p.size[d] = int32_t(a.sizes[d]);
+  VkPipeline pipeline = dev.pipelines().get("compact_" + variant, {int(a.mode)});
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n));
+}
+
+}  // namespace vkml::ops

@@ -1,0 +1,121 @@
+#include "vkml/ops/index.h"
+
+#include <cstring>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+#include "vkml/ops/layout.h"
+
+namespace vkml::ops {
+
+namespace {
+
+constexpr int kDims = 4;  // iteration dims a dispatch handles; more are looped on the host
+
+struct Push {
+  uint64_t dst, src, idx;
+  int64_t scalar, skip;
+  int32_t size[kDims];
+  int32_t stride[3][kDims];  // dst, src, idx
+  uint32_t numel;
+  int32_t dim_stride;
+  int32_t dim_size;
+  uint32_t flags;
+};
+static_assert(sizeof(Push) <= 128);
+
+constexpr uint32_t kHasSrc = 1, kWrap = 2, kSkip = 4, kIdxI32 = 8, kBool = 16;
+
+int64_t encode(DType t, Scalar v) {
+  if (is_floating(t)) {
+    float f = float(v.f);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return int64_t(bits);
+  }
+  if (t == DType::b8) return v.i != 0 ? 1 : 0;
+  return v.i;
+}
+
+}  // namespace
+
+void index_op(Device& dev, const IndexArgs& a) {
+  const char* suffix = variant_suffix(a.dtype);
+  VKML_CHECK_ARG(suffix != nullptr && a.dtype != DType::bf16,
+                 std::string("index kernels do not support dtype ") + dtype_name(a.dtype));
+  VKML_CHECK_ARG(a.dtype != DType::f16 || dev.info().supports_fp16,
+                 "float16 is not supported on " + dev.info().name);
+  VKML_CHECK_ARG(a.idx.dtype == DType::i64 || a.idx.dtype == DType::i32,
+                 "index kernels take int64 or int32 indices");
+  VKML_CHECK_ARG(a.dst.ndim == a.idx.ndim && (a.src.address == 0 || a.src.ndim == a.dst.ndim),
+                 "index kernels: operands must share the iteration shape");
+  bool reduce = a.mode == IndexMode::Scatter && a.reduce != IndexReduce::Assign;
+  VKML_CHECK_ARG(!reduce || a.dtype != DType::f16,
+                 "index kernels: float16 reductions are not supported (accumulate in float32)");
+  VKML_CHECK_ARG(a.src.address != 0 || a.mode == IndexMode::Scatter,
+                 "index kernels: a gather needs a source tensor");
+  bool serial = reduce && (a.serial || a.dtype == DType::u8 || a.dtype == DType::b8 ||
+                           (a.dtype == DType::i64 && a.reduce != IndexReduce::Add));
+
+  MultiLayout l;
+  l.noperands = 3;
+  set_operand_from(l, 0, a.dst);
+  set_operand_from(l, 2, a.idx);
+  if (a.src.address != 0) {
+    set_operand_from(l, 1, a.src);
+  } else {
+    for (int d = 0; d < l.ndim; ++d) l.strides[1][d] = 0;
+  }
+  for (int d = 0; d < l.ndim; ++d)
+    if (l.sizes[d] == 0) return;
+  l.coalesce();
+  int64_t numel = l.numel();
+  int64_t reach = (a.dim_size > 0 ? a.dim_size - 1 : 0) * a.dim_stride;
+  check_32bit_indexing(numel, l.max_offset(0) + (a.mode == IndexMode::Scatter ? reach : 0),
+                       "index");
+  check_32bit_indexing(numel, l.max_offset(1) + (a.mode == IndexMode::Gather ? reach : 0),
+                       "index");
+  check_32bit_indexing(numel, l.max_offset(2), "index");
+
+  int op = a.mode == IndexMode::Scatter ? int(a.reduce) : 0;
+  VkPipeline pipeline = dev.pipelines().get(std::string("index_") + suffix,
+                                            {int(a.mode), op, serial ? 1 : 0});
+  Push p{};
+  p.scalar = encode(a.dtype, a.value);
+  p.skip = a.skip_value;
+  int inner = l.ndim < kDims ? l.ndim : kDims;
+  int64_t inner_numel = 1;
+  for (int d = 0; d < kDims; ++d) {
+    p.size[d] = d < inner ? int32_t(l.sizes[d]) : 1;
+    for (int k = 0; k < 3; ++k) p.stride[k][d] = d < inner ? int32_t(l.strides[k][d]) : 0;
+    if (d < inner) inner_numel *= l.sizes[d];
+  }
+  p.numel = uint32_t(inner_numel);
+  p.dim_stride = int32_t(a.dim_stride);
+  p.dim_size = int32_t(a.dim_size);
+  p.flags = (a.src.address != 0 ? kHasSrc : 0) | (a.wrap_negative ? kWrap : 0) |
+            (a.skip ? kSkip : 0) | (a.idx.dtype == DType::i32 ? kIdxI32 : 0) |
+            (a.dtype == DType::b8 ? kBool : 0);
+  size_t isz[3] = {itemsize(a.dtype), itemsize(a.dtype), itemsize(a.idx.dtype)};
+  uint64_t base[3] = {a.dst.address, a.src.address, a.idx.address};
+
+  // Dims beyond kDims (rare after coalescing) are walked here, one dispatch each.
+  int64_t outer = numel / inner_numel;
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t r = o;
+    uint64_t ptr[3] = {base[0], base[1], base[2]};
+    for (int d = inner; d < l.ndim; ++d) {
+      int64_t c = r % l.sizes[d];
+      r /= l.sizes[d];
+      for (int k = 0; k < 3; ++k)
+        if (base[k] != 0) ptr[k] += uint64_t(c * l.strides[k][d]) * isz[k];
+    }
+    p.dst = ptr[0];
+    p.src = ptr[1];
+    p.idx = ptr[2];
+    dispatch_1d(dev, pipeline, &p, sizeof(p), serial ? 1 : inner_numel);
+  }
+}
+
+}  // namespace vkml::ops

@@ -1,0 +1,185 @@
+#version 450
+// Indexed gather and scatter along one dim, over an iteration shape of up to
+// four collapsed dims with per-operand strides (innermost first):
+//   gather:  dst[p] = src[p + idx[p] * dim_stride]
+//   scatter: dst[p + idx[p] * dim_stride] (op)= src[p]   (or a scalar)
+// index_select, gather, index.Tensor, take, embedding are gathers; scatter,
+// scatter_add/reduce, index_add/copy/fill, index_put_ are scatters (the host
+// sets the strides so that p + idx * dim_stride addresses the right element).
+//
+// Indices outside [-dim_size, dim_size) (negatives only with F_WRAP) are never
+// dereferenced: a gather writes 0, a scatter skips them. The host validates
+// indices before launching, so this only keeps memory safe.
+//
+// Reductions with duplicate indices use atomics: native int32 atomics, a
+// compare-and-swap loop on the bits for float32, a carry-propagating pair of
+// 32-bit adds for int64 sums. Reductions with no atomic form here (int64
+// prod/max/min, uint8/bool) run with SERIAL = 1: one invocation walks every
+// element in order, which is slow but exact and deterministic.
+//
+// Specialization constants: 0 = mode (0 gather, 1 scatter), 1 = op (0 assign,
+// 1 add, 2 mul, 3 max, 4 min), 2 = serial.
+//! variant f32 -DST_F32
+//! variant f16 -DST_F16 -DNEED_F16
+//! variant i32 -DST_I32
+//! variant i64 -DST_I64
+//! variant u8 -DST_U8
+#include "common.glsl"
+
+const uint WG = 256;
+layout(local_size_x = WG) in;
+layout(constant_id = 0) const int MODE = 0;
+layout(constant_id = 1) const int OP = 0;
+layout(constant_id = 2) const int SERIAL = 0;
+
+#define OP_ASSIGN 0
+#define OP_ADD 1
+#define OP_MUL 2
+#define OP_MAX 3
+#define OP_MIN 4
+
+#define F_HAS_SRC 1u
+#define F_WRAP 2u
+#define F_SKIP 4u
+#define F_IDX_I32 8u
+#define F_BOOL 16u
+
+#if defined(ST_F32)
+#define BUF BufF32
+#define V float
+#define TO_ST(x) (x)
+#define SCALAR_V uintBitsToFloat(uint(pc.scalar))
+#define IS_FLOAT 1
+#elif defined(ST_F16)
+#define BUF BufF16
+#define V float
+#define TO_ST(x) float16_t(x)
+#define SCALAR_V uintBitsToFloat(uint(pc.scalar))
+#define IS_FLOAT 1
+#elif defined(ST_I32)
+#define BUF BufI32
+#define V int
+#define TO_ST(x) (x)
+#define SCALAR_V int(pc.scalar)
+#elif defined(ST_I64)
+#define BUF BufI64
+#define V int64_t
+#define TO_ST(x) (x)
+#define SCALAR_V pc.scalar
+#else
+#define BUF BufU8
+#define V uint
+#define TO_ST(x) uint8_t(((pc.flags & F_BOOL) != 0u) ? uint((x) != 0u) : (x))
+#define SCALAR_V uint(pc.scalar)
+#endif
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t dst;
+  uint64_t src;
+  uint64_t idx;
+  int64_t scalar;  // the value when there is no src: float bits or an integer
+  int64_t skip;    // with F_SKIP: elements with this index value are left out
+  int size[4];
+  int dst_stride[4];
+  int src_stride[4];
+  int idx_stride[4];
+  uint numel;
+  int dim_stride;  // applied to the index value (src for gather, dst for scatter)
+  int dim_size;    // valid indices: [0, dim_size), and [-dim_size, 0) with F_WRAP
+  uint flags;
+} pc;
+
+V ld(uint64_t p, int off) { return V(BUF(p).v[off]); }
+
+V combine(V a, V b) {
+  if (OP == OP_ADD) return a + b;
+  if (OP == OP_MUL) return a * b;
+#ifdef IS_FLOAT
+  if (isnan(a)) return a;
+  if (isnan(b)) return b;
+#endif
+  if (OP == OP_MAX) return max(a, b);
+  if (OP == OP_MIN) return min(a, b);
+  return b;
+}
+
+void reduce_into(int off, V v) {
+  if (OP == OP_ASSIGN) {
+    BUF(pc.dst).v[off] = TO_ST(v);
+    return;
+  }
+  if (SERIAL != 0) {
+    BUF(pc.dst).v[off] = TO_ST(combine(ld(pc.dst, off), v));
+    return;
+  }
+#if defined(ST_F32)
+  BufU32 w = BufU32(pc.dst);
+  uint old = w.v[off];
+  for (;;) {
+    uint nv = floatBitsToUint(combine(uintBitsToFloat(old), v));
+    uint prev = atomicCompSwap(w.v[off], old, nv);
+    if (prev == old) break;
+    old = prev;
+  }
+#elif defined(ST_I32)
+  if (OP == OP_ADD) {
+    atomicAdd(BufI32(pc.dst).v[off], v);
+  } else if (OP == OP_MAX) {
+    atomicMax(BufI32(pc.dst).v[off], v);
+  } else if (OP == OP_MIN) {
+    atomicMin(BufI32(pc.dst).v[off], v);
+  } else {
+    BufI32 w = BufI32(pc.dst);
+    int old = w.v[off];
+    for (;;) {
+      int prev = atomicCompSwap(w.v[off], old, old * v);
+      if (prev == old) break;
+      old = prev;
+    }
+  }
+#elif defined(ST_I64)
+  // Only sums reach here: the low words add atomically, and the carry out of
+  // each low add goes into the high word, so the final value is exact.
+  BufU32 w = BufU32(pc.dst);
+  uint lo = uint(uint64_t(v) & 0xffffffffUL);
+  uint hi = uint(uint64_t(v) >> 32);
+  uint old = atomicAdd(w.v[2 * off], lo);
+  uint carry = (old + lo < old) ? 1u : 0u;
+  atomicAdd(w.v[2 * off + 1], hi + carry);
+#endif
+}
+
+void process(uint i) {
+  int d_off = 0, s_off = 0, i_off = 0;
+  uint r = i;
+  for (int d = 0; d < 4; ++d) {
+    uint sz = uint(pc.size[d]);
+    int c = int(r % sz);
+    r /= sz;
+    d_off += c * pc.dst_stride[d];
+    s_off += c * pc.src_stride[d];
+    i_off += c * pc.idx_stride[d];
+  }
+  int64_t k = (pc.flags & F_IDX_I32) != 0u ? int64_t(BufI32(pc.idx).v[i_off])
+                                           : BufI64(pc.idx).v[i_off];
+  if ((pc.flags & F_SKIP) != 0u && k == pc.skip) return;
+  if (k < 0 && (pc.flags & F_WRAP) != 0u) k += pc.dim_size;
+  bool ok = k >= 0 && k < int64_t(pc.dim_size);
+  if (MODE == 0) {
+    V v = ok ? ld(pc.src, s_off + int(k) * pc.dim_stride) : V(0);
+    BUF(pc.dst).v[d_off] = TO_ST(v);
+  } else if (ok) {
+    V v = (pc.flags & F_HAS_SRC) != 0u ? ld(pc.src, s_off) : SCALAR_V;
+    reduce_into(d_off + int(k) * pc.dim_stride, v);
+  }
+}
+
+void main() {
+  uint i = linear_id();
+  if (SERIAL != 0) {
+    if (i == 0u)
+      for (uint j = 0u; j < pc.numel; ++j) process(j);
+    return;
+  }
+  if (i < pc.numel) process(i);
+}

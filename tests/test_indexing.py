@@ -1,0 +1,471 @@
+"""Indexing ops against the CPU: index_select, gather, scatter*, index_add/copy/fill,
+masked_fill, advanced indexing (index / index_put_), take, embedding, nonzero,
+masked_select / masked_scatter, flip; gradients and out-of-range errors."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import (
+    ALL_DTYPES,
+    VKML,
+    assert_close_to_cpu,
+    assert_grads_close_to_cpu,
+    assert_raises_like_cpu,
+    dtype_id,
+    make,
+)
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
+REDUCE_DTYPES = [torch.float32, torch.float16, torch.int32, torch.int64]
+
+
+def _index(shape, high, dtype=torch.int64):
+    return make(shape, torch.int64, low=0, high=high).to(dtype)
+
+
+def _perm_index(shape, dim, size):
+    """Indices along dim that are distinct within each line (no write races)."""
+    full = list(shape)
+    full[dim] = size
+    perm = torch.rand(full).argsort(dim=dim)
+    return perm.narrow(dim, 0, shape[dim])
+
+
+def _leaf(shape, dtype=torch.float32, **kw):
+    return make(shape, dtype, **kw).requires_grad_()
+
+
+# ------------------------------------------------------------ index_select
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES + [torch.uint8], ids=dtype_id)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_select(dtype, dim):
+    x = make((4, 5, 6), dtype)
+    idx = _index(7, x.shape[dim])
+    assert_close_to_cpu(lambda t, i: torch.index_select(t, dim, i), x, idx)
+
+
+def test_index_select_layouts():
+    x = make((6, 5, 4))
+    idx = _index(10, 6)
+    # transposed source, strided index, int32 index, empty index, 0-dim source
+    assert_close_to_cpu(lambda t, i: t.transpose(0, 2).index_select(2, i[::2]), x, idx)
+    assert_close_to_cpu(lambda t, i: t.index_select(0, i.int()), x, idx)
+    assert_close_to_cpu(lambda t, i: t.index_select(1, i[:0]), x, idx)
+    assert_close_to_cpu(lambda t, i: t.index_select(0, i[2]), x, idx)
+    assert_close_to_cpu(
+        lambda i: torch.tensor(2.5, device=i.device).index_select(0, i[:1] * 0), idx
+    )
+    assert_close_to_cpu(
+        lambda t, i: torch.index_select(t, 1, i.clamp(max=4), out=t.new_empty(0)), x, idx
+    )
+    # more than four non-mergeable dims: the host walks the outer ones
+    y = make((2, 3, 2, 3, 2, 3))
+    assert_close_to_cpu(
+        lambda t, i: t.permute(5, 3, 1, 0, 2, 4).index_select(2, i), y, _index(4, 3)
+    )
+
+
+def test_index_select_backward():
+    x = _leaf((5, 4))
+    idx = torch.tensor([0, 2, 2, 4, 0, 0])
+    assert_grads_close_to_cpu(lambda t, i: t.index_select(0, i) * 3, x, idx)
+    assert_grads_close_to_cpu(lambda t, i: t.index_select(1, i % 4), x, idx)
+
+
+# ------------------------------------------------------------------ gather
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gather(dtype, dim):
+    x = make((4, 5, 6), dtype)
+    shape = [3, 4, 5]
+    shape[dim] = 7
+    idx = _index(shape, x.shape[dim])
+    assert_close_to_cpu(lambda t, i: torch.gather(t, dim, i), x, idx)
+
+
+def test_gather_layouts():
+    x = make((5, 6))
+    idx = _index((5, 6), 5)
+    assert_close_to_cpu(lambda t, i: torch.gather(t.t(), 1, i.t()), x, idx)
+    assert_close_to_cpu(lambda t, i: torch.gather(t, 1, i[:, ::2].int()), x, idx)
+    assert_close_to_cpu(lambda t, i: torch.gather(t, 0, i[:, :0]), x, idx)
+    assert_close_to_cpu(lambda t, i: torch.gather(t, 0, i, out=torch.empty_like(t)), x, idx)
+    z = torch.tensor(1.5)
+    assert_close_to_cpu(lambda t, i: torch.gather(t, 0, i), z, torch.tensor(0))
+    assert_close_to_cpu(lambda t, i: torch.take_along_dim(t, i, dim=1), x, _index((5, 3), 6))
+    assert_close_to_cpu(lambda t, i: torch.take_along_dim(t, i), x, _index(7, 30))
+
+
+def test_gather_backward():
+    x = _leaf((4, 6))
+    idx = _index((4, 9), 6)  # duplicates: the backward scatter_add accumulates
+    assert_grads_close_to_cpu(lambda t, i: torch.gather(t, 1, i), x, idx)
+    assert_grads_close_to_cpu(lambda t, i: torch.gather(t.t(), 0, i.t()), x, idx)
+
+
+# ----------------------------------------------------------------- scatter
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_scatter_src_and_value(dtype, dim):
+    x = make((5, 6, 7), dtype)
+    src = make((5, 6, 7), dtype)
+    shape = [4, 5, 6]
+    shape[dim] = 3
+    idx = _perm_index(shape, dim % 3, x.shape[dim])
+    value = True if dtype == torch.bool else 4
+    assert_close_to_cpu(lambda t, i, s: t.scatter(dim, i, s), x, idx, src)
+    assert_close_to_cpu(lambda t, i: t.scatter(dim, i, value), x, idx)
+    assert_close_to_cpu(lambda t, i, s: t.scatter_(dim, i, s[:4, :5, :6]), x, idx, src)
+
+
+@pytest.mark.parametrize("dtype", REDUCE_DTYPES, ids=dtype_id)
+def test_scatter_add_duplicates(dtype):
+    x = make((4, 6), dtype, low=-3, high=4)
+    src = make((4, 20), dtype, low=-3, high=4)
+    idx = _index((4, 20), 6)
+    assert_close_to_cpu(lambda t, i, s: t.scatter_add(1, i, s), x, idx, src)
+    assert_close_to_cpu(lambda t, i, s: t.scatter_add_(0, i[:, :6] % 4, s[:, :6]), x, idx, src)
+    assert_close_to_cpu(
+        lambda t, i, s: torch.scatter_add(t, 1, i, s, out=torch.empty_like(t)), x, idx, src
+    )
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.int64], ids=dtype_id)
+def test_scatter_legacy_reduce(dtype, reduce):
+    x = make((3, 5), dtype, low=1, high=3)
+    src = make((3, 8), dtype, low=1, high=3)
+    idx = _index((3, 8), 5)
+    assert_close_to_cpu(lambda t, i, s: t.scatter(1, i, s, reduce=reduce), x, idx, src)
+    assert_close_to_cpu(lambda t, i: t.scatter(1, i, 2, reduce=reduce), x, idx)
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dtype", REDUCE_DTYPES, ids=dtype_id)
+def test_scatter_reduce(dtype, reduce, include_self):
+    x = make((4, 5), dtype, low=-2, high=3, nonzero=True)
+    src = make((4, 9), dtype, low=-2, high=3, nonzero=True)
+    idx = _index((4, 9), 4)  # some destinations get nothing, others several
+    kw = dict(atol=2e-2, rtol=2e-2) if dtype == torch.float16 else {}
+    assert_close_to_cpu(
+        lambda t, i, s: t.scatter_reduce(1, i, s, reduce, include_self=include_self),
+        x,
+        idx,
+        src,
+        **kw,
+    )
+
+
+def test_scatter_reduce_nan_and_empty():
+    x = torch.zeros(3)
+    src = torch.tensor([1.0, float("nan"), 2.0, -1.0])
+    idx = torch.tensor([0, 0, 1, 2])
+    for r in ("amax", "amin", "sum"):
+        assert_close_to_cpu(lambda t, i, s, r=r: t.scatter_reduce(0, i, s, r), x, idx, src)
+    assert_close_to_cpu(lambda t, i, s: t.scatter_reduce(0, i[:0], s[:0], "sum"), x, idx, src)
+
+
+def test_scatter_backward():
+    x = _leaf((4, 6))
+    src = _leaf((4, 3))
+    idx = _perm_index((4, 3), 1, 6)
+    assert_grads_close_to_cpu(lambda t, i, s: t.scatter(1, i, s), x, idx, src)
+    assert_grads_close_to_cpu(lambda t, i, s: t.scatter_add(1, i, s), x, idx, src)
+
+
+# --------------------------------------------------- index_add / copy / fill
+
+
+@pytest.mark.parametrize("dtype", REDUCE_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dim", [0, -1])
+def test_index_add(dtype, dim):
+    x = make((5, 6), dtype)
+    idx = torch.tensor([0, 4, 4, 1, 0, 0, 3])
+    shape = [5, 6]
+    shape[dim] = len(idx)
+    src = make(shape, dtype)
+    kw = dict(atol=2e-2, rtol=2e-2) if dtype == torch.float16 else {}
+    assert_close_to_cpu(lambda t, i, s: t.index_add(dim, i, s), x, idx, src, **kw)
+    alpha = 2.5 if dtype.is_floating_point else 3
+    assert_close_to_cpu(lambda t, i, s: t.index_add_(dim, i, s, alpha=alpha), x, idx, src, **kw)
+
+
+def test_index_add_layouts_and_backward():
+    x = make((6, 5))
+    src = make((4, 5))
+    idx = torch.tensor([1, 1, 3, 0])
+    assert_close_to_cpu(lambda t, i, s: t.t().index_add(1, i, s.t()), x, idx, src)
+    assert_close_to_cpu(lambda t, i, s: t.index_add(0, i[:0], s[:0]), x, idx, src)
+    assert_close_to_cpu(
+        lambda t, i, s: torch.index_add(t, 0, i, s, out=torch.empty_like(t)), x, idx, src
+    )
+    a, b = _leaf((6, 5)), _leaf((4, 5))
+    assert_grads_close_to_cpu(lambda t, s, i: t.index_add(0, i, s), a, b, idx)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_index_copy_and_fill(dtype):
+    x = make((5, 6), dtype)
+    src = make((5, 3), dtype)
+    idx = torch.tensor([4, 0, 2])
+    assert_close_to_cpu(lambda t, i, s: t.index_copy(1, i, s), x, idx, src)
+    assert_close_to_cpu(lambda t, i, s: t.index_copy_(0, i, s.t()[:3]), x, idx, make((6, 5), dtype))
+    value = False if dtype == torch.bool else 7
+    assert_close_to_cpu(lambda t, i: t.index_fill(1, i, value), x, torch.tensor([1, -1, 1]))
+    assert_close_to_cpu(lambda t, i: t.index_fill_(0, i, torch.tensor(value, dtype=dtype)), x, idx)
+    assert_close_to_cpu(
+        lambda t, i: t.index_fill(0, i, torch.tensor(value, dtype=dtype, device=t.device)), x, idx
+    )
+
+
+# ------------------------------------------------------------- masked_fill
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_masked_fill(dtype):
+    x = make((4, 5), dtype)
+    mask = make((4, 5), torch.bool)
+    value = True if dtype == torch.bool else 3
+    assert_close_to_cpu(lambda t, m: t.masked_fill(m, value), x, mask)
+    assert_close_to_cpu(lambda t, m: t.masked_fill(m[0], value), x, mask)  # broadcast mask
+    assert_close_to_cpu(lambda t, m: t.t().masked_fill_(m.t(), value), x, mask)
+    assert_close_to_cpu(lambda t, m: t.masked_fill(m, torch.tensor(value)), x, mask)
+    assert_close_to_cpu(
+        lambda t, m: t.masked_fill(m, torch.tensor(value, dtype=dtype, device=t.device)), x, mask
+    )
+    assert_close_to_cpu(lambda t, m: t[:0].masked_fill(m[:0], value), x, mask)
+
+
+def test_masked_fill_backward():
+    x = _leaf((4, 5))
+    mask = make((4, 5), torch.bool)
+    assert_grads_close_to_cpu(lambda t, m: t.masked_fill(m, -1.0) * 2, x, mask)
+    assert_grads_close_to_cpu(lambda t, m: t.masked_fill(m, float("-inf")).softmax(1), x, mask)
+
+
+# ------------------------------------------------------- advanced indexing
+
+INDEXERS = {
+    "long": lambda t, i, m: t[i],
+    "negative": lambda t, i, m: t[i - 5],
+    "int32": lambda t, i, m: t[i.int()],
+    "second_dim": lambda t, i, m: t[:, i % 4],
+    "two_broadcast": lambda t, i, m: t[i[:3, None], i[None, :2] % 4],
+    "non_adjacent": lambda t, i, m: t[i[:3], :, i[:3] % 3],
+    "ellipsis_last": lambda t, i, m: t[..., i % 3],
+    "none_and_slice": lambda t, i, m: t[None, 1:, i % 4],
+    "bool_mask": lambda t, i, m: t[m],
+    "bool_mask_rows": lambda t, i, m: t[m[:, 0, 0]],
+    "mask_and_index": lambda t, i, m: t[m[:, :, 0], i[0, :1] % 3],
+    "scalar_index": lambda t, i, m: t[i[0], 2],
+    "empty": lambda t, i, m: t[i[:0]],
+    "transposed": lambda t, i, m: t.transpose(0, 2)[i % 3],
+}
+
+
+@pytest.mark.parametrize("case", list(INDEXERS))
+def test_index(case):
+    x = make((5, 4, 3))
+    idx = _index((4, 4), 5)
+    mask = make((5, 4, 3), torch.bool)
+    assert_close_to_cpu(INDEXERS[case], x, idx, mask)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_index_dtypes(dtype):
+    x = make((6, 3), dtype)
+    assert_close_to_cpu(lambda t, i: t[i, 1:], x, _index(5, 6))
+    assert_close_to_cpu(lambda t, i: t[i, i % 3], x, _index(5, 6))
+
+
+@pytest.mark.parametrize("case", ["long", "two_broadcast", "bool_mask", "non_adjacent"])
+def test_index_backward(case):
+    x = _leaf((5, 4, 3))
+    idx = _index((4, 4), 5)  # duplicates: the backward index_put_ accumulates
+    mask = make((5, 4, 3), torch.bool)
+    assert_grads_close_to_cpu(INDEXERS[case], x, idx, mask)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_index_put(dtype):
+    x = make((5, 4), dtype)
+    v = make((3, 4), dtype)
+
+    def put(t, values, i, m):
+        t[i] = values
+        t[m, 1] = values[0, 0]
+        t[:, i[1:2]] = values[:, :1].sum(0).to(t.dtype) if dtype != torch.bool else values[0, 0]
+        return t
+
+    def put_mask(t, m):
+        u = t.masked_fill(m, 1)
+        u[m] = 0  # a python scalar through a boolean mask
+        u[~m] = t[m].sum().to(t.dtype) if t.numel() else 0
+        return u
+
+    assert_close_to_cpu(put, x, v, torch.tensor([4, 0, -3]), make(5, torch.bool))
+    assert_close_to_cpu(put_mask, x, make((5, 4), torch.bool))
+
+
+@pytest.mark.parametrize("dtype", REDUCE_DTYPES, ids=dtype_id)
+def test_index_put_accumulate(dtype):
+    x = make((5, 4), dtype)
+    v = make((7, 4), dtype)
+    idx = torch.tensor([0, 3, 3, 1, 0, 3, 4])
+    kw = dict(atol=2e-2, rtol=2e-2) if dtype == torch.float16 else {}
+    assert_close_to_cpu(lambda t, i, s: t.index_put_((i,), s, accumulate=True), x, idx, v, **kw)
+    assert_close_to_cpu(
+        lambda t, i, s: t.index_put((i, i % 4), s[:, 0], accumulate=True), x, idx, v, **kw
+    )
+    assert_close_to_cpu(lambda t, i, s: t.index_put((i[:0],), s[:0], accumulate=True), x, idx, v)
+
+
+# ------------------------------------------------------------ take, flip
+
+
+def test_take():
+    x = make((4, 5))
+    idx = make((3, 4), torch.int64, low=-20, high=20)
+    assert_close_to_cpu(lambda t, i: torch.take(t, i), x, idx)
+    assert_close_to_cpu(lambda t, i: torch.take(t.t(), i), x, idx)
+    assert_close_to_cpu(lambda t, i: torch.take(t, i[:0]), x, idx)
+    assert_grads_close_to_cpu(lambda t, i: torch.take(t, i), _leaf((4, 5)), idx)
+    src = make(12)
+    assert_close_to_cpu(lambda t, i, s: t.put_(i, s.view(3, 4)), x, idx.abs(), src)
+    assert_close_to_cpu(lambda t, i, s: t.t().put(i, s, accumulate=True), x, idx, src)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_flip(dtype):
+    x = make((3, 4, 5), dtype)
+    assert_close_to_cpu(lambda t: t.flip(0), x)
+    assert_close_to_cpu(lambda t: t.flip(-1, 1), x)
+    assert_close_to_cpu(lambda t: t.transpose(0, 2).flip(0, 1, 2), x)
+    assert_close_to_cpu(lambda t: t[:0].flip(0), x)
+    assert_close_to_cpu(lambda t: t[0, 0, 0].flip(()), x)
+
+
+# -------------------------------------------------------- embedding, one_hot
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=dtype_id)
+@pytest.mark.parametrize("padding_idx", [None, 2])
+@pytest.mark.parametrize("scale", [False, True])
+def test_embedding(dtype, padding_idx, scale):
+    w = _leaf((10, 6), dtype)
+    idx = _index((4, 7), 10)
+    idx[0, :3] = 2
+
+    def fn(weight, i):
+        return F.embedding(i, weight, padding_idx=padding_idx, scale_grad_by_freq=scale)
+
+    kw = dict(atol=2e-2, rtol=2e-2) if dtype == torch.float16 else {}
+    assert_grads_close_to_cpu(fn, w, idx, **kw)
+
+
+def test_embedding_module_and_one_hot():
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(8, 4, padding_idx=0)
+    idx = _index((3, 5), 8)
+    emb_v = torch.nn.Embedding(8, 4, padding_idx=0).to(VKML)
+    emb_v.load_state_dict(emb.state_dict())
+    out, out_v = emb(idx), emb_v(idx.to(VKML))
+    out.sum().backward()
+    out_v.sum().backward()
+    torch.testing.assert_close(out_v.cpu(), out)
+    torch.testing.assert_close(emb_v.weight.grad.cpu(), emb.weight.grad)
+    assert_close_to_cpu(lambda i: F.one_hot(i, 9), idx)
+    assert_close_to_cpu(lambda i: F.one_hot(i), idx)
+
+
+# ---------------------------------------- nonzero, masked_select / _scatter
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES + [torch.uint8], ids=dtype_id)
+def test_nonzero(dtype):
+    x = make((4, 5, 3), dtype, low=-1, high=2)
+    assert_close_to_cpu(torch.nonzero, x)
+    assert_close_to_cpu(lambda t: t.transpose(0, 2).nonzero(), x)
+    assert_close_to_cpu(lambda t: torch.nonzero(t, as_tuple=True), x)
+    assert_close_to_cpu(torch.argwhere, x)
+
+
+def test_nonzero_edge_cases():
+    assert_close_to_cpu(torch.nonzero, torch.zeros(3, 4))
+    assert_close_to_cpu(torch.nonzero, torch.ones(0, 4))
+    assert_close_to_cpu(torch.nonzero, torch.tensor(2.0))
+    assert_close_to_cpu(torch.nonzero, torch.tensor(0))
+    big = make(3000, torch.bool)  # several tiles of the prefix scan
+    assert_close_to_cpu(torch.nonzero, big)
+    assert_close_to_cpu(
+        lambda t: torch.nonzero(t, out=torch.empty(0, dtype=torch.long, device=t.device)), big
+    )
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_masked_select_and_scatter(dtype):
+    x = make((4, 5), dtype)
+    mask = make((4, 5), torch.bool)
+    src = make(25, dtype)
+    assert_close_to_cpu(torch.masked_select, x, mask)
+    assert_close_to_cpu(lambda t, m: t.masked_select(m[1]), x, mask)  # broadcast mask
+    assert_close_to_cpu(lambda t, m: t.t().masked_select(m.t()), x, mask)
+    assert_close_to_cpu(lambda t, m: t[:0].masked_select(m[:0]), x, mask)
+    assert_close_to_cpu(lambda t, m, s: t.masked_scatter(m, s), x, mask, src)
+    assert_close_to_cpu(lambda t, m, s: t.t().masked_scatter_(m.t(), s.view(5, 5)), x, mask, src)
+    assert_close_to_cpu(lambda t, m, s: t.masked_scatter(m[2], s), x, mask, src)
+
+
+def test_masked_select_backward():
+    x = _leaf((4, 5))
+    mask = make((4, 5), torch.bool)
+    assert_grads_close_to_cpu(lambda t, m: t.masked_select(m), x, mask)
+    src = _leaf(20)
+    assert_grads_close_to_cpu(lambda t, m, s: (t * 1).masked_scatter(m, s), x, mask, src)
+
+
+# ------------------------------------------------------------------ errors
+
+ERRORS = {
+    "index_select": lambda t, i: t.index_select(0, i),
+    "index_select_negative": lambda t, i: t.index_select(0, i - 20),
+    "gather": lambda t, i: t.gather(0, i.view(1, -1)),
+    "scatter": lambda t, i: t.scatter(0, i.view(1, -1), 1.0),
+    "scatter_add": lambda t, i: t.scatter_add(0, i.view(1, -1), t[:1, :3] * 0 + 1),
+    "index_add": lambda t, i: t.index_add(0, i, t[:3] * 0),
+    "index_copy": lambda t, i: t.index_copy(0, i, t[:3]),
+    "index_fill": lambda t, i: t.index_fill(0, i, 1.0),
+    "index": lambda t, i: t[i],
+    "index_negative": lambda t, i: t[i - 20],
+    "index_put": lambda t, i: t.index_put_((i,), torch.tensor(1.0, device=t.device)),
+    "put": lambda t, i: t.put_(i * 3, t[0, :3] * 1),
+    "take": lambda t, i: torch.take(t, i * 3),
+    "embedding": lambda t, i: F.embedding(i, t),
+}
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_out_of_range_index_raises_like_cpu(case):
+    x = make((4, 5))
+    idx = torch.tensor([0, 9, 1])
+    assert_raises_like_cpu(ERRORS[case], x, idx)
+
+
+def test_bad_arguments_raise_like_cpu():
+    x = make((4, 5))
+    idx = torch.tensor([0, 1])
+    assert_raises_like_cpu(lambda t, i: t.index_select(0, i.float()), x, idx)
+    assert_raises_like_cpu(lambda t, i: t.scatter(0, i.view(1, -1), t.int()), x, idx)
+    assert_raises_like_cpu(lambda t, i: t.masked_fill(i.view(1, -1) > 0, 1.0), x, idx)
+    assert_raises_like_cpu(lambda t, i: t[i, i, i], x, idx)
+    assert_raises_like_cpu(lambda t, i: t[t > 0, i[:1] * 0, i], x, idx)
+    assert_raises_like_cpu(lambda t, i: t.masked_scatter(t > -9, t[:1]), x, idx)
