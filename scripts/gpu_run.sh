@@ -45,14 +45,21 @@ if "nvidia" not in p.name.lower():
 PYEOF
 
 echo "==> [$(elapsed)s] pytest (limit ${STEP_TEST_S}s)"
-set +e
-LP_NUM_THREADS=0 TORCH_VKML_VALIDATION=${TORCH_VKML_VALIDATION:-0} timeout "$STEP_TEST_S" \
-  "$PY" -m pytest -q --maxfail=30 -p no:cacheprovider --junitxml="$OUT/junit.xml" tests \
-  >"$OUT/pytest.log" 2>&1
-rc=$?
-set -e
-tail -15 "$OUT/pytest.log"
-summary+=("pytest: rc=$rc ($(tail -1 "$OUT/pytest.log" | tr -d '='))")
+if "$PY" -c "import pytest" 2>/dev/null; then
+  set +e
+  # No validation layer is carried to that machine: TORCH_VKML_VALIDATION=1 would only
+  # report that it is missing.
+  LP_NUM_THREADS=0 TORCH_VKML_VALIDATION=${TORCH_VKML_VALIDATION:-0} timeout -k 10 "$STEP_TEST_S" \
+    "$PY" -m pytest -q --maxfail=30 -p no:cacheprovider --junitxml="$OUT/junit.xml" tests \
+    >"$OUT/pytest.log" 2>&1
+  rc=$?
+  set -e
+  tail -15 "$OUT/pytest.log"
+  summary+=("pytest: rc=$rc ($(tail -1 "$OUT/pytest.log" | tr -d '='))")
+else
+  echo "pytest is not installed for $PY: skipping the tests"
+  summary+=("pytest: not installed, skipped")
+fi
 
 # What is left of the 9 minutes goes to the bench (at least 60 s), minus a margin for output.
 left=$(( 520 - $(elapsed) ))
@@ -60,7 +67,7 @@ budget=$(( left < STEP_BENCH_S ? left : STEP_BENCH_S ))
 budget=$(( budget < 60 ? 60 : budget ))
 echo "==> [$(elapsed)s] bench (limit ${budget}s)"
 set +e
-timeout "$budget" "$PY" -m torch_vkml.bench --out "$OUT/bench" \
+timeout -k 15 "$budget" "$PY" -m torch_vkml.bench --out "$OUT/bench" \
   --time-budget $(( budget * 2 / 3 )) ${BENCH_ARGS:-} >"$OUT/bench.log" 2>&1
 rc=$?
 set -e

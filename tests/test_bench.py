@@ -145,3 +145,39 @@ def test_bench_cli_lists_cases():
     assert proc.returncode == 0, describe(proc)
     lines = proc.stdout.strip().splitlines()
     assert lines and all(line.startswith("gemm/fp16/") for line in lines)
+
+
+@pytest.mark.parametrize("profile,big", [("quick", False), ("full", False), ("full", True)])
+def test_bench_profiles_cover_the_suite(profile, big):
+    from torch_vkml.bench import cases
+
+    built = cases.build(profile, big)
+    names = [c.name for c in built]
+    assert len(names) == len(set(names))
+    for family in (
+        "host-overhead/",
+        "gemm/fp32/",
+        "gemm/fp16/",
+        "gemm/bf16/",
+        "add/",
+        "mul/",
+        "gelu/",
+        "sum-rows/",
+        "sum-cols/",
+        "softmax/",
+        "layer_norm/",
+        "conv2d/",
+        "train/digits-mlp/",
+        "train/small-cnn/",
+        "train/resnet18/",
+        "infer/resnet18/",
+        "train/lm-",
+        "infer/lm-",
+    ):
+        assert any(n.startswith(family) for n in names), family
+    assert all(c.work > 0 for c in built if c.unit != "us/op")
+    if big:
+        assert "train/resnet18/b64x224" in names
+        assert "gemm/fp32/4096x512x14336" in names
+        assert any(n.startswith("add/fp32/256M") for n in names)
+        assert "train/lm-12x768/b4x512" in names
