@@ -78,8 +78,9 @@ def test_conv2d_float16(case):
 def test_conv1d(groups):
     x, w, b = _leaf((2, 4, 11)), _leaf((6, 4 // groups, 3)), _leaf(6)
     check_conv(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1, groups=groups), x, w, b)
-    check_conv(lambda x, w, b: F.conv1d(x, w, b, dilation=2, padding="same"), x,
-               _leaf((6, 4, 3)), b)
+    check_conv(
+        lambda x, w, b: F.conv1d(x, w, b, dilation=2, padding="same"), x, _leaf((6, 4, 3)), b
+    )
 
 
 def test_conv3d():
@@ -104,16 +105,22 @@ def test_conv_transpose2d(case):
     x, w, b = _leaf((n, ci, *sp)), _leaf((ci, co // g, *ks)), _leaf(co)
 
     def fn(x, w, b):
-        return F.conv_transpose2d(x, w, b, stride=s, padding=p, output_padding=op, groups=g,
-                                  dilation=d)
+        return F.conv_transpose2d(
+            x, w, b, stride=s, padding=p, output_padding=op, groups=g, dilation=d
+        )
 
     check_conv(fn, x, w, b)
 
 
 def test_conv_transpose2d_float16():
     x, w, b = _leaf((2, 4, 4, 5)), _leaf((4, 3, 3, 3)), _leaf(3)
-    check_conv(lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
-               x, w, b, torch.float16)
+    check_conv(
+        lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
+        x,
+        w,
+        b,
+        torch.float16,
+    )
 
 
 def test_conv_transpose1d_and_3d():

@@ -49,8 +49,9 @@ def test_batch_norm_functional(shape, training, affine, dtype):
 
 def test_batch_norm_without_running_stats():
     x, w, b = _leaf((3, 4, 5)), _leaf(4), _leaf(4)
-    assert_grads_close_to_cpu(lambda x, w, b: F.batch_norm(x, None, None, w, b, True), x, w, b,
-                              **TOL[torch.float32])
+    assert_grads_close_to_cpu(
+        lambda x, w, b: F.batch_norm(x, None, None, w, b, True), x, w, b, **TOL[torch.float32]
+    )
 
 
 @pytest.mark.parametrize("train", [True, False])
@@ -69,8 +70,19 @@ def test_batch_norm_without_running_stats():
         (lambda: torch.nn.LayerNorm((3, 4), elementwise_affine=False), (2, 3, 4)),
         (lambda: torch.nn.LayerNorm([5], bias=False), (4, 5)),
     ],
-    ids=["BN1d", "BN1d_cma", "BN2d", "BN2d_plain", "IN2d", "IN2d_affine_stats", "GN",
-         "GN_plain", "LN", "LN_2d_plain", "LN_nobias"],
+    ids=[
+        "BN1d",
+        "BN1d_cma",
+        "BN2d",
+        "BN2d_plain",
+        "IN2d",
+        "IN2d_affine_stats",
+        "GN",
+        "GN_plain",
+        "LN",
+        "LN_2d_plain",
+        "LN_nobias",
+    ],
 )
 def test_modules(make_module, shape, train):
     torch.manual_seed(0)
@@ -104,8 +116,9 @@ def test_modules(make_module, shape, train):
 @pytest.mark.parametrize("shape, norm", [((4, 7), (7,)), ((2, 3, 5), (3, 5)), ((3, 300), (300,))])
 def test_layer_norm(shape, norm, dtype):
     x, w, b = _leaf(shape, dtype), _leaf(norm, dtype), _leaf(norm, dtype)
-    assert_grads_close_to_cpu(lambda x, w, b: F.layer_norm(x, norm, w, b, 1e-4), x, w, b,
-                              **TOL[dtype])
+    assert_grads_close_to_cpu(
+        lambda x, w, b: F.layer_norm(x, norm, w, b, 1e-4), x, w, b, **TOL[dtype]
+    )
     assert_grads_close_to_cpu(lambda x: F.layer_norm(x, norm), x, **TOL[dtype])
 
 
@@ -113,8 +126,11 @@ def test_layer_norm_noncontiguous_and_stats():
     x = _leaf((6, 4))
     assert_grads_close_to_cpu(lambda x: F.layer_norm(x.t(), (6,)), x, **TOL[torch.float32])
     x = make((2, 3, 4))
-    for c, v in zip(torch.native_layer_norm(x, [4], None, None, 1e-5),
-                    torch.native_layer_norm(x.to("vkml"), [4], None, None, 1e-5), strict=True):
+    for c, v in zip(
+        torch.native_layer_norm(x, [4], None, None, 1e-5),
+        torch.native_layer_norm(x.to("vkml"), [4], None, None, 1e-5),
+        strict=True,
+    ):
         assert_same(v, c, **TOL[torch.float32])
 
 
@@ -151,3 +167,34 @@ def test_empty_batch():
     x = make((0, 3, 4))
     out = F.layer_norm(x.to("vkml"), (4,))
     assert out.shape == (0, 3, 4) and out.device.type == "vkml"
+
+
+def test_batch_norm_legit_variants():
+    """The variants that export / compile decompositions call directly."""
+    aten = torch.ops.aten
+    x, w, b = make((2, 3, 4, 5)), make(3, low=0.5, high=2), make(3)
+    rm, rv = make(3), make(3, low=0.5, high=2)
+    calls = [
+        lambda x, w, b, rm, rv: (
+            aten._native_batch_norm_legit(x, w, b, rm, rv, True, 0.1, 1e-5) + (rm, rv)
+        ),
+        lambda x, w, b, rm, rv: aten._native_batch_norm_legit(x, w, b, True, 0.1, 1e-5),
+        lambda x, w, b, rm, rv: aten._native_batch_norm_legit_no_training(
+            x, w, b, rm, rv, 0.1, 1e-5
+        ),
+        lambda x, w, b, rm, rv: (
+            aten._batch_norm_with_update(x, w, b, rm, rv, 0.1, 1e-5)[:3] + (rm, rv)
+        ),
+    ]
+    for i, fn in enumerate(calls):
+        expected = fn(*to_device((x, w, b, rm, rv), "cpu"))
+        actual = fn(*to_device((x, w, b, rm, rv), "vkml"))
+        assert_same(actual, expected, where=f"variant {i}", **TOL[torch.float32])
+    g = make((2, 3, 4, 5))
+    _, mean, invstd = torch.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5)
+    args = (g, x, w, rm, rv, mean, invstd, True, 1e-5, [True, True, True])
+    expected = aten.batch_norm_backward(*args, torch.empty(0, dtype=torch.uint8))
+    actual = aten.batch_norm_backward(
+        *to_device(args, "vkml"), torch.empty(0, dtype=torch.uint8, device="vkml")
+    )
+    assert_same(actual, expected, **TOL[torch.float32])

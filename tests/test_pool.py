@@ -49,8 +49,9 @@ def test_max_pool1d_and_3d():
 AVG2D = {
     "k3s2": dict(kernel_size=3, stride=2),
     "pad_include": dict(kernel_size=3, stride=2, padding=1),
-    "pad_exclude_ceil": dict(kernel_size=3, stride=2, padding=1, count_include_pad=False,
-                             ceil_mode=True),
+    "pad_exclude_ceil": dict(
+        kernel_size=3, stride=2, padding=1, count_include_pad=False, ceil_mode=True
+    ),
     "ceil_include": dict(kernel_size=2, stride=2, padding=1, ceil_mode=True),
     "divisor": dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), divisor_override=5),
 }
