@@ -31,7 +31,8 @@ void for_each_term(const ConvShape& s, F f) {
                       continue;
                     int64_t ci = co / cog * cig + cl;
                     int64_t xo = (((n * s.ci + ci) * s.in[0] + iz) * s.in[1] + iy) * s.in[2] + ix;
-                    int64_t yo = (((n * s.co + co) * s.out[0] + oz) * s.out[1] + oy) * s.out[2] + ox;
+                    int64_t yo =
+                        (((n * s.co + co) * s.out[0] + oz) * s.out[1] + oy) * s.out[2] + ox;
                     int64_t wo = (((co * cig + cl) * s.kernel[0] + kz) * s.kernel[1] + ky) *
                                      s.kernel[2] + kx;
                     f(xo, yo, wo);
@@ -89,6 +90,12 @@ TEST_F(ConvTest, Float32Conv2d) {
   check(dev(), shape2d(2, 4, 6, 2, 9, 8, 3, 2, 0, 1), DType::f32);
   check(dev(), shape2d(1, 3, 2, 1, 9, 9, 3, 1, 2, 2), DType::f32);
   check(dev(), shape2d(2, 4, 4, 4, 6, 7, 5, 2, 2, 1), DType::f32);  // depthwise
+}
+
+TEST_F(ConvTest, ChannelTilesWithRemainders) {
+  check(dev(), shape2d(1, 9, 10, 1, 5, 6, 3, 1, 1, 1), DType::f32);   // tiles of 8: 8 + 1, 8 + 2
+  check(dev(), shape2d(2, 16, 20, 2, 5, 5, 3, 2, 1, 1), DType::f32);  // per group: 8 in, 10 out
+  check(dev(), shape2d(1, 5, 6, 1, 4, 4, 1, 1, 0, 1), DType::f32);    // tiles of 4
 }
 
 TEST_F(ConvTest, Float32Conv1dAnd3d) {

@@ -44,18 +44,21 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     p.dil[d] = int32_t(s.dilation[d]);
   }
   const char* name = dtype == DType::f16 ? "conv_f16" : "conv_f32";
+  // Channels per thread (mode 0: output channels, else input channels) of one group.
+  int64_t per_group = mode == 0 ? s.co / s.groups : s.ci / s.groups;
+  int32_t tile = per_group >= 8 ? 8 : per_group >= 4 ? 4 : 1;
+  int64_t tiles = s.groups * ((per_group + tile - 1) / tile);
+  uint32_t wg = 64;
+  VkPipeline pipeline = dev.pipelines().get(name, {mode, int32_t(wg), tile});
   if (mode == 2) {
-    uint32_t wg = 64;
-    VkPipeline pipeline = dev.pipelines().get(name, {mode, int32_t(wg)});
-    uint64_t groups = uint64_t(w_numel);
+    uint64_t groups = uint64_t(s.co * ((per_group + tile - 1) / tile) * prod3(s.kernel));
     uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
     uint32_t gx = uint32_t(std::min(groups, max_x));
     uint32_t gy = uint32_t((groups + gx - 1) / gx);
     dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1);
   } else {
-    uint32_t wg = 64;
-    VkPipeline pipeline = dev.pipelines().get(name, {mode, int32_t(wg)});
-    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(out_numel), wg);
+    int64_t spatial = mode == 0 ? prod3(s.out) : prod3(s.in);
+    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(s.n * tiles * spatial), wg);
   }
 }
 

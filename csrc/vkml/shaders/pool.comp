@@ -117,7 +117,8 @@ void main() {
       float acc = 0.0;
       for (int z = lz; z < hz; ++z)
         for (int y = ly; y < hy; ++y)
-          for (int x = lx; x < hx; ++x) acc += ld(pc.x, ib + uint((z * pc.isz.y + y) * pc.isz.z + x));
+          for (int x = lx; x < hx; ++x)
+            acc += ld(pc.x, ib + uint((z * pc.isz.y + y) * pc.isz.z + x));
       bool empty = lz >= hz || ly >= hy || lx >= hx;
       STORE(pc.y, t, empty ? 0.0 : acc / avg_divisor(lz, hz, pz, ly, hy, py, lx, hx, px));
     }
