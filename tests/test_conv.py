@@ -46,6 +46,10 @@ CONV2D = {
     "groups2": (2, 4, (6, 5), 6, 3, 2, 1, 1, 2, True),
     "depthwise": (2, 6, (7, 7), 6, 5, 1, 2, 1, 6, True),
     "1x1": (2, 8, (5, 5), 4, 1, 1, 0, 1, 1, True),
+    # 8+ channels per group: the tiled implicit GEMM kernel
+    "wide": (2, 8, (6, 7), 12, 3, 2, 1, 1, 1, True),
+    "wide_groups2_dilation": (1, 16, (7, 6), 18, 3, 1, 2, 2, 2, True),
+    "wide_many_tiles": (3, 40, (9, 9), 36, 3, 1, 1, 1, 1, False),
 }
 
 
@@ -63,7 +67,7 @@ def test_conv2d(case):
     check_conv(fn, x, w, b)
 
 
-@pytest.mark.parametrize("case", ["3x3", "groups2", "dilation2"])
+@pytest.mark.parametrize("case", ["3x3", "groups2", "dilation2", "wide_groups2_dilation"])
 def test_conv2d_float16(case):
     n, ci, sp, co, k, s, p, d, g, bias = CONV2D[case]
     x, w, b = _leaf((n, ci, *sp)), _leaf((co, ci // g, k, k)), _leaf(co)
@@ -81,12 +85,18 @@ def test_conv1d(groups):
     check_conv(
         lambda x, w, b: F.conv1d(x, w, b, dilation=2, padding="same"), x, _leaf((6, 4, 3)), b
     )
+    x, w, b = _leaf((2, 8, 13)), _leaf((10, 8 // groups, 5)), _leaf(10)  # implicit GEMM
+    check_conv(
+        lambda x, w, b: F.conv1d(x, w, b, stride=3, padding=2, dilation=2, groups=groups), x, w, b
+    )
 
 
 def test_conv3d():
     x, w, b = _leaf((2, 2, 5, 6, 5)), _leaf((3, 2, 3, 3, 3)), _leaf(3)
     check_conv(lambda x, w, b: F.conv3d(x, w, b, stride=(1, 2, 1), padding=1), x, w, b)
     check_conv(lambda x, w, b: F.conv3d(x, w, b, dilation=2, padding=(2, 1, 0)), x, w, b)
+    x, w, b = _leaf((1, 8, 4, 5, 4)), _leaf((9, 8, 3, 2, 3)), _leaf(9)  # implicit GEMM
+    check_conv(lambda x, w, b: F.conv3d(x, w, b, stride=(2, 1, 1), padding=1), x, w, b)
 
 
 # (N, Cin, spatial, Cout, kernel, stride, padding, output_padding, dilation, groups)
@@ -95,6 +105,8 @@ CONV_T2D = {
     "stride2_outpad": (2, 4, (4, 5), 3, 3, 2, 1, 1, 1, 1),
     "groups2_dilation": (1, 4, (5, 5), 6, 3, 2, 1, 0, 2, 2),
     "rect": (2, 2, (3, 6), 3, (2, 4), (3, 1), (0, 1), (2, 0), 1, 1),
+    "wide": (2, 8, (4, 5), 10, 3, 2, 1, 1, 1, 1),
+    "wide_groups2": (1, 16, (4, 4), 20, (3, 2), (2, 1), 1, (1, 0), 2, 2),
 }
 
 

@@ -19,6 +19,8 @@ static_assert(sizeof(Push) <= 128);
 
 int64_t prod3(const int64_t* v) { return v[0] * v[1] * v[2]; }
 
+constexpr int64_t kGemmMinRows = 8;
+
 void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64_t p2,
             uint64_t out, const ConvShape& s) {
   VKML_CHECK_ARG(dtype == DType::f32 || dtype == DType::f16,
@@ -43,19 +45,34 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     p.pad[d] = int32_t(s.pad[d]);
     p.dil[d] = int32_t(s.dilation[d]);
   }
+  uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
+  auto dispatch_groups = [&](VkPipeline pipeline, uint64_t groups) {
+    uint32_t gx = uint32_t(std::min(groups, max_x));
+    uint32_t gy = uint32_t((groups + gx - 1) / gx);
+    dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1);
+  };
+  int64_t cig = s.ci / s.groups, cog = s.co / s.groups;
+  // Rows of the implicit GEMM per group; with fewer than kGemmMinRows a 32-row tile
+  // would be mostly idle, and the direct kernel does better (depthwise, tiny convs).
+  int64_t rows = mode == 1 ? cig : cog;
+  if (rows >= kGemmMinRows) {
+    int64_t cols = mode == 0   ? s.n * prod3(s.out)
+                   : mode == 1 ? s.n * prod3(s.in)
+                               : cig * prod3(s.kernel);
+    VkPipeline pipeline = dev.pipelines().get(
+        dtype == DType::f16 ? "conv_gemm_f16" : "conv_gemm_f32", {mode, 64});
+    dispatch_groups(pipeline, uint64_t(s.groups * ((rows + 31) / 32) * ((cols + 31) / 32)));
+    return;
+  }
   const char* name = dtype == DType::f16 ? "conv_f16" : "conv_f32";
   // Channels per thread (mode 0: output channels, else input channels) of one group.
-  int64_t per_group = mode == 0 ? s.co / s.groups : s.ci / s.groups;
+  int64_t per_group = mode == 0 ? cog : cig;
   int32_t tile = per_group >= 8 ? 8 : per_group >= 4 ? 4 : 1;
   int64_t tiles = s.groups * ((per_group + tile - 1) / tile);
   uint32_t wg = 64;
   VkPipeline pipeline = dev.pipelines().get(name, {mode, int32_t(wg), tile});
   if (mode == 2) {
-    uint64_t groups = uint64_t(s.co * ((per_group + tile - 1) / tile) * prod3(s.kernel));
-    uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
-    uint32_t gx = uint32_t(std::min(groups, max_x));
-    uint32_t gy = uint32_t((groups + gx - 1) / gx);
-    dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1);
+    dispatch_groups(pipeline, uint64_t(s.co * ((per_group + tile - 1) / tile) * prod3(s.kernel)));
   } else {
     int64_t spatial = mode == 0 ? prod3(s.out) : prod3(s.in);
     dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(s.n * tiles * spatial), wg);
