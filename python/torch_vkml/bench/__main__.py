@@ -89,10 +89,9 @@ def run_on(case: case_lib.Case, backend: Backend, plan: Plan, host_reps: int) ->
             res.setdefault("message", _head(e))
     if is_vkml:
         fb = torch_vkml.fallback_counts()
-        if fb:
-            res["fallbacks"] = fb
-            if res["status"] == "ok":
-                res["status"] = "fallback"
+        res["fallbacks"] = fb
+        if fb and res["status"] == "ok":
+            res["status"] = "fallback"
     return res
 
 
