@@ -91,6 +91,7 @@ def test_bench_smoke(tmp_path, capsys):
         assert set(c["runs"]) == {"vkml", *res["baselines"]}
         for run in c["runs"].values():
             _check_run(run, c["unit"])
+        assert c["runs"]["vkml"]["fallbacks"] == {}
         for b in res["baselines"]:
             r = c["ratios"][b]
             assert isinstance(r, float) and r > 0 and math.isfinite(r)

@@ -89,10 +89,9 @@ def run_on(case: case_lib.Case, backend: Backend, plan: Plan, host_reps: int) ->
             res.setdefault("message", _head(e))
     if is_vkml:
         fb = torch_vkml.fallback_counts()
-        if fb:
-            res["fallbacks"] = fb
-            if res["status"] == "ok":
-                res["status"] = "fallback"
+        res["fallbacks"] = fb
+        if fb and res["status"] == "ok":
+            res["status"] = "fallback"
     return res
 
 
@@ -193,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     if torch.cuda.is_available() and not args.no_cuda:
         backends.append(Backend("cuda", torch.device("cuda", torch.cuda.current_device())))
     baselines = [b.name for b in backends[1:]]
+    if "cuda" in baselines:
+        # Full fp32 on CUDA (PyTorch's default), stated in the results: TF32 would compare a
+        # lower-precision GEMM against vkml's fp32.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(args.out) if args.out else Path("results") / f"{_slug(props['name'])}-{stamp}"
@@ -203,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         "device": {"index": index, **props},
         "baselines": baselines,
         "cuda_device": torch.cuda.get_device_name() if "cuda" in baselines else None,
+        "cuda_tf32": False if "cuda" in baselines else None,
         "torch": torch.__version__,
         "torch_vkml": torch_vkml.__version__,
         "host": {
