@@ -277,3 +277,16 @@ def test_bool_selection_errors_like_cpu():
     assert_raises_like_cpu(lambda t: t.kthvalue(1), x)
     assert_raises_like_cpu(lambda t: t.median(), x)
     assert_raises_like_cpu(lambda t: t.median(0), x)
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.int64, torch.int32, torch.bool], ids=dtype_id
+)
+def test_unique_consecutive(dtype):
+    x = make((4, 9), dtype, low=0, high=2, discrete=True)
+    fn = torch.unique_consecutive
+    assert_close_to_cpu(lambda t: fn(t), x)
+    assert_close_to_cpu(lambda t: fn(t.t(), return_inverse=True, return_counts=True), x)
+    assert_close_to_cpu(lambda t: fn(t, return_counts=True), make((0,), dtype))
+    f = torch.tensor([1.0, 1.0, NAN, NAN, 2.0, 2.0, 1.0])
+    assert_close_to_cpu(lambda t: fn(t, return_inverse=True, return_counts=True), f)

@@ -7,6 +7,7 @@
 #include <limits>
 #include <tuple>
 
+#include "fallback.h"
 #include "vkml/ops/sort.h"
 #include "vkml_tensor.h"
 
@@ -242,6 +243,51 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_unique2(const at::Tensor& self
   return {out, inverse, counts};
 }
 
+// Runs of equal neighbours of the flattened input (no sort: the identity
+// permutation maps positions back for the inverse).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive_flat(const at::Tensor& self,
+                                                                       bool return_inverse,
+                                                                       bool return_counts) {
+  at::ScalarType kt = key_type("unique_consecutive", self.scalar_type());
+  at::TensorOptions lopt = self.options().dtype(at::kLong);
+  int64_t n = self.numel();
+  at::Tensor inverse = at::empty(return_inverse ? self.sizes() : at::IntArrayRef{0}, lopt);
+  if (n == 0) return {at::empty({0}, self.options()), inverse, at::empty({0}, lopt)};
+  at::Tensor keys = at::empty({n}, self.options().dtype(kt));
+  keys.copy_(self.reshape({-1}));
+  at::Tensor perm = at::arange(n, lopt);
+  at::Tensor ids = at::empty({n}, self.options().dtype(at::kInt));
+  guarded([&] {
+    vkml::ops::unique_groups(vkml_device(keys), to_vkml(kt), addr(keys), addr(ids), n);
+  });
+  int64_t count = ids.select(0, n - 1).item<int64_t>();
+  at::Tensor uniq = at::empty({count}, keys.options());
+  at::Tensor start = at::empty({count}, lopt);
+  at::Tensor counts = at::empty({return_counts ? count : 0}, lopt);
+  guarded([&] {
+    vkml::ops::unique_write(vkml_device(keys), to_vkml(kt), addr(keys), addr(perm), addr(ids), n,
+                            count, addr(uniq), addr(start), return_inverse ? addr(inverse) : 0,
+                            return_counts ? addr(counts) : 0);
+  });
+  at::Tensor out = kt == self.scalar_type() ? uniq : uniq.to(self.scalar_type());
+  return {out, inverse, counts};
+}
+
+// Boxed so that the dim= form (not implemented natively) keeps running on the CPU
+// fallback while the flattened form runs here.
+void unique_consecutive_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  size_t n = stack->size();
+  if (!(*stack)[n - 1].isNone()) {
+    cpu_fallback(op, stack);
+    return;
+  }
+  at::Tensor self = (*stack)[n - 4].toTensor();
+  bool inverse = (*stack)[n - 3].toBool(), counts = (*stack)[n - 2].toBool();
+  auto [a, b, c] = unique_consecutive_flat(self, inverse, counts);
+  torch::jit::drop(*stack, 4);
+  torch::jit::push(*stack, a, b, c);
+}
+
 // -------------------------------------------------------------- randperm
 
 // Sorting random 63-bit keys: the indices are a uniform permutation up to key
@@ -278,6 +324,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("median.dim", TORCH_FN(vk_median_dim));
   m.impl("median.dim_values", TORCH_FN(vk_median_dim_out));
   m.impl("_unique2", TORCH_FN(vk_unique2));
+  m.impl("unique_consecutive",
+         torch::CppFunction::makeFromBoxedFunction<&unique_consecutive_boxed>());
   m.impl("randperm.generator_out", TORCH_FN(vk_randperm_gen_out));
   m.impl("randperm.out", TORCH_FN(vk_randperm_out));
 }

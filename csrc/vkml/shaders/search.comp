@@ -31,7 +31,8 @@ layout(push_constant, scalar) uniform PC {
 } pc;
 
 KT boundary(uint base, uint i) {
-  uint k = pc.sorter != 0ul ? uint(BufI64(pc.sorter).v[base + i]) : i;
+  // An out-of-range sorter entry reads a wrong boundary, never outside the row.
+  uint k = pc.sorter != 0ul ? min(uint(BufI64(pc.sorter).v[base + i]), pc.m - 1u) : i;
   return KBUF(pc.boundaries).v[base + k];
 }
 
