@@ -283,3 +283,16 @@ def test_unfold_fold(kw, dtype):
 def test_unfold_fold_errors():
     assert_raises_like_cpu(lambda t: F.unfold(t, 5), make((1, 2, 3, 3)))
     assert_raises_like_cpu(lambda t: F.fold(t, (4, 4), 2), make((1, 7, 9)))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32], ids=dtype_id)
+def test_repeat_interleave_index(dtype):
+    # The index tensor itself (the tensor-repeats form then gathers with index_select).
+    r = torch.tensor([2, 0, 3, 1, 0, 4], dtype=dtype)
+    assert_close_to_cpu(lambda t: torch.repeat_interleave(t), r)
+    assert_close_to_cpu(lambda t: torch.repeat_interleave(t, output_size=10), r)
+    big = make((700,), dtype, low=0, high=5)  # scan over several chunks
+    assert_close_to_cpu(lambda t: torch.repeat_interleave(t), big)
+    assert_close_to_cpu(lambda t: torch.repeat_interleave(t), torch.empty(0, dtype=dtype))
+    assert_raises_like_cpu(lambda t: torch.repeat_interleave(t), torch.tensor([1, -1]))
+    assert_raises_like_cpu(lambda t: torch.repeat_interleave(t), torch.tensor([[1]]))

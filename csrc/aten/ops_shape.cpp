@@ -263,6 +263,35 @@ at::Tensor vk_triu(const at::Tensor& self, int64_t k) {
 at::Tensor& vk_tril_(at::Tensor& self, int64_t k) { return tri_out("tril", self, k, false, self); }
 at::Tensor& vk_triu_(at::Tensor& self, int64_t k) { return tri_out("triu", self, k, true, self); }
 
+// ---------------------------------------------------- repeat_interleave
+
+// The index tensor of repeat_interleave(repeats); the int form of the op is
+// composite, and the tensor form gathers with these indices (index_select).
+at::Tensor vk_repeat_interleave(const at::Tensor& repeats, std::optional<int64_t> output_size) {
+  TORCH_CHECK(repeats.dim() == 1, "repeat_interleave only accept 1D vector as repeat");
+  TORCH_CHECK(repeats.scalar_type() == at::kLong || repeats.scalar_type() == at::kInt,
+              "repeats has to be Long or Int tensor");
+  int64_t n = repeats.size(0);
+  if (n == 0) return at::empty({0}, repeats.options());
+  at::Tensor r = repeats.contiguous();
+  int64_t total;
+  if (output_size) {
+    total = *output_size;
+  } else {
+    // The output length depends on the data: one read of (sum, min).
+    at::Tensor sm = at::stack({r.sum(), r.min().to(at::kLong)}).cpu();
+    total = sm[0].item<int64_t>();
+    TORCH_CHECK(sm[1].item<int64_t>() >= 0, "repeats can not be negative");
+  }
+  at::Tensor out = at::empty({total}, repeats.options());
+  at::Tensor cum = at::empty({n}, repeats.options().dtype(at::kInt));
+  guarded([&] {
+    vkml::ops::repeat_index(vkml_device(r), addr(r), addr(cum), addr(out), n, total,
+                            r.scalar_type() == at::kInt);
+  });
+  return out;
+}
+
 // ------------------------------------------------------------------ eye
 
 at::Tensor& vk_eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
@@ -456,6 +485,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("triu", TORCH_FN(vk_triu));
   m.impl("triu.out", TORCH_FN(vk_triu_out));
   m.impl("triu_", TORCH_FN(vk_triu_));
+  m.impl("repeat_interleave.Tensor", TORCH_FN(vk_repeat_interleave));
   m.impl("eye.out", TORCH_FN(vk_eye_out));
   m.impl("eye.m_out", TORCH_FN(vk_eye_m_out));
   m.impl("reflection_pad1d", TORCH_FN((vk_pad<1, REMAP_REFLECT>)));

@@ -170,5 +170,16 @@ TEST_F(ShapeTest, TrilTriuInPlaceAndStrided) {
     }
 }
 
+TEST_F(ShapeTest, RepeatIndexAcrossScanChunks) {
+  std::vector<int64_t> r(600);
+  for (size_t i = 0; i < r.size(); ++i) r[i] = int64_t(i % 4);  // includes zeros
+  std::vector<int64_t> want;
+  for (size_t i = 0; i < r.size(); ++i) want.insert(want.end(), size_t(r[i]), int64_t(i));
+  Buffer br(dev(), r), cum(dev(), r.size() * 4), out(dev(), want.size() * 8);
+  ops::repeat_index(dev(), br.address(), cum.address(), out.address(), int64_t(r.size()),
+                    int64_t(want.size()), false);
+  EXPECT_EQ(out.read<int64_t>(), want);
+}
+
 }  // namespace
 }  // namespace vkml::test

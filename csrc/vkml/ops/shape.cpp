@@ -44,7 +44,28 @@ const char* by_size(DType t, const char* b1, const char* b2, const char* b4, con
 
 int64_t reach(int64_t n, int64_t stride) { return n > 0 ? (n - 1) * std::abs(stride) : 0; }
 
+struct RepeatPush {
+  uint64_t repeats, cum, dst;
+  uint32_t n, total, i32;
+};
+static_assert(sizeof(RepeatPush) <= 128);
+
 }  // namespace
+
+void repeat_index(Device& dev, uint64_t repeats, uint64_t cum, uint64_t dst, int64_t n,
+                  int64_t total, bool i32) {
+  if (n == 0 || total == 0) return;
+  check_32bit_indexing(std::max(n, total), std::max(n, total), "repeat_interleave");
+  RepeatPush p{repeats, cum, dst, uint32_t(n), uint32_t(total), i32 ? 1u : 0u};
+  int32_t wg = int32_t(kWorkgroup);
+  dispatch_1d(dev, dev.pipelines().get("repeat_index", {0, wg}), &p, sizeof(p), uint64_t(n));
+  uint32_t scan_wg = 256;
+  while (scan_wg > 64 && scan_wg > dev.info().max_workgroup_invocations) scan_wg /= 2;
+  dev.stream().dispatch(dev.pipelines().get("repeat_index", {1, int32_t(scan_wg)}), &p,
+                        sizeof(p), 1, 1, 1);
+  dispatch_1d(dev, dev.pipelines().get("repeat_index", {2, wg}), &p, sizeof(p),
+              uint64_t(total));
+}
 
 void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& inputs,
          int64_t outer, int64_t inner) {

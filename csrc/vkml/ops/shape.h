@@ -30,4 +30,10 @@ struct MatrixRef {
 void tri(Device& dev, DType dtype, MatrixRef dst, MatrixRef src, int64_t batch, int64_t rows,
          int64_t cols, int64_t k, bool upper);
 
+// repeat_interleave's index tensor: dst[j] = i for the `repeats[i]` consecutive j of
+// each i. repeats: [n] int64 (or int32 when i32; also dst's dtype), non-negative,
+// summing to total (checked by the caller). cum: uint32 [n] scratch.
+void repeat_index(Device& dev, uint64_t repeats, uint64_t cum, uint64_t dst, int64_t n,
+                  int64_t total, bool i32);
+
 }  // namespace vkml::ops
