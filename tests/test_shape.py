@@ -230,9 +230,10 @@ def test_pad_half_grad_and_errors():
     ids=str,
 )
 def test_upsample_nearest(mode, kw):
-    x1, x2 = _leaf((2, 3, 5)), _leaf((2, 3, 5, 4))
+    x1, x2, x3 = _leaf((2, 3, 5)), _leaf((2, 3, 5, 4)), _leaf((1, 2, 3, 5, 4))
     assert_grads_close_to_cpu(lambda t: F.interpolate(t, mode=mode, **kw), x1)
     assert_grads_close_to_cpu(lambda t: F.interpolate(t, mode=mode, **kw), x2)
+    assert_grads_close_to_cpu(lambda t: F.interpolate(t, mode=mode, **kw), x3)
     assert_close_to_cpu(lambda t: F.interpolate(t.mT, mode=mode, **kw), x2)
 
 

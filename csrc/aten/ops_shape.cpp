@@ -1,5 +1,5 @@
 // Data movement: cat (one dispatch per output; stack builds on it), flip, roll,
-// tril/triu, eye, reflection/replication padding and nearest upsampling with
+// tril/triu, eye, reflection/replication padding and nearest upsampling (1-3d) with
 // their backward passes.
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
@@ -470,6 +470,26 @@ at::Tensor& up_nearest2d_bwd_out(const at::Tensor& g, at::IntArrayRef os, at::In
   return write_out(out, up_nearest2d_bwd<kExact>(g, os, is, sh, sw));
 }
 
+template <bool kExact>
+at::Tensor up_nearest3d(const at::Tensor& self, at::IntArrayRef os, OptD sd, OptD sh, OptD sw) {
+  return nearest_forward("upsample_nearest3d", self, os, {sd, sh, sw}, kExact);
+}
+template <bool kExact>
+at::Tensor& up_nearest3d_out(const at::Tensor& self, at::IntArrayRef os, OptD sd, OptD sh,
+                             OptD sw, at::Tensor& out) {
+  return write_out(out, up_nearest3d<kExact>(self, os, sd, sh, sw));
+}
+template <bool kExact>
+at::Tensor up_nearest3d_bwd(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, OptD sd,
+                            OptD sh, OptD sw) {
+  return nearest_backward("upsample_nearest3d_backward", g, os, is, {sd, sh, sw}, kExact);
+}
+template <bool kExact>
+at::Tensor& up_nearest3d_bwd_out(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is,
+                                 OptD sd, OptD sh, OptD sw, at::Tensor& out) {
+  return write_out(out, up_nearest3d_bwd<kExact>(g, os, is, sd, sh, sw));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -531,6 +551,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_upsample_nearest_exact1d_backward.grad_input", TORCH_FN(up_nearest1d_bwd_out<true>));
   m.impl("_upsample_nearest_exact2d_backward", TORCH_FN(up_nearest2d_bwd<true>));
   m.impl("_upsample_nearest_exact2d_backward.grad_input", TORCH_FN(up_nearest2d_bwd_out<true>));
+  m.impl("upsample_nearest3d", TORCH_FN(up_nearest3d<false>));
+  m.impl("upsample_nearest3d.out", TORCH_FN(up_nearest3d_out<false>));
+  m.impl("_upsample_nearest_exact3d", TORCH_FN(up_nearest3d<true>));
+  m.impl("_upsample_nearest_exact3d.out", TORCH_FN(up_nearest3d_out<true>));
+  m.impl("upsample_nearest3d_backward", TORCH_FN(up_nearest3d_bwd<false>));
+  m.impl("upsample_nearest3d_backward.grad_input", TORCH_FN(up_nearest3d_bwd_out<false>));
+  m.impl("_upsample_nearest_exact3d_backward", TORCH_FN(up_nearest3d_bwd<true>));
+  m.impl("_upsample_nearest_exact3d_backward.grad_input", TORCH_FN(up_nearest3d_bwd_out<true>));
 }
 
 }  // namespace vkml_aten
