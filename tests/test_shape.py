@@ -14,6 +14,8 @@ from conftest import (
     make,
 )
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
@@ -297,3 +299,12 @@ def test_repeat_interleave_index(dtype):
     assert_close_to_cpu(lambda t: torch.repeat_interleave(t), torch.empty(0, dtype=dtype))
     assert_raises_like_cpu(lambda t: torch.repeat_interleave(t), torch.tensor([1, -1]))
     assert_raises_like_cpu(lambda t: torch.repeat_interleave(t), torch.tensor([[1]]))
+
+
+def test_cat_is_one_dispatch():
+    inputs = [make((2, i + 1, 3)).to("vkml") for i in range(12)]
+    out = torch.empty(2, 78, 3, device="vkml")
+    before = torch_vkml.memory_stats()["num_dispatches"]
+    torch.cat(inputs, 1, out=out)
+    assert torch_vkml.memory_stats()["num_dispatches"] - before == 1
+    assert torch.equal(out.cpu(), torch.cat([t.cpu() for t in inputs], 1))
