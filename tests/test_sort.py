@@ -290,3 +290,26 @@ def test_unique_consecutive(dtype):
     assert_close_to_cpu(lambda t: fn(t, return_counts=True), make((0,), dtype))
     f = torch.tensor([1.0, 1.0, NAN, NAN, 2.0, 2.0, 1.0])
     assert_close_to_cpu(lambda t: fn(t, return_inverse=True, return_counts=True), f)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64], ids=dtype_id)
+def test_nanmedian(dtype):
+    x = make((6, 7), dtype, discrete=True)
+    if dtype.is_floating_point:
+        x[0, ::2] = NAN
+        x[1] = NAN  # an all-NaN row
+        x[2, 3] = NAN
+    assert_close_to_cpu(lambda t: t.nanmedian(), x)
+    assert_close_to_cpu(lambda t: t[2:].nanmedian(), x)
+    for dim in (0, 1):
+        for keepdim in (False, True):
+            values, indices = x.to(VKML).nanmedian(dim, keepdim)
+            assert_same(values, x.nanmedian(dim, keepdim).values)
+            v, i = (values, indices) if keepdim else (values.unsqueeze(dim), indices.unsqueeze(dim))
+            _check_indices_select_values(x, v, i, dim)
+    assert_close_to_cpu(lambda t: t.nanmedian(), make((0,), dtype))
+
+
+def test_median_of_nothing():
+    for dtype in (torch.float32, torch.int64, torch.int32):
+        assert_close_to_cpu(lambda t: (t.median(), t.nanmedian()), make((0, 3), dtype))

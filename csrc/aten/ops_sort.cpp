@@ -1,5 +1,6 @@
-// Sorting and selection: sort (always stable), topk, kthvalue, median; built on
-// one row-sort kernel over the last dim of a permuted contiguous copy.
+// Sorting and selection: sort (always stable), topk, kthvalue, median, nanmedian,
+// unique, randperm; built on one row-sort kernel over the last dim of a permuted
+// contiguous copy.
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
@@ -203,14 +204,68 @@ TensorPair vk_median_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
   return {values, indices};
 }
 
+// The median of nothing: NaN, converted to self's dtype as the CPU does (for
+// integers that conversion is the CPU's, so the value matches it).
+at::Tensor empty_median(const at::Tensor& self) {
+  key_type("median", self.scalar_type());
+  at::Tensor nan = at::full({}, std::numeric_limits<double>::quiet_NaN(), at::kDouble);
+  return nan.to(self.scalar_type()).to(self.device());
+}
+
 at::Tensor vk_median(const at::Tensor& self) {
   if (self.numel() == 0) {
     no_bool("median", self);
-    key_type("median", self.scalar_type());
-    return at::full({}, std::numeric_limits<double>::quiet_NaN(), self.options());
+    return empty_median(self);
   }
   at::Tensor flat = self.reshape({-1});
   return std::get<0>(median_last(flat, 0)).reshape({});
+}
+
+// The lower median of the non-NaN values (NaN only for an all-NaN row). Sorting
+// ascending puts the NaNs last; the position (count - 1) / 2 differs per row, so
+// it is picked with a one-hot mask and a sum (exact: one term is non-zero).
+TensorPair nanmedian_last(const at::Tensor& self, int64_t d) {
+  no_bool("nanmedian", self);
+  if (!at::isFloatingType(self.scalar_type())) return median_last(self, d);
+  auto [v, i] = sort_last("nanmedian", self, d, false);
+  int64_t n = v.size(-1);
+  at::Tensor count = v.isnan().logical_not().sum(-1, true);
+  at::Tensor pos = (count - 1).clamp_min(0).div(2, "floor");
+  at::Tensor mask = at::arange(n, i.options()) == pos;
+  return {at::where(mask, v, 0).sum(-1, false, v.scalar_type()),
+          at::where(mask, i, 0).sum(-1)};
+}
+
+TensorRefPair vk_nanmedian_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
+                                   at::Tensor& values, at::Tensor& indices) {
+  int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  check_out_dtypes("nanmedian", self, values, indices);
+  TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) > 0, "nanmedian(): Expected reduction dim ",
+                    d, " to have non-zero size.");
+  auto [mv, mi] = nanmedian_last(self, d);
+  if (self.dim() > 0 && keepdim) {
+    mv = mv.unsqueeze(d);
+    mi = mi.unsqueeze(d);
+  } else if (self.dim() == 0) {
+    mv = mv.reshape({});
+    mi = mi.reshape({});
+  }
+  return write_pair(mv, mi, values, indices);
+}
+
+TensorPair vk_nanmedian_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  at::Tensor values = at::empty({0}, self.options());
+  at::Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
+  vk_nanmedian_dim_out(self, dim, keepdim, values, indices);
+  return {values, indices};
+}
+
+at::Tensor vk_nanmedian(const at::Tensor& self) {
+  if (self.numel() == 0) {
+    no_bool("nanmedian", self);
+    return empty_median(self);
+  }
+  return std::get<0>(nanmedian_last(self.reshape({-1}), 0)).reshape({});
 }
 
 // --------------------------------------------------------------- unique
@@ -323,6 +378,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("median", TORCH_FN(vk_median));
   m.impl("median.dim", TORCH_FN(vk_median_dim));
   m.impl("median.dim_values", TORCH_FN(vk_median_dim_out));
+  m.impl("nanmedian", TORCH_FN(vk_nanmedian));
+  m.impl("nanmedian.dim", TORCH_FN(vk_nanmedian_dim));
+  m.impl("nanmedian.dim_values", TORCH_FN(vk_nanmedian_dim_out));
   m.impl("_unique2", TORCH_FN(vk_unique2));
   m.impl("unique_consecutive",
          torch::CppFunction::makeFromBoxedFunction<&unique_consecutive_boxed>());
