@@ -1,0 +1,61 @@
+#include "vkml/ops/search.h"
+
+#include <algorithm>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+struct SearchPush {
+  uint64_t boundaries, values, sorter, dst;
+  uint32_t m, per_row, numel, right, out_i32;
+};
+static_assert(sizeof(SearchPush) <= 128);
+
+struct HistPush {
+  uint64_t src, weights, bins;
+  float lo, hi;
+  uint32_t nbins, numel;
+};
+static_assert(sizeof(HistPush) <= 128);
+
+}  // namespace
+
+void searchsorted(Device& dev, DType key_dtype, uint64_t boundaries, uint64_t values,
+                  uint64_t sorter, uint64_t dst, int64_t m, int64_t per_row, int64_t numel,
+                  bool right, bool out_i32) {
+  VKML_CHECK_ARG(key_dtype == DType::f32 || key_dtype == DType::i64,
+                 std::string("searchsorted: unsupported key dtype ") + dtype_name(key_dtype));
+  if (numel == 0) return;
+  VKML_CHECK_ARG(per_row > 0 && numel % per_row == 0, "searchsorted: bad row size");
+  check_32bit_indexing(numel, numel / per_row * m, "searchsorted");
+  SearchPush p{boundaries,       values,           sorter,          dst,
+               uint32_t(m),      uint32_t(per_row), uint32_t(numel), right ? 1u : 0u,
+               out_i32 ? 1u : 0u};
+  VkPipeline pipeline =
+      dev.pipelines().get(key_dtype == DType::f32 ? "search_f32" : "search_i64");
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+}
+
+void histc(Device& dev, uint64_t src, int64_t numel, uint64_t bins, int64_t nbins, float lo,
+           float hi) {
+  if (numel == 0 || nbins == 0) return;
+  check_32bit_indexing(numel, std::max(numel, nbins), "histc");
+  HistPush p{src, 0, bins, lo, hi, uint32_t(nbins), uint32_t(numel)};
+  dispatch_1d(dev, dev.pipelines().get("histogram", {0}), &p, sizeof(p), uint64_t(numel));
+}
+
+void bincount(Device& dev, uint64_t src, uint64_t weights, int64_t numel, uint64_t bins,
+              int64_t nbins) {
+  if (numel == 0 || nbins == 0) return;
+  check_32bit_indexing(numel, std::max(numel, nbins), "bincount");
+  HistPush p{src, weights, bins, 0.0f, 0.0f, uint32_t(nbins), uint32_t(numel)};
+  dispatch_1d(dev, dev.pipelines().get("histogram", {weights ? 2 : 1}), &p, sizeof(p),
+              uint64_t(numel));
+}
+
+}  // namespace vkml::ops

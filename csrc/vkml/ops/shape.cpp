@@ -1,0 +1,126 @@
+#include "vkml/ops/shape.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/copy.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+struct CatPush {
+  uint64_t dst, table;
+  uint32_t count, total, inner, numel;
+};
+static_assert(sizeof(CatPush) <= 128);
+
+struct CatEntry {  // matches Entry in cat.comp
+  uint64_t address;
+  int32_t start, size;
+  int32_t stride[3];
+  int32_t pad;
+};
+static_assert(sizeof(CatEntry) == 32);
+
+struct TriPush {
+  uint64_t dst, src;
+  int32_t dst_stride[3], src_stride[3];
+  uint32_t rows, cols, numel;
+  int32_t k, upper;
+};
+static_assert(sizeof(TriPush) <= 128);
+
+const char* by_size(DType t, const char* b1, const char* b2, const char* b4, const char* b8) {
+  switch (itemsize(t)) {
+    case 1: return b1;
+    case 2: return b2;
+    case 4: return b4;
+    default: return b8;
+  }
+}
+
+int64_t reach(int64_t n, int64_t stride) { return n > 0 ? (n - 1) * std::abs(stride) : 0; }
+
+struct RepeatPush {
+  uint64_t repeats, cum, dst;
+  uint32_t n, total, i32;
+};
+static_assert(sizeof(RepeatPush) <= 128);
+
+}  // namespace
+
+void repeat_index(Device& dev, uint64_t repeats, uint64_t cum, uint64_t dst, int64_t n,
+                  int64_t total, bool i32) {
+  if (n == 0 || total == 0) return;
+  check_32bit_indexing(std::max(n, total), std::max(n, total), "repeat_interleave");
+  RepeatPush p{repeats, cum, dst, uint32_t(n), uint32_t(total), i32 ? 1u : 0u};
+  int32_t wg = int32_t(kWorkgroup);
+  dispatch_1d(dev, dev.pipelines().get("repeat_index", {0, wg}), &p, sizeof(p), uint64_t(n));
+  uint32_t scan_wg = 256;
+  while (scan_wg > 64 && scan_wg > dev.info().max_workgroup_invocations) scan_wg /= 2;
+  dev.stream().dispatch(dev.pipelines().get("repeat_index", {1, int32_t(scan_wg)}), &p,
+                        sizeof(p), 1, 1, 1);
+  dispatch_1d(dev, dev.pipelines().get("repeat_index", {2, wg}), &p, sizeof(p),
+              uint64_t(total));
+}
+
+void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& inputs,
+         int64_t outer, int64_t inner) {
+  std::vector<CatEntry> table;
+  int64_t total = 0;
+  for (const CatInput& in : inputs) {
+    VKML_CHECK_ARG(in.size >= 0, "cat: negative size");
+    if (in.size == 0) continue;
+    check_32bit_indexing(outer * in.size * inner,
+                         reach(outer, in.stride_outer) + reach(in.size, in.stride_dim) +
+                             reach(inner, in.stride_inner),
+                         "cat");
+    table.push_back(CatEntry{in.address, int32_t(total), int32_t(in.size),
+                             {int32_t(in.stride_outer), int32_t(in.stride_dim),
+                              int32_t(in.stride_inner)},
+                             0});
+    total += in.size;
+  }
+  int64_t numel = outer * total * inner;
+  if (numel == 0) return;
+  check_32bit_indexing(numel, numel, "cat");
+  uint64_t bytes = table.size() * sizeof(CatEntry);
+  uint64_t table_address = dev.memory().allocate(bytes).address;
+  upload(dev, table_address, table.data(), bytes);
+  CatPush p{dst, table_address, uint32_t(table.size()), uint32_t(total), uint32_t(inner),
+            uint32_t(numel)};
+  VkPipeline pipeline = dev.pipelines().get(by_size(dtype, "cat_b1", "cat_b2", "cat_b4", "cat_b8"));
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+  // Later work on the stream is ordered after this dispatch, so the chunk can be
+  // reused at once.
+  dev.memory().free(table_address);
+}
+
+void tri(Device& dev, DType dtype, MatrixRef dst, MatrixRef src, int64_t batch, int64_t rows,
+         int64_t cols, int64_t k, bool upper) {
+  int64_t numel = batch * rows * cols;
+  if (numel == 0) return;
+  int64_t max_off = 0;
+  for (const MatrixRef* m : {&dst, &src})
+    max_off = std::max(max_off, reach(batch, m->stride[0]) + reach(rows, m->stride[1]) +
+                                    reach(cols, m->stride[2]));
+  check_32bit_indexing(numel, max_off, "tril/triu");
+  // Diagonals beyond the matrix behave like the nearest one that is outside it.
+  int64_t kk = std::clamp<int64_t>(k, -rows - 1, cols + 1);
+  TriPush p{dst.address,
+            src.address,
+            {int32_t(dst.stride[0]), int32_t(dst.stride[1]), int32_t(dst.stride[2])},
+            {int32_t(src.stride[0]), int32_t(src.stride[1]), int32_t(src.stride[2])},
+            uint32_t(rows),
+            uint32_t(cols),
+            uint32_t(numel),
+            int32_t(kk),
+            upper ? 1 : 0};
+  VkPipeline pipeline = dev.pipelines().get(by_size(dtype, "tri_b1", "tri_b2", "tri_b4", "tri_b8"));
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+}
+
+}  // namespace vkml::ops

@@ -1,0 +1,119 @@
+#include "vkml/ops/sort.h"
+
+#include <algorithm>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+struct Push {
+  uint64_t in_keys, keys, idx, out_keys, out_idx;
+  uint32_t n, P, pairs, k, j, desc, last;
+};
+static_assert(sizeof(Push) <= 128);
+
+constexpr uint32_t kMaxWorkgroup = 512;  // a block is 2 * WG <= 1024 elements (shared arrays)
+constexpr uint32_t kMinWorkgroup = 64;
+
+}  // namespace
+
+void sort_rows(Device& dev, DType key_dtype, uint64_t in, uint64_t out_keys, uint64_t out_idx,
+               int64_t rows, int64_t n, bool descending) {
+  VKML_CHECK_ARG(key_dtype == DType::f32 || key_dtype == DType::i64,
+                 std::string("sort: unsupported key dtype ") + dtype_name(key_dtype));
+  VKML_CHECK_ARG(rows >= 0 && n >= 0, "sort: negative size");
+  if (rows == 0 || n == 0) return;
+  uint64_t P = 2;
+  while (P < uint64_t(n)) P <<= 1;
+  check_32bit_indexing(rows * int64_t(P), rows * int64_t(P), "sort");
+  // Rows shorter than a block of 128 share blocks (see sort.comp).
+  uint32_t wg = uint32_t(std::clamp<uint64_t>(P / 2, kMinWorkgroup, kMaxWorkgroup));
+  while (wg > kMinWorkgroup && wg > dev.info().max_workgroup_invocations) wg /= 2;
+  uint64_t block = 2ull * wg;
+  const char* name = key_dtype == DType::f32 ? "sort_f32" : "sort_i64";
+  size_t ks = itemsize(key_dtype);
+  Push p{};
+  p.in_keys = in;
+  p.out_keys = out_keys;
+  p.out_idx = out_idx;
+  p.n = uint32_t(n);
+  p.P = uint32_t(P);
+  p.pairs = uint32_t(uint64_t(rows) * P / 2);
+  p.desc = descending ? 1 : 0;
+  p.last = P <= block ? 1 : 0;
+  uint64_t keys = 0, idx = 0;
+  if (!p.last) {
+    keys = dev.memory().allocate(uint64_t(rows) * P * ks).address;
+    idx = dev.memory().allocate(uint64_t(rows) * P * 4).address;
+  }
+  p.keys = keys;
+  p.idx = idx;
+  dispatch_1d(dev, dev.pipelines().get(name, {0, int32_t(wg)}), &p, sizeof(p), p.pairs, wg);
+  if (!p.last) {
+    VkPipeline step = dev.pipelines().get(name, {1, int32_t(wg)});
+    VkPipeline merge = dev.pipelines().get(name, {2, int32_t(wg)});
+    for (uint64_t k = block * 2; k <= P; k <<= 1) {
+      p.k = uint32_t(k);
+      for (uint64_t j = k / 2; j >= block; j >>= 1) {
+        p.j = uint32_t(j);
+        dispatch_1d(dev, step, &p, sizeof(p), p.pairs);
+      }
+      p.last = k == P ? 1 : 0;
+      dispatch_1d(dev, merge, &p, sizeof(p), p.pairs, wg);
+    }
+    // Later work on the stream is ordered after these dispatches.
+    dev.memory().free(keys);
+    dev.memory().free(idx);
+  }
+}
+
+}  // namespace vkml::ops
+
+namespace vkml::ops {
+
+namespace {
+
+struct UniquePush {
+  uint64_t keys, perm, ids, uniq, start, inverse, counts;
+  uint32_t n, count;
+};
+static_assert(sizeof(UniquePush) <= 128);
+
+const char* unique_name(DType key_dtype) {
+  VKML_CHECK_ARG(key_dtype == DType::f32 || key_dtype == DType::i64,
+                 std::string("unique: unsupported key dtype ") + dtype_name(key_dtype));
+  return key_dtype == DType::f32 ? "unique_f32" : "unique_i64";
+}
+
+}  // namespace
+
+void unique_groups(Device& dev, DType key_dtype, uint64_t keys, uint64_t ids, int64_t n) {
+  const char* name = unique_name(key_dtype);
+  if (n == 0) return;
+  check_32bit_indexing(n, n, "unique");
+  UniquePush p{keys, 0, ids, 0, 0, 0, 0, uint32_t(n), 0};
+  dispatch_1d(dev, dev.pipelines().get(name, {0, int32_t(kWorkgroup)}), &p, sizeof(p),
+              uint64_t(n));
+  uint32_t wg = 256;
+  while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
+  dev.stream().dispatch(dev.pipelines().get(name, {1, int32_t(wg)}), &p, sizeof(p), 1, 1, 1);
+}
+
+void unique_write(Device& dev, DType key_dtype, uint64_t keys, uint64_t perm, uint64_t ids,
+                  int64_t n, int64_t count, uint64_t uniq, uint64_t start, uint64_t inverse,
+                  uint64_t counts) {
+  const char* name = unique_name(key_dtype);
+  if (n == 0) return;
+  UniquePush p{keys, perm, ids, uniq, start, inverse, counts, uint32_t(n), uint32_t(count)};
+  dispatch_1d(dev, dev.pipelines().get(name, {2, int32_t(kWorkgroup)}), &p, sizeof(p),
+              uint64_t(n));
+  if (counts)
+    dispatch_1d(dev, dev.pipelines().get(name, {3, int32_t(kWorkgroup)}), &p, sizeof(p),
+                uint64_t(count));
+}
+
+}  // namespace vkml::ops

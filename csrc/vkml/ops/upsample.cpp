@@ -1,0 +1,43 @@
+#include "vkml/ops/upsample.h"
+
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+struct Push {
+  uint64_t src, dst;
+  uint32_t ih, iw, oh, ow;
+  float scale_h, scale_w;
+  uint32_t align_corners, numel;
+};
+static_assert(sizeof(Push) <= 128);
+
+void launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const BilinearShape& s) {
+  int64_t numel = s.planes * s.oh * s.ow;
+  if (numel == 0 || s.ih == 0 || s.iw == 0) return;
+  check_32bit_indexing(numel, s.planes * s.ih * s.iw, "upsample_bilinear2d");
+  Push p{src,          dst,        uint32_t(s.ih),           uint32_t(s.iw),  uint32_t(s.oh),
+         uint32_t(s.ow), s.scale_h, s.scale_w, s.align_corners ? 1u : 0u, uint32_t(numel)};
+  dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(numel));
+}
+
+}  // namespace
+
+void upsample_bilinear(Device& dev, DType dtype, uint64_t in, uint64_t out,
+                       const BilinearShape& s) {
+  VKML_CHECK_ARG(dtype == DType::f32 || dtype == DType::f16,
+                 std::string("upsample_bilinear2d: unsupported dtype ") + dtype_name(dtype));
+  launch(dev, dtype == DType::f32 ? "bilinear_f32" : "bilinear_f16", in, out, s);
+}
+
+void upsample_bilinear_backward(Device& dev, uint64_t grad_out, uint64_t grad_in,
+                                const BilinearShape& s) {
+  launch(dev, "bilinear_bwd", grad_out, grad_in, s);
+}
+
+}  // namespace vkml::ops

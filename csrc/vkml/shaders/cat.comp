@@ -1,0 +1,50 @@
+#version 450
+// Concatenation into a contiguous [outer, total, inner] output in one dispatch:
+// a device-side table lists the inputs (address, start along the cat dim, size
+// and [outer, dim, inner] strides); each thread finds its input by binary
+// search over the starts. Elements move by size: one variant per element size.
+//! variant b1 -DEL=1
+//! variant b2 -DEL=2 -DNEED_F16
+//! variant b4 -DEL=4
+//! variant b8 -DEL=8
+#include "common.glsl"
+#include "elem_bytes.glsl"
+
+const uint WG = 256;
+layout(local_size_x = WG) in;
+
+struct Entry {
+  uint64_t address;
+  int start;
+  int size;
+  int stride[3];  // outer, dim, inner
+  int pad;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 8) readonly buffer Table { Entry e[]; };
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t dst;
+  uint64_t table;
+  uint count;   // entries, sorted by start
+  uint total;   // output size along the cat dim
+  uint inner;
+  uint numel;
+} pc;
+
+void main() {
+  uint t = linear_id();
+  if (t >= pc.numel) return;
+  uint i = t % pc.inner;
+  uint q = t / pc.inner;
+  int pos = int(q % pc.total);
+  int o = int(q / pc.total);
+  Table tab = Table(pc.table);
+  uint lo = 0, hi = pc.count - 1;  // last entry with start <= pos
+  while (lo < hi) {
+    uint mid = (lo + hi + 1) >> 1;
+    if (tab.e[mid].start <= pos) lo = mid; else hi = mid - 1;
+  }
+  Entry e = tab.e[lo];
+  int off = o * e.stride[0] + (pos - e.start) * e.stride[1] + int(i) * e.stride[2];
+  EBUF(pc.dst).v[t] = EBUF(e.address).v[off];
+}

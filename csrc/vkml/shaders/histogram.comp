@@ -1,0 +1,48 @@
+#version 450
+// Counting into bins with atomics: histc over float32 values (mode 0), bincount
+// of int64 values (mode 1), and bincount with float32 weights (mode 2). Counts are
+// int32 (atomicAdd); weighted sums are float32 through a compare-and-swap loop (no
+// float atomics needed). Bins must be zeroed first.
+#include "common.glsl"
+
+const uint WG = 256;
+layout(local_size_x = WG) in;
+layout(constant_id = 0) const int MODE = 0;
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t src;
+  uint64_t weights;
+  uint64_t bins;
+  float lo;
+  float hi;
+  uint nbins;
+  uint numel;
+} pc;
+
+void atomic_add_f32(uint off, float v) {
+  BufU32 b = BufU32(pc.bins);
+  uint old = b.v[off];
+  while (true) {
+    uint prev = atomicCompSwap(b.v[off], old, floatBitsToUint(uintBitsToFloat(old) + v));
+    if (prev == old) break;
+    old = prev;
+  }
+}
+
+void main() {
+  uint t = linear_id();
+  if (t >= pc.numel) return;
+  if (MODE == 0) {
+    float v = BufF32(pc.src).v[t];
+    if (!(v >= pc.lo && v <= pc.hi)) return;  // also drops NaN
+    // The CPU kernel's arithmetic (Histogram: linear interpolation), in float.
+    int pos = int((v - pc.lo) * float(pc.nbins) / (pc.hi - pc.lo));
+    if (pos >= int(pc.nbins)) pos = int(pc.nbins) - 1;
+    atomicAdd(BufI32(pc.bins).v[pos], 1);
+  } else {
+    uint pos = uint(BufI64(pc.src).v[t]);
+    if (pos >= pc.nbins) return;  // checked on the host
+    if (MODE == 1) atomicAdd(BufI32(pc.bins).v[pos], 1);
+    else atomic_add_f32(pos, BufF32(pc.weights).v[t]);
+  }
+}

@@ -1,0 +1,39 @@
+#version 450
+// tril / triu over the last two dims of a [batch, rows, cols] tensor:
+// dst[b, r, c] = keep(r, c) ? src[b, r, c] : 0, with arbitrary strides on both
+// sides (dst may be src: each element is read and written by one thread).
+// Elements move by size, so one variant per element size serves every dtype.
+//! variant b1 -DEL=1
+//! variant b2 -DEL=2 -DNEED_F16
+//! variant b4 -DEL=4
+//! variant b8 -DEL=8
+#include "common.glsl"
+#include "elem_bytes.glsl"
+
+const uint WG = 256;
+layout(local_size_x = WG) in;
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t dst;
+  uint64_t src;
+  int dst_stride[3];  // batch, row, col
+  int src_stride[3];
+  uint rows;
+  uint cols;
+  uint numel;
+  int k;       // diagonal offset
+  int upper;   // 1: triu (keep c - r >= k), 0: tril (keep c - r <= k)
+} pc;
+
+void main() {
+  uint t = linear_id();
+  if (t >= pc.numel) return;
+  int c = int(t % pc.cols);
+  uint q = t / pc.cols;
+  int r = int(q % pc.rows);
+  int b = int(q / pc.rows);
+  int d_off = b * pc.dst_stride[0] + r * pc.dst_stride[1] + c * pc.dst_stride[2];
+  int s_off = b * pc.src_stride[0] + r * pc.src_stride[1] + c * pc.src_stride[2];
+  bool keep = pc.upper != 0 ? c - r >= pc.k : c - r <= pc.k;
+  EBUF(pc.dst).v[d_off] = keep ? EBUF(pc.src).v[s_off] : ETYPE(0);
+}
