@@ -1,6 +1,6 @@
 // Indexing: index_select, gather, scatter (src / value / reduce), scatter_add,
 // scatter_reduce, index_add, index_copy, index_fill, masked_fill, index.Tensor,
-// index_put_, take, put_, flip, embedding_dense_backward.
+// index_put_, take, put_, embedding_dense_backward (flip lives with the remap ops).
 //
 // Index validation: out-of-range indices raise the exception PyTorch's CPU
 // kernels raise. The index tensors live on the device, so the check costs one
@@ -571,26 +571,6 @@ at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask,
   return self;
 }
 
-// One gather per flipped dim, with a reversed arange as the index.
-at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims) {
-  std::vector<bool> seen(size_t(std::max<int64_t>(self.dim(), 1)), false);
-  at::Tensor out = self;
-  for (int64_t dim : dims) {
-    int64_t d = at::maybe_wrap_dim(dim, self.dim());
-    TORCH_CHECK(!seen[size_t(d)], "dims has duplicates, original flip dims size=", dims.size(),
-                ", but unique flip dims size=", dims.size() - 1);
-    seen[size_t(d)] = true;
-  }
-  for (int64_t dim : dims) {
-    int64_t d = at::maybe_wrap_dim(dim, self.dim());
-    int64_t n = self.dim() == 0 ? 1 : self.size(d);
-    if (n <= 1) continue;
-    at::Tensor rev = at::arange(n - 1, -1, -1, self.options().dtype(at::kLong));
-    out = select_impl(out, d, rev, false);
-  }
-  return out.is_same(self) ? self.clone() : out;
-}
-
 at::Tensor vk_take(const at::Tensor& self, const at::Tensor& index) {
   TORCH_CHECK(index.scalar_type() == at::kLong,
               "take(): Expected a long tensor for index, but got ",
@@ -900,7 +880,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_fill_.int_Tensor", TORCH_FN(index_fill_tensor_));
   m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_));
   m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor_));
-  m.impl("flip", TORCH_FN(flip));
   m.impl("take", TORCH_FN(vk_take));
   m.impl("put_", TORCH_FN(put_));
   m.impl("take.out", TORCH_FN(take_out));

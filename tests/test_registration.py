@@ -1,0 +1,18 @@
+"""Importing the package is quiet: no kernel is registered twice (PyTorch warns on
+stderr when a second registration overrides the first)."""
+
+import os
+import subprocess
+import sys
+
+
+def test_import_prints_nothing():
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    proc = subprocess.run(
+        [sys.executable, "-c", "import torch, torch_vkml; torch.zeros(2, device='vkml')"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "", proc.stderr
