@@ -469,3 +469,35 @@ def test_bad_arguments_raise_like_cpu():
     assert_raises_like_cpu(lambda t, i: t[i, i, i], x, idx)
     assert_raises_like_cpu(lambda t, i: t[t > 0, i[:1] * 0, i], x, idx)
     assert_raises_like_cpu(lambda t, i: t.masked_scatter(t > -9, t[:1]), x, idx)
+
+
+# ------------------------------------------- serial reductions, bit moves
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bool], ids=dtype_id)
+def test_serial_reductions(dtype):
+    """uint8 / bool have no atomics here: their reductions run in one invocation."""
+    x = make((4, 5), dtype)
+    src = make((4, 9), dtype)
+    idx = _index((4, 9), 5)
+    assert_close_to_cpu(lambda t, i, s: t.scatter_add(1, i, s), x, idx, src)
+    assert_close_to_cpu(lambda t, i, s: t.index_add(1, i[0], s), x, idx, src)
+    assert_close_to_cpu(
+        lambda t, i, s: t.index_put((i[0, :5] % 4,), s[0, :5], accumulate=True), x, idx, src
+    )
+    for r in ("amax", "amin", "prod"):
+        assert_close_to_cpu(lambda t, i, s, r=r: t.scatter_reduce(1, i, s, r), x, idx, src)
+
+
+def test_int8_and_float64_move_as_bits():
+    idx = torch.tensor([2, 0, 2, 1])
+    x8 = make((3, 4), torch.int8, low=-100, high=100)
+    assert_close_to_cpu(lambda t, i: t.index_select(0, i), x8, idx)
+    assert_close_to_cpu(lambda t, i: t[i, 1:], x8, idx)
+    try:
+        torch.zeros(1, dtype=torch.float64, device=VKML)
+    except Exception:  # noqa: BLE001  (no shaderFloat64 on this device)
+        return
+    x64 = make((3, 4), torch.float64)
+    assert_close_to_cpu(lambda t, i: t.index_select(1, i), x64, idx)
+    assert_close_to_cpu(lambda t, i: t.gather(0, i.view(1, 4)), x64, idx)
