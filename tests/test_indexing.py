@@ -501,3 +501,38 @@ def test_int8_and_float64_move_as_bits():
     x64 = make((3, 4), torch.float64)
     assert_close_to_cpu(lambda t, i: t.index_select(1, i), x64, idx)
     assert_close_to_cpu(lambda t, i: t.gather(0, i.view(1, 4)), x64, idx)
+
+
+# ----------------------------------------------- roll, bincount, counting
+
+
+def test_roll():
+    x = make((3, 4, 5))
+    assert_close_to_cpu(lambda t: t.roll(2, 0), x)
+    assert_close_to_cpu(lambda t: t.roll((-1, 7), (1, -1)), x)
+    assert_close_to_cpu(lambda t: t.transpose(0, 2).roll(3), x)
+    assert_close_to_cpu(lambda t: t[:0].roll(1, 0), x)
+    assert_grads_close_to_cpu(lambda t: t.roll(1, 1), _leaf((3, 4)))
+
+
+def test_bincount_and_count_nonzero():
+    idx = _index(40, 7)
+    w = make(40)
+    assert_close_to_cpu(torch.bincount, idx)
+    assert_close_to_cpu(lambda i: torch.bincount(i.int(), minlength=10), idx)
+    assert_close_to_cpu(lambda i, w: torch.bincount(i, w), idx, w)
+    assert_close_to_cpu(lambda i: torch.bincount(i[:0], minlength=3), idx)
+    assert_raises_like_cpu(lambda i: torch.bincount(i - 1), idx)
+    x = make((4, 5), low=-1, high=2, discrete=True)
+    assert_close_to_cpu(torch.count_nonzero, x)
+    assert_close_to_cpu(lambda t: torch.count_nonzero(t, dim=1), x)
+    assert_close_to_cpu(lambda t: torch.count_nonzero(t.t(), dim=(0, 1)), x)
+
+
+def test_index_check_can_be_disabled(monkeypatch):
+    monkeypatch.setenv("TORCH_VKML_INDEX_CHECK", "0")
+    x = torch.arange(4.0, device=VKML)
+    idx = torch.tensor([1, 7, 3], device=VKML)
+    # no error and no host sync: out-of-range reads give 0, writes are dropped
+    assert x.index_select(0, idx).cpu().tolist() == [1.0, 0.0, 3.0]
+    assert x.index_add(0, idx, torch.ones(3, device=VKML)).cpu().tolist() == [0.0, 2.0, 2.0, 4.0]

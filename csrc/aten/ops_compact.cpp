@@ -1,7 +1,8 @@
 // Data-dependent shapes: nonzero, masked_select, and masked_scatter_. Each
 // scans the 0/1 flags into an int32 prefix sum on the device, reads the count
 // back once (the result's size, or masked_scatter's source check), then
-// compacts in one kernel.
+// compacts in one kernel. Also counting: bincount (one read of min and max for
+// the size) and count_nonzero.
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
@@ -9,6 +10,7 @@
 #include <limits>
 
 #include "vkml/ops/compact.h"
+#include "vkml/ops/index.h"
 #include "vkml/ops/scan.h"
 #include "vkml_tensor.h"
 
@@ -115,6 +117,60 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
   return self;
 }
 
+at::Tensor vk_count_nonzero(const at::Tensor& self, at::IntArrayRef dims) {
+  return at::sum(self.ne(0), dims);
+}
+
+// bins[self[i]] += weights[i] (or 1) with the scatter kernel's atomics.
+at::Tensor vk_bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights_opt,
+                    int64_t minlength) {
+  TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
+  TORCH_CHECK(self.dim() == 1 && at::isIntegralType(self.scalar_type(), false),
+              "bincount only supports 1-d non-negative integral inputs.");
+  const at::Tensor* weights = weights_opt && weights_opt->defined() ? &*weights_opt : nullptr;
+  TORCH_CHECK(!weights || (weights->dim() == 1 && weights->size(0) == self.size(0)),
+              "weights should be 1-d and have the same length as input");
+  at::ScalarType out_type = at::kLong;
+  if (weights) {
+    TORCH_CHECK_NOT_IMPLEMENTED(weights->scalar_type() == at::kFloat,
+                                "bincount on vkml supports float32 weights only, got ",
+                                weights->scalar_type());
+    out_type = at::kFloat;
+  }
+  int64_t n = self.numel();
+  int64_t bins = minlength;
+  at::Tensor idx = self.scalar_type() == at::kLong || self.scalar_type() == at::kInt
+                       ? self
+                       : self.to(at::kLong);
+  if (n > 0) {
+    at::Tensor mm = at::cat({idx.min().reshape({1}).to(at::kLong),
+                             idx.max().reshape({1}).to(at::kLong)}).cpu();
+    TORCH_CHECK(mm[0].item<int64_t>() >= 0,
+                "bincount only supports 1-d non-negative integral inputs.");
+    bins = std::max(bins, mm[1].item<int64_t>() + 1);
+  }
+  at::Tensor out = at::zeros({bins}, self.options().dtype(out_type));
+  if (n == 0) return out;
+  vkml::ops::IndexArgs a;
+  a.mode = vkml::ops::IndexMode::Scatter;
+  a.reduce = vkml::ops::IndexReduce::Add;
+  a.dtype = to_vkml(out_type);
+  at::Tensor w = weights ? weights->contiguous() : at::Tensor();
+  a.dst = vkml::TensorRef::contiguous(addr(out), a.dtype, {n});
+  a.dst.strides[0] = 0;
+  if (weights) {
+    a.src = vkml::TensorRef::contiguous(addr(w), a.dtype, {n});
+  } else {
+    a.value = vkml::Scalar::of_int(1);
+  }
+  a.idx = vkml::TensorRef::contiguous(addr(idx), to_vkml(idx.scalar_type()), {n});
+  a.idx.strides[0] = idx.stride(0);
+  a.dim_stride = 1;
+  a.dim_size = bins;
+  guarded([&] { vkml::ops::index_op(vkml_device(self), a); });
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -123,6 +179,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_select", TORCH_FN(vk_masked_select));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("masked_scatter_", TORCH_FN(masked_scatter_));
+  m.impl("count_nonzero.dim_IntList", TORCH_FN(vk_count_nonzero));
+  m.impl("bincount", TORCH_FN(vk_bincount));
 }
 
 }  // namespace vkml_aten

@@ -1,6 +1,6 @@
 // Indexing: index_select, gather, scatter (src / value / reduce), scatter_add,
 // scatter_reduce, index_add, index_copy, index_fill, masked_fill, index.Tensor,
-// index_put_, take, put_, flip, embedding_dense_backward.
+// index_put_, take, put_, flip, roll, embedding_dense_backward.
 //
 // Index validation: out-of-range indices raise the exception PyTorch's CPU
 // kernels raise. The index tensors live on the device, so the check costs one
@@ -15,6 +15,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
@@ -102,8 +103,16 @@ struct RangeCheck {
   int64_t dim;
 };
 
+// TORCH_VKML_INDEX_CHECK=0 skips the checks (and their host sync); out-of-range
+// indices then read 0 / are skipped instead of raising.
+bool index_checks_enabled() {
+  const char* v = std::getenv("TORCH_VKML_INDEX_CHECK");
+  return !(v && std::string(v) == "0");
+}
+
 // One transfer for the minima and maxima of all the index tensors.
 void check_ranges(const std::vector<RangeCheck>& checks, bool allow_negative, Style style) {
+  if (!index_checks_enabled()) return;
   std::vector<at::Tensor> parts;
   std::vector<const RangeCheck*> live;
   for (const RangeCheck& c : checks) {
@@ -591,6 +600,29 @@ at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims) {
   return out.is_same(self) ? self.clone() : out;
 }
 
+// One gather per rolled dim, with the rotated positions as the index.
+at::Tensor vk_roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims) {
+  if (dims.empty()) {
+    TORCH_CHECK(shifts.size() == 1, "shifts and dimensions must align. shifts: ", shifts.size(),
+                ", dims:", dims.size());
+    return vk_roll(self.flatten(), shifts, {0}).view(self.sizes());
+  }
+  TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ",
+              shifts.size(), ", dims:", dims.size());
+  at::Tensor out = self;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int64_t d = at::maybe_wrap_dim(dims[k], self.dim());
+    int64_t n = self.dim() == 0 ? 1 : self.size(d);
+    if (n == 0) continue;
+    int64_t shift = ((shifts[k] % n) + n) % n;
+    if (shift == 0) continue;
+    // out[j] = in[(j - shift) mod n]; built on the host, uploaded without a sync.
+    at::Tensor idx = at::arange(n, at::kLong).sub(shift).remainder(n).to(self.device());
+    out = select_impl(out, d, idx, false);
+  }
+  return out.is_same(self) ? self.clone() : out;
+}
+
 at::Tensor vk_take(const at::Tensor& self, const at::Tensor& index) {
   TORCH_CHECK(index.scalar_type() == at::kLong,
               "take(): Expected a long tensor for index, but got ",
@@ -901,6 +933,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_));
   m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor_));
   m.impl("flip", TORCH_FN(flip));
+  m.impl("roll", TORCH_FN(vk_roll));
   m.impl("take", TORCH_FN(vk_take));
   m.impl("put_", TORCH_FN(put_));
   m.impl("take.out", TORCH_FN(take_out));
