@@ -536,3 +536,29 @@ def test_index_check_can_be_disabled(monkeypatch):
     # no error and no host sync: out-of-range reads give 0, writes are dropped
     assert x.index_select(0, idx).cpu().tolist() == [1.0, 0.0, 3.0]
     assert x.index_add(0, idx, torch.ones(3, device=VKML)).cpu().tolist() == [0.0, 2.0, 2.0, 4.0]
+
+
+def test_cpu_indices_on_device_tensors():
+    x = make((5, 4))
+    i = torch.tensor([0, 2, -1])  # stays on the CPU inside the compared functions
+    m = make((5, 4), torch.bool)
+
+    def fn(t):
+        u = t.clone()
+        u[i] = 7.0
+        u[[1, 3], [0, 2]] = torch.tensor([9.0, 8.0], device=t.device)
+        return t[i], t[[0, 2]], t[m], u
+
+    assert_close_to_cpu(fn, x)
+
+
+def test_deterministic_mode_sums_in_cpu_order():
+    x = torch.zeros(3)
+    src = make(500, low=-1000, high=1000)
+    idx = _index(500, 3)
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert_close_to_cpu(lambda t, i, s: t.scatter_add(0, i, s), x, idx, src, atol=0, rtol=0)
+        assert_close_to_cpu(lambda t, i, s: t.index_add(0, i, s), x, idx, src, atol=0, rtol=0)
+    finally:
+        torch.use_deterministic_algorithms(False)

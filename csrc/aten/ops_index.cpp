@@ -8,6 +8,7 @@
 // a host synchronization per call; an empty index costs nothing. The kernels
 // never touch memory outside their operands even without the check (a gather
 // reads 0, a scatter skips the element).
+#include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/IndexingUtils.h>
@@ -185,7 +186,9 @@ void launch(const char* name, const Launch& l) {
   a.wrap_negative = l.wrap;
   a.skip = l.skip.has_value();
   a.skip_value = l.skip.value_or(0);
-  a.serial = l.serial;
+  // Atomic float sums depend on the order threads arrive in; under
+  // torch.use_deterministic_algorithms the serial path gives the CPU's order.
+  a.serial = l.serial || (reduce && at::globalContext().deterministicAlgorithms());
   guarded([&] { vkml::ops::index_op(vkml_device(l.dst), a); });
 }
 
