@@ -446,6 +446,7 @@ ERRORS = {
     "index_fill": lambda t, i: t.index_fill(0, i, 1.0),
     "index": lambda t, i: t[i],
     "index_negative": lambda t, i: t[i - 20],
+    "index_cpu_index": lambda t, i: t[:, i.cpu() - 4],
     "index_put": lambda t, i: t.index_put_((i,), torch.tensor(1.0, device=t.device)),
     "put": lambda t, i: t.put_(i * 3, t[0, :3] * 1),
     "take": lambda t, i: torch.take(t, i * 3),

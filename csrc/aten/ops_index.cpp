@@ -114,18 +114,30 @@ bool index_checks_enabled() {
 // One transfer for the minima and maxima of all the index tensors.
 void check_ranges(const std::vector<RangeCheck>& checks, bool allow_negative, Style style) {
   if (!index_checks_enabled()) return;
+  // Index tensors still on the CPU are checked there, without a device round trip.
   std::vector<at::Tensor> parts;
   std::vector<const RangeCheck*> live;
+  std::vector<int64_t> cpu_minmax;
+  std::vector<const RangeCheck*> cpu_live;
   for (const RangeCheck& c : checks) {
     if (c.index.numel() == 0) continue;
     at::Tensor i = c.index.scalar_type() == at::kLong ? c.index : c.index.to(at::kLong);
+    if (i.is_cpu()) {
+      cpu_minmax.push_back(i.min().item<int64_t>());
+      cpu_minmax.push_back(i.max().item<int64_t>());
+      cpu_live.push_back(&c);
+      continue;
+    }
     parts.push_back(i.min().reshape({1}));
     parts.push_back(i.max().reshape({1}));
     live.push_back(&c);
   }
-  if (parts.empty()) return;
-  at::Tensor mm = at::cat(parts).cpu();
-  const int64_t* v = mm.const_data_ptr<int64_t>();
+  std::vector<int64_t> v = cpu_minmax;
+  if (!parts.empty()) {
+    at::Tensor mm = at::cat(parts).cpu();
+    v.insert(v.end(), mm.const_data_ptr<int64_t>(), mm.const_data_ptr<int64_t>() + mm.numel());
+  }
+  live.insert(live.begin(), cpu_live.begin(), cpu_live.end());
   for (size_t k = 0; k < live.size(); ++k) {
     int64_t lo = v[2 * k], hi = v[2 * k + 1], n = live[k]->size;
     int64_t bad;
@@ -712,6 +724,22 @@ Advanced advanced_index(const char* name, at::Tensor self,
   TORCH_CHECK_INDEX(orig.size() <= size_t(self.dim()), "too many indices for tensor of dimension ",
                     self.dim(), " (got ", orig.size(), ")");
   at::native::checkIndexTensorTypes(orig, /*allow_int=*/true);
+  // Range checks on the indices as given: CPU ones where they are (no sync),
+  // device ones in one transfer; indices made from masks are valid by construction.
+  std::vector<RangeCheck> checks;
+  int64_t pos = 0;
+  for (size_t k = 0; k < orig.size(); ++k) {
+    std::optional<at::Tensor> o = orig.get(k);
+    if (!o || !o->defined()) {
+      ++pos;
+    } else if (o->scalar_type() == at::kBool || o->scalar_type() == at::kByte) {
+      pos += o->dim();
+    } else {
+      if (pos < self.dim()) checks.push_back({*o, self.size(pos), pos});
+      ++pos;
+    }
+  }
+  check_ranges(checks, true, Style::BoundsIdx);
   auto indices = at::native::expandTensors(self, orig, /*ensure_same_device=*/true);
   try {
     indices = at::expand_outplace(indices);
@@ -721,12 +749,6 @@ Advanced advanced_index(const char* name, at::Tensor self,
   while (indices.size() < size_t(self.dim())) indices.emplace_back();
   if (!at::native::hasContiguousSubspace(indices))
     std::tie(self, indices) = at::native::transposeToFront(self, indices);
-
-  // Range check of every index tensor in one transfer.
-  std::vector<RangeCheck> checks;
-  for (size_t d = 0; d < indices.size(); ++d)
-    if (indices[d].defined()) checks.push_back({indices[d], self.size(int64_t(d)), int64_t(d)});
-  check_ranges(checks, true, Style::BoundsIdx);
 
   int64_t before = 0, after = 0;
   Sizes index_shape;
