@@ -563,3 +563,18 @@ def test_deterministic_mode_sums_in_cpu_order():
         assert_close_to_cpu(lambda t, i, s: t.index_add(0, i, s), x, idx, src, atol=0, rtol=0)
     finally:
         torch.use_deterministic_algorithms(False)
+
+
+def test_zero_dim_operands():
+    s = torch.tensor(1.5)
+    i = torch.tensor(0)
+    v = torch.tensor(4.0)
+    assert_close_to_cpu(lambda t, i, v: t.scatter(0, i, v), s, i, v)
+    assert_close_to_cpu(lambda t, i, v: t.scatter_add(0, i, v), s, i, v)
+    assert_close_to_cpu(lambda t, i, v: t.scatter_reduce(0, i, v, "amax"), s, i, v)
+    assert_close_to_cpu(lambda t, i, v: t.index_add(0, i, v), s, i, v)
+    assert_close_to_cpu(lambda t, i, v: t.index_copy(0, i.view(1), v.view(1)), s, i, v)
+    assert_close_to_cpu(lambda t, i: t.index_fill(0, i, -1.0), s, i)
+    assert_close_to_cpu(lambda t: t.masked_fill(torch.tensor(True, device=t.device), 2.0), s)
+    assert_close_to_cpu(lambda t, i: torch.take(t, i), s, i)
+    assert_close_to_cpu(lambda t: t.masked_select(torch.tensor(True, device=t.device)), s)
