@@ -578,3 +578,28 @@ def test_zero_dim_operands():
     assert_close_to_cpu(lambda t: t.masked_fill(torch.tensor(True, device=t.device), 2.0), s)
     assert_close_to_cpu(lambda t, i: torch.take(t, i), s, i)
     assert_close_to_cpu(lambda t: t.masked_select(torch.tensor(True, device=t.device)), s)
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dtype", REDUCE_DTYPES, ids=dtype_id)
+def test_index_reduce(dtype, reduce, include_self):
+    x = make((5, 4), dtype, low=-2, high=3, nonzero=True)
+    src = make((7, 4), dtype, low=-2, high=3, nonzero=True)
+    idx = torch.tensor([0, 3, 3, 1, 0, 3, 0]).int()  # row 2 and 4 get nothing
+    kw = dict(atol=2e-2, rtol=2e-2) if dtype == torch.float16 else {}
+    assert_close_to_cpu(
+        lambda t, i, s: t.index_reduce(0, i, s, reduce, include_self=include_self),
+        x,
+        idx,
+        src,
+        **kw,
+    )
+    assert_close_to_cpu(
+        lambda t, i, s: t.t().index_reduce_(1, i.long(), s.t(), reduce, include_self=include_self),
+        x,
+        idx,
+        src,
+        **kw,
+    )

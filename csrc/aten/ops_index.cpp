@@ -1,5 +1,5 @@
 // Indexing: index_select, gather, scatter (src / value / reduce), scatter_add,
-// scatter_reduce, index_add, index_copy, index_fill, masked_fill, index.Tensor,
+// scatter_reduce, index_add, index_copy, index_reduce, index_fill, masked_fill, index.Tensor,
 // index_put_, take, put_, flip, roll, embedding_dense_backward.
 //
 // Index validation: out-of-range indices raise the exception PyTorch's CPU
@@ -402,6 +402,41 @@ at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tenso
   return write_out(out, vk_scatter_add(self, dim, index, src));
 }
 
+// The kernel op and the identity of a scatter_reduce / index_reduce reduction.
+std::pair<IndexReduce, at::Scalar> reduction_of(std::string_view reduce, const at::Tensor& self) {
+  bool is_float = self.is_floating_point();
+  at::ScalarType t = self.scalar_type();
+  if (reduce == "sum" || reduce == "mean") return {IndexReduce::Add, 0};
+  if (reduce == "prod") return {IndexReduce::Mul, 1};
+  bool is_max = reduce == "amax";
+  at::Scalar id;
+  if (is_float) {
+    id = is_max ? -std::numeric_limits<double>::infinity()
+                : std::numeric_limits<double>::infinity();
+  } else if (t == at::kInt) {
+    id = is_max ? int64_t(std::numeric_limits<int32_t>::min())
+                : int64_t(std::numeric_limits<int32_t>::max());
+  } else if (t == at::kByte || t == at::kBool) {
+    id = is_max ? 0 : (t == at::kBool ? 1 : 255);
+  } else {
+    id = is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+  }
+  return {is_max ? IndexReduce::Max : IndexReduce::Min, id};
+}
+
+// Mean after a sum: divide by the number of contributions (plus self's).
+template <class Scatter>
+void divide_by_count(const at::Tensor& self, bool include_self, Scatter&& scatter_ones) {
+  at::Tensor count = include_self ? at::ones_like(self) : at::zeros_like(self);
+  scatter_ones(count);
+  count.masked_fill_(count == 0, 1);
+  if (self.is_floating_point()) {
+    self.div_(count);
+  } else {
+    self.copy_(self.div(count, "floor"));
+  }
+}
+
 // scatter_reduce.two: sum, prod, mean, amax, amin, with or without self's values.
 at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                                 const at::Tensor& src, c10::string_view reduce,
@@ -410,44 +445,15 @@ at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor&
   if (index.numel() == 0) return self;
   DimView v = dim_view(self, dim);
   check_ranges({{index, v.sizes[v.dim], v.dim}}, false, Style::Bounds);
-  IndexReduce op;
-  at::Scalar identity = 0;
-  bool is_float = self.is_floating_point();
-  if (reduce == "sum" || reduce == "mean") {
-    op = IndexReduce::Add;
-  } else if (reduce == "prod") {
-    op = IndexReduce::Mul;
-    identity = 1;
-  } else if (reduce == "amax") {
-    op = IndexReduce::Max;
-    identity = is_float ? at::Scalar(-std::numeric_limits<double>::infinity())
-                        : at::Scalar(self.scalar_type() == at::kInt
-                                         ? int64_t(std::numeric_limits<int32_t>::min())
-                                         : std::numeric_limits<int64_t>::min());
-    if (self.scalar_type() == at::kByte || self.scalar_type() == at::kBool) identity = 0;
-  } else {
-    op = IndexReduce::Min;
-    identity = is_float ? at::Scalar(std::numeric_limits<double>::infinity())
-                        : at::Scalar(self.scalar_type() == at::kInt
-                                         ? int64_t(std::numeric_limits<int32_t>::max())
-                                         : std::numeric_limits<int64_t>::max());
-    if (self.scalar_type() == at::kByte) identity = 255;
-    if (self.scalar_type() == at::kBool) identity = 1;
-  }
+  auto [op, identity] = reduction_of(reduce, self);
   if (!include_self)
     scatter_into("scatter_reduce", self, dim, index, nullptr, identity, IndexReduce::Assign,
                  false);
   scatter_into("scatter_reduce", self, dim, index, &src, 0, op, false);
-  if (reduce == "mean") {
-    at::Tensor count = include_self ? at::ones_like(self) : at::zeros_like(self);
-    scatter_into("scatter_reduce", count, dim, index, nullptr, 1, IndexReduce::Add, false);
-    count.masked_fill_(count == 0, 1);
-    if (is_float) {
-      self.div_(count);
-    } else {
-      self.copy_(self.div(count, "floor"));
-    }
-  }
+  if (reduce == "mean")
+    divide_by_count(self, include_self, [&](const at::Tensor& count) {
+      scatter_into("scatter_reduce", count, dim, index, nullptr, 1, IndexReduce::Add, false);
+    });
   return self;
 }
 at::Tensor scatter_reduce_two(const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -464,15 +470,16 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
 // self[..., index[j], ...] (reduce)= source[..., j, ...] (or value), j along dim.
 void index_scatter(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                    const at::Tensor* source, const at::Scalar& value, IndexReduce reduce,
-                   bool wrap, Style style) {
+                   bool wrap, Style style, bool check = true) {
   int64_t n = index.numel();
   if (n == 0) return;
   DimView v = dim_view(self, dim);
-  check_ranges({{index, v.sizes[v.dim], v.dim}}, wrap, style);
+  if (check) check_ranges({{index, v.sizes[v.dim], v.dim}}, wrap, style);
   if (reduce != IndexReduce::Assign && self.scalar_type() == at::kHalf) {
     at::Tensor acc = self.to(at::kFloat);
     at::Tensor src_f = source ? source->to(at::kFloat) : at::Tensor();
-    index_scatter(name, acc, dim, index, source ? &src_f : nullptr, value, reduce, wrap, style);
+    index_scatter(name, acc, dim, index, source ? &src_f : nullptr, value, reduce, wrap, style,
+                  false);
     self.copy_(acc);
     return;
   }
@@ -535,6 +542,36 @@ at::Tensor vk_index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& 
 at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                            const at::Tensor& source, at::Tensor& out) {
   return write_out(out, vk_index_copy(self, dim, index, source));
+}
+
+// index_reduce: prod, mean, amax, amin of source slices into self's slices.
+at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                          const at::Tensor& source, c10::string_view reduce, bool include_self) {
+  meta(self).index_reduce_(dim, meta(index), meta(source), reduce, include_self);
+  if (index.numel() == 0) return self;
+  DimView v = dim_view(self, dim);
+  check_ranges({{index, v.sizes[v.dim], v.dim}}, false, Style::InSelf);
+  auto [op, identity] = reduction_of(reduce, self);
+  if (!include_self)
+    index_scatter("index_reduce", self, dim, index, nullptr, identity, IndexReduce::Assign,
+                  false, Style::InSelf, false);
+  index_scatter("index_reduce", self, dim, index, &source, 0, op, false, Style::InSelf, false);
+  if (reduce == "mean")
+    divide_by_count(self, include_self, [&](const at::Tensor& count) {
+      index_scatter("index_reduce", count, dim, index, nullptr, 1, IndexReduce::Add, false,
+                    Style::InSelf, false);
+    });
+  return self;
+}
+at::Tensor vk_index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                           const at::Tensor& source, c10::string_view reduce, bool include_self) {
+  at::Tensor out = self.clone();
+  return index_reduce_(out, dim, index, source, reduce, include_self);
+}
+at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                             const at::Tensor& source, c10::string_view reduce,
+                             bool include_self, at::Tensor& out) {
+  return write_out(out, vk_index_reduce(self, dim, index, source, reduce, include_self));
 }
 
 void check_index_fill(const at::Tensor& self, const at::Tensor& index) {
@@ -953,6 +990,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_copy", TORCH_FN(vk_index_copy));
   m.impl("index_copy_", TORCH_FN(index_copy_));
   m.impl("index_copy.out", TORCH_FN(index_copy_out));
+  m.impl("index_reduce", TORCH_FN(vk_index_reduce));
+  m.impl("index_reduce_", TORCH_FN(index_reduce_));
+  m.impl("index_reduce.out", TORCH_FN(index_reduce_out));
   m.impl("index_fill_.int_Scalar", TORCH_FN(index_fill_scalar_));
   m.impl("index_fill_.int_Tensor", TORCH_FN(index_fill_tensor_));
   m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_));
