@@ -45,7 +45,11 @@ FAMILIES = {
         "int8; reductions other than sum on int64, uint8 and bool run serially)",
     ),
     "ops_scan.cpp": ("Scans", "float32, float16, int64, int32 (cummax/cummin also uint8, bool)"),
-    "ops_compact.cpp": ("nonzero, masked_select, masked_scatter", "all"),
+    "ops_compact.cpp": (
+        "Data-dependent shapes and counting (nonzero, masked_select, bincount, ...)",
+        "all (count_nonzero: float32, float16, int64, int32, uint8, bool; bincount: integer "
+        "inputs, float32 weights)",
+    ),
 }
 
 
