@@ -1,5 +1,5 @@
 // The Python module torch_vkml._C: device queries, memory statistics,
-// synchronisation, the fallback counters and validation messages.
+// synchronisation, device-clock events, the fallback counters and validation messages.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/Generator.h>
@@ -11,6 +11,7 @@
 
 namespace vkml_aten {
 void register_hooks();
+void register_event(pybind11::module& m);
 }
 
 namespace py = pybind11;
@@ -67,6 +68,7 @@ py::dict memory_stats(std::optional<int> index) {
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch-vkml native module";
   register_hooks();
+  register_event(m);
   m.def("is_available", [] { return vkml::Runtime::get().available(); });
   m.def("unavailable_reason", [] { return vkml::Runtime::get().unavailable_reason(); });
   m.def("device_count", [] { return vkml::Runtime::get().device_count(); });

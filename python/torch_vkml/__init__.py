@@ -32,6 +32,7 @@ from ._device import (
     set_device,
     synchronize,
 )
+from ._event import Event
 from ._memory import (
     empty_cache,
     max_memory_allocated,
@@ -51,6 +52,7 @@ from ._random import (
 )
 
 __all__ = [
+    "Event",
     "current_device",
     "default_device",
     "device",

@@ -51,10 +51,16 @@ Device::Device(VkPhysicalDevice physical, const DeviceInfo& info, int index)
 Device::~Device() {
   if (device_) vk::vkDeviceWaitIdle(device_);
   stream_.reset();
+  timer_.reset();
   pipelines_.reset();
   staging_.reset();
   memory_.reset();
   if (device_) vk::vkDestroyDevice(device_, nullptr);
+}
+
+Timer& Device::timer() {
+  std::call_once(timer_once_, [this] { timer_ = std::make_unique<Timer>(*this); });
+  return *timer_;
 }
 
 void Device::release_cached_memory() {

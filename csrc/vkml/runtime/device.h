@@ -2,11 +2,13 @@
 // One logical Vulkan device: its queue, memory pools, stream and pipelines.
 #include <atomic>
 #include <memory>
+#include <mutex>
 
 #include "vkml/runtime/device_info.h"
 #include "vkml/runtime/memory.h"
 #include "vkml/runtime/pipelines.h"
 #include "vkml/runtime/stream.h"
+#include "vkml/runtime/timer.h"
 #include "vkml/runtime/vk_api.h"
 
 namespace vkml {
@@ -28,6 +30,8 @@ class Device {
   MemoryPool& staging() { return *staging_; }
   Stream& stream() { return *stream_; }
   Pipelines& pipelines() { return *pipelines_; }
+  // Device-clock timestamps; the query pools are created on first use.
+  Timer& timer();
 
   // Waits for the GPU, then returns unused blocks of both pools to the driver.
   void release_cached_memory();
@@ -47,6 +51,8 @@ class Device {
   std::unique_ptr<MemoryPool> staging_;
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<Pipelines> pipelines_;
+  std::once_flag timer_once_;
+  std::unique_ptr<Timer> timer_;
   std::atomic<bool> lost_{false};
 };
 

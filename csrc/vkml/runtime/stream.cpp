@@ -112,6 +112,16 @@ void Stream::free_after_use(MemoryPool& pool, uint64_t address) {
   }
 }
 
+uint64_t Stream::write_timestamp(VkQueryPool pool, uint32_t query) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  begin_if_needed();
+  // Reset in the command buffer, in queue order: no host reset feature needed, and a
+  // slot re-recorded while an earlier write is still in flight stays well-ordered.
+  vk::vkCmdResetQueryPool(current_, pool, query, 1);
+  vk::vkCmdWriteTimestamp(current_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, query);
+  return submitted_value_ + 1;
+}
+
 uint64_t Stream::flush() {
   std::lock_guard<std::mutex> lock(mutex_);
   return flush_locked();

@@ -29,6 +29,10 @@ class Stream {
   // Frees `address` back to `pool` once the work recorded so far has run
   // (staging memory the GPU still has to read or write).
   void free_after_use(MemoryPool& pool, uint64_t address);
+  // Resets `query` of a timestamp pool and writes the device clock into it once
+  // all commands recorded so far have finished. Returns the timeline value after
+  // which the result can be read (see Timer).
+  uint64_t write_timestamp(VkQueryPool pool, uint32_t query);
 
   // Submits what was recorded; returns the timeline value that marks its end.
   uint64_t flush();

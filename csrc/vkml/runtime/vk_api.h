@@ -73,6 +73,7 @@
   X(vkDestroyQueryPool)                      \
   X(vkCmdWriteTimestamp)                     \
   X(vkGetQueryPoolResults)                   \
+  X(vkCmdResetQueryPool)                     \
   X(vkResetQueryPool)
 
 namespace vkml::vk {

@@ -1,0 +1,168 @@
+// Convolution (plain and transposed, 1-3 spatial dims) and its backward pass, as
+// PyTorch routes them for a custom device: convolution_overrideable and
+// convolution_backward_overrideable. at::_convolution has already checked the shapes.
+#include <torch/library.h>
+
+#include <tuple>
+#include <vector>
+
+#include "vkml/ops/conv.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+namespace {
+
+void check_float(const at::Tensor& t) {
+  TORCH_CHECK_NOT_IMPLEMENTED(t.scalar_type() == at::kFloat || t.scalar_type() == at::kHalf,
+                              "convolution on vkml supports float32 and float16, got ",
+                              t.scalar_type());
+}
+
+int64_t param(at::IntArrayRef v, int64_t d, int64_t fallback) {
+  if (v.empty()) return fallback;
+  return v.size() == 1 ? v[0] : v[d];
+}
+
+// The kernel's view: x side [N, ci, in...], y side [N, co, out...], weight [co, ci/g, k...].
+// For a transposed convolution the x side is its output and the y side its input.
+struct Geometry {
+  vkml::ops::ConvShape s;
+  std::vector<int64_t> x_sizes, y_sizes;
+};
+
+Geometry geometry(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
+                  at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+                  at::IntArrayRef output_padding, int64_t groups) {
+  TORCH_CHECK(input.dim() >= 3 && input.dim() <= 5,
+              "vkml convolution expects a batched 1-d, 2-d or 3-d input, got ", input.dim(),
+              " dims");
+  TORCH_CHECK(weight.dim() == input.dim(), "weight should have ", input.dim(), " dims");
+  Geometry g;
+  auto& s = g.s;
+  int sp = int(input.dim() - 2);
+  s.spatial = sp;
+  s.groups = groups;
+  s.n = input.size(0);
+  int64_t in_ch = input.size(1);
+  int64_t out_ch = transposed ? weight.size(1) * groups : weight.size(0);
+  s.ci = transposed ? out_ch : in_ch;
+  s.co = transposed ? in_ch : out_ch;
+  g.x_sizes = {s.n, s.ci};
+  g.y_sizes = {s.n, s.co};
+  for (int d = 0; d < sp; ++d) {
+    int a = 3 - sp + d;
+    int64_t k = weight.size(2 + d), st = param(stride, d, 1), p = param(padding, d, 0);
+    int64_t dl = param(dilation, d, 1), i = input.size(2 + d);
+    s.kernel[a] = k;
+    s.stride[a] = st;
+    s.pad[a] = p;
+    s.dilation[a] = dl;
+    if (!transposed) {
+      s.in[a] = i;
+      s.out[a] = (i + 2 * p - dl * (k - 1) - 1) / st + 1;
+    } else {
+      s.out[a] = i;
+      s.in[a] = (i - 1) * st - 2 * p + dl * (k - 1) + param(output_padding, d, 0) + 1;
+    }
+    TORCH_CHECK(s.in[a] >= 0 && s.out[a] >= 0, "vkml convolution: invalid output size");
+  }
+  for (int d = 0; d < sp; ++d) {
+    g.x_sizes.push_back(s.in[3 - sp + d]);
+    g.y_sizes.push_back(s.out[3 - sp + d]);
+  }
+  return g;
+}
+
+at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
+                       const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                       at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+                       at::IntArrayRef output_padding, int64_t groups) {
+  check_float(input);
+  TORCH_CHECK(weight.scalar_type() == input.scalar_type(), "Input type (",
+              input.scalar_type(), ") and weight type (", weight.scalar_type(),
+              ") should be the same");
+  Geometry g = geometry(input, weight, stride, padding, dilation, transposed, output_padding,
+                        groups);
+  at::Tensor x = input.contiguous(), w = weight.contiguous();
+  at::Tensor b;
+  if (bias.has_value() && bias->defined()) b = bias->to(input.scalar_type()).contiguous();
+  at::Tensor out = at::empty(transposed ? g.x_sizes : g.y_sizes, x.options());
+  if (out.numel() == 0) return out;
+  if (x.numel() == 0 || w.numel() == 0) {  // nothing to sum: the bias alone
+    out.zero_();
+    if (b.defined()) {
+      std::vector<int64_t> shape(out.dim(), 1);
+      shape[1] = -1;
+      out.add_(b.view(shape));
+    }
+    return out;
+  }
+  guarded([&] {
+    auto dt = to_vkml(x.scalar_type());
+    uint64_t pb = b.defined() ? addr(b) : 0;
+    if (!transposed) {
+      vkml::ops::conv_forward(vkml_device(x), dt, addr(x), addr(w), pb, addr(out), g.s);
+    } else {
+      vkml::ops::conv_data_grad(vkml_device(x), dt, addr(x), addr(w), pb, addr(out), g.s);
+    }
+  });
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+    at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
+  check_float(input);
+  Geometry g = geometry(input, weight, stride, padding, dilation, transposed, output_padding,
+                        groups);
+  at::Tensor x = input.contiguous(), w = weight.contiguous();
+  at::Tensor gy = grad_output.to(input.scalar_type()).contiguous();
+  auto dt = to_vkml(x.scalar_type());
+  at::Tensor gi, gw, gb;
+  // Plain: x = input, y = grad_output. Transposed: x = grad_output, y = input.
+  const at::Tensor& xs = transposed ? gy : x;
+  const at::Tensor& ys = transposed ? x : gy;
+  if (output_mask[0]) {
+    gi = at::empty(input.sizes(), x.options());
+    if (gi.numel() > 0) {
+      if (gy.numel() == 0 || w.numel() == 0) {
+        gi.zero_();
+      } else {
+        guarded([&] {
+          if (!transposed)
+            vkml::ops::conv_data_grad(vkml_device(x), dt, addr(gy), addr(w), 0, addr(gi), g.s);
+          else
+            vkml::ops::conv_forward(vkml_device(x), dt, addr(gy), addr(w), 0, addr(gi), g.s);
+        });
+      }
+    }
+  }
+  if (output_mask[1]) {
+    gw = at::empty(weight.sizes(), x.options());
+    if (gw.numel() > 0) {
+      if (x.numel() == 0 || gy.numel() == 0) {
+        gw.zero_();
+      } else {
+        guarded([&] {
+          vkml::ops::conv_weight_grad(vkml_device(x), dt, addr(xs), addr(ys), addr(gw), g.s);
+        });
+      }
+    }
+  }
+  if (output_mask[2]) {
+    std::vector<int64_t> dims = {0};
+    for (int64_t d = 2; d < gy.dim(); ++d) dims.push_back(d);
+    gb = gy.sum(dims);
+  }
+  return {gi, gw, gb};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("convolution_overrideable", TORCH_FN(convolution));
+  m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward));
+}
+
+}  // namespace vkml_aten

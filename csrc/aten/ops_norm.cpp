@@ -1,0 +1,368 @@
+// Batch, layer and group normalisation and their backward passes (instance norm is
+// batch norm of a reshaped input in PyTorch's composite). Statistics are computed in
+// fp32; saved mean / invstd have the input's dtype, as on the CPU.
+#include <torch/library.h>
+
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "vkml/ops/norm.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+namespace {
+
+using Tensor3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+using OptTensor = std::optional<at::Tensor>;
+
+void check_float(const char* name, const at::Tensor& t) {
+  TORCH_CHECK_NOT_IMPLEMENTED(t.scalar_type() == at::kFloat || t.scalar_type() == at::kHalf,
+                              name, " on vkml supports float32 and float16, got ",
+                              t.scalar_type());
+}
+
+bool has(const OptTensor& t) { return t.has_value() && t->defined(); }
+
+// An optional per-channel parameter as contiguous fp32, or undefined.
+at::Tensor f32(const OptTensor& t) {
+  return has(t) ? t->to(at::kFloat).contiguous() : at::Tensor();
+}
+uint64_t addr_or_0(const at::Tensor& t) { return t.defined() ? addr(t) : 0; }
+vkml::DType dt(const at::Tensor& t) { return to_vkml(t.scalar_type()); }
+
+at::Tensor f32_empty(const at::Tensor& like, int64_t n) {
+  return at::empty({n}, like.options().dtype(at::kFloat));
+}
+
+// ------------------------------------------------------------------ batch norm
+
+vkml::ops::NormView bn_view(const at::Tensor& x) {
+  int64_t inner = 1;
+  for (int64_t d = 2; d < x.dim(); ++d) inner *= x.size(d);
+  return {x.size(0), x.size(1), inner, inner, x.size(1), inner, x.size(1)};
+}
+
+Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
+                   const OptTensor& running_mean, const OptTensor& running_var, bool training,
+                   double momentum, double eps) {
+  check_float("batch_norm", input);
+  TORCH_CHECK(input.dim() >= 2, "batch_norm: expected at least 2-D input, got ", input.dim(),
+              "-D");
+  at::Tensor x = input.contiguous();
+  auto v = bn_view(x);
+  int64_t C = v.c;
+  at::Tensor w = f32(weight), b = f32(bias);
+  for (const at::Tensor* t : {&w, &b})
+    TORCH_CHECK(!t->defined() || t->numel() == C, "batch_norm: weight and bias must have ", C,
+                " elements");
+  at::Tensor mean, rstd;
+  if (training) {
+    mean = f32_empty(x, C);
+    rstd = f32_empty(x, C);
+    at::Tensor var = has(running_var) ? f32_empty(x, C) : at::Tensor();
+    if (x.numel() > 0) {
+      guarded([&] {
+        vkml::ops::norm_stats(vkml_device(x), dt(x), addr(x), addr(mean), addr(rstd),
+                              addr_or_0(var), v, float(eps));
+      });
+    } else {
+      mean.fill_(NAN);
+      rstd.fill_(NAN);
+      if (var.defined()) var.fill_(NAN);
+    }
+    at::NoGradGuard no_grad;
+    if (has(running_mean))
+      running_mean->mul_(1 - momentum).add_(mean.to(running_mean->scalar_type()), momentum);
+    if (has(running_var)) {
+      int64_t n = v.outer * v.inner;
+      at::Tensor unbiased = n > 1 ? var * (double(n) / double(n - 1)) : var;
+      running_var->mul_(1 - momentum).add_(unbiased.to(running_var->scalar_type()), momentum);
+    }
+  } else {
+    TORCH_CHECK(has(running_mean) && has(running_var),
+                "batch_norm: running_mean and running_var must be defined in evaluation mode");
+    mean = running_mean->to(at::kFloat).contiguous();
+    rstd = (running_var->to(at::kFloat) + eps).rsqrt();
+  }
+  at::Tensor y = at::empty(x.sizes(), x.options());
+  if (y.numel() > 0)
+    guarded([&] {
+      vkml::ops::norm_forward(vkml_device(x), dt(x), addr(x), addr_or_0(w), addr_or_0(b),
+                              addr(mean), addr(rstd), addr(y), v);
+    });
+  if (!training) {
+    at::Tensor none = at::empty({0}, x.options());
+    return {y, none, none.clone()};
+  }
+  return {y, mean.to(x.scalar_type()), rstd.to(x.scalar_type())};
+}
+
+Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
+                            const OptTensor& weight, const OptTensor& running_mean,
+                            const OptTensor& running_var, const OptTensor& save_mean,
+                            const OptTensor& save_invstd, bool train, double eps,
+                            std::array<bool, 3> mask) {
+  check_float("batch_norm_backward", input);
+  at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
+  auto v = bn_view(x);
+  int64_t C = v.c;
+  at::Tensor mean, rstd;
+  if (train) {
+    TORCH_CHECK(has(save_mean) && has(save_invstd), "batch_norm_backward: saved statistics "
+                "are required in training mode");
+    mean = save_mean->to(at::kFloat).contiguous();
+    rstd = save_invstd->to(at::kFloat).contiguous();
+  } else {
+    TORCH_CHECK(has(running_mean) && has(running_var),
+                "batch_norm_backward: running statistics are required in evaluation mode");
+    mean = running_mean->to(at::kFloat).contiguous();
+    rstd = (running_var->to(at::kFloat) + eps).rsqrt();
+  }
+  at::Tensor w = f32(weight);
+  at::ScalarType param_type = has(weight) ? weight->scalar_type() : x.scalar_type();
+  at::Tensor sum_g, sum_gx;  // per channel: sum(gy), sum(gy * xhat)
+  if (mask[1] || mask[2] || (mask[0] && train)) {
+    sum_g = f32_empty(x, C);
+    sum_gx = f32_empty(x, C);
+    if (x.numel() > 0) {
+      guarded([&] {
+        vkml::ops::norm_backward_sums(vkml_device(x), dt(x), addr(x), addr(gy), 0, addr(mean),
+                                      addr(rstd), addr(sum_g), addr(sum_gx), v);
+      });
+    } else {
+      sum_g.zero_();
+      sum_gx.zero_();
+    }
+  }
+  at::Tensor gi, gw, gb;
+  if (mask[0]) {
+    gi = at::empty(x.sizes(), x.options());
+    at::Tensor sa, sb;
+    if (train) {  // batch norm's weight is per channel: sum(gy * w) = w * sum(gy)
+      sa = w.defined() ? sum_g * w : sum_g;
+      sb = w.defined() ? sum_gx * w : sum_gx;
+    }
+    if (gi.numel() > 0)
+      guarded([&] {
+        vkml::ops::norm_data_grad(vkml_device(x), dt(x), addr(x), addr(gy), addr_or_0(w),
+                                  addr(mean), addr(rstd), addr_or_0(sa), addr_or_0(sb),
+                                  addr(gi), v, v.outer * v.inner);
+      });
+  }
+  if (mask[1]) gw = sum_gx.to(param_type);
+  if (mask[2]) gb = sum_g.to(param_type);
+  return {gi, gw, gb};
+}
+
+Tensor3 bn_legit(const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
+                 at::Tensor& running_mean, at::Tensor& running_var, bool training,
+                 double momentum, double eps) {
+  return batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+
+Tensor3 bn_legit_no_stats(const at::Tensor& input, const OptTensor& weight,
+                          const OptTensor& bias, bool training, double momentum, double eps) {
+  return batch_norm(input, weight, bias, std::nullopt, std::nullopt, training, momentum, eps);
+}
+
+Tensor3 bn_legit_no_training(const at::Tensor& input, const OptTensor& weight,
+                             const OptTensor& bias, const at::Tensor& running_mean,
+                             const at::Tensor& running_var, double momentum, double eps) {
+  return batch_norm(input, weight, bias, running_mean, running_var, false, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> bn_with_update(
+    const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
+    at::Tensor& running_mean, at::Tensor& running_var, double momentum, double eps) {
+  auto [y, m, r] = batch_norm(input, weight, bias, running_mean, running_var, true, momentum,
+                              eps);
+  return {y, m, r, at::empty({0}, input.options().dtype(at::kByte))};
+}
+
+Tensor3 bn_backward_new(const at::Tensor& grad_out, const at::Tensor& input,
+                        const at::Tensor& weight, const OptTensor& running_mean,
+                        const OptTensor& running_var, const OptTensor& save_mean,
+                        const OptTensor& save_var, bool update, double eps,
+                        std::array<bool, 3> mask, const at::Tensor& /*reserve*/) {
+  return batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
+                             save_var, update, eps, mask);
+}
+
+// ------------------------------------------------------------------ layer norm
+
+Tensor3 layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
+                   const OptTensor& weight, const OptTensor& bias, double eps) {
+  check_float("layer_norm", input);
+  int64_t nd = int64_t(normalized_shape.size()), axis = input.dim() - nd;
+  TORCH_CHECK(nd >= 1, "Expected normalized_shape to be at least 1-dimensional");
+  TORCH_CHECK(axis >= 0 && input.sizes().slice(axis).equals(normalized_shape),
+              "Given normalized_shape=", normalized_shape, ", expected input with shape [*, ",
+              normalized_shape, "], but got input of size", input.sizes());
+  at::Tensor x = input.contiguous();
+  int64_t M = 1, K = 1;
+  for (int64_t d = 0; d < axis; ++d) M *= x.size(d);
+  for (int64_t d = axis; d < x.dim(); ++d) K *= x.size(d);
+  at::Tensor w = f32(weight), b = f32(bias);
+  for (const at::Tensor* t : {&w, &b})
+    TORCH_CHECK(!t->defined() || t->numel() == K, "layer_norm: weight and bias must have the ",
+                "normalized shape");
+  std::vector<int64_t> stat_shape(x.sizes().begin(), x.sizes().begin() + axis);
+  stat_shape.resize(x.dim(), 1);
+  at::Tensor mean = f32_empty(x, M), rstd = f32_empty(x, M);
+  at::Tensor y = at::empty(x.sizes(), x.options());
+  vkml::ops::NormView v{1, M, K, K, M, 1, K};
+  if (M > 0 && K > 0) {
+    guarded([&] {
+      auto& dev = vkml_device(x);
+      vkml::ops::norm_stats(dev, dt(x), addr(x), addr(mean), addr(rstd), 0, v, float(eps));
+      vkml::ops::norm_forward(dev, dt(x), addr(x), addr_or_0(w), addr_or_0(b), addr(mean),
+                              addr(rstd), addr(y), v);
+    });
+  } else if (M > 0) {
+    mean.fill_(NAN);
+    rstd.fill_(NAN);
+  }
+  return {y, mean.to(x.scalar_type()).view(stat_shape), rstd.to(x.scalar_type()).view(stat_shape)};
+}
+
+Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
+                            at::IntArrayRef normalized_shape, const at::Tensor& mean_in,
+                            const at::Tensor& rstd_in, const OptTensor& weight,
+                            const OptTensor& bias, std::array<bool, 3> mask) {
+  check_float("layer_norm_backward", input);
+  int64_t axis = input.dim() - int64_t(normalized_shape.size());
+  at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
+  int64_t M = 1, K = 1;
+  for (int64_t d = 0; d < axis; ++d) M *= x.size(d);
+  for (int64_t d = axis; d < x.dim(); ++d) K *= x.size(d);
+  at::Tensor mean = mean_in.to(at::kFloat).contiguous(), rstd = rstd_in.to(at::kFloat).contiguous();
+  at::Tensor w = f32(weight);
+  at::ScalarType param_type = has(weight) ? weight->scalar_type() : x.scalar_type();
+  at::Tensor gi, gw, gb;
+  bool any = M > 0 && K > 0;
+  if (mask[0]) {
+    gi = at::empty(x.sizes(), x.options());
+    if (any) {
+      vkml::ops::NormView v{1, M, K, K, M, 1, K};
+      at::Tensor sa = f32_empty(x, M), sb = f32_empty(x, M);
+      guarded([&] {
+        auto& dev = vkml_device(x);
+        vkml::ops::norm_backward_sums(dev, dt(x), addr(x), addr(gy), addr_or_0(w), addr(mean),
+                                      addr(rstd), addr(sa), addr(sb), v);
+        vkml::ops::norm_data_grad(dev, dt(x), addr(x), addr(gy), addr_or_0(w), addr(mean),
+                                  addr(rstd), addr(sa), addr(sb), addr(gi), v, K);
+      });
+    }
+  }
+  if (mask[1] || mask[2]) {
+    at::Tensor sg = f32_empty(x, K), sgx = f32_empty(x, K);
+    if (any) {
+      vkml::ops::NormView v{M, K, 1, K, M, 1, K};
+      guarded([&] {
+        vkml::ops::norm_backward_sums(vkml_device(x), dt(x), addr(x), addr(gy), 0, addr(mean),
+                                      addr(rstd), addr(sg), addr(sgx), v);
+      });
+    } else {
+      sg.zero_();
+      sgx.zero_();
+    }
+    if (mask[1]) gw = sgx.to(param_type).view(normalized_shape);
+    if (mask[2]) gb = sg.to(has(bias) ? bias->scalar_type() : param_type).view(normalized_shape);
+  }
+  return {gi, gw, gb};
+}
+
+// ------------------------------------------------------------------ group norm
+
+Tensor3 group_norm(const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
+                   int64_t N, int64_t C, int64_t HxW, int64_t group, double eps) {
+  check_float("group_norm", input);
+  TORCH_CHECK(group > 0 && C % group == 0, "Expected number of channels in input to be ",
+              "divisible by num_groups, but got input of shape ", input.sizes(), " and num_groups=",
+              group);
+  TORCH_CHECK(input.numel() == N * C * HxW, "group_norm: input has the wrong number of elements");
+  at::Tensor x = input.contiguous();
+  at::Tensor w = f32(weight), b = f32(bias);
+  for (const at::Tensor* t : {&w, &b})
+    TORCH_CHECK(!t->defined() || t->numel() == C, "group_norm: weight and bias must have ", C,
+                " elements");
+  int64_t D = C / group * HxW;
+  at::Tensor mean = f32_empty(x, N * group), rstd = f32_empty(x, N * group);
+  at::Tensor y = at::empty(x.sizes(), x.options());
+  vkml::ops::NormView v{1, N * group, D, D, N * group, HxW, C};
+  if (x.numel() > 0) {
+    guarded([&] {
+      auto& dev = vkml_device(x);
+      vkml::ops::norm_stats(dev, dt(x), addr(x), addr(mean), addr(rstd), 0, v, float(eps));
+      vkml::ops::norm_forward(dev, dt(x), addr(x), addr_or_0(w), addr_or_0(b), addr(mean),
+                              addr(rstd), addr(y), v);
+    });
+  } else if (N * group > 0) {
+    mean.fill_(NAN);
+    rstd.fill_(NAN);
+  }
+  return {y, mean.to(x.scalar_type()).view({N, group}), rstd.to(x.scalar_type()).view({N, group})};
+}
+
+Tensor3 group_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
+                            const at::Tensor& mean_in, const at::Tensor& rstd_in,
+                            const OptTensor& weight, int64_t N, int64_t C, int64_t HxW,
+                            int64_t group, std::array<bool, 3> mask) {
+  check_float("group_norm_backward", input);
+  at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
+  at::Tensor mean = mean_in.to(at::kFloat).contiguous(), rstd = rstd_in.to(at::kFloat).contiguous();
+  at::Tensor w = f32(weight);
+  at::ScalarType param_type = has(weight) ? weight->scalar_type() : x.scalar_type();
+  int64_t D = C / group * HxW;
+  bool any = x.numel() > 0;
+  at::Tensor gi, gw, gb;
+  if (mask[0]) {
+    gi = at::empty(x.sizes(), x.options());
+    if (any) {
+      vkml::ops::NormView v{1, N * group, D, D, N * group, HxW, C};
+      at::Tensor sa = f32_empty(x, N * group), sb = f32_empty(x, N * group);
+      guarded([&] {
+        auto& dev = vkml_device(x);
+        vkml::ops::norm_backward_sums(dev, dt(x), addr(x), addr(gy), addr_or_0(w), addr(mean),
+                                      addr(rstd), addr(sa), addr(sb), v);
+        vkml::ops::norm_data_grad(dev, dt(x), addr(x), addr(gy), addr_or_0(w), addr(mean),
+                                  addr(rstd), addr(sa), addr(sb), addr(gi), v, D);
+      });
+    }
+  }
+  if (mask[1] || mask[2]) {
+    at::Tensor sg = f32_empty(x, C), sgx = f32_empty(x, C);
+    if (any) {
+      vkml::ops::NormView v{N, C, HxW, D, N * group, HxW, C};
+      guarded([&] {
+        vkml::ops::norm_backward_sums(vkml_device(x), dt(x), addr(x), addr(gy), 0, addr(mean),
+                                      addr(rstd), addr(sg), addr(sgx), v);
+      });
+    } else {
+      sg.zero_();
+      sgx.zero_();
+    }
+    if (mask[1]) gw = sgx.to(param_type);
+    if (mask[2]) gb = sg.to(param_type);
+  }
+  return {gi, gw, gb};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("native_batch_norm", TORCH_FN(batch_norm));
+  m.impl("native_batch_norm_backward", TORCH_FN(batch_norm_backward));
+  m.impl("_native_batch_norm_legit", TORCH_FN(bn_legit));
+  m.impl("_native_batch_norm_legit.no_stats", TORCH_FN(bn_legit_no_stats));
+  m.impl("_native_batch_norm_legit_no_training", TORCH_FN(bn_legit_no_training));
+  m.impl("_batch_norm_with_update", TORCH_FN(bn_with_update));
+  m.impl("batch_norm_backward", TORCH_FN(bn_backward_new));
+  m.impl("native_layer_norm", TORCH_FN(layer_norm));
+  m.impl("native_layer_norm_backward", TORCH_FN(layer_norm_backward));
+  m.impl("native_group_norm", TORCH_FN(group_norm));
+  m.impl("native_group_norm_backward", TORCH_FN(group_norm_backward));
+}
+
+}  // namespace vkml_aten

@@ -1,0 +1,99 @@
+#include "vkml/ops/conv.h"
+
+#include <algorithm>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+struct Push {
+  uint64_t p0, p1, p2, out;
+  uint32_t n, groups, ci, co;
+  int32_t isz[3], osz[3], ksz[3], str[3], pad[3], dil[3];
+};
+static_assert(sizeof(Push) <= 128);
+
+int64_t prod3(const int64_t* v) { return v[0] * v[1] * v[2]; }
+
+constexpr int64_t kGemmMinRows = 8;
+
+void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64_t p2,
+            uint64_t out, const ConvShape& s) {
+  VKML_CHECK_ARG(dtype == DType::f32 || dtype == DType::f16,
+                 std::string("conv: unsupported dtype ") + dtype_name(dtype));
+  VKML_CHECK_ARG(dtype != DType::f16 || dev.info().supports_fp16,
+                 "conv: float16 is not supported on " + dev.info().name);
+  VKML_CHECK_ARG(s.spatial >= 1 && s.spatial <= 3, "conv: 1 to 3 spatial dims");
+  VKML_CHECK_ARG(s.groups >= 1 && s.ci % s.groups == 0 && s.co % s.groups == 0,
+                 "conv: channels must divide by groups");
+  int64_t x_numel = s.n * s.ci * prod3(s.in), y_numel = s.n * s.co * prod3(s.out);
+  int64_t w_numel = s.co * (s.ci / s.groups) * prod3(s.kernel);
+  int64_t out_numel = mode == 0 ? y_numel : mode == 1 ? x_numel : w_numel;
+  if (out_numel == 0) return;
+  check_32bit_indexing(std::max({x_numel, y_numel, w_numel}), 0, "conv");
+  Push p{p0, p1, p2, out, uint32_t(s.n), uint32_t(s.groups), uint32_t(s.ci), uint32_t(s.co)};
+  // Spatial dims right-aligned into (d, h, w); missing leading dims have size 1.
+  for (int d = 0; d < 3; ++d) {
+    p.isz[d] = int32_t(s.in[d]);
+    p.osz[d] = int32_t(s.out[d]);
+    p.ksz[d] = int32_t(s.kernel[d]);
+    p.str[d] = int32_t(s.stride[d]);
+    p.pad[d] = int32_t(s.pad[d]);
+    p.dil[d] = int32_t(s.dilation[d]);
+  }
+  uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
+  auto dispatch_groups = [&](VkPipeline pipeline, uint64_t groups) {
+    uint32_t gx = uint32_t(std::min(groups, max_x));
+    uint32_t gy = uint32_t((groups + gx - 1) / gx);
+    dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1);
+  };
+  int64_t cig = s.ci / s.groups, cog = s.co / s.groups;
+  // Rows of the implicit GEMM per group; with fewer than kGemmMinRows a 32-row tile
+  // would be mostly idle, and the direct kernel does better (depthwise, tiny convs).
+  int64_t rows = mode == 1 ? cig : cog;
+  if (rows >= kGemmMinRows) {
+    int64_t cols = mode == 0   ? s.n * prod3(s.out)
+                   : mode == 1 ? s.n * prod3(s.in)
+                               : cig * prod3(s.kernel);
+    VkPipeline pipeline = dev.pipelines().get(
+        dtype == DType::f16 ? "conv_gemm_f16" : "conv_gemm_f32", {mode, 64});
+    dispatch_groups(pipeline, uint64_t(s.groups * ((rows + 31) / 32) * ((cols + 31) / 32)));
+    return;
+  }
+  const char* name = dtype == DType::f16 ? "conv_f16" : "conv_f32";
+  // Channels per thread (mode 0: output channels, else input channels) of one group.
+  int64_t per_group = mode == 0 ? cog : cig;
+  int32_t tile = per_group >= 8 ? 8 : per_group >= 4 ? 4 : 1;
+  int64_t tiles = s.groups * ((per_group + tile - 1) / tile);
+  uint32_t wg = 64;
+  VkPipeline pipeline = dev.pipelines().get(name, {mode, int32_t(wg), tile});
+  if (mode == 2) {
+    dispatch_groups(pipeline, uint64_t(s.co * ((per_group + tile - 1) / tile) * prod3(s.kernel)));
+  } else {
+    int64_t spatial = mode == 0 ? prod3(s.out) : prod3(s.in);
+    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(s.n * tiles * spatial), wg);
+  }
+}
+
+}  // namespace
+
+void conv_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t bias, uint64_t y,
+                  const ConvShape& s) {
+  launch(dev, dtype, 0, x, w, bias, y, s);
+}
+
+void conv_data_grad(Device& dev, DType dtype, uint64_t gy, uint64_t w, uint64_t bias,
+                    uint64_t gx, const ConvShape& s) {
+  launch(dev, dtype, 1, gy, w, bias, gx, s);
+}
+
+void conv_weight_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t gw,
+                      const ConvShape& s) {
+  launch(dev, dtype, 2, x, gy, 0, gw, s);
+}
+
+}  // namespace vkml::ops

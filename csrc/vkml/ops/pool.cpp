@@ -1,0 +1,66 @@
+#include "vkml/ops/pool.h"
+
+#include <algorithm>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+struct Push {
+  uint64_t x, y, idx;
+  uint32_t planes;
+  int32_t isz[3], osz[3], ksz[3], str[3], pad[3], dil[3];
+  int32_t count_include_pad, divisor;
+};
+static_assert(sizeof(Push) <= 128);
+
+void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t idx,
+            const PoolShape& s) {
+  VKML_CHECK_ARG(dtype == DType::f32 || dtype == DType::f16,
+                 std::string("pool: unsupported dtype ") + dtype_name(dtype));
+  VKML_CHECK_ARG(dtype != DType::f16 || dev.info().supports_fp16,
+                 "pool: float16 is not supported on " + dev.info().name);
+  int64_t ispat = s.in[0] * s.in[1] * s.in[2], ospat = s.out[0] * s.out[1] * s.out[2];
+  int64_t threads = s.planes * (mode < 2 ? ospat : ispat);
+  if (threads == 0) return;
+  check_32bit_indexing(std::max(s.planes * ispat, s.planes * ospat), 0, "pool");
+  Push p{x, y, idx, uint32_t(s.planes)};
+  for (int d = 0; d < 3; ++d) {
+    p.isz[d] = int32_t(s.in[d]);
+    p.osz[d] = int32_t(s.out[d]);
+    p.ksz[d] = int32_t(s.kernel[d]);
+    p.str[d] = int32_t(s.stride[d]);
+    p.pad[d] = int32_t(s.pad[d]);
+    p.dil[d] = int32_t(s.dilation[d]);
+  }
+  p.count_include_pad = s.count_include_pad ? 1 : 0;
+  p.divisor = int32_t(s.divisor);
+  uint32_t wg = 64;
+  VkPipeline pipeline = dev.pipelines().get(dtype == DType::f16 ? "pool_f16" : "pool_f32",
+                                            {mode, s.adaptive ? 1 : 0, int32_t(wg)});
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(threads), wg);
+}
+
+}  // namespace
+
+void max_pool(Device& dev, DType dtype, uint64_t x, uint64_t y, uint64_t indices,
+              const PoolShape& s) {
+  launch(dev, dtype, 0, x, y, indices, s);
+}
+void avg_pool(Device& dev, DType dtype, uint64_t x, uint64_t y, const PoolShape& s) {
+  launch(dev, dtype, 1, x, y, 0, s);
+}
+void max_pool_backward(Device& dev, DType dtype, uint64_t grad_out, uint64_t indices,
+                       uint64_t grad_in, const PoolShape& s) {
+  launch(dev, dtype, 2, grad_out, grad_in, indices, s);
+}
+void avg_pool_backward(Device& dev, DType dtype, uint64_t grad_out, uint64_t grad_in,
+                       const PoolShape& s) {
+  launch(dev, dtype, 3, grad_out, grad_in, 0, s);
+}
+
+}  // namespace vkml::ops

@@ -1,0 +1,56 @@
+#pragma once
+// Device-clock timing: timestamps written by the GPU into a query pool, in the
+// order of the stream, like CUDA events with timing. A slot is written when
+// all work recorded before it has finished, so the difference of two slots is
+// the device time of the work between them (including idle gaps in between,
+// as with CUDA events).
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "vkml/runtime/vk_api.h"
+
+namespace vkml {
+
+class Device;
+
+class Timer {
+ public:
+  explicit Timer(Device& device);
+  ~Timer();
+  Timer(const Timer&) = delete;
+
+  // False when the compute queue has no timestamps (timestampValidBits == 0);
+  // every other call then throws InvalidArgument.
+  bool supported() const { return valid_bits_ != 0; }
+  double period_ns() const { return period_ns_; }
+
+  // A slot of the query pool, owned by the caller until release().
+  uint32_t acquire();
+  void release(uint32_t slot);
+
+  // Writes the device clock into `slot` after all work recorded so far on the
+  // stream. Returns the stream timeline value after which it can be read.
+  uint64_t record(uint32_t slot);
+  // Whether the timestamp recorded in `slot` has been written (never blocks).
+  bool ready(uint32_t slot);
+  // Blocks until it has been written; returns the raw tick count.
+  uint64_t ticks(uint32_t slot);
+  // Device time from `start` to `end` in nanoseconds (blocks until both are written).
+  double elapsed_ns(uint32_t start, uint32_t end);
+
+ private:
+  void check(uint32_t slot) const;  // mutex held
+  void grow();                       // mutex held
+
+  Device& device_;
+  std::mutex mutex_;
+  uint32_t valid_bits_ = 0;
+  double period_ns_ = 1.0;
+  // Pools of kSlotsPerPool queries each; slot = pool * kSlotsPerPool + query.
+  std::vector<VkQueryPool> pools_;
+  std::vector<uint32_t> free_;
+  std::vector<uint64_t> recorded_at_;  // per slot: timeline value, 0 = never recorded
+};
+
+}  // namespace vkml

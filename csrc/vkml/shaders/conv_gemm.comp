@@ -1,0 +1,136 @@
+#version 450
+// Convolution as an implicit GEMM with shared-memory tiles: the im2col operand is
+// gathered tile by tile straight from the activations, never materialised. Same
+// operands and layouts as conv.comp (which handles few channels per group, where a
+// 32-row tile would be mostly empty). Per group g:
+//   mode 0, forward:     y[n, m, o]  = sum_k w[m, k] * x~[k, (n, o)]     M = Co/g,  K = Ci/g*kvol
+//   mode 1, data grad:   gx[n, m, i] = sum_k w~[m, k] * gy~[k, (n, i)]   M = Ci/g,  K = Co/g*kvol
+//   mode 2, weight grad: gw[m, col]  = sum_k gy[m, k] * x~[k, col]       M = Co/g,  K = N*O
+// Each workgroup of 64 threads computes a 32 x 32 tile of C, 4 x 4 per thread, in K
+// steps of 16; fp32 accumulation.
+// Perf ideas (not done): larger tiles and vectorised loads on real GPUs, precomputed
+// gather offsets per K step, split-K for the weight grad of small images.
+//! variant f32 -DST_F32
+//! variant f16 -DST_F16 -DNEED_F16
+#include "common.glsl"
+
+layout(local_size_x_id = 1) in;
+layout(constant_id = 0) const int MODE = 0;
+layout(constant_id = 1) const uint WG = 64;  // must stay 64: 8 x 8 threads of 4 x 4 outputs
+const uint TM = 32, TN = 32, TK = 16;
+
+#if defined(ST_F16)
+#define BUF BufF16
+#define STORE(P, O, V) BUF(P).v[O] = float16_t(V)
+#else
+#define BUF BufF32
+#define STORE(P, O, V) BUF(P).v[O] = (V)
+#endif
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t p0, p1, p2, dst;
+  uint n, groups, ci, co;
+  ivec3 isz, osz, ksz, str, pad, dil;
+} pc;
+
+float ld(uint64_t p, uint off) { return float(BUF(p).v[off]); }
+
+ivec3 unflat(uint f, ivec3 sz) {
+  return ivec3(f / uint(sz.y * sz.z), (f / uint(sz.z)) % uint(sz.y), f % uint(sz.z));
+}
+uint flat3(ivec3 c, ivec3 sz) { return uint((c.x * sz.y + c.y) * sz.z + c.z); }
+bool inside(ivec3 c, ivec3 sz) {
+  return all(greaterThanEqual(c, ivec3(0))) && all(lessThan(c, sz));
+}
+
+shared float sA[TK][TM];
+shared float sB[TK][TN];
+
+uint ispat, ospat, kvol, cig, cog, g;
+
+// x~: input patch value for (channel-in-group cc, kernel position kk) at output position
+// sp of image nn; 0 in the padding.
+float gather_x(uint nn, uint cc, uint kk, uint sp) {
+  ivec3 i = unflat(sp, pc.osz) * pc.str - pc.pad + unflat(kk, pc.ksz) * pc.dil;
+  if (!inside(i, pc.isz)) return 0.0;
+  return ld(pc.p0, (nn * pc.ci + g * cig + cc) * ispat + flat3(i, pc.isz));
+}
+
+float load_a(uint m, uint k) {
+  if (MODE == 0) return ld(pc.p1, ((g * cog + m) * cig) * kvol + k);
+  if (MODE == 1) return ld(pc.p1, ((g * cog + k / kvol) * cig + m) * kvol + k % kvol);
+  return ld(pc.p1, ((k / ospat) * pc.co + g * cog + m) * ospat + k % ospat);
+}
+
+float load_b(uint k, uint col) {
+  if (MODE == 0) return gather_x(col / ospat, k / kvol, k % kvol, col % ospat);
+  if (MODE == 2) return gather_x(k / ospat, col / kvol, col % kvol, k % ospat);
+  // gy~: the output position that input position i reaches through kernel position kk.
+  uint nn = col / ispat, oc = k / kvol;
+  ivec3 t = unflat(col % ispat, pc.isz) + pc.pad - unflat(k % kvol, pc.ksz) * pc.dil;
+  if (any(lessThan(t, ivec3(0))) || any(notEqual(t % pc.str, ivec3(0)))) return 0.0;
+  ivec3 o = t / pc.str;
+  if (any(greaterThanEqual(o, pc.osz))) return 0.0;
+  return ld(pc.p0, (nn * pc.co + g * cog + oc) * ospat + flat3(o, pc.osz));
+}
+
+void main() {
+  ispat = uint(pc.isz.x * pc.isz.y * pc.isz.z);
+  ospat = uint(pc.osz.x * pc.osz.y * pc.osz.z);
+  kvol = uint(pc.ksz.x * pc.ksz.y * pc.ksz.z);
+  cig = pc.ci / pc.groups;
+  cog = pc.co / pc.groups;
+  uint M = MODE == 1 ? cig : cog;
+  uint N = MODE == 0 ? pc.n * ospat : MODE == 1 ? pc.n * ispat : cig * kvol;
+  uint K = MODE == 0 ? cig * kvol : MODE == 1 ? cog * kvol : pc.n * ospat;
+  uint mt = (M + TM - 1) / TM, nt = (N + TN - 1) / TN;
+  uint wid = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  if (wid >= pc.groups * mt * nt) return;  // uniform across the workgroup
+  uint ntile = wid % nt, rest = wid / nt;
+  uint mtile = rest % mt;
+  g = rest / mt;
+  uint m0 = mtile * TM, n0 = ntile * TN;
+  uint tid = gl_LocalInvocationID.x, tx = tid % 8, ty = tid / 8;
+  float acc[4][4];
+  for (uint i = 0; i < 4; ++i)
+    for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
+  for (uint k0 = 0; k0 < K; k0 += TK) {
+    for (uint r = 0; r < (TM * TK) / WG; ++r) {
+      uint e = tid + r * WG;
+      uint kk = e % TK, mm = e / TK;  // A rows are contiguous in k for the forward
+      uint m = m0 + mm, k = k0 + kk;
+      sA[kk][mm] = (m < M && k < K) ? load_a(m, k) : 0.0;
+      uint nn = e % TN, kb = e / TN;  // B is contiguous along columns (positions)
+      uint col = n0 + nn, k2 = k0 + kb;
+      sB[kb][nn] = (col < N && k2 < K) ? load_b(k2, col) : 0.0;
+    }
+    barrier();
+    for (uint kk = 0; kk < TK; ++kk) {
+      float a[4], b[4];
+      for (uint i = 0; i < 4; ++i) a[i] = sA[kk][ty * 4 + i];
+      for (uint j = 0; j < 4; ++j) b[j] = sB[kk][tx * 4 + j];
+      for (uint i = 0; i < 4; ++i)
+        for (uint j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+    }
+    barrier();
+  }
+  for (uint i = 0; i < 4; ++i) {
+    uint m = m0 + ty * 4 + i;
+    if (m >= M) continue;
+    for (uint j = 0; j < 4; ++j) {
+      uint col = n0 + tx * 4 + j;
+      if (col >= N) continue;
+      if (MODE == 0) {
+        uint c = g * cog + m, nn = col / ospat;
+        float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
+        STORE(pc.dst, (nn * pc.co + c) * ospat + col % ospat, acc[i][j] + b);
+      } else if (MODE == 1) {
+        uint c = g * cig + m, nn = col / ispat;
+        float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
+        STORE(pc.dst, (nn * pc.ci + c) * ispat + col % ispat, acc[i][j] + b);
+      } else {
+        STORE(pc.dst, (g * cog + m) * cig * kvol + col, acc[i][j]);
+      }
+    }
+  }
+}

@@ -1,0 +1,130 @@
+#version 450
+// Batch / layer / group normalisation, forward and backward; fp32 math. x, y, gy and
+// gx have the storage dtype, everything per statistic or per channel is fp32.
+//
+// The tensor is seen as contiguous [outer, C, inner]. Element e has its statistic
+// (mean, rstd) at (e / sdiv) % smod and its affine parameter (w, b) at (e / adiv) % amod,
+// which covers batch norm (both per channel), layer norm (statistic per row, affine
+// per column) and group norm (statistic per (n, group), affine per channel).
+//
+// Specialization constants: 0 = mode, 1 = workgroup size.
+//   mode 0, statistics: one workgroup per c reduces over (outer, inner):
+//           mean[c], rstd[c] = 1 / sqrt(var + eps), sa[c] = biased var (if sa != 0)
+//   mode 1, backward sums: one workgroup per c: sa[c] = sum(gy * w'), sb[c] =
+//           sum(gy * w' * xhat), w' = w[aff] (1 if w == 0), xhat = (x - mean) * rstd
+//   mode 2, forward: y = (x - mean) * rstd * w + b (w, b optional)
+//   mode 3, data grad: gx = rstd * (gy w' - sa / count - xhat * sb / count) (training),
+//           gx = rstd * gy w' when sa == 0 (statistics were constants)
+//! variant f32 -DST_F32
+//! variant f16 -DST_F16 -DNEED_F16
+#include "common.glsl"
+
+layout(local_size_x_id = 1) in;
+layout(constant_id = 0) const int MODE = 0;
+layout(constant_id = 1) const uint WG = 64;
+
+#if defined(ST_F16)
+#define BUF BufF16
+#define STORE(P, O, V) BUF(P).v[O] = float16_t(V)
+#else
+#define BUF BufF32
+#define STORE(P, O, V) BUF(P).v[O] = (V)
+#endif
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t x, gy, w, b, mean, rstd, dst, sa, sb;
+  uint outer, c, inner;
+  uint sdiv, smod, adiv, amod;
+  float eps;   // mode 0
+  float count; // mode 3: elements per statistic
+} pc;
+
+float ld(uint64_t p, uint off) { return float(BUF(p).v[off]); }
+float ldf(uint64_t p, uint off) { return BufF32(p).v[off]; }
+uint stat_of(uint e) { return (e / pc.sdiv) % pc.smod; }
+uint aff_of(uint e) { return (e / pc.adiv) % pc.amod; }
+
+shared float s_a[WG];
+shared float s_b[WG];
+
+// Sums a and b over the workgroup; every thread gets the totals.
+void reduce2(inout float a, inout float b) {
+  uint tid = gl_LocalInvocationID.x;
+  s_a[tid] = a;
+  s_b[tid] = b;
+  barrier();
+  for (uint step = WG / 2; step > 0; step >>= 1) {
+    if (tid < step) {
+      s_a[tid] += s_a[tid + step];
+      s_b[tid] += s_b[tid + step];
+    }
+    barrier();
+  }
+  a = s_a[0];
+  b = s_b[0];
+  barrier();
+}
+
+void main() {
+  if (MODE <= 1) {
+    uint ch = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (ch >= pc.c) return;  // uniform across the workgroup
+    uint tid = gl_LocalInvocationID.x;
+    uint total = pc.outer * pc.inner;
+    if (MODE == 0) {
+      // Two passes (mean, then squared deviations) for accuracy.
+      float s = 0.0, unused = 0.0;
+      for (uint j = tid; j < total; j += WG) {
+        uint o = j / pc.inner, i = j - o * pc.inner;
+        s += ld(pc.x, (o * pc.c + ch) * pc.inner + i);
+      }
+      reduce2(s, unused);
+      float m = s / float(total);
+      float v = 0.0;
+      for (uint j = tid; j < total; j += WG) {
+        uint o = j / pc.inner, i = j - o * pc.inner;
+        float d = ld(pc.x, (o * pc.c + ch) * pc.inner + i) - m;
+        v += d * d;
+      }
+      reduce2(v, unused);
+      if (tid == 0) {
+        float var = v / float(total);
+        BufF32(pc.mean).v[ch] = m;
+        BufF32(pc.rstd).v[ch] = inversesqrt(var + pc.eps);
+        if (pc.sa != 0) BufF32(pc.sa).v[ch] = var;
+      }
+    } else {
+      float a = 0.0, b = 0.0;
+      for (uint j = tid; j < total; j += WG) {
+        uint o = j / pc.inner, i = j - o * pc.inner;
+        uint e = (o * pc.c + ch) * pc.inner + i;
+        uint st = stat_of(e);
+        float g = ld(pc.gy, e) * (pc.w != 0 ? ldf(pc.w, aff_of(e)) : 1.0);
+        float xh = (ld(pc.x, e) - ldf(pc.mean, st)) * ldf(pc.rstd, st);
+        a += g;
+        b += g * xh;
+      }
+      reduce2(a, b);
+      if (tid == 0) {
+        BufF32(pc.sa).v[ch] = a;
+        BufF32(pc.sb).v[ch] = b;
+      }
+    }
+  } else {
+    uint e = linear_id();
+    if (e >= pc.outer * pc.c * pc.inner) return;
+    uint st = stat_of(e), af = aff_of(e);
+    float xh = (ld(pc.x, e) - ldf(pc.mean, st)) * ldf(pc.rstd, st);
+    if (MODE == 2) {
+      float v = xh;
+      if (pc.w != 0) v *= ldf(pc.w, af);
+      if (pc.b != 0) v += ldf(pc.b, af);
+      STORE(pc.dst, e, v);
+    } else {
+      float g = ld(pc.gy, e) * (pc.w != 0 ? ldf(pc.w, af) : 1.0);
+      float r = ldf(pc.rstd, st);
+      if (pc.sa != 0) g -= (ldf(pc.sa, st) + xh * ldf(pc.sb, st)) / pc.count;
+      STORE(pc.dst, e, r * g);
+    }
+  }
+}

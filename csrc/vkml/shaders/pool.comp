@@ -1,0 +1,149 @@
+#version 450
+// Max / average pooling (fixed or adaptive windows) over contiguous [planes, d, h, w]
+// tensors (1-d and 2-d pooling have leading size-1 dims), and their backward passes;
+// fp32 math.
+//
+// Specialization constants: 0 = mode, 1 = adaptive windows, 2 = workgroup size.
+//   mode 0, max forward:     x -> y, idx (int64 flat index within the input plane)
+//   mode 1, avg forward:     x -> y
+//   mode 2, max backward:    x = grad_out, idx -> y = grad_in
+//   mode 3, avg backward:    x = grad_out -> y = grad_in
+// Backward runs one thread per input element and gathers from the outputs whose
+// window covers it (no atomics, deterministic).
+//! variant f32 -DST_F32
+//! variant f16 -DST_F16 -DNEED_F16
+#include "common.glsl"
+
+layout(local_size_x_id = 2) in;
+layout(constant_id = 0) const int MODE = 0;
+layout(constant_id = 1) const bool ADAPTIVE = false;
+layout(constant_id = 2) const uint WG = 64;
+
+#if defined(ST_F16)
+#define BUF BufF16
+#define STORE(P, O, V) BUF(P).v[O] = float16_t(V)
+#else
+#define BUF BufF32
+#define STORE(P, O, V) BUF(P).v[O] = (V)
+#endif
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t x, y, idx;
+  uint planes;
+  ivec3 isz, osz, ksz, str, pad, dil;
+  int count_include_pad;
+  int divisor;  // 0: none
+} pc;
+
+float ld(uint64_t p, uint off) { return float(BUF(p).v[off]); }
+#define NEG_INF uintBitsToFloat(0xff800000u)
+
+// The input range [lo, hi) of output o along dim a; for average pooling also the
+// padded window size along a (for count_include_pad).
+void window(int a, int o, out int lo, out int hi, out int padded) {
+  int isz = pc.isz[a], osz = pc.osz[a];
+  if (ADAPTIVE) {
+    lo = (o * isz) / osz;
+    hi = ((o + 1) * isz + osz - 1) / osz;
+    padded = hi - lo;
+  } else if (MODE == 0 || MODE == 2) {
+    lo = o * pc.str[a] - pc.pad[a];
+    hi = min(lo + (pc.ksz[a] - 1) * pc.dil[a] + 1, isz);
+    while (lo < 0) lo += pc.dil[a];
+    padded = 0;
+  } else {
+    lo = o * pc.str[a] - pc.pad[a];
+    hi = min(lo + pc.ksz[a], isz + pc.pad[a]);
+    padded = hi - lo;
+    lo = max(lo, 0);
+    hi = min(hi, isz);
+  }
+}
+
+// The outputs [lo, hi) along dim a whose window may cover input i.
+void covering(int a, int i, out int lo, out int hi) {
+  int isz = pc.isz[a], osz = pc.osz[a];
+  if (ADAPTIVE) {
+    lo = (i * osz) / isz;
+    hi = min(((i + 1) * osz + isz - 1) / isz, osz);
+  } else {
+    int span = (MODE == 2 ? (pc.ksz[a] - 1) * pc.dil[a] : pc.ksz[a] - 1);
+    int num = i + pc.pad[a] - span;
+    lo = num <= 0 ? 0 : (num + pc.str[a] - 1) / pc.str[a];
+    hi = min((i + pc.pad[a]) / pc.str[a] + 1, osz);
+  }
+}
+
+float avg_divisor(int lz, int hz, int pz, int ly, int hy, int py, int lx, int hx, int px) {
+  if (pc.divisor != 0) return float(pc.divisor);
+  if (pc.count_include_pad != 0 || ADAPTIVE) return float(pz * py * px);
+  return float((hz - lz) * (hy - ly) * (hx - lx));
+}
+
+void main() {
+  uint t = linear_id();
+  int ospat = pc.osz.x * pc.osz.y * pc.osz.z, ispat = pc.isz.x * pc.isz.y * pc.isz.z;
+  bool fwd = MODE < 2;
+  int spat = fwd ? ospat : ispat;
+  if (t >= pc.planes * uint(spat)) return;
+  uint plane = t / uint(spat);
+  int sp = int(t % uint(spat));
+  ivec3 sz = fwd ? pc.osz : pc.isz;
+  ivec3 c = ivec3(sp / (sz.y * sz.z), (sp / sz.z) % sz.y, sp % sz.z);
+  if (fwd) {
+    int lz, hz, pz, ly, hy, py, lx, hx, px;
+    window(0, c.x, lz, hz, pz);
+    window(1, c.y, ly, hy, py);
+    window(2, c.z, lx, hx, px);
+    uint ib = plane * uint(ispat);
+    if (MODE == 0) {
+      int dz = ADAPTIVE ? 1 : pc.dil.x, dy = ADAPTIVE ? 1 : pc.dil.y;
+      int dx = ADAPTIVE ? 1 : pc.dil.z;
+      float m = NEG_INF;
+      int mi = (lz * pc.isz.y + ly) * pc.isz.z + lx;
+      for (int z = lz; z < hz; z += dz)
+        for (int y = ly; y < hy; y += dy)
+          for (int x = lx; x < hx; x += dx) {
+            int i = (z * pc.isz.y + y) * pc.isz.z + x;
+            float v = ld(pc.x, ib + uint(i));
+            if (v > m || isnan(v)) {
+              m = v;
+              mi = i;
+            }
+          }
+      STORE(pc.y, t, m);
+      BufI64(pc.idx).v[t] = int64_t(mi);
+    } else {
+      float acc = 0.0;
+      for (int z = lz; z < hz; ++z)
+        for (int y = ly; y < hy; ++y)
+          for (int x = lx; x < hx; ++x)
+            acc += ld(pc.x, ib + uint((z * pc.isz.y + y) * pc.isz.z + x));
+      bool empty = lz >= hz || ly >= hy || lx >= hx;
+      STORE(pc.y, t, empty ? 0.0 : acc / avg_divisor(lz, hz, pz, ly, hy, py, lx, hx, px));
+    }
+  } else {
+    int oz0, oz1, oy0, oy1, ox0, ox1;
+    covering(0, c.x, oz0, oz1);
+    covering(1, c.y, oy0, oy1);
+    covering(2, c.z, ox0, ox1);
+    uint ob = plane * uint(ospat);
+    float acc = 0.0;
+    for (int z = oz0; z < oz1; ++z)
+      for (int y = oy0; y < oy1; ++y)
+        for (int x = ox0; x < ox1; ++x) {
+          uint o = ob + uint((z * pc.osz.y + y) * pc.osz.z + x);
+          if (MODE == 2) {
+            if (BufI64(pc.idx).v[o] == int64_t(sp)) acc += ld(pc.x, o);
+          } else {
+            int lz, hz, pz, ly, hy, py, lx, hx, px;
+            window(0, z, lz, hz, pz);
+            window(1, y, ly, hy, py);
+            window(2, x, lx, hx, px);
+            if (c.x < lz || c.x >= hz || c.y < ly || c.y >= hy || c.z < lx || c.z >= hx) continue;
+            acc += ld(pc.x, o) / avg_divisor(lz, hz, pz, ly, hy, py, lx, hx, px);
+          }
+        }
+    STORE(pc.y, t, acc);
+  }
+}

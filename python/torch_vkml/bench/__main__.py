@@ -1,0 +1,263 @@
+"""python -m torch_vkml.bench [--quick | --smoke] [--cases PATTERNS] [--device-index I]
+
+Runs each case on vkml and on the baselines (PyTorch CPU always, CUDA when available) in
+this process and writes results/<device>-<time>/{results.json, ratios.png} plus a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import fnmatch
+import gc
+import os
+import platform
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+# Ops without a vkml kernel run on the CPU; count them per case instead of warning.
+os.environ.setdefault("TORCH_VKML_FALLBACK", "silent")
+
+import torch  # noqa: E402
+
+import torch_vkml  # noqa: E402
+
+from . import cases as case_lib  # noqa: E402
+from .report import format_table, plot, write_json  # noqa: E402
+from .timing import Backend, Plan, measure, measure_host_overhead  # noqa: E402
+
+PLANS = {
+    # profile: (micro plan, model plan, host-overhead repetitions)
+    "smoke": (Plan(0, 1, 1, 0.0), Plan(0, 1, 1, 0.0), 1),
+    "quick": (Plan(1, 3, 7, 0.3), Plan(1, 2, 3, 0.5), 3),
+    "full": (Plan(2, 5, 25, 0.5), Plan(1, 2, 10, 2.0), 5),
+}
+
+
+class _Stop(BaseException):
+    """SIGTERM (e.g. from `timeout`): start no more cases, still write the report."""
+
+
+def _on_term(signum, frame):
+    raise _Stop()
+
+
+def _head(e: BaseException) -> str:
+    text = (str(e).strip().splitlines() or [""])[0]
+    return f"{type(e).__name__}: {text}"[:120]
+
+
+def _unsupported(e: BaseException) -> bool:
+    text = str(e).lower()
+    return (
+        isinstance(e, NotImplementedError) or "not supported" in text or ("not implemented" in text)
+    )
+
+
+def run_on(case: case_lib.Case, backend: Backend, plan: Plan, host_reps: int) -> dict:
+    """One case on one backend: figure, timing statistics, status, fallbacks."""
+    is_vkml = backend.name == "vkml"
+    if is_vkml:
+        torch_vkml.reset_fallback_counts()
+    res: dict = {"status": "ok"}
+    fn = None
+    try:
+        fn = case.setup(backend.device)
+        if case.clock == "host":
+            t = measure_host_overhead(fn, backend, case.inner, host_reps)
+            primary = t["thread"]
+        else:
+            t = measure(fn, backend, plan, case.inner)
+            primary = t["device"] if case.clock == "device" else t["wall"]
+        res.update(t)
+        res["time_s"] = primary["median"]
+        res["value"] = case.value(primary["median"])
+        res["spread"] = (primary["q3"] - primary["q1"]) / primary["median"]
+    except Exception as e:  # a failing case is reported, never fatal
+        res = {"status": "n/a" if _unsupported(e) else "error", "message": _head(e)}
+    finally:
+        del fn
+        gc.collect()
+        try:
+            backend.sync()
+            backend.empty_cache()
+        except Exception as e:
+            res.setdefault("message", _head(e))
+    if is_vkml:
+        fb = torch_vkml.fallback_counts()
+        if fb:
+            res["fallbacks"] = fb
+            if res["status"] == "ok":
+                res["status"] = "fallback"
+    return res
+
+
+def _selected(name: str, patterns: list[str]) -> bool:
+    return not patterns or any(p in name or fnmatch.fnmatch(name, p) for p in patterns)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "device"
+
+
+def _run_case(case, backends, baselines, plans, stop: list[str]) -> dict:
+    """All backends of one case; `stop` (a one-item list) is set once the run must end."""
+    micro_plan, model_plan, host_reps = plans
+    plan = micro_plan if case.group == "micro" else model_plan
+    entry = {
+        "name": case.name,
+        "group": case.group,
+        "unit": case.unit,
+        "note": case.note,
+        "runs": {},
+        "ratios": {},
+    }
+    for b in backends:
+        if stop:
+            entry["runs"][b.name] = {"status": "skipped", "message": stop[0]}
+        elif b.name in case.skip_baseline:
+            entry["runs"][b.name] = {"status": "skipped", "message": "too slow here"}
+        else:
+            try:
+                entry["runs"][b.name] = run_on(case, b, plan, host_reps)
+            except (_Stop, KeyboardInterrupt):
+                stop.append("interrupted")
+                entry["runs"][b.name] = {"status": "skipped", "message": "interrupted"}
+    v = entry["runs"]["vkml"]
+    for name in baselines:
+        r = entry["runs"][name]
+        if v.get("time_s") and r.get("time_s"):
+            entry["ratios"][name] = r["time_s"] / v["time_s"]
+    entry["status"] = v["status"]
+    if case.clock == "host" and "cpu" in entry["ratios"]:
+        x = 1.0 / entry["ratios"]["cpu"]
+        entry["overhead_vs_cpu"] = x
+        entry["extra"] = (
+            f"vkml thread time/op = {x:.2f}x CPU's (target <= 3x); wall/op "
+            f"{1e6 * v['wall']['median']:.1f} us vs "
+            f"{1e6 * entry['runs']['cpu']['wall']['median']:.1f} us"
+        )
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m torch_vkml.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="small sizes: minutes on lavapipe")
+    size.add_argument("--smoke", action="store_true", help="2-3 tiny cases, 1 repetition")
+    ap.add_argument(
+        "--cases",
+        default="",
+        help="comma-separated substrings or globs of case names (e.g. gemm,train/*)",
+    )
+    ap.add_argument("--device-index", type=int, default=None, help="vkml device index")
+    ap.add_argument("--out", default=None, help="output folder (default results/<device>-<time>)")
+    ap.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        help="seconds; cases not started by then are reported as skipped",
+    )
+    ap.add_argument("--no-cuda", action="store_true", help="do not compare against CUDA")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = ap.parse_args(argv)
+
+    profile = "smoke" if args.smoke else "quick" if args.quick else "full"
+    if not torch_vkml.is_available():
+        print(
+            f"torch-vkml: no usable Vulkan device: {torch_vkml._C.unavailable_reason()}",
+            file=sys.stderr,
+        )
+        return 2
+    if args.device_index is not None:
+        torch_vkml.set_device(args.device_index)
+    index = torch_vkml.current_device()
+    props = dataclasses.asdict(torch_vkml.get_device_properties(index))
+    big = props.get("device_type") != "cpu"
+    patterns = [p for p in args.cases.split(",") if p]
+    selected = [c for c in case_lib.build(profile, big) if _selected(c.name, patterns)]
+    if args.list:
+        for c in selected:
+            print(f"{c.name:40s} {c.unit:10s} {c.note}")
+        return 0
+
+    backends = [Backend("vkml", torch.device("vkml", index)), Backend("cpu", torch.device("cpu"))]
+    if torch.cuda.is_available() and not args.no_cuda:
+        backends.append(Backend("cuda", torch.device("cuda", torch.cuda.current_device())))
+    baselines = [b.name for b in backends[1:]]
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out) if args.out else Path("results") / f"{_slug(props['name'])}-{stamp}"
+    out.mkdir(parents=True, exist_ok=True)
+    results = {
+        "profile": profile,
+        "started": stamp,
+        "device": {"index": index, **props},
+        "baselines": baselines,
+        "cuda_device": torch.cuda.get_device_name() if "cuda" in baselines else None,
+        "torch": torch.__version__,
+        "torch_vkml": torch_vkml.__version__,
+        "host": {
+            "machine": platform.machine(),
+            "python": platform.python_version(),
+            "cpu_threads": torch.get_num_threads(),
+        },
+        "env": {k: v for k, v in os.environ.items() if k.startswith(("TORCH_VKML_", "LP_", "VK_"))},
+        "cases": [],
+    }
+    print(
+        f"torch-vkml bench ({profile}): vkml:{index} = {props['name']}; baselines: "
+        f"{', '.join(baselines)}"
+        + (f" ({results['cuda_device']})" if results["cuda_device"] else ""),
+        flush=True,
+    )
+
+    t_start = time.perf_counter()
+    stop: list[str] = []
+    previous = signal.signal(signal.SIGTERM, _on_term)
+    try:
+        for case in selected:
+            if not stop and args.time_budget is not None:
+                if time.perf_counter() - t_start > args.time_budget:
+                    stop.append("time budget")
+            try:
+                entry = _run_case(case, backends, baselines, PLANS[profile], stop)
+            except (_Stop, KeyboardInterrupt):  # between two runs
+                stop.append("interrupted")
+                entry = _run_case(case, backends, baselines, PLANS[profile], stop)
+            results["cases"].append(entry)
+            results["elapsed_s"] = time.perf_counter() - t_start
+            write_json(results, out / "results.json")  # after every case: a killed run keeps it
+            ratios = ", ".join(f"x {n} {r:.3g}" for n, r in entry["ratios"].items())
+            print(f"  {case.name:38s} {entry['status']:8s} {ratios}", flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if torch_vkml._C.validation_enabled():
+        results["validation_messages"] = torch_vkml.validation_messages()
+    results["elapsed_s"] = time.perf_counter() - t_start
+    write_json(results, out / "results.json")
+
+    table = format_table(results)
+    (out / "table.txt").write_text(table + "\n")
+    why_not = plot(results, out / "ratios.png")
+    print()
+    print(table)
+    print()
+    print(
+        f"wrote {out}/results.json, table.txt"
+        + (f" ({why_not})" if why_not else ", ratios.png")
+        + f" in {results['elapsed_s']:.0f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

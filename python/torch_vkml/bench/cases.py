@@ -1,0 +1,450 @@
+"""The benchmark cases: micro kernels and model steps, sized per profile.
+
+A case builds its inputs on a device and returns the function to time. `work` is what
+one call does (FLOPs, bytes moved, samples or tokens), so the figure is work / time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# Profiles: "smoke" (tests: a few tiny cases, one repetition), "quick" (this CPU machine
+# with lavapipe, minutes), "full" (sizes for a real GPU; `big` = False shrinks the models
+# when the vkml device is a CPU driver).
+
+
+@dataclass
+class Case:
+    name: str
+    group: str  # "micro" or "model"
+    unit: str  # "TFLOP/s", "GB/s", "samples/s", "tokens/s", "images/s", "us/op"
+    work: float  # per call, in the unit's numerator (FLOP, byte, sample, token); 0: none
+    setup: Callable[[torch.device], Callable[[], object]]
+    clock: str = "device"  # primary clock: "device" (kernels), "wall" (end to end), "host"
+    inner: int = 1  # calls per timed repetition
+    skip_baseline: set[str] = field(default_factory=set)  # baselines too slow to run
+    note: str = ""
+
+    def value(self, seconds: float) -> float:
+        """The figure for one call taking `seconds` (throughput, or time for us/op)."""
+        if self.unit == "us/op":
+            return seconds * 1e6
+        scale = {"TFLOP/s": 1e12, "GB/s": 1e9}.get(self.unit, 1.0)
+        return self.work / seconds / scale
+
+
+def _rand(shape, dtype, device, seed=0):
+    # Generated on the device itself: host-side randn of 256M elements would take longer
+    # than the benchmark, and the values do not matter beyond being finite and varied.
+    torch.manual_seed(seed)
+    x = torch.empty(shape, dtype=torch.float32, device=device).uniform_(-1.0, 1.0)
+    return x if dtype == torch.float32 else x.to(dtype)
+
+
+# ---------------------------------------------------------------- micro kernels
+
+_DT = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def gemm(m: int, k: int, n: int, dt: str, cpu_ok: bool = True) -> Case:
+    def setup(device):
+        a, b = _rand((m, k), _DT[dt], device, 1), _rand((k, n), _DT[dt], device, 2)
+        return lambda: torch.mm(a, b)
+
+    return Case(
+        f"gemm/{dt}/{m}x{k}x{n}",
+        "micro",
+        "TFLOP/s",
+        2.0 * m * k * n,
+        setup,
+        skip_baseline=set() if cpu_ok else {"cpu"},
+        note="MxKxN",
+    )
+
+
+def elementwise(op: str, numel: int) -> Case:
+    fns = {"add": torch.add, "mul": torch.mul}
+
+    def setup(device):
+        a = _rand((numel,), torch.float32, device, 1)
+        if op == "gelu":
+            return lambda: F.gelu(a)
+        b = _rand((numel,), torch.float32, device, 2)
+        f = fns[op]
+        return lambda: f(a, b)
+
+    tensors = 2 if op == "gelu" else 3
+    label = f"{numel // 2**20}M" if numel >= 2**20 else f"{numel // 2**10}K"
+    return Case(f"{op}/fp32/{label}", "micro", "GB/s", 4.0 * numel * tensors, setup)
+
+
+def reduction(rows: int, cols: int, dim: int) -> Case:
+    def setup(device):
+        a = _rand((rows, cols), torch.float32, device)
+        return lambda: a.sum(dim)
+
+    what = "rows" if dim == 1 else "cols"
+    return Case(
+        f"sum-{what}/fp32/{rows}x{cols}",
+        "micro",
+        "GB/s",
+        4.0 * rows * cols,
+        setup,
+        note=f"sum over dim {dim}",
+    )
+
+
+def softmax(rows: int, cols: int) -> Case:
+    def setup(device):
+        a = _rand((rows, cols), torch.float32, device)
+        return lambda: torch.softmax(a, -1)
+
+    return Case(f"softmax/fp32/{rows}x{cols}", "micro", "GB/s", 8.0 * rows * cols, setup)
+
+
+def layer_norm(rows: int, cols: int) -> Case:
+    def setup(device):
+        a = _rand((rows, cols), torch.float32, device)
+        w, b = _rand((cols,), torch.float32, device, 3), _rand((cols,), torch.float32, device, 4)
+        return lambda: F.layer_norm(a, (cols,), w, b)
+
+    return Case(f"layer_norm/fp32/{rows}x{cols}", "micro", "GB/s", 8.0 * rows * cols, setup)
+
+
+def conv2d(n: int, cin: int, hw: int, cout: int, k: int, stride: int, label: str) -> Case:
+    pad = k // 2
+    out_hw = (hw + 2 * pad - k) // stride + 1
+
+    def setup(device):
+        x = _rand((n, cin, hw, hw), torch.float32, device, 1)
+        w = _rand((cout, cin, k, k), torch.float32, device, 2) * (1.0 / math.sqrt(cin * k * k))
+        return lambda: F.conv2d(x, w, stride=stride, padding=pad)
+
+    flops = 2.0 * n * cout * out_hw * out_hw * cin * k * k
+    return Case(
+        f"conv2d/fp32/{label}/n{n}",
+        "micro",
+        "TFLOP/s",
+        flops,
+        setup,
+        note=f"{cin}->{cout} {k}x{k}/{stride} @{hw}",
+    )
+
+
+def host_overhead(calls: int) -> Case:
+    def setup(device):
+        a = torch.zeros(16, device=device)
+        b = torch.ones(16, device=device)
+        return lambda: a.add_(b)
+
+    return Case(
+        "host-overhead/add_",
+        "micro",
+        "us/op",
+        0.0,
+        setup,
+        clock="host",
+        inner=calls,
+        note=f"{calls} tiny add_: calling thread CPU time per op (target <= 3x CPU)",
+    )
+
+
+# ---------------------------------------------------------------- models
+
+
+class SmallCNN(nn.Module):
+    def __init__(self, classes: int = 10):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 16, 3, padding=1)
+        self.c2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc = nn.Linear(32 * 7 * 7, classes)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.c1(x)), 2)
+        x = F.max_pool2d(F.relu(self.c2(x)), 2)
+        return self.fc(x.flatten(1))
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResNet18(nn.Module):
+    """torchvision's resnet18 layout (torchvision is not a dependency)."""
+
+    def __init__(self, classes: int = 1000):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 64, 7, 2, 3, bias=False),
+            nn.BatchNorm2d(64),
+            nn.ReLU(),
+            nn.MaxPool2d(3, 2, 1),
+        )
+        layers, cin = [], 64
+        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+            cin = cout
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, classes)
+
+    def forward(self, x):
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class Block(nn.Module):
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x, mask):
+        b, t, c = x.shape
+        h = self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, h, c // h).transpose(1, 2) for z in (q, k, v))
+        att = torch.softmax(q @ k.transpose(-2, -1) * (1.0 / math.sqrt(c // h)) + mask, -1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, c))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class TransformerLM(nn.Module):
+    """A GPT-2-shaped decoder (pre-norm, learned positions, tied head); explicit attention
+    with an additive causal mask so it needs no fused attention kernel."""
+
+    def __init__(self, vocab: int, d: int, layers: int, heads: int, seq: int):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.register_buffer(
+            "mask", torch.full((seq, seq), float("-inf")).triu(1), persistent=False
+        )
+        self.register_buffer("positions", torch.arange(seq), persistent=False)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.tok(idx) + self.pos(self.positions[:t])
+        mask = self.mask[:t, :t]
+        for blk in self.blocks:
+            x = blk(x, mask)
+        return self.ln(x) @ self.tok.weight.t()
+
+
+def _train_step(model, opt, x, y):
+    def step():
+        opt.zero_grad(set_to_none=True)
+        out = model(x)
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def _infer(model, x):
+    model.eval()
+
+    def run():
+        with torch.no_grad():
+            return model(x)
+
+    return run
+
+
+def train_mlp(batch: int) -> Case:
+    def setup(device):
+        torch.manual_seed(0)
+        model = nn.Sequential(
+            nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10)
+        ).to(device)
+        x = _rand((batch, 64), torch.float32, device)
+        y = torch.randint(0, 10, (batch,)).to(device)
+        return _train_step(model, torch.optim.Adam(model.parameters(), 1e-3), x, y)
+
+    return Case(
+        f"train/digits-mlp/b{batch}",
+        "model",
+        "samples/s",
+        batch,
+        setup,
+        clock="wall",
+        note="64-128-64-10, Adam",
+    )
+
+
+def train_cnn(batch: int) -> Case:
+    def setup(device):
+        torch.manual_seed(0)
+        model = SmallCNN().to(device)
+        x = _rand((batch, 1, 28, 28), torch.float32, device)
+        y = torch.randint(0, 10, (batch,)).to(device)
+        return _train_step(model, torch.optim.SGD(model.parameters(), 0.01, momentum=0.9), x, y)
+
+    return Case(
+        f"train/small-cnn/b{batch}",
+        "model",
+        "images/s",
+        batch,
+        setup,
+        clock="wall",
+        note="2 conv + fc on 28x28, SGD",
+    )
+
+
+def resnet18(batch: int, hw: int, train: bool) -> Case:
+    def setup(device):
+        torch.manual_seed(0)
+        model = ResNet18().to(device)
+        x = _rand((batch, 3, hw, hw), torch.float32, device)
+        if not train:
+            return _infer(model, x)
+        y = torch.randint(0, 1000, (batch,)).to(device)
+        return _train_step(model, torch.optim.SGD(model.parameters(), 0.01, momentum=0.9), x, y)
+
+    kind = "train" if train else "infer"
+    return Case(
+        f"{kind}/resnet18/b{batch}x{hw}",
+        "model",
+        "images/s",
+        batch,
+        setup,
+        clock="wall",
+        note="SGD" if train else "no_grad",
+    )
+
+
+def transformer_lm(
+    batch: int, seq: int, d: int, layers: int, heads: int, vocab: int, train: bool
+) -> Case:
+    def setup(device):
+        torch.manual_seed(0)
+        model = TransformerLM(vocab, d, layers, heads, seq).to(device)
+        g = torch.Generator().manual_seed(0)
+        idx = torch.randint(0, vocab, (batch, seq), generator=g).to(device)
+        if not train:
+            return _infer(model, idx)
+        y = torch.randint(0, vocab, (batch, seq), generator=g).to(device)
+        return _train_step(model, torch.optim.AdamW(model.parameters(), 1e-4), idx, y)
+
+    kind = "train" if train else "infer"
+    return Case(
+        f"{kind}/lm-{layers}x{d}/b{batch}x{seq}",
+        "model",
+        "tokens/s",
+        batch * seq,
+        setup,
+        clock="wall",
+        note=f"{heads} heads, vocab {vocab}",
+    )
+
+
+# ---------------------------------------------------------------- profiles
+
+# ResNet-50 conv shapes (Cin, HW, Cout, k, stride): stem, a 3x3 of each stage, a 1x1.
+_R50 = [
+    (3, 224, 64, 7, 2, "stem7x7"),
+    (64, 56, 64, 3, 1, "l1-3x3"),
+    (256, 56, 64, 1, 1, "l1-1x1"),
+    (128, 28, 128, 3, 1, "l2-3x3"),
+    (256, 14, 256, 3, 1, "l3-3x3"),
+    (512, 7, 512, 3, 1, "l4-3x3"),
+]
+
+
+def build(profile: str, big: bool) -> list[Case]:
+    """The cases of a profile. `big`: the vkml device is a real GPU (full-size models)."""
+    if profile == "smoke":
+        return [gemm(64, 64, 64, "fp32"), elementwise("add", 2**16), host_overhead(200)]
+    cases: list[Case] = []
+    if profile == "quick":
+        cases.append(host_overhead(10_000))
+        for dt in ("fp32", "fp16", "bf16"):
+            cases += [gemm(256, 256, 256, dt), gemm(512, 512, 512, dt), gemm(512, 128, 1024, dt)]
+        for op in ("add", "mul", "gelu"):
+            cases += [elementwise(op, 2**20), elementwise(op, 4 * 2**20)]
+        cases += [
+            reduction(1024, 1024, 1),
+            reduction(1024, 1024, 0),
+            softmax(1024, 1024),
+            layer_norm(1024, 1024),
+        ]
+        cases += [conv2d(1, cin, hw // 2, cout, k, s, lbl) for cin, hw, cout, k, s, lbl in _R50[:3]]
+        cases += [
+            train_mlp(32),
+            train_cnn(16),
+            resnet18(2, 64, True),
+            resnet18(2, 64, False),
+            transformer_lm(2, 64, 128, 2, 4, 512, True),
+            transformer_lm(2, 64, 128, 2, 4, 512, False),
+        ]
+        return cases
+    # full
+    cases.append(host_overhead(10_000))
+    squares = (256, 512, 1024, 2048, 4096, 8192) if big else (256, 512, 1024)
+    shapes = (
+        ((4096, 512, 14336), (4096, 4096, 14336), (4096, 14336, 4096))
+        if big
+        else ((1024, 512, 3584),)
+    )
+    for dt in ("fp32", "fp16", "bf16"):
+        # CPU half-precision GEMM is slow enough to dominate the run: bound it.
+        limit = 2.5e12 if dt == "fp32" else 2e10
+        for s in squares:
+            cases.append(gemm(s, s, s, dt, cpu_ok=2.0 * s**3 <= limit))
+        for m, k, n in shapes:
+            cases.append(gemm(m, k, n, dt, cpu_ok=2.0 * m * k * n <= limit))
+    sizes = (2**20, 16 * 2**20, 64 * 2**20, 256 * 2**20) if big else (2**20, 16 * 2**20)
+    for op in ("add", "mul", "gelu"):
+        cases += [elementwise(op, n) for n in sizes]
+    side = 4096 if big else 2048
+    cases += [
+        reduction(side, side, 1),
+        reduction(side, side, 0),
+        softmax(side, side),
+        layer_norm(side, side),
+    ]
+    n = 32 if big else 1
+    cases += [conv2d(n, cin, hw, cout, k, s, lbl) for cin, hw, cout, k, s, lbl in _R50]
+    if big:
+        cases += [
+            train_mlp(32),
+            train_cnn(64),
+            resnet18(64, 224, True),
+            resnet18(64, 224, False),
+            transformer_lm(4, 512, 768, 12, 12, 50257, True),
+            transformer_lm(4, 512, 768, 12, 12, 50257, False),
+        ]
+    else:
+        cases += [
+            train_mlp(32),
+            train_cnn(32),
+            resnet18(8, 96, True),
+            resnet18(8, 96, False),
+            transformer_lm(4, 128, 256, 4, 4, 4096, True),
+            transformer_lm(4, 128, 256, 4, 4, 4096, False),
+        ]
+    return cases

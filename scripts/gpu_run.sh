@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Build, test and benchmark on the GPU machine (see /work/shared/device/README.md), in one
+# device call from the project root, after `source .gl/gpu-setup.sh`:
+#
+#   run(command="source .gl/gpu-setup.sh && bash scripts/gpu_run.sh", carry=[".gl"],
+#       timeout_s=570)
+#
+# Writes under $OUT (or ./gpu-out): build.log, pytest.log, junit.xml, bench.log and the
+# bench folder (results.json, table.txt, ratios.png). Each step has its own time limit so
+# that the whole script stays under 9 minutes; a failing build stops it, failing tests do
+# not stop the bench. Knobs: STEP_BUILD_S, STEP_TEST_S, STEP_BENCH_S, BENCH_ARGS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+STEP_BUILD_S=${STEP_BUILD_S:-200}
+STEP_TEST_S=${STEP_TEST_S:-90}
+STEP_BENCH_S=${STEP_BENCH_S:-230}
+t0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - t0 )); }
+summary=()
+
+echo "==> [$(elapsed)s] build (limit ${STEP_BUILD_S}s)"
+if timeout "$STEP_BUILD_S" make build SETUP=none PYTHON="$PY" BUILD_TESTS=OFF JOBS=16 \
+    >"$OUT/build.log" 2>&1; then
+  summary+=("build: ok ($(elapsed)s)")
+else
+  rc=$?
+  tail -40 "$OUT/build.log"
+  echo "build failed (rc=$rc)"
+  exit 1
+fi
+export PYTHONPATH="$PWD/build/pypath:$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+
+# vkml ranks discrete GPUs first, so device 0 is the NVIDIA one; say so in the logs.
+TORCH_DEVICE_BACKEND_AUTOLOAD=0 timeout 60 "$PY" - <<'PYEOF' | tee "$OUT/device.txt" || true
+import torch, torch_vkml
+p = torch_vkml.get_device_properties(0)
+print("vkml devices:", [torch_vkml.device_name(i) for i in range(torch_vkml.device_count())])
+print("vkml:0 =", p.name, "|", p.driver, "| type", p.device_type)
+print("torch", torch.__version__, "cuda:", torch.cuda.is_available() and torch.cuda.get_device_name())
+if "nvidia" not in p.name.lower():
+    print("WARNING: vkml:0 is not the NVIDIA device")
+PYEOF
+
+echo "==> [$(elapsed)s] pytest (limit ${STEP_TEST_S}s)"
+if "$PY" -c "import pytest" 2>/dev/null; then
+  set +e
+  # No validation layer is carried to that machine: TORCH_VKML_VALIDATION=1 would only
+  # report that it is missing.
+  LP_NUM_THREADS=0 TORCH_VKML_VALIDATION=${TORCH_VKML_VALIDATION:-0} timeout -k 10 "$STEP_TEST_S" \
+    "$PY" -m pytest -q --maxfail=30 -p no:cacheprovider --junitxml="$OUT/junit.xml" tests \
+    >"$OUT/pytest.log" 2>&1
+  rc=$?
+  set -e
+  tail -15 "$OUT/pytest.log"
+  summary+=("pytest: rc=$rc ($(tail -1 "$OUT/pytest.log" | tr -d '='))")
+else
+  echo "pytest is not installed for $PY: skipping the tests"
+  summary+=("pytest: not installed, skipped")
+fi
+
+# What is left of the 9 minutes goes to the bench (at least 60 s), minus a margin for output.
+left=$(( 520 - $(elapsed) ))
+budget=$(( left < STEP_BENCH_S ? left : STEP_BENCH_S ))
+budget=$(( budget < 60 ? 60 : budget ))
+echo "==> [$(elapsed)s] bench (limit ${budget}s)"
+set +e
+timeout -k 15 "$budget" "$PY" -m torch_vkml.bench --out "$OUT/bench" \
+  --time-budget $(( budget * 2 / 3 )) ${BENCH_ARGS:-} >"$OUT/bench.log" 2>&1
+rc=$?
+set -e
+tail -80 "$OUT/bench.log"
+summary+=("bench: rc=$rc")
+
+echo "==> [$(elapsed)s] summary"
+printf '  %s\n' "${summary[@]}"
+ls -la "$OUT" "$OUT/bench" 2>/dev/null || true

@@ -1,0 +1,183 @@
+"""The benchmark suite (smoke mode) and the device-clock Event it times kernels with."""
+
+import json
+import math
+
+import pytest
+import torch
+from conftest import VKML, describe, run_python
+
+import torch_vkml
+
+# ---------------------------------------------------------------- Event
+
+
+@pytest.mark.usefixtures("no_fallback")
+def test_event_elapsed_positive_and_additive():
+    a = torch.randn(256, 256).to(VKML)
+    e0, e1, e2 = (torch_vkml.Event(enable_timing=True) for _ in range(3))
+    e0.record()
+    for _ in range(3):
+        a = a @ a * 1e-2
+    e1.record()
+    for _ in range(3):
+        a = a @ a * 1e-2
+    e2.record()
+    e2.synchronize()
+    assert e2.query()
+    t01, t12, t02 = e0.elapsed_time(e1), e1.elapsed_time(e2), e0.elapsed_time(e2)
+    assert t01 > 0 and t12 > 0
+    # The clock is monotonic along the stream and intervals add up.
+    assert t02 >= max(t01, t12)
+    assert math.isclose(t02, t01 + t12, rel_tol=1e-6, abs_tol=1e-4)
+    assert e1.elapsed_time(e0) < 0
+    # Device time of the work can't exceed the wall time it took to record and run it
+    # by much; it is in milliseconds, like torch.cuda.Event.
+    assert t02 < 60_000
+
+
+@pytest.mark.usefixtures("no_fallback")
+def test_event_rerecord_and_errors():
+    start, end = torch_vkml.Event(enable_timing=True), torch_vkml.Event(enable_timing=True)
+    with pytest.raises(RuntimeError, match="recorded"):
+        start.elapsed_time(end)
+    assert start.query()  # never recorded: nothing to wait for, as on CUDA
+    x = torch.ones(1 << 16, device=VKML)
+    for _ in range(2):  # re-recording the same events moves them
+        start.record()
+        x.add_(1)
+        end.record()
+        assert end.elapsed_time(end) == 0.0
+        assert start.elapsed_time(end) > 0
+    assert x[0].item() == 3.0
+    plain = torch_vkml.Event()
+    plain.record()
+    plain.synchronize()
+    with pytest.raises(RuntimeError, match="enable_timing"):
+        plain.elapsed_time(end)
+    with pytest.raises(NotImplementedError):
+        torch_vkml.Event(interprocess=True)
+    with pytest.raises(ValueError, match="out of range"):
+        torch_vkml.Event(device=torch_vkml.device_count())
+
+
+# ---------------------------------------------------------------- bench
+
+
+def _check_run(run, unit):
+    assert run["status"] == "ok", run
+    assert run["value"] > 0 and math.isfinite(run["value"])
+    assert run["time_s"] > 0
+    for clock in ("wall",):
+        stats = run[clock]
+        assert stats["min"] <= stats["q1"] <= stats["median"] <= stats["q3"] <= stats["max"]
+        assert stats["n"] >= 1
+
+
+def test_bench_smoke(tmp_path, capsys):
+    from torch_vkml.bench.__main__ import main
+
+    assert main(["--smoke", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["profile"] == "smoke"
+    assert res["baselines"][0] == "cpu"
+    assert ("cuda" in res["baselines"]) == torch.cuda.is_available()
+    assert res["device"]["name"] == torch_vkml.device_name()
+    names = [c["name"] for c in res["cases"]]
+    assert len(names) == 3 and names[0].startswith("gemm/fp32")
+    for c in res["cases"]:
+        assert c["status"] == "ok", c
+        assert set(c["runs"]) == {"vkml", *res["baselines"]}
+        for run in c["runs"].values():
+            _check_run(run, c["unit"])
+        for b in res["baselines"]:
+            r = c["ratios"][b]
+            assert isinstance(r, float) and r > 0 and math.isfinite(r)
+            assert math.isclose(r, c["runs"][b]["time_s"] / c["runs"]["vkml"]["time_s"])
+        assert c["name"] in printed
+    host = next(c for c in res["cases"] if c["name"].startswith("host-overhead"))
+    assert host["unit"] == "us/op" and host["overhead_vs_cpu"] > 0
+    assert "thread" in host["runs"]["vkml"]
+    assert res.get("validation_messages", []) == []
+    assert (tmp_path / "table.txt").read_text().startswith("case")
+    pytest.importorskip("matplotlib")
+    assert (tmp_path / "ratios.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bench_failing_case_is_reported(tmp_path, monkeypatch):
+    from torch_vkml.bench import __main__ as bench
+    from torch_vkml.bench import cases
+
+    def broken(profile, big):
+        def setup(device):
+            if device.type == VKML:
+                raise RuntimeError("boom\nsecond line")
+            return lambda: None
+
+        def unsupported(device):
+            if device.type == VKML:
+                raise NotImplementedError("bf16 is not supported")
+            return lambda: None
+
+        return [
+            cases.Case("broken", "micro", "GB/s", 1.0, setup),
+            cases.Case("unsupported", "micro", "GB/s", 1.0, unsupported),
+        ]
+
+    monkeypatch.setattr(cases, "build", broken)
+    assert bench.main(["--smoke", "--out", str(tmp_path), "--no-cuda"]) == 0
+    res = json.loads((tmp_path / "results.json").read_text())
+    broken_case, unsupported_case = res["cases"]
+    assert broken_case["status"] == "error"
+    assert broken_case["runs"]["vkml"]["message"] == "RuntimeError: boom"
+    assert broken_case["runs"]["cpu"]["status"] == "ok"
+    assert broken_case["ratios"] == {}
+    assert unsupported_case["status"] == "n/a"
+    assert "error" in (tmp_path / "table.txt").read_text()
+
+
+def test_bench_cli_lists_cases():
+    proc = run_python(
+        "import sys, runpy; sys.argv = ['bench', '--quick', '--list', '--cases', 'gemm/fp16'];"
+        " runpy.run_module('torch_vkml.bench', run_name='__main__')"
+    )
+    assert proc.returncode == 0, describe(proc)
+    lines = proc.stdout.strip().splitlines()
+    assert lines and all(line.startswith("gemm/fp16/") for line in lines)
+
+
+@pytest.mark.parametrize("profile,big", [("quick", False), ("full", False), ("full", True)])
+def test_bench_profiles_cover_the_suite(profile, big):
+    from torch_vkml.bench import cases
+
+    built = cases.build(profile, big)
+    names = [c.name for c in built]
+    assert len(names) == len(set(names))
+    for family in (
+        "host-overhead/",
+        "gemm/fp32/",
+        "gemm/fp16/",
+        "gemm/bf16/",
+        "add/",
+        "mul/",
+        "gelu/",
+        "sum-rows/",
+        "sum-cols/",
+        "softmax/",
+        "layer_norm/",
+        "conv2d/",
+        "train/digits-mlp/",
+        "train/small-cnn/",
+        "train/resnet18/",
+        "infer/resnet18/",
+        "train/lm-",
+        "infer/lm-",
+    ):
+        assert any(n.startswith(family) for n in names), family
+    assert all(c.work > 0 for c in built if c.unit != "us/op")
+    if big:
+        assert "train/resnet18/b64x224" in names
+        assert "gemm/fp32/4096x512x14336" in names
+        assert any(n.startswith("add/fp32/256M") for n in names)
+        assert "train/lm-12x768/b4x512" in names

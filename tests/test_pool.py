@@ -1,0 +1,126 @@
+"""Max / average / adaptive pooling forward and backward vs the CPU."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import FLOAT_DTYPES, assert_close_to_cpu, assert_grads_close_to_cpu, dtype_id, make
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
+
+def _leaf(shape, dtype=torch.float32, **kw):
+    return make(shape, dtype, **kw).requires_grad_()
+
+
+MAX2D = {
+    "k3s2": dict(kernel_size=3, stride=2),
+    "k2": dict(kernel_size=2),
+    "pad_ceil": dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+    "dilation": dict(kernel_size=(2, 3), stride=1, padding=(1, 0), dilation=2),
+    "rect_stride": dict(kernel_size=(3, 2), stride=(1, 3)),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("case", list(MAX2D))
+def test_max_pool2d(case, dtype):
+    kw = MAX2D[case]
+    # unique values: the argmax (and so the gradient) is the same as on the CPU
+    x = make((2, 3, 7, 8), dtype, unique=True).requires_grad_()
+    assert_grads_close_to_cpu(lambda t: F.max_pool2d(t, **kw), x)
+    assert_close_to_cpu(lambda t: F.max_pool2d(t, return_indices=True, **kw)[1], x.detach())
+
+
+def test_max_pool_ties_nan_and_unbatched():
+    x = make((2, 6, 6), discrete=True, low=0, high=2)  # many ties: first index wins
+    x[0, 1, 1] = float("nan")
+    assert_close_to_cpu(lambda t: F.max_pool2d(t, 3, 2, return_indices=True), x)
+    assert_close_to_cpu(lambda t: F.max_pool2d(t, 2, 1, padding=1, return_indices=True), x)
+
+
+def test_max_pool1d_and_3d():
+    x = make((2, 3, 11), unique=True).requires_grad_()
+    assert_grads_close_to_cpu(lambda t: F.max_pool1d(t, 3, 2, padding=1), x)
+    x = make((2, 2, 5, 6, 5), unique=True).requires_grad_()
+    assert_grads_close_to_cpu(lambda t: F.max_pool3d(t, 2, (1, 2, 2), padding=1), x)
+    assert_grads_close_to_cpu(lambda t: F.max_pool3d(t, 3, 2, ceil_mode=True, dilation=1), x)
+
+
+AVG2D = {
+    "k3s2": dict(kernel_size=3, stride=2),
+    "pad_include": dict(kernel_size=3, stride=2, padding=1),
+    "pad_exclude_ceil": dict(
+        kernel_size=3, stride=2, padding=1, count_include_pad=False, ceil_mode=True
+    ),
+    "ceil_include": dict(kernel_size=2, stride=2, padding=1, ceil_mode=True),
+    "divisor": dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), divisor_override=5),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("case", list(AVG2D))
+def test_avg_pool2d(case, dtype):
+    x = _leaf((2, 3, 7, 8), dtype)
+    assert_grads_close_to_cpu(lambda t: F.avg_pool2d(t, **AVG2D[case]), x)
+
+
+def test_avg_pool1d_3d_and_noncontiguous():
+    assert_grads_close_to_cpu(lambda t: F.avg_pool1d(t, 3, 2, 1), _leaf((2, 3, 9)))
+    x = _leaf((2, 2, 5, 6, 7))
+    assert_grads_close_to_cpu(lambda t: F.avg_pool3d(t, 2, (1, 2, 2), padding=1), x)
+    assert_grads_close_to_cpu(
+        lambda t: F.avg_pool3d(t, 3, 2, padding=1, ceil_mode=True, count_include_pad=False), x
+    )
+    x = _leaf((2, 8, 7, 3))
+    assert_grads_close_to_cpu(lambda t: F.avg_pool2d(t.permute(0, 3, 1, 2), 2), x)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("out", [(3, 3), (4, 5), (7, 8), (1, 1), (2, 1)])
+def test_adaptive_avg_pool2d(out, dtype):
+    assert_grads_close_to_cpu(lambda t: F.adaptive_avg_pool2d(t, out), _leaf((2, 3, 7, 8), dtype))
+
+
+def test_adaptive_pool_1d_3d_and_max():
+    assert_grads_close_to_cpu(lambda t: F.adaptive_avg_pool1d(t, 4), _leaf((2, 3, 9)))
+    assert_grads_close_to_cpu(lambda t: F.adaptive_avg_pool3d(t, (2, 3, 2)), _leaf((1, 2, 5, 6, 3)))
+    x = make((2, 3, 7, 9), unique=True).requires_grad_()
+    for out in [(3, 4), (7, 9), (1, 1)]:
+        assert_grads_close_to_cpu(lambda t, out=out: F.adaptive_max_pool2d(t, out), x)
+        assert_close_to_cpu(lambda t, out=out: F.adaptive_max_pool2d(t, out, True)[1], x.detach())
+    x = make((1, 2, 4, 5, 6), unique=True).requires_grad_()
+    assert_grads_close_to_cpu(lambda t: F.adaptive_max_pool3d(t, (2, 3, 4)), x)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_modules(train):
+    x = make((2, 3, 8, 8), unique=True).requires_grad_()
+    for module in [
+        torch.nn.MaxPool2d(3, 2, padding=1),
+        torch.nn.AvgPool2d(3, 2, padding=1, count_include_pad=False),
+        torch.nn.AdaptiveAvgPool2d((3, 2)),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.AdaptiveMaxPool2d(3),
+    ]:
+        module.train(train)
+        assert_grads_close_to_cpu(module, x)
+
+
+def test_empty_batch():
+    x = make((0, 3, 6, 6))
+    assert_close_to_cpu(lambda t: F.max_pool2d(t, 2), x)
+    assert_close_to_cpu(lambda t: F.avg_pool2d(t, 2), x)
+    assert_close_to_cpu(lambda t: F.adaptive_avg_pool2d(t, 3), x)
+
+
+def test_errors_like_cpu():
+    x = make((1, 2, 5, 5))
+    for fn in [
+        lambda t: F.max_pool2d(t, 3, padding=2),  # pad over half the kernel
+        lambda t: F.avg_pool2d(t, 7),  # output would be empty
+        lambda t: F.max_pool2d(t, 0),
+    ]:
+        with pytest.raises(RuntimeError):
+            fn(x)
+        with pytest.raises(RuntimeError):
+            fn(x.to("vkml"))
