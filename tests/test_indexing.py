@@ -446,6 +446,7 @@ ERRORS = {
     "index_fill": lambda t, i: t.index_fill(0, i, 1.0),
     "index": lambda t, i: t[i],
     "index_negative": lambda t, i: t[i - 20],
+    "index_cpu_index": lambda t, i: t[:, i.cpu() - 4],
     "index_put": lambda t, i: t.index_put_((i,), torch.tensor(1.0, device=t.device)),
     "put": lambda t, i: t.put_(i * 3, t[0, :3] * 1),
     "take": lambda t, i: torch.take(t, i * 3),
@@ -469,3 +470,136 @@ def test_bad_arguments_raise_like_cpu():
     assert_raises_like_cpu(lambda t, i: t[i, i, i], x, idx)
     assert_raises_like_cpu(lambda t, i: t[t > 0, i[:1] * 0, i], x, idx)
     assert_raises_like_cpu(lambda t, i: t.masked_scatter(t > -9, t[:1]), x, idx)
+
+
+# ------------------------------------------- serial reductions, bit moves
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bool], ids=dtype_id)
+def test_serial_reductions(dtype):
+    """uint8 / bool have no atomics here: their reductions run in one invocation."""
+    x = make((4, 5), dtype)
+    src = make((4, 9), dtype)
+    idx = _index((4, 9), 5)
+    assert_close_to_cpu(lambda t, i, s: t.scatter_add(1, i, s), x, idx, src)
+    assert_close_to_cpu(lambda t, i, s: t.index_add(1, i[0], s), x, idx, src)
+    assert_close_to_cpu(
+        lambda t, i, s: t.index_put((i[0, :5] % 4,), s[0, :5], accumulate=True), x, idx, src
+    )
+    for r in ("amax", "amin", "prod"):
+        assert_close_to_cpu(lambda t, i, s, r=r: t.scatter_reduce(1, i, s, r), x, idx, src)
+
+
+def test_int8_and_float64_move_as_bits():
+    idx = torch.tensor([2, 0, 2, 1])
+    x8 = make((3, 4), torch.int8, low=-100, high=100)
+    assert_close_to_cpu(lambda t, i: t.index_select(0, i), x8, idx)
+    assert_close_to_cpu(lambda t, i: t[i, 1:], x8, idx)
+    try:
+        torch.zeros(1, dtype=torch.float64, device=VKML)
+    except Exception:  # noqa: BLE001  (no shaderFloat64 on this device)
+        return
+    x64 = make((3, 4), torch.float64)
+    assert_close_to_cpu(lambda t, i: t.index_select(1, i), x64, idx)
+    assert_close_to_cpu(lambda t, i: t.gather(0, i.view(1, 4)), x64, idx)
+
+
+# ----------------------------------------------- roll, bincount, counting
+
+
+def test_roll():
+    x = make((3, 4, 5))
+    assert_close_to_cpu(lambda t: t.roll(2, 0), x)
+    assert_close_to_cpu(lambda t: t.roll((-1, 7), (1, -1)), x)
+    assert_close_to_cpu(lambda t: t.transpose(0, 2).roll(3), x)
+    assert_close_to_cpu(lambda t: t[:0].roll(1, 0), x)
+    assert_grads_close_to_cpu(lambda t: t.roll(1, 1), _leaf((3, 4)))
+
+
+def test_bincount_and_count_nonzero():
+    idx = _index(40, 7)
+    w = make(40)
+    assert_close_to_cpu(torch.bincount, idx)
+    assert_close_to_cpu(lambda i: torch.bincount(i.int(), minlength=10), idx)
+    assert_close_to_cpu(lambda i, w: torch.bincount(i, w), idx, w)
+    assert_close_to_cpu(lambda i: torch.bincount(i[:0], minlength=3), idx)
+    assert_raises_like_cpu(lambda i: torch.bincount(i - 1), idx)
+    x = make((4, 5), low=-1, high=2, discrete=True)
+    assert_close_to_cpu(torch.count_nonzero, x)
+    assert_close_to_cpu(lambda t: torch.count_nonzero(t, dim=1), x)
+    assert_close_to_cpu(lambda t: torch.count_nonzero(t.t(), dim=(0, 1)), x)
+
+
+def test_index_check_can_be_disabled(monkeypatch):
+    monkeypatch.setenv("TORCH_VKML_INDEX_CHECK", "0")
+    x = torch.arange(4.0, device=VKML)
+    idx = torch.tensor([1, 7, 3], device=VKML)
+    # no error and no host sync: out-of-range reads give 0, writes are dropped
+    assert x.index_select(0, idx).cpu().tolist() == [1.0, 0.0, 3.0]
+    assert x.index_add(0, idx, torch.ones(3, device=VKML)).cpu().tolist() == [0.0, 2.0, 2.0, 4.0]
+
+
+def test_cpu_indices_on_device_tensors():
+    x = make((5, 4))
+    i = torch.tensor([0, 2, -1])  # stays on the CPU inside the compared functions
+    m = make((5, 4), torch.bool)
+
+    def fn(t):
+        u = t.clone()
+        u[i] = 7.0
+        u[[1, 3], [0, 2]] = torch.tensor([9.0, 8.0], device=t.device)
+        return t[i], t[[0, 2]], t[m], u
+
+    assert_close_to_cpu(fn, x)
+
+
+def test_deterministic_mode_sums_in_cpu_order():
+    x = torch.zeros(3)
+    src = make(500, low=-1000, high=1000)
+    idx = _index(500, 3)
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert_close_to_cpu(lambda t, i, s: t.scatter_add(0, i, s), x, idx, src, atol=0, rtol=0)
+        assert_close_to_cpu(lambda t, i, s: t.index_add(0, i, s), x, idx, src, atol=0, rtol=0)
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def test_zero_dim_operands():
+    s = torch.tensor(1.5)
+    i = torch.tensor(0)
+    v = torch.tensor(4.0)
+    assert_close_to_cpu(lambda t, i, v: t.scatter(0, i, v), s, i, v)
+    assert_close_to_cpu(lambda t, i, v: t.scatter_add(0, i, v), s, i, v)
+    assert_close_to_cpu(lambda t, i, v: t.scatter_reduce(0, i, v, "amax"), s, i, v)
+    assert_close_to_cpu(lambda t, i, v: t.index_add(0, i, v), s, i, v)
+    assert_close_to_cpu(lambda t, i, v: t.index_copy(0, i.view(1), v.view(1)), s, i, v)
+    assert_close_to_cpu(lambda t, i: t.index_fill(0, i, -1.0), s, i)
+    assert_close_to_cpu(lambda t: t.masked_fill(torch.tensor(True, device=t.device), 2.0), s)
+    assert_close_to_cpu(lambda t, i: torch.take(t, i), s, i)
+    assert_close_to_cpu(lambda t: t.masked_select(torch.tensor(True, device=t.device)), s)
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dtype", REDUCE_DTYPES, ids=dtype_id)
+def test_index_reduce(dtype, reduce, include_self):
+    x = make((5, 4), dtype, low=-2, high=3, nonzero=True)
+    src = make((7, 4), dtype, low=-2, high=3, nonzero=True)
+    idx = torch.tensor([0, 3, 3, 1, 0, 3, 0]).int()  # row 2 and 4 get nothing
+    kw = dict(atol=2e-2, rtol=2e-2) if dtype == torch.float16 else {}
+    assert_close_to_cpu(
+        lambda t, i, s: t.index_reduce(0, i, s, reduce, include_self=include_self),
+        x,
+        idx,
+        src,
+        **kw,
+    )
+    assert_close_to_cpu(
+        lambda t, i, s: t.t().index_reduce_(1, i.long(), s.t(), reduce, include_self=include_self),
+        x,
+        idx,
+        src,
+        **kw,
+    )

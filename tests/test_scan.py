@@ -122,3 +122,12 @@ def test_scan_errors_like_cpu():
     assert_raises_like_cpu(lambda t: t.cumsum(2), x)
     assert_raises_like_cpu(lambda t: t.int().cumsum_(1, dtype=torch.float32), x)
     assert_raises_like_cpu(lambda t: t.int().logcumsumexp(0), x)
+
+
+def test_very_long_row():
+    """Chunked rows: chunk totals scanned recursively, then folded back in."""
+    x = make(150_000, torch.int64, low=-5, high=6)
+    assert_close_to_cpu(lambda t: t.cumsum(0), x)
+    assert_close_to_cpu(lambda t: t.cummax(0), x)
+    assert_close_to_cpu(lambda t: t.view(3, -1).cummin(1), x)
+    assert_close_to_cpu(lambda t: t.nonzero(), x)

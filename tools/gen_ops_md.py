@@ -45,7 +45,24 @@ FAMILIES = {
         "int8; reductions other than sum on int64, uint8 and bool run serially)",
     ),
     "ops_scan.cpp": ("Scans", "float32, float16, int64, int32 (cummax/cummin also uint8, bool)"),
-    "ops_compact.cpp": ("nonzero, masked_select, masked_scatter", "all"),
+    "ops_compact.cpp": (
+        "Data-dependent shapes (nonzero, masked_select, masked_scatter), count_nonzero",
+        "all (count_nonzero: float32, float16, int64, int32, uint8, bool)",
+    ),
+    "ops_conv.cpp": ("Convolution (1-3d, transposed, groups) and its backward", F),
+    "ops_pool.cpp": ("Pooling (max, average, adaptive) and backward", F),
+    "ops_norm.cpp": ("Batch / layer / group norm and backward", F),
+    "ops_resample.cpp": ("Upsampling, im2col / col2im", F + " (nearest modes: all)"),
+    "ops_sort.cpp": (
+        "Sort and selection (sort, topk, kthvalue, median, unique, randperm)",
+        "float32, float16, int64, int32, uint8 (bool where PyTorch allows)",
+    ),
+    "ops_search.cpp": (
+        "searchsorted, bucketize, histc, bincount",
+        "float32, float16, int64, int32 (bincount: integer inputs)",
+    ),
+    "ops_rnn.cpp": ("Fused LSTM / GRU cells (nn.LSTM, nn.GRU)", F),
+    "ops_attention.cpp": ("Attention backend choice (SDPA math path)", "all"),
 }
 
 

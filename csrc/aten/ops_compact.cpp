@@ -1,7 +1,8 @@
 // Data-dependent shapes: nonzero, masked_select, and masked_scatter_. Each
 // scans the 0/1 flags into an int32 prefix sum on the device, reads the count
 // back once (the result's size, or masked_scatter's source check), then
-// compacts in one kernel.
+// compacts in one kernel. Also count_nonzero (bincount lives with the
+// histogram ops in ops_search.cpp).
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
@@ -9,6 +10,7 @@
 #include <limits>
 
 #include "vkml/ops/compact.h"
+#include "vkml/ops/index.h"
 #include "vkml/ops/scan.h"
 #include "vkml_tensor.h"
 
@@ -115,6 +117,10 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
   return self;
 }
 
+at::Tensor vk_count_nonzero(const at::Tensor& self, at::IntArrayRef dims) {
+  return at::sum(self.ne(0), dims);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -123,6 +129,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_select", TORCH_FN(vk_masked_select));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("masked_scatter_", TORCH_FN(masked_scatter_));
+  m.impl("count_nonzero.dim_IntList", TORCH_FN(vk_count_nonzero));
 }
 
 }  // namespace vkml_aten

@@ -1,6 +1,7 @@
 // Indexing: index_select, gather, scatter (src / value / reduce), scatter_add,
-// scatter_reduce, index_add, index_copy, index_fill, masked_fill, index.Tensor,
-// index_put_, take, put_, embedding_dense_backward (flip lives with the remap ops).
+// scatter_reduce, index_add, index_copy, index_reduce, index_fill, masked_fill,
+// index.Tensor, index_put_, take, put_, embedding_dense_backward (flip and roll
+// live with the remap ops).
 //
 // Index validation: out-of-range indices raise the exception PyTorch's CPU
 // kernels raise. The index tensors live on the device, so the check costs one
@@ -8,6 +9,7 @@
 // a host synchronization per call; an empty index costs nothing. The kernels
 // never touch memory outside their operands even without the check (a gather
 // reads 0, a scatter skips the element).
+#include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/IndexingUtils.h>
@@ -15,6 +17,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
@@ -102,20 +105,40 @@ struct RangeCheck {
   int64_t dim;
 };
 
+// TORCH_VKML_INDEX_CHECK=0 skips the checks (and their host sync); out-of-range
+// indices then read 0 / are skipped instead of raising.
+bool index_checks_enabled() {
+  const char* v = std::getenv("TORCH_VKML_INDEX_CHECK");
+  return !(v && std::string(v) == "0");
+}
+
 // One transfer for the minima and maxima of all the index tensors.
 void check_ranges(const std::vector<RangeCheck>& checks, bool allow_negative, Style style) {
+  if (!index_checks_enabled()) return;
+  // Index tensors still on the CPU are checked there, without a device round trip.
   std::vector<at::Tensor> parts;
   std::vector<const RangeCheck*> live;
+  std::vector<int64_t> cpu_minmax;
+  std::vector<const RangeCheck*> cpu_live;
   for (const RangeCheck& c : checks) {
     if (c.index.numel() == 0) continue;
     at::Tensor i = c.index.scalar_type() == at::kLong ? c.index : c.index.to(at::kLong);
+    if (i.is_cpu()) {
+      cpu_minmax.push_back(i.min().item<int64_t>());
+      cpu_minmax.push_back(i.max().item<int64_t>());
+      cpu_live.push_back(&c);
+      continue;
+    }
     parts.push_back(i.min().reshape({1}));
     parts.push_back(i.max().reshape({1}));
     live.push_back(&c);
   }
-  if (parts.empty()) return;
-  at::Tensor mm = at::cat(parts).cpu();
-  const int64_t* v = mm.const_data_ptr<int64_t>();
+  std::vector<int64_t> v = cpu_minmax;
+  if (!parts.empty()) {
+    at::Tensor mm = at::cat(parts).cpu();
+    v.insert(v.end(), mm.const_data_ptr<int64_t>(), mm.const_data_ptr<int64_t>() + mm.numel());
+  }
+  live.insert(live.begin(), cpu_live.begin(), cpu_live.end());
   for (size_t k = 0; k < live.size(); ++k) {
     int64_t lo = v[2 * k], hi = v[2 * k + 1], n = live[k]->size;
     int64_t bad;
@@ -176,7 +199,9 @@ void launch(const char* name, const Launch& l) {
   a.wrap_negative = l.wrap;
   a.skip = l.skip.has_value();
   a.skip_value = l.skip.value_or(0);
-  a.serial = l.serial;
+  // Atomic float sums depend on the order threads arrive in; under
+  // torch.use_deterministic_algorithms the serial path gives the CPU's order.
+  a.serial = l.serial || (reduce && at::globalContext().deterministicAlgorithms());
   guarded([&] { vkml::ops::index_op(vkml_device(l.dst), a); });
 }
 
@@ -378,6 +403,41 @@ at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tenso
   return write_out(out, vk_scatter_add(self, dim, index, src));
 }
 
+// The kernel op and the identity of a scatter_reduce / index_reduce reduction.
+std::pair<IndexReduce, at::Scalar> reduction_of(std::string_view reduce, const at::Tensor& self) {
+  bool is_float = self.is_floating_point();
+  at::ScalarType t = self.scalar_type();
+  if (reduce == "sum" || reduce == "mean") return {IndexReduce::Add, 0};
+  if (reduce == "prod") return {IndexReduce::Mul, 1};
+  bool is_max = reduce == "amax";
+  at::Scalar id;
+  if (is_float) {
+    id = is_max ? -std::numeric_limits<double>::infinity()
+                : std::numeric_limits<double>::infinity();
+  } else if (t == at::kInt) {
+    id = is_max ? int64_t(std::numeric_limits<int32_t>::min())
+                : int64_t(std::numeric_limits<int32_t>::max());
+  } else if (t == at::kByte || t == at::kBool) {
+    id = is_max ? 0 : (t == at::kBool ? 1 : 255);
+  } else {
+    id = is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+  }
+  return {is_max ? IndexReduce::Max : IndexReduce::Min, id};
+}
+
+// Mean after a sum: divide by the number of contributions (plus self's).
+template <class Scatter>
+void divide_by_count(const at::Tensor& self, bool include_self, Scatter&& scatter_ones) {
+  at::Tensor count = include_self ? at::ones_like(self) : at::zeros_like(self);
+  scatter_ones(count);
+  count.masked_fill_(count == 0, 1);
+  if (self.is_floating_point()) {
+    self.div_(count);
+  } else {
+    self.copy_(self.div(count, "floor"));
+  }
+}
+
 // scatter_reduce.two: sum, prod, mean, amax, amin, with or without self's values.
 at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                                 const at::Tensor& src, c10::string_view reduce,
@@ -386,44 +446,15 @@ at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor&
   if (index.numel() == 0) return self;
   DimView v = dim_view(self, dim);
   check_ranges({{index, v.sizes[v.dim], v.dim}}, false, Style::Bounds);
-  IndexReduce op;
-  at::Scalar identity = 0;
-  bool is_float = self.is_floating_point();
-  if (reduce == "sum" || reduce == "mean") {
-    op = IndexReduce::Add;
-  } else if (reduce == "prod") {
-    op = IndexReduce::Mul;
-    identity = 1;
-  } else if (reduce == "amax") {
-    op = IndexReduce::Max;
-    identity = is_float ? at::Scalar(-std::numeric_limits<double>::infinity())
-                        : at::Scalar(self.scalar_type() == at::kInt
-                                         ? int64_t(std::numeric_limits<int32_t>::min())
-                                         : std::numeric_limits<int64_t>::min());
-    if (self.scalar_type() == at::kByte || self.scalar_type() == at::kBool) identity = 0;
-  } else {
-    op = IndexReduce::Min;
-    identity = is_float ? at::Scalar(std::numeric_limits<double>::infinity())
-                        : at::Scalar(self.scalar_type() == at::kInt
-                                         ? int64_t(std::numeric_limits<int32_t>::max())
-                                         : std::numeric_limits<int64_t>::max());
-    if (self.scalar_type() == at::kByte) identity = 255;
-    if (self.scalar_type() == at::kBool) identity = 1;
-  }
+  auto [op, identity] = reduction_of(reduce, self);
   if (!include_self)
     scatter_into("scatter_reduce", self, dim, index, nullptr, identity, IndexReduce::Assign,
                  false);
   scatter_into("scatter_reduce", self, dim, index, &src, 0, op, false);
-  if (reduce == "mean") {
-    at::Tensor count = include_self ? at::ones_like(self) : at::zeros_like(self);
-    scatter_into("scatter_reduce", count, dim, index, nullptr, 1, IndexReduce::Add, false);
-    count.masked_fill_(count == 0, 1);
-    if (is_float) {
-      self.div_(count);
-    } else {
-      self.copy_(self.div(count, "floor"));
-    }
-  }
+  if (reduce == "mean")
+    divide_by_count(self, include_self, [&](const at::Tensor& count) {
+      scatter_into("scatter_reduce", count, dim, index, nullptr, 1, IndexReduce::Add, false);
+    });
   return self;
 }
 at::Tensor scatter_reduce_two(const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -440,15 +471,16 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
 // self[..., index[j], ...] (reduce)= source[..., j, ...] (or value), j along dim.
 void index_scatter(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                    const at::Tensor* source, const at::Scalar& value, IndexReduce reduce,
-                   bool wrap, Style style) {
+                   bool wrap, Style style, bool check = true) {
   int64_t n = index.numel();
   if (n == 0) return;
   DimView v = dim_view(self, dim);
-  check_ranges({{index, v.sizes[v.dim], v.dim}}, wrap, style);
+  if (check) check_ranges({{index, v.sizes[v.dim], v.dim}}, wrap, style);
   if (reduce != IndexReduce::Assign && self.scalar_type() == at::kHalf) {
     at::Tensor acc = self.to(at::kFloat);
     at::Tensor src_f = source ? source->to(at::kFloat) : at::Tensor();
-    index_scatter(name, acc, dim, index, source ? &src_f : nullptr, value, reduce, wrap, style);
+    index_scatter(name, acc, dim, index, source ? &src_f : nullptr, value, reduce, wrap, style,
+                  false);
     self.copy_(acc);
     return;
   }
@@ -511,6 +543,36 @@ at::Tensor vk_index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& 
 at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                            const at::Tensor& source, at::Tensor& out) {
   return write_out(out, vk_index_copy(self, dim, index, source));
+}
+
+// index_reduce: prod, mean, amax, amin of source slices into self's slices.
+at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                          const at::Tensor& source, c10::string_view reduce, bool include_self) {
+  meta(self).index_reduce_(dim, meta(index), meta(source), reduce, include_self);
+  if (index.numel() == 0) return self;
+  DimView v = dim_view(self, dim);
+  check_ranges({{index, v.sizes[v.dim], v.dim}}, false, Style::InSelf);
+  auto [op, identity] = reduction_of(reduce, self);
+  if (!include_self)
+    index_scatter("index_reduce", self, dim, index, nullptr, identity, IndexReduce::Assign,
+                  false, Style::InSelf, false);
+  index_scatter("index_reduce", self, dim, index, &source, 0, op, false, Style::InSelf, false);
+  if (reduce == "mean")
+    divide_by_count(self, include_self, [&](const at::Tensor& count) {
+      index_scatter("index_reduce", count, dim, index, nullptr, 1, IndexReduce::Add, false,
+                    Style::InSelf, false);
+    });
+  return self;
+}
+at::Tensor vk_index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                           const at::Tensor& source, c10::string_view reduce, bool include_self) {
+  at::Tensor out = self.clone();
+  return index_reduce_(out, dim, index, source, reduce, include_self);
+}
+at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                             const at::Tensor& source, c10::string_view reduce,
+                             bool include_self, at::Tensor& out) {
+  return write_out(out, vk_index_reduce(self, dim, index, source, reduce, include_self));
 }
 
 void check_index_fill(const at::Tensor& self, const at::Tensor& index) {
@@ -657,6 +719,22 @@ Advanced advanced_index(const char* name, at::Tensor self,
   TORCH_CHECK_INDEX(orig.size() <= size_t(self.dim()), "too many indices for tensor of dimension ",
                     self.dim(), " (got ", orig.size(), ")");
   at::native::checkIndexTensorTypes(orig, /*allow_int=*/true);
+  // Range checks on the indices as given: CPU ones where they are (no sync),
+  // device ones in one transfer; indices made from masks are valid by construction.
+  std::vector<RangeCheck> checks;
+  int64_t pos = 0;
+  for (size_t k = 0; k < orig.size(); ++k) {
+    std::optional<at::Tensor> o = orig.get(k);
+    if (!o || !o->defined()) {
+      ++pos;
+    } else if (o->scalar_type() == at::kBool || o->scalar_type() == at::kByte) {
+      pos += o->dim();
+    } else {
+      if (pos < self.dim()) checks.push_back({*o, self.size(pos), pos});
+      ++pos;
+    }
+  }
+  check_ranges(checks, true, Style::BoundsIdx);
   auto indices = at::native::expandTensors(self, orig, /*ensure_same_device=*/true);
   try {
     indices = at::expand_outplace(indices);
@@ -666,12 +744,6 @@ Advanced advanced_index(const char* name, at::Tensor self,
   while (indices.size() < size_t(self.dim())) indices.emplace_back();
   if (!at::native::hasContiguousSubspace(indices))
     std::tie(self, indices) = at::native::transposeToFront(self, indices);
-
-  // Range check of every index tensor in one transfer.
-  std::vector<RangeCheck> checks;
-  for (size_t d = 0; d < indices.size(); ++d)
-    if (indices[d].defined()) checks.push_back({indices[d], self.size(int64_t(d)), int64_t(d)});
-  check_ranges(checks, true, Style::BoundsIdx);
 
   int64_t before = 0, after = 0;
   Sizes index_shape;
@@ -876,6 +948,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_copy", TORCH_FN(vk_index_copy));
   m.impl("index_copy_", TORCH_FN(index_copy_));
   m.impl("index_copy.out", TORCH_FN(index_copy_out));
+  m.impl("index_reduce", TORCH_FN(vk_index_reduce));
+  m.impl("index_reduce_", TORCH_FN(index_reduce_));
+  m.impl("index_reduce.out", TORCH_FN(index_reduce_out));
   m.impl("index_fill_.int_Scalar", TORCH_FN(index_fill_scalar_));
   m.impl("index_fill_.int_Tensor", TORCH_FN(index_fill_tensor_));
   m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_));

@@ -247,12 +247,20 @@ void check_scan(Device& dev, ops::ScanOp op, int64_t outer, int64_t n, int64_t i
 TEST_F(ScanTest, AllOpsBothPaths) {
   using S = ops::ScanOp;
   for (S op : {S::Sum, S::Prod, S::Max, S::Min, S::LogSumExp}) {
-    check_scan(dev(), op, 3, 1000, 1);  // workgroup per row, several tiles
+    check_scan(dev(), op, 3, 1000, 1);  // one chunk per row, several tiles
+    check_scan(dev(), op, 2, 9000, 1);  // several chunks per row, joined by a carry pass
     check_scan(dev(), op, 2, 129, 1);   // a partial last tile
     check_scan(dev(), op, 4, 10, 3);    // thread per line
     check_scan(dev(), op, 2, 5, 1);
     check_scan(dev(), op, 0, 5, 1);
   }
+}
+
+// Long enough that the chunk totals need a chunked scan themselves, and past
+// the 2^17 barriers per workgroup that lavapipe mishandles.
+TEST_F(ScanTest, VeryLongRow) {
+  check_scan(dev(), ops::ScanOp::Sum, 1, 1200000, 1);
+  check_scan(dev(), ops::ScanOp::Max, 1, 300000, 1);
 }
 
 TEST_F(CompactTest, NonzeroSelectScatter) {

@@ -12,12 +12,84 @@ namespace {
 
 struct Push {
   uint64_t in, out, idx;
+  uint64_t part, part_idx, scanned, scanned_idx;
   uint32_t outer, n, inner;
+  uint32_t chunk, nchunks;
 };
 static_assert(sizeof(Push) <= 128);
 
-// Rows (inner == 1) at least this long get a workgroup each; shorter lines a thread.
+// Rows (inner == 1) at least this long get workgroups; shorter lines a thread.
 constexpr int64_t kRowMinLength = 64;
+// Tiles of WG elements per workgroup in row mode: long rows are cut into
+// chunks, scanned independently, and joined by a scan of the chunk totals.
+constexpr int64_t kTilesPerChunk = 16;
+
+enum Mode { kLine = 0, kChunks = 1, kCarry = 2 };
+
+uint32_t workgroup(Device& dev, uint32_t wg) {
+  while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
+  return wg;
+}
+
+VkPipeline pipeline_for(Device& dev, DType dt, ScanOp op, Mode mode, uint32_t wg) {
+  return dev.pipelines().get(std::string("scan_") + variant_suffix(dt),
+                             {int(op), int(mode), int32_t(wg)});
+}
+
+// A device temporary released when it goes out of scope: a freed chunk may be
+// reused by a later dispatch at once, since dispatches run in order.
+struct Temp {
+  Device& dev;
+  uint64_t address = 0;
+  Temp(Device& d, uint64_t bytes) : dev(d) {
+    if (bytes) address = d.memory().allocate(bytes).address;
+  }
+  ~Temp() {
+    if (address) dev.memory().free(address);
+  }
+};
+
+void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
+  uint32_t wg = workgroup(dev, 128);
+  int64_t chunk = int64_t(wg) * kTilesPerChunk;
+  int64_t nchunks = (a.n + chunk - 1) / chunk;
+  bool with_idx = a.op == ScanOp::Max || a.op == ScanOp::Min;
+  DType pdt = dt == DType::f16 ? DType::f32 : dt;  // chunk totals keep fp32 precision
+  int64_t slots = nchunks > 1 ? a.outer * nchunks : 0;
+  Temp part(dev, slots * itemsize(pdt)), scanned(dev, slots * itemsize(pdt));
+  Temp part_idx(dev, with_idx ? slots * 8 : 0), scanned_idx(dev, with_idx ? slots * 8 : 0);
+  Push p{a.in,
+         a.out,
+         a.indices,
+         part.address,
+         part_idx.address,
+         scanned.address,
+         scanned_idx.address,
+         uint32_t(a.outer),
+         uint32_t(a.n),
+         1u,
+         uint32_t(chunk),
+         uint32_t(nchunks)};
+  uint64_t groups = uint64_t(a.outer * nchunks);
+  uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
+  uint32_t gx = uint32_t(std::min(groups, max_x));
+  uint32_t gy = uint32_t((groups + gx - 1) / gx);
+  dev.stream().dispatch(pipeline_for(dev, dt, a.op, kChunks, wg), &p, sizeof(p), gx, gy, 1);
+  if (nchunks == 1) return;
+  ScanArgs totals;
+  totals.op = a.op;
+  totals.dtype = pdt;
+  totals.in = part.address;
+  totals.out = scanned.address;
+  totals.indices = scanned_idx.address;  // chunk numbers of the winners (max / min)
+  totals.outer = a.outer;
+  totals.n = nchunks;
+  scan(dev, totals);
+  p.in = a.out;  // the carry pass folds into the chunk-local results
+  uint32_t cwg = workgroup(dev, 256);
+  dispatch_1d(dev, pipeline_for(dev, dt, a.op, kCarry, cwg), &p, sizeof(p),
+              uint64_t(a.outer * a.n), cwg);
+}
 
 }  // namespace
 
@@ -35,21 +107,15 @@ void scan(Device& dev, const ScanArgs& a) {
   int64_t numel = a.outer * a.n * a.inner;
   if (numel == 0) return;
   check_32bit_indexing(numel, numel, "scan");
-  bool row = a.inner == 1 && a.n >= kRowMinLength;
-  uint32_t wg = row ? 128 : 256;
-  while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
-  VkPipeline pipeline = dev.pipelines().get(std::string("scan_") + suffix,
-                                            {int(a.op), row ? 1 : 0, int32_t(wg)});
-  Push p{a.in, a.out, a.indices, uint32_t(a.outer), uint32_t(a.n), uint32_t(a.inner)};
-  if (row) {
-    uint64_t groups = uint64_t(a.outer);
-    uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
-    uint32_t gx = uint32_t(std::min(groups, max_x));
-    uint32_t gy = uint32_t((groups + gx - 1) / gx);
-    dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1);
-  } else {
-    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.outer * a.inner), wg);
+  if (a.inner == 1 && a.n >= kRowMinLength) {
+    scan_rows(dev, a, dt);
+    return;
   }
+  uint32_t wg = workgroup(dev, 256);
+  Push p{a.in, a.out, a.indices, 0, 0, 0, 0, uint32_t(a.outer), uint32_t(a.n), uint32_t(a.inner),
+         0, 1};
+  dispatch_1d(dev, pipeline_for(dev, dt, a.op, kLine, wg), &p, sizeof(p),
+              uint64_t(a.outer * a.inner), wg);
 }
 
 }  // namespace vkml::ops

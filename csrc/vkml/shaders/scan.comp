@@ -4,9 +4,16 @@
 // logcumsumexp. Floats accumulate in fp32.
 //
 // Specialization constants: 0 = op (0 sum, 1 prod, 2 max, 3 min, 4 logsumexp),
-// 1 = row mode (1: one workgroup per row, inner == 1, walking the row in tiles
-// of WG elements with a shared-memory scan and a carry; 0: one thread per
-// (outer, inner) line, sequential), 2 = workgroup size.
+// 1 = mode, 2 = workgroup size. Modes:
+//   0: one thread per (outer, inner) line, sequential.
+//   1: rows (inner == 1) cut into chunks; one workgroup per chunk walks it in
+//      tiles of WG elements (a shared-memory scan plus a running carry) and,
+//      with several chunks, writes the chunk's total to `part` / `part_idx`.
+//   2: after the chunk totals were scanned (into `scanned`, indices into
+//      `scanned_idx` pointing at chunks), one thread per element folds the
+//      total of all earlier chunks into it.
+// Chunks bound the barriers per workgroup: lavapipe (Mesa 22.3) miscomputes
+// workgroups that pass more than 2^17 barriers.
 //
 // cummax/cummin follow PyTorch's CPU loop: a later element replaces the
 // running one when it is >= (<= for min) or NaN, unless the running one is NaN
@@ -31,24 +38,29 @@ layout(constant_id = 2) const uint WG = 256;
 
 #if defined(ST_F32)
 #define BUF BufF32
+#define PBUF BufF32
 #define ACC float
 #define TO_ST(x) (x)
 #define IS_FLOAT 1
 #elif defined(ST_F16)
 #define BUF BufF16
+#define PBUF BufF32
 #define ACC float
 #define TO_ST(x) float16_t(x)
 #define IS_FLOAT 1
 #elif defined(ST_I32)
 #define BUF BufI32
+#define PBUF BufI32
 #define ACC int
 #define TO_ST(x) (x)
 #elif defined(ST_I64)
 #define BUF BufI64
+#define PBUF BufI64
 #define ACC int64_t
 #define TO_ST(x) (x)
 #else
 #define BUF BufU8
+#define PBUF BufU8
 #define ACC uint
 #define TO_ST(x) uint8_t(x)
 #endif
@@ -56,10 +68,16 @@ layout(constant_id = 2) const uint WG = 256;
 layout(push_constant, scalar) uniform PC {
   uint64_t in_ptr;
   uint64_t out_ptr;
-  uint64_t idx_ptr;  // int64 indices (max / min)
+  uint64_t idx_ptr;      // int64 indices (max / min)
+  uint64_t part;         // [outer, nchunks] chunk totals (mode 1), f32 for f16 data
+  uint64_t part_idx;     // [outer, nchunks] int64 element index of each total
+  uint64_t scanned;      // mode 2: the inclusive scan of `part` along the chunks
+  uint64_t scanned_idx;  // mode 2: int64 chunk index behind each scanned value
   uint outer;
   uint n;
   uint inner;
+  uint chunk;    // elements per chunk (a multiple of WG)
+  uint nchunks;  // chunks per row; totals are written when > 1
 } pc;
 
 const bool WITH_IDX = OP == S_MAX || OP == S_MIN;
@@ -124,15 +142,38 @@ void main() {
     }
     return;
   }
-  uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-  if (row >= pc.outer) return;  // uniform across the workgroup
+  if (ROW == 2) {
+    uint e = linear_id();
+    if (e >= pc.outer * pc.n) return;
+    uint row = e / pc.n, j = e - row * pc.n;
+    uint c = j / pc.chunk;
+    if (c == 0u) return;
+    uint slot = row * pc.nchunks + c - 1u;
+    ACC carry = ACC(PBUF(pc.scanned).v[slot]);
+    ACC v = ld(e);
+    if (WITH_IDX) {
+      if (!takes(carry, v)) {
+        int64_t winner = BufI64(pc.scanned_idx).v[slot];
+        BUF(pc.out_ptr).v[e] = TO_ST(carry);
+        BufI64(pc.idx_ptr).v[e] = BufI64(pc.part_idx).v[row * pc.nchunks + uint(winner)];
+      }
+    } else {
+      BUF(pc.out_ptr).v[e] = TO_ST(combine(carry, v));
+    }
+    return;
+  }
+  uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  if (group >= pc.outer * pc.nchunks) return;  // uniform across the workgroup
+  uint row = group / pc.nchunks, c = group - row * pc.nchunks;
   uint tid = gl_LocalInvocationID.x;
   uint base = row * pc.n;
+  uint first = c * pc.chunk;
+  uint end = min(pc.n, first + pc.chunk);
   ACC carry = ACC(0);
   uint carry_i = 0u;
-  for (uint start = 0u; start < pc.n; start += WG) {
+  for (uint start = first; start < end; start += WG) {
     uint j = start + tid;
-    bool live = j < pc.n;
+    bool live = j < end;
     ACC v = live ? ld(base + j) : ACC(0);
     uint vi = j;
     s_v[tid] = v;
@@ -161,7 +202,7 @@ void main() {
       }
       barrier();
     }
-    if (start > 0u) {
+    if (start > first) {
       if (WITH_IDX) {
         if (!takes(carry, v)) {
           v = carry;
@@ -175,8 +216,8 @@ void main() {
       BUF(pc.out_ptr).v[base + j] = TO_ST(v);
       if (WITH_IDX) BufI64(pc.idx_ptr).v[base + j] = int64_t(vi);
     }
-    // The tile's last element (or the row's last) carries into the next tile.
-    uint last = min(WG, pc.n - start) - 1u;
+    // The tile's last element carries into the next tile.
+    uint last = min(WG, end - start) - 1u;
     barrier();
     if (tid == last) {
       s_v[0] = v;
@@ -186,5 +227,13 @@ void main() {
     carry = s_v[0];
     carry_i = s_i[0];
     barrier();
+  }
+  if (pc.nchunks > 1u && tid == 0u) {
+#ifdef ST_U8
+    PBUF(pc.part).v[group] = uint8_t(carry);
+#else
+    PBUF(pc.part).v[group] = carry;
+#endif
+    if (WITH_IDX) BufI64(pc.part_idx).v[group] = int64_t(carry_i);
   }
 }
