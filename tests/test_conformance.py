@@ -1,0 +1,223 @@
+"""The OpInfo conformance harness (python -m torch_vkml.conformance) classifies correctly.
+
+Native ops must come out as native passes, an op without a vkml kernel as a fallback
+pass naming the aten op that fell back, a vkml result that differs from the CPU as
+wrong, a vkml-only exception as error, and a worker that dies or hangs as crash /
+timeout without stopping the sweep. No module-wide ``no_fallback`` fixture: the harness
+measures fallbacks itself, and one test needs an op that falls back.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch.testing._internal.common_dtype import floating_types
+from torch.testing._internal.opinfo.core import OpInfo, SampleInput
+
+from torch_vkml import conformance
+
+# Ops with native float32 kernels today, forward and (where differentiable) backward.
+NATIVE_OPS = [
+    "add",
+    "mul",
+    "sub",
+    "div.no_rounding_mode",
+    "sum",
+    "mean",
+    "mm",
+    "bmm",
+    "addmm",
+    "softmax",
+    "log_softmax",
+    "nn.functional.relu",
+    "nn.functional.linear",
+    "where",
+    "clamp",
+    "exp",
+    "tanh",
+    "sigmoid",
+    "amax",
+    "argmax",
+    "eq",
+    "cat",
+    "transpose",
+]
+NATIVE_GRAD_OPS = ["add", "mul", "sum", "mm", "softmax", "nn.functional.relu", "where", "exp"]
+
+# special.zeta has no vkml kernel (and is no candidate for one): it runs on the fallback.
+FALLBACK_OP = "special.zeta"
+
+
+@pytest.fixture(scope="module")
+def op_db():
+    return {conformance.op_key(op): op for op in conformance.load_op_db()}
+
+
+def _run(ops, column, limit=3):
+    return conformance.run_units([(op, column) for op in ops], jobs=0, limit_samples=limit)
+
+
+def test_native_ops_are_native_passes(op_db):
+    results = _run([op_db[k] for k in NATIVE_OPS], "float32")
+    assert [r.op for r in results] == NATIVE_OPS
+    wrong = [(r.op, r.message) for r in results if r.status == "wrong"]
+    assert wrong == [], wrong
+    not_native = [(r.op, r.status, r.fallbacks, r.message) for r in results if r.status != "native"]
+    assert not_native == [], not_native
+    assert all(r.samples.get("native", 0) >= 1 for r in results)
+    assert all(r.measured for r in results)
+
+
+def test_native_grads_are_native_passes(op_db):
+    results = _run([op_db[k] for k in NATIVE_GRAD_OPS], conformance.GRAD)
+    not_native = [(r.op, r.status, r.fallbacks, r.message) for r in results if r.status != "native"]
+    assert not_native == [], not_native
+
+
+def test_fallback_op_is_fallback_pass(op_db):
+    (result,) = _run([op_db[FALLBACK_OP]], "float32")
+    assert result.status == "fallback", result
+    assert "aten::special_zeta.out" in result.fallbacks, result
+    assert result.message == ""
+
+
+def _sample_inputs(op, device, dtype, requires_grad, **kwargs):
+    yield SampleInput(torch.linspace(-1, 1, 12, device=device, dtype=dtype).reshape(3, 4))
+
+
+def _wrong_on_vkml(x):
+    return x + 1 if x.device.type == "vkml" else x
+
+
+def _raises_on_vkml(x):
+    if x.device.type == "vkml":
+        raise ValueError("this op fails on vkml")
+    return x * 2
+
+
+def _raises_everywhere(x):
+    raise TypeError("no valid sample")
+
+
+def _opinfo(name, fn):
+    return OpInfo(
+        name,
+        op=fn,
+        dtypes=floating_types(),
+        sample_inputs_func=_sample_inputs,
+        supports_autograd=False,
+    )
+
+
+def test_wrong_error_and_skip_are_classified():
+    ops = [
+        _opinfo("wrong_on_vkml", _wrong_on_vkml),
+        _opinfo("raises_on_vkml", _raises_on_vkml),
+        _opinfo("raises_everywhere", _raises_everywhere),
+    ]
+    wrong, error, skip = _run(ops, "float32")
+    assert wrong.status == "wrong" and "output" in wrong.message, wrong
+    assert error.status == "error", error
+    assert error.message.startswith("ValueError: this op fails on vkml"), error
+    assert skip.status == "skip" and "CPU raised TypeError" in skip.message, skip
+
+
+def test_dtype_and_shape_mismatches_are_wrong():
+    def compare(actual, expected):
+        try:
+            conformance._compare(actual.to("vkml"), expected, 1e-5, 1e-5, True)
+        except conformance._Mismatch as e:
+            return str(e)
+        return ""
+
+    x = torch.arange(6.0)
+    assert compare(x, x) == ""
+    assert "dtype" in compare(x.double(), x)
+    assert "shape" in compare(x.reshape(2, 3), x)
+    assert "Mismatched elements" in compare(x + 1e-3, x)
+    nan = torch.tensor([float("nan"), 1.0])
+    assert compare(nan, nan) == ""
+
+
+def test_inputs_keep_their_layout_on_vkml():
+    to_vkml = conformance._ToVkml()
+    base = torch.arange(24.0).reshape(4, 6)
+    view = base[1:, ::2].t()
+    a, b, kw = to_vkml((view, torch.device("cpu"), {"device": "cpu", "x": base}))
+    assert a.device.type == "vkml" and b == torch.device("vkml") and kw["device"] == "vkml"
+    assert a.stride() == view.stride() and a.storage_offset() == view.storage_offset()
+    torch.testing.assert_close(a.cpu(), view)
+    # inputs that alias on the CPU alias on vkml
+    assert kw["x"].untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+
+
+def test_measured_set_excludes_linalg_and_fft():
+    for key in [
+        "linalg.svd",
+        "fft.fft",
+        "svd",
+        "qr",
+        "cholesky_solve",
+        "lu_unpack",
+        "logdet",
+        "pinverse",
+        "matrix_exp",
+        "linalg.tensorsolve",
+        "stft",
+        "triangular_solve",
+    ]:
+        assert not conformance.is_measured(key), key
+    for key in ["add", "resolve_conj", "matmul", "diagonal", "nn.functional.conv2d", "lerp"]:
+        assert conformance.is_measured(key), key
+
+
+def test_cli_survives_crash_and_hang(tmp_path):
+    """A unit that kills its worker or hangs is recorded; the sweep goes on."""
+    json_path, md_path = tmp_path / "out.json", tmp_path / "out.md"
+    env = dict(os.environ, _TORCH_VKML_CONFORMANCE_FAULT="add:crash,mul:hang")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch_vkml.conformance",
+            "--ops",
+            "add,mul,sub,special.zeta",
+            "--dtypes",
+            "float32",
+            "--skip-grad",
+            "--limit-samples",
+            "2",
+            "--timeout",
+            "15",
+            "--json",
+            str(json_path),
+            "--markdown",
+            str(md_path),
+            "--quiet",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(json_path.read_text())
+    status = {r["op"]: r["status"] for r in data["results"]}
+    assert status == {
+        "add": "crash",
+        "mul": "timeout",
+        "sub": "native",
+        "special.zeta": "fallback",
+    }, data["results"]
+    crash = next(r for r in data["results"] if r["op"] == "add")
+    assert "SIGABRT" in crash["message"], crash
+    assert data["summary"]["float32"] == {"crash": 1, "timeout": 1, "native": 1, "fallback": 1}
+    assert (
+        "float32: 1/4 native (25.0%), 1 fallback, 0 wrong, 0 error, 1 crash, 1 timeout, 0 skip"
+    ) in proc.stdout
+    md = md_path.read_text()
+    assert "| `sub` | ✅ |" in md and "| `add` | ☠️ crash |" in md
+    assert "aten::special_zeta.out" in md
