@@ -77,6 +77,19 @@ def test_native_grads_are_native_passes(op_db):
     assert not_native == [], not_native
 
 
+def test_tolerance_follows_the_result_dtype(op_db):
+    """exp of an int64 tensor is float32: float32 tolerances, not integer exactness."""
+    tol = conformance._tolerance(op_db["exp"], "int64")
+    assert tol(torch.float32) == conformance.DEFAULT_TOLERANCE["float32"]
+    assert tol(torch.int64) == (0.0, 0.0)
+    assert tol(torch.bool) == (0.0, 0.0)
+    assert tol(torch.float16) == conformance.DEFAULT_TOLERANCE["float16"]
+    grad_tol = conformance._tolerance(op_db["exp"], "float32", grad=True)(torch.float32)
+    assert grad_tol[1] == pytest.approx(10 * conformance.DEFAULT_TOLERANCE["float32"][1])
+    (result,) = _run([op_db["exp"]], "int64")
+    assert result.status == "native", result
+
+
 def test_fallback_op_is_fallback_pass(op_db):
     (result,) = _run([op_db[FALLBACK_OP]], "float32")
     assert result.status == "fallback", result
@@ -126,9 +139,12 @@ def test_wrong_error_and_skip_are_classified():
 
 
 def test_dtype_and_shape_mismatches_are_wrong():
+    def tol(dtype):
+        return (1e-5, 1e-5) if dtype.is_floating_point else (0.0, 0.0)
+
     def compare(actual, expected):
         try:
-            conformance._compare(actual.to("vkml"), expected, 1e-5, 1e-5, True)
+            conformance._compare(actual.to("vkml"), expected, tol, True)
         except conformance._Mismatch as e:
             return str(e)
         return ""
@@ -175,7 +191,8 @@ def test_measured_set_excludes_linalg_and_fft():
 
 
 def test_cli_survives_crash_and_hang(tmp_path):
-    """A unit that kills its worker or hangs is recorded; the sweep goes on."""
+    """A unit that kills its worker or hangs is recorded; the sweep goes on (two workers,
+    results in plan order)."""
     json_path, md_path = tmp_path / "out.json", tmp_path / "out.md"
     env = dict(os.environ, _TORCH_VKML_CONFORMANCE_FAULT="add:crash,mul:hang")
     proc = subprocess.run(
@@ -192,6 +209,8 @@ def test_cli_survives_crash_and_hang(tmp_path):
             "2",
             "--timeout",
             "15",
+            "--jobs",
+            "2",
             "--json",
             str(json_path),
             "--markdown",
@@ -205,6 +224,7 @@ def test_cli_survives_crash_and_hang(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads(json_path.read_text())
+    assert [r["op"] for r in data["results"]] == ["add", "mul", "sub", "special.zeta"]
     status = {r["op"]: r["status"] for r in data["results"]}
     assert status == {
         "add": "crash",

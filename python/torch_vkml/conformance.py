@@ -132,15 +132,21 @@ def _head(text: str) -> str:
     return text[:MESSAGE_CHARS]
 
 
-def _tolerance(op, dtype_name):
+def _tolerance(op, dtype_name, grad=False):
+    """``tol(result_dtype) -> (atol, rtol)`` for an op run in ``dtype_name``.
+
+    Keyed by the dtype of each result (exp of an int64 tensor is float32: float32
+    tolerances; integer and bool results are exact), widened by OpInfo's own
+    toleranceOverride for the input dtype; ``None`` stands for a Python float result.
+    """
+    import torch
     from torch.testing._internal.common_device_type import toleranceOverride
     from torch.testing._internal.opinfo.core import DecorateInfo
 
     dtype = _dtype(dtype_name)
-    atol, rtol = DEFAULT_TOLERANCE.get(dtype_name, (0.0, 0.0))
-    if not (dtype.is_floating_point or dtype.is_complex):
-        return atol, rtol
-    for info in op.decorators:
+    floating = dtype.is_floating_point or dtype.is_complex
+    extra_atol = extra_rtol = 0.0
+    for info in op.decorators if floating else ():
         if isinstance(info, DecorateInfo):
             if info.test_name not in _TOLERANCE_TESTS or not info.active_if:
                 continue
@@ -153,9 +159,20 @@ def _tolerance(op, dtype_name):
             decorators = [info]
         for deco in decorators:
             if isinstance(deco, toleranceOverride) and dtype in deco.d:
-                atol = max(atol, deco.d[dtype].atol)
-                rtol = max(rtol, deco.d[dtype].rtol)
-    return atol, rtol
+                extra_atol = max(extra_atol, deco.d[dtype].atol)
+                extra_rtol = max(extra_rtol, deco.d[dtype].rtol)
+    factor = GRAD_TOLERANCE_FACTOR if grad else 1.0
+
+    def tol(result_dtype):
+        if result_dtype is None:
+            result_dtype = dtype if floating else torch.float32
+        if not (result_dtype.is_floating_point or result_dtype.is_complex):
+            return 0.0, 0.0
+        name = str(result_dtype).removeprefix("torch.")
+        atol, rtol = DEFAULT_TOLERANCE.get(name, DEFAULT_TOLERANCE["float32"])
+        return factor * max(atol, extra_atol), factor * max(rtol, extra_rtol)
+
+    return tol
 
 
 def _values_undefined(op, dtype_name) -> str:
@@ -247,8 +264,11 @@ def _flatten(value, out):
     return out
 
 
-def _compare(actual, expected, atol, rtol, values, where="output"):
-    """Raise _Mismatch if vkml's ``actual`` differs from the CPU's ``expected``."""
+def _compare(actual, expected, tol, values, where="output"):
+    """Raise _Mismatch if vkml's ``actual`` differs from the CPU's ``expected``.
+
+    ``tol(result_dtype)`` gives (atol, rtol); ``values=False`` compares metadata only.
+    """
     import torch
 
     if isinstance(expected, torch.Tensor):
@@ -262,6 +282,7 @@ def _compare(actual, expected, atol, rtol, values, where="output"):
             raise _Mismatch(f"{where}: shape {tuple(actual.shape)} != CPU {tuple(expected.shape)}")
         if not values:
             return
+        atol, rtol = tol(expected.dtype)
         try:
             torch.testing.assert_close(
                 actual.detach().cpu(),
@@ -278,15 +299,16 @@ def _compare(actual, expected, atol, rtol, values, where="output"):
         if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
             raise _Mismatch(f"{where}: {type(actual).__name__} does not match CPU structure")
         for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
-            _compare(a, e, atol, rtol, values, f"{where}[{i}]")
+            _compare(a, e, tol, values, f"{where}[{i}]")
     elif isinstance(expected, dict):
         if not isinstance(actual, dict) or actual.keys() != expected.keys():
             raise _Mismatch(f"{where}: keys differ from CPU")
         for k in expected:
-            _compare(actual[k], expected[k], atol, rtol, values, f"{where}[{k!r}]")
+            _compare(actual[k], expected[k], tol, values, f"{where}[{k!r}]")
     elif isinstance(expected, (bool, int, float, complex)) and not isinstance(actual, str):
         if not values:
             return
+        atol, rtol = tol(None) if isinstance(expected, (float, complex)) else (0.0, 0.0)
         try:
             torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, equal_nan=True)
         except (AssertionError, TypeError) as e:
@@ -301,7 +323,6 @@ def _run_sample(op, sample, dtype_name, grad, tol, values, cotangent_gen):
 
     import torch_vkml
 
-    atol, rtol = tol
     vk = _ToVkml()
     try:
         vk_input = vk(sample.input)
@@ -331,7 +352,7 @@ def _run_sample(op, sample, dtype_name, grad, tol, values, cotangent_gen):
     except Exception as e:
         return "error", fallbacks, f"output_process_fn_grad: {type(e).__name__}: {_head(e)}"
     try:
-        _compare(actual_p, expected_p, atol, rtol, values)
+        _compare(actual_p, expected_p, tol, values)
     except _Mismatch as e:
         return "wrong", fallbacks, ("forward " if grad else "") + str(e)
 
@@ -380,7 +401,7 @@ def _run_sample(op, sample, dtype_name, grad, tol, values, cotangent_gen):
         if c is None or v is None:
             return "wrong", fallbacks, f"grad of input {i}: None on one device only"
         try:
-            _compare(v, c, atol, rtol, values, where=f"grad of input {i}")
+            _compare(v, c, tol, values, where=f"grad of input {i}")
         except _Mismatch as e:
             return "wrong", fallbacks, str(e)
     return ("fallback" if fallbacks else "native"), fallbacks, ""
@@ -396,9 +417,7 @@ def run_unit(op, column: str, limit_samples: int = 4) -> Result:
     grad = column == GRAD
     dtype_name = "float32" if grad else column
     result = Result(op_key(op), column, "skip", measured=is_measured(op_key(op)))
-    tol = _tolerance(op, dtype_name)
-    if grad:
-        tol = tuple(GRAD_TOLERANCE_FACTOR * t for t in tol)
+    tol = _tolerance(op, dtype_name, grad)
     undefined = _values_undefined(op, dtype_name)
     result.note = undefined
     counts, fallbacks = Counter(), Counter()
@@ -620,7 +639,12 @@ def run_units(
                 workers.append(_Worker(limit_samples, log_dir, next(serial)))
             for w in list(workers):
                 if w.ready and w.unit is None and pending:
-                    w.send(*pending.pop())
+                    unit = pending.pop()
+                    try:
+                        w.send(*unit)
+                    except OSError:  # it died idle: the reader reports it, the unit waits
+                        w.unit = None
+                        pending.append(unit)
             progressed = False
             for w in list(workers):
                 try:

@@ -68,9 +68,10 @@ GRADS = [
 
 @pytest.mark.xfail(
     raises=MISSING,
-    reason="needs native conv2d (convolution_overrideable / convolution_backward), "
-    "native_batch_norm(+backward), max_pool2d_with_indices(+backward), "
-    "adaptive_avg_pool2d(+backward)",
+    reason="needs native convolution (convolution_overrideable has neither a kernel nor a "
+    "fallback; + convolution_backward) and, falling back today: aten::native_batch_norm, "
+    "native_batch_norm_backward, max_pool2d_with_indices.out, "
+    "max_pool2d_with_indices_backward.grad_input",
     strict=False,
 )
 def test_resnet18_forward_backward_like_cpu():
