@@ -800,18 +800,20 @@ def markdown(results, meta):
         out.append(f"| `{name}` | " + " | ".join(row) + " |")
     out += ["", "## Details", ""]
     for key, cells in by_op.items():
-        notes = []
+        # columns with the same status, fallbacks and message share one entry
+        groups = {}
         for c in columns:
             r = cells.get(c)
             if r is None or r.status == "native":
                 continue
-            text = f"{c}: {r.status}"
+            text = r.status
             if r.fallbacks:
-                text += " (fallback: " + ", ".join(r.fallbacks) + ")"
+                text += " (" + ", ".join(r.fallbacks) + ")"
             if r.message and r.status != "skip":
                 text += " — " + r.message.replace("|", "\\|")
-            notes.append(text)
-        if notes:
+            groups.setdefault(text, []).append(c)
+        if groups:
+            notes = [f"{', '.join(cs)}: {text}" for text, cs in groups.items()]
             out.append(f"- `{key}`: " + "; ".join(notes))
     return "\n".join(out) + "\n"
 
@@ -855,6 +857,11 @@ def _parse(argv):
         help="worker subprocesses (default 1; 0 = in this process, unprotected)",
     )
     p.add_argument("--quiet", action="store_true", help="no per-op progress lines")
+    p.add_argument(
+        "--from-json",
+        metavar="PATH",
+        help="run nothing: rewrite the summary / --markdown from an earlier --json",
+    )
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -863,6 +870,16 @@ def main(argv=None):
     args = _parse(argv)
     if args.worker:
         _worker_main(args.limit_samples)
+        return 0
+    if args.from_json:
+        with open(args.from_json) as f:
+            data = json.load(f)
+        results = [Result(**r) for r in data["results"]]
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write(markdown(results, data["meta"]))
+        for line in summary_lines(results):
+            print(line)
         return 0
     columns = [c.strip() for c in args.dtypes.split(",") if c.strip()]
     unknown = [c for c in columns if c not in DTYPE_NAMES]
