@@ -438,8 +438,9 @@ def run_unit(op, column: str, limit_samples: int = 4) -> Result:
                     message = msg
             elif not message and msg and status == "skip":
                 message = msg
-    except Exception as e:
-        worst, message = "error", f"sample inputs: {type(e).__name__}: {_head(e)}"
+    except Exception as e:  # generating the samples failed (after `counts` ran)
+        if _SEVERITY[worst] < _SEVERITY["error"]:
+            worst, message = "error", f"sample inputs: {type(e).__name__}: {_head(e)}"
     if torch_vkml.is_available():
         torch_vkml.synchronize()
     validation = torch_vkml.validation_messages()
