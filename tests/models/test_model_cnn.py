@@ -5,10 +5,8 @@ stats) with the Dropout layer alone switched to eval, so that both devices compu
 same function; dropout itself gets a seed-independent check of its mask statistics.
 """
 
-import pytest
 import torch
 from model_utils import (
-    MISSING,
     VKML,
     assert_no_fallback,
     assert_state_close,
@@ -52,14 +50,6 @@ def _deterministic_train(model):
     return model
 
 
-@pytest.mark.xfail(
-    raises=MISSING,
-    reason="needs native convolution (convolution_overrideable has neither a kernel nor a "
-    "fallback; + convolution_backward) and, falling back today: aten::native_batch_norm, "
-    "native_batch_norm_backward, max_pool2d_with_indices.out, "
-    "max_pool2d_with_indices_backward.grad_input",
-    strict=False,
-)
 def test_digits_cnn_trains_like_cpu():
     x, y = digits(256)
     x = x.reshape(-1, 1, 8, 8)

@@ -1,9 +1,7 @@
 """LSTM sequence classifier: 10 Adam steps on vkml follow the CPU loss trajectory."""
 
-import pytest
 import torch
 from model_utils import (
-    MISSING,
     assert_no_fallback,
     assert_state_close,
     assert_trajectory,
@@ -38,12 +36,6 @@ def _batches():
     return out
 
 
-@pytest.mark.xfail(
-    raises=MISSING,
-    reason="needs native aten::_thnn_fused_lstm_cell (+ _thnn_fused_lstm_cell_backward_impl): "
-    "the LSTM calls it on non-CPU devices and it has no CPU kernel to fall back to",
-    strict=False,
-)
 def test_lstm_classifier_trains_like_cpu():
     cpu, vk = train_twins(
         SeqClassifier,

@@ -1,10 +1,8 @@
 """A model with several inputs built on torch.where, gather, scatter_add, cumsum, topk and
 einsum: 8 SGD steps on vkml follow the CPU, gradients flowing through every one of them."""
 
-import pytest
 import torch
 from model_utils import (
-    MISSING,
     assert_no_fallback,
     assert_state_close,
     assert_trajectory,
@@ -56,12 +54,6 @@ def _loss(model, x, mask, group, pick, target):
     return ((model(x, mask, group, pick) - target) ** 2).mean()
 
 
-@pytest.mark.xfail(
-    raises=MISSING,
-    reason="needs native aten::cumsum.out, flip, gather.out, scatter.src_out, scatter_add.out, "
-    "topk.values",
-    strict=False,
-)
 def test_multi_input_model_trains_like_cpu():
     cpu, vk = train_twins(
         MultiInput, lambda p: torch.optim.SGD(p, lr=0.05), _batches(), _loss, steps=8

@@ -1,8 +1,7 @@
 """ResNet-18 (defined here): forward + backward of a 2x3x64x64 batch matches the CPU."""
 
-import pytest
 import torch
-from model_utils import MISSING, VKML, assert_no_fallback, twin_models
+from model_utils import VKML, assert_no_fallback, twin_models
 from torch import nn
 from torch.nn import functional as F
 
@@ -66,14 +65,6 @@ GRADS = [
 ]
 
 
-@pytest.mark.xfail(
-    raises=MISSING,
-    reason="needs native convolution (convolution_overrideable has neither a kernel nor a "
-    "fallback; + convolution_backward) and, falling back today: aten::native_batch_norm, "
-    "native_batch_norm_backward, max_pool2d_with_indices.out, "
-    "max_pool2d_with_indices_backward.grad_input",
-    strict=False,
-)
 def test_resnet18_forward_backward_like_cpu():
     cpu_model, vk_model = twin_models(ResNet18)
     gen = torch.Generator().manual_seed(0)
