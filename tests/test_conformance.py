@@ -241,3 +241,22 @@ def test_cli_survives_crash_and_hang(tmp_path):
     md = md_path.read_text()
     assert "| `sub` | ✅ |" in md and "| `add` | ☠️ crash |" in md
     assert "aten::special_zeta.out" in md
+
+
+def test_index_ties_pass_only_when_they_select_the_same_values(op_db):
+    """sort/topk/kthvalue leave the order of equal values open; other index errors are wrong."""
+    x = torch.tensor([[3.0, 1.0, 1.0, 2.0]])
+    sample = SampleInput(x, 1)
+    expected = torch.sort(x, 1)
+    values = expected.values.to("vkml")
+
+    def ok(indices):
+        actual = (values, torch.tensor([indices]).to("vkml"))
+        return conformance._index_ties_ok(op_db["sort"], sample, expected, actual)
+
+    assert ok([2, 1, 3, 0])  # the two 1.0s swapped: as good as the CPU's [1, 2, 3, 0]
+    assert not ok([1, 3, 2, 0])  # selects 1, 2, 1: wrong
+    stable = SampleInput(x, 1, stable=True)
+    actual = (values, torch.tensor([[2, 1, 3, 0]]).to("vkml"))
+    assert not conformance._index_ties_ok(op_db["sort"], stable, expected, actual)
+    assert not conformance._index_ties_ok(op_db["add"], sample, expected, actual)
