@@ -1,4 +1,5 @@
-// nll_loss forward and backward (cross_entropy = log_softmax + nll_loss).
+// nll_loss forward and backward (cross_entropy = log_softmax + nll_loss), and
+// binary_cross_entropy.
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
@@ -102,9 +103,58 @@ at::Tensor& nll_backward_out(const at::Tensor& grad_output, const at::Tensor& se
   return grad_input;
 }
 
+// binary_cross_entropy from native elementwise ops. As in PyTorch, the logs are
+// clamped at -100 so that a probability of exactly 0 or 1 gives a finite loss,
+// and the backward divides by max(x(1-x), 1e-12).
+at::Tensor apply_reduction(const at::Tensor& loss, int64_t reduction) {
+  if (reduction == at::Reduction::Mean) return loss.mean();
+  if (reduction == at::Reduction::Sum) return loss.sum();
+  return loss;
+}
+at::Tensor vk_bce(const at::Tensor& self, const at::Tensor& target,
+                  const std::optional<at::Tensor>& weight, int64_t reduction) {
+  TORCH_CHECK(self.sizes() == target.sizes(), "Using a target size (", target.sizes(),
+              ") that is different to the input size (", self.sizes(), ") is deprecated. "
+              "Please ensure they have the same size.");
+  at::Tensor log_x = self.log().clamp_min(-100);
+  at::Tensor log_1mx = (1 - self).log().clamp_min(-100);
+  at::Tensor loss = -(target * log_x + (1 - target) * log_1mx);
+  if (weight.has_value() && weight->defined()) loss = loss * *weight;
+  return apply_reduction(loss, reduction);
+}
+at::Tensor& vk_bce_out(const at::Tensor& self, const at::Tensor& target,
+                       const std::optional<at::Tensor>& weight, int64_t reduction,
+                       at::Tensor& out) {
+  at::Tensor r = vk_bce(self, target, weight, reduction);
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+at::Tensor vk_bce_backward(const at::Tensor& grad, const at::Tensor& self,
+                           const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                           int64_t reduction) {
+  at::Tensor denom = ((1 - self) * self).clamp_min(1e-12);
+  at::Tensor g = grad * (self - target) / denom;
+  if (weight.has_value() && weight->defined()) g = g * *weight;
+  if (reduction == at::Reduction::Mean && self.numel() > 0) g = g / double(self.numel());
+  return g.expand(self.sizes()).contiguous();
+}
+at::Tensor& vk_bce_backward_out(const at::Tensor& grad, const at::Tensor& self,
+                                const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                                int64_t reduction, at::Tensor& grad_input) {
+  at::Tensor r = vk_bce_backward(grad, self, target, weight, reduction);
+  at::native::resize_output(grad_input, r.sizes());
+  grad_input.copy_(r);
+  return grad_input;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("binary_cross_entropy", TORCH_FN(vk_bce));
+  m.impl("binary_cross_entropy.out", TORCH_FN(vk_bce_out));
+  m.impl("binary_cross_entropy_backward", TORCH_FN(vk_bce_backward));
+  m.impl("binary_cross_entropy_backward.grad_input", TORCH_FN(vk_bce_backward_out));
   m.impl("nll_loss_forward", TORCH_FN(nll_forward));
   m.impl("nll_loss_forward.output", TORCH_FN(nll_forward_out));
   m.impl("nll_loss_backward", TORCH_FN(nll_backward));

@@ -1,6 +1,7 @@
 // Reductions: sum, mean, prod, max/min (with and without dim), amax/amin,
-// argmax/argmin, all, any.
+// argmax/argmin, all, any, and vector norms.
 #include <ATen/native/Resize.h>
+#include <cmath>
 #include <torch/library.h>
 
 #include "reduce_layout.h"
@@ -233,9 +234,44 @@ at::Tensor& any_all_out(const at::Tensor& self, at::Tensor& out) {
   return write_out(out, any_all(self));
 }
 
+// Vector norms (clip_grad_norm_, _foreach_norm, torch.norm) from native
+// elementwise ops and the reductions above.
+at::Tensor vk_vector_norm(const at::Tensor& self, const at::Scalar& ord_s,
+                          at::OptionalIntArrayRef dim, bool keepdim,
+                          std::optional<at::ScalarType> dtype) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
+              self.scalar_type());
+  at::Tensor x = dtype && *dtype != self.scalar_type() ? self.to(*dtype) : self;
+  double ord = ord_s.toDouble();
+  auto dims = reduce_dims(x, dim);
+  bool empty_reduction = false;
+  for (int64_t d : dims) empty_reduction |= x.size(d) == 0;
+  TORCH_CHECK(!(empty_reduction && ord < 0), "linalg.vector_norm cannot compute the ", ord,
+              " norm on an empty tensor because the operation does not have an identity");
+  at::IntArrayRef ds(dims);
+  at::Tensor a = x.abs();
+  if (std::isinf(ord)) {
+    TORCH_CHECK(!empty_reduction, "linalg.vector_norm cannot compute the ", ord,
+                " norm on an empty tensor because the operation does not have an identity");
+    return ord > 0 ? at::amax(a, ds, keepdim) : at::amin(a, ds, keepdim);
+  }
+  if (ord == 0) return at::sum(a.ne(0), ds, keepdim, x.scalar_type());
+  if (ord == 1) return at::sum(a, ds, keepdim);
+  if (ord == 2) return at::sum(a * a, ds, keepdim).sqrt();
+  return at::sum(a.pow(ord), ds, keepdim).pow(1.0 / ord);
+}
+at::Tensor& vk_vector_norm_out(const at::Tensor& self, const at::Scalar& ord,
+                               at::OptionalIntArrayRef dim, bool keepdim,
+                               std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return write_out(out, vk_vector_norm(self, ord, dim, keepdim, dtype));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("linalg_vector_norm", TORCH_FN(vk_vector_norm));
+  m.impl("linalg_vector_norm.out", TORCH_FN(vk_vector_norm_out));
   m.impl("sum", TORCH_FN(sum_all));
   m.impl("sum.dim_IntList", TORCH_FN(sum_dim));
   m.impl("sum.IntList_out", TORCH_FN(sum_out));

@@ -4,10 +4,8 @@ The reparameterisation noise is drawn on the CPU and given to both devices, so t
 does not depend on the device RNG.
 """
 
-import pytest
 import torch
 from model_utils import (
-    MISSING,
     VKML,
     assert_no_fallback,
     assert_state_close,
@@ -44,11 +42,6 @@ def _loss(model, x, eps):
     return (bce + kl) / x.shape[0]
 
 
-@pytest.mark.xfail(
-    raises=MISSING,
-    reason="needs native aten::binary_cross_entropy, binary_cross_entropy_backward",
-    strict=False,
-)
 def test_vae_trains_like_cpu():
     x, _ = digits(192)
     gen = torch.Generator().manual_seed(0)
