@@ -327,9 +327,39 @@ at::Tensor& clamp_t_out(const at::Tensor& a, const std::optional<at::Tensor>& lo
   return out;
 }
 
+// clamp_min / clamp_max with a tensor bound: maximum / minimum (NaN from either side).
+at::Tensor clamp_min_t(const at::Tensor& a, const at::Tensor& lo) {
+  return clamp_t_compute(a, lo, std::nullopt, at::Tensor());
+}
+at::Tensor& clamp_min_t_(at::Tensor& a, const at::Tensor& lo) {
+  clamp_t_compute(a, lo, std::nullopt, a);
+  return a;
+}
+at::Tensor& clamp_min_t_out(const at::Tensor& a, const at::Tensor& lo, at::Tensor& out) {
+  clamp_t_compute(a, lo, std::nullopt, out);
+  return out;
+}
+at::Tensor clamp_max_t(const at::Tensor& a, const at::Tensor& hi) {
+  return clamp_t_compute(a, std::nullopt, hi, at::Tensor());
+}
+at::Tensor& clamp_max_t_(at::Tensor& a, const at::Tensor& hi) {
+  clamp_t_compute(a, std::nullopt, hi, a);
+  return a;
+}
+at::Tensor& clamp_max_t_out(const at::Tensor& a, const at::Tensor& hi, at::Tensor& out) {
+  clamp_t_compute(a, std::nullopt, hi, out);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("clamp_min.Tensor", TORCH_FN(clamp_min_t));
+  m.impl("clamp_min_.Tensor", TORCH_FN(clamp_min_t_));
+  m.impl("clamp_min.Tensor_out", TORCH_FN(clamp_min_t_out));
+  m.impl("clamp_max.Tensor", TORCH_FN(clamp_max_t));
+  m.impl("clamp_max_.Tensor", TORCH_FN(clamp_max_t_));
+  m.impl("clamp_max.Tensor_out", TORCH_FN(clamp_max_t_out));
   VKML_REGISTER_UNARY(m, "neg", neg);
   VKML_REGISTER_UNARY(m, "abs", abs);
   VKML_REGISTER_UNARY(m, "sign", sign);

@@ -370,12 +370,30 @@ CT lerp_f(CT a, CT b, CT w) {
 #endif
 
 #if defined(HAS_TRANSC)
+// pow with C's special cases (GLSL's pow is undefined for x <= 0) and the exact
+// forms PyTorch uses for the common exponents.
 float safe_pow(float a, float b) {
-  if (b == 0.0) return 1.0;
-  if (a >= 0.0 || isnan(a)) return pow(a, b);
+  if (b == 0.0 || a == 1.0) return 1.0;
+  if (isnan(a) || isnan(b)) return NAN_F;
+  if (b == 2.0) return a * a;
+  if (b == 3.0) return a * a * a;
+  if (b == 0.5) return sqrt(a);
+  if (b == -1.0) return 1.0 / a;
+  if (b == -2.0) return 1.0 / (a * a);
+  bool odd = abs(b) < 16777216.0 && trunc(b) == b && mod(b, 2.0) != 0.0;
+  if (isinf(b)) {
+    float m = abs(a);
+    if (m == 1.0) return 1.0;
+    return ((m < 1.0) == (b > 0.0)) ? 0.0 : INF_F;
+  }
+  if (a == 0.0 || isinf(a)) {
+    float r = ((a == 0.0) == (b < 0.0)) ? INF_F : 0.0;
+    return (odd && sign_bit(a)) ? -r : r;
+  }
+  if (a > 0.0) return pow(a, b);
   if (b != trunc(b)) return NAN_F;
   float r = pow(-a, b);
-  return (mod(b, 2.0) != 0.0) ? -r : r;
+  return odd ? -r : r;
 }
 float hypot_f(float a, float b) {
   a = abs(a);
