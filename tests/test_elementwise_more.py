@@ -656,6 +656,10 @@ def test_float64_native_ops():
         F.hardswish,
         F.hardsigmoid,
         F.relu6,
+        F.leaky_relu,
+        F.softshrink,
+        F.hardshrink,
+        lambda t: F.threshold(t, 0.1, 20.0),
         lambda t: torch.round(t, decimals=3),
         lambda t: torch.clamp(t, -1, 1),
     ):
@@ -671,6 +675,8 @@ def test_float64_native_ops():
     assert_close_to_cpu(torch.sqrt, x, atol=0, rtol=1e-15)
     x = make((4, 6), torch.float64).requires_grad_()
     assert_grads_close_to_cpu(lambda t: (F.hardtanh(t) * t).relu(), x, **F64)
+    assert_grads_close_to_cpu(lambda t: F.leaky_relu(F.softshrink(t), 0.1), x, **F64)
+    assert_grads_close_to_cpu(lambda t: F.hardswish(F.hardshrink(t, 0.3)), x, **F64)
 
 
 def test_clamp_with_one_tensor_bound():
@@ -725,6 +731,8 @@ def test_float64_special_values():
     ):
         assert_close_to_cpu(fn, x, **F64)
     assert_close_to_cpu(torch.fmax, x, x.flip(0), **F64)
+    assert_close_to_cpu(torch.nan_to_num, x, **F64)
+    assert_close_to_cpu(lambda t: torch.nan_to_num(t, 1.0, 2.0, -3.0), x, **F64)
     assert_close_to_cpu(torch.remainder, x, torch.full_like(x, -1.5), **F64)
 
 

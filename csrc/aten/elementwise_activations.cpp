@@ -68,12 +68,12 @@ at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& self, con
 // ----------------------------------------------------------- leaky_relu
 at::Tensor& leaky_relu_out(const at::Tensor& a, const at::Scalar& slope, at::Tensor& out) {
   if (runs_on_cpu(kLeakyRelu, {a})) return cpu_route<at::_ops::leaky_relu_out>(a, slope, out);
-  elementwise(kLeakyRelu, {a}, out, {.fp = {slope.toDouble()}});
+  elementwise(kLeakyRelu, {a}, out, {.s2 = slope});
   return out;
 }
 at::Tensor leaky_relu(const at::Tensor& a, const at::Scalar& slope) {
   if (runs_on_cpu(kLeakyRelu, {a})) return cpu_route<at::_ops::leaky_relu>(a, slope);
-  return elementwise(kLeakyRelu, {a}, {}, {.fp = {slope.toDouble()}});
+  return elementwise(kLeakyRelu, {a}, {}, {.s2 = slope});
 }
 at::Tensor& leaky_relu_(at::Tensor& a, const at::Scalar& slope) {
   if (runs_on_cpu(kLeakyRelu, {a})) return cpu_route<at::_ops::leaky_relu_>(a, slope);
@@ -94,7 +94,7 @@ at::Tensor& leaky_relu_backward_out(const at::Tensor& grad, const at::Tensor& se
   if (runs_on_cpu(kLeakyReluBackward, {grad, self}))
     return cpu_route<at::_ops::leaky_relu_backward_grad_input>(grad, self, slope, self_is_result,
                                                                grad_input);
-  elementwise(kLeakyReluBackward, {grad, self}, grad_input, {.fp = {slope.toDouble()}});
+  elementwise(kLeakyReluBackward, {grad, self}, grad_input, {.s2 = slope});
   return grad_input;
 }
 at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self,
@@ -102,7 +102,7 @@ at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self,
   check_leaky_relu_backward(slope, self_is_result);
   if (runs_on_cpu(kLeakyReluBackward, {grad, self}))
     return cpu_route<at::_ops::leaky_relu_backward>(grad, self, slope, self_is_result);
-  return elementwise(kLeakyReluBackward, {grad, self}, {}, {.fp = {slope.toDouble()}});
+  return elementwise(kLeakyReluBackward, {grad, self}, {}, {.s2 = slope});
 }
 
 // ------------------------------------------------------------------ elu
@@ -235,48 +235,48 @@ void check_lambda(const at::Scalar& lambd) {
 at::Tensor& softshrink_out(const at::Tensor& a, const at::Scalar& lambd, at::Tensor& out) {
   check_lambda(lambd);
   if (runs_on_cpu(kSoftshrink, {a})) return cpu_route<at::_ops::softshrink_out>(a, lambd, out);
-  elementwise(kSoftshrink, {a}, out, {.fp = {lambd.toDouble()}});
+  elementwise(kSoftshrink, {a}, out, {.s2 = lambd});
   return out;
 }
 at::Tensor softshrink(const at::Tensor& a, const at::Scalar& lambd) {
   check_lambda(lambd);
   if (runs_on_cpu(kSoftshrink, {a})) return cpu_route<at::_ops::softshrink>(a, lambd);
-  return elementwise(kSoftshrink, {a}, {}, {.fp = {lambd.toDouble()}});
+  return elementwise(kSoftshrink, {a}, {}, {.s2 = lambd});
 }
 at::Tensor& hardshrink_out(const at::Tensor& a, const at::Scalar& lambd, at::Tensor& out) {
   if (runs_on_cpu(kHardshrink, {a})) return cpu_route<at::_ops::hardshrink_out>(a, lambd, out);
-  elementwise(kHardshrink, {a}, out, {.fp = {lambd.toDouble()}});
+  elementwise(kHardshrink, {a}, out, {.s2 = lambd});
   return out;
 }
 at::Tensor hardshrink(const at::Tensor& a, const at::Scalar& lambd) {
   if (runs_on_cpu(kHardshrink, {a})) return cpu_route<at::_ops::hardshrink>(a, lambd);
-  return elementwise(kHardshrink, {a}, {}, {.fp = {lambd.toDouble()}});
+  return elementwise(kHardshrink, {a}, {}, {.s2 = lambd});
 }
 at::Tensor& softshrink_backward_out(const at::Tensor& grad, const at::Tensor& self,
                                     const at::Scalar& lambd, at::Tensor& grad_input) {
   if (runs_on_cpu(kShrinkBackward, {grad, self}))
     return cpu_route<at::_ops::softshrink_backward_grad_input>(grad, self, lambd, grad_input);
-  elementwise(kShrinkBackward, {grad, self}, grad_input, {.fp = {lambd.toDouble()}});
+  elementwise(kShrinkBackward, {grad, self}, grad_input, {.s2 = lambd});
   return grad_input;
 }
 at::Tensor softshrink_backward(const at::Tensor& grad, const at::Tensor& self,
                                const at::Scalar& lambd) {
   if (runs_on_cpu(kShrinkBackward, {grad, self}))
     return cpu_route<at::_ops::softshrink_backward>(grad, self, lambd);
-  return elementwise(kShrinkBackward, {grad, self}, {}, {.fp = {lambd.toDouble()}});
+  return elementwise(kShrinkBackward, {grad, self}, {}, {.s2 = lambd});
 }
 at::Tensor& hardshrink_backward_out(const at::Tensor& grad, const at::Tensor& self,
                                     const at::Scalar& lambd, at::Tensor& grad_input) {
   if (runs_on_cpu(kShrinkBackward, {grad, self}))
     return cpu_route<at::_ops::hardshrink_backward_grad_input>(grad, self, lambd, grad_input);
-  elementwise(kShrinkBackward, {grad, self}, grad_input, {.fp = {lambd.toDouble()}});
+  elementwise(kShrinkBackward, {grad, self}, grad_input, {.s2 = lambd});
   return grad_input;
 }
 at::Tensor hardshrink_backward(const at::Tensor& grad, const at::Tensor& self,
                                const at::Scalar& lambd) {
   if (runs_on_cpu(kShrinkBackward, {grad, self}))
     return cpu_route<at::_ops::hardshrink_backward>(grad, self, lambd);
-  return elementwise(kShrinkBackward, {grad, self}, {}, {.fp = {lambd.toDouble()}});
+  return elementwise(kShrinkBackward, {grad, self}, {}, {.s2 = lambd});
 }
 
 // ------------------------------------------------------------ threshold

@@ -158,7 +158,7 @@ at::Tensor& logit_out(const at::Tensor& a, std::optional<double> eps, at::Tensor
 }
 
 // nan_to_num: integers are copied; the infinities default to the dtype's
-// largest finite values. float64 goes to the CPU (its kernel has no fp32 params).
+// largest finite values.
 at::Tensor& nan_to_num_out(const at::Tensor& a, std::optional<double> nan,
                            std::optional<double> posinf, std::optional<double> neginf,
                            at::Tensor& out) {
@@ -169,14 +169,15 @@ at::Tensor& nan_to_num_out(const at::Tensor& a, std::optional<double> nan,
     out.copy_(a);
     return out;
   }
-  if (a.scalar_type() == at::kDouble)
+  if (runs_on_cpu(kNanToNum, {a}))
     return cpu_route<at::_ops::nan_to_num_out>(a, nan, posinf, neginf, out);
   at::ScalarType t = a.scalar_type();
   double big = t == at::kHalf       ? double(std::numeric_limits<c10::Half>::max())
                : t == at::kBFloat16 ? double(std::numeric_limits<c10::BFloat16>::max())
+               : t == at::kDouble   ? std::numeric_limits<double>::max()
                                     : double(std::numeric_limits<float>::max());
   elementwise(kNanToNum, {a}, out,
-              {.fp = {nan.value_or(0.0), posinf.value_or(big), neginf.value_or(-big)}});
+              {.s1 = nan.value_or(0.0), .s2 = posinf.value_or(big), .s0 = neginf.value_or(-big)});
   return out;
 }
 at::Tensor nan_to_num(const at::Tensor& a, std::optional<double> nan,

@@ -521,6 +521,23 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_HARDSWISH_BACKWARD:
       return b < CT(-3) ? CT(0) : (b <= CT(3) ? a * (b / CT(3) + CT(0.5)) : a);
     case OP_HARDSIGMOID_BACKWARD: return (b > CT(-3) && b < CT(3)) ? a / CT(6) : CT(0);
+    case OP_NAN_TO_NUM:  // s1 = nan, s2 = posinf, s0 = neginf replacements
+      if (isnan(a)) return scalar_value(1);
+      return isinf(a) ? (a > CT(0) ? scalar_value(2) : scalar_value(0)) : a;
+    case OP_LEAKY_RELU: return a > CT(0) ? a : a * scalar_value(2);
+    case OP_LEAKY_RELU_BACKWARD: return b > CT(0) ? a : a * scalar_value(2);
+    case OP_SOFTSHRINK: {
+      CT l = scalar_value(2);
+      return a > l ? a - l : (a < -l ? a + l : (isnan(a) ? a : copy_sign(CT(0), a)));
+    }
+    case OP_HARDSHRINK: {
+      CT l = scalar_value(2);
+      return (a >= -l && a <= l) ? CT(0) : a;
+    }
+    case OP_SHRINK_BACKWARD: {
+      CT l = scalar_value(2);
+      return (b >= -l && b <= l) ? CT(0) : a;
+    }
     case OP_SIGMOID_BACKWARD: return a * b * (CT(1) - b);     // grad, output
     case OP_TANH_BACKWARD: return a * (CT(1) - b * b);        // grad, output
 #endif
@@ -584,29 +601,18 @@ CT apply(CT a, CT b, CT c, uint i) {
       float x = eps < 0.0 ? a : clamp(a, eps, 1.0 - eps);
       return x == 1.0 ? INF_F : log_f(x / (1.0 - x));
     }
-    case OP_NAN_TO_NUM:
-      return isnan(a) ? fparam(0) : (isinf(a) ? (a > 0.0 ? fparam(1) : fparam(2)) : a);
     case OP_SILU: return a / (1.0 + exp(-a));
     case OP_GELU: return 0.5 * a * (1.0 + erf_f(a * 0.70710678118654752));
     case OP_GELU_TANH: {
       float inner = 0.7978845608028654 * (a + 0.044715 * a * a * a);
       return 0.5 * a * (1.0 + tanh_f(inner));
     }
-    case OP_LEAKY_RELU: return a > 0.0 ? a : a * fparam(0);
     case OP_ELU:
       return a <= 0.0 ? expm1_f(a * fparam(2)) * fparam(0) : a * fparam(1);
     case OP_MISH: return a * tanh_f(softplus_f(a));
     case OP_SOFTPLUS: {
       float beta = fparam(0);
       return a * beta > fparam(1) ? a : log1p_f(exp(a * beta)) / beta;
-    }
-    case OP_SOFTSHRINK: {
-      float l = fparam(0);
-      return a > l ? a - l : (a < -l ? a + l : (isnan(a) ? a : copy_sign(0.0, a)));
-    }
-    case OP_HARDSHRINK: {
-      float l = fparam(0);
-      return (a >= -l && a <= l) ? 0.0 : a;
     }
     case OP_LOG_SIGMOID: return isnan(a) ? a : min(a, 0.0) - log1p_f(exp(-abs(a)));
     case OP_POW: return safe_pow(a, b);
@@ -652,7 +658,6 @@ CT apply(CT a, CT b, CT c, uint i) {
       if (eps < 0.0) return (b < 0.0 || b > 1.0) ? NAN_F : a / (b * (1.0 - b));
       return (b < eps || b > 1.0 - eps) ? 0.0 : a / (b * (1.0 - b));
     }
-    case OP_LEAKY_RELU_BACKWARD: return b > 0.0 ? a : a * fparam(0);
     case OP_ELU_BACKWARD: {
       float negcoef = fparam(0), poscoef = fparam(1), negiptcoef = fparam(2);
       if ((pc.flags & EW_PARAM_FLAG) != 0u)  // b is the result
@@ -663,10 +668,6 @@ CT apply(CT a, CT b, CT c, uint i) {
       float beta = fparam(0);
       float z = exp(b * beta);
       return b * beta > fparam(1) ? a : a * z / (z + 1.0);
-    }
-    case OP_SHRINK_BACKWARD: {
-      float l = fparam(0);
-      return (b >= -l && b <= l) ? 0.0 : a;
     }
     case OP_LOG_SIGMOID_BACKWARD: {
       float z = exp(-abs(b));

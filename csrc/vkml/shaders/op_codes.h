@@ -57,20 +57,20 @@
 #define OP_FRAC 46
 #define OP_SIGNBIT 47
 #define OP_LOGIT 48           // fparam 0 = eps (< 0: none)
-#define OP_NAN_TO_NUM 49      // fparam 0, 1, 2 = nan, posinf, neginf replacements
+#define OP_NAN_TO_NUM 49      // s1, s2, s0 = nan, posinf, neginf replacements (typed)
 #define OP_ISPOSINF 50
 #define OP_ISNEGINF 51
 #define OP_LGAMMA 52
 #define OP_DIGAMMA 53
 #define OP_ROUND_DECIMALS 54  // s2 = 10^|decimals|; EW_PARAM_FLAG: decimals < 0
-#define OP_LEAKY_RELU 60      // fparam 0 = negative slope
+#define OP_LEAKY_RELU 60      // s2 = negative slope (typed)
 #define OP_ELU 61             // fparam 0, 1, 2 = alpha * scale, scale, input_scale
 #define OP_MISH 62
 #define OP_HARDSWISH 63
 #define OP_HARDSIGMOID 64
 #define OP_SOFTPLUS 65        // fparam 0, 1 = beta, threshold
-#define OP_SOFTSHRINK 66      // fparam 0 = lambda
-#define OP_HARDSHRINK 67      // fparam 0 = lambda
+#define OP_SOFTSHRINK 66      // s2 = lambda (typed)
+#define OP_HARDSHRINK 67      // s2 = lambda (typed)
 #define OP_THRESHOLD 68       // s2 = threshold, s0 = value (typed)
 #define OP_LOG_SIGMOID 69
 // binary: in0, in1; alpha or other parameter in s2
@@ -118,13 +118,13 @@
 // activation backward: in0 = grad, in1 = the saved input (or output)
 #define OP_GELU_TANH_BACKWARD 260
 #define OP_LOGIT_BACKWARD 261        // fparam 0 = eps (< 0: none)
-#define OP_LEAKY_RELU_BACKWARD 262   // fparam 0 = negative slope
+#define OP_LEAKY_RELU_BACKWARD 262   // s2 = negative slope (typed)
 #define OP_ELU_BACKWARD 263          // fparams as OP_ELU; EW_PARAM_FLAG: in1 is the result
 #define OP_HARDSWISH_BACKWARD 264
 #define OP_HARDSIGMOID_BACKWARD 265
 #define OP_HARDTANH_BACKWARD 266     // s2 = min, s0 = max (typed)
 #define OP_SOFTPLUS_BACKWARD 267     // fparam 0, 1 = beta, threshold
-#define OP_SHRINK_BACKWARD 268       // fparam 0 = lambda (soft and hard shrink)
+#define OP_SHRINK_BACKWARD 268       // s2 = lambda (typed; soft and hard shrink)
 #define OP_LOG_SIGMOID_BACKWARD 269
 #define OP_MISH_BACKWARD 270
 #define OP_PRELU 271                 // in0 = x, in1 = weight
