@@ -92,6 +92,8 @@ UNARY = {
     "neg": (torch.neg, {}, None),
     "abs": (torch.abs, {}, None),
     "deg2rad": (torch.deg2rad, {}, None),
+    "sinc": (torch.sinc, {}, None),
+    "entr": (torch.special.entr, dict(low=0, high=5), None),
     "logical_not": (torch.logical_not, {}, None),
 }
 
@@ -169,6 +171,8 @@ SPECIAL_OPS = {
     "nan_to_num": (torch.nan_to_num, {}),
     "nan_to_num_args": (lambda t: torch.nan_to_num(t, nan=1.5, posinf=7.0, neginf=-8.0), {}),
     "logit": (torch.logit, {}),
+    "sinc": (torch.sinc, dict(atol=1e-6)),
+    "entr": (torch.special.entr, {}),
     "abs": (torch.abs, {}),
 }
 
@@ -258,6 +262,7 @@ BINARY = {
     "fmin": (torch.fmin, dict(discrete=True), dict(discrete=True)),
     "logaddexp": (torch.logaddexp, {}, {}),
     "logaddexp2": (torch.logaddexp2, {}, {}),
+    "xlog1py": (torch.special.xlog1py, {}, dict(low=-0.9, high=5)),
     "remainder": (torch.remainder, {}, dict(nonzero=True)),
     "fmod": (torch.fmod, {}, dict(nonzero=True)),
     "floor_divide": (torch.floor_divide, {}, dict(nonzero=True)),
@@ -303,6 +308,7 @@ def test_binary_special_values():
         torch.fmax,
         torch.fmin,
         torch.xlogy,
+        torch.special.xlog1py,
         torch.logaddexp,
         torch.heaviside,
         torch.remainder,

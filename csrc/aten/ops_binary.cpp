@@ -47,6 +47,7 @@ const EwOp kNextafter{OP_NEXTAFTER, "nextafter", ResultType::Promote, true};
 const EwOp kLogaddexp{OP_LOGADDEXP, "logaddexp", ResultType::Promote, true};
 const EwOp kLogaddexp2{OP_LOGADDEXP2, "logaddexp2", ResultType::Promote, true};
 const EwOp kHeaviside{OP_HEAVISIDE, "heaviside"};
+const EwOp kXlog1py{OP_XLOG1PY, "special_xlog1py", ResultType::PromoteToFloat};
 
 // add / sub carry alpha in slot 2.
 at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
@@ -153,6 +154,17 @@ at::Tensor& nextafter_(at::Tensor& a, const at::Tensor& b) {
 at::Tensor& nextafter_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
   if (at::result_type(a, b) != at::kFloat) return cpu_route<at::_ops::nextafter_out>(a, b, out);
   elementwise(kNextafter, {a, b}, out);
+  return out;
+}
+
+// special_xlog1py: x * log1p(y), 0 where x == 0 (no in-place form in aten).
+at::Tensor xlog1py(const at::Tensor& a, const at::Tensor& b) {
+  if (runs_on_cpu(kXlog1py, {a, b})) return cpu_route<at::_ops::special_xlog1py>(a, b);
+  return elementwise(kXlog1py, {a, b});
+}
+at::Tensor& xlog1py_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  if (runs_on_cpu(kXlog1py, {a, b})) return cpu_route<at::_ops::special_xlog1py_out>(a, b, out);
+  elementwise(kXlog1py, {a, b}, out);
   return out;
 }
 
@@ -439,6 +451,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nextafter", TORCH_FN(nextafter));
   m.impl("nextafter_", TORCH_FN(nextafter_));
   m.impl("nextafter.out", TORCH_FN(nextafter_out));
+  m.impl("special_xlog1py", TORCH_FN(xlog1py));
+  m.impl("special_xlog1py.out", TORCH_FN(xlog1py_out));
   m.impl("logaddexp", TORCH_FN(logaddexp));
   m.impl("logaddexp.out", TORCH_FN(logaddexp_out));
   m.impl("logaddexp2", TORCH_FN(logaddexp2));

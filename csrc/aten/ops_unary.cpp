@@ -64,6 +64,8 @@ const EwOp kFrac{OP_FRAC, "frac_cpu", ResultType::Promote, /*float_only=*/true};
 const EwOp kRoundDecimals{OP_ROUND_DECIMALS, "round_cpu", ResultType::Promote, true};
 const EwOp kLogit{OP_LOGIT, "logit", F};
 const EwOp kNanToNum{OP_NAN_TO_NUM, "nan_to_num"};
+const EwOp kSinc{OP_SINC, "sinc", F};
+const EwOp kEntr{OP_ENTR, "special_entr", F};
 
 VKML_UNARY(abs, kAbs)
 VKML_UNARY(sign, kSign)
@@ -103,6 +105,16 @@ VKML_UNARY(lgamma, kLgamma)
 VKML_UNARY(digamma, kDigamma)
 VKML_UNARY(frac, kFrac)
 VKML_UNARY(sgn, kSign)
+VKML_UNARY(sinc, kSinc)
+at::Tensor special_entr(const at::Tensor& a) {
+  if (runs_on_cpu(kEntr, {a})) return cpu_route<at::_ops::special_entr>(a);
+  return elementwise(kEntr, {a});
+}
+at::Tensor& special_entr_out(const at::Tensor& a, at::Tensor& out) {
+  if (runs_on_cpu(kEntr, {a})) return cpu_route<at::_ops::special_entr_out>(a, out);
+  elementwise(kEntr, {a}, out);
+  return out;
+}
 
 // Boolean tests without an in-place form.
 at::Tensor signbit(const at::Tensor& a) { return elementwise(kSignbit, {a}); }
@@ -401,6 +413,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   VKML_REGISTER_UNARY(m, "digamma", digamma);
   VKML_REGISTER_UNARY(m, "frac", frac);
   VKML_REGISTER_UNARY(m, "sgn", sgn);
+  VKML_REGISTER_UNARY(m, "sinc", sinc);
+  m.impl("special_entr", TORCH_FN(special_entr));
+  m.impl("special_entr.out", TORCH_FN(special_entr_out));
   m.impl("signbit", TORCH_FN(signbit));
   m.impl("signbit.out", TORCH_FN(signbit_out));
   m.impl("isposinf", TORCH_FN(isposinf));

@@ -591,6 +591,15 @@ CT apply(CT a, CT b, CT c, uint i) {
       return log1p_f(t + sqrt(2.0 * t + t * t));
     }
     case OP_ATANH: return 0.5 * log1p_f(2.0 * a / (1.0 - a));
+    case OP_SINC: {
+      if (a == 0.0) return 1.0;
+      float p = PI * a;
+      return sin(p) / p;
+    }
+    case OP_ENTR:
+      if (isnan(a)) return a;
+      if (a == 0.0) return 0.0;
+      return a > 0.0 ? -a * log_f(a) : -INF_F;
     case OP_ERF: return erf_f(a);
     case OP_ERFC: return erfc_f(a);
     case OP_ERFINV: return erfinv_f(a);
@@ -619,6 +628,7 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_ATAN2: return atan2_f(a, b);
     case OP_HYPOT: return hypot_f(a, b);
     case OP_XLOGY: return isnan(b) ? NAN_F : (a == 0.0 ? 0.0 : a * log_f(b));
+    case OP_XLOG1PY: return isnan(b) ? NAN_F : (a == 0.0 ? 0.0 : a * log1p_f(b));
     case OP_NEXTAFTER: return nextafter_f(a, b);
     case OP_LOGADDEXP: {
       if (isinf(a) && a == b) return a;

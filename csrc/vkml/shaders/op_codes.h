@@ -63,6 +63,8 @@
 #define OP_LGAMMA 52
 #define OP_DIGAMMA 53
 #define OP_ROUND_DECIMALS 54  // s2 = 10^|decimals|; EW_PARAM_FLAG: decimals < 0
+#define OP_SINC 55
+#define OP_ENTR 56
 #define OP_LEAKY_RELU 60      // s2 = negative slope (typed)
 #define OP_ELU 61             // fparam 0, 1, 2 = alpha * scale, scale, input_scale
 #define OP_MISH 62
@@ -115,6 +117,7 @@
 #define OP_LOGADDEXP 238
 #define OP_LOGADDEXP2 239
 #define OP_HEAVISIDE 240
+#define OP_XLOG1PY 241
 // activation backward: in0 = grad, in1 = the saved input (or output)
 #define OP_GELU_TANH_BACKWARD 260
 #define OP_LOGIT_BACKWARD 261        // fparam 0 = eps (< 0: none)

@@ -1,8 +1,8 @@
 // Activation functions and their backward kernels (the ones autograd calls):
 // hardtanh, leaky_relu, elu, hardswish, hardsigmoid, softplus, soft/hardshrink,
-// threshold, mish, log_sigmoid, prelu, glu. The float parameters of an
-// activation travel as fp32 (the forward of each runs in fp32 for f16/bf16 too);
-// float64 inputs run on the CPU through the counted fallback.
+// threshold, mish, log_sigmoid, prelu, glu (relu, gelu, silu: ops_unary.cpp).
+// elu and softplus take fp32 parameters (packed, see op_codes.h) and compute in
+// fp32; float64 inputs of the transcendental ones run on the CPU, counted.
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 
