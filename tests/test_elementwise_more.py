@@ -721,6 +721,13 @@ def test_float64_transcendentals_run_on_cpu(monkeypatch):
         torch_vkml.reset_fallback_counts()
 
 
+def test_float64_common_powers_are_native():
+    x = make((3, 4), torch.float64, low=0.5, high=3)
+    for e in (2, 3, 0.5, -0.5, -1, -2):
+        assert_close_to_cpu(lambda t, e=e: t**e, x, **F64)
+    assert_close_to_cpu(torch.square, x, **F64)
+
+
 def test_float64_special_values():
     x = torch.tensor([-INF, INF, NAN, -0.0, 0.0, 1e-300, -2.5, 2.5, 3.5], dtype=torch.float64)
     for fn in (

@@ -256,9 +256,25 @@ void check_int_pow(const at::Tensor& a, const at::Scalar& b) {
                 b.toLong() < 0),
               "Integers to negative integer powers are not allowed.");
 }
+// float64 x ** 2 and friends need no transcendental function: spelled with
+// native ops (as PyTorch's own pow does for these exponents) instead of the CPU.
+std::optional<at::Tensor> pow_by_native_ops(const at::Tensor& a, const at::Scalar& b) {
+  if (b.isComplex() || b.isBoolean()) return std::nullopt;
+  double e = b.toDouble();
+  if (e == 2) return at::mul(a, a);
+  if (e == 3) return at::mul(at::mul(a, a), a);
+  if (e == 0.5) return at::sqrt(a);
+  if (e == -0.5) return at::rsqrt(a);
+  if (e == -1) return at::reciprocal(a);
+  if (e == -2) return at::reciprocal(at::mul(a, a));
+  return std::nullopt;
+}
 at::Tensor pow_ts(const at::Tensor& a, const at::Scalar& b) {
   check_int_pow(a, b);
-  if (runs_on_cpu(kPow, {a, wrap(b)})) return cpu_route<at::_ops::pow_Tensor_Scalar>(a, b);
+  if (runs_on_cpu(kPow, {a, wrap(b)})) {
+    if (auto r = pow_by_native_ops(a, b)) return *r;
+    return cpu_route<at::_ops::pow_Tensor_Scalar>(a, b);
+  }
   return elementwise(kPow, {a, wrap(b)});
 }
 at::Tensor& pow_ts_(at::Tensor& a, const at::Scalar& b) {
