@@ -337,6 +337,15 @@ def test_nextafter():
     b = torch.tensor([1.0, -1.0, 2.0, 0.0, -INF, 0.0, INF, 0.0, 1.0, 2.0])
     _, vk = assert_close_to_cpu(torch.nextafter, a, b, atol=0, rtol=0)
     assert torch.equal(vk.cpu().view(torch.int32), torch.nextafter(a, b).view(torch.int32))
+    # one step of the storage dtype's own bits, denormals included
+    for dtype, bits in (
+        (torch.float16, torch.int16),
+        (torch.bfloat16, torch.int16),
+        (torch.float64, torch.int64),
+    ):
+        x, y = a[:-3].to(dtype), b[:-3].to(dtype)
+        _, vk = assert_close_to_cpu(torch.nextafter, x, y, atol=0, rtol=0)
+        assert torch.equal(vk.cpu().view(bits), torch.nextafter(x, y).view(bits))
 
 
 def test_fmod_remainder_precision():

@@ -141,21 +141,8 @@ const EwOp& shift_op(const EwOp& op, const at::Tensor& a, const at::Tensor& b) {
 VKML_SHIFT(lshift, kShiftLeft)
 VKML_SHIFT(rshift, kShiftRight)
 
-// nextafter steps one ulp of the storage dtype: float32 here, others on the CPU.
-at::Tensor nextafter(const at::Tensor& a, const at::Tensor& b) {
-  if (at::result_type(a, b) != at::kFloat) return cpu_route<at::_ops::nextafter>(a, b);
-  return elementwise(kNextafter, {a, b});
-}
-at::Tensor& nextafter_(at::Tensor& a, const at::Tensor& b) {
-  if (at::result_type(a, b) != at::kFloat) return cpu_route<at::_ops::nextafter_>(a, b);
-  elementwise(kNextafter, {a, b}, a);
-  return a;
-}
-at::Tensor& nextafter_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
-  if (at::result_type(a, b) != at::kFloat) return cpu_route<at::_ops::nextafter_out>(a, b, out);
-  elementwise(kNextafter, {a, b}, out);
-  return out;
-}
+// nextafter steps one ulp of the storage dtype (the kernels step its bits).
+VKML_BINARY_ROUTED(nextafter, kNextafter, nextafter, nextafter_, nextafter_out)
 
 // special_xlog1py: x * log1p(y), 0 where x == 0 (no in-place form in aten).
 at::Tensor xlog1py(const at::Tensor& a, const at::Tensor& b) {

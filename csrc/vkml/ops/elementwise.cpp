@@ -158,7 +158,8 @@ bool elementwise_has_op(DType t, int op) {
     case OP_ADDCDIV: case OP_CLAMP_TENSOR: case OP_HARDSWISH: case OP_HARDSIGMOID:
     case OP_HARDSWISH_BACKWARD: case OP_HARDSIGMOID_BACKWARD: case OP_SIGMOID_BACKWARD:
     case OP_TANH_BACKWARD: case OP_NAN_TO_NUM: case OP_LEAKY_RELU: case OP_LEAKY_RELU_BACKWARD:
-    case OP_SOFTSHRINK: case OP_HARDSHRINK: case OP_SHRINK_BACKWARD: return true;
+    case OP_SOFTSHRINK: case OP_HARDSHRINK: case OP_SHRINK_BACKWARD: case OP_NEXTAFTER:
+      return true;
     default: return false;
   }
 }

@@ -405,13 +405,38 @@ float hypot_f(float a, float b) {
   float r = n / m;
   return m * sqrt(1.0 + r * r);
 }
-float nextafter_f(float a, float b) {
+#endif
+
+#ifdef IS_FLOAT
+// One step of the storage dtype's bit pattern towards b (only moves of bits, no
+// arithmetic, so that denormal results survive).
+CT nextafter_f(CT a, CT b) {
   if (isnan(a) || isnan(b)) return NAN_F;
   if (a == b) return b;
-  if (a == 0.0) return copy_sign(uintBitsToFloat(1u), b);
+  bool away = (a < b) == (a > CT(0));  // away from zero
+  bool neg = a == CT(0) ? b < CT(0) : sign_bit(a);
+#if defined(ST_F64)
+  uvec2 w = unpackDouble2x32(a);
+  uint64_t u = (uint64_t(w.y) << 32) | uint64_t(w.x);
+  u = a == CT(0) ? (neg ? 0x8000000000000001UL : 1UL) : (away ? u + 1UL : u - 1UL);
+  return packDouble2x32(uvec2(uint(u & 0xffffffffUL), uint(u >> 32)));
+#elif defined(ST_BF16) || defined(ST_F16)
+#ifdef ST_BF16
+  uint u = f32_to_bf16(a);  // exact: a is a bfloat16
+#else
+  uint u = packHalf2x16(vec2(a, 0.0)) & 0xffffu;  // exact: a is a float16
+#endif
+  u = a == CT(0) ? (neg ? 0x8001u : 1u) : (away ? u + 1u : u - 1u);
+#ifdef ST_BF16
+  return uintBitsToFloat(u << 16);
+#else
+  return unpackHalf2x16(u).x;
+#endif
+#else
   uint u = floatBitsToUint(a);
-  bool away = (a < b) == (a > 0.0);  // away from zero
-  return uintBitsToFloat(away ? u + 1u : u - 1u);
+  u = a == CT(0) ? (neg ? 0x80000001u : 1u) : (away ? u + 1u : u - 1u);
+  return uintBitsToFloat(u);
+#endif
 }
 #endif
 
@@ -512,6 +537,7 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_REMAINDER: return remainder_f(a, b);
     case OP_FMOD: return fmod_f(a, b);
     case OP_COPYSIGN: return copy_sign(a, b);
+    case OP_NEXTAFTER: return nextafter_f(a, b);
     case OP_LERP_SCALAR: return lerp_f(a, b, scalar_value(2));
     case OP_LERP_TENSOR: return lerp_f(a, b, c);
     case OP_ADDCDIV: return a + scalar_value(2) * b / c;
@@ -629,7 +655,6 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_HYPOT: return hypot_f(a, b);
     case OP_XLOGY: return isnan(b) ? NAN_F : (a == 0.0 ? 0.0 : a * log_f(b));
     case OP_XLOG1PY: return isnan(b) ? NAN_F : (a == 0.0 ? 0.0 : a * log1p_f(b));
-    case OP_NEXTAFTER: return nextafter_f(a, b);
     case OP_LOGADDEXP: {
       if (isinf(a) && a == b) return a;
       float m = max(a, b);
