@@ -454,7 +454,9 @@ CT int_pow(CT a, CT b) {
   return r;
 }
 // GLSL's % on negative operands is undefined (glslang emits OpSMod): the
-// truncated remainder is spelled out.
+// truncated remainder is spelled out. Integer division by zero is undefined in
+// SPIR-V too: PyTorch's CPU raises, but checking would need a device read, so the
+// result is unspecified (lavapipe does not trap).
 CT int_fmod(CT a, CT b) { return a - b * (a / b); }
 #endif
 
