@@ -66,6 +66,8 @@ UNARY = {
     "lgamma_neg": (torch.lgamma, dict(low=-4.9, high=-0.1), dict(atol=2e-5, rtol=1e-4)),
     "digamma": (torch.digamma, dict(low=0.1, high=10), dict(atol=1e-5, rtol=1e-4)),
     "digamma_neg": (torch.digamma, dict(low=-4.9, high=-0.1), dict(atol=1e-4, rtol=1e-4)),
+    "trigamma": (lambda t: torch.polygamma(1, t), dict(low=0.1, high=10), dict(rtol=1e-4)),
+    "trigamma_neg": (lambda t: torch.polygamma(1, t), dict(low=-4.9, high=-0.1), dict(rtol=1e-4)),
     "floor": (torch.floor, {}, None),
     "ceil": (torch.ceil, {}, None),
     "round": (torch.round, dict(discrete=False), None),
@@ -481,6 +483,7 @@ ACTIVATIONS = {
     "atan": torch.atan,
     "asinh": torch.asinh,
     "lgamma": lambda x: torch.lgamma(x.abs() + 0.5),
+    "digamma": lambda x: torch.digamma(x.abs() + 0.5),
     "pow": lambda x: torch.pow(x.abs() + 0.5, 1.7),
 }
 

@@ -306,6 +306,23 @@ float lgamma_f(float x) {
   }
   return lgamma_pos(x);
 }
+// trigamma: reflection below 1/2, shift up by 6, then the asymptotic series.
+float trigamma_f(float x) {
+  float sgn = 1.0, acc = 0.0;
+  if (x < 0.5) {
+    sgn = -1.0;
+    float s = sin(PI * (x - roundEven(x)));  // exact reduction, as in lgamma_f
+    acc = -(PI * PI) / (s * s);
+    x = 1.0 - x;
+  }
+  for (int k = 0; k < 6; ++k) {
+    acc += 1.0 / (x * x);
+    x += 1.0;
+  }
+  float ixx = 1.0 / (x * x);
+  acc += (1.0 + 1.0 / (2.0 * x) + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx * (1.0 / 42.0)))) / x;
+  return sgn * acc;
+}
 float digamma_f(float x) {
   if (isnan(x)) return x;
   if (x == 0.0) return copy_sign(INF_F, -x);
@@ -633,6 +650,7 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_ERFINV: return erfinv_f(a);
     case OP_LGAMMA: return lgamma_f(a);
     case OP_DIGAMMA: return digamma_f(a);
+    case OP_TRIGAMMA: return trigamma_f(a);
     case OP_LOGIT: {
       float eps = fparam(0);
       float x = eps < 0.0 ? a : clamp(a, eps, 1.0 - eps);

@@ -65,6 +65,7 @@
 #define OP_ROUND_DECIMALS 54  // s2 = 10^|decimals|; EW_PARAM_FLAG: decimals < 0
 #define OP_SINC 55
 #define OP_ENTR 56
+#define OP_TRIGAMMA 57
 #define OP_LEAKY_RELU 60      // s2 = negative slope (typed)
 #define OP_ELU 61             // fparam 0, 1, 2 = alpha * scale, scale, input_scale
 #define OP_MISH 62
