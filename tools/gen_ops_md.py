@@ -20,7 +20,11 @@ ATEN = ROOT / "csrc" / "aten"
 OUT = ROOT / "docs" / "ops.md"
 
 F = "float32, float16"
-EW = "float32, float16, int64, int32, uint8, bool"
+EW = (
+    "float32, float16, bfloat16, float64 (where the device has shaderFloat64; float64 "
+    "exp/log/sin/... run on the CPU, counted), int64, int32, uint8, bool"
+)
+ACT = "float32, float16, bfloat16, float64 (the transcendental ones on the CPU, counted)"
 FAMILIES = {
     "ops_tensor.cpp": ("Tensors, storage and views", "all (no computation)"),
     "ops_copy.cpp": (
@@ -28,15 +32,16 @@ FAMILIES = {
         "float32, float16, bfloat16, float64 (where the device has shaderFloat64), "
         "int64, int32, int16, int8, uint8, bool",
     ),
-    "ops_creation.cpp": ("Creation", "float32, float16, int64, int32"),
+    "ops_creation.cpp": ("Creation", "float32, float16, bfloat16, float64, int64, int32"),
     "ops_unary.cpp": ("Unary elementwise and activations", EW),
     "ops_binary.cpp": ("Binary elementwise, comparisons, backward helpers", EW),
     "ops_ternary.cpp": ("Ternary elementwise", EW),
+    "ops_activation.cpp": ("Activations and their backward", ACT),
     "ops_reduce.cpp": ("Reductions", "float32, float16, int64, int32, uint8, bool"),
     "ops_matmul.cpp": ("Matrix products", F),
     "ops_softmax.cpp": ("Softmax", F),
     "ops_loss.cpp": ("Losses", F),
-    "ops_random.cpp": ("Random numbers", "float32, float16, int64, int32, uint8, bool"),
+    "ops_random.cpp": ("Random numbers", "float32, float16, bfloat16, int64, int32, uint8, bool"),
     "ops_shape.cpp": ("Data movement", "all"),
     "ops_foreach.cpp": ("Multi-tensor (_foreach_*) ops", EW),
     "ops_index.cpp": (

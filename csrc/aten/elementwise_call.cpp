@@ -12,8 +12,8 @@
 namespace vkml_aten {
 
 bool elementwise_dtype(at::ScalarType t) {
-  return t == at::kFloat || t == at::kHalf || t == at::kLong || t == at::kInt ||
-         t == at::kByte || t == at::kBool;
+  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kDouble ||
+         t == at::kLong || t == at::kInt || t == at::kByte || t == at::kBool;
 }
 
 namespace {
@@ -40,32 +40,72 @@ at::ScalarType compute_type(const EwOp& op, const std::vector<at::Tensor>& in) {
   return t;
 }
 
+// The vkml device among the inputs (or of out).
+std::optional<at::Device> find_device(const std::vector<at::Tensor>& in, const at::Tensor& out) {
+  if (out.defined() && out.device().is_privateuseone()) return out.device();
+  for (const auto& t : in)
+    if (t.defined() && t.device().is_privateuseone()) return t.device();
+  return std::nullopt;
+}
+
+bool has_kernel(const EwOp& op, at::ScalarType compute, at::Device device) {
+  if (compute != at::kDouble) return true;
+  vkml::Device& dev = device_at(device.index());
+  return vkml::ops::elementwise_supported(dev, vkml::DType::f64) &&
+         vkml::ops::elementwise_has_op(vkml::DType::f64, op.code);
+}
+
 }  // namespace
+
+bool runs_on_cpu(const EwOp& op, std::initializer_list<at::Tensor> inputs) {
+  std::vector<at::Tensor> in(inputs);
+  for (const auto& t : in)
+    if (!t.defined()) return false;
+  auto device = find_device(in, at::Tensor());
+  if (!device) return false;
+  return !has_kernel(op, compute_type(op, in), *device);
+}
 
 at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_list,
                        const at::Tensor& out, const EwParams& params) {
   std::vector<at::Tensor> in(inputs_list);
   at::ScalarType compute = compute_type(op, in);
-  TORCH_CHECK(!(op.integral_only && at::isFloatingType(compute)), op.name,
-              " is only defined for integer and bool tensors, got ", compute);
+  // PyTorch's "not implemented for '<dtype>'" is a NotImplementedError.
+  TORCH_CHECK_NOT_IMPLEMENTED(!(op.integral_only && at::isFloatingType(compute)), "\"", op.name,
+                              "\" not implemented for '", c10::toString(compute), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(!(op.float_only && !at::isFloatingType(compute)), "\"", op.name,
+                              "\" not implemented for '", c10::toString(compute), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(!(op.no_bool && compute == at::kBool), "\"", op.name,
+                              "\" not implemented for 'Bool'");
   at::ScalarType result_dtype = op.result == ResultType::Bool ? at::kBool : compute;
   TORCH_CHECK_NOT_IMPLEMENTED(elementwise_dtype(compute), op.name, " on vkml does not support ",
                               compute, " yet");
+  auto found = find_device(in, out);
+  TORCH_CHECK(found.has_value(), op.name, ": no vkml tensor among the arguments");
+  at::Device device = *found;
+  TORCH_CHECK_NOT_IMPLEMENTED(has_kernel(op, compute, device), op.name,
+                              " has no float64 kernel on this vkml device (GLSL has no "
+                              "double-precision transcendental functions); compute in float32 "
+                              "or on the CPU");
+  TORCH_CHECK(params.fp.empty() || (at::isFloatingType(compute) && compute != at::kDouble),
+              op.name, ": expected a float32, float16 or bfloat16 input, got ", compute);
 
   // Inputs in the compute dtype (the kernels read one dtype); Python scalars
-  // stay on the CPU and travel by value.
-  at::Device device = out.defined() ? out.device() : at::Device(at::kCPU);
+  // stay on the CPU and travel by value unless an op parameter takes their slot.
+  bool slot_taken[3] = {params.s0.has_value() || params.fp.size() > 2, params.s1.has_value(),
+                        params.s2.has_value() || !params.fp.empty()};
   for (size_t k = 0; k < in.size(); ++k) {
     at::Tensor& t = in[k];
-    if (is_cpu_scalar(t)) continue;
-    TORCH_CHECK(t.device().is_privateuseone(), op.name,
-                ": expected all tensors on a vkml device, got one on ", t.device());
-    device = t.device();
-    bool keep = (op.result == ResultType::FromWhere && k == 0) ? t.scalar_type() == at::kBool
-                                                               : t.scalar_type() == compute;
-    if (!keep) t = t.to(op.result == ResultType::FromWhere && k == 0 ? at::kBool : compute);
+    at::ScalarType want =
+        op.result == ResultType::FromWhere && k == 0 ? at::kBool : compute;
+    if (is_cpu_scalar(t)) {
+      if (slot_taken[k]) t = t.to(device, want);
+      continue;
+    }
+    TORCH_CHECK(t.device() == device, op.name,
+                ": expected all tensors on the same vkml device, got one on ", t.device());
+    if (t.scalar_type() != want) t = t.to(want);
   }
-  TORCH_CHECK(device.is_privateuseone(), op.name, ": no vkml tensor among the arguments");
 
   // An out= of another dtype gets the result through a temporary.
   if (out.defined() && out.scalar_type() != result_dtype) {
@@ -96,8 +136,18 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
   e.flags = params.flags;
   if (op.result == ResultType::FromWhere) e.flags |= EW_IN0_BOOL;
   if (result_dtype == at::kBool && !e.compare) e.flags |= EW_BOOL_OUT;
+  if (params.s0) e.slot[0] = scalar_for(*params.s0, compute);
   if (params.s1) e.slot[1] = scalar_for(*params.s1, compute);
   if (params.s2) e.slot[2] = scalar_for(*params.s2, compute);
+  for (size_t j = 0; j < params.fp.size(); ++j) {
+    int slot = j < 2 ? 2 : 0;
+    if (j % 2 == 0) {
+      e.slot[slot] = vkml::Scalar::of(params.fp[j]);
+    } else {
+      e.has_hi[slot] = true;
+      e.hi[slot] = params.fp[j];
+    }
+  }
 
   int ndim = std::max<int>(int(iter.ndim()), 1);
   TORCH_CHECK(ndim <= vkml::kMaxDims, op.name, ": too many dims");

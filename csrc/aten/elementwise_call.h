@@ -4,6 +4,8 @@
 #include <ATen/ATen.h>
 
 #include <initializer_list>
+#include <optional>
+#include <vector>
 
 #include "vkml/core/dtype.h"
 
@@ -22,14 +24,20 @@ struct EwOp {
   ResultType result = ResultType::Promote;
   bool float_only = false;    // integer inputs are an error (e.g. sqrt on int is promoted anyway)
   bool integral_only = false; // bitwise ops
+  bool no_bool = false;       // bool inputs are an error (floor, ceil, round, trunc)
 };
 
 // Params fill the shader's parameter slots s1/s2 (unary: clamp bounds) or
-// s2 (binary alpha, threshold, lerp weight; ternary value).
+// s2 (binary alpha, threshold, lerp weight; ternary value); s0 holds a second
+// typed parameter of binary ops. fp are fp32 parameters (fparam j in the
+// shader, two per slot: slot 2 then slot 0) for ops that compute in fp32 only.
+// A CPU scalar input whose slot a parameter takes is moved to the device.
 struct EwParams {
   std::optional<at::Scalar> s1;
   std::optional<at::Scalar> s2;
   uint32_t flags = 0;
+  std::optional<at::Scalar> s0;
+  std::vector<double> fp;
 };
 
 // Computes op over inputs into out (allocated when undefined; resized and
@@ -39,5 +47,10 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs,
 
 // True when a dtype has elementwise kernels (else the caller falls back).
 bool elementwise_dtype(at::ScalarType t);
+
+// True when op over these inputs computes in float64 and the device has no
+// float64 kernel for it (GLSL has no double exp/log/sin/...): the caller then
+// runs the aten op through the counted CPU fallback (VKML_CPU_ROUTE).
+bool runs_on_cpu(const EwOp& op, std::initializer_list<at::Tensor> inputs);
 
 }  // namespace vkml_aten

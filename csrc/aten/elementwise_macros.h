@@ -1,9 +1,11 @@
 #pragma once
 // Functional, in-place and out= forms of an elementwise op share one body;
 // these macros spell the three signatures and their registrations.
+#include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
 
 #include "elementwise_call.h"
+#include "fallback.h"
 
 namespace vkml_aten {
 // A Python number as PyTorch passes it to kernels: a CPU 0-dim wrapped number.
@@ -15,15 +17,29 @@ inline at::Tensor wrap(const at::Scalar& s) {
   t.unsafeGetTensorImpl()->set_wrapped_number(true);
   return t;
 }
+
+// Runs the aten op Op (at::_ops::name) through the counted CPU fallback: for
+// what the device has no kernel for (float64 transcendental functions).
+template <class Op, class... Args>
+decltype(auto) cpu_route(Args&&... args) {
+  return at::native::call_fallback_fn<&cpu_fallback, Op>::call(std::forward<Args>(args)...);
+}
 }  // namespace vkml_aten
 
+// fn is the aten name: fn, fn_ and fn.out are registered, float64 ops without
+// a kernel take the CPU route.
 #define VKML_UNARY(fn, OP)                                                              \
-  at::Tensor fn(const at::Tensor& a) { return elementwise(OP, {a}); }                   \
+  at::Tensor fn(const at::Tensor& a) {                                                  \
+    if (runs_on_cpu(OP, {a})) return cpu_route<at::_ops::fn>(a);                        \
+    return elementwise(OP, {a});                                                        \
+  }                                                                                     \
   at::Tensor& fn##_(at::Tensor& a) {                                                    \
+    if (runs_on_cpu(OP, {a})) return cpu_route<at::_ops::fn##_>(a);                     \
     elementwise(OP, {a}, a);                                                            \
     return a;                                                                           \
   }                                                                                     \
   at::Tensor& fn##_out(const at::Tensor& a, at::Tensor& out) {                          \
+    if (runs_on_cpu(OP, {a})) return cpu_route<at::_ops::fn##_out>(a, out);             \
     elementwise(OP, {a}, out);                                                          \
     return out;                                                                         \
   }
@@ -42,6 +58,23 @@ inline at::Tensor wrap(const at::Scalar& s) {
     return a;                                                                           \
   }                                                                                     \
   at::Tensor& fn##_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {     \
+    elementwise(OP, {a, b}, out);                                                       \
+    return out;                                                                         \
+  }
+
+// VKML_BINARY with the CPU route (at::_ops:: functional, in-place, out).
+#define VKML_BINARY_ROUTED(fn, OP, OpF, OpI, OpO)                                       \
+  at::Tensor fn(const at::Tensor& a, const at::Tensor& b) {                             \
+    if (runs_on_cpu(OP, {a, b})) return cpu_route<at::_ops::OpF>(a, b);                  \
+    return elementwise(OP, {a, b});                                                     \
+  }                                                                                     \
+  [[maybe_unused]] at::Tensor& fn##_(at::Tensor& a, const at::Tensor& b) {              \
+    if (runs_on_cpu(OP, {a, b})) return cpu_route<at::_ops::OpI>(a, b);                  \
+    elementwise(OP, {a, b}, a);                                                         \
+    return a;                                                                           \
+  }                                                                                     \
+  at::Tensor& fn##_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {     \
+    if (runs_on_cpu(OP, {a, b})) return cpu_route<at::_ops::OpO>(a, b, out);             \
     elementwise(OP, {a, b}, out);                                                       \
     return out;                                                                         \
   }

@@ -34,6 +34,20 @@ const EwOp kSigmoidBackward{OP_SIGMOID_BACKWARD, "sigmoid_backward"};
 const EwOp kTanhBackward{OP_TANH_BACKWARD, "tanh_backward"};
 const EwOp kSiluBackward{OP_SILU_BACKWARD, "silu_backward"};
 const EwOp kGeluBackward{OP_GELU_BACKWARD, "gelu_backward"};
+const EwOp kGeluTanhBackward{OP_GELU_TANH_BACKWARD, "gelu_backward"};
+const EwOp kLogitBackward{OP_LOGIT_BACKWARD, "logit_backward"};
+const EwOp kHypot{OP_HYPOT, "hypot", ResultType::Promote, /*float_only=*/true};
+const EwOp kCopysign{OP_COPYSIGN, "copysign", ResultType::PromoteToFloat};
+const EwOp kXlogy{OP_XLOGY, "xlogy", ResultType::PromoteToFloat};
+const EwOp kFmax{OP_FMAX, "fmax"};
+const EwOp kFmin{OP_FMIN, "fmin"};
+const EwOp kShiftLeft{OP_SHIFT_LEFT, "lshift_cpu", ResultType::Promote, false, true};
+const EwOp kShiftRight{OP_SHIFT_RIGHT, "rshift_cpu", ResultType::Promote, false, true};
+const EwOp kNextafter{OP_NEXTAFTER, "nextafter", ResultType::Promote, true};
+const EwOp kLogaddexp{OP_LOGADDEXP, "logaddexp", ResultType::Promote, true};
+const EwOp kLogaddexp2{OP_LOGADDEXP2, "logaddexp2", ResultType::Promote, true};
+const EwOp kHeaviside{OP_HEAVISIDE, "heaviside"};
+const EwOp kXlog1py{OP_XLOG1PY, "special_xlog1py", ResultType::PromoteToFloat};
 
 // add / sub carry alpha in slot 2.
 at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
@@ -73,7 +87,102 @@ VKML_BINARY(maximum, kMaximum)
 VKML_BINARY(minimum, kMinimum)
 VKML_BINARY(remainder, kRemainder)
 VKML_BINARY(fmod, kFmod)
-VKML_BINARY(atan2, kAtan2)
+VKML_BINARY_ROUTED(atan2, kAtan2, atan2, atan2_, atan2_out)
+VKML_BINARY_ROUTED(hypot, kHypot, hypot, hypot_, hypot_out)
+VKML_BINARY_ROUTED(xlogy, kXlogy, xlogy_Tensor, xlogy__Tensor, xlogy_OutTensor)
+VKML_BINARY(copysign, kCopysign)
+VKML_BINARY(fmax, kFmax)
+VKML_BINARY(fmin, kFmin)
+VKML_BINARY(floor_divide, kDivFloor)
+
+// heaviside: PyTorch wants both operands of one dtype.
+void check_heaviside(const at::Tensor& a, const at::Tensor& v) {
+  TORCH_CHECK(a.scalar_type() == v.scalar_type(),
+              "heaviside is not yet implemented for tensors with different dtypes");
+}
+at::Tensor heaviside(const at::Tensor& a, const at::Tensor& v) {
+  check_heaviside(a, v);
+  return elementwise(kHeaviside, {a, v});
+}
+at::Tensor& heaviside_(at::Tensor& a, const at::Tensor& v) {
+  check_heaviside(a, v);
+  elementwise(kHeaviside, {a, v}, a);
+  return a;
+}
+at::Tensor& heaviside_out(const at::Tensor& a, const at::Tensor& v, at::Tensor& out) {
+  check_heaviside(a, v);
+  elementwise(kHeaviside, {a, v}, out);
+  return out;
+}
+
+// Shifts: integers only (not bool), with PyTorch's out-of-range shift rules.
+const EwOp& shift_op(const EwOp& op, const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK_NOT_IMPLEMENTED(a.scalar_type() != at::kBool && b.scalar_type() != at::kBool,
+                              "\"", op.name, "\" not implemented for 'Bool'");
+  return op;
+}
+#define VKML_SHIFT(fn, OP)                                                            \
+  at::Tensor fn(const at::Tensor& a, const at::Tensor& b) {                           \
+    return elementwise(shift_op(OP, a, b), {a, b});                                   \
+  }                                                                                   \
+  at::Tensor& fn##_(at::Tensor& a, const at::Tensor& b) {                             \
+    elementwise(shift_op(OP, a, b), {a, b}, a);                                       \
+    return a;                                                                         \
+  }                                                                                   \
+  at::Tensor& fn##_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {   \
+    elementwise(shift_op(OP, a, b), {a, b}, out);                                     \
+    return out;                                                                       \
+  }                                                                                   \
+  at::Tensor fn##_s(const at::Tensor& a, const at::Scalar& b) { return fn(a, wrap(b)); } \
+  at::Tensor& fn##_s_(at::Tensor& a, const at::Scalar& b) { return fn##_(a, wrap(b)); }  \
+  at::Tensor& fn##_s_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) {    \
+    return fn##_out(a, wrap(b), out);                                                 \
+  }
+VKML_SHIFT(lshift, kShiftLeft)
+VKML_SHIFT(rshift, kShiftRight)
+
+// nextafter steps one ulp of the storage dtype (the kernels step its bits).
+VKML_BINARY_ROUTED(nextafter, kNextafter, nextafter, nextafter_, nextafter_out)
+
+// special_xlog1py: x * log1p(y), 0 where x == 0 (no in-place form in aten).
+at::Tensor xlog1py(const at::Tensor& a, const at::Tensor& b) {
+  if (runs_on_cpu(kXlog1py, {a, b})) return cpu_route<at::_ops::special_xlog1py>(a, b);
+  return elementwise(kXlog1py, {a, b});
+}
+at::Tensor& xlog1py_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  if (runs_on_cpu(kXlog1py, {a, b})) return cpu_route<at::_ops::special_xlog1py_out>(a, b, out);
+  elementwise(kXlog1py, {a, b}, out);
+  return out;
+}
+
+// logaddexp / logaddexp2 (no in-place forms in aten).
+at::Tensor logaddexp(const at::Tensor& a, const at::Tensor& b) {
+  if (runs_on_cpu(kLogaddexp, {a, b})) return cpu_route<at::_ops::logaddexp>(a, b);
+  return elementwise(kLogaddexp, {a, b});
+}
+at::Tensor& logaddexp_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  if (runs_on_cpu(kLogaddexp, {a, b})) return cpu_route<at::_ops::logaddexp_out>(a, b, out);
+  elementwise(kLogaddexp, {a, b}, out);
+  return out;
+}
+at::Tensor logaddexp2(const at::Tensor& a, const at::Tensor& b) {
+  if (runs_on_cpu(kLogaddexp2, {a, b})) return cpu_route<at::_ops::logaddexp2>(a, b);
+  return elementwise(kLogaddexp2, {a, b});
+}
+at::Tensor& logaddexp2_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  if (runs_on_cpu(kLogaddexp2, {a, b})) return cpu_route<at::_ops::logaddexp2_out>(a, b, out);
+  elementwise(kLogaddexp2, {a, b}, out);
+  return out;
+}
+
+// remainder(Scalar, Tensor): aten does not decompose it.
+at::Tensor remainder_st(const at::Scalar& a, const at::Tensor& b) {
+  return elementwise(kRemainder, {wrap(a), b});
+}
+at::Tensor& remainder_st_out(const at::Scalar& a, const at::Tensor& b, at::Tensor& out) {
+  elementwise(kRemainder, {wrap(a), b}, out);
+  return out;
+}
 VKML_BINARY(eq, kEq)
 VKML_BINARY_SCALAR(eq, kEq)
 VKML_BINARY(ne, kNe)
@@ -115,12 +224,17 @@ at::Tensor& div_mode_out(const at::Tensor& a, const at::Tensor& b,
 }
 
 // pow: integer tensors raised to a float exponent promote like any binary op.
-at::Tensor pow_tt(const at::Tensor& a, const at::Tensor& b) { return elementwise(kPow, {a, b}); }
+at::Tensor pow_tt(const at::Tensor& a, const at::Tensor& b) {
+  if (runs_on_cpu(kPow, {a, b})) return cpu_route<at::_ops::pow_Tensor_Tensor>(a, b);
+  return elementwise(kPow, {a, b});
+}
 at::Tensor& pow_tt_(at::Tensor& a, const at::Tensor& b) {
+  if (runs_on_cpu(kPow, {a, b})) return cpu_route<at::_ops::pow__Tensor>(a, b);
   elementwise(kPow, {a, b}, a);
   return a;
 }
 at::Tensor& pow_tt_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  if (runs_on_cpu(kPow, {a, b})) return cpu_route<at::_ops::pow_Tensor_Tensor_out>(a, b, out);
   elementwise(kPow, {a, b}, out);
   return out;
 }
@@ -129,24 +243,46 @@ void check_int_pow(const at::Tensor& a, const at::Scalar& b) {
                 b.toLong() < 0),
               "Integers to negative integer powers are not allowed.");
 }
+// float64 x ** 2 and friends need no transcendental function: spelled with
+// native ops (as PyTorch's own pow does for these exponents) instead of the CPU.
+std::optional<at::Tensor> pow_by_native_ops(const at::Tensor& a, const at::Scalar& b) {
+  if (b.isComplex() || b.isBoolean()) return std::nullopt;
+  double e = b.toDouble();
+  if (e == 2) return at::mul(a, a);
+  if (e == 3) return at::mul(at::mul(a, a), a);
+  if (e == 0.5) return at::sqrt(a);
+  if (e == -0.5) return at::rsqrt(a);
+  if (e == -1) return at::reciprocal(a);
+  if (e == -2) return at::reciprocal(at::mul(a, a));
+  return std::nullopt;
+}
 at::Tensor pow_ts(const at::Tensor& a, const at::Scalar& b) {
   check_int_pow(a, b);
+  if (runs_on_cpu(kPow, {a, wrap(b)})) {
+    if (auto r = pow_by_native_ops(a, b)) return *r;
+    return cpu_route<at::_ops::pow_Tensor_Scalar>(a, b);
+  }
   return elementwise(kPow, {a, wrap(b)});
 }
 at::Tensor& pow_ts_(at::Tensor& a, const at::Scalar& b) {
   check_int_pow(a, b);
+  if (runs_on_cpu(kPow, {a, wrap(b)})) return cpu_route<at::_ops::pow__Scalar>(a, b);
   elementwise(kPow, {a, wrap(b)}, a);
   return a;
 }
 at::Tensor& pow_ts_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) {
   check_int_pow(a, b);
+  if (runs_on_cpu(kPow, {a, wrap(b)}))
+    return cpu_route<at::_ops::pow_Tensor_Scalar_out>(a, b, out);
   elementwise(kPow, {a, wrap(b)}, out);
   return out;
 }
 at::Tensor pow_st(const at::Scalar& a, const at::Tensor& b) {
+  if (runs_on_cpu(kPow, {wrap(a), b})) return cpu_route<at::_ops::pow_Scalar>(a, b);
   return elementwise(kPow, {wrap(a), b});
 }
 at::Tensor& pow_st_out(const at::Scalar& a, const at::Tensor& b, at::Tensor& out) {
+  if (runs_on_cpu(kPow, {wrap(a), b})) return cpu_route<at::_ops::pow_Scalar_out>(a, b, out);
   elementwise(kPow, {wrap(a), b}, out);
   return out;
 }
@@ -176,25 +312,46 @@ at::Tensor tanh_backward(const at::Tensor& grad, const at::Tensor& y) {
   return elementwise(kTanhBackward, {grad, y});
 }
 at::Tensor& silu_backward_out(const at::Tensor& grad, const at::Tensor& x, at::Tensor& out) {
+  if (runs_on_cpu(kSiluBackward, {grad, x}))
+    return cpu_route<at::_ops::silu_backward_grad_input>(grad, x, out);
   elementwise(kSiluBackward, {grad, x}, out);
   return out;
 }
 at::Tensor silu_backward(const at::Tensor& grad, const at::Tensor& x) {
+  if (runs_on_cpu(kSiluBackward, {grad, x})) return cpu_route<at::_ops::silu_backward>(grad, x);
   return elementwise(kSiluBackward, {grad, x});
 }
 const EwOp& gelu_backward_op(c10::string_view approximate) {
-  TORCH_CHECK_NOT_IMPLEMENTED(approximate == "none",
-                              "gelu_backward with approximate='tanh' has no vkml kernel yet");
+  if (approximate == "tanh") return kGeluTanhBackward;
+  TORCH_CHECK(approximate == "none", "approximate argument must be either none or tanh.");
   return kGeluBackward;
 }
 at::Tensor& gelu_backward_out(const at::Tensor& grad, const at::Tensor& x,
                               c10::string_view approximate, at::Tensor& out) {
-  elementwise(gelu_backward_op(approximate), {grad, x}, out);
+  const EwOp& op = gelu_backward_op(approximate);
+  if (runs_on_cpu(op, {grad, x}))
+    return cpu_route<at::_ops::gelu_backward_grad_input>(grad, x, approximate, out);
+  elementwise(op, {grad, x}, out);
   return out;
 }
 at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& x,
                          c10::string_view approximate) {
-  return elementwise(gelu_backward_op(approximate), {grad, x});
+  const EwOp& op = gelu_backward_op(approximate);
+  if (runs_on_cpu(op, {grad, x})) return cpu_route<at::_ops::gelu_backward>(grad, x, approximate);
+  return elementwise(op, {grad, x});
+}
+EwParams logit_eps(std::optional<double> eps) { return {.fp = {eps.value_or(-1.0)}}; }
+at::Tensor& logit_backward_out(const at::Tensor& grad, const at::Tensor& x,
+                               std::optional<double> eps, at::Tensor& out) {
+  if (runs_on_cpu(kLogitBackward, {grad, x}))
+    return cpu_route<at::_ops::logit_backward_grad_input>(grad, x, eps, out);
+  elementwise(kLogitBackward, {grad, x}, out, logit_eps(eps));
+  return out;
+}
+at::Tensor logit_backward(const at::Tensor& grad, const at::Tensor& x, std::optional<double> eps) {
+  if (runs_on_cpu(kLogitBackward, {grad, x}))
+    return cpu_route<at::_ops::logit_backward>(grad, x, eps);
+  return elementwise(kLogitBackward, {grad, x}, {}, logit_eps(eps));
 }
 
 }  // namespace
@@ -263,6 +420,48 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("silu_backward.grad_input", TORCH_FN(silu_backward_out));
   m.impl("gelu_backward", TORCH_FN(gelu_backward));
   m.impl("gelu_backward.grad_input", TORCH_FN(gelu_backward_out));
+  m.impl("logit_backward", TORCH_FN(logit_backward));
+  m.impl("logit_backward.grad_input", TORCH_FN(logit_backward_out));
+  m.impl("hypot", TORCH_FN(hypot));
+  m.impl("hypot_", TORCH_FN(hypot_));
+  m.impl("hypot.out", TORCH_FN(hypot_out));
+  VKML_REGISTER_BINARY(m, "xlogy", xlogy, "Tensor", "OutTensor");
+  VKML_REGISTER_BINARY(m, "copysign", copysign, "Tensor", "out");
+  m.impl("fmax", TORCH_FN(fmax));
+  m.impl("fmax.out", TORCH_FN(fmax_out));
+  m.impl("fmin", TORCH_FN(fmin));
+  m.impl("fmin.out", TORCH_FN(fmin_out));
+  m.impl("floor_divide", TORCH_FN(floor_divide));
+  m.impl("floor_divide_.Tensor", TORCH_FN(floor_divide_));
+  m.impl("floor_divide.out", TORCH_FN(floor_divide_out));
+  m.impl("heaviside", TORCH_FN(heaviside));
+  m.impl("heaviside_", TORCH_FN(heaviside_));
+  m.impl("heaviside.out", TORCH_FN(heaviside_out));
+  VKML_REGISTER_BINARY(m, "bitwise_left_shift", lshift, "Tensor", "Tensor_out");
+  VKML_REGISTER_BINARY(m, "bitwise_right_shift", rshift, "Tensor", "Tensor_out");
+  m.impl("__lshift__.Tensor", TORCH_FN(lshift));
+  m.impl("__lshift__.Tensor_out", TORCH_FN(lshift_out));
+  m.impl("__ilshift__.Tensor", TORCH_FN(lshift_));
+  m.impl("__lshift__.Scalar", TORCH_FN(lshift_s));
+  m.impl("__lshift__.Scalar_out", TORCH_FN(lshift_s_out));
+  m.impl("__ilshift__.Scalar", TORCH_FN(lshift_s_));
+  m.impl("__rshift__.Tensor", TORCH_FN(rshift));
+  m.impl("__rshift__.Tensor_out", TORCH_FN(rshift_out));
+  m.impl("__irshift__.Tensor", TORCH_FN(rshift_));
+  m.impl("__rshift__.Scalar", TORCH_FN(rshift_s));
+  m.impl("__rshift__.Scalar_out", TORCH_FN(rshift_s_out));
+  m.impl("__irshift__.Scalar", TORCH_FN(rshift_s_));
+  m.impl("nextafter", TORCH_FN(nextafter));
+  m.impl("nextafter_", TORCH_FN(nextafter_));
+  m.impl("nextafter.out", TORCH_FN(nextafter_out));
+  m.impl("special_xlog1py", TORCH_FN(xlog1py));
+  m.impl("special_xlog1py.out", TORCH_FN(xlog1py_out));
+  m.impl("logaddexp", TORCH_FN(logaddexp));
+  m.impl("logaddexp.out", TORCH_FN(logaddexp_out));
+  m.impl("logaddexp2", TORCH_FN(logaddexp2));
+  m.impl("logaddexp2.out", TORCH_FN(logaddexp2_out));
+  m.impl("remainder.Scalar_Tensor", TORCH_FN(remainder_st));
+  m.impl("remainder.Scalar_Tensor_out", TORCH_FN(remainder_st_out));
 }
 
 }  // namespace vkml_aten

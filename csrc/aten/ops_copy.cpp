@@ -110,9 +110,10 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   return host.item();
 }
 
+// float64 fills in double: through a float32 element it would lose digits.
 bool has_elementwise_kernel(at::ScalarType t) {
-  return t == at::kFloat || t == at::kHalf || t == at::kLong || t == at::kInt ||
-         t == at::kByte || t == at::kBool;
+  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kDouble ||
+         t == at::kLong || t == at::kInt || t == at::kByte || t == at::kBool;
 }
 
 vkml::Scalar to_vkml_scalar(const at::Scalar& s, at::ScalarType t) {

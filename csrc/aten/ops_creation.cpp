@@ -28,8 +28,8 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
   at::native::resize_output(out, {n});
   if (n == 0) return out;
   auto t = out.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kLong ||
-                                  t == at::kInt,
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kBFloat16 ||
+                                  t == at::kDouble || t == at::kLong || t == at::kInt,
                               "arange on vkml does not support ", t, " yet");
   at::Tensor target = out.is_contiguous() ? out : at::empty({n}, out.options());
   bool is_float = at::isFloatingType(t);

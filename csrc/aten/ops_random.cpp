@@ -13,8 +13,8 @@ namespace {
 using vkml::ops::Distribution;
 
 bool random_dtype(at::ScalarType t) {
-  return t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kLong ||
-         t == at::kByte || t == at::kBool;
+  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kInt ||
+         t == at::kLong || t == at::kByte || t == at::kBool;
 }
 
 // Generates into self (any layout, through a contiguous temporary if needed).
@@ -78,6 +78,7 @@ at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
                : self.scalar_type() == at::kBool ? 2
                : self.scalar_type() == at::kByte ? 256
                : self.scalar_type() == at::kHalf ? (int64_t(1) << 11) + 1
+               : self.scalar_type() == at::kBFloat16 ? (int64_t(1) << 8) + 1
                                                  : (int64_t(1) << 24) + 1;
   return random_from_to(self, 0, hi, gen);
 }

@@ -1,4 +1,9 @@
 // Unary elementwise ops and activations.
+#include <ATen/native/Resize.h>
+
+#include <cmath>
+#include <limits>
+
 #include "elementwise_macros.h"
 #include "vkml/shaders/op_codes.h"
 
@@ -22,10 +27,10 @@ const EwOp kTanh{OP_TANH, "tanh", F};
 const EwOp kReciprocal{OP_RECIPROCAL, "reciprocal", F};
 const EwOp kSin{OP_SIN, "sin", F};
 const EwOp kCos{OP_COS, "cos", F};
-const EwOp kFloor{OP_FLOOR, "floor"};
-const EwOp kCeil{OP_CEIL, "ceil"};
-const EwOp kRound{OP_ROUND, "round"};
-const EwOp kTrunc{OP_TRUNC, "trunc"};
+const EwOp kFloor{OP_FLOOR, "floor", ResultType::Promote, false, false, /*no_bool=*/true};
+const EwOp kCeil{OP_CEIL, "ceil", ResultType::Promote, false, false, /*no_bool=*/true};
+const EwOp kRound{OP_ROUND, "round", ResultType::Promote, false, false, /*no_bool=*/true};
+const EwOp kTrunc{OP_TRUNC, "trunc", ResultType::Promote, false, false, /*no_bool=*/true};
 const EwOp kRelu{OP_RELU, "relu"};
 const EwOp kSilu{OP_SILU, "silu", F};
 const EwOp kGelu{OP_GELU, "gelu", F};
@@ -37,6 +42,31 @@ const EwOp kBitwiseNot{OP_BITWISE_NOT, "bitwise_not", ResultType::Promote, false
 const EwOp kIsnan{OP_ISNAN, "isnan", ResultType::Bool};
 const EwOp kIsinf{OP_ISINF, "isinf", ResultType::Bool};
 const EwOp kIsfinite{OP_ISFINITE, "isfinite", ResultType::Bool};
+const EwOp kIsposinf{OP_ISPOSINF, "isposinf", ResultType::Bool};
+const EwOp kIsneginf{OP_ISNEGINF, "isneginf", ResultType::Bool};
+const EwOp kSignbit{OP_SIGNBIT, "signbit", ResultType::Bool};
+const EwOp kTan{OP_TAN, "tan", F};
+const EwOp kAsin{OP_ASIN, "asin", F};
+const EwOp kAcos{OP_ACOS, "acos", F};
+const EwOp kAtan{OP_ATAN, "atan", F};
+const EwOp kSinh{OP_SINH, "sinh", F};
+const EwOp kCosh{OP_COSH, "cosh", F};
+const EwOp kAsinh{OP_ASINH, "asinh", F};
+const EwOp kAcosh{OP_ACOSH, "acosh", F};
+const EwOp kAtanh{OP_ATANH, "atanh", F};
+const EwOp kLog10{OP_LOG10, "log10", F};
+const EwOp kErf{OP_ERF, "erf", F};
+const EwOp kErfc{OP_ERFC, "erfc", F};
+const EwOp kErfinv{OP_ERFINV, "erfinv", F};
+const EwOp kLgamma{OP_LGAMMA, "lgamma", F};
+const EwOp kDigamma{OP_DIGAMMA, "digamma", F};
+const EwOp kFrac{OP_FRAC, "frac_cpu", ResultType::Promote, /*float_only=*/true};
+const EwOp kRoundDecimals{OP_ROUND_DECIMALS, "round_cpu", ResultType::Promote, true};
+const EwOp kLogit{OP_LOGIT, "logit", F};
+const EwOp kNanToNum{OP_NAN_TO_NUM, "nan_to_num"};
+const EwOp kSinc{OP_SINC, "sinc", F};
+const EwOp kTrigamma{OP_TRIGAMMA, "polygamma", F};
+const EwOp kEntr{OP_ENTR, "special_entr", F};
 
 VKML_UNARY(abs, kAbs)
 VKML_UNARY(sign, kSign)
@@ -59,6 +89,135 @@ VKML_UNARY(round, kRound)
 VKML_UNARY(trunc, kTrunc)
 VKML_UNARY(silu, kSilu)
 VKML_UNARY(logical_not, kLogicalNot)
+VKML_UNARY(tan, kTan)
+VKML_UNARY(asin, kAsin)
+VKML_UNARY(acos, kAcos)
+VKML_UNARY(atan, kAtan)
+VKML_UNARY(sinh, kSinh)
+VKML_UNARY(cosh, kCosh)
+VKML_UNARY(asinh, kAsinh)
+VKML_UNARY(acosh, kAcosh)
+VKML_UNARY(atanh, kAtanh)
+VKML_UNARY(log10, kLog10)
+VKML_UNARY(erf, kErf)
+VKML_UNARY(erfc, kErfc)
+VKML_UNARY(erfinv, kErfinv)
+VKML_UNARY(lgamma, kLgamma)
+VKML_UNARY(digamma, kDigamma)
+VKML_UNARY(frac, kFrac)
+VKML_UNARY(sgn, kSign)
+VKML_UNARY(sinc, kSinc)
+// polygamma: n = 0 is digamma, n = 1 trigamma; higher orders run on the CPU.
+const EwOp* polygamma_op(int64_t n) {
+  TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
+  return n == 0 ? &kDigamma : n == 1 ? &kTrigamma : nullptr;
+}
+at::Tensor polygamma(int64_t n, const at::Tensor& a) {
+  const EwOp* op = polygamma_op(n);
+  if (!op || runs_on_cpu(*op, {a})) return cpu_route<at::_ops::polygamma>(n, a);
+  return elementwise(*op, {a});
+}
+at::Tensor& polygamma_out(int64_t n, const at::Tensor& a, at::Tensor& out) {
+  const EwOp* op = polygamma_op(n);
+  if (!op || runs_on_cpu(*op, {a})) return cpu_route<at::_ops::polygamma_out>(n, a, out);
+  elementwise(*op, {a}, out);
+  return out;
+}
+at::Tensor special_entr(const at::Tensor& a) {
+  if (runs_on_cpu(kEntr, {a})) return cpu_route<at::_ops::special_entr>(a);
+  return elementwise(kEntr, {a});
+}
+at::Tensor& special_entr_out(const at::Tensor& a, at::Tensor& out) {
+  if (runs_on_cpu(kEntr, {a})) return cpu_route<at::_ops::special_entr_out>(a, out);
+  elementwise(kEntr, {a}, out);
+  return out;
+}
+
+// Boolean tests without an in-place form.
+at::Tensor signbit(const at::Tensor& a) { return elementwise(kSignbit, {a}); }
+at::Tensor& signbit_out(const at::Tensor& a, at::Tensor& out) {
+  elementwise(kSignbit, {a}, out);
+  return out;
+}
+at::Tensor isposinf(const at::Tensor& a) { return elementwise(kIsposinf, {a}); }
+at::Tensor& isposinf_out(const at::Tensor& a, at::Tensor& out) {
+  elementwise(kIsposinf, {a}, out);
+  return out;
+}
+at::Tensor isneginf(const at::Tensor& a) { return elementwise(kIsneginf, {a}); }
+at::Tensor& isneginf_out(const at::Tensor& a, at::Tensor& out) {
+  elementwise(kIsneginf, {a}, out);
+  return out;
+}
+
+// round(x, decimals): 10^|decimals| in slot 2, rounding a / p * p for decimals < 0.
+at::Tensor round_dec_compute(const at::Tensor& a, int64_t decimals, const at::Tensor& out) {
+  if (decimals == 0) return elementwise(kRound, {a}, out);
+  EwParams p{.s2 = std::pow(10.0, double(decimals < 0 ? -decimals : decimals))};
+  if (decimals < 0) p.flags |= EW_PARAM_FLAG;
+  return elementwise(kRoundDecimals, {a}, out, p);
+}
+at::Tensor round_dec(const at::Tensor& a, int64_t decimals) {
+  return round_dec_compute(a, decimals, at::Tensor());
+}
+at::Tensor& round_dec_(at::Tensor& a, int64_t decimals) {
+  round_dec_compute(a, decimals, a);
+  return a;
+}
+at::Tensor& round_dec_out(const at::Tensor& a, int64_t decimals, at::Tensor& out) {
+  round_dec_compute(a, decimals, out);
+  return out;
+}
+
+// logit(x, eps): eps < 0 in the kernel means none.
+EwParams eps_params(std::optional<double> eps) { return {.fp = {eps.value_or(-1.0)}}; }
+at::Tensor logit(const at::Tensor& a, std::optional<double> eps) {
+  if (runs_on_cpu(kLogit, {a})) return cpu_route<at::_ops::logit>(a, eps);
+  return elementwise(kLogit, {a}, {}, eps_params(eps));
+}
+at::Tensor& logit_(at::Tensor& a, std::optional<double> eps) {
+  if (runs_on_cpu(kLogit, {a})) return cpu_route<at::_ops::logit_>(a, eps);
+  elementwise(kLogit, {a}, a, eps_params(eps));
+  return a;
+}
+at::Tensor& logit_out(const at::Tensor& a, std::optional<double> eps, at::Tensor& out) {
+  if (runs_on_cpu(kLogit, {a})) return cpu_route<at::_ops::logit_out>(a, eps, out);
+  elementwise(kLogit, {a}, out, eps_params(eps));
+  return out;
+}
+
+// nan_to_num: integers are copied; the infinities default to the dtype's
+// largest finite values.
+at::Tensor& nan_to_num_out(const at::Tensor& a, std::optional<double> nan,
+                           std::optional<double> posinf, std::optional<double> neginf,
+                           at::Tensor& out) {
+  if (!at::isFloatingType(a.scalar_type())) {
+    TORCH_CHECK(out.scalar_type() == a.scalar_type(), "nan_to_num: dtype of out: ",
+                out.scalar_type(), " should be same as input: ", a.scalar_type());
+    at::native::resize_output(out, a.sizes());
+    out.copy_(a);
+    return out;
+  }
+  if (runs_on_cpu(kNanToNum, {a}))
+    return cpu_route<at::_ops::nan_to_num_out>(a, nan, posinf, neginf, out);
+  at::ScalarType t = a.scalar_type();
+  double big = t == at::kHalf       ? double(std::numeric_limits<c10::Half>::max())
+               : t == at::kBFloat16 ? double(std::numeric_limits<c10::BFloat16>::max())
+               : t == at::kDouble   ? std::numeric_limits<double>::max()
+                                    : double(std::numeric_limits<float>::max());
+  elementwise(kNanToNum, {a}, out,
+              {.s1 = nan.value_or(0.0), .s2 = posinf.value_or(big), .s0 = neginf.value_or(-big)});
+  return out;
+}
+at::Tensor nan_to_num(const at::Tensor& a, std::optional<double> nan,
+                      std::optional<double> posinf, std::optional<double> neginf) {
+  at::Tensor out = at::empty_like(a);
+  return nan_to_num_out(a, nan, posinf, neginf, out);
+}
+at::Tensor& nan_to_num_(at::Tensor& a, std::optional<double> nan, std::optional<double> posinf,
+                        std::optional<double> neginf) {
+  return nan_to_num_out(a, nan, posinf, neginf, a);
+}
 
 // -x and ~x of bools follow PyTorch: negation is an error, ~ is logical not.
 const EwOp& neg_op(const at::Tensor& a) {
@@ -107,13 +266,17 @@ const EwOp& gelu_op(c10::string_view approximate) {
   return kGelu;
 }
 at::Tensor gelu(const at::Tensor& a, c10::string_view approximate) {
+  if (runs_on_cpu(gelu_op(approximate), {a})) return cpu_route<at::_ops::gelu>(a, approximate);
   return elementwise(gelu_op(approximate), {a});
 }
 at::Tensor& gelu_(at::Tensor& a, c10::string_view approximate) {
+  if (runs_on_cpu(gelu_op(approximate), {a})) return cpu_route<at::_ops::gelu_>(a, approximate);
   elementwise(gelu_op(approximate), {a}, a);
   return a;
 }
 at::Tensor& gelu_out(const at::Tensor& a, c10::string_view approximate, at::Tensor& out) {
+  if (runs_on_cpu(gelu_op(approximate), {a}))
+    return cpu_route<at::_ops::gelu_out>(a, approximate, out);
   elementwise(gelu_op(approximate), {a}, out);
   return out;
 }
@@ -194,9 +357,39 @@ at::Tensor& clamp_t_out(const at::Tensor& a, const std::optional<at::Tensor>& lo
   return out;
 }
 
+// clamp_min / clamp_max with a tensor bound: maximum / minimum (NaN from either side).
+at::Tensor clamp_min_t(const at::Tensor& a, const at::Tensor& lo) {
+  return clamp_t_compute(a, lo, std::nullopt, at::Tensor());
+}
+at::Tensor& clamp_min_t_(at::Tensor& a, const at::Tensor& lo) {
+  clamp_t_compute(a, lo, std::nullopt, a);
+  return a;
+}
+at::Tensor& clamp_min_t_out(const at::Tensor& a, const at::Tensor& lo, at::Tensor& out) {
+  clamp_t_compute(a, lo, std::nullopt, out);
+  return out;
+}
+at::Tensor clamp_max_t(const at::Tensor& a, const at::Tensor& hi) {
+  return clamp_t_compute(a, std::nullopt, hi, at::Tensor());
+}
+at::Tensor& clamp_max_t_(at::Tensor& a, const at::Tensor& hi) {
+  clamp_t_compute(a, std::nullopt, hi, a);
+  return a;
+}
+at::Tensor& clamp_max_t_out(const at::Tensor& a, const at::Tensor& hi, at::Tensor& out) {
+  clamp_t_compute(a, std::nullopt, hi, out);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("clamp_min.Tensor", TORCH_FN(clamp_min_t));
+  m.impl("clamp_min_.Tensor", TORCH_FN(clamp_min_t_));
+  m.impl("clamp_min.Tensor_out", TORCH_FN(clamp_min_t_out));
+  m.impl("clamp_max.Tensor", TORCH_FN(clamp_max_t));
+  m.impl("clamp_max_.Tensor", TORCH_FN(clamp_max_t_));
+  m.impl("clamp_max.Tensor_out", TORCH_FN(clamp_max_t_out));
   VKML_REGISTER_UNARY(m, "neg", neg);
   VKML_REGISTER_UNARY(m, "abs", abs);
   VKML_REGISTER_UNARY(m, "sign", sign);
@@ -220,6 +413,43 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   VKML_REGISTER_UNARY(m, "silu", silu);
   VKML_REGISTER_UNARY(m, "logical_not", logical_not);
   VKML_REGISTER_UNARY(m, "bitwise_not", bitwise_not);
+  VKML_REGISTER_UNARY(m, "tan", tan);
+  VKML_REGISTER_UNARY(m, "asin", asin);
+  VKML_REGISTER_UNARY(m, "acos", acos);
+  VKML_REGISTER_UNARY(m, "atan", atan);
+  VKML_REGISTER_UNARY(m, "sinh", sinh);
+  VKML_REGISTER_UNARY(m, "cosh", cosh);
+  VKML_REGISTER_UNARY(m, "asinh", asinh);
+  VKML_REGISTER_UNARY(m, "acosh", acosh);
+  VKML_REGISTER_UNARY(m, "atanh", atanh);
+  VKML_REGISTER_UNARY(m, "log10", log10);
+  VKML_REGISTER_UNARY(m, "erf", erf);
+  VKML_REGISTER_UNARY(m, "erfc", erfc);
+  VKML_REGISTER_UNARY(m, "erfinv", erfinv);
+  VKML_REGISTER_UNARY(m, "lgamma", lgamma);
+  VKML_REGISTER_UNARY(m, "digamma", digamma);
+  VKML_REGISTER_UNARY(m, "frac", frac);
+  VKML_REGISTER_UNARY(m, "sgn", sgn);
+  VKML_REGISTER_UNARY(m, "sinc", sinc);
+  m.impl("polygamma", TORCH_FN(polygamma));
+  m.impl("polygamma.out", TORCH_FN(polygamma_out));
+  m.impl("special_entr", TORCH_FN(special_entr));
+  m.impl("special_entr.out", TORCH_FN(special_entr_out));
+  m.impl("signbit", TORCH_FN(signbit));
+  m.impl("signbit.out", TORCH_FN(signbit_out));
+  m.impl("isposinf", TORCH_FN(isposinf));
+  m.impl("isposinf.out", TORCH_FN(isposinf_out));
+  m.impl("isneginf", TORCH_FN(isneginf));
+  m.impl("isneginf.out", TORCH_FN(isneginf_out));
+  m.impl("round.decimals", TORCH_FN(round_dec));
+  m.impl("round_.decimals", TORCH_FN(round_dec_));
+  m.impl("round.decimals_out", TORCH_FN(round_dec_out));
+  m.impl("logit", TORCH_FN(logit));
+  m.impl("logit_", TORCH_FN(logit_));
+  m.impl("logit.out", TORCH_FN(logit_out));
+  m.impl("nan_to_num", TORCH_FN(nan_to_num));
+  m.impl("nan_to_num_", TORCH_FN(nan_to_num_));
+  m.impl("nan_to_num.out", TORCH_FN(nan_to_num_out));
   m.impl("relu", TORCH_FN(relu));
   m.impl("relu_", TORCH_FN(relu_));
   m.impl("isnan", TORCH_FN(isnan));

@@ -1,4 +1,6 @@
 // A few elementwise kernels against C++ references.
+#include <cstring>
+
 #include "vkml/ops/elementwise.h"
 #include "vkml_test.h"
 
@@ -157,6 +159,82 @@ TEST_F(ElementwiseTest, Arange) {
   for (int64_t i = 0; i < n; ++i) wf[i] = -2.0f + 0.5f * float(i), wl[i] = 10 - 3 * i;
   EXPECT_EQ(f.read<float>(), wf);
   EXPECT_EQ(l.read<int64_t>(), wl);
+}
+
+// bfloat16 stores 16 bits and computes in fp32, rounding to nearest even.
+TEST_F(ElementwiseTest, Bfloat16MulAndPackedParams) {
+  const int64_t n = 257;
+  auto a = random_floats(n, 8, -4.0f, 4.0f), b = random_floats(n, 9, -4.0f, 4.0f);
+  auto to_bf16 = [](const std::vector<float>& v) {
+    std::vector<uint16_t> r(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint32_t u;
+      std::memcpy(&u, &v[i], 4);
+      r[i] = uint16_t(u >> 16);  // truncation: exact bf16 inputs
+    }
+    return r;
+  };
+  auto from_bf16 = [](uint16_t h) {
+    uint32_t u = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  auto round_bf16 = [&](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return from_bf16(uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16));
+  };
+  auto ha = to_bf16(a), hb = to_bf16(b);
+  Buffer ba(dev(), ha), bb(dev(), hb), bo(dev(), n * 2);
+  auto ref = [&](uint64_t addr) { return TensorRef::contiguous(addr, DType::bf16, {n}); };
+  ops::run_elementwise(dev(), binary(OP_MUL, DType::bf16, ref(bo.address()), ref(ba.address()),
+                                     ref(bb.address())));
+  auto got = bo.read<uint16_t>(n);
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_EQ(from_bf16(got[i]), round_bf16(from_bf16(ha[i]) * from_bf16(hb[i]))) << i;
+
+  // leaky_relu with its slope as a packed fp32 parameter (fparam 0 = low half of slot 2).
+  ops::Elementwise e;
+  e.op = OP_LEAKY_RELU;
+  e.dtype = DType::bf16;
+  e.ninputs = 1;
+  e.ptr[0] = bo.address();
+  e.ptr[1] = ba.address();
+  e.slot[2] = Scalar::of(0.25);
+  e.has_hi[2] = true;
+  e.hi[2] = 123.0;  // unused high half
+  ops::set_operand_from(e.layout, 0, ref(bo.address()));
+  ops::set_operand_from(e.layout, 1, ref(ba.address()));
+  ops::run_elementwise(dev(), e);
+  got = bo.read<uint16_t>(n);
+  for (int64_t i = 0; i < n; ++i) {
+    float x = from_bf16(ha[i]);
+    EXPECT_EQ(from_bf16(got[i]), round_bf16(x > 0 ? x : x * 0.25f)) << i;
+  }
+}
+
+// float64 kernels compute in double (where the device has shaderFloat64).
+TEST_F(ElementwiseTest, Float64Arithmetic) {
+  if (!ops::elementwise_supported(dev(), DType::f64)) GTEST_SKIP() << "no shaderFloat64";
+  EXPECT_FALSE(ops::elementwise_has_op(DType::f64, OP_EXP));
+  EXPECT_TRUE(ops::elementwise_has_op(DType::f64, OP_SQRT));
+  const int64_t n = 100;
+  std::vector<double> a(n), b(n);
+  for (int64_t i = 0; i < n; ++i) a[i] = 1.0 + double(i) * 1e-12, b[i] = double(i) / 7.0 + 0.5;
+  Buffer ba(dev(), a), bb(dev(), b), bo(dev(), n * 8);
+  auto ref = [&](uint64_t addr) { return TensorRef::contiguous(addr, DType::f64, {n}); };
+  auto e = binary(OP_ADD, DType::f64, ref(bo.address()), ref(ba.address()), ref(bb.address()));
+  e.slot[2] = Scalar::of(1.0 / 3.0);
+  ops::run_elementwise(dev(), e);
+  std::vector<double> want(n);
+  for (int64_t i = 0; i < n; ++i) want[i] = a[i] + (1.0 / 3.0) * b[i];
+  auto got = bo.read<double>(n);
+  for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(got[i], want[i], 1e-14) << i;
+  ops::run_elementwise(dev(), binary(OP_DIV, DType::f64, ref(bo.address()), ref(ba.address()),
+                                     ref(bb.address())));
+  got = bo.read<double>(n);
+  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(got[i], a[i] / b[i]) << i;
 }
 
 }  // namespace

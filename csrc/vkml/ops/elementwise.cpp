@@ -21,22 +21,36 @@ struct Push {
 };
 static_assert(sizeof(Push) == 128);
 
+uint32_t f32_bits(double v) {
+  float f = float(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return bits;
+}
+
 uint64_t encode(DType t, Scalar v) {
-  if (is_floating(t)) {
-    float f = float(v.f);
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
+  if (t == DType::f64) {
+    uint64_t bits;
+    std::memcpy(&bits, &v.f, 8);
     return bits;
   }
+  if (is_floating(t)) return f32_bits(v.f);
   if (t == DType::i64) return uint64_t(v.i);
+  if (t == DType::u8) return uint8_t(v.i);  // -7 with a uint8 tensor is 249, as in PyTorch
   return uint64_t(uint32_t(int32_t(v.i)));
 }
 
+const char* suffix_of(DType t) {
+  if (t == DType::bf16) return "bf16";
+  if (t == DType::f64) return "f64";
+  return variant_suffix(t);
+}
+
 VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
-  const char* suffix = variant_suffix(e.dtype);
-  if (!suffix)
-    fail(ErrorKind::InvalidArgument,
-         std::string("vkml elementwise kernels do not support dtype ") + dtype_name(e.dtype));
+  const char* suffix = suffix_of(e.dtype);
+  if (!suffix || !elementwise_supported(dev, e.dtype))
+    fail(ErrorKind::InvalidArgument, std::string("vkml elementwise kernels do not support dtype ") +
+                                         dtype_name(e.dtype) + " on " + dev.info().name);
   std::string name = std::string("elementwise_") + suffix + (e.compare ? "_cmp" : "");
   return dev.pipelines().get(name, {e.op});
 }
@@ -78,6 +92,11 @@ void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64
   for (int k = 0; k < 3; ++k) {
     if (e.scalar[k]) p.flags |= EW_SCALAR0 << k;
     p.s[k] = encode(e.dtype, e.slot[k]);
+    if (e.has_hi[k]) {
+      VKML_CHECK_ARG(is_floating(e.dtype) && e.dtype != DType::f64,
+                     "elementwise: packed fp32 parameters need an fp32-computing dtype");
+      p.s[k] = uint64_t(f32_bits(e.slot[k].f)) | (uint64_t(f32_bits(e.hi[k])) << 32);
+    }
   }
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
 }
@@ -114,6 +133,35 @@ void run_elementwise(Device& dev, Elementwise e) {
   uint64_t ptr[4];
   for (int k = 0; k < 4; ++k) ptr[k] = e.ptr[k];
   launch_outer(dev, pipeline, e, ptr, e.layout.ndim);
+}
+
+bool elementwise_supported(Device& dev, DType t) {
+  if (t == DType::f16) return dev.info().supports_fp16;
+  if (t == DType::f64) return dev.info().supports_fp64;
+  return suffix_of(t) != nullptr;
+}
+
+bool elementwise_has_op(DType t, int op) {
+  if (t != DType::f64) return true;
+  switch (op) {
+    case OP_IDENTITY: case OP_NEG: case OP_ABS: case OP_RELU: case OP_CLAMP: case OP_ARANGE:
+    case OP_LOGICAL_NOT: case OP_NONZERO: case OP_THRESHOLD: case OP_ADD: case OP_SUB:
+    case OP_MUL: case OP_EQ: case OP_NE: case OP_LT: case OP_LE: case OP_GT: case OP_GE:
+    case OP_LOGICAL_AND: case OP_LOGICAL_OR: case OP_LOGICAL_XOR: case OP_THRESHOLD_BACKWARD:
+    case OP_HARDTANH_BACKWARD: case OP_HEAVISIDE: case OP_WHERE: case OP_ADDCMUL: case OP_PRELU:
+    case OP_PRELU_BACKWARD_INPUT: case OP_PRELU_BACKWARD_WEIGHT: case OP_SIGN: case OP_SQRT:
+    case OP_RSQRT: case OP_RECIPROCAL: case OP_FLOOR: case OP_CEIL: case OP_ROUND: case OP_TRUNC:
+    case OP_FRAC: case OP_ROUND_DECIMALS: case OP_ISNAN: case OP_ISINF: case OP_ISPOSINF:
+    case OP_ISNEGINF: case OP_ISFINITE: case OP_SIGNBIT: case OP_DIV: case OP_DIV_TRUNC:
+    case OP_DIV_FLOOR: case OP_MAXIMUM: case OP_MINIMUM: case OP_FMAX: case OP_FMIN:
+    case OP_REMAINDER: case OP_FMOD: case OP_COPYSIGN: case OP_LERP_SCALAR: case OP_LERP_TENSOR:
+    case OP_ADDCDIV: case OP_CLAMP_TENSOR: case OP_HARDSWISH: case OP_HARDSIGMOID:
+    case OP_HARDSWISH_BACKWARD: case OP_HARDSIGMOID_BACKWARD: case OP_SIGMOID_BACKWARD:
+    case OP_TANH_BACKWARD: case OP_NAN_TO_NUM: case OP_LEAKY_RELU: case OP_LEAKY_RELU_BACKWARD:
+    case OP_SOFTSHRINK: case OP_HARDSHRINK: case OP_SHRINK_BACKWARD: case OP_NEXTAFTER:
+      return true;
+    default: return false;
+  }
 }
 
 void fill(Device& dev, const TensorRef& t, Scalar value) {

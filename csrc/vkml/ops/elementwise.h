@@ -18,10 +18,19 @@ struct Elementwise {
   uint64_t ptr[4] = {};      // out, in0, in1, in2
   bool scalar[3] = {};       // input k is given by value in slot k
   Scalar slot[3];            // scalar inputs or op parameters (see op_codes.h)
+  // A second fp32 parameter in the high half of slot k (float dtypes; see fparam).
+  bool has_hi[3] = {};
+  double hi[3] = {};
   MultiLayout layout;        // operand 0 = out, 1.. = inputs; innermost first
 };
 
 void run_elementwise(Device& dev, Elementwise e);
+
+// True when the device has the elementwise kernels of a storage dtype (f16
+// needs shaderFloat16, f64 shaderFloat64).
+bool elementwise_supported(Device& dev, DType t);
+// False for the ops the f64 kernels lack (GLSL has no double exp/log/sin/...).
+bool elementwise_has_op(DType t, int op);
 
 // Fills a tensor (any layout) with a value.
 void fill(Device& dev, const TensorRef& t, Scalar value);

@@ -25,9 +25,9 @@ void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scal
             uint64_t offset) {
   VKML_CHECK_ARG(out.is_contiguous(), "random: the output must be contiguous");
   DType dt = out.dtype;
-  bool floating = dt == DType::f32 || dt == DType::f16;
+  bool floating = dt == DType::f32 || dt == DType::f16 || dt == DType::bf16;
   bool integral = dt == DType::i32 || dt == DType::i64 || dt == DType::u8 || dt == DType::b8;
-  const char* suffix = variant_suffix(dt);
+  const char* suffix = dt == DType::bf16 ? "bf16" : variant_suffix(dt);
   VKML_CHECK_ARG(suffix && (floating || integral),
                  std::string("random: unsupported dtype ") + dtype_name(dt));
   VKML_CHECK_ARG(dt != DType::f16 || dev.info().supports_fp16,

@@ -1,13 +1,20 @@
 #version 450
 // Elementwise ops (unary, binary, ternary) over up to three collapsed dims with
 // per-operand strides; the op is specialization constant 0 (see op_codes.h).
+// f16 and bf16 are storage formats: they compute in fp32. f64 (needs
+// shaderFloat64) computes in double and has only the ops GLSL has in double;
+// the adapter runs the others elsewhere.
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16 -DNEED_I16
+//! variant f64 -DST_F64
 //! variant i32 -DST_I32
 //! variant i64 -DST_I64
 //! variant u8 -DST_U8
 //! variant f32_cmp -DST_F32 -DOUT_BOOL
 //! variant f16_cmp -DST_F16 -DNEED_F16 -DOUT_BOOL
+//! variant bf16_cmp -DST_BF16 -DNEED_F16 -DNEED_I16 -DOUT_BOOL
+//! variant f64_cmp -DST_F64 -DOUT_BOOL
 //! variant i32_cmp -DST_I32 -DOUT_BOOL
 //! variant i64_cmp -DST_I64 -DOUT_BOOL
 //! variant u8_cmp -DST_U8 -DOUT_BOOL
@@ -22,20 +29,35 @@ layout(constant_id = 0) const int OP = 0;
 #define BUF BufF32
 #define CT float
 #define IS_FLOAT 1
+#define HAS_TRANSC 1
 #elif defined(ST_F16)
 #define BUF BufF16
 #define CT float
 #define IS_FLOAT 1
+#define HAS_TRANSC 1
+#elif defined(ST_BF16)
+#define BUF BufU16
+#define CT float
+#define IS_FLOAT 1
+#define HAS_TRANSC 1
+#elif defined(ST_F64)
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { double v[]; };
+#define BUF BufF64
+#define CT double
+#define IS_FLOAT 1
 #elif defined(ST_I32)
 #define BUF BufI32
 #define CT int
+#define INT_BITS 32
 #elif defined(ST_I64)
 #define BUF BufI64
 #define CT int64_t
+#define INT_BITS 64
 #else
 #define BUF BufU8
 #define CT int
 #define IS_BYTE 1
+#define INT_BITS 8
 #endif
 
 layout(push_constant, scalar) uniform PC {
@@ -49,7 +71,9 @@ layout(push_constant, scalar) uniform PC {
 } pc;
 
 CT scalar_value(int k) {
-#ifdef IS_FLOAT
+#if defined(ST_F64)
+  return packDouble2x32(uvec2(uint(pc.s[k] & 0xffffffffUL), uint(pc.s[k] >> 32)));
+#elif defined(IS_FLOAT)
   return uintBitsToFloat(uint(pc.s[k] & 0xffffffffUL));
 #elif defined(ST_I64)
   return int64_t(pc.s[k]);
@@ -58,31 +82,378 @@ CT scalar_value(int k) {
 #endif
 }
 
+// Float op parameters, two per slot (see op_codes.h).
+float fparam(int j) {
+  uint64_t v = pc.s[j < 2 ? 2 : 0];
+  return uintBitsToFloat(uint((j & 1) == 0 ? (v & 0xffffffffUL) : (v >> 32)));
+}
+
 CT load(int k, uint off) {
   if ((pc.flags & (EW_SCALAR0 << k)) != 0u) return scalar_value(k);
   if (k == 0 && (pc.flags & EW_IN0_BOOL) != 0u) return CT(BufU8(pc.ptr[1]).v[off]);
+#if defined(ST_BF16)
+  return bf16_to_f32(uint(BUF(pc.ptr[k + 1]).v[off]));
+#else
   return CT(BUF(pc.ptr[k + 1]).v[off]);
+#endif
 }
 
 #ifdef IS_FLOAT
-#define NAN_F uintBitsToFloat(0x7fc00000u)
+#define NAN_F CT(uintBitsToFloat(0x7fc00000u))
+#define INF_F CT(uintBitsToFloat(0x7f800000u))
+#define PI 3.14159265358979323846
+bool sign_bit(CT x) {
+#ifdef ST_F64
+  return (unpackDouble2x32(x).y >> 31) != 0u;
+#else
+  return (floatBitsToUint(x) >> 31) != 0u;
+#endif
+}
+CT copy_sign(CT mag, CT sgn) { return sign_bit(sgn) ? -abs(mag) : abs(mag); }
+#endif
+
+#ifdef HAS_TRANSC
+// The driver's exp/log/tanh/atan are accurate in absolute terms only (lavapipe:
+// log(1 + 1e-3) is 3e-4 off relatively, tanh(1e-4) 10%): the functions where
+// that matters get series of their own.
+
+// log(1 + x) = 2 atanh(x / (2 + x)); the series converges fast for x in [-0.5, 1].
+float log1p_series(float x) {
+  float s = x / (2.0 + x);
+  float s2 = s * s;
+  float p = 1.0 / 19.0;
+  p = p * s2 + 1.0 / 17.0;
+  p = p * s2 + 1.0 / 15.0;
+  p = p * s2 + 1.0 / 13.0;
+  p = p * s2 + 1.0 / 11.0;
+  p = p * s2 + 1.0 / 9.0;
+  p = p * s2 + 1.0 / 7.0;
+  p = p * s2 + 1.0 / 5.0;
+  p = p * s2 + 1.0 / 3.0;
+  p = p * s2 + 1.0;
+  return 2.0 * s * p;
+}
+float log1p_f(float x) {
+  if (x >= -0.5 && x <= 1.0) return log1p_series(x);
+  return log(1.0 + x);
+}
+float log_f(float x) {
+  if (x >= 0.5 && x <= 2.0) return log1p_series(x - 1.0);  // x - 1 is exact here
+  return log(x);
+}
+float expm1_f(float x) {
+  if (abs(x) < 0.5) {
+    float p = 1.0 / 39916800.0;  // Taylor to x^11 / 11!
+    p = p * x + 1.0 / 3628800.0;
+    p = p * x + 1.0 / 362880.0;
+    p = p * x + 1.0 / 40320.0;
+    p = p * x + 1.0 / 5040.0;
+    p = p * x + 1.0 / 720.0;
+    p = p * x + 1.0 / 120.0;
+    p = p * x + 1.0 / 24.0;
+    p = p * x + 1.0 / 6.0;
+    p = p * x + 0.5;
+    p = p * x + 1.0;
+    return p * x;
+  }
+  return exp(x) - 1.0;
+}
+float tanh_f(float x) {
+  if (isnan(x)) return x;
+  float ax = abs(x);
+  if (ax > 15.0) return sign(x);
+  float e = expm1_f(2.0 * ax);
+  return copy_sign(e / (e + 2.0), x);
+}
+float sigmoid_f(float x) { return 1.0 / (1.0 + exp(-x)); }
+float softplus_f(float x) { return x > 20.0 ? x : log1p_f(exp(x)); }
+
+// atan on [0, 1]: reduced to |z| <= tan(pi/8) around 0 or pi/4, then its series.
+float atan01(float t) {
+  float base = 0.0;
+  if (t > 0.41421356) {
+    base = PI / 4.0;
+    t = (t - 1.0) / (t + 1.0);
+  }
+  float z2 = t * t;
+  float p = -1.0 / 23.0;
+  p = p * z2 + 1.0 / 21.0;
+  p = p * z2 - 1.0 / 19.0;
+  p = p * z2 + 1.0 / 17.0;
+  p = p * z2 - 1.0 / 15.0;
+  p = p * z2 + 1.0 / 13.0;
+  p = p * z2 - 1.0 / 11.0;
+  p = p * z2 + 1.0 / 9.0;
+  p = p * z2 - 1.0 / 7.0;
+  p = p * z2 + 1.0 / 5.0;
+  p = p * z2 - 1.0 / 3.0;
+  p = p * z2 + 1.0;
+  return base + t * p;
+}
+float atan2_f(float y, float x) {
+  if (isnan(x) || isnan(y)) return NAN_F;
+  float ax = abs(x), ay = abs(y), r;
+  if (isinf(ax) && isinf(ay)) {
+    r = sign_bit(x) ? 3.0 * PI / 4.0 : PI / 4.0;
+  } else if (ay == 0.0 && ax == 0.0) {
+    r = sign_bit(x) ? PI : 0.0;
+  } else if (ay <= ax) {
+    r = atan01(ay / ax);
+    if (sign_bit(x)) r = PI - r;
+  } else {
+    r = PI / 2.0 - atan01(ax / ay);
+    if (sign_bit(x)) r = PI - r;
+  }
+  return copy_sign(r, y);
+}
+float atan_f(float x) {
+  if (isnan(x)) return x;
+  float ax = abs(x);
+  float r = ax <= 1.0 ? atan01(ax) : PI / 2.0 - atan01(1.0 / ax);
+  return copy_sign(r, x);
+}
+
+// erf: Taylor series near 0 (relative accuracy), elsewhere 1 - erfc with the
+// Numerical Recipes rational erfc (fractional error < 1.2e-7 everywhere).
+float erfc_pos(float z) {
+  float t = 1.0 / (1.0 + 0.5 * z);
+  return t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+         t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
+         t * (-0.82215223 + t * 0.17087277)))))))));
+}
+float erf_f(float x) {
+  if (isnan(x)) return x;
+  if (abs(x) < 0.5) {
+    float x2 = x * x;
+    float p = -1.0 / 75600.0;
+    p = p * x2 + 1.0 / 9360.0;
+    p = p * x2 - 1.0 / 1320.0;
+    p = p * x2 + 1.0 / 216.0;
+    p = p * x2 - 1.0 / 42.0;
+    p = p * x2 + 1.0 / 10.0;
+    p = p * x2 - 1.0 / 3.0;
+    p = p * x2 + 1.0;
+    return 1.1283791670955126 * x * p;
+  }
+  float r = 1.0 - erfc_pos(abs(x));
+  return x >= 0.0 ? r : -r;
+}
+float erfc_f(float x) {
+  if (isnan(x)) return x;
+  if (abs(x) < 0.5) return 1.0 - erf_f(x);
+  float r = erfc_pos(abs(x));
+  return x >= 0.0 ? r : 2.0 - r;
+}
+// M. Giles' single-precision erfinv approximation ("Approximating the erfinv
+// function", GPU Computing Gems), then one Newton step on erf.
+float erfinv_f(float x) {
+  if (isnan(x) || abs(x) > 1.0) return NAN_F;
+  if (abs(x) == 1.0) return copy_sign(INF_F, x);
+  float w = -log((1.0 - x) * (1.0 + x));
+  float p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  float r = p * x;
+  float d = 1.1283791670955126 * exp(-r * r);
+  if (d > 0.0 && abs(x) < 0.99) r -= (erf_f(r) - x) / d;
+  return r;
+}
+
+// lgamma for x > 0: shift to x >= 8, then Stirling's series.
+float lgamma_pos(float x) {
+  float shift = 0.0;
+  float prod = 1.0;
+  while (x < 8.0) {
+    prod *= x;
+    x += 1.0;
+  }
+  if (prod != 1.0) shift = log(prod);
+  float inv = 1.0 / x, inv2 = inv * inv;
+  float series = inv * (1.0 / 12.0 - inv2 * (1.0 / 360.0 - inv2 * (1.0 / 1260.0 -
+                 inv2 * (1.0 / 1680.0))));
+  return (x - 0.5) * log(x) - x + 0.91893853320467274 + series - shift;
+}
+float lgamma_f(float x) {
+  if (isnan(x)) return x;
+  if (isinf(x)) return INF_F;
+  if (x <= 0.0 && x == floor(x)) return INF_F;  // poles
+  if (x < 0.5) {
+    // Reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x); sin(pi x) is
+    // taken at x - round(x), which is exact, so that tiny |x| keeps its digits.
+    float s = abs(sin(PI * (x - roundEven(x))));
+    return log(PI / s) - lgamma_pos(1.0 - x);
+  }
+  return lgamma_pos(x);
+}
+// trigamma: reflection below 1/2, shift up by 6, then the asymptotic series.
+float trigamma_f(float x) {
+  float sgn = 1.0, acc = 0.0;
+  if (x < 0.5) {
+    sgn = -1.0;
+    float s = sin(PI * (x - roundEven(x)));  // exact reduction, as in lgamma_f
+    acc = -(PI * PI) / (s * s);
+    x = 1.0 - x;
+  }
+  for (int k = 0; k < 6; ++k) {
+    acc += 1.0 / (x * x);
+    x += 1.0;
+  }
+  float ixx = 1.0 / (x * x);
+  acc += (1.0 + 1.0 / (2.0 * x) + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx * (1.0 / 42.0)))) / x;
+  return sgn * acc;
+}
+float digamma_f(float x) {
+  if (isnan(x)) return x;
+  if (x == 0.0) return copy_sign(INF_F, -x);
+  float acc = 0.0;
+  if (x < 0.0) {
+    if (x == floor(x)) return NAN_F;
+    // Reflection (GLSL has no recursion): psi(x) = psi(1 - x) - pi / tan(pi x).
+    acc = -PI / tan(PI * (x - roundEven(x)));  // tan has period pi
+    x = 1.0 - x;
+  }
+  if (isinf(x)) return x;
+  while (x < 10.0) {
+    acc -= 1.0 / x;
+    x += 1.0;
+  }
+  float inv2 = 1.0 / (x * x);
+  float series = inv2 * (1.0 / 12.0 - inv2 * (1.0 / 120.0 - inv2 * (1.0 / 252.0 -
+                 inv2 * (1.0 / 240.0 - inv2 * (1.0 / 132.0)))));
+  return acc + log(x) - 0.5 / x - series;
+}
+#endif
+
+#ifdef IS_FLOAT
+// a - b * q with b * q exact (Dekker's product: the driver's fma may be a
+// multiply and an add); `precise` keeps the compiler from reassociating.
+#ifdef ST_F64
+#define SPLITTER 134217729.0lf  // 2^27 + 1
+#else
+#define SPLITTER 4097.0  // 2^12 + 1
+#endif
+CT sub_exact_product(CT a, CT b, CT q) {
+  precise CT p = b * q;
+  precise CT bb = CT(SPLITTER) * b;
+  precise CT qq = CT(SPLITTER) * q;
+  if (isinf(bb) || isinf(qq)) return a - p;
+  precise CT bh = bb - (bb - b);
+  precise CT bl = b - bh;
+  precise CT qh = qq - (qq - q);
+  precise CT ql = q - qh;
+  precise CT e = ((bh * qh - p) + bh * ql + bl * qh) + bl * ql;  // b * q = p + e exactly
+  precise CT r = (a - p) - e;
+  return r;
+}
+// fmod(a, b) from the exact a - b * trunc(a / b), q corrected by one where a / b
+// rounded across an integer. Exact while |a / b| < 2^24 (2^53 in f64).
+CT fmod_f(CT a, CT b) {
+  if (isinf(b) && !isinf(a)) return a;
+  CT q = trunc(a / b);
+  CT r = sub_exact_product(a, b, q);
+  if (r != CT(0) && sign_bit(r) != sign_bit(a)) r += (sign_bit(a) == sign_bit(b)) ? b : -b;
+  if (abs(r) >= abs(b)) r -= (sign_bit(a) == sign_bit(b)) ? b : -b;
+  return r == CT(0) ? copy_sign(CT(0), a) : r;
+}
+CT remainder_f(CT a, CT b) {
+  CT m = fmod_f(a, b);
+  if (m != CT(0) && sign_bit(b) != sign_bit(m)) m += b;
+  return m;
+}
+CT lerp_f(CT a, CT b, CT w) {
+  return (abs(w) < CT(0.5)) ? a + w * (b - a) : b - (b - a) * (CT(1) - w);
+}
+#endif
+
+#if defined(HAS_TRANSC)
+// pow with C's special cases (GLSL's pow is undefined for x <= 0) and the exact
+// forms PyTorch uses for the common exponents.
 float safe_pow(float a, float b) {
-  if (b == 0.0) return 1.0;
-  if (a >= 0.0 || isnan(a)) return pow(a, b);
+  if (b == 0.0 || a == 1.0) return 1.0;
+  if (isnan(a) || isnan(b)) return NAN_F;
+  if (b == 2.0) return a * a;
+  if (b == 3.0) return a * a * a;
+  if (b == 0.5) return sqrt(a);
+  if (b == -1.0) return 1.0 / a;
+  if (b == -2.0) return 1.0 / (a * a);
+  bool odd = abs(b) < 16777216.0 && trunc(b) == b && mod(b, 2.0) != 0.0;
+  if (isinf(b)) {
+    float m = abs(a);
+    if (m == 1.0) return 1.0;
+    return ((m < 1.0) == (b > 0.0)) ? 0.0 : INF_F;
+  }
+  if (a == 0.0 || isinf(a)) {
+    float r = ((a == 0.0) == (b < 0.0)) ? INF_F : 0.0;
+    return (odd && sign_bit(a)) ? -r : r;
+  }
+  if (a > 0.0) return pow(a, b);
   if (b != trunc(b)) return NAN_F;
   float r = pow(-a, b);
-  return (mod(b, 2.0) != 0.0) ? -r : r;
+  return odd ? -r : r;
 }
-float gelu_erf(float x) {
-  // erf from Abramowitz-Stegun 7.1.26 is too coarse; use the rational
-  // approximation with 1.2e-7 max error (Numerical Recipes erfc).
-  float z = abs(x) * 0.70710678118654752;
-  float t = 1.0 / (1.0 + 0.5 * z);
-  float r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
-            t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
-            t * (-0.82215223 + t * 0.17087277)))))))));
-  float erf_v = 1.0 - r;
-  return x >= 0.0 ? erf_v : -erf_v;
+float hypot_f(float a, float b) {
+  a = abs(a);
+  b = abs(b);
+  if (isinf(a) || isinf(b)) return INF_F;
+  if (isnan(a) || isnan(b)) return NAN_F;
+  float m = max(a, b), n = min(a, b);
+  if (m == 0.0) return 0.0;
+  float r = n / m;
+  return m * sqrt(1.0 + r * r);
+}
+#endif
+
+#ifdef IS_FLOAT
+// One step of the storage dtype's bit pattern towards b (only moves of bits, no
+// arithmetic, so that denormal results survive).
+CT nextafter_f(CT a, CT b) {
+  if (isnan(a) || isnan(b)) return NAN_F;
+  if (a == b) return b;
+  bool away = (a < b) == (a > CT(0));  // away from zero
+  bool neg = a == CT(0) ? b < CT(0) : sign_bit(a);
+#if defined(ST_F64)
+  uvec2 w = unpackDouble2x32(a);
+  uint64_t u = (uint64_t(w.y) << 32) | uint64_t(w.x);
+  u = a == CT(0) ? (neg ? 0x8000000000000001UL : 1UL) : (away ? u + 1UL : u - 1UL);
+  return packDouble2x32(uvec2(uint(u & 0xffffffffUL), uint(u >> 32)));
+#elif defined(ST_BF16) || defined(ST_F16)
+#ifdef ST_BF16
+  uint u = f32_to_bf16(a);  // exact: a is a bfloat16
+#else
+  uint u = packHalf2x16(vec2(a, 0.0)) & 0xffffu;  // exact: a is a float16
+#endif
+  u = a == CT(0) ? (neg ? 0x8001u : 1u) : (away ? u + 1u : u - 1u);
+#ifdef ST_BF16
+  return uintBitsToFloat(u << 16);
+#else
+  return unpackHalf2x16(u).x;
+#endif
+#else
+  uint u = floatBitsToUint(a);
+  u = a == CT(0) ? (neg ? 0x80000001u : 1u) : (away ? u + 1u : u - 1u);
+  return uintBitsToFloat(u);
+#endif
 }
 #endif
 
@@ -99,6 +470,11 @@ CT int_pow(CT a, CT b) {
   }
   return r;
 }
+// GLSL's % on negative operands is undefined (glslang emits OpSMod): the
+// truncated remainder is spelled out. Integer division by zero is undefined in
+// SPIR-V too: PyTorch's CPU raises, but checking would need a device read, so the
+// result is unspecified (lavapipe does not trap).
+CT int_fmod(CT a, CT b) { return a - b * (a / b); }
 #endif
 
 CT apply(CT a, CT b, CT c, uint i) {
@@ -106,7 +482,6 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_IDENTITY: return a;
     case OP_NEG: return -a;
     case OP_ABS: return abs(a);
-    case OP_SIGN: return sign(a);
     case OP_RELU: return (a > CT(0)) ? a : ((a != a) ? a : CT(0));
     case OP_CLAMP: {
       CT r = a;
@@ -120,6 +495,7 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_ARANGE: return scalar_value(0) + CT(i) * scalar_value(1);
     case OP_LOGICAL_NOT: return CT(a == CT(0));
     case OP_NONZERO: return CT(a != CT(0));
+    case OP_THRESHOLD: return (a <= scalar_value(2)) ? scalar_value(0) : a;
     case OP_ADD: return a + scalar_value(2) * b;
     case OP_SUB: return a - scalar_value(2) * b;
     case OP_MUL: return a * b;
@@ -133,66 +509,243 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_LOGICAL_OR: return CT(a != CT(0) || b != CT(0));
     case OP_LOGICAL_XOR: return CT((a != CT(0)) != (b != CT(0)));
     case OP_THRESHOLD_BACKWARD: return (b <= scalar_value(2)) ? CT(0) : a;
+    case OP_HARDTANH_BACKWARD:
+      return (b <= scalar_value(2) || b >= scalar_value(0)) ? CT(0) : a;
+    case OP_HEAVISIDE: return a == CT(0) ? b : CT(a > CT(0));
     case OP_WHERE: return (a != CT(0)) ? b : c;
     case OP_ADDCMUL: return a + scalar_value(2) * b * c;
+    case OP_PRELU: return a > CT(0) ? a : b * a;
+    case OP_PRELU_BACKWARD_INPUT: return b > CT(0) ? a : c * a;
+    case OP_PRELU_BACKWARD_WEIGHT: return b > CT(0) ? CT(0) : b * a;
 #ifdef IS_FLOAT
+    case OP_SIGN: return isnan(a) ? CT(0) : sign(a);
     case OP_SQRT: return sqrt(a);
     case OP_RSQRT: return inversesqrt(a);
-    case OP_EXP: return exp(a);
-    case OP_LOG: return log(a);
-    case OP_LOG2: return log2(a);
-    case OP_EXP2: return exp2(a);
-    case OP_LOG1P: return (abs(a) < 1e-4) ? a * (1.0 - 0.5 * a) : log(1.0 + a);
-    case OP_EXPM1: return (abs(a) < 1e-5) ? a + 0.5 * a * a : exp(a) - 1.0;
-    case OP_SIGMOID: return 1.0 / (1.0 + exp(-a));
-    case OP_TANH: return isnan(a) ? a : tanh(clamp(a, -15.0, 15.0));  // clamp: no inf/inf
-    case OP_RECIPROCAL: return 1.0 / a;
-    case OP_SIN: return sin(a);
-    case OP_COS: return cos(a);
+    case OP_RECIPROCAL: return CT(1) / a;
     case OP_FLOOR: return floor(a);
     case OP_CEIL: return ceil(a);
     case OP_ROUND: return roundEven(a);
     case OP_TRUNC: return trunc(a);
-    case OP_ISNAN: return float(isnan(a));
-    case OP_ISINF: return float(isinf(a));
-    case OP_ISFINITE: return float(!isnan(a) && !isinf(a));
-    case OP_SILU: return a / (1.0 + exp(-a));
-    case OP_GELU: return 0.5 * a * (1.0 + gelu_erf(a));
-    case OP_GELU_TANH: {
-      float inner = 0.7978845608028654 * (a + 0.044715 * a * a * a);
-      return 0.5 * a * (1.0 + tanh(clamp(inner, -15.0, 15.0)));
+    case OP_FRAC: return a - trunc(a);
+    case OP_ROUND_DECIMALS: {
+      CT p = scalar_value(2);
+      return (pc.flags & EW_PARAM_FLAG) != 0u ? roundEven(a / p) * p : roundEven(a * p) / p;
     }
+    case OP_ISNAN: return CT(isnan(a));
+    case OP_ISINF: return CT(isinf(a));
+    case OP_ISPOSINF: return CT(isinf(a) && a > CT(0));
+    case OP_ISNEGINF: return CT(isinf(a) && a < CT(0));
+    case OP_ISFINITE: return CT(!isnan(a) && !isinf(a));
+    case OP_SIGNBIT: return CT(sign_bit(a));
     case OP_DIV: return a / b;
     case OP_DIV_TRUNC: return trunc(a / b);
-    case OP_DIV_FLOOR: return floor(a / b);
+    case OP_DIV_FLOOR: {
+      // PyTorch's floor division: from the exact remainder, not floor(a / b).
+      if (b == CT(0)) return a / b;
+      CT m = fmod_f(a, b);
+      CT q = (a - m) / b;
+      if (m != CT(0) && (b < CT(0)) != (m < CT(0))) q -= CT(1);
+      CT fq = floor(q);
+      if (q - fq > CT(0.5)) fq += CT(1);
+      return q == CT(0) ? copy_sign(CT(0), a / b) : fq;
+    }
     case OP_MAXIMUM: return (isnan(a) || isnan(b)) ? NAN_F : max(a, b);
     case OP_MINIMUM: return (isnan(a) || isnan(b)) ? NAN_F : min(a, b);
+    case OP_FMAX: return isnan(a) ? b : (isnan(b) ? a : max(a, b));
+    case OP_FMIN: return isnan(a) ? b : (isnan(b) ? a : min(a, b));
+    case OP_REMAINDER: return remainder_f(a, b);
+    case OP_FMOD: return fmod_f(a, b);
+    case OP_COPYSIGN: return copy_sign(a, b);
+    case OP_NEXTAFTER: return nextafter_f(a, b);
+    case OP_LERP_SCALAR: return lerp_f(a, b, scalar_value(2));
+    case OP_LERP_TENSOR: return lerp_f(a, b, c);
+    case OP_ADDCDIV: return a + scalar_value(2) * b / c;
+    case OP_CLAMP_TENSOR: return isnan(a) ? a : min(max(a, b), c);
+    case OP_HARDSWISH: return isnan(a) ? a : a * min(max(a + CT(3), CT(0)), CT(6)) / CT(6);
+    case OP_HARDSIGMOID: return isnan(a) ? a : min(max(a + CT(3), CT(0)), CT(6)) / CT(6);
+    case OP_HARDSWISH_BACKWARD:
+      return b < CT(-3) ? CT(0) : (b <= CT(3) ? a * (b / CT(3) + CT(0.5)) : a);
+    case OP_HARDSIGMOID_BACKWARD: return (b > CT(-3) && b < CT(3)) ? a / CT(6) : CT(0);
+    case OP_NAN_TO_NUM:  // s1 = nan, s2 = posinf, s0 = neginf replacements
+      if (isnan(a)) return scalar_value(1);
+      return isinf(a) ? (a > CT(0) ? scalar_value(2) : scalar_value(0)) : a;
+    case OP_LEAKY_RELU: return a > CT(0) ? a : a * scalar_value(2);
+    case OP_LEAKY_RELU_BACKWARD: return b > CT(0) ? a : a * scalar_value(2);
+    case OP_SOFTSHRINK: {
+      CT l = scalar_value(2);
+      return a > l ? a - l : (a < -l ? a + l : (isnan(a) ? a : copy_sign(CT(0), a)));
+    }
+    case OP_HARDSHRINK: {
+      CT l = scalar_value(2);
+      return (a >= -l && a <= l) ? CT(0) : a;
+    }
+    case OP_SHRINK_BACKWARD: {
+      CT l = scalar_value(2);
+      return (b >= -l && b <= l) ? CT(0) : a;
+    }
+    case OP_SIGMOID_BACKWARD: return a * b * (CT(1) - b);     // grad, output
+    case OP_TANH_BACKWARD: return a * (CT(1) - b * b);        // grad, output
+#endif
+#ifdef HAS_TRANSC
+    case OP_EXP: return exp(a);
+    case OP_LOG: return log_f(a);
+    case OP_LOG2: return (a >= 0.5 && a <= 2.0) ? log_f(a) * 1.4426950408889634 : log2(a);
+    case OP_LOG10: return log_f(a) * 0.43429448190325182;
+    case OP_EXP2: return exp2(a);
+    case OP_LOG1P: return log1p_f(a);
+    case OP_EXPM1: return expm1_f(a);
+    case OP_SIGMOID: return sigmoid_f(a);
+    case OP_TANH: return tanh_f(a);
+    case OP_SIN: return sin(a);
+    case OP_COS: return cos(a);
+    case OP_TAN: return tan(a);
+    case OP_ASIN: return atan2_f(a, sqrt((1.0 - a) * (1.0 + a)));
+    case OP_ACOS: return atan2_f(sqrt((1.0 - a) * (1.0 + a)), a);
+    case OP_ATAN: return atan_f(a);
+    case OP_SINH: {
+      float ax = abs(a);
+      float r;
+      if (ax < 1.0) {
+        float e = expm1_f(ax);
+        r = 0.5 * (e + e / (e + 1.0));
+      } else {
+        float t = exp(0.5 * ax);
+        r = (0.5 * t) * t - 0.5 / (t * t);
+      }
+      return copy_sign(r, a);
+    }
+    case OP_COSH: {
+      float t = exp(0.5 * abs(a));
+      return (0.5 * t) * t + 0.5 / (t * t);
+    }
+    case OP_ASINH: {
+      float ax = abs(a);
+      float r;
+      if (ax > 1e18) {
+        r = log(ax) + 0.69314718055994531;
+      } else {
+        float x2 = ax * ax;
+        r = log1p_f(ax + x2 / (1.0 + sqrt(1.0 + x2)));
+      }
+      return copy_sign(r, a);
+    }
+    case OP_ACOSH: {
+      if (a < 1.0) return NAN_F;
+      if (a > 1e18) return log(a) + 0.69314718055994531;
+      float t = a - 1.0;
+      return log1p_f(t + sqrt(2.0 * t + t * t));
+    }
+    case OP_ATANH: return 0.5 * log1p_f(2.0 * a / (1.0 - a));
+    case OP_SINC: {
+      if (a == 0.0) return 1.0;
+      float p = PI * a;
+      return sin(p) / p;
+    }
+    case OP_ENTR:
+      if (isnan(a)) return a;
+      if (a == 0.0) return 0.0;
+      return a > 0.0 ? -a * log_f(a) : -INF_F;
+    case OP_ERF: return erf_f(a);
+    case OP_ERFC: return erfc_f(a);
+    case OP_ERFINV: return erfinv_f(a);
+    case OP_LGAMMA: return lgamma_f(a);
+    case OP_DIGAMMA: return digamma_f(a);
+    case OP_TRIGAMMA: return trigamma_f(a);
+    case OP_LOGIT: {
+      float eps = fparam(0);
+      float x = eps < 0.0 ? a : clamp(a, eps, 1.0 - eps);
+      return x == 1.0 ? INF_F : log_f(x / (1.0 - x));
+    }
+    case OP_SILU: return a / (1.0 + exp(-a));
+    case OP_GELU: return 0.5 * a * (1.0 + erf_f(a * 0.70710678118654752));
+    case OP_GELU_TANH: {
+      float inner = 0.7978845608028654 * (a + 0.044715 * a * a * a);
+      return 0.5 * a * (1.0 + tanh_f(inner));
+    }
+    case OP_ELU:
+      return a <= 0.0 ? expm1_f(a * fparam(2)) * fparam(0) : a * fparam(1);
+    case OP_MISH: return a * tanh_f(softplus_f(a));
+    case OP_SOFTPLUS: {
+      float beta = fparam(0);
+      return a * beta > fparam(1) ? a : log1p_f(exp(a * beta)) / beta;
+    }
+    case OP_LOG_SIGMOID: return isnan(a) ? a : min(a, 0.0) - log1p_f(exp(-abs(a)));
     case OP_POW: return safe_pow(a, b);
-    case OP_REMAINDER: { float m = a - b * floor(a / b); return m; }
-    case OP_FMOD: return a - b * trunc(a / b);
-    case OP_ATAN2: return atan(a, b);
-    case OP_SIGMOID_BACKWARD: return a * b * (1.0 - b);     // grad, output
-    case OP_TANH_BACKWARD: return a * (1.0 - b * b);        // grad, output
+    case OP_ATAN2: return atan2_f(a, b);
+    case OP_HYPOT: return hypot_f(a, b);
+    case OP_XLOGY: return isnan(b) ? NAN_F : (a == 0.0 ? 0.0 : a * log_f(b));
+    case OP_XLOG1PY: return isnan(b) ? NAN_F : (a == 0.0 ? 0.0 : a * log1p_f(b));
+    case OP_LOGADDEXP: {
+      if (isinf(a) && a == b) return a;
+      float m = max(a, b);
+      return m + log1p_f(exp(-abs(a - b)));
+    }
+    case OP_LOGADDEXP2: {
+      if (isinf(a) && a == b) return a;
+      float m = max(a, b);
+      return m + log1p_f(exp2(-abs(a - b))) * 1.4426950408889634;
+    }
+    case OP_GLU: return a * sigmoid_f(b);
+    case OP_GLU_BACKWARD_A: return a * sigmoid_f(b);                  // grad, gate
+    case OP_GLU_BACKWARD_B: {                                         // grad, half, gate
+      float s = sigmoid_f(c);
+      return a * b * s * (1.0 - s);
+    }
     case OP_SILU_BACKWARD: {                                // grad, input
-      float s = 1.0 / (1.0 + exp(-b));
+      float s = sigmoid_f(b);
       return a * s * (1.0 + b * (1.0 - s));
     }
     case OP_GELU_BACKWARD: {                                // grad, input (erf form)
-      float cdf = 0.5 * (1.0 + gelu_erf(b));
+      float cdf = 0.5 * (1.0 + erf_f(b * 0.70710678118654752));
       float pdf = 0.3989422804014327 * exp(-0.5 * b * b);
       return a * (cdf + b * pdf);
     }
-    case OP_LERP_SCALAR: { float w = scalar_value(2); return (abs(w) < 0.5) ? a + w * (b - a) : b - (b - a) * (1.0 - w); }
-    case OP_LERP_TENSOR: return (abs(c) < 0.5) ? a + c * (b - a) : b - (b - a) * (1.0 - c);
-    case OP_ADDCDIV: return a + scalar_value(2) * b / c;
-    case OP_CLAMP_TENSOR: return isnan(a) ? a : min(max(a, b), c);
-#else
+    case OP_GELU_TANH_BACKWARD: {
+      const float kBeta = 0.7978845608028654, kKappa = 0.044715;
+      float x2 = b * b;
+      float t = tanh_f(kBeta * (b + kKappa * x2 * b));
+      float left_d = 0.5 * (1.0 + t);
+      float right_d = 0.5 * b * (1.0 - t * t) * kBeta * (1.0 + 3.0 * kKappa * x2);
+      return a * (left_d + right_d);
+    }
+    case OP_LOGIT_BACKWARD: {
+      float eps = fparam(0);
+      if (eps < 0.0) return (b < 0.0 || b > 1.0) ? NAN_F : a / (b * (1.0 - b));
+      return (b < eps || b > 1.0 - eps) ? 0.0 : a / (b * (1.0 - b));
+    }
+    case OP_ELU_BACKWARD: {
+      float negcoef = fparam(0), poscoef = fparam(1), negiptcoef = fparam(2);
+      if ((pc.flags & EW_PARAM_FLAG) != 0u)  // b is the result
+        return b <= 0.0 ? a * negiptcoef * (b + negcoef) : a * poscoef;
+      return b <= 0.0 ? a * negiptcoef * negcoef * exp(b * negiptcoef) : a * poscoef;
+    }
+    case OP_SOFTPLUS_BACKWARD: {
+      float beta = fparam(0);
+      float z = exp(b * beta);
+      return b * beta > fparam(1) ? a : a * z / (z + 1.0);
+    }
+    case OP_LOG_SIGMOID_BACKWARD: {
+      float z = exp(-abs(b));
+      return b < 0.0 ? a * (1.0 - z / (1.0 + z)) : a * (z / (1.0 + z));
+    }
+    case OP_MISH_BACKWARD: {
+      float s = sigmoid_f(b);
+      float t = tanh_f(softplus_f(b));
+      return a * (t + b * s * (1.0 - t * t));
+    }
+#endif
+#ifndef IS_FLOAT
+    case OP_SIGN: return sign(a);
+    case OP_RECIPROCAL: return CT(1) / a;
     case OP_BITWISE_NOT: return ~a;
     case OP_BITWISE_AND: return a & b;
     case OP_BITWISE_OR: return a | b;
     case OP_BITWISE_XOR: return a ^ b;
-    case OP_MAXIMUM: return max(a, b);
-    case OP_MINIMUM: return min(a, b);
+    case OP_SHIFT_LEFT: return (b < CT(0) || b >= CT(INT_BITS)) ? CT(0) : a << b;
+    case OP_SHIFT_RIGHT:
+      return (b < CT(0) || b >= CT(INT_BITS)) ? (a < CT(0) ? CT(-1) : CT(0)) : a >> b;
+    case OP_MAXIMUM: case OP_FMAX: return max(a, b);
+    case OP_MINIMUM: case OP_FMIN: return min(a, b);
     case OP_POW: return int_pow(a, b);
     case OP_DIV_TRUNC: return a / b;
     case OP_DIV_FLOOR: {
@@ -200,15 +753,16 @@ CT apply(CT a, CT b, CT c, uint i) {
       return (q * b != a && ((a < CT(0)) != (b < CT(0)))) ? q - CT(1) : q;
     }
     case OP_REMAINDER: {
-      CT r = a % b;
+      CT r = int_fmod(a, b);
       return (r != CT(0) && ((r < CT(0)) != (b < CT(0)))) ? r + b : r;
     }
-    case OP_FMOD: return a % b;
+    case OP_FMOD: return int_fmod(a, b);
     case OP_CLAMP_TENSOR: return min(max(a, b), c);
-    case OP_ISNAN: return CT(0);
-    case OP_ISINF: return CT(0);
+    case OP_ISNAN: case OP_ISINF: case OP_ISPOSINF: case OP_ISNEGINF: return CT(0);
     case OP_ISFINITE: return CT(1);
+    case OP_SIGNBIT: return CT(a < CT(0));
     case OP_FLOOR: case OP_CEIL: case OP_ROUND: case OP_TRUNC: return a;
+    case OP_FRAC: return CT(0);
 #endif
     default: return a;
   }
@@ -243,6 +797,8 @@ void main() {
   if ((pc.flags & EW_BOOL_OUT) != 0u) r = CT(r != CT(0));
 #if defined(ST_F16)
   BUF(pc.ptr[0]).v[off[0]] = float16_t(r);
+#elif defined(ST_BF16)
+  BUF(pc.ptr[0]).v[off[0]] = uint16_t(f32_to_bf16(r));
 #elif defined(ST_U8)
   BUF(pc.ptr[0]).v[off[0]] = uint8_t(r);
 #else

@@ -7,6 +7,7 @@
 // normal, randint, bernoulli). The variant is the output dtype.
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16 -DNEED_I16
 //! variant i32 -DST_I32
 //! variant i64 -DST_I64
 //! variant u8 -DST_U8
@@ -50,6 +51,8 @@ void store_float(uint i, float v) {
   BufF32(pc.dst).v[i] = v;
 #elif defined(ST_F16)
   BufF16(pc.dst).v[i] = float16_t(v);
+#elif defined(ST_BF16)
+  BufU16(pc.dst).v[i] = uint16_t(f32_to_bf16(v));
 #elif defined(ST_I32)
   BufI32(pc.dst).v[i] = int(v);
 #elif defined(ST_I64)
@@ -64,6 +67,8 @@ void store_int(uint i, int64_t v) {
   BufF32(pc.dst).v[i] = float(v);
 #elif defined(ST_F16)
   BufF16(pc.dst).v[i] = float16_t(float(v));
+#elif defined(ST_BF16)
+  BufU16(pc.dst).v[i] = uint16_t(f32_to_bf16(float(v)));
 #elif defined(ST_I32)
   BufI32(pc.dst).v[i] = int(v);
 #elif defined(ST_I64)
@@ -82,6 +87,8 @@ void main() {
       float v = pc.a + (pc.b - pc.a) * unit(x.x);
 #if defined(ST_F16)
       v = float(float16_t(v));
+#elif defined(ST_BF16)
+      v = bf16_to_f32(f32_to_bf16(v));
 #endif
       // Rounding may land on the excluded upper bound: fold it back to `from`.
       store_float(i, v >= pc.b ? pc.a : v);
