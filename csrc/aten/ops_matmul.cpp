@@ -45,9 +45,23 @@ void gemm3(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out,
 
 // Writes into `out` (resized); computes into a temporary when out overlaps
 // an input or has a layout the kernel cannot write.
+// bfloat16 operands multiply in float32 (fp32 accumulation, as PyTorch's CPU
+// does) and the result is rounded once.
+bool upcast_bf16(const at::Tensor& a, const at::Tensor& b) {
+  return a.scalar_type() == at::kBFloat16 && b.scalar_type() == at::kBFloat16;
+}
+at::Tensor as_float(const at::Tensor& t) { return t.defined() ? t.to(at::kFloat) : t; }
+
 at::Tensor& mm_into(const char* name, const at::Tensor& self, const at::Tensor& mat2,
                     const at::Tensor& bias, const at::Scalar& beta, const at::Scalar& alpha,
                     at::Tensor& out) {
+  if (upcast_bf16(self, mat2) && out.scalar_type() == at::kBFloat16) {
+    at::Tensor r = at::empty({0}, out.options().dtype(at::kFloat));
+    mm_into(name, as_float(self), as_float(mat2), as_float(bias), beta, alpha, r);
+    at::native::resize_output(out, r.sizes());
+    out.copy_(r);
+    return out;
+  }
   TORCH_CHECK(self.dim() == 2, name, ": self must be a matrix");
   TORCH_CHECK(mat2.dim() == 2, name, ": mat2 must be a matrix");
   TORCH_CHECK(self.size(1) == mat2.size(0), name, ": mat1 and mat2 shapes cannot be multiplied (",
@@ -97,6 +111,13 @@ at::Tensor& addmm_(at::Tensor& self, const at::Tensor& a, const at::Tensor& b,
 at::Tensor& bmm_into(const char* name, const at::Tensor& self, const at::Tensor& mat2,
                      const at::Tensor& bias, const at::Scalar& beta, const at::Scalar& alpha,
                      at::Tensor& out) {
+  if (upcast_bf16(self, mat2) && out.scalar_type() == at::kBFloat16) {
+    at::Tensor r = at::empty({0}, out.options().dtype(at::kFloat));
+    bmm_into(name, as_float(self), as_float(mat2), as_float(bias), beta, alpha, r);
+    at::native::resize_output(out, r.sizes());
+    out.copy_(r);
+    return out;
+  }
   TORCH_CHECK(self.dim() == 3, name, ": batch1 must be a 3D tensor");
   TORCH_CHECK(mat2.dim() == 3, name, ": batch2 must be a 3D tensor");
   TORCH_CHECK(self.size(0) == mat2.size(0), name, ": batch1 and batch2 must have same number "

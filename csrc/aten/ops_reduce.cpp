@@ -23,6 +23,11 @@ bool kernel_dtype(at::ScalarType t) {
 at::Tensor run_reduce(const char* name, const at::Tensor& self, const std::vector<int64_t>& dims,
                       bool keepdim, ReduceOp op, at::ScalarType vt, double scale = 1.0,
                       at::Tensor* indices = nullptr, bool arg_only = false) {
+  if (vt == at::kBFloat16) {
+    // bfloat16 reduces in float32 and rounds once at the end, as PyTorch's CPU does.
+    at::Tensor r = run_reduce(name, self, dims, keepdim, op, at::kFloat, scale, indices, arg_only);
+    return arg_only ? r : r.to(at::kBFloat16);
+  }
   TORCH_CHECK_NOT_IMPLEMENTED(kernel_dtype(vt), name, " on vkml does not support ", vt, " yet");
   at::Tensor in = self.scalar_type() == vt ? self : self.to(vt);
   auto shape = reduced_shape(in, dims, keepdim);

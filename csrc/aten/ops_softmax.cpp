@@ -32,6 +32,9 @@ at::Tensor forward(const char* name, const at::Tensor& self, int64_t dim, bool h
                 "conversion is supported for Half type only");
     in = in.to(at::kFloat);
   }
+  if (in.scalar_type() == at::kBFloat16) {  // fp32 math, one rounding at the end
+    return forward(name, in.to(at::kFloat), dim, false, log).to(at::kBFloat16);
+  }
   check_float(name, in.scalar_type());
   at::Tensor out = at::empty(in.sizes(), in.options());
   if (out.numel() == 0) return out;
@@ -47,6 +50,9 @@ at::Tensor backward(const char* name, const at::Tensor& grad, const at::Tensor& 
   int64_t d = at::maybe_wrap_dim(dim, grad.dim());
   at::Tensor g = grad.contiguous(), y = output.contiguous();
   if (g.scalar_type() != y.scalar_type()) g = g.to(y.scalar_type());
+  if (y.scalar_type() == at::kBFloat16) {
+    return backward(name, g.to(at::kFloat), y.to(at::kFloat), dim, input_dtype, log);
+  }
   check_float(name, y.scalar_type());
   at::Tensor gi = at::empty(y.sizes(), y.options());
   if (gi.numel() > 0)
