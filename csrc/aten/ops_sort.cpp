@@ -180,13 +180,16 @@ TensorPair median_last(const at::Tensor& self, int64_t d) {
   return {mv, mi};
 }
 
-TensorRefPair vk_median_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
-                             at::Tensor& values, at::Tensor& indices) {
+// median / nanmedian along a dim: `pick` reduces the wrapped dim d, this puts
+// the dim back (keepdim) or squeezes a 0-dim input's result.
+template <class Pick>
+TensorRefPair median_dim_out(const char* name, Pick pick, const at::Tensor& self, int64_t dim,
+                             bool keepdim, at::Tensor& values, at::Tensor& indices) {
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
-  check_out_dtypes("median", self, values, indices);
-  TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) > 0, "median(): Expected reduction dim ", d,
+  check_out_dtypes(name, self, values, indices);
+  TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) > 0, name, "(): Expected reduction dim ", d,
                     " to have non-zero size.");
-  auto [mv, mi] = median_last(self, d);
+  auto [mv, mi] = pick(self, d);
   if (self.dim() > 0 && keepdim) {
     mv = mv.unsqueeze(d);
     mi = mi.unsqueeze(d);
@@ -195,6 +198,11 @@ TensorRefPair vk_median_dim_out(const at::Tensor& self, int64_t dim, bool keepdi
     mi = mi.reshape({});
   }
   return write_pair(mv, mi, values, indices);
+}
+
+TensorRefPair vk_median_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
+                                at::Tensor& values, at::Tensor& indices) {
+  return median_dim_out("median", median_last, self, dim, keepdim, values, indices);
 }
 
 TensorPair vk_median_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
@@ -238,19 +246,7 @@ TensorPair nanmedian_last(const at::Tensor& self, int64_t d) {
 
 TensorRefPair vk_nanmedian_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
                                    at::Tensor& values, at::Tensor& indices) {
-  int64_t d = at::maybe_wrap_dim(dim, self.dim());
-  check_out_dtypes("nanmedian", self, values, indices);
-  TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) > 0, "nanmedian(): Expected reduction dim ",
-                    d, " to have non-zero size.");
-  auto [mv, mi] = nanmedian_last(self, d);
-  if (self.dim() > 0 && keepdim) {
-    mv = mv.unsqueeze(d);
-    mi = mi.unsqueeze(d);
-  } else if (self.dim() == 0) {
-    mv = mv.reshape({});
-    mi = mi.reshape({});
-  }
-  return write_pair(mv, mi, values, indices);
+  return median_dim_out("nanmedian", nanmedian_last, self, dim, keepdim, values, indices);
 }
 
 TensorPair vk_nanmedian_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
