@@ -226,6 +226,24 @@ Tensor3 layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
   return {y, mean.to(x.scalar_type()).view(stat_shape), rstd.to(x.scalar_type()).view(stat_shape)};
 }
 
+// grad_input of layer / group norm: per-group sums of gy*w and gy*w*x̂ over the
+// view, then the data grad from them (rows = groups, k = elements per group).
+at::Tensor norm_input_grad(const at::Tensor& x, const at::Tensor& gy, const at::Tensor& w,
+                           const at::Tensor& mean, const at::Tensor& rstd,
+                           vkml::ops::NormView v, int64_t rows, int64_t k, bool any) {
+  at::Tensor gi = at::empty(x.sizes(), x.options());
+  if (!any) return gi;
+  at::Tensor sa = f32_empty(x, rows), sb = f32_empty(x, rows);
+  guarded([&] {
+    auto& dev = vkml_device(x);
+    vkml::ops::norm_backward_sums(dev, dt(x), addr(x), addr(gy), addr_or_0(w), addr(mean),
+                                  addr(rstd), addr(sa), addr(sb), v);
+    vkml::ops::norm_data_grad(dev, dt(x), addr(x), addr(gy), addr_or_0(w), addr(mean),
+                              addr(rstd), addr(sa), addr(sb), addr(gi), v, k);
+  });
+  return gi;
+}
+
 Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                             at::IntArrayRef normalized_shape, const at::Tensor& mean_in,
                             const at::Tensor& rstd_in, const OptTensor& weight,
@@ -241,20 +259,7 @@ Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
   at::ScalarType param_type = has(weight) ? weight->scalar_type() : x.scalar_type();
   at::Tensor gi, gw, gb;
   bool any = M > 0 && K > 0;
-  if (mask[0]) {
-    gi = at::empty(x.sizes(), x.options());
-    if (any) {
-      vkml::ops::NormView v{1, M, K, K, M, 1, K};
-      at::Tensor sa = f32_empty(x, M), sb = f32_empty(x, M);
-      guarded([&] {
-        auto& dev = vkml_device(x);
-        vkml::ops::norm_backward_sums(dev, dt(x), addr(x), addr(gy), addr_or_0(w), addr(mean),
-                                      addr(rstd), addr(sa), addr(sb), v);
-        vkml::ops::norm_data_grad(dev, dt(x), addr(x), addr(gy), addr_or_0(w), addr(mean),
-                                  addr(rstd), addr(sa), addr(sb), addr(gi), v, K);
-      });
-    }
-  }
+  if (mask[0]) gi = norm_input_grad(x, gy, w, mean, rstd, {1, M, K, K, M, 1, K}, M, K, any);
   if (mask[1] || mask[2]) {
     at::Tensor sg = f32_empty(x, K), sgx = f32_empty(x, K);
     if (any) {
@@ -318,18 +323,8 @@ Tensor3 group_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
   bool any = x.numel() > 0;
   at::Tensor gi, gw, gb;
   if (mask[0]) {
-    gi = at::empty(x.sizes(), x.options());
-    if (any) {
-      vkml::ops::NormView v{1, N * group, D, D, N * group, HxW, C};
-      at::Tensor sa = f32_empty(x, N * group), sb = f32_empty(x, N * group);
-      guarded([&] {
-        auto& dev = vkml_device(x);
-        vkml::ops::norm_backward_sums(dev, dt(x), addr(x), addr(gy), addr_or_0(w), addr(mean),
-                                      addr(rstd), addr(sa), addr(sb), v);
-        vkml::ops::norm_data_grad(dev, dt(x), addr(x), addr(gy), addr_or_0(w), addr(mean),
-                                  addr(rstd), addr(sa), addr(sb), addr(gi), v, D);
-      });
-    }
+    gi = norm_input_grad(x, gy, w, mean, rstd, {1, N * group, D, D, N * group, HxW, C},
+                         N * group, D, any);
   }
   if (mask[1] || mask[2]) {
     at::Tensor sg = f32_empty(x, C), sgx = f32_empty(x, C);
