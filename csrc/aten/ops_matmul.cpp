@@ -1,6 +1,7 @@
 // Matrix products: mm, addmm, bmm, baddbmm, mv, dot. Operands are read with
 // their strides, so transposed views cost no copy.
 #include <ATen/native/Resize.h>
+#include <ATen/ops/addr_native.h>
 #include <torch/library.h>
 
 #include "vkml/ops/matmul.h"
@@ -180,9 +181,29 @@ at::Tensor dot(const at::Tensor& self, const at::Tensor& other) {
   return vk_mm(self.unsqueeze(0), other.unsqueeze(1)).reshape({});
 }
 
+// addr (self + outer product): ATen's composite form from native ops; bfloat16
+// in float32 so the result is rounded once, as on the CPU.
+at::Tensor vk_addr(const at::Tensor& self, const at::Tensor& v1, const at::Tensor& v2,
+                   const at::Scalar& beta, const at::Scalar& alpha) {
+  if (at::promote_types(at::result_type(self, v1), v2.scalar_type()) == at::kBFloat16) {
+    return at::native::math_addr(as_float(self), as_float(v1), as_float(v2), beta, alpha)
+        .to(at::kBFloat16);
+  }
+  return at::native::math_addr(self, v1, v2, beta, alpha);
+}
+at::Tensor& vk_addr_out(const at::Tensor& self, const at::Tensor& v1, const at::Tensor& v2,
+                        const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  at::Tensor r = vk_addr(self, v1, v2, beta, alpha);
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("addr", TORCH_FN(vk_addr));
+  m.impl("addr.out", TORCH_FN(vk_addr_out));
   m.impl("mm", TORCH_FN(vk_mm));
   m.impl("mm.out", TORCH_FN(mm_out));
   m.impl("addmm", TORCH_FN(vk_addmm));

@@ -248,6 +248,11 @@ at::Tensor vk_vector_norm(const at::Tensor& self, const at::Scalar& ord_s,
               "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
               self.scalar_type());
   at::Tensor x = dtype && *dtype != self.scalar_type() ? self.to(*dtype) : self;
+  if (x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16) {
+    // Squares of 16-bit values overflow; accumulate in float32 as PyTorch does.
+    return vk_vector_norm(x.to(at::kFloat), ord_s, dim, keepdim, std::nullopt)
+        .to(x.scalar_type());
+  }
   double ord = ord_s.toDouble();
   auto dims = reduce_dims(x, dim);
   bool empty_reduction = false;
