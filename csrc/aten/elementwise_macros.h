@@ -1,7 +1,6 @@
 #pragma once
 // Functional, in-place and out= forms of an elementwise op share one body;
 // these macros spell the three signatures and their registrations.
-#include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
 
 #include "elementwise_call.h"
@@ -18,12 +17,6 @@ inline at::Tensor wrap(const at::Scalar& s) {
   return t;
 }
 
-// Runs the aten op Op (at::_ops::name) through the counted CPU fallback: for
-// what the device has no kernel for (float64 transcendental functions).
-template <class Op, class... Args>
-decltype(auto) cpu_route(Args&&... args) {
-  return at::native::call_fallback_fn<&cpu_fallback, Op>::call(std::forward<Args>(args)...);
-}
 }  // namespace vkml_aten
 
 // fn is the aten name: fn, fn_ and fn.out are registered, float64 ops without

@@ -3,6 +3,7 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include "fallback.h"
 #include "vkml/ops/softmax.h"
 #include "vkml_tensor.h"
 
@@ -69,7 +70,11 @@ at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
   return out;
 }
 
+// float64 has no softmax kernel: it takes the counted CPU route.
+bool is_double(const at::Tensor& t) { return t.scalar_type() == at::kDouble; }
+
 at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  if (is_double(self)) return cpu_route<at::_ops::_softmax>(self, dim, half_to_float);
   return forward("softmax", self, dim, half_to_float, false);
 }
 at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
@@ -77,6 +82,7 @@ at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
   return write_out(out, softmax(self, dim, half_to_float));
 }
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  if (is_double(self)) return cpu_route<at::_ops::_log_softmax>(self, dim, half_to_float);
   return forward("log_softmax", self, dim, half_to_float, true);
 }
 at::Tensor& log_softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
@@ -85,6 +91,9 @@ at::Tensor& log_softmax_out(const at::Tensor& self, int64_t dim, bool half_to_fl
 }
 at::Tensor softmax_bwd(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
                        at::ScalarType input_dtype) {
+  if (is_double(output)) {
+    return cpu_route<at::_ops::_softmax_backward_data>(grad, output, dim, input_dtype);
+  }
   return backward("softmax_backward", grad, output, dim, input_dtype, false);
 }
 at::Tensor& softmax_bwd_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
@@ -93,6 +102,9 @@ at::Tensor& softmax_bwd_out(const at::Tensor& grad, const at::Tensor& output, in
 }
 at::Tensor log_softmax_bwd(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
                            at::ScalarType input_dtype) {
+  if (is_double(output)) {
+    return cpu_route<at::_ops::_log_softmax_backward_data>(grad, output, dim, input_dtype);
+  }
   return backward("log_softmax_backward", grad, output, dim, input_dtype, true);
 }
 at::Tensor& log_softmax_bwd_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
