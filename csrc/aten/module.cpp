@@ -104,8 +104,12 @@ PYBIND11_MODULE(_C, m) {
       [](int i) { return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(
                       default_generator(c10::DeviceIndex(i)))); },
       py::arg("device"));
+  // Called at interpreter exit: the runtime is never destroyed, so this is where
+  // the pipelines compiled in this process reach the on-disk cache.
   m.def("save_pipeline_cache", [] {
-    auto& rt = vkml::Runtime::get();
-    for (int i = 0; i < rt.device_count(); ++i) rt.device(i).pipelines().save_cache();
+    vkml::Runtime* rt = vkml::Runtime::existing();  // a process that never used vkml: nothing
+    if (!rt) return;
+    for (int i = 0; i < rt->device_count(); ++i)
+      if (vkml::Device* d = rt->created_device(i)) d->pipelines().save_cache();
   });
 }

@@ -7,6 +7,7 @@ works, and using the device without one raises a RuntimeError naming what is mis
 
 from __future__ import annotations
 
+import atexit
 import sys
 
 
@@ -137,5 +138,13 @@ def _patch_printing() -> None:
     ts._tensor_str = _tensor_str
 
 
+def _save_pipeline_cache() -> None:
+    try:
+        _C.save_pipeline_cache()
+    except Exception:  # exiting: a cache that cannot be written is only slower next time
+        pass
+
+
 _register()
 _patch_printing()
+atexit.register(_save_pipeline_cache)

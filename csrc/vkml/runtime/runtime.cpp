@@ -1,6 +1,7 @@
 #include "vkml/runtime/runtime.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,12 +70,22 @@ const char* k_validation_layer = "VK_LAYER_KHRONOS_validation";
 
 }  // namespace
 
+namespace {
+std::atomic<Runtime*> g_runtime{nullptr};
+}
+
 Runtime& Runtime::get() {
   // Deliberately leaked: tensors freed during interpreter shutdown still need
   // the device, and the driver cleans up with the process.
-  static Runtime* runtime = new Runtime();
+  static Runtime* runtime = [] {
+    auto* r = new Runtime();
+    g_runtime.store(r);
+    return r;
+  }();
   return *runtime;
 }
+
+Runtime* Runtime::existing() { return g_runtime.load(); }
 
 Runtime::Runtime() {
   try {
@@ -211,6 +222,12 @@ Device& Runtime::device(int index) {
   Entry& e = devices_[index];
   if (!e.device) e.device = std::make_unique<Device>(e.physical, e.info, index);
   return *e.device;
+}
+
+Device* Runtime::created_device(int index) {
+  if (index < 0 || index >= device_count()) return nullptr;
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  return devices_[index].device.get();
 }
 
 std::vector<std::string> Runtime::take_validation_messages() {

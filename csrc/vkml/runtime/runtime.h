@@ -16,6 +16,8 @@ class Runtime {
  public:
   // Created on first use; never throws (an unusable runtime reports why).
   static Runtime& get();
+  // The runtime if something already created it, else nullptr (creates nothing).
+  static Runtime* existing();
 
   bool available() const { return !devices_.empty(); }
   // Why no device can be used, with what to install; empty when available.
@@ -25,6 +27,8 @@ class Runtime {
   // Creates the logical device on first use. Throws for a bad index.
   Device& device(int index);
   void check_index(int index) const;
+  // The logical device if it was already created, else nullptr (never creates one).
+  Device* created_device(int index);
 
   // Validation-layer messages (warnings and errors) since the last call.
   std::vector<std::string> take_validation_messages();
