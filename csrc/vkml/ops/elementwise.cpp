@@ -1,5 +1,7 @@
 #include "vkml/ops/elementwise.h"
 
+#include <array>
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -51,8 +53,16 @@ VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
   if (!suffix || !elementwise_supported(dev, e.dtype))
     fail(ErrorKind::InvalidArgument, std::string("vkml elementwise kernels do not support dtype ") +
                                          dtype_name(e.dtype) + " on " + dev.info().name);
-  std::string name = std::string("elementwise_") + suffix + (e.compare ? "_cmp" : "");
-  return dev.pipelines().get(name, {e.op});
+  // The shader of each (dtype, compare) pair is looked up by name once; the
+  // per-op path then only hashes (shader, op) in the pipeline cache.
+  static std::array<std::array<std::atomic<const ShaderBlob*>, 2>, 16> blobs{};
+  auto& slot = blobs[size_t(e.dtype)][e.compare ? 1 : 0];
+  const ShaderBlob* blob = slot.load(std::memory_order_acquire);
+  if (!blob) {
+    blob = shader(std::string("elementwise_") + suffix + (e.compare ? "_cmp" : ""));
+    slot.store(blob, std::memory_order_release);
+  }
+  return dev.pipelines().get(blob, {e.op});
 }
 
 size_t operand_itemsize(const Elementwise& e, int k) {
