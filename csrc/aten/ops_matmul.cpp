@@ -2,8 +2,10 @@
 // their strides, so transposed views cost no copy.
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addr_native.h>
+#include <ATen/ops/vdot_native.h>
 #include <torch/library.h>
 
+#include "fallback.h"
 #include "vkml/ops/matmul.h"
 #include "vkml_tensor.h"
 
@@ -83,7 +85,12 @@ at::Tensor& mm_into(const char* name, const at::Tensor& self, const at::Tensor& 
   return out;
 }
 
+// Integer products have no GEMM kernel yet: they take the counted CPU route
+// (results exact, a fallback warning), never a silent error.
+bool integral(const at::Tensor& t) { return at::isIntegralType(t.scalar_type(), true); }
+
 at::Tensor vk_mm(const at::Tensor& self, const at::Tensor& mat2) {
+  if (integral(self)) return cpu_route<at::_ops::mm>(self, mat2);
   at::Tensor out = at::empty({0}, self.options());
   return mm_into("mm", self, mat2, {}, 0, 1, out);
 }
@@ -92,6 +99,7 @@ at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& o
 }
 at::Tensor vk_addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b,
                  const at::Scalar& beta, const at::Scalar& alpha) {
+  if (integral(a)) return cpu_route<at::_ops::addmm>(bias, a, b, beta, alpha);
   at::Tensor out = at::empty({0}, a.options());
   return mm_into("addmm", a, b, bias, beta, alpha, out);
 }
@@ -140,6 +148,7 @@ at::Tensor& bmm_into(const char* name, const at::Tensor& self, const at::Tensor&
   return out;
 }
 at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
+  if (integral(self)) return cpu_route<at::_ops::bmm>(self, mat2);
   at::Tensor out = at::empty({0}, self.options());
   return bmm_into("bmm", self, mat2, {}, 0, 1, out);
 }
@@ -161,6 +170,7 @@ at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& a, const at::Tensor& b,
 }
 
 at::Tensor vk_mv(const at::Tensor& self, const at::Tensor& vec) {
+  if (integral(self)) return cpu_route<at::_ops::mv>(self, vec);
   TORCH_CHECK(self.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ",
               self.dim(), ", ", vec.dim());
   return vk_mm(self, vec.unsqueeze(1)).squeeze(1);
@@ -172,6 +182,7 @@ at::Tensor& mv_out(const at::Tensor& self, const at::Tensor& vec, at::Tensor& ou
   return out;
 }
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other) {
+  if (integral(self)) return cpu_route<at::_ops::dot>(self, other);
   TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(),
               "D and ", other.dim(), "D tensors");
   TORCH_CHECK(self.size(0) == other.size(0), "inconsistent tensor size, expected tensor [",
@@ -199,9 +210,35 @@ at::Tensor& vk_addr_out(const at::Tensor& self, const at::Tensor& v1, const at::
   return out;
 }
 
+// addmv = beta * self + alpha * mat @ vec; beta == 0 ignores self (NaNs too).
+at::Tensor vk_addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                    const at::Scalar& beta, const at::Scalar& alpha) {
+  if (integral(mat)) return cpu_route<at::_ops::addmv>(self, mat, vec, beta, alpha);
+  at::Tensor r = vk_mv(mat, vec);
+  if (alpha.toDouble() != 1.0) r = r * alpha;
+  if (beta.toDouble() == 0.0) return r;
+  return beta.toDouble() == 1.0 ? r + self : r + self * beta;
+}
+at::Tensor& vk_addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                         const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  at::Tensor r = vk_addmv(self, mat, vec, beta, alpha);
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+at::Tensor& vk_addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                      const at::Scalar& beta, const at::Scalar& alpha) {
+  self.copy_(vk_addmv(self, mat, vec, beta, alpha));
+  return self;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("addmv", TORCH_FN(vk_addmv));
+  m.impl("addmv.out", TORCH_FN(vk_addmv_out));
+  m.impl("addmv_", TORCH_FN(vk_addmv_));
+  m.impl("vdot", TORCH_FN(at::native::vdot));
   m.impl("addr", TORCH_FN(vk_addr));
   m.impl("addr.out", TORCH_FN(vk_addr_out));
   m.impl("mm", TORCH_FN(vk_mm));

@@ -1,5 +1,5 @@
 // Reductions: sum, mean, prod, max/min (with and without dim), amax/amin,
-// argmax/argmin, all, any, and vector norms.
+// argmax/argmin, all, any, var/std, nansum, aminmax, equal, and vector norms.
 #include <ATen/native/Resize.h>
 #include <cmath>
 #include <torch/library.h>
@@ -277,9 +277,118 @@ at::Tensor& vk_vector_norm_out(const at::Tensor& self, const at::Scalar& ord,
   return write_out(out, vk_vector_norm(self, ord, dim, keepdim, dtype));
 }
 
+// var / std with Bessel-style correction: sum((x - mean)^2) / max(n - correction, 0)
+// from native reductions (two passes: exact where one-pass formulas cancel).
+std::tuple<at::Tensor, at::Tensor> var_and_mean(const char* name, const at::Tensor& self,
+                                                at::OptionalIntArrayRef dim,
+                                                const std::optional<at::Scalar>& correction,
+                                                bool keepdim) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), name,
+              " only supports floating point and complex dtypes");
+  if (self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16) {
+    auto [v, mu] = var_and_mean(name, self.to(at::kFloat), dim, correction, keepdim);
+    return {v.to(self.scalar_type()), mu.to(self.scalar_type())};
+  }
+  auto dims = reduce_dims(self, dim);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= self.size(d);
+  at::IntArrayRef ds(dims);
+  at::Tensor mean = at::mean(self, ds, /*keepdim=*/true);
+  at::Tensor dev = self - mean;
+  double c = correction.has_value() ? correction->toDouble() : 1.0;
+  at::Tensor var = at::sum(dev * dev, ds, keepdim) / std::max(double(n) - c, 0.0);
+  return {var, keepdim ? mean : mean.squeeze(ds)};
+}
+at::Tensor vk_var(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                  const std::optional<at::Scalar>& correction, bool keepdim) {
+  return std::get<0>(var_and_mean("var", self, dim, correction, keepdim));
+}
+at::Tensor& vk_var_out(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                       const std::optional<at::Scalar>& correction, bool keepdim,
+                       at::Tensor& out) {
+  return write_out(out, vk_var(self, dim, correction, keepdim));
+}
+at::Tensor vk_std(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                  const std::optional<at::Scalar>& correction, bool keepdim) {
+  return std::get<0>(var_and_mean("std", self, dim, correction, keepdim)).sqrt();
+}
+at::Tensor& vk_std_out(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                       const std::optional<at::Scalar>& correction, bool keepdim,
+                       at::Tensor& out) {
+  return write_out(out, vk_std(self, dim, correction, keepdim));
+}
+std::tuple<at::Tensor, at::Tensor> vk_var_mean(const at::Tensor& self,
+                                               at::OptionalIntArrayRef dim,
+                                               const std::optional<at::Scalar>& correction,
+                                               bool keepdim) {
+  return var_and_mean("var_mean", self, dim, correction, keepdim);
+}
+std::tuple<at::Tensor, at::Tensor> vk_std_mean(const at::Tensor& self,
+                                               at::OptionalIntArrayRef dim,
+                                               const std::optional<at::Scalar>& correction,
+                                               bool keepdim) {
+  auto [v, mu] = var_and_mean("std_mean", self, dim, correction, keepdim);
+  return {v.sqrt(), mu};
+}
+
+at::Tensor vk_nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                     std::optional<at::ScalarType> dtype) {
+  at::Tensor x = at::isFloatingType(self.scalar_type()) ? at::where(self.isnan(), 0, self) : self;
+  return sum_dim(x, dim, keepdim, dtype);
+}
+at::Tensor& vk_nansum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                          std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return write_out(out, vk_nansum(self, dim, keepdim, dtype ? dtype : out.scalar_type()));
+}
+
+std::tuple<at::Tensor, at::Tensor> vk_aminmax(const at::Tensor& self, std::optional<int64_t> dim,
+                                              bool keepdim) {
+  TORCH_CHECK(self.numel() > 0 || dim.has_value(),
+              "aminmax(): cannot compute aminmax over an empty dimension as the operation has "
+              "no identity.");
+  if (!dim) {
+    at::Tensor flat = self.reshape({-1});
+    at::Tensor lo = vk_amin(flat, {0}, false), hi = vk_amax(flat, {0}, false);
+    if (keepdim) {
+      std::vector<int64_t> ones(self.dim(), 1);
+      return {lo.reshape(ones), hi.reshape(ones)};
+    }
+    return {lo, hi};
+  }
+  return {vk_amin(self, {*dim}, keepdim), vk_amax(self, {*dim}, keepdim)};
+}
+std::tuple<at::Tensor&, at::Tensor&> vk_aminmax_out(const at::Tensor& self,
+                                                    std::optional<int64_t> dim, bool keepdim,
+                                                    at::Tensor& lo, at::Tensor& hi) {
+  auto [a, b] = vk_aminmax(self, dim, keepdim);
+  write_out(lo, a);
+  write_out(hi, b);
+  return {lo, hi};
+}
+
+// torch.equal: same shape and every element equal (one value read back).
+bool vk_equal(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. "
+              "Got: ", self.device(), " and ", other.device());
+  if (self.sizes() != other.sizes()) return false;
+  if (self.numel() == 0) return true;
+  return at::eq(self, other).all().item<bool>();
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("var.correction", TORCH_FN(vk_var));
+  m.impl("var.correction_out", TORCH_FN(vk_var_out));
+  m.impl("std.correction", TORCH_FN(vk_std));
+  m.impl("std.correction_out", TORCH_FN(vk_std_out));
+  m.impl("var_mean.correction", TORCH_FN(vk_var_mean));
+  m.impl("std_mean.correction", TORCH_FN(vk_std_mean));
+  m.impl("nansum", TORCH_FN(vk_nansum));
+  m.impl("nansum.out", TORCH_FN(vk_nansum_out));
+  m.impl("aminmax", TORCH_FN(vk_aminmax));
+  m.impl("aminmax.out", TORCH_FN(vk_aminmax_out));
+  m.impl("equal", TORCH_FN(vk_equal));
   m.impl("linalg_vector_norm", TORCH_FN(vk_vector_norm));
   m.impl("linalg_vector_norm.out", TORCH_FN(vk_vector_norm_out));
   m.impl("sum", TORCH_FN(sum_all));
