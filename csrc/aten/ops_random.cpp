@@ -1,7 +1,10 @@
 // In-place random fills on the device (rand, randn, randint, normal_,
 // uniform_, bernoulli_, dropout build on these) from the Philox generator.
 #include <ATen/core/DistributionsHelper.h>
+#include <ATen/ExpandUtils.h>
 #include <torch/library.h>
+
+#include <cmath>
 
 #include "generator.h"
 #include "vkml/ops/random.h"
@@ -106,9 +109,62 @@ at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mas
   return grad * mask * scale;
 }
 
+// Other distributions transform uniform or normal draws with native ops.
+// A float32 scratch holds the draws for integer outputs (geometric_).
+at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
+  TORCH_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
+  uniform_(self, 0.0, 1.0, gen);
+  return self.neg_().log1p_().mul_(-1.0 / lambd);  // -log(1 - u) / lambda
+}
+at::Tensor& cauchy_(at::Tensor& self, double median, double sigma,
+                    std::optional<at::Generator> gen) {
+  TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
+  uniform_(self, 0.0, 1.0, gen);
+  return self.sub_(0.5).mul_(M_PI).tan_().mul_(sigma).add_(median);
+}
+at::Tensor& log_normal_(at::Tensor& self, double mean, double std,
+                        std::optional<at::Generator> gen) {
+  TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
+  return normal_(self, mean, std, gen).exp_();
+}
+at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
+  at::Tensor u = at::empty(self.sizes(), self.options().dtype(at::kFloat));
+  uniform_(u, 0.0, 1.0, gen);
+  // Trials until the first success: ceil(log(1 - u) / log(1 - p)), at least 1.
+  self.copy_(u.neg_().log1p_().div_(std::log1p(-p)).ceil_().clamp_min_(1));
+  return self;
+}
+
+at::Tensor draws(at::IntArrayRef shape, const at::TensorOptions& opts,
+                 std::optional<at::Generator> gen) {
+  at::Tensor out = at::empty(shape, opts);
+  normal_(out, 0.0, 1.0, gen);
+  return out;
+}
+at::Tensor normal_tf(const at::Tensor& mean, double std, std::optional<at::Generator> gen) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  return draws(mean.sizes(), mean.options(), gen).mul_(std).add_(mean);
+}
+at::Tensor normal_ft(double mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  return draws(std.sizes(), std.options(), gen).mul_(std).add_(mean);
+}
+at::Tensor normal_tt(const at::Tensor& mean, const at::Tensor& std,
+                     std::optional<at::Generator> gen) {
+  auto shape = at::infer_size(mean.sizes(), std.sizes());
+  return draws(shape, mean.options(), gen).mul_(std).add_(mean);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("exponential_", TORCH_FN(exponential_));
+  m.impl("cauchy_", TORCH_FN(cauchy_));
+  m.impl("log_normal_", TORCH_FN(log_normal_));
+  m.impl("geometric_", TORCH_FN(geometric_));
+  m.impl("normal.Tensor_float", TORCH_FN(normal_tf));
+  m.impl("normal.float_Tensor", TORCH_FN(normal_ft));
+  m.impl("normal.Tensor_Tensor", TORCH_FN(normal_tt));
   m.impl("uniform_", TORCH_FN(uniform_));
   m.impl("normal_", TORCH_FN(normal_));
   m.impl("random_.from", TORCH_FN(random_from_to));
