@@ -98,6 +98,25 @@ Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
   return {y, mean.to(x.scalar_type()), rstd.to(x.scalar_type())};
 }
 
+// Per-parameter sums of gy and gy * xhat over the view (n parameters): the
+// weight and bias gradients, and batch norm's data-grad terms. Zeros when x
+// is empty.
+std::pair<at::Tensor, at::Tensor> param_grad_sums(const at::Tensor& x, const at::Tensor& gy,
+                                                  const at::Tensor& mean, const at::Tensor& rstd,
+                                                  const vkml::ops::NormView& v, int64_t n) {
+  at::Tensor sum_g = f32_empty(x, n), sum_gx = f32_empty(x, n);
+  if (x.numel() > 0) {
+    guarded([&] {
+      vkml::ops::norm_backward_sums(vkml_device(x), dt(x), addr(x), addr(gy), 0, addr(mean),
+                                    addr(rstd), addr(sum_g), addr(sum_gx), v);
+    });
+  } else {
+    sum_g.zero_();
+    sum_gx.zero_();
+  }
+  return {sum_g, sum_gx};
+}
+
 Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                             const OptTensor& weight, const OptTensor& running_mean,
                             const OptTensor& running_var, const OptTensor& save_mean,
@@ -123,17 +142,7 @@ Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
   at::ScalarType param_type = has(weight) ? weight->scalar_type() : x.scalar_type();
   at::Tensor sum_g, sum_gx;  // per channel: sum(gy), sum(gy * xhat)
   if (mask[1] || mask[2] || (mask[0] && train)) {
-    sum_g = f32_empty(x, C);
-    sum_gx = f32_empty(x, C);
-    if (x.numel() > 0) {
-      guarded([&] {
-        vkml::ops::norm_backward_sums(vkml_device(x), dt(x), addr(x), addr(gy), 0, addr(mean),
-                                      addr(rstd), addr(sum_g), addr(sum_gx), v);
-      });
-    } else {
-      sum_g.zero_();
-      sum_gx.zero_();
-    }
+    std::tie(sum_g, sum_gx) = param_grad_sums(x, gy, mean, rstd, v, C);
   }
   at::Tensor gi, gw, gb;
   if (mask[0]) {
@@ -261,17 +270,7 @@ Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
   bool any = M > 0 && K > 0;
   if (mask[0]) gi = norm_input_grad(x, gy, w, mean, rstd, {1, M, K, K, M, 1, K}, M, K, any);
   if (mask[1] || mask[2]) {
-    at::Tensor sg = f32_empty(x, K), sgx = f32_empty(x, K);
-    if (any) {
-      vkml::ops::NormView v{M, K, 1, K, M, 1, K};
-      guarded([&] {
-        vkml::ops::norm_backward_sums(vkml_device(x), dt(x), addr(x), addr(gy), 0, addr(mean),
-                                      addr(rstd), addr(sg), addr(sgx), v);
-      });
-    } else {
-      sg.zero_();
-      sgx.zero_();
-    }
+    auto [sg, sgx] = param_grad_sums(x, gy, mean, rstd, {M, K, 1, K, M, 1, K}, K);
     if (mask[1]) gw = sgx.to(param_type).view(normalized_shape);
     if (mask[2]) gb = sg.to(has(bias) ? bias->scalar_type() : param_type).view(normalized_shape);
   }
@@ -327,17 +326,7 @@ Tensor3 group_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                          N * group, D, any);
   }
   if (mask[1] || mask[2]) {
-    at::Tensor sg = f32_empty(x, C), sgx = f32_empty(x, C);
-    if (any) {
-      vkml::ops::NormView v{N, C, HxW, D, N * group, HxW, C};
-      guarded([&] {
-        vkml::ops::norm_backward_sums(vkml_device(x), dt(x), addr(x), addr(gy), 0, addr(mean),
-                                      addr(rstd), addr(sg), addr(sgx), v);
-      });
-    } else {
-      sg.zero_();
-      sgx.zero_();
-    }
+    auto [sg, sgx] = param_grad_sums(x, gy, mean, rstd, {N, C, HxW, D, N * group, HxW, C}, C);
     if (mask[1]) gw = sgx.to(param_type);
     if (mask[2]) gb = sg.to(param_type);
   }
