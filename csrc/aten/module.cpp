@@ -12,7 +12,7 @@
 namespace vkml_aten {
 void register_hooks();
 void register_event(pybind11::module& m);
-}
+}  // namespace vkml_aten
 
 namespace py = pybind11;
 using namespace vkml_aten;
@@ -60,6 +60,7 @@ py::dict memory_stats(std::optional<int> index) {
   auto& st = dev(index).stream();
   d["num_dispatches"] = st.dispatch_count();
   d["num_submits"] = st.submit_count();
+  d["num_barriers"] = st.barrier_count();
   return d;
 }
 
@@ -93,7 +94,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("empty_cache", [] {
     py::gil_scoped_release no_gil;
     auto& rt = vkml::Runtime::get();
-    for (int i = 0; i < rt.device_count(); ++i) guarded([&] { rt.device(i).release_cached_memory(); });
+    for (int i = 0; i < rt.device_count(); ++i)
+      guarded([&] { rt.device(i).release_cached_memory(); });
   });
   m.def("fallback_counts", [] { return fallback_counts(); });
   m.def("reset_fallback_counts", [] { reset_fallback_counts(); });
@@ -101,8 +103,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("validation_messages", [] { return vkml::Runtime::get().take_validation_messages(); });
   m.def(
       "default_generator",
-      [](int i) { return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(
-                      default_generator(c10::DeviceIndex(i)))); },
+      [](int i) {
+        return py::reinterpret_steal<py::object>(
+            THPGenerator_initDefaultGenerator(default_generator(c10::DeviceIndex(i))));
+      },
       py::arg("device"));
   // Called at interpreter exit: the runtime is never destroyed, so this is where
   // the pipelines compiled in this process reach the on-disk cache.
@@ -110,6 +114,9 @@ PYBIND11_MODULE(_C, m) {
     vkml::Runtime* rt = vkml::Runtime::existing();  // a process that never used vkml: nothing
     if (!rt) return;
     for (int i = 0; i < rt->device_count(); ++i)
-      if (vkml::Device* d = rt->created_device(i)) d->pipelines().save_cache();
+      if (vkml::Device* d = rt->created_device(i)) {
+        d->pipelines().stop_prewarm();
+        d->pipelines().save_cache();
+      }
   });
 }

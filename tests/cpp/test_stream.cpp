@@ -49,6 +49,21 @@ TEST_F(StreamTest, FewDispatchesDoNotSubmit) {
   EXPECT_EQ(buf.read<int32_t>(), std::vector<int32_t>(16, 4));
 }
 
+TEST_F(StreamTest, BigDispatchIsSubmittedAtOnce) {
+  Stream& s = dev().stream();
+  const int64_t n = int64_t(Stream::kFlushWorkgroups) * 256;  // fill uses 256-wide groups
+  Buffer buf(dev(), uint64_t(n) * 4);
+  s.synchronize();
+  s.set_batch_size(32);
+  uint64_t s0 = s.submit_count();
+  ops::fill(dev(), TensorRef::contiguous(buf.address(), DType::f32, {n}), Scalar::of(1.5));
+  EXPECT_EQ(s.submit_count(), s0 + 1);
+  s.synchronize();
+  std::vector<float> got = buf.read<float>();
+  EXPECT_EQ(got.front(), 1.5f);
+  EXPECT_EQ(got.back(), 1.5f);
+}
+
 TEST_F(StreamTest, SynchronizeWithNothingRecorded) {
   Stream& s = dev().stream();
   s.synchronize();

@@ -71,8 +71,7 @@ size_t operand_itemsize(const Elementwise& e, int k) {
   return itemsize(e.dtype);
 }
 
-void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64_t* ptr,
-            int ndim) {
+void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64_t* ptr, int ndim) {
   const MultiLayout& l = e.layout;
   Push p{};
   int64_t numel = 1;
@@ -108,13 +107,21 @@ void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64
       p.s[k] = uint64_t(f32_bits(e.slot[k].f)) | (uint64_t(f32_bits(e.hi[k])) << 32);
     }
   }
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+  Access access;
+  for (int k = 0; k <= e.ninputs; ++k) {
+    if (k > 0 && e.scalar[k - 1]) continue;
+    Span s = span_of(ptr[k], operand_itemsize(e, k), ndim, l.sizes, l.strides[k]);
+    if (k == 0)
+      access.write(s);
+    else
+      access.read(s);
+  }
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
 }
 
 // More than three dims after collapsing: one dispatch per index of the
 // outer dims, each with its operand pointers moved along.
-void launch_outer(Device& dev, VkPipeline pipeline, const Elementwise& e, uint64_t* ptr,
-                  int ndim) {
+void launch_outer(Device& dev, VkPipeline pipeline, const Elementwise& e, uint64_t* ptr, int ndim) {
   if (ndim <= 3) return launch(dev, pipeline, e, ptr, ndim);
   const MultiLayout& l = e.layout;
   int d = ndim - 1;
@@ -154,23 +161,81 @@ bool elementwise_supported(Device& dev, DType t) {
 bool elementwise_has_op(DType t, int op) {
   if (t != DType::f64) return true;
   switch (op) {
-    case OP_IDENTITY: case OP_NEG: case OP_ABS: case OP_RELU: case OP_CLAMP: case OP_ARANGE:
-    case OP_LOGICAL_NOT: case OP_NONZERO: case OP_THRESHOLD: case OP_ADD: case OP_SUB:
-    case OP_MUL: case OP_EQ: case OP_NE: case OP_LT: case OP_LE: case OP_GT: case OP_GE:
-    case OP_LOGICAL_AND: case OP_LOGICAL_OR: case OP_LOGICAL_XOR: case OP_THRESHOLD_BACKWARD:
-    case OP_HARDTANH_BACKWARD: case OP_HEAVISIDE: case OP_WHERE: case OP_ADDCMUL: case OP_PRELU:
-    case OP_PRELU_BACKWARD_INPUT: case OP_PRELU_BACKWARD_WEIGHT: case OP_SIGN: case OP_SQRT:
-    case OP_RSQRT: case OP_RECIPROCAL: case OP_FLOOR: case OP_CEIL: case OP_ROUND: case OP_TRUNC:
-    case OP_FRAC: case OP_ROUND_DECIMALS: case OP_ISNAN: case OP_ISINF: case OP_ISPOSINF:
-    case OP_ISNEGINF: case OP_ISFINITE: case OP_SIGNBIT: case OP_DIV: case OP_DIV_TRUNC:
-    case OP_DIV_FLOOR: case OP_MAXIMUM: case OP_MINIMUM: case OP_FMAX: case OP_FMIN:
-    case OP_REMAINDER: case OP_FMOD: case OP_COPYSIGN: case OP_LERP_SCALAR: case OP_LERP_TENSOR:
-    case OP_ADDCDIV: case OP_CLAMP_TENSOR: case OP_HARDSWISH: case OP_HARDSIGMOID:
-    case OP_HARDSWISH_BACKWARD: case OP_HARDSIGMOID_BACKWARD: case OP_SIGMOID_BACKWARD:
-    case OP_TANH_BACKWARD: case OP_NAN_TO_NUM: case OP_LEAKY_RELU: case OP_LEAKY_RELU_BACKWARD:
-    case OP_SOFTSHRINK: case OP_HARDSHRINK: case OP_SHRINK_BACKWARD: case OP_NEXTAFTER:
+    case OP_IDENTITY:
+    case OP_NEG:
+    case OP_ABS:
+    case OP_RELU:
+    case OP_CLAMP:
+    case OP_ARANGE:
+    case OP_LOGICAL_NOT:
+    case OP_NONZERO:
+    case OP_THRESHOLD:
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_EQ:
+    case OP_NE:
+    case OP_LT:
+    case OP_LE:
+    case OP_GT:
+    case OP_GE:
+    case OP_LOGICAL_AND:
+    case OP_LOGICAL_OR:
+    case OP_LOGICAL_XOR:
+    case OP_THRESHOLD_BACKWARD:
+    case OP_HARDTANH_BACKWARD:
+    case OP_HEAVISIDE:
+    case OP_WHERE:
+    case OP_ADDCMUL:
+    case OP_PRELU:
+    case OP_PRELU_BACKWARD_INPUT:
+    case OP_PRELU_BACKWARD_WEIGHT:
+    case OP_SIGN:
+    case OP_SQRT:
+    case OP_RSQRT:
+    case OP_RECIPROCAL:
+    case OP_FLOOR:
+    case OP_CEIL:
+    case OP_ROUND:
+    case OP_TRUNC:
+    case OP_FRAC:
+    case OP_ROUND_DECIMALS:
+    case OP_ISNAN:
+    case OP_ISINF:
+    case OP_ISPOSINF:
+    case OP_ISNEGINF:
+    case OP_ISFINITE:
+    case OP_SIGNBIT:
+    case OP_DIV:
+    case OP_DIV_TRUNC:
+    case OP_DIV_FLOOR:
+    case OP_MAXIMUM:
+    case OP_MINIMUM:
+    case OP_FMAX:
+    case OP_FMIN:
+    case OP_REMAINDER:
+    case OP_FMOD:
+    case OP_COPYSIGN:
+    case OP_LERP_SCALAR:
+    case OP_LERP_TENSOR:
+    case OP_ADDCDIV:
+    case OP_CLAMP_TENSOR:
+    case OP_HARDSWISH:
+    case OP_HARDSIGMOID:
+    case OP_HARDSWISH_BACKWARD:
+    case OP_HARDSIGMOID_BACKWARD:
+    case OP_SIGMOID_BACKWARD:
+    case OP_TANH_BACKWARD:
+    case OP_NAN_TO_NUM:
+    case OP_LEAKY_RELU:
+    case OP_LEAKY_RELU_BACKWARD:
+    case OP_SOFTSHRINK:
+    case OP_HARDSHRINK:
+    case OP_SHRINK_BACKWARD:
+    case OP_NEXTAFTER:
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 

@@ -8,13 +8,29 @@
 namespace vkml::ops {
 
 void dispatch_1d(Device& dev, VkPipeline pipeline, const void* push, uint32_t push_size,
-                 uint64_t threads, uint32_t wg) {
+                 uint64_t threads, uint32_t wg, const Access* access) {
   if (threads == 0) return;
   uint64_t groups = (threads + wg - 1) / wg;
   uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
   uint32_t gx = uint32_t(std::min<uint64_t>(groups, max_x));
   uint32_t gy = uint32_t((groups + gx - 1) / gx);
-  dev.stream().dispatch(pipeline, push, push_size, gx, gy, 1);
+  dev.stream().dispatch(pipeline, push, push_size, gx, gy, 1, access);
+}
+
+Span span_of(uint64_t address, size_t itemsize, int ndim, const int64_t* sizes,
+             const int64_t* strides) {
+  int64_t lo = 0, hi = 0;
+  for (int d = 0; d < ndim; ++d) {
+    if (sizes[d] == 0) return Span{};
+    int64_t reach = (sizes[d] - 1) * strides[d];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return Span{address + uint64_t(lo * int64_t(itemsize)),
+              address + uint64_t((hi + 1) * int64_t(itemsize))};
+}
+
+Span span_of(const TensorRef& t) {
+  return span_of(t.address, itemsize(t.dtype), t.ndim, t.sizes, t.strides);
 }
 
 void check_32bit_indexing(int64_t numel, int64_t max_offset, const char* op) {
@@ -26,13 +42,19 @@ void check_32bit_indexing(int64_t numel, int64_t max_offset, const char* op) {
 
 const char* variant_suffix(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::i64: return "i64";
-    case DType::i32: return "i32";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::i64:
+      return "i64";
+    case DType::i32:
+      return "i32";
     case DType::u8:
-    case DType::b8: return "u8";
-    default: return nullptr;
+    case DType::b8:
+      return "u8";
+    default:
+      return nullptr;
   }
 }
 

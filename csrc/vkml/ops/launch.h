@@ -3,7 +3,9 @@
 #include <cstdint>
 
 #include "vkml/core/dtype.h"
+#include "vkml/ops/tensor.h"
 #include "vkml/runtime/device.h"
+#include "vkml/runtime/hazards.h"
 
 namespace vkml::ops {
 
@@ -12,8 +14,15 @@ constexpr uint32_t kWorkgroup = 256;
 // Dispatches enough workgroups of `wg` threads for `threads` invocations,
 // spilling into the y dimension beyond maxComputeWorkGroupCount[0]; shaders
 // use linear_id() from common.glsl.
+// `access` declares the memory the kernel touches (see runtime/hazards.h).
 void dispatch_1d(Device& dev, VkPipeline pipeline, const void* push, uint32_t push_size,
-                 uint64_t threads, uint32_t wg = kWorkgroup);
+                 uint64_t threads, uint32_t wg = kWorkgroup, const Access* access = nullptr);
+
+// The bytes a strided operand can touch: from its lowest to its highest
+// element (a superset for strided views, which only costs a spare barrier).
+Span span_of(uint64_t address, size_t itemsize, int ndim, const int64_t* sizes,
+             const int64_t* strides);
+Span span_of(const TensorRef& t);
 
 // Fails with InvalidArgument if a kernel indexing with 32-bit offsets cannot
 // reach every element of an operand.

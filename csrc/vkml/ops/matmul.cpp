@@ -98,7 +98,20 @@ void gemm(Device& dev, const GemmArgs& g) {
   uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
   uint32_t gx = uint32_t(std::min<uint64_t>(uint64_t(tiles), max_x));
   uint32_t gy = uint32_t(ceil_div(tiles, gx));
-  dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1);
+  const size_t item = itemsize(g.dtype);
+  auto span = [&](uint64_t address, int64_t rows, int64_t cols, int64_t sb, int64_t sr,
+                  int64_t sc) {
+    const int64_t sizes[3] = {g.batch, rows, cols}, strides[3] = {sb, sr, sc};
+    return span_of(address, item, 3, sizes, strides);
+  };
+  Access access;
+  access.write(span(g.c, g.m, g.n, g.c_batch, g.c_row, g.c_col));
+  if (g.k > 0) {
+    access.read(span(g.a, g.m, g.k, g.a_batch, g.a_row, g.a_col));
+    access.read(span(g.b, g.k, g.n, g.b_batch, g.b_row, g.b_col));
+  }
+  if (bias) access.read(span(g.bias, g.m, g.n, g.bias_batch, g.bias_row, g.bias_col));
+  dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1, &access);
 }
 
 }  // namespace vkml::ops

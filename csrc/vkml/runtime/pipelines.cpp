@@ -1,10 +1,13 @@
 #include "vkml/runtime/pipelines.h"
 
+#include <unistd.h>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
+#include <memory>
+#include <sstream>
 
 #include <vector>
 
@@ -42,9 +45,16 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     ci.pInitialData = nullptr;
     VKML_CHECK_VK(vk::vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_));
   }
+  const char* env = std::getenv("TORCH_VKML_PREWARM");
+  bool warm = env ? std::string(env) != "0" : device.info().device_type != "cpu";
+  if (warm && !path.empty()) {
+    unsigned cores = std::thread::hardware_concurrency();
+    prewarm(load_manifest(path + ".keys"), std::max(1u, std::min(4u, cores > 1 ? cores - 1 : 1)));
+  }
 }
 
 Pipelines::~Pipelines() {
+  stop_prewarm();
   save_cache();
   VkDevice dev = device_.handle();
   for (auto& [k, p] : pipelines_) vk::vkDestroyPipeline(dev, p, nullptr);
@@ -83,18 +93,36 @@ VkPipeline Pipelines::get(std::string_view shader_name, const SpecConstants& spe
 
 VkPipeline Pipelines::get(const ShaderBlob* blob, const SpecConstants& spec) {
   if (!blob) fail(ErrorKind::Internal, "vkml: kernel not built into this binary");
-  std::lock_guard<std::mutex> lock(mutex_);
   Key key{blob, spec};
-  auto it = pipelines_.find(key);
-  if (it != pipelines_.end()) return it->second;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pipelines_.find(key);
+    if (it != pipelines_.end()) return it->second;
+  }
+  VkPipeline pipeline = create(blob, spec);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = pipelines_.emplace(key, pipeline);
+  if (inserted) {
+    ++created_since_save_;
+  } else {  // another thread created the same pipeline meanwhile
+    vk::vkDestroyPipeline(device_.handle(), pipeline, nullptr);
+  }
+  return it->second;
+}
 
+VkPipeline Pipelines::create(const ShaderBlob* blob, const SpecConstants& spec) {
   VkDevice dev = device_.handle();
-  VkShaderModule& module = modules_[blob];
-  if (!module) {
-    VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    mi.codeSize = blob->bytes;
-    mi.pCode = blob->code;
-    VKML_CHECK_VK(vk::vkCreateShaderModule(dev, &mi, nullptr, &module));
+  VkShaderModule module = VK_NULL_HANDLE;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    VkShaderModule& slot = modules_[blob];
+    if (!slot) {
+      VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+      mi.codeSize = blob->bytes;
+      mi.pCode = blob->code;
+      VKML_CHECK_VK(vk::vkCreateShaderModule(dev, &mi, nullptr, &slot));
+    }
+    module = slot;
   }
   VkSpecializationMapEntry entries[4];
   for (uint32_t i = 0; i < spec.count; ++i)
@@ -108,10 +136,68 @@ VkPipeline Pipelines::get(const ShaderBlob* blob, const SpecConstants& spec) {
   ci.stage.pSpecializationInfo = spec.count ? &si : nullptr;
   ci.layout = layout_;
   VkPipeline pipeline = VK_NULL_HANDLE;
+  // The pipeline cache is internally synchronized: no lock around the compile.
   VKML_CHECK_VK(vk::vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &pipeline));
-  pipelines_.emplace(key, pipeline);
-  ++created_since_save_;
   return pipeline;
+}
+
+void Pipelines::prewarm(std::vector<std::pair<std::string, SpecConstants>> keys, unsigned threads) {
+  if (keys.empty() || threads == 0) return;
+  auto shared =
+      std::make_shared<std::vector<std::pair<std::string, SpecConstants>>>(std::move(keys));
+  auto next = std::make_shared<std::atomic<size_t>>(0);
+  for (unsigned t = 0; t < threads; ++t) {
+    warmers_.emplace_back([this, shared, next] {
+      for (size_t i = (*next)++; i < shared->size() && !stop_warming_; i = (*next)++) {
+        const ShaderBlob* blob = find_shader((*shared)[i].first);
+        if (!blob) continue;  // a kernel of an older build
+        try {
+          get(blob, (*shared)[i].second);
+        } catch (const Error&) {
+          // Warming is best effort: the op that needs it reports the error.
+        }
+      }
+    });
+  }
+}
+
+void Pipelines::wait_prewarm() {
+  for (std::thread& t : warmers_) t.join();
+  warmers_.clear();
+}
+
+void Pipelines::save_manifest(const std::string& path) {
+  std::ostringstream out;
+  for (const auto& [key, pipeline] : pipelines_) {
+    out << key.shader->name << ' ' << key.spec.count;
+    for (uint32_t i = 0; i < key.spec.count; ++i) out << ' ' << key.spec.values[i];
+    out << '\n';
+  }
+  std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp);
+    if (!f) return;
+    f << out.str();
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+}
+
+std::vector<std::pair<std::string, SpecConstants>> Pipelines::load_manifest(
+    const std::string& path) {
+  std::vector<std::pair<std::string, SpecConstants>> keys;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string name;
+    SpecConstants spec;
+    if (!(ls >> name >> spec.count) || spec.count > spec.values.size()) continue;
+    bool ok = true;
+    for (uint32_t i = 0; i < spec.count && ok; ++i) ok = bool(ls >> spec.values[i]);
+    if (ok) keys.emplace_back(std::move(name), spec);
+  }
+  return keys;
 }
 
 void Pipelines::save_cache() {
@@ -132,6 +218,7 @@ void Pipelines::save_cache() {
     out.write(data.data(), std::streamsize(n));
   }
   std::filesystem::rename(tmp, path, ec);
+  save_manifest(path + ".keys");
   created_since_save_ = 0;
 }
 

@@ -2,12 +2,22 @@
 // Compute pipelines, created on first use and cached by (shader, specialization
 // constants). Every pipeline shares one layout: no descriptor sets, 128 bytes of
 // push constants (kernels receive buffer device addresses there).
+//
+// Creation runs outside the lock, so threads create different pipelines in
+// parallel. The driver's VkPipelineCache is saved to disk together with the
+// list of pipelines this process used; the next process recreates that list
+// on background threads at start-up (TORCH_VKML_PREWARM; on by default except
+// on CPU devices, where it would compete with the kernels for the same cores).
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "vkml/runtime/shader_registry.h"
 #include "vkml/runtime/vk_api.h"
@@ -38,8 +48,18 @@ class Pipelines {
   VkPipeline get(const ShaderBlob* shader, const SpecConstants& spec = {});
   VkPipeline get(std::string_view shader_name, const SpecConstants& spec = {});
   size_t size() const;
-  // Writes the driver's pipeline cache to disk so the next process starts fast.
+  // Writes the driver's pipeline cache and the list of pipelines in use to disk
+  // so the next process starts fast.
   void save_cache();
+  // Creates these pipelines on `threads` background threads (unknown shader
+  // names are skipped); wait_prewarm() joins them.
+  void prewarm(std::vector<std::pair<std::string, SpecConstants>> keys, unsigned threads);
+  void wait_prewarm();
+  // Stops the warming threads early (at exit, before the driver unloads).
+  void stop_prewarm() {
+    stop_warming_ = true;
+    wait_prewarm();
+  }
 
   static constexpr uint32_t kPushConstantBytes = 128;
 
@@ -53,6 +73,9 @@ class Pipelines {
     size_t operator()(const Key& k) const;
   };
   std::string cache_path() const;
+  VkPipeline create(const ShaderBlob* shader, const SpecConstants& spec);
+  void save_manifest(const std::string& path);  // mutex held
+  std::vector<std::pair<std::string, SpecConstants>> load_manifest(const std::string& path);
 
   Device& device_;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
@@ -61,6 +84,8 @@ class Pipelines {
   std::unordered_map<Key, VkPipeline, KeyHash> pipelines_;
   std::unordered_map<const ShaderBlob*, VkShaderModule> modules_;
   size_t created_since_save_ = 0;
+  std::vector<std::thread> warmers_;
+  std::atomic<bool> stop_warming_{false};
 };
 
 // A shader looked up once by name; ops keep one per kernel as a function-local static.

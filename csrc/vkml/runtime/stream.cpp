@@ -58,26 +58,34 @@ void Stream::begin_if_needed() {
   VKML_CHECK_VK(vk::vkBeginCommandBuffer(current_, &bi));
   bound_ = VK_NULL_HANDLE;
   recorded_ = 0;
+  recorded_workgroups_ = 0;
 }
 
-// One global barrier before every command: each op may read what the previous
-// one wrote (and a reused allocation is a write-after-read). Per-buffer
-// tracking that lets independent kernels overlap is a later refinement.
-void Stream::barrier() {
-  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-  vk::vkCmdPipelineBarrier(current_, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+// A global memory barrier where the hazard tracker sees a dependency: cheaper
+// to record than per-buffer barriers, and the only kind that covers memory
+// reached through device addresses.
+void Stream::barrier_for(const Access* access) {
+  if (hazards_.needs_barrier(access)) {
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    // Write-after-read needs only the execution dependency the stages give.
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                       VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    VkPipelineStageFlags stages =
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    vk::vkCmdPipelineBarrier(current_, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    hazards_.fenced();
+    ++total_barriers_;
+  }
+  hazards_.record(access);
 }
 
 void Stream::dispatch(VkPipeline pipeline, const void* push, uint32_t push_size, uint32_t gx,
-                      uint32_t gy, uint32_t gz) {
+                      uint32_t gy, uint32_t gz, const Access* access) {
   if (gx == 0 || gy == 0 || gz == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   begin_if_needed();
-  barrier();
+  barrier_for(access);
   if (pipeline != bound_) {
     vk::vkCmdBindPipeline(current_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     bound_ = pipeline;
@@ -87,15 +95,16 @@ void Stream::dispatch(VkPipeline pipeline, const void* push, uint32_t push_size,
                            push_size, push);
   vk::vkCmdDispatch(current_, gx, gy, gz);
   ++total_dispatches_;
-  if (++recorded_ >= batch_size_) flush_locked();
+  recorded_workgroups_ += uint64_t(gx) * gy * gz;
+  if (++recorded_ >= batch_size_ || recorded_workgroups_ >= kFlushWorkgroups) flush_locked();
 }
 
 void Stream::copy_buffer(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64_t dst_offset,
-                         uint64_t size) {
+                         uint64_t size, const Access* access) {
   if (size == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   begin_if_needed();
-  barrier();
+  barrier_for(access);
   VkBufferCopy region{src_offset, dst_offset, size};
   vk::vkCmdCopyBuffer(current_, src, dst, 1, &region);
   if (++recorded_ >= batch_size_) flush_locked();

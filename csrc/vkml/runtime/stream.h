@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "vkml/runtime/hazards.h"
 #include "vkml/runtime/vk_api.h"
 
 namespace vkml {
@@ -21,11 +22,13 @@ class Stream {
   ~Stream();
   Stream(const Stream&) = delete;
 
-  // Records a compute dispatch. push_size <= 128 bytes.
+  // Records a compute dispatch. push_size <= 128 bytes. `access` lists the
+  // memory it reads and writes (see hazards.h); without it the dispatch is
+  // fenced by barriers on both sides.
   void dispatch(VkPipeline pipeline, const void* push, uint32_t push_size, uint32_t gx,
-                uint32_t gy = 1, uint32_t gz = 1);
+                uint32_t gy = 1, uint32_t gz = 1, const Access* access = nullptr);
   void copy_buffer(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64_t dst_offset,
-                   uint64_t size);
+                   uint64_t size, const Access* access = nullptr);
   // Frees `address` back to `pool` once the work recorded so far has run
   // (staging memory the GPU still has to read or write).
   void free_after_use(MemoryPool& pool, uint64_t address);
@@ -42,9 +45,13 @@ class Stream {
   uint64_t completed_value();
   uint64_t dispatch_count() const { return total_dispatches_; }
   uint64_t submit_count() const { return total_submits_; }
+  uint64_t barrier_count() const { return total_barriers_; }
 
-  // Dispatches per submitted batch (TORCH_VKML_BATCH overrides).
+  // Dispatches per submitted batch (TORCH_VKML_BATCH overrides). A batch is
+  // also submitted early once it holds kFlushWorkgroups of work, so the GPU
+  // starts on big kernels while the host records the next ones.
   void set_batch_size(uint32_t n) { batch_size_ = n ? n : 1; }
+  static constexpr uint64_t kFlushWorkgroups = 16384;
 
  private:
   struct Deferred {
@@ -57,8 +64,8 @@ class Stream {
     std::vector<Deferred> releases;
   };
 
-  void begin_if_needed();  // mutex held
-  void barrier();          // mutex held
+  void begin_if_needed();                  // mutex held
+  void barrier_for(const Access* access);  // mutex held
   uint64_t flush_locked();
   void retire(uint64_t completed);  // mutex held
   void check_lost(VkResult r, const char* what);
@@ -71,11 +78,14 @@ class Stream {
   std::vector<Deferred> current_releases_;
   VkPipeline bound_ = VK_NULL_HANDLE;
   uint32_t recorded_ = 0;
+  uint64_t recorded_workgroups_ = 0;
   uint32_t batch_size_ = 32;
   uint64_t submitted_value_ = 0;
   uint64_t completed_value_ = 0;
   uint64_t total_dispatches_ = 0;
   uint64_t total_submits_ = 0;
+  uint64_t total_barriers_ = 0;
+  HazardTracker hazards_;
   std::deque<Batch> in_flight_;
   std::vector<VkCommandBuffer> spare_;
 };

@@ -1,0 +1,106 @@
+// Barrier placement: the hazard tracker fences only true dependencies, and the
+// stream's results stay right when independent kernels are left unfenced.
+#include "vkml/ops/elementwise.h"
+#include "vkml/runtime/hazards.h"
+#include "vkml_test.h"
+
+namespace vkml::test {
+namespace {
+
+Access rw(Span read, Span write) {
+  Access a;
+  a.read(read);
+  a.write(write);
+  return a;
+}
+
+TEST(HazardTracker, IndependentCommandsNeedNoBarrier) {
+  HazardTracker h;
+  Access a = rw({0, 100}, {100, 200});
+  Access b = rw({0, 100}, {200, 300});  // reads what a reads: no hazard
+  EXPECT_FALSE(h.needs_barrier(&a));
+  h.record(&a);
+  EXPECT_FALSE(h.needs_barrier(&b));
+}
+
+TEST(HazardTracker, ReadAfterWriteWriteAfterWriteAndWriteAfterRead) {
+  HazardTracker h;
+  Access a = rw({0, 100}, {100, 200});
+  h.record(&a);
+  Access raw = rw({150, 160}, {500, 600});
+  Access waw = rw({700, 800}, {199, 201});
+  Access war = rw({700, 800}, {99, 101});
+  EXPECT_TRUE(h.needs_barrier(&raw));
+  EXPECT_TRUE(h.needs_barrier(&waw));
+  EXPECT_TRUE(h.needs_barrier(&war));
+  Access touching = rw({200, 300}, {300, 400});  // [100,200) and [200,300) do not overlap
+  EXPECT_FALSE(h.needs_barrier(&touching));
+  h.fenced();
+  EXPECT_FALSE(h.needs_barrier(&raw));
+}
+
+TEST(HazardTracker, UnknownAndOverflowingAccessIsFencedOnBothSides) {
+  HazardTracker h;
+  EXPECT_TRUE(h.needs_barrier(nullptr));
+  h.fenced();
+  h.record(nullptr);
+  Access far = rw({1000, 1100}, {2000, 2100});
+  EXPECT_TRUE(h.needs_barrier(&far));  // the unknown command may have written anything
+  h.fenced();
+  Access many;
+  for (int i = 0; i <= Access::kMax; ++i) many.read({uint64_t(i) * 10, uint64_t(i) * 10 + 5});
+  EXPECT_TRUE(many.overflow);
+  EXPECT_TRUE(h.needs_barrier(&many));
+}
+
+TEST(HazardTracker, LongUnfencedRunsAreBounded) {
+  HazardTracker h;
+  int barriers = 0;
+  for (uint64_t i = 0; i < 1000; ++i) {
+    Access a = rw({i * 200, i * 200 + 100}, {i * 200 + 100, i * 200 + 200});
+    if (h.needs_barrier(&a)) {
+      h.fenced();
+      ++barriers;
+    }
+    h.record(&a);
+  }
+  EXPECT_GT(barriers, 0);    // the pending lists are capped
+  EXPECT_LT(barriers, 100);  // but independent work mostly runs unfenced
+}
+
+using HazardStreamTest = VkmlTest;
+
+TEST_F(HazardStreamTest, DependentChainIsFencedIndependentFillsAreNot) {
+  Stream& s = dev().stream();
+  const int n = 8;
+  std::vector<Buffer> bufs;
+  for (int i = 0; i < n; ++i) bufs.emplace_back(dev(), 256 * 4);
+  s.synchronize();
+  uint64_t b0 = s.barrier_count();
+  for (int i = 0; i < n; ++i)
+    ops::fill(dev(), TensorRef::contiguous(bufs[i].address(), DType::f32, {256}),
+              Scalar::of(double(i) * 10));
+  uint64_t independent = s.barrier_count() - b0;
+  EXPECT_LE(independent, 1u);
+  // out[i] = out[i-1] + 1 along the buffers: each step reads the previous write.
+  b0 = s.barrier_count();
+  for (int i = 1; i < n; ++i) {
+    ops::Elementwise e;
+    e.op = OP_ADD;
+    e.ninputs = 2;
+    e.ptr[0] = bufs[i].address();
+    e.ptr[1] = bufs[i - 1].address();
+    e.scalar[1] = true;
+    e.slot[1] = Scalar::of(1.0);
+    e.slot[2] = Scalar::of(1.0);
+    e.layout.ndim = 1;
+    e.layout.sizes[0] = 256;
+    e.layout.strides[0][0] = e.layout.strides[1][0] = 1;
+    ops::run_elementwise(dev(), e);
+  }
+  EXPECT_EQ(s.barrier_count() - b0, uint64_t(n - 1));
+  EXPECT_EQ(bufs[n - 1].read<float>(), std::vector<float>(256, float(n - 1)));
+}
+
+}  // namespace
+}  // namespace vkml::test

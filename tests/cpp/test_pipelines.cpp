@@ -1,0 +1,46 @@
+// Pipeline creation from several threads, and warming a list of pipelines in
+// the background.
+#include <thread>
+#include <vector>
+
+#include "vkml/runtime/pipelines.h"
+#include "vkml/shaders/op_codes.h"
+#include "vkml_test.h"
+
+namespace vkml::test {
+namespace {
+
+using PipelinesTest = VkmlTest;
+
+// Spec constants no other test uses, so each test creates fresh pipelines.
+constexpr int32_t kOps[] = {OP_SIN, OP_COS, OP_TAN, OP_EXP, OP_LOG, OP_SQRT};
+
+TEST_F(PipelinesTest, ThreadsCreatingTheSamePipelinesAgree) {
+  Pipelines& p = dev().pipelines();
+  const int threads = 4;
+  std::vector<std::vector<VkPipeline>> got(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int32_t op : kOps) got[t].push_back(p.get("elementwise_f16", {op}));
+    });
+  for (auto& th : pool) th.join();
+  for (int t = 1; t < threads; ++t) EXPECT_EQ(got[t], got[0]);
+  for (VkPipeline h : got[0]) EXPECT_NE(h, VkPipeline(VK_NULL_HANDLE));
+}
+
+TEST_F(PipelinesTest, PrewarmCreatesTheListedPipelines) {
+  Pipelines& p = dev().pipelines();
+  std::vector<std::pair<std::string, SpecConstants>> keys;
+  for (int32_t op : kOps) keys.emplace_back("elementwise_i32", SpecConstants{op});
+  keys.emplace_back("no_such_shader_any_more", SpecConstants{1});  // skipped, not an error
+  size_t before = p.size();
+  p.prewarm(keys, 3);
+  p.wait_prewarm();
+  EXPECT_EQ(p.size(), before + std::size(kOps));
+  p.get("elementwise_i32", {OP_SIN});  // already there: nothing new
+  EXPECT_EQ(p.size(), before + std::size(kOps));
+}
+
+}  // namespace
+}  // namespace vkml::test
