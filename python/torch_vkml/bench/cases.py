@@ -155,6 +155,29 @@ def host_overhead(calls: int) -> Case:
     )
 
 
+def optimizer_step(nparams: int, numel: int, fused: bool) -> Case:
+    """AdamW over `nparams` tensors: fused (one kernel per dtype) or foreach."""
+
+    def setup(device):
+        ps = [nn.Parameter(_rand((numel,), torch.float32, device, i)) for i in range(nparams)]
+        for p in ps:
+            p.grad = _rand((numel,), torch.float32, device, nparams + 1)
+        opt = torch.optim.AdamW(ps, 1e-3, fused=fused, foreach=None if fused else True)
+        opt.step()  # creates the state
+        return opt.step
+
+    kind = "fused" if fused else "foreach"
+    # bytes: read param, grad, exp_avg, exp_avg_sq; write param, exp_avg, exp_avg_sq
+    return Case(
+        f"adamw-{kind}/fp32/{nparams}x{numel // 1024}K",
+        "micro",
+        "GB/s",
+        4.0 * 7 * nparams * numel,
+        setup,
+        note=f"{nparams} tensors of {numel} floats",
+    )
+
+
 # ---------------------------------------------------------------- models
 
 
@@ -283,7 +306,7 @@ def train_mlp(batch: int) -> Case:
         ).to(device)
         x = _rand((batch, 64), torch.float32, device)
         y = torch.randint(0, 10, (batch,)).to(device)
-        return _train_step(model, torch.optim.Adam(model.parameters(), 1e-3), x, y)
+        return _train_step(model, torch.optim.Adam(model.parameters(), 1e-3, fused=True), x, y)
 
     return Case(
         f"train/digits-mlp/b{batch}",
@@ -292,7 +315,7 @@ def train_mlp(batch: int) -> Case:
         batch,
         setup,
         clock="wall",
-        note="64-128-64-10, Adam",
+        note="64-128-64-10, fused Adam",
     )
 
 
@@ -302,7 +325,9 @@ def train_cnn(batch: int) -> Case:
         model = SmallCNN().to(device)
         x = _rand((batch, 1, 28, 28), torch.float32, device)
         y = torch.randint(0, 10, (batch,)).to(device)
-        return _train_step(model, torch.optim.SGD(model.parameters(), 0.01, momentum=0.9), x, y)
+        return _train_step(
+            model, torch.optim.SGD(model.parameters(), 0.01, momentum=0.9, fused=True), x, y
+        )
 
     return Case(
         f"train/small-cnn/b{batch}",
@@ -311,7 +336,7 @@ def train_cnn(batch: int) -> Case:
         batch,
         setup,
         clock="wall",
-        note="2 conv + fc on 28x28, SGD",
+        note="2 conv + fc on 28x28, fused SGD",
     )
 
 
@@ -323,7 +348,9 @@ def resnet18(batch: int, hw: int, train: bool) -> Case:
         if not train:
             return _infer(model, x)
         y = torch.randint(0, 1000, (batch,)).to(device)
-        return _train_step(model, torch.optim.SGD(model.parameters(), 0.01, momentum=0.9), x, y)
+        return _train_step(
+            model, torch.optim.SGD(model.parameters(), 0.01, momentum=0.9, fused=True), x, y
+        )
 
     kind = "train" if train else "infer"
     return Case(
@@ -333,7 +360,7 @@ def resnet18(batch: int, hw: int, train: bool) -> Case:
         batch,
         setup,
         clock="wall",
-        note="SGD" if train else "no_grad",
+        note="fused SGD" if train else "no_grad",
     )
 
 
@@ -348,7 +375,7 @@ def transformer_lm(
         if not train:
             return _infer(model, idx)
         y = torch.randint(0, vocab, (batch, seq), generator=g).to(device)
-        return _train_step(model, torch.optim.AdamW(model.parameters(), 1e-4), idx, y)
+        return _train_step(model, torch.optim.AdamW(model.parameters(), 1e-4, fused=True), idx, y)
 
     kind = "train" if train else "infer"
     return Case(
@@ -358,7 +385,7 @@ def transformer_lm(
         batch * seq,
         setup,
         clock="wall",
-        note=f"{heads} heads, vocab {vocab}",
+        note=f"{heads} heads, vocab {vocab}" + (", fused AdamW" if train else ""),
     )
 
 
@@ -391,6 +418,8 @@ def build(profile: str, big: bool) -> list[Case]:
             reduction(1024, 1024, 0),
             softmax(1024, 1024),
             layer_norm(1024, 1024),
+            optimizer_step(64, 16 * 1024, True),
+            optimizer_step(64, 16 * 1024, False),
         ]
         cases += [conv2d(1, cin, hw // 2, cout, k, s, lbl) for cin, hw, cout, k, s, lbl in _R50[:3]]
         cases += [
@@ -424,6 +453,8 @@ def build(profile: str, big: bool) -> list[Case]:
         reduction(side, side, 0),
         softmax(side, side),
         layer_norm(side, side),
+        optimizer_step(150, 256 * 1024, True),
+        optimizer_step(150, 256 * 1024, False),
     ]
     if big:
         cases += [

@@ -1,0 +1,210 @@
+// Fused optimizer steps (torch.optim.Adam/AdamW/SGD with fused=True): one
+// kernel launch per dtype updates the whole parameter list.
+#include <torch/library.h>
+
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "vkml/ops/optim.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+namespace {
+
+using vkml::ops::OptimParam;
+using vkml::ops::OptimRule;
+
+// Companion tensors (grads, state) must walk memory in the param's order. A
+// companion with another layout is updated through a copy in the param's
+// layout, written back after the step.
+struct Aligned {
+  std::vector<std::pair<at::Tensor, at::Tensor>> write_back;  // (user tensor, copy)
+
+  uint64_t operator()(const char* op, const char* what, const at::Tensor& param,
+                      const at::Tensor& t) {
+    TORCH_CHECK(t.device() == param.device(), op, ": ", what, " is on ", t.device(),
+                " but the parameter is on ", param.device());
+    TORCH_CHECK(t.scalar_type() == param.scalar_type(), op, ": ", what, " has dtype ",
+                t.scalar_type(), " but the parameter has ", param.scalar_type());
+    TORCH_CHECK(t.sizes() == param.sizes(), op, ": ", what, " has shape ", t.sizes(),
+                " but the parameter has ", param.sizes());
+    if (t.strides() == param.strides()) return addr(t);
+    at::Tensor copy = at::empty_strided(param.sizes(), param.strides(), param.options());
+    copy.copy_(t);
+    write_back.emplace_back(t, copy);
+    return addr(copy);
+  }
+  void finish() {
+    for (auto& [user, copy] : write_back) user.copy_(copy);
+  }
+};
+
+uint64_t scalar_addr(const char* op, const char* what, const std::optional<at::Tensor>& t,
+                     const at::Tensor& param) {
+  if (!t || !t->defined()) return 0;
+  TORCH_CHECK(t->device() == param.device(), op, ": ", what, " must be on ", param.device(),
+              ", got ", t->device());
+  TORCH_CHECK(t->scalar_type() == at::kFloat && t->numel() >= 1, op, ": ", what,
+              " must be a float32 tensor with one element, got ", t->scalar_type(), " of shape ",
+              t->sizes());
+  return addr(*t);
+}
+
+struct Lists {
+  at::TensorList params, grads, state0, state1, state2, steps;
+};
+
+void run(const char* op, OptimRule rule, const Lists& l, vkml::ops::OptimHyper h,
+         const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf,
+         const std::optional<at::Tensor>& lr_tensor) {
+  const size_t n = l.params.size();
+  bool adam = rule != OptimRule::sgd;
+  TORCH_CHECK(l.grads.size() == n, op, ": got ", n, " parameters but ", l.grads.size(), " grads");
+  if (adam) {
+    TORCH_CHECK(l.state0.size() == n && l.state1.size() == n && l.steps.size() == n, op,
+                ": exp_avgs, exp_avg_sqs and state_steps must have one tensor per parameter");
+    TORCH_CHECK(!h.amsgrad || l.state2.size() == n, op,
+                ": amsgrad needs one max_exp_avg_sq per parameter");
+  } else {
+    TORCH_CHECK(l.state0.empty() || l.state0.size() == n, op,
+                ": momentum_buffer_list must be empty or have one tensor per parameter");
+  }
+  if (n == 0) return;
+  const at::Tensor& first = l.params[0];
+  TORCH_CHECK(first.device().type() == c10::DeviceType::PrivateUse1, op,
+              ": parameters must be on vkml, got ", first.device());
+  std::optional<at::Tensor> lr_keep;
+  if (lr_tensor && lr_tensor->defined()) {
+    TORCH_CHECK(lr_tensor->numel() == 1, op, ": lr must be a one-element tensor");
+    if (lr_tensor->device().is_cpu()) {
+      h.lr = lr_tensor->item<double>();
+    } else {
+      lr_keep = lr_tensor->to(first.device(), at::kFloat);
+      h.lr_tensor = scalar_addr(op, "lr", lr_keep, first);
+    }
+  }
+  h.grad_scale = scalar_addr(op, "grad_scale", grad_scale, first);
+  h.found_inf = scalar_addr(op, "found_inf", found_inf, first);
+
+  Aligned align;
+  std::map<at::ScalarType, std::vector<OptimParam>> groups;
+  for (size_t i = 0; i < n; ++i) {
+    const at::Tensor& p = l.params[i];
+    TORCH_CHECK(p.device() == first.device(), op, ": all parameters must be on one device, got ",
+                p.device(), " and ", first.device());
+    TORCH_CHECK(p.is_non_overlapping_and_dense(), op,
+                ": parameters must be dense (no overlapping or strided views)");
+    at::ScalarType t = p.scalar_type();
+    TORCH_CHECK(t == at::kFloat || t == at::kHalf || t == at::kBFloat16, op,
+                " on vkml supports float32, float16 and bfloat16 parameters, got ", t);
+    OptimParam r;
+    r.param = addr(p);
+    r.numel = p.numel();
+    r.grad = align(op, "grad", p, l.grads[i]);
+    if (adam) {
+      r.state0 = align(op, "exp_avg", p, l.state0[i]);
+      r.state1 = align(op, "exp_avg_sq", p, l.state1[i]);
+      if (h.amsgrad) r.state2 = align(op, "max_exp_avg_sq", p, l.state2[i]);
+      const at::Tensor& s = l.steps[i];
+      TORCH_CHECK(s.device() == p.device() && s.scalar_type() == at::kFloat && s.numel() == 1, op,
+                  ": state_steps must be float32 one-element tensors on ", p.device(), ", got ",
+                  s.scalar_type(), " on ", s.device());
+      r.step = addr(s);
+    } else if (!l.state0.empty()) {
+      r.state0 = align(op, "momentum_buffer", p, l.state0[i]);
+    }
+    groups[t].push_back(r);
+  }
+  guarded([&] {
+    for (auto& [t, params] : groups)
+      vkml::ops::fused_optimizer_step(vkml_device(first), rule, to_vkml(t), params, h);
+  });
+  align.finish();
+}
+
+vkml::ops::OptimHyper adam_hyper(double lr, double beta1, double beta2, double weight_decay,
+                                 double eps, bool amsgrad, bool maximize) {
+  vkml::ops::OptimHyper h;
+  h.lr = lr;
+  h.beta1 = beta1;
+  h.beta2 = beta2;
+  h.weight_decay = weight_decay;
+  h.eps = eps;
+  h.amsgrad = amsgrad;
+  h.maximize = maximize;
+  return h;
+}
+
+template <OptimRule Rule>
+void fused_adam(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
+                at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs,
+                at::TensorList state_steps, double lr, double beta1, double beta2,
+                double weight_decay, double eps, bool amsgrad, bool maximize,
+                const std::optional<at::Tensor>& grad_scale,
+                const std::optional<at::Tensor>& found_inf) {
+  const char* op = Rule == OptimRule::adamw ? "_fused_adamw_" : "_fused_adam_";
+  run(op, Rule, {self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps},
+      adam_hyper(lr, beta1, beta2, weight_decay, eps, amsgrad, maximize), grad_scale, found_inf,
+      std::nullopt);
+}
+
+template <OptimRule Rule>
+void fused_adam_tensor_lr(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
+                          at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs,
+                          at::TensorList state_steps, const at::Tensor& lr, double beta1,
+                          double beta2, double weight_decay, double eps, bool amsgrad,
+                          bool maximize, const std::optional<at::Tensor>& grad_scale,
+                          const std::optional<at::Tensor>& found_inf) {
+  const char* op = Rule == OptimRule::adamw ? "_fused_adamw_" : "_fused_adam_";
+  run(op, Rule, {self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps},
+      adam_hyper(0, beta1, beta2, weight_decay, eps, amsgrad, maximize), grad_scale, found_inf, lr);
+}
+
+vkml::ops::OptimHyper sgd_hyper(double weight_decay, double momentum, double lr, double dampening,
+                                bool nesterov, bool maximize, bool is_first_step) {
+  vkml::ops::OptimHyper h;
+  h.lr = lr;
+  h.beta1 = momentum;
+  h.beta2 = dampening;
+  h.weight_decay = weight_decay;
+  h.nesterov = nesterov;
+  h.maximize = maximize;
+  h.first_step = is_first_step;
+  return h;
+}
+
+void fused_sgd(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffers,
+               double weight_decay, double momentum, double lr, double dampening, bool nesterov,
+               bool maximize, bool is_first_step, const std::optional<at::Tensor>& grad_scale,
+               const std::optional<at::Tensor>& found_inf) {
+  // Without momentum PyTorch passes no buffers; with momentum 0 any given are unused.
+  at::TensorList buffers = momentum != 0 ? momentum_buffers : at::TensorList{};
+  run("_fused_sgd_", OptimRule::sgd, {self, grads, buffers, {}, {}, {}},
+      sgd_hyper(weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step),
+      grad_scale, found_inf, std::nullopt);
+}
+
+void fused_sgd_tensor_lr(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffers,
+                         double weight_decay, double momentum, const at::Tensor& lr,
+                         double dampening, bool nesterov, bool maximize, bool is_first_step,
+                         const std::optional<at::Tensor>& grad_scale,
+                         const std::optional<at::Tensor>& found_inf) {
+  at::TensorList buffers = momentum != 0 ? momentum_buffers : at::TensorList{};
+  run("_fused_sgd_", OptimRule::sgd, {self, grads, buffers, {}, {}, {}},
+      sgd_hyper(weight_decay, momentum, 0, dampening, nesterov, maximize, is_first_step),
+      grad_scale, found_inf, lr);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_fused_adam_", TORCH_FN(fused_adam<OptimRule::adam>));
+  m.impl("_fused_adam_.tensor_lr", TORCH_FN(fused_adam_tensor_lr<OptimRule::adam>));
+  m.impl("_fused_adamw_", TORCH_FN(fused_adam<OptimRule::adamw>));
+  m.impl("_fused_adamw_.tensor_lr", TORCH_FN(fused_adam_tensor_lr<OptimRule::adamw>));
+  m.impl("_fused_sgd_", TORCH_FN(fused_sgd));
+  m.impl("_fused_sgd_.tensor_lr", TORCH_FN(fused_sgd_tensor_lr));
+}
+
+}  // namespace vkml_aten

@@ -1,0 +1,93 @@
+#include "vkml/ops/optim.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+#include "vkml/runtime/memory.h"
+
+namespace vkml::ops {
+
+namespace {
+
+// Mirrors `Record` in shaders/optim.comp (scalar layout).
+struct Record {
+  uint64_t param, grad, state0, state1, state2, step;
+  uint32_t first_block, numel;
+};
+static_assert(sizeof(Record) == 56);
+
+struct Push {
+  uint64_t table, lr_ptr, grad_scale, found_inf;
+  float lr, beta1, beta2, weight_decay, eps;
+  uint32_t count, flags;
+};
+static_assert(sizeof(Push) <= 128);
+
+constexpr uint32_t kBlock = 256 * 4;  // WG * ITEMS of the shader
+constexpr uint32_t kAmsgrad = 1, kMaximize = 2, kNesterov = 4, kFirstStep = 8;
+
+const char* variant(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "optim_f32";
+    case DType::f16:
+      return "optim_f16";
+    case DType::bf16:
+      return "optim_bf16";
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
+                          const std::vector<OptimParam>& params, const OptimHyper& h) {
+  const char* name = variant(dtype);
+  VKML_CHECK_ARG(name, std::string("fused optimizer: unsupported dtype ") + dtype_name(dtype));
+  VKML_CHECK_ARG(dtype == DType::f32 || dev.info().supports_fp16,
+                 std::string("fused optimizer: ") + dtype_name(dtype) + " needs shaderFloat16 on " +
+                     dev.info().name);
+  std::vector<Record> table;
+  table.reserve(params.size());
+  uint64_t blocks = 0;
+  for (const OptimParam& p : params) {
+    if (p.numel == 0) continue;
+    check_32bit_indexing(p.numel, p.numel, "fused optimizer");
+    table.push_back(Record{p.param, p.grad, p.state0, p.state1, p.state2, p.step, uint32_t(blocks),
+                           uint32_t(p.numel)});
+    blocks += (uint64_t(p.numel) + kBlock - 1) / kBlock;
+  }
+  if (table.empty()) return;
+  VKML_CHECK_ARG(blocks < (uint64_t(1) << 32), "fused optimizer: too many elements in one list");
+  // The table is read by the kernel straight from host-visible staging memory.
+  const uint64_t bytes = table.size() * sizeof(Record);
+  Allocation staging = dev.staging().allocate(bytes);
+  std::memcpy(staging.host, table.data(), bytes);
+
+  Push pc{};
+  pc.table = staging.address;
+  pc.lr_ptr = h.lr_tensor;
+  pc.grad_scale = h.grad_scale;
+  pc.found_inf = h.found_inf;
+  pc.lr = float(h.lr);
+  pc.beta1 = float(h.beta1);
+  pc.beta2 = float(h.beta2);
+  pc.weight_decay = float(h.weight_decay);
+  pc.eps = float(h.eps);
+  pc.count = uint32_t(table.size());
+  pc.flags = (h.amsgrad ? kAmsgrad : 0) | (h.maximize ? kMaximize : 0) |
+             (h.nesterov ? kNesterov : 0) | (h.first_step ? kFirstStep : 0);
+  VkPipeline pipeline = dev.pipelines().get(name, {int32_t(rule)});
+  uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
+  uint32_t gx = uint32_t(std::min(blocks, max_x));
+  uint32_t gy = uint32_t((blocks + gx - 1) / gx);
+  // Many tensors: the dispatch is fenced as a whole (unknown access).
+  dev.stream().dispatch(pipeline, &pc, sizeof(pc), gx, gy, 1);
+  dev.stream().free_after_use(dev.staging(), staging.address);
+}
+
+}  // namespace vkml::ops

@@ -1,0 +1,148 @@
+#version 450
+// Fused optimizer steps over a whole list of parameters in one dispatch
+// (PyTorch's _fused_adam_, _fused_adamw_ and _fused_sgd_). A table in
+// host-visible memory holds one record per parameter; each workgroup updates
+// one block of BLOCK elements of one parameter, found by binary search on the
+// records' first block. fp32 math whatever the storage dtype.
+//
+// Specialization constant 0 = rule: 0 Adam, 1 AdamW (decoupled weight decay),
+// 2 SGD. The variant is the storage dtype of params, grads and state.
+//! variant f32 -DST_F32
+//! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16 -DNEED_I16
+#include "common.glsl"
+
+const uint WG = 256;
+const uint ITEMS = 4;
+const uint BLOCK = WG * ITEMS;
+layout(local_size_x = WG) in;
+layout(constant_id = 0) const int RULE = 0;
+
+#define RULE_ADAM 0
+#define RULE_ADAMW 1
+#define RULE_SGD 2
+
+#define F_AMSGRAD 1u
+#define F_MAXIMIZE 2u
+#define F_NESTEROV 4u
+#define F_FIRST_STEP 8u
+
+// One parameter. Adam: state0 = exp_avg, state1 = exp_avg_sq, state2 =
+// max_exp_avg_sq (amsgrad), step = its float32 step count. SGD: state0 =
+// momentum buffer (0 without momentum).
+struct Record {
+  uint64_t param;
+  uint64_t grad;
+  uint64_t state0;
+  uint64_t state1;
+  uint64_t state2;
+  uint64_t step;
+  uint first_block;
+  uint numel;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 8) readonly buffer Table {
+  Record r[];
+};
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t table;
+  uint64_t lr_ptr;      // a float32 learning-rate tensor, or 0: use lr
+  uint64_t grad_scale;  // float32 scalar the grads are divided by (stored back), or 0
+  uint64_t found_inf;   // float32 scalar: 1 skips the step, or 0
+  float lr;
+  float beta1;  // SGD: momentum
+  float beta2;  // SGD: dampening
+  float weight_decay;
+  float eps;
+  uint count;  // records
+  uint flags;
+} pc;
+
+#if defined(ST_F16)
+float ld(uint64_t p, uint i) { return float(BufF16(p).v[i]); }
+void st(uint64_t p, uint i, float v) { BufF16(p).v[i] = float16_t(v); }
+#elif defined(ST_BF16)
+float ld(uint64_t p, uint i) { return bf16_to_f32(uint(BufU16(p).v[i])); }
+void st(uint64_t p, uint i, float v) { BufU16(p).v[i] = uint16_t(f32_to_bf16(v)); }
+#else
+float ld(uint64_t p, uint i) { return BufF32(p).v[i]; }
+void st(uint64_t p, uint i, float v) { BufF32(p).v[i] = v; }
+#endif
+
+uint find_record(uint block) {
+  uint lo = 0, hi = pc.count - 1;
+  while (lo < hi) {
+    uint mid = (lo + hi + 1) / 2;
+    if (Table(pc.table).r[mid].first_block <= block)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+// The grad as the rule sees it: unscaled (and stored back unscaled, as PyTorch
+// does), negated under maximize.
+float load_grad(Record rec, uint i, float scale) {
+  float g = ld(rec.grad, i);
+  if (pc.grad_scale != 0) {
+    g /= scale;
+    st(rec.grad, i, g);
+  }
+  return (pc.flags & F_MAXIMIZE) != 0 ? -g : g;
+}
+
+void adam(Record rec, uint i, float lr, float scale, float step) {
+  float p = ld(rec.param, i);
+  float g = load_grad(rec, i, scale);
+  if (pc.weight_decay != 0.0) {
+    if (RULE == RULE_ADAMW)
+      p -= lr * pc.weight_decay * p;
+    else
+      g += pc.weight_decay * p;
+  }
+  float m = ld(rec.state0, i) * pc.beta1 + g * (1.0 - pc.beta1);
+  float v = ld(rec.state1, i) * pc.beta2 + g * g * (1.0 - pc.beta2);
+  st(rec.state0, i, m);
+  st(rec.state1, i, v);
+  if ((pc.flags & F_AMSGRAD) != 0) {
+    v = max(ld(rec.state2, i), v);
+    st(rec.state2, i, v);
+  }
+  float bias1 = 1.0 - pow(pc.beta1, step);
+  float bias2_sqrt = sqrt(1.0 - pow(pc.beta2, step));
+  float denom = sqrt(v) / bias2_sqrt + pc.eps;
+  st(rec.param, i, p - (lr / bias1) * m / denom);
+}
+
+void sgd(Record rec, uint i, float lr, float scale) {
+  float p = ld(rec.param, i);
+  float g = load_grad(rec, i, scale);
+  if (pc.weight_decay != 0.0) g += pc.weight_decay * p;
+  if (rec.state0 != 0) {
+    float buf = (pc.flags & F_FIRST_STEP) != 0
+                    ? g
+                    : ld(rec.state0, i) * pc.beta1 + (1.0 - pc.beta2) * g;
+    st(rec.state0, i, buf);
+    g = (pc.flags & F_NESTEROV) != 0 ? g + pc.beta1 * buf : buf;
+  }
+  st(rec.param, i, p - lr * g);
+}
+
+void main() {
+  if (pc.found_inf != 0 && BufF32(pc.found_inf).v[0] != 0.0) return;
+  uint block = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  Record rec = Table(pc.table).r[find_record(block)];
+  float lr = pc.lr_ptr != 0 ? BufF32(pc.lr_ptr).v[0] : pc.lr;
+  float scale = pc.grad_scale != 0 ? BufF32(pc.grad_scale).v[0] : 1.0;
+  float step = RULE == RULE_SGD ? 0.0 : BufF32(rec.step).v[0];
+  uint base = (block - rec.first_block) * BLOCK + gl_LocalInvocationID.x;
+  for (uint k = 0; k < ITEMS; ++k) {
+    uint i = base + k * WG;
+    if (i >= rec.numel) break;
+    if (RULE == RULE_SGD)
+      sgd(rec, i, lr, scale);
+    else
+      adam(rec, i, lr, scale, step);
+  }
+}
