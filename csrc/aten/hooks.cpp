@@ -5,6 +5,7 @@
 #include <c10/core/Storage.h>
 
 #include "generator.h"
+#include "pinned.h"
 #include "vkml/ops/copy.h"
 #include "vkml_tensor.h"
 
@@ -25,10 +26,8 @@ struct VkmlHooks final : public at::PrivateUse1HooksInterface {
     // is the only honest answer without a lookup in every pool.
     return {c10::DeviceType::PrivateUse1, current_device()};
   }
-  bool isPinnedPtr(const void*) const override { return false; }
-  c10::Allocator* getPinnedMemoryAllocator() const override {
-    return c10::GetCPUAllocator();
-  }
+  bool isPinnedPtr(const void* p) const override { return is_pinned(p); }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return pinned_allocator(); }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
   c10::DeviceIndex deviceCount() const override {
     return c10::DeviceIndex(vkml::Runtime::get().device_count());

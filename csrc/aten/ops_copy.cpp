@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "pinned.h"
 #include "vkml/ops/copy.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml_tensor.h"
@@ -22,10 +23,9 @@ void device_copy(const at::Tensor& dst, at::Tensor src) {
   if (src.sizes() != dst.sizes()) src = src.expand(dst.sizes());
   vkml::Device& dev = vkml_device(dst);
   auto overlap = at::get_overlap_status(dst, src);
-  bool may_overlap = overlap == at::MemOverlapStatus::Full ||
-                     overlap == at::MemOverlapStatus::Partial ||
-                     (overlap == at::MemOverlapStatus::TooHard &&
-                      dst.storage().is_alias_of(src.storage()));
+  bool may_overlap =
+      overlap == at::MemOverlapStatus::Full || overlap == at::MemOverlapStatus::Partial ||
+      (overlap == at::MemOverlapStatus::TooHard && dst.storage().is_alias_of(src.storage()));
   if (may_overlap) {  // read everything before writing anything
     at::Tensor tmp = at::empty(src.sizes(), src.options());
     guarded([&] { vkml::ops::copy(dev, ref(tmp), ref(src)); });
@@ -34,12 +34,21 @@ void device_copy(const at::Tensor& dst, at::Tensor src) {
   guarded([&] { vkml::ops::copy(dev, ref(dst), ref(src)); });
 }
 
-void host_to_device(const at::Tensor& dst, const at::Tensor& src_cpu) {
+void host_to_device(const at::Tensor& dst, const at::Tensor& src_cpu, bool non_blocking) {
   at::Tensor src = src_cpu;
   if (src.sizes() != dst.sizes()) src = src.expand(dst.sizes());
   TORCH_CHECK_TYPE(has_vkml_dtype(src.scalar_type()), "cannot copy a ", src.scalar_type(),
                    " tensor to vkml");
   vkml::Device& dev = vkml_device(dst);
+  if (non_blocking && dst.is_contiguous() && src.is_contiguous() &&
+      src.scalar_type() == dst.scalar_type()) {
+    // From pinned memory: the GPU reads the tensor itself, later (as on CUDA,
+    // the caller must not change it before synchronizing).
+    if (uint64_t pinned = pinned_address(dev, src.data_ptr())) {
+      guarded([&] { vkml::ops::copy_pinned_to_device(dev, addr(dst), pinned, src.nbytes()); });
+      return;
+    }
+  }
   if (dst.is_contiguous() && src.scalar_type() == dst.scalar_type()) {
     src = src.contiguous();
     guarded([&] { vkml::ops::upload(dev, addr(dst), src.data_ptr(), src.nbytes()); });
@@ -52,7 +61,7 @@ void host_to_device(const at::Tensor& dst, const at::Tensor& src_cpu) {
   device_copy(dst, staged);
 }
 
-void device_to_host(const at::Tensor& dst_cpu, const at::Tensor& src) {
+void device_to_host(const at::Tensor& dst_cpu, const at::Tensor& src, bool non_blocking) {
   at::Tensor s = src;
   if (s.sizes() != dst_cpu.sizes()) s = s.expand(dst_cpu.sizes());
   // Convert and make contiguous on the device, where it is cheap.
@@ -66,6 +75,13 @@ void device_to_host(const at::Tensor& dst_cpu, const at::Tensor& src) {
     }
   }
   vkml::Device& dev = vkml_device(s);
+  if (non_blocking && dst_cpu.is_contiguous() && dst_cpu.scalar_type() == s.scalar_type()) {
+    // Into pinned memory: no wait; the bytes are there after a synchronize.
+    if (uint64_t pinned = pinned_address(dev, dst_cpu.data_ptr())) {
+      guarded([&] { vkml::ops::copy_device_to_pinned(dev, pinned, addr(s), s.nbytes()); });
+      return;
+    }
+  }
   if (dst_cpu.is_contiguous() && dst_cpu.scalar_type() == s.scalar_type()) {
     guarded([&] { vkml::ops::download(dev, dst_cpu.data_ptr(), addr(s), s.nbytes()); });
     return;
@@ -84,14 +100,14 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
       device_copy(dst, self);
     } else {
       // Between two vkml devices: through the host.
-      host_to_device(dst, self.cpu());
+      host_to_device(dst, self.cpu(), false);
     }
   } else if (dst_dev) {
     TORCH_CHECK(self.device().is_cpu(), "vkml can copy from the CPU, not from ", self.device());
-    host_to_device(dst, self);
+    host_to_device(dst, self, non_blocking);
   } else {
     TORCH_CHECK(dst.device().is_cpu(), "vkml can copy to the CPU, not to ", dst.device());
-    device_to_host(dst, self);
+    device_to_host(dst, self, non_blocking);
   }
   return dst;
 }

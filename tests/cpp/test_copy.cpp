@@ -23,6 +23,19 @@ TEST_F(CopyTest, RoundTripSmall) {
   }
 }
 
+TEST_F(CopyTest, DownloadInOverlappedChunks) {
+  const size_t n = 10007;
+  std::vector<uint8_t> host(n);
+  for (size_t i = 0; i < n; ++i) host[i] = uint8_t(i * 13 + 1);
+  Buffer buf(dev(), host);
+  for (uint64_t chunk : {uint64_t(1000), uint64_t(5003), uint64_t(10007), uint64_t(1) << 20}) {
+    SCOPED_TRACE(chunk);
+    std::vector<uint8_t> back(n, 0xee);
+    ops::download(dev(), back.data(), buf.address(), n, chunk);
+    EXPECT_EQ(back, host);
+  }
+}
+
 TEST_F(CopyTest, RoundTripOver128MiB) {
   // Larger than a staging chunk, so both directions take several chunks.
   const size_t n = (160ull << 20) / 4;

@@ -47,15 +47,18 @@ void launch(Device& dev, VkPipeline pipeline, const MultiLayout& l, uint64_t dst
     p.dst_stride[d] = int32_t(l.strides[0][d]);
     p.src_stride[d] = int32_t(l.strides[1][d]);
     numel *= l.sizes[d];
-    max_off = std::max({max_off, (l.sizes[d] - 1) * l.strides[0][d],
-                        (l.sizes[d] - 1) * l.strides[1][d]});
+    max_off =
+        std::max({max_off, (l.sizes[d] - 1) * l.strides[0][d], (l.sizes[d] - 1) * l.strides[1][d]});
   }
   check_32bit_indexing(numel, max_off, "copy");
   p.numel = uint32_t(numel);
   p.ndim = ndim;
   p.dst_dtype = int32_t(dt);
   p.src_dtype = int32_t(st);
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+  Access access;
+  access.write(span_of(dst, itemsize(dt), ndim, l.sizes, l.strides[0]));
+  access.read(span_of(src, itemsize(st), ndim, l.sizes, l.strides[1]));
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
 }
 
 }  // namespace
@@ -64,7 +67,10 @@ void copy_bytes(Device& dev, uint64_t dst_address, uint64_t src_address, uint64_
   if (!nbytes) return;
   BufferSlice d = dev.memory().find(dst_address);
   BufferSlice s = dev.memory().find(src_address);
-  dev.stream().copy_buffer(s.buffer, s.offset, d.buffer, d.offset, nbytes);
+  Access access;
+  access.write(Span{dst_address, dst_address + nbytes});
+  access.read(Span{src_address, src_address + nbytes});
+  dev.stream().copy_buffer(s.buffer, s.offset, d.buffer, d.offset, nbytes, &access);
 }
 
 void copy(Device& dev, const TensorRef& dst, const TensorRef& src) {
@@ -102,18 +108,55 @@ void upload(Device& dev, uint64_t dst_address, const void* src, uint64_t nbytes)
   }
 }
 
-void download(Device& dev, void* dst, uint64_t src_address, uint64_t nbytes) {
+void download(Device& dev, void* dst, uint64_t src_address, uint64_t nbytes, uint64_t chunk) {
+  if (!nbytes) return;
+  chunk = std::max<uint64_t>(chunk, 1);
   BufferSlice s = dev.memory().find(src_address);
-  for (uint64_t done = 0; done < nbytes;) {
-    uint64_t n = std::min(kStagingChunk, nbytes - done);
+  struct InFlight {
+    Allocation staging;
+    uint64_t done, n, value;
+  };
+  auto start = [&](uint64_t done) {
+    uint64_t n = std::min(chunk, nbytes - done);
     Allocation staging = dev.staging().allocate(n);
     BufferSlice st = dev.staging().find(staging.address);
     dev.stream().copy_buffer(s.buffer, s.offset + done, st.buffer, st.offset, n);
-    dev.stream().synchronize();
-    std::memcpy(static_cast<char*>(dst) + done, staging.host, n);
-    dev.staging().free(staging.address);
-    done += n;
+    return InFlight{staging, done, n, dev.stream().flush()};
+  };
+  auto finish = [&](const InFlight& f) {
+    dev.stream().wait(f.value);
+    std::memcpy(static_cast<char*>(dst) + f.done, f.staging.host, f.n);
+    dev.staging().free(f.staging.address);
+  };
+  InFlight current = start(0);
+  while (current.done + current.n < nbytes) {
+    InFlight next = start(current.done + current.n);  // the GPU copies it meanwhile
+    finish(current);
+    current = next;
   }
+  finish(current);
+}
+
+void copy_pinned_to_device(Device& dev, uint64_t dst_address, uint64_t pinned_address,
+                           uint64_t nbytes) {
+  if (!nbytes) return;
+  BufferSlice d = dev.memory().find(dst_address);
+  BufferSlice s = dev.staging().find(pinned_address);
+  Access access;
+  access.write(Span{dst_address, dst_address + nbytes});
+  access.read(Span{pinned_address, pinned_address + nbytes});
+  dev.stream().copy_buffer(s.buffer, s.offset, d.buffer, d.offset, nbytes, &access);
+}
+
+void copy_device_to_pinned(Device& dev, uint64_t pinned_address, uint64_t src_address,
+                           uint64_t nbytes) {
+  if (!nbytes) return;
+  BufferSlice s = dev.memory().find(src_address);
+  BufferSlice d = dev.staging().find(pinned_address);
+  Access access;
+  access.write(Span{pinned_address, pinned_address + nbytes});
+  access.read(Span{src_address, src_address + nbytes});
+  dev.stream().copy_buffer(s.buffer, s.offset, d.buffer, d.offset, nbytes, &access);
 }
 
 }  // namespace vkml::ops

@@ -124,8 +124,7 @@ MemoryPool::Chunk* MemoryPool::take_free_chunk(uint64_t size, bool small) {
   if (it == pool.end()) return nullptr;
   Chunk* c = *it;
   // A huge free chunk serving a much smaller request would pin a whole block.
-  if (!small && c->size > size + kMediumBlock && size > kMediumRequest &&
-      c->size > 2 * size)
+  if (!small && c->size > size + kMediumBlock && size > kMediumRequest && c->size > 2 * size)
     return nullptr;
   pool.erase(it);
   return c;
@@ -174,10 +173,9 @@ Allocation MemoryPool::allocate(uint64_t nbytes) {
   uint64_t heap = heap_size();
   fail(ErrorKind::OutOfMemory,
        "vkml out of memory: tried to allocate " + mib(nbytes) + " on device " +
-           std::to_string(device_.index()) + " (" + device_.info().name + "); " +
-           mib(s.allocated) + " allocated by tensors, " + mib(s.reserved) +
-           " reserved, heap size " + mib(heap) + ", free " +
-           mib(heap > s.reserved ? heap - s.reserved : 0) +
+           std::to_string(device_.index()) + " (" + device_.info().name + "); " + mib(s.allocated) +
+           " allocated by tensors, " + mib(s.reserved) + " reserved, heap size " + mib(heap) +
+           ", free " + mib(heap > s.reserved ? heap - s.reserved : 0) +
            (device_.info().max_allocation_size
                 ? ", largest single allocation " + mib(device_.info().max_allocation_size)
                 : std::string()));
@@ -221,6 +219,19 @@ BufferSlice MemoryPool::find(uint64_t address) const {
   if (address >= b->address + b->size) fail(ErrorKind::Internal, "vkml: address outside any block");
   uint64_t off = address - b->address;
   return {b->buffer, off, b->mapped ? b->mapped + off : nullptr};
+}
+
+uint64_t MemoryPool::address_of_host(const void* p) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto* c = static_cast<const char*>(p);
+  for (const auto& [address, b] : blocks_) {
+    if (!b->mapped || c < b->mapped || c >= b->mapped + b->size) continue;
+    uint64_t off = uint64_t(c - b->mapped);
+    // Only inside a live chunk: a freed one may be handed out again any time.
+    for (Chunk* ch = b->first; ch; ch = ch->next)
+      if (off >= ch->offset && off < ch->offset + ch->size) return ch->free ? 0 : address + off;
+  }
+  return 0;
 }
 
 MemoryStats MemoryPool::stats() const {

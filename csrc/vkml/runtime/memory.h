@@ -15,19 +15,19 @@ namespace vkml {
 class Device;
 
 struct MemoryStats {
-  uint64_t allocated = 0;       // bytes in live chunks
-  uint64_t reserved = 0;        // bytes in Vulkan blocks
+  uint64_t allocated = 0;  // bytes in live chunks
+  uint64_t reserved = 0;   // bytes in Vulkan blocks
   uint64_t peak_allocated = 0;
   uint64_t peak_reserved = 0;
-  uint64_t alloc_count = 0;     // chunk allocations
+  uint64_t alloc_count = 0;        // chunk allocations
   uint64_t block_alloc_count = 0;  // vkAllocateMemory calls
   uint64_t block_free_count = 0;
 };
 
 struct Allocation {
-  uint64_t address = 0;   // device address of the first byte
-  uint64_t size = 0;      // bytes reserved for it (rounded up)
-  void* host = nullptr;   // mapped pointer, host-visible pools only
+  uint64_t address = 0;  // device address of the first byte
+  uint64_t size = 0;     // bytes reserved for it (rounded up)
+  void* host = nullptr;  // mapped pointer, host-visible pools only
 };
 
 // A device address resolved to the buffer that holds it, for copy commands.
@@ -47,6 +47,9 @@ class MemoryPool {
   Allocation allocate(uint64_t nbytes);
   void free(uint64_t address);
   BufferSlice find(uint64_t address) const;
+  // Host-visible pools: the device address of a mapped host pointer inside a
+  // live allocation, or 0 when the pointer is not in this pool.
+  uint64_t address_of_host(const void* p) const;
 
   MemoryStats stats() const;
   void reset_peak();
