@@ -14,8 +14,8 @@ namespace vkml_aten {
 namespace {
 
 void check_input(const char* name, const at::Tensor& t, int sp) {
-  TORCH_CHECK_NOT_IMPLEMENTED(t.scalar_type() == at::kFloat || t.scalar_type() == at::kHalf,
-                              name, " on vkml supports float32 and float16, got ",
+  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(t.scalar_type()), name,
+                              " on vkml supports float32, float16 and bfloat16, got ",
                               t.scalar_type());
   TORCH_CHECK(t.dim() == sp + 1 || t.dim() == sp + 2, name, ": expected ", sp + 1, "D or ",
               sp + 2, "D input, got ", t.dim(), "D");

@@ -12,20 +12,15 @@
 // window covers it (no atomics, deterministic).
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16
 #include "common.glsl"
+#include "float_store.glsl"
 
 layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const bool ADAPTIVE = false;
 layout(constant_id = 2) const uint WG = 64;
 
-#if defined(ST_F16)
-#define BUF BufF16
-#define STORE(P, O, V) BUF(P).v[O] = float16_t(V)
-#else
-#define BUF BufF32
-#define STORE(P, O, V) BUF(P).v[O] = (V)
-#endif
 
 layout(push_constant, scalar) uniform PC {
   uint64_t x, y, idx;
@@ -35,7 +30,7 @@ layout(push_constant, scalar) uniform PC {
   int divisor;  // 0: none
 } pc;
 
-float ld(uint64_t p, uint off) { return float(BUF(p).v[off]); }
+float ld(uint64_t p, uint off) { return LD(p, off); }
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
 // The input range [lo, hi) of output o along dim a; for average pooling also the
