@@ -46,6 +46,7 @@ vkml::DType kernel_dtype(const char* name, at::ScalarType t, bool reduce) {
   switch (t) {
     case at::kFloat: return vkml::DType::f32;
     case at::kHalf: return vkml::DType::f16;
+    case at::kBFloat16: return vkml::DType::bf16;
     case at::kInt: return vkml::DType::i32;
     case at::kLong: return vkml::DType::i64;
     case at::kByte: return vkml::DType::u8;
@@ -877,10 +878,11 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& in
               indices.scalar_type());
   int64_t n = indices.numel();
   int64_t d = grad.dim() > 0 ? grad.size(-1) : 1;
-  bool half = grad.scalar_type() == at::kHalf;
-  at::Tensor gw = at::zeros({num_weights, d}, grad.options().dtype(half ? at::kFloat
-                                                                         : grad.scalar_type()));
-  if (n == 0 || d == 0) return half ? gw.to(at::kHalf) : gw;
+  // 16-bit gradients accumulate in fp32: a row's sum may gather many rows.
+  bool half = grad.scalar_type() == at::kHalf || grad.scalar_type() == at::kBFloat16;
+  at::Tensor gw =
+      at::zeros({num_weights, d}, grad.options().dtype(half ? at::kFloat : grad.scalar_type()));
+  if (n == 0 || d == 0) return half ? gw.to(grad.scalar_type()) : gw;
   at::Tensor idx = kernel_index(indices).reshape({n});
   at::Tensor g = grad.reshape({n, d});
   if (half) g = g.to(at::kFloat);
@@ -914,7 +916,7 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& in
     launch("embedding_dense_backward", c);
     gw.div_(count.clamp_min(1).to(gw.scalar_type()).unsqueeze(1));
   }
-  return half ? gw.to(at::kHalf) : gw;
+  return half ? gw.to(grad.scalar_type()) : gw;
 }
 
 }  // namespace
