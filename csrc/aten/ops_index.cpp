@@ -292,7 +292,10 @@ void scatter_into(const char* name, const at::Tensor& self, int64_t dim, const a
   if (index.numel() == 0) return;
   DimView v = dim_view(self, dim);
   if (check) check_ranges({{index, v.sizes[v.dim], v.dim}}, false, Style::Bounds);
-  if (reduce != IndexReduce::Assign && self.scalar_type() == at::kHalf) {
+  // float16 has no atomic form here; bfloat16 has one, but PyTorch's CPU scatter
+  // kernels accumulate bfloat16 in float32 and round once, so it does the same.
+  if (reduce != IndexReduce::Assign &&
+      (self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16)) {
     at::Tensor acc = self.to(at::kFloat);
     at::Tensor src_f = src ? src->to(at::kFloat) : at::Tensor();
     scatter_into(name, acc, dim, index, src ? &src_f : nullptr, value, reduce, false);
@@ -512,10 +515,24 @@ at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                        const at::Tensor& source, const at::Scalar& alpha) {
   meta(self).index_add_(dim, meta(index), meta(source), alpha);
   at::Tensor src = source;
-  if (!(alpha.isIntegral(true) && alpha.toLong() == 1) &&
-      !(alpha.isFloatingPoint() && alpha.toDouble() == 1.0))
-    src = source.mul(alpha);
+  bool unit = (alpha.isIntegral(true) && alpha.toLong() == 1) ||
+              (alpha.isFloatingPoint() && alpha.toDouble() == 1.0);
+  bool bf16 = self.scalar_type() == at::kBFloat16;
+  // For bfloat16 the CPU rounds alpha and then alpha * source to bfloat16.
+  if (!unit)
+    src = bf16 ? source.mul(double(float(c10::BFloat16(float(alpha.toDouble())))))
+               : source.mul(alpha);
   // The source's dim sizes must line up with self's (0-dim sources act as [1]).
+  if (bf16 && unit) {
+    // PyTorch's CPU index_add sums bfloat16 in float32 and rounds once when alpha
+    // is 1 and rounds every step otherwise (as the kernel does; its index_reduce,
+    // index_put_ and put_ do too).
+    at::Tensor acc = self.to(at::kFloat), src_f = src.to(at::kFloat);
+    index_scatter("index_add", acc, dim, index, &src_f, 0, IndexReduce::Add, false,
+                  Style::Bounds);
+    self.copy_(acc);
+    return self;
+  }
   index_scatter("index_add", self, dim, index, &src, 0, IndexReduce::Add, false, Style::Bounds);
   return self;
 }
