@@ -373,3 +373,11 @@ def test_addr_rounds_like_cpu(beta, alpha):
     assert_close_to_cpu(
         lambda s, a, b: torch.addr(s, a, b, beta=beta, alpha=alpha), s, a, b, atol=0, rtol=0
     )
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_adaptive_avg_pool3d_rounds_like_cpu(dtype):
+    # The CPU's 3-d kernel sums 16-bit floats in their own dtype and rounds each of
+    # its three divisions: matched bit for bit.
+    x = make((2, 3, 5, 7, 6), torch.float32).to(dtype)
+    assert_close_to_cpu(lambda t: F.adaptive_avg_pool3d(t, (3, 4, 4)), x, atol=0, rtol=0)

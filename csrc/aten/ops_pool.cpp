@@ -192,7 +192,10 @@ at::Tensor avg_pool_backward(const at::Tensor& grad, const at::Tensor& self,
 
 template <int SP>
 at::Tensor adaptive_avg(const at::Tensor& self, at::IntArrayRef output_size) {
-  return run_avg(adaptive("adaptive_avg_pool", self, SP, output_size), self);
+  Pool p = adaptive("adaptive_avg_pool", self, SP, output_size);
+  // The CPU's 3-d kernel sums 16-bit floats in their own dtype (1-d and 2-d use fp32).
+  p.s.round_steps = SP == 3 && self.scalar_type() != at::kFloat;
+  return run_avg(p, self);
 }
 
 template <int SP>

@@ -14,7 +14,7 @@ struct Push {
   uint64_t x, y, idx;
   uint32_t planes;
   int32_t isz[3], osz[3], ksz[3], str[3], pad[3], dil[3];
-  int32_t count_include_pad, divisor;
+  int32_t count_include_pad, divisor, round_steps;
 };
 static_assert(sizeof(Push) <= 128);
 
@@ -36,6 +36,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
   }
   p.count_include_pad = s.count_include_pad ? 1 : 0;
   p.divisor = int32_t(s.divisor);
+  p.round_steps = s.round_steps ? 1 : 0;
   uint32_t wg = 64;
   VkPipeline pipeline =
       dev.pipelines().get("pool_" + suffix, {mode, s.adaptive ? 1 : 0, int32_t(wg)});

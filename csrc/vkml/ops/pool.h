@@ -17,6 +17,9 @@ struct PoolShape {
   bool adaptive = false;  // windows [floor(o*I/O), ceil((o+1)*I/O)); kernel etc. unused
   bool count_include_pad = true;
   int64_t divisor = 0;  // avg: divisor_override, 0 for none
+  // avg: round the running sum and each of the three divisions by the window sizes
+  // to the storage dtype, as PyTorch's CPU adaptive_avg_pool3d does for 16-bit floats.
+  bool round_steps = false;
 };
 
 // dtype f32 or f16 (fp32 math); indices int64, flat within a plane, as PyTorch.

@@ -28,7 +28,19 @@ layout(push_constant, scalar) uniform PC {
   ivec3 isz, osz, ksz, str, pad, dil;
   int count_include_pad;
   int divisor;  // 0: none
+  int round_steps;  // avg: round the sum and each division to storage (CPU adaptive 3d)
 } pc;
+
+// x rounded to the storage dtype.
+float rnd(float x) {
+#if defined(ST_BF16)
+  return bf16_to_f32(f32_to_bf16(x));
+#elif defined(ST_F16)
+  return float(float16_t(x));
+#else
+  return x;
+#endif
+}
 
 float ld(uint64_t p, uint off) { return LD(p, off); }
 #define NEG_INF uintBitsToFloat(0xff800000u)
@@ -112,10 +124,15 @@ void main() {
       float acc = 0.0;
       for (int z = lz; z < hz; ++z)
         for (int y = ly; y < hy; ++y)
-          for (int x = lx; x < hx; ++x)
+          for (int x = lx; x < hx; ++x) {
             acc += ld(pc.x, ib + uint((z * pc.isz.y + y) * pc.isz.z + x));
+            if (pc.round_steps != 0) acc = rnd(acc);
+          }
       bool empty = lz >= hz || ly >= hy || lx >= hx;
-      STORE(pc.y, t, empty ? 0.0 : acc / avg_divisor(lz, hz, pz, ly, hy, py, lx, hx, px));
+      float r = pc.round_steps != 0
+                    ? rnd(rnd(acc / float(pz)) / float(py)) / float(px)
+                    : acc / avg_divisor(lz, hz, pz, ly, hy, py, lx, hx, px);
+      STORE(pc.y, t, empty ? 0.0 : r);
     }
   } else {
     int oz0, oz1, oy0, oy1, ox0, ox1;
