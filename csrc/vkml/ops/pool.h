@@ -22,7 +22,7 @@ struct PoolShape {
   bool round_steps = false;
 };
 
-// dtype f32 or f16 (fp32 math); indices int64, flat within a plane, as PyTorch.
+// dtype f32, f16 or bf16 (fp32 math); indices int64, flat within a plane, as PyTorch.
 void max_pool(Device& dev, DType dtype, uint64_t x, uint64_t y, uint64_t indices,
               const PoolShape& s);
 void max_pool_backward(Device& dev, DType dtype, uint64_t grad_out, uint64_t indices,
