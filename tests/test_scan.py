@@ -12,6 +12,8 @@ from conftest import (
     make,
 )
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 SCAN_DTYPES = [torch.float32, torch.float16, torch.int32, torch.int64]
@@ -115,6 +117,19 @@ def test_scan_gradients():
     assert_grads_close_to_cpu(lambda t: t.cumprod(1), x, atol=1e-4, rtol=1e-4)
     assert_grads_close_to_cpu(lambda t: t.cummax(0)[0], x)
     assert_grads_close_to_cpu(lambda t: t.logcumsumexp(1), x, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.skipif(
+    not torch_vkml.get_device_properties().supports_fp64, reason="needs shaderFloat64"
+)
+def test_logcumsumexp_large_values():
+    # Near 1e4 an fp32 ulp is 1e-3: float32 logcumsumexp carries fp64 like the CPU,
+    # and its backward (exp of the reverse scan plus the input, positive and negative
+    # parts subtracted) only matches when the scans round like the CPU's.
+    x = make((5, 5, 5))
+    x[make((5, 5, 5), torch.bool)] = 1e4
+    assert_close_to_cpu(lambda t: t.logcumsumexp(0), x, atol=0, rtol=1e-7)
+    assert_grads_close_to_cpu(lambda t: t.logcumsumexp(0), x.requires_grad_(), atol=1e-4, rtol=1e-4)
 
 
 def test_scan_errors_like_cpu():

@@ -20,6 +20,7 @@ ATEN = ROOT / "csrc" / "aten"
 OUT = ROOT / "docs" / "ops.md"
 
 F = "float32, float16"
+FB = "float32, float16, bfloat16"
 EW = (
     "float32, float16, bfloat16, float64 (where the device has shaderFloat64; float64 "
     "exp/log/sin/... run on the CPU, counted), int64, int32, uint8, bool"
@@ -49,25 +50,29 @@ FAMILIES = {
     "ops_foreach.cpp": ("Multi-tensor (_foreach_*) ops", EW),
     "ops_index.cpp": (
         "Indexing, gather / scatter, embedding backward",
-        "float32, float16, int64, int32, uint8, bool (gathers and plain writes also float64, "
+        "float32, float16, bfloat16, int64, int32, uint8, bool (gathers and plain writes also "
+        "float64, "
         "int8; reductions other than sum on int64, uint8 and bool run serially)",
     ),
-    "ops_scan.cpp": ("Scans", "float32, float16, int64, int32 (cummax/cummin also uint8, bool)"),
+    "ops_scan.cpp": (
+        "Scans",
+        "float32, float16, bfloat16, int64, int32 (cummax/cummin also uint8, bool)",
+    ),
     "ops_compact.cpp": (
         "Data-dependent shapes (nonzero, masked_select, masked_scatter), count_nonzero",
         "all (count_nonzero: float32, float16, int64, int32, uint8, bool)",
     ),
-    "ops_conv.cpp": ("Convolution (1-3d, transposed, groups) and its backward", F),
-    "ops_pool.cpp": ("Pooling (max, average, adaptive) and backward", F),
-    "ops_norm.cpp": ("Batch / layer / group norm and backward", F),
-    "ops_resample.cpp": ("Upsampling, im2col / col2im", F + " (nearest modes: all)"),
+    "ops_conv.cpp": ("Convolution (1-3d, transposed, groups) and its backward", FB),
+    "ops_pool.cpp": ("Pooling (max, average, adaptive) and backward", FB),
+    "ops_norm.cpp": ("Batch / layer / group norm and backward", FB),
+    "ops_resample.cpp": ("Upsampling, im2col / col2im", FB + " (nearest modes: all)"),
     "ops_sort.cpp": (
         "Sort and selection (sort, topk, kthvalue, median, unique, randperm)",
-        "float32, float16, int64, int32, uint8 (bool where PyTorch allows)",
+        "float32, float16, bfloat16, int64, int32, uint8 (bool where PyTorch allows)",
     ),
     "ops_search.cpp": (
         "searchsorted, bucketize, histc, bincount",
-        "float32, float16, int64, int32 (bincount: integer inputs)",
+        "float32, float16, bfloat16, int64, int32 (bincount: integer inputs)",
     ),
     "ops_rnn.cpp": ("Fused LSTM / GRU cells (nn.LSTM, nn.GRU)", F),
     "ops_attention.cpp": ("Attention backend choice (SDPA math path)", "all"),

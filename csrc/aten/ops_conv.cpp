@@ -13,8 +13,8 @@ namespace vkml_aten {
 namespace {
 
 void check_float(const at::Tensor& t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(t.scalar_type() == at::kFloat || t.scalar_type() == at::kHalf,
-                              "convolution on vkml supports float32 and float16, got ",
+  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(t.scalar_type()),
+                              "convolution on vkml supports float32, float16 and bfloat16, got ",
                               t.scalar_type());
 }
 

@@ -46,6 +46,7 @@ vkml::DType kernel_dtype(const char* name, at::ScalarType t, bool reduce) {
   switch (t) {
     case at::kFloat: return vkml::DType::f32;
     case at::kHalf: return vkml::DType::f16;
+    case at::kBFloat16: return vkml::DType::bf16;
     case at::kInt: return vkml::DType::i32;
     case at::kLong: return vkml::DType::i64;
     case at::kByte: return vkml::DType::u8;
@@ -291,7 +292,10 @@ void scatter_into(const char* name, const at::Tensor& self, int64_t dim, const a
   if (index.numel() == 0) return;
   DimView v = dim_view(self, dim);
   if (check) check_ranges({{index, v.sizes[v.dim], v.dim}}, false, Style::Bounds);
-  if (reduce != IndexReduce::Assign && self.scalar_type() == at::kHalf) {
+  // float16 has no atomic form here; bfloat16 has one, but PyTorch's CPU scatter
+  // kernels accumulate bfloat16 in float32 and round once, so it does the same.
+  if (reduce != IndexReduce::Assign &&
+      (self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16)) {
     at::Tensor acc = self.to(at::kFloat);
     at::Tensor src_f = src ? src->to(at::kFloat) : at::Tensor();
     scatter_into(name, acc, dim, index, src ? &src_f : nullptr, value, reduce, false);
@@ -511,10 +515,24 @@ at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                        const at::Tensor& source, const at::Scalar& alpha) {
   meta(self).index_add_(dim, meta(index), meta(source), alpha);
   at::Tensor src = source;
-  if (!(alpha.isIntegral(true) && alpha.toLong() == 1) &&
-      !(alpha.isFloatingPoint() && alpha.toDouble() == 1.0))
-    src = source.mul(alpha);
+  bool unit = (alpha.isIntegral(true) && alpha.toLong() == 1) ||
+              (alpha.isFloatingPoint() && alpha.toDouble() == 1.0);
+  bool bf16 = self.scalar_type() == at::kBFloat16;
+  // For bfloat16 the CPU rounds alpha and then alpha * source to bfloat16.
+  if (!unit)
+    src = bf16 ? source.mul(double(float(c10::BFloat16(float(alpha.toDouble())))))
+               : source.mul(alpha);
   // The source's dim sizes must line up with self's (0-dim sources act as [1]).
+  if (bf16 && unit) {
+    // PyTorch's CPU index_add sums bfloat16 in float32 and rounds once when alpha
+    // is 1 and rounds every step otherwise (as the kernel does; its index_reduce,
+    // index_put_ and put_ do too).
+    at::Tensor acc = self.to(at::kFloat), src_f = src.to(at::kFloat);
+    index_scatter("index_add", acc, dim, index, &src_f, 0, IndexReduce::Add, false,
+                  Style::Bounds);
+    self.copy_(acc);
+    return self;
+  }
   index_scatter("index_add", self, dim, index, &src, 0, IndexReduce::Add, false, Style::Bounds);
   return self;
 }
@@ -877,10 +895,11 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& in
               indices.scalar_type());
   int64_t n = indices.numel();
   int64_t d = grad.dim() > 0 ? grad.size(-1) : 1;
-  bool half = grad.scalar_type() == at::kHalf;
-  at::Tensor gw = at::zeros({num_weights, d}, grad.options().dtype(half ? at::kFloat
-                                                                         : grad.scalar_type()));
-  if (n == 0 || d == 0) return half ? gw.to(at::kHalf) : gw;
+  // 16-bit gradients accumulate in fp32: a row's sum may gather many rows.
+  bool half = grad.scalar_type() == at::kHalf || grad.scalar_type() == at::kBFloat16;
+  at::Tensor gw =
+      at::zeros({num_weights, d}, grad.options().dtype(half ? at::kFloat : grad.scalar_type()));
+  if (n == 0 || d == 0) return half ? gw.to(grad.scalar_type()) : gw;
   at::Tensor idx = kernel_index(indices).reshape({n});
   at::Tensor g = grad.reshape({n, d});
   if (half) g = g.to(at::kFloat);
@@ -914,7 +933,7 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& in
     launch("embedding_dense_backward", c);
     gw.div_(count.clamp_min(1).to(gw.scalar_type()).unsqueeze(1));
   }
-  return half ? gw.to(at::kHalf) : gw;
+  return half ? gw.to(grad.scalar_type()) : gw;
 }
 
 }  // namespace

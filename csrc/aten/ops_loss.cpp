@@ -21,8 +21,8 @@ vkml::ops::NllLossArgs args_for(const at::Tensor& self, const at::Tensor& target
               self.sizes(), ", target: ", target.sizes(), ")");
   TORCH_CHECK(target.scalar_type() == at::kLong || target.scalar_type() == at::kByte,
               "expected scalar type Long but found ", target.scalar_type());
-  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() == at::kFloat || self.scalar_type() == at::kHalf,
-                              "nll_loss on vkml supports float32 and float16, got ",
+  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(self.scalar_type()),
+                              "nll_loss on vkml supports float32, float16 and bfloat16, got ",
                               self.scalar_type());
   input = self.contiguous();
   tgt = target.to(at::kLong).contiguous();

@@ -1,5 +1,6 @@
 // Matrix products: mm, addmm, bmm, baddbmm, mv, dot. Operands are read with
 // their strides, so transposed views cost no copy.
+#include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addr_native.h>
 #include <ATen/ops/vdot_native.h>
@@ -192,14 +193,29 @@ at::Tensor dot(const at::Tensor& self, const at::Tensor& other) {
   return vk_mm(self.unsqueeze(0), other.unsqueeze(1)).reshape({});
 }
 
-// addr (self + outer product): ATen's composite form from native ops; bfloat16
-// in float32 so the result is rounded once, as on the CPU.
+// bfloat16 addr as the CPU kernel computes it, beta * self + (alpha * v1) * v2, with
+// beta and alpha rounded to bfloat16 and every product and the sum rounded to
+// bfloat16 (each native bfloat16 elementwise op rounds its result once).
+at::Tensor addr_bf16(const at::Tensor& self, const at::Tensor& v1, const at::Tensor& v2,
+                     const at::Scalar& beta, const at::Scalar& alpha) {
+  TORCH_CHECK(v1.dim() == 1, "addr: Expected 1-D argument vec1, but got ", v1.dim(), "-D");
+  TORCH_CHECK(v2.dim() == 1, "addr: Expected 1-D argument vec2, but got ", v2.dim(), "-D");
+  TORCH_CHECK(at::is_expandable_to(self.sizes(), {v1.size(0), v2.size(0)}),
+              "The size of tensor a (", self.sizes(), ") must be expandable to the outer ",
+              "product of size [", v1.size(0), ", ", v2.size(0), "]");
+  double b = float(c10::BFloat16(float(beta.toDouble())));
+  double a = float(c10::BFloat16(float(alpha.toDouble())));
+  at::Tensor prod = at::outer(a == 1.0 ? v1 : v1 * a, v2);
+  if (b == 0.0) return prod;  // self is ignored, its NaNs too
+  return (b == 1.0 ? self : self * b) + prod;
+}
+
+// addr (self + outer product): ATen's composite form from native ops.
 at::Tensor vk_addr(const at::Tensor& self, const at::Tensor& v1, const at::Tensor& v2,
                    const at::Scalar& beta, const at::Scalar& alpha) {
-  if (at::promote_types(at::result_type(self, v1), v2.scalar_type()) == at::kBFloat16) {
-    return at::native::math_addr(as_float(self), as_float(v1), as_float(v2), beta, alpha)
-        .to(at::kBFloat16);
-  }
+  if (self.scalar_type() == at::kBFloat16 && v1.scalar_type() == at::kBFloat16 &&
+      v2.scalar_type() == at::kBFloat16 && !beta.isComplex() && !alpha.isComplex())
+    return addr_bf16(self, v1, v2, beta, alpha);
   return at::native::math_addr(self, v1, v2, beta, alpha);
 }
 at::Tensor& vk_addr_out(const at::Tensor& self, const at::Tensor& v1, const at::Tensor& v2,

@@ -17,8 +17,8 @@ using Tensor3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
 using OptTensor = std::optional<at::Tensor>;
 
 void check_float(const char* name, const at::Tensor& t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(t.scalar_type() == at::kFloat || t.scalar_type() == at::kHalf,
-                              name, " on vkml supports float32 and float16, got ",
+  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(t.scalar_type()), name,
+                              " on vkml supports float32, float16 and bfloat16, got ",
                               t.scalar_type());
 }
 

@@ -14,8 +14,8 @@ namespace vkml_aten {
 namespace {
 
 void check_input(const char* name, const at::Tensor& t, int sp) {
-  TORCH_CHECK_NOT_IMPLEMENTED(t.scalar_type() == at::kFloat || t.scalar_type() == at::kHalf,
-                              name, " on vkml supports float32 and float16, got ",
+  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(t.scalar_type()), name,
+                              " on vkml supports float32, float16 and bfloat16, got ",
                               t.scalar_type());
   TORCH_CHECK(t.dim() == sp + 1 || t.dim() == sp + 2, name, ": expected ", sp + 1, "D or ",
               sp + 2, "D input, got ", t.dim(), "D");
@@ -192,7 +192,10 @@ at::Tensor avg_pool_backward(const at::Tensor& grad, const at::Tensor& self,
 
 template <int SP>
 at::Tensor adaptive_avg(const at::Tensor& self, at::IntArrayRef output_size) {
-  return run_avg(adaptive("adaptive_avg_pool", self, SP, output_size), self);
+  Pool p = adaptive("adaptive_avg_pool", self, SP, output_size);
+  // The CPU's 3-d kernel sums 16-bit floats in their own dtype (1-d and 2-d use fp32).
+  p.s.round_steps = SP == 3 && self.scalar_type() != at::kFloat;
+  return run_avg(p, self);
 }
 
 template <int SP>

@@ -20,8 +20,8 @@ at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
 }
 
 void check_float(const char* op, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf, op,
-                              " on vkml supports float32 and float16, got ", t);
+  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(t), op,
+                              " on vkml supports float32, float16 and bfloat16, got ", t);
 }
 
 // -------------------------------------------------------------- bilinear

@@ -16,7 +16,8 @@ using vkml::ops::ScanOp;
 bool scan_dtype(at::ScalarType t, ScanOp op) {
   switch (t) {
     case at::kFloat:
-    case at::kHalf: return true;
+    case at::kHalf:
+    case at::kBFloat16: return true;
     case at::kInt:
     case at::kLong:
     case at::kByte: return op != ScanOp::LogSumExp;

@@ -15,9 +15,9 @@ namespace {
 // Comparisons run on float32 (floating dtypes) or int64 keys; both exact for the
 // dtypes accepted.
 at::ScalarType key_type(const char* op, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kLong ||
-                                  t == at::kInt || t == at::kShort || t == at::kChar ||
-                                  t == at::kByte,
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kBFloat16 ||
+                                  t == at::kLong || t == at::kInt || t == at::kShort ||
+                                  t == at::kChar || t == at::kByte,
                               op, " on vkml does not support ", t);
   return at::isFloatingType(t) ? at::kFloat : at::kLong;
 }
@@ -144,7 +144,7 @@ at::Tensor vk_bucketize_scalar(const at::Scalar& self, const at::Tensor& boundar
 at::Tensor& vk_histc_out(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                       const at::Scalar& max, at::Tensor& out) {
   TORCH_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins, " for dimension 0");
-  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() == at::kFloat || self.scalar_type() == at::kHalf,
+  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(self.scalar_type()),
                               "\"histogram_cpu\" not implemented for '", self.scalar_type(), "'");
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "torch.histc: input tensor and hist "
               "tensor should have the same dtype, but got input ", self.scalar_type(),

@@ -154,8 +154,8 @@ at::Tensor run_remap(const char* op, const at::Tensor& self, const std::vector<R
 at::Tensor run_remap_backward(const char* op, const at::Tensor& grad_out,
                               at::IntArrayRef in_sizes, std::vector<RemapDim> dims,
                               at::ScalarType dtype) {
-  TORCH_CHECK_NOT_IMPLEMENTED(dtype == at::kFloat || dtype == at::kHalf, op,
-                              " on vkml supports float32 and float16, got ", dtype);
+  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(dtype), op,
+                              " on vkml supports float32, float16 and bfloat16, got ", dtype);
   at::Tensor g = grad_out.to(at::kFloat).contiguous();
   at::Tensor gi = at::zeros(in_sizes, g.options());
   int64_t stride = 1;

@@ -18,11 +18,11 @@ namespace {
 using TensorPair = std::tuple<at::Tensor, at::Tensor>;
 using TensorRefPair = std::tuple<at::Tensor&, at::Tensor&>;
 
-// Keys are sorted as float32 (floating dtypes: exact for float16) or int64.
+// Keys are sorted as float32 (floating dtypes: exact for float16 and bfloat16) or int64.
 at::ScalarType key_type(const char* op, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kLong ||
-                                  t == at::kInt || t == at::kShort || t == at::kChar ||
-                                  t == at::kByte || t == at::kBool,
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kBFloat16 ||
+                                  t == at::kLong || t == at::kInt || t == at::kShort ||
+                                  t == at::kChar || t == at::kByte || t == at::kBool,
                               op, " on vkml does not support ", t);
   return at::isFloatingType(t) ? at::kFloat : at::kLong;
 }

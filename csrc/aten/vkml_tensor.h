@@ -15,6 +15,12 @@ namespace vkml_aten {
 bool has_vkml_dtype(at::ScalarType t);
 vkml::DType to_vkml(at::ScalarType t);
 
+// The dtypes of the float-only kernels (conv, pool, norm, resampling, ...):
+// stored as 32 or 16 bits, computed in fp32.
+inline bool is_float_storage(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
+}
+
 // The logical device of a vkml tensor (or of an index; -1 = current).
 vkml::Device& vkml_device(const at::Tensor& t);
 vkml::Device& device_at(c10::DeviceIndex index);

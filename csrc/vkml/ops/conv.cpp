@@ -23,10 +23,7 @@ constexpr int64_t kGemmMinRows = 8;
 
 void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64_t p2,
             uint64_t out, const ConvShape& s) {
-  VKML_CHECK_ARG(dtype == DType::f32 || dtype == DType::f16,
-                 std::string("conv: unsupported dtype ") + dtype_name(dtype));
-  VKML_CHECK_ARG(dtype != DType::f16 || dev.info().supports_fp16,
-                 "conv: float16 is not supported on " + dev.info().name);
+  const std::string suffix = float_variant(dev, dtype, "conv");
   VKML_CHECK_ARG(s.spatial >= 1 && s.spatial <= 3, "conv: 1 to 3 spatial dims");
   VKML_CHECK_ARG(s.groups >= 1 && s.ci % s.groups == 0 && s.co % s.groups == 0,
                  "conv: channels must divide by groups");
@@ -59,12 +56,11 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     int64_t cols = mode == 0   ? s.n * prod3(s.out)
                    : mode == 1 ? s.n * prod3(s.in)
                                : cig * prod3(s.kernel);
-    VkPipeline pipeline = dev.pipelines().get(
-        dtype == DType::f16 ? "conv_gemm_f16" : "conv_gemm_f32", {mode, 64});
+    VkPipeline pipeline = dev.pipelines().get("conv_gemm_" + suffix, {mode, 64});
     dispatch_groups(pipeline, uint64_t(s.groups * ((rows + 31) / 32) * ((cols + 31) / 32)));
     return;
   }
-  const char* name = dtype == DType::f16 ? "conv_f16" : "conv_f32";
+  const std::string name = "conv_" + suffix;
   // Channels per thread (mode 0: output channels, else input channels) of one group.
   int64_t per_group = mode == 0 ? cog : cig;
   int32_t tile = per_group >= 8 ? 8 : per_group >= 4 ? 4 : 1;

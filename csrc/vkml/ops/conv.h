@@ -20,7 +20,7 @@ struct ConvShape {
   int64_t dilation[3] = {1, 1, 1};
 };
 
-// y = conv(x, w) + bias (bias [Co] or 0). dtype f32 or f16 (fp32 accumulation).
+// y = conv(x, w) + bias (bias [Co] or 0). dtype f32, f16 or bf16 (fp32 accumulation).
 void conv_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t bias, uint64_t y,
                   const ConvShape& s);
 // gx = conv_transpose(gy, w) + bias (bias [Ci] or 0); gx has the `in` sizes.

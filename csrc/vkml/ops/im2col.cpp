@@ -18,8 +18,7 @@ struct Push {
 static_assert(sizeof(Push) <= 128);
 
 void launch(Device& dev, DType dtype, int mode, uint64_t src, uint64_t dst, const Im2colShape& s) {
-  VKML_CHECK_ARG(dtype == DType::f32 || dtype == DType::f16,
-                 std::string("im2col/col2im: unsupported dtype ") + dtype_name(dtype));
+  const std::string name = std::string("im2col_") + float_variant(dev, dtype, "im2col/col2im");
   int64_t image = s.planes * s.H * s.W;
   int64_t cols = s.planes * s.kh * s.kw * s.oh * s.ow;
   int64_t numel = mode == 0 ? cols : image;
@@ -40,8 +39,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t src, uint64_t dst, cons
          int32_t(s.oh),
          int32_t(s.ow),
          uint32_t(numel)};
-  VkPipeline pipeline =
-      dev.pipelines().get(dtype == DType::f32 ? "im2col_f32" : "im2col_f16", {mode});
+  VkPipeline pipeline = dev.pipelines().get(name, {mode});
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
 }
 

@@ -15,7 +15,7 @@ struct Im2colShape {
 };
 
 // image: contiguous [planes, H, W]; columns: contiguous [planes * kh * kw, oh * ow].
-// dtype f32 or f16.
+// dtype f32, f16 or bf16.
 void im2col(Device& dev, DType dtype, uint64_t image, uint64_t columns, const Im2colShape& s);
 // image = sum of the columns over every window that covers each element.
 void col2im(Device& dev, DType dtype, uint64_t columns, uint64_t image, const Im2colShape& s);

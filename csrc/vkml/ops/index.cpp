@@ -41,11 +41,11 @@ int64_t encode(DType t, Scalar v) {
 }  // namespace
 
 void index_op(Device& dev, const IndexArgs& a) {
-  const char* suffix = variant_suffix(a.dtype);
-  VKML_CHECK_ARG(suffix != nullptr && a.dtype != DType::bf16,
+  const char* suffix = a.dtype == DType::bf16 ? "bf16" : variant_suffix(a.dtype);
+  VKML_CHECK_ARG(suffix != nullptr,
                  std::string("index kernels do not support dtype ") + dtype_name(a.dtype));
-  VKML_CHECK_ARG(a.dtype != DType::f16 || dev.info().supports_fp16,
-                 "float16 is not supported on " + dev.info().name);
+  VKML_CHECK_ARG((a.dtype != DType::f16 && a.dtype != DType::bf16) || dev.info().supports_fp16,
+                 std::string(dtype_name(a.dtype)) + " is not supported on " + dev.info().name);
   VKML_CHECK_ARG(a.idx.dtype == DType::i64 || a.idx.dtype == DType::i32,
                  "index kernels take int64 or int32 indices");
   VKML_CHECK_ARG(a.dst.ndim == a.idx.ndim && (a.src.address == 0 || a.src.ndim == a.dst.ndim),

@@ -23,7 +23,7 @@ enum class IndexReduce { Assign, Add, Mul, Max, Min };
 struct IndexArgs {
   IndexMode mode = IndexMode::Gather;
   IndexReduce reduce = IndexReduce::Assign;
-  DType dtype = DType::f32;  // of dst and src: f32, f16 (Assign only), i32, i64, u8, b8
+  DType dtype = DType::f32;  // of dst and src: f32, f16 (Assign only), bf16, i32, i64, u8, b8
   TensorRef dst, src, idx;   // idx dtype i64 or i32
   Scalar value;
   int64_t dim_stride = 0;

@@ -58,4 +58,17 @@ const char* variant_suffix(DType t) {
   }
 }
 
+const char* float_variant(Device& dev, DType t, const char* op) {
+  const char* suffix = t == DType::f32    ? "f32"
+                       : t == DType::f16  ? "f16"
+                       : t == DType::bf16 ? "bf16"
+                                          : nullptr;
+  if (suffix == nullptr)
+    fail(ErrorKind::InvalidArgument, std::string(op) + ": unsupported dtype " + dtype_name(t));
+  if (t != DType::f32 && !dev.info().supports_fp16)
+    fail(ErrorKind::InvalidArgument,
+         std::string(op) + ": " + dtype_name(t) + " is not supported on " + dev.info().name);
+  return suffix;
+}
+
 }  // namespace vkml::ops

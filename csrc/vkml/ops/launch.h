@@ -31,4 +31,9 @@ void check_32bit_indexing(int64_t numel, int64_t max_offset, const char* op);
 // The shader variant suffix of a storage dtype for the elementwise family.
 const char* variant_suffix(DType t);
 
+// The variant suffix ("f32", "f16" or "bf16") of a kernel that reads and writes
+// floats only (shaders/float_store.glsl). Fails with InvalidArgument for other
+// dtypes and for the 16-bit ones on a device without float16 support.
+const char* float_variant(Device& dev, DType t, const char* op);
+
 }  // namespace vkml::ops

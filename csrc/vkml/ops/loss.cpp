@@ -22,10 +22,7 @@ struct Push {
 static_assert(sizeof(Push) <= 128);
 
 Push make_push(Device& dev, const NllLossArgs& a) {
-  VKML_CHECK_ARG(a.dtype == DType::f32 || a.dtype == DType::f16,
-                 std::string("nll_loss: unsupported dtype ") + dtype_name(a.dtype));
-  VKML_CHECK_ARG(a.dtype != DType::f16 || dev.info().supports_fp16,
-                 "nll_loss: float16 is not supported on " + dev.info().name);
+  float_variant(dev, a.dtype, "nll_loss");
   VKML_CHECK_ARG(a.n >= 0 && a.c >= 0, "nll_loss: negative size");
   check_32bit_indexing(a.n * a.c, a.n * a.c, "nll_loss");
   Push p{};
@@ -48,7 +45,9 @@ uint32_t workgroup(Device& dev) {
   return wg;
 }
 
-const char* shader_name(DType t) { return t == DType::f16 ? "nll_loss_f16" : "nll_loss_f32"; }
+std::string shader_name(Device& dev, DType t) {
+  return std::string("nll_loss_") + float_variant(dev, t, "nll_loss");
+}
 
 }  // namespace
 
@@ -57,7 +56,7 @@ void nll_loss_forward(Device& dev, const NllLossArgs& a) {
   VKML_CHECK_ARG(a.output && a.total_weight, "nll_loss_forward: output and total_weight needed");
   uint32_t wg = workgroup(dev);
   // One workgroup: it writes total_weight (and the reduced loss) even when n == 0.
-  VkPipeline pipeline = dev.pipelines().get(shader_name(a.dtype), {0, int32_t(wg)});
+  VkPipeline pipeline = dev.pipelines().get(shader_name(dev, a.dtype), {0, int32_t(wg)});
   dev.stream().dispatch(pipeline, &p, sizeof(p), 1, 1, 1);
 }
 
@@ -70,7 +69,7 @@ void nll_loss_backward(Device& dev, const NllLossArgs& a, uint64_t grad_output,
   p.grad_output = grad_output;
   p.grad_input = grad_input;
   uint32_t wg = workgroup(dev);
-  VkPipeline pipeline = dev.pipelines().get(shader_name(a.dtype), {1, int32_t(wg)});
+  VkPipeline pipeline = dev.pipelines().get(shader_name(dev, a.dtype), {1, int32_t(wg)});
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n * a.c), wg);
 }
 

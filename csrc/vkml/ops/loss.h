@@ -10,7 +10,7 @@ namespace vkml::ops {
 enum class Reduction { None = 0, Mean = 1, Sum = 2 };
 
 struct NllLossArgs {
-  DType dtype = DType::f32;  // of input, weight, output: f32 or f16
+  DType dtype = DType::f32;  // of input, weight, output: f32, f16 or bf16
   uint64_t input = 0;        // contiguous [n, c] (a 1-D input is n = 1)
   uint64_t target = 0;       // contiguous int64 [n]
   uint64_t weight = 0;       // contiguous [c], or 0 for all ones

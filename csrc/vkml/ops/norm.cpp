@@ -18,10 +18,7 @@ struct Push {
 static_assert(sizeof(Push) <= 128);
 
 void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
-  VKML_CHECK_ARG(dtype == DType::f32 || dtype == DType::f16,
-                 std::string("norm: unsupported dtype ") + dtype_name(dtype));
-  VKML_CHECK_ARG(dtype != DType::f16 || dev.info().supports_fp16,
-                 "norm: float16 is not supported on " + dev.info().name);
+  const std::string name = std::string("norm_") + float_variant(dev, dtype, "norm");
   int64_t numel = v.outer * v.c * v.inner;
   if (numel == 0) return;
   check_32bit_indexing(numel, 0, "norm");
@@ -32,7 +29,6 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
   p.smod = uint32_t(v.smod);
   p.adiv = uint32_t(v.adiv);
   p.amod = uint32_t(v.amod);
-  const char* name = dtype == DType::f16 ? "norm_f16" : "norm_f32";
   if (mode <= 1) {
     // One workgroup per c; narrow ones for short reductions.
     uint32_t wg = v.outer * v.inner >= 1024 ? 256 : 64;

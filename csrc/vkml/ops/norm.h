@@ -1,6 +1,6 @@
 #pragma once
 // Normalisation kernels shared by batch, layer and group norm. Activations have the
-// storage dtype (f32 or f16); statistics, weights, biases and sums are f32.
+// storage dtype (f32, f16 or bf16); statistics, weights, biases and sums are f32.
 //
 // A tensor is seen as contiguous [outer, c, inner]; element e uses the statistic
 // (mean, rstd) at (e / sdiv) % smod and the affine parameter at (e / adiv) % amod.

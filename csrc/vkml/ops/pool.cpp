@@ -14,16 +14,13 @@ struct Push {
   uint64_t x, y, idx;
   uint32_t planes;
   int32_t isz[3], osz[3], ksz[3], str[3], pad[3], dil[3];
-  int32_t count_include_pad, divisor;
+  int32_t count_include_pad, divisor, round_steps;
 };
 static_assert(sizeof(Push) <= 128);
 
 void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t idx,
             const PoolShape& s) {
-  VKML_CHECK_ARG(dtype == DType::f32 || dtype == DType::f16,
-                 std::string("pool: unsupported dtype ") + dtype_name(dtype));
-  VKML_CHECK_ARG(dtype != DType::f16 || dev.info().supports_fp16,
-                 "pool: float16 is not supported on " + dev.info().name);
+  const std::string suffix = float_variant(dev, dtype, "pool");
   int64_t ispat = s.in[0] * s.in[1] * s.in[2], ospat = s.out[0] * s.out[1] * s.out[2];
   int64_t threads = s.planes * (mode < 2 ? ospat : ispat);
   if (threads == 0) return;
@@ -39,9 +36,10 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
   }
   p.count_include_pad = s.count_include_pad ? 1 : 0;
   p.divisor = int32_t(s.divisor);
+  p.round_steps = s.round_steps ? 1 : 0;
   uint32_t wg = 64;
-  VkPipeline pipeline = dev.pipelines().get(dtype == DType::f16 ? "pool_f16" : "pool_f32",
-                                            {mode, s.adaptive ? 1 : 0, int32_t(wg)});
+  VkPipeline pipeline =
+      dev.pipelines().get("pool_" + suffix, {mode, s.adaptive ? 1 : 0, int32_t(wg)});
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(threads), wg);
 }
 

@@ -17,9 +17,12 @@ struct PoolShape {
   bool adaptive = false;  // windows [floor(o*I/O), ceil((o+1)*I/O)); kernel etc. unused
   bool count_include_pad = true;
   int64_t divisor = 0;  // avg: divisor_override, 0 for none
+  // avg: round the running sum and each of the three divisions by the window sizes
+  // to the storage dtype, as PyTorch's CPU adaptive_avg_pool3d does for 16-bit floats.
+  bool round_steps = false;
 };
 
-// dtype f32 or f16 (fp32 math); indices int64, flat within a plane, as PyTorch.
+// dtype f32, f16 or bf16 (fp32 math); indices int64, flat within a plane, as PyTorch.
 void max_pool(Device& dev, DType dtype, uint64_t x, uint64_t y, uint64_t indices,
               const PoolShape& s);
 void max_pool_backward(Device& dev, DType dtype, uint64_t grad_out, uint64_t indices,

@@ -31,8 +31,12 @@ uint32_t workgroup(Device& dev, uint32_t wg) {
   return wg;
 }
 
+const char* suffix_of(DType t) { return t == DType::bf16 ? "bf16" : variant_suffix(t); }
+
 VkPipeline pipeline_for(Device& dev, DType dt, ScanOp op, Mode mode, uint32_t wg) {
-  return dev.pipelines().get(std::string("scan_") + variant_suffix(dt),
+  // float32 logcumsumexp carries fp64 where it can (see shaders/scan.comp).
+  bool acc64 = dt == DType::f32 && op == ScanOp::LogSumExp && dev.info().supports_fp64;
+  return dev.pipelines().get(std::string("scan_") + suffix_of(dt) + (acc64 ? "_acc64" : ""),
                              {int(op), int(mode), int32_t(wg)});
 }
 
@@ -54,7 +58,8 @@ void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
   int64_t chunk = int64_t(wg) * kTilesPerChunk;
   int64_t nchunks = (a.n + chunk - 1) / chunk;
   bool with_idx = a.op == ScanOp::Max || a.op == ScanOp::Min;
-  DType pdt = dt == DType::f16 ? DType::f32 : dt;  // chunk totals keep fp32 precision
+  DType pdt =
+      dt == DType::f16 || dt == DType::bf16 ? DType::f32 : dt;  // chunk totals keep fp32 precision
   int64_t slots = nchunks > 1 ? a.outer * nchunks : 0;
   Temp part(dev, slots * itemsize(pdt)), scanned(dev, slots * itemsize(pdt));
   Temp part_idx(dev, with_idx ? slots * 8 : 0), scanned_idx(dev, with_idx ? slots * 8 : 0);
@@ -95,10 +100,10 @@ void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
 
 void scan(Device& dev, const ScanArgs& a) {
   DType dt = a.dtype == DType::b8 ? DType::u8 : a.dtype;
-  const char* suffix = variant_suffix(dt);
+  const char* suffix = suffix_of(dt);
   VKML_CHECK_ARG(suffix != nullptr, std::string("scan: unsupported dtype ") + dtype_name(a.dtype));
-  VKML_CHECK_ARG(dt != DType::f16 || dev.info().supports_fp16,
-                 "float16 is not supported on " + dev.info().name);
+  VKML_CHECK_ARG((dt != DType::f16 && dt != DType::bf16) || dev.info().supports_fp16,
+                 std::string(dtype_name(dt)) + " is not supported on " + dev.info().name);
   VKML_CHECK_ARG(a.op != ScanOp::LogSumExp || is_floating(dt),
                  "scan: logcumsumexp needs a floating dtype");
   bool with_idx = a.op == ScanOp::Max || a.op == ScanOp::Min;

@@ -11,7 +11,7 @@ enum class ScanOp { Sum, Prod, Max, Min, LogSumExp };
 
 struct ScanArgs {
   ScanOp op = ScanOp::Sum;
-  DType dtype = DType::f32;  // of input and output: f32, f16, i32, i64, u8 (b8 for Max/Min)
+  DType dtype = DType::f32;  // of input and output: f32, f16, bf16, i32, i64, u8 (b8 for Max/Min)
   uint64_t in = 0, out = 0;  // contiguous [outer, n, inner]
   uint64_t indices = 0;      // int64 [outer, n, inner], Max / Min only
   int64_t outer = 1, n = 1, inner = 1;

@@ -30,9 +30,8 @@ void launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const Bil
 
 void upsample_bilinear(Device& dev, DType dtype, uint64_t in, uint64_t out,
                        const BilinearShape& s) {
-  VKML_CHECK_ARG(dtype == DType::f32 || dtype == DType::f16,
-                 std::string("upsample_bilinear2d: unsupported dtype ") + dtype_name(dtype));
-  launch(dev, dtype == DType::f32 ? "bilinear_f32" : "bilinear_f16", in, out, s);
+  std::string name = std::string("bilinear_") + float_variant(dev, dtype, "upsample_bilinear2d");
+  launch(dev, name.c_str(), in, out, s);
 }
 
 void upsample_bilinear_backward(Device& dev, uint64_t grad_out, uint64_t grad_in,

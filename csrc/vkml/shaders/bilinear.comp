@@ -5,19 +5,14 @@
 // float32 grad_in with compare-and-swap adds (no float atomics needed).
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16
 //! variant bwd -DBWD
 #include "common.glsl"
+#include "float_store.glsl"
 
 const uint WG = 256;
 layout(local_size_x = WG) in;
 
-#if defined(ST_F16)
-#define BUF BufF16
-#define STORE(P, O, V) BUF(P).v[O] = float16_t(V)
-#else
-#define BUF BufF32
-#define STORE(P, O, V) BUF(P).v[O] = (V)
-#endif
 
 layout(push_constant, scalar) uniform PC {
   uint64_t src;  // forward: input; bwd: grad_out (float32)
@@ -68,10 +63,10 @@ void main() {
   atomic_add(base + h1 * pc.iw + w0, g * lh * (1.0 - lw));
   atomic_add(base + h1 * pc.iw + w1, g * lh * lw);
 #else
-  float top = float(BUF(pc.src).v[base + h0 * pc.iw + w0]) * (1.0 - lw) +
-              float(BUF(pc.src).v[base + h0 * pc.iw + w1]) * lw;
-  float bottom = float(BUF(pc.src).v[base + h1 * pc.iw + w0]) * (1.0 - lw) +
-                 float(BUF(pc.src).v[base + h1 * pc.iw + w1]) * lw;
+  float top = LD(pc.src, base + h0 * pc.iw + w0) * (1.0 - lw) +
+              LD(pc.src, base + h0 * pc.iw + w1) * lw;
+  float bottom = LD(pc.src, base + h1 * pc.iw + w0) * (1.0 - lw) +
+                 LD(pc.src, base + h1 * pc.iw + w1) * lw;
   STORE(pc.dst, t, top * (1.0 - lh) + bottom * lh);
 #endif
 }

@@ -16,20 +16,15 @@
 // and tile spatial positions too; split-K over N * O for the weight grad.
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16
 #include "common.glsl"
+#include "float_store.glsl"
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const uint WG = 64;
 layout(constant_id = 2) const uint TILE = 8;
 
-#if defined(ST_F16)
-#define BUF BufF16
-#define STORE(P, O, V) BUF(P).v[O] = float16_t(V)
-#else
-#define BUF BufF32
-#define STORE(P, O, V) BUF(P).v[O] = (V)
-#endif
 
 layout(push_constant, scalar) uniform PC {
   uint64_t p0, p1, p2, dst;
@@ -37,7 +32,7 @@ layout(push_constant, scalar) uniform PC {
   ivec3 isz, osz, ksz, str, pad, dil;
 } pc;
 
-float ld(uint64_t p, uint off) { return float(BUF(p).v[off]); }
+float ld(uint64_t p, uint off) { return LD(p, off); }
 
 shared float s_acc[TILE * WG];
 

@@ -12,20 +12,15 @@
 // gather offsets per K step, split-K for the weight grad of small images.
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16
 #include "common.glsl"
+#include "float_store.glsl"
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const uint WG = 64;  // must stay 64: 8 x 8 threads of 4 x 4 outputs
 const uint TM = 32, TN = 32, TK = 16;
 
-#if defined(ST_F16)
-#define BUF BufF16
-#define STORE(P, O, V) BUF(P).v[O] = float16_t(V)
-#else
-#define BUF BufF32
-#define STORE(P, O, V) BUF(P).v[O] = (V)
-#endif
 
 layout(push_constant, scalar) uniform PC {
   uint64_t p0, p1, p2, dst;
@@ -33,7 +28,7 @@ layout(push_constant, scalar) uniform PC {
   ivec3 isz, osz, ksz, str, pad, dil;
 } pc;
 
-float ld(uint64_t p, uint off) { return float(BUF(p).v[off]); }
+float ld(uint64_t p, uint off) { return LD(p, off); }
 
 ivec3 unflat(uint f, ivec3 sz) {
   return ivec3(f / uint(sz.y * sz.z), (f / uint(sz.z)) % uint(sz.y), f % uint(sz.z));

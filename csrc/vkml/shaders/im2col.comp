@@ -4,19 +4,14 @@
 // sums the columns that read it; no atomics, deterministic), fp32 accumulation.
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16
 #include "common.glsl"
+#include "float_store.glsl"
 
 const uint WG = 256;
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const int MODE = 0;
 
-#if defined(ST_F16)
-#define BUF BufF16
-#define STORE(P, O, V) BUF(P).v[O] = float16_t(V)
-#else
-#define BUF BufF32
-#define STORE(P, O, V) BUF(P).v[O] = (V)
-#endif
 
 layout(push_constant, scalar) uniform PC {
   uint64_t src;
@@ -40,7 +35,7 @@ void main() {
     int y = int(l) / pc.ow * pc.sh - pc.ph + ki * pc.dh;
     int x = int(l) % pc.ow * pc.sw - pc.pw + kj * pc.dw;
     bool inside = y >= 0 && y < pc.H && x >= 0 && x < pc.W;
-    float v = inside ? float(BUF(pc.src).v[plane * uint(pc.H * pc.W) + uint(y * pc.W + x)]) : 0.0;
+    float v = inside ? LD(pc.src, plane * uint(pc.H * pc.W) + uint(y * pc.W + x)) : 0.0;
     STORE(pc.dst, t, v);
   } else {
     int x = int(t % uint(pc.W));
@@ -59,7 +54,7 @@ void main() {
         int ox = xx / pc.sw;
         if (ox >= pc.ow) continue;
         uint row = plane * uint(pc.kh * pc.kw) + uint(ki * pc.kw + kj);
-        acc += float(BUF(pc.src).v[row * L + uint(oy * pc.ow + ox)]);
+        acc += LD(pc.src, row * L + uint(oy * pc.ow + ox));
       }
     }
     STORE(pc.dst, t, acc);

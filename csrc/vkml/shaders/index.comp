@@ -13,7 +13,11 @@
 //
 // Reductions with duplicate indices use atomics: native int32 atomics, a
 // compare-and-swap loop on the bits for float32, a carry-propagating pair of
-// 32-bit adds for int64 sums. Reductions with no atomic form here (int64
+// 32-bit adds for int64 sums, and for bfloat16 a compare-and-swap loop on the
+// aligned 32-bit word that holds the element (allocations are 4-byte aligned
+// and sized, so the word never leaves the buffer; the other half is written
+// back unchanged). bfloat16 gathers and assignments move the 16 bits as they
+// are. Reductions with no atomic form here (int64
 // prod/max/min, uint8/bool) run with SERIAL = 1: one invocation walks every
 // element in order, which is slow but exact and deterministic.
 //
@@ -21,6 +25,7 @@
 // 1 add, 2 mul, 3 max, 4 min), 2 = serial.
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16
 //! variant i32 -DST_I32
 //! variant i64 -DST_I64
 //! variant u8 -DST_U8
@@ -56,6 +61,12 @@ layout(constant_id = 2) const int SERIAL = 0;
 #define TO_ST(x) float16_t(x)
 #define SCALAR_V uintBitsToFloat(uint(pc.scalar))
 #define IS_FLOAT 1
+#elif defined(ST_BF16)
+#define BUF BufU16
+#define V float
+#define TO_ST(x) uint16_t(f32_to_bf16(x))
+#define SCALAR_V uintBitsToFloat(uint(pc.scalar))
+#define IS_FLOAT 1
 #elif defined(ST_I32)
 #define BUF BufI32
 #define V int
@@ -89,7 +100,11 @@ layout(push_constant, scalar) uniform PC {
   uint flags;
 } pc;
 
+#ifdef ST_BF16
+V ld(uint64_t p, int off) { return bf16_to_f32(uint(BUF(p).v[off])); }
+#else
 V ld(uint64_t p, int off) { return V(BUF(p).v[off]); }
+#endif
 
 V combine(V a, V b) {
   if (OP == OP_ADD) return a + b;
@@ -118,6 +133,18 @@ void reduce_into(int off, V v) {
   for (;;) {
     uint nv = floatBitsToUint(combine(uintBitsToFloat(old), v));
     uint prev = atomicCompSwap(w.v[off], old, nv);
+    if (prev == old) break;
+    old = prev;
+  }
+#elif defined(ST_BF16)
+  uint64_t at = pc.dst + uint64_t(off) * 2UL;
+  BufU32 w = BufU32(at & ~3UL);
+  uint sh = uint(at & 2UL) * 8u;
+  uint old = w.v[0];
+  for (;;) {
+    uint bits = f32_to_bf16(combine(bf16_to_f32((old >> sh) & 0xffffu), v));
+    uint nv = (old & ~(0xffffu << sh)) | (bits << sh);
+    uint prev = atomicCompSwap(w.v[0], old, nv);
     if (prev == old) break;
     old = prev;
   }
@@ -165,6 +192,16 @@ void process(uint i) {
   if ((pc.flags & F_SKIP) != 0u && k == pc.skip) return;
   if (k < 0 && (pc.flags & F_WRAP) != 0u) k += pc.dim_size;
   bool ok = k >= 0 && k < int64_t(pc.dim_size);
+#ifdef ST_BF16
+  if (MODE == 0) {
+    BUF(pc.dst).v[d_off] = ok ? BUF(pc.src).v[s_off + int(k) * pc.dim_stride] : uint16_t(0);
+    return;
+  }
+  if (ok && OP == OP_ASSIGN && (pc.flags & F_HAS_SRC) != 0u) {
+    BUF(pc.dst).v[d_off + int(k) * pc.dim_stride] = BUF(pc.src).v[s_off];
+    return;
+  }
+#endif
   if (MODE == 0) {
     V v = ok ? ld(pc.src, s_off + int(k) * pc.dim_stride) : V(0);
     BUF(pc.dst).v[d_off] = TO_ST(v);

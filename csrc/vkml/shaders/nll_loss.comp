@@ -6,18 +6,26 @@
 // and the total weight), 1 backward (one thread per element of grad_input).
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16
 #include "common.glsl"
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const uint WG = 256;
 
+// LDV: a loaded element as float; ST: a float as the stored element.
 #if defined(ST_F16)
 #define BUF BufF16
 #define ST(x) float16_t(x)
+#define LDV(x) float(x)
+#elif defined(ST_BF16)
+#define BUF BufU16
+#define ST(x) uint16_t(f32_to_bf16(x))
+#define LDV(x) bf16_to_f32(uint(x))
 #else
 #define BUF BufF32
 #define ST(x) (x)
+#define LDV(x) float(x)
 #endif
 
 #define RED_NONE 0
@@ -42,7 +50,7 @@ layout(push_constant, scalar) uniform PC {
 } pc;
 
 float weight_of(int64_t t) {
-  return (pc.flags & F_WEIGHT) != 0u ? float(BUF(pc.weight).v[uint(t)]) : 1.0;
+  return (pc.flags & F_WEIGHT) != 0u ? LDV(BUF(pc.weight).v[uint(t)]) : 1.0;
 }
 
 shared float s_loss[WG];
@@ -63,7 +71,7 @@ void main() {
           li = NAN_F;
         } else {
           float w = weight_of(t);
-          li = -w * float(BUF(pc.scores).v[i * pc.c + uint(t)]);
+          li = -w * LDV(BUF(pc.scores).v[i * pc.c + uint(t)]);
           loss += li;
           tw += w;
         }
@@ -99,8 +107,8 @@ void main() {
     int64_t t = BufI64(pc.target).v[i];
     float v = 0.0;
     if (t == int64_t(j) && t != pc.ignore_index) {
-      float g = float(BUF(pc.grad_output).v[pc.reduction == RED_NONE ? i : 0u]);
-      if (pc.reduction == RED_MEAN) g /= float(BUF(pc.total_weight).v[0]);
+      float g = LDV(BUF(pc.grad_output).v[pc.reduction == RED_NONE ? i : 0u]);
+      if (pc.reduction == RED_MEAN) g /= LDV(BUF(pc.total_weight).v[0]);
       v = -weight_of(t) * g;
     }
     BUF(pc.grad_input).v[e] = ST(v);

@@ -17,19 +17,14 @@
 //           gx = rstd * gy w' when sa == 0 (statistics were constants)
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16
 #include "common.glsl"
+#include "float_store.glsl"
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const uint WG = 64;
 
-#if defined(ST_F16)
-#define BUF BufF16
-#define STORE(P, O, V) BUF(P).v[O] = float16_t(V)
-#else
-#define BUF BufF32
-#define STORE(P, O, V) BUF(P).v[O] = (V)
-#endif
 
 layout(push_constant, scalar) uniform PC {
   uint64_t x, gy, w, b, mean, rstd, dst, sa, sb;
@@ -39,7 +34,7 @@ layout(push_constant, scalar) uniform PC {
   float count; // mode 3: elements per statistic
 } pc;
 
-float ld(uint64_t p, uint off) { return float(BUF(p).v[off]); }
+float ld(uint64_t p, uint off) { return LD(p, off); }
 float ldf(uint64_t p, uint off) { return BufF32(p).v[off]; }
 uint stat_of(uint e) { return (e / pc.sdiv) % pc.smod; }
 uint aff_of(uint e) { return (e / pc.adiv) % pc.amod; }

@@ -12,20 +12,15 @@
 // window covers it (no atomics, deterministic).
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16
 #include "common.glsl"
+#include "float_store.glsl"
 
 layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const bool ADAPTIVE = false;
 layout(constant_id = 2) const uint WG = 64;
 
-#if defined(ST_F16)
-#define BUF BufF16
-#define STORE(P, O, V) BUF(P).v[O] = float16_t(V)
-#else
-#define BUF BufF32
-#define STORE(P, O, V) BUF(P).v[O] = (V)
-#endif
 
 layout(push_constant, scalar) uniform PC {
   uint64_t x, y, idx;
@@ -33,9 +28,21 @@ layout(push_constant, scalar) uniform PC {
   ivec3 isz, osz, ksz, str, pad, dil;
   int count_include_pad;
   int divisor;  // 0: none
+  int round_steps;  // avg: round the sum and each division to storage (CPU adaptive 3d)
 } pc;
 
-float ld(uint64_t p, uint off) { return float(BUF(p).v[off]); }
+// x rounded to the storage dtype.
+float rnd(float x) {
+#if defined(ST_BF16)
+  return bf16_to_f32(f32_to_bf16(x));
+#elif defined(ST_F16)
+  return float(float16_t(x));
+#else
+  return x;
+#endif
+}
+
+float ld(uint64_t p, uint off) { return LD(p, off); }
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
 // The input range [lo, hi) of output o along dim a; for average pooling also the
@@ -117,10 +124,15 @@ void main() {
       float acc = 0.0;
       for (int z = lz; z < hz; ++z)
         for (int y = ly; y < hy; ++y)
-          for (int x = lx; x < hx; ++x)
+          for (int x = lx; x < hx; ++x) {
             acc += ld(pc.x, ib + uint((z * pc.isz.y + y) * pc.isz.z + x));
+            if (pc.round_steps != 0) acc = rnd(acc);
+          }
       bool empty = lz >= hz || ly >= hy || lx >= hx;
-      STORE(pc.y, t, empty ? 0.0 : acc / avg_divisor(lz, hz, pz, ly, hy, py, lx, hx, px));
+      float r = pc.round_steps != 0
+                    ? rnd(rnd(acc / float(pz)) / float(py)) / float(px)
+                    : acc / avg_divisor(lz, hz, pz, ly, hy, py, lx, hx, px);
+      STORE(pc.y, t, empty ? 0.0 : r);
     }
   } else {
     int oz0, oz1, oy0, oy1, ox0, ox1;

@@ -1,7 +1,10 @@
 #version 450
 // Inclusive scans along the middle dim of a contiguous [outer, n, inner]
 // tensor: cumsum, cumprod, cummax / cummin (values and int64 indices),
-// logcumsumexp. Floats accumulate in fp32.
+// logcumsumexp. Floats accumulate in fp32; the f32_acc64 variant (for float32
+// logcumsumexp where the device has shaderFloat64) carries the running value in
+// fp64 as PyTorch's CPU kernel does: near 1e4 one fp32 rounding per step is an
+// error of 1e-3, which its backward (exp of the scan minus the input) magnifies.
 //
 // Specialization constants: 0 = op (0 sum, 1 prod, 2 max, 3 min, 4 logsumexp),
 // 1 = mode, 2 = workgroup size. Modes:
@@ -19,7 +22,9 @@
 // running one when it is >= (<= for min) or NaN, unless the running one is NaN
 // and the new one is not; that choice is associative, so tiles may combine.
 //! variant f32 -DST_F32
+//! variant f32_acc64 -DST_F32 -DACC64
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16
 //! variant i32 -DST_I32
 //! variant i64 -DST_I64
 //! variant u8 -DST_U8
@@ -39,14 +44,25 @@ layout(constant_id = 2) const uint WG = 256;
 #if defined(ST_F32)
 #define BUF BufF32
 #define PBUF BufF32
+#ifdef ACC64
+#define ACC double
+#define TO_ST(x) float(x)
+#else
 #define ACC float
 #define TO_ST(x) (x)
+#endif
 #define IS_FLOAT 1
 #elif defined(ST_F16)
 #define BUF BufF16
 #define PBUF BufF32
 #define ACC float
 #define TO_ST(x) float16_t(x)
+#define IS_FLOAT 1
+#elif defined(ST_BF16)
+#define BUF BufU16
+#define PBUF BufF32
+#define ACC float
+#define TO_ST(x) uint16_t(f32_to_bf16(x))
 #define IS_FLOAT 1
 #elif defined(ST_I32)
 #define BUF BufI32
@@ -69,7 +85,7 @@ layout(push_constant, scalar) uniform PC {
   uint64_t in_ptr;
   uint64_t out_ptr;
   uint64_t idx_ptr;      // int64 indices (max / min)
-  uint64_t part;         // [outer, nchunks] chunk totals (mode 1), f32 for f16 data
+  uint64_t part;         // [outer, nchunks] chunk totals (mode 1), f32 for f16 / bf16 data
   uint64_t part_idx;     // [outer, nchunks] int64 element index of each total
   uint64_t scanned;      // mode 2: the inclusive scan of `part` along the chunks
   uint64_t scanned_idx;  // mode 2: int64 chunk index behind each scanned value
@@ -97,22 +113,41 @@ bool takes(ACC a, ACC b) {
   return OP == S_MAX ? b >= a : b <= a;
 }
 
+#ifdef IS_FLOAT
+// log(1 + x) for x in [0, 1]. log(1.0 + x) loses x's low bits (all of them below
+// 2^-24), and lavapipe's log is only absolutely accurate near 1, so small x use
+// log1p(x) = 2 atanh(x / (2 + x)) as a series.
+float log1p_unit(float x) {
+  if (x > 0.25) return log(1.0 + x);
+  float s = x / (2.0 + x), s2 = s * s;
+  return 2.0 * s * (1.0 + s2 * (1.0 / 3.0 + s2 * (0.2 + s2 * (1.0 / 7.0 + s2 / 9.0))));
+}
+#endif
+
 ACC combine(ACC a, ACC b) {
   if (OP == S_SUM) return a + b;
   if (OP == S_PROD) return a * b;
 #ifdef IS_FLOAT
   if (OP == S_LSE) {
     if (isnan(a) || isnan(b)) return a + b;
-    float m = max(a, b), mn = min(a, b);
+    ACC m = max(a, b), mn = min(a, b);
     if (isinf(mn) && mn < 0.0) return m;
+#ifdef ACC64
+    if (m == mn) return m + 0.6931471805599453LF;
+#else
     if (m == mn) return m + 0.6931471805599453;
-    return m + log(1.0 + exp(mn - m));
+#endif
+    return m + ACC(log1p_unit(exp(float(mn - m))));
   }
 #endif
   return takes(a, b) ? b : a;
 }
 
+#ifdef ST_BF16
+ACC ld(uint off) { return bf16_to_f32(uint(BUF(pc.in_ptr).v[off])); }
+#else
 ACC ld(uint off) { return ACC(BUF(pc.in_ptr).v[off]); }
+#endif
 
 shared ACC s_v[WG];
 shared uint s_i[WG];
@@ -231,6 +266,8 @@ void main() {
   if (pc.nchunks > 1u && tid == 0u) {
 #ifdef ST_U8
     PBUF(pc.part).v[group] = uint8_t(carry);
+#elif defined(ACC64)
+    PBUF(pc.part).v[group] = float(carry);
 #else
     PBUF(pc.part).v[group] = carry;
 #endif
