@@ -206,6 +206,12 @@ at::Tensor vk_addbmm(const at::Tensor& self, const at::Tensor& batch1, const at:
               batch1.size(1), "x", batch1.size(2), " and ", batch2.size(1), "x", batch2.size(2),
               ")");
   int64_t b = batch1.size(0), n = batch1.size(1), m = batch1.size(2), p = batch2.size(2);
+  if (batch1.scalar_type() == at::kBFloat16 && b > 0) {
+    // The CPU accumulates bfloat16 batch by batch, rounding after each addmm.
+    at::Tensor r = vk_addmm(self.expand({n, p}), batch1[0], batch2[0], beta, alpha);
+    for (int64_t i = 1; i < b; ++i) r = vk_addmm(r, batch1[i], batch2[i], 1, alpha);
+    return r;
+  }
   at::Tensor a = batch1.permute({1, 0, 2}).reshape({n, b * m});
   at::Tensor c = batch2.reshape({b * m, p});
   return vk_addmm(self.expand({n, p}), a, c, beta, alpha);
