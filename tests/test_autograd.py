@@ -106,3 +106,18 @@ def test_no_grad_and_detach():
     z = (w * 3).detach()
     assert not z.requires_grad and z.is_vkml
     assert torch.equal(z.cpu(), torch.full((3,), 3.0))
+
+
+def test_index_fill_grad_and_unique():
+    # index_fill's backward deduplicates the index with aten::_unique.
+    x = make((4, 5), torch.float32)
+    idx = torch.tensor([3, 1, 3])
+    xc, xv = x.clone().requires_grad_(), x.to(VKML).requires_grad_()
+    g = make((4, 5), torch.float32)
+    xc.index_fill(1, idx, 2.0).backward(g)
+    xv.index_fill(1, idx.to(VKML), 2.0).backward(g.to(VKML))
+    assert_same(xv.grad, xc.grad)
+    t = torch.tensor([3, 1, 3, 0, 1])
+    assert_same(
+        torch._unique(t.to(VKML), return_inverse=True), torch._unique(t, return_inverse=True)
+    )

@@ -263,3 +263,68 @@ def test_device_rng_independent_of_cpu_rng():
     torch.rand(100)  # CPU draws must not advance the vkml generator
     b = torch.rand(100, device=VKML).cpu()
     assert torch.equal(a, b)
+
+
+# --------------------------------------------------------------------------
+# linspace / logspace / arange(uint8) / tril_indices / triu_indices
+# --------------------------------------------------------------------------
+
+LINSPACE_CASES = [(0, 1, 5), (-3.5, 7.25, 11), (10, -10, 7), (1, 1, 4), (2.5, 9, 1), (0, 5, 0)]
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.uint8],
+    ids=dtype_id,
+)
+@pytest.mark.parametrize("case", LINSPACE_CASES, ids=str)
+def test_linspace(case, dtype):
+    start, end, steps = case
+    if dtype == torch.uint8:
+        start, end = abs(start), abs(end)
+    # Exact: the CPU's two-sided formula with its roundings.
+    assert_factory_close_to_cpu(
+        lambda d: torch.linspace(start, end, steps, dtype=dtype, device=d), atol=0, rtol=0
+    )
+
+
+def test_linspace_long_and_tensor_bounds():
+    assert_factory_close_to_cpu(lambda d: torch.linspace(-1.7, 3.3, 1001, device=d))
+    assert_factory_close_to_cpu(
+        lambda d: torch.linspace(
+            torch.tensor(-2.0, device=d), torch.tensor(5.0, device=d), 9, device=d
+        )
+    )
+    out = torch.empty(10, 2, device=VKML)[:, 0]  # a strided out=
+    torch.linspace(0, 1, 10, out=out)
+    assert torch.equal(out.cpu(), torch.linspace(0, 1, 10))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=dtype_id)
+def test_logspace(dtype):
+    assert_factory_close_to_cpu(lambda d: torch.logspace(-2, 3, 11, dtype=dtype, device=d))
+    assert_factory_close_to_cpu(
+        lambda d: torch.logspace(0.5, -1.5, 6, base=2.0, dtype=dtype, device=d)
+    )
+    assert_factory_close_to_cpu(lambda d: torch.logspace(1.5, 3, 1, dtype=dtype, device=d))
+
+
+def test_signal_windows():
+    for window in (
+        torch.signal.windows.cosine,
+        torch.signal.windows.exponential,
+        torch.signal.windows.gaussian,
+    ):
+        assert_factory_close_to_cpu(lambda d, w=window: w(12, device=d))
+
+
+def test_arange_uint8():
+    assert_factory_close_to_cpu(lambda d: torch.arange(3, 250, 7, dtype=torch.uint8, device=d))
+    assert_factory_close_to_cpu(lambda d: torch.arange(0, 300, dtype=torch.uint8, device=d))
+
+
+@pytest.mark.parametrize("fn", [torch.tril_indices, torch.triu_indices], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("shape", [(4, 4, 0), (3, 5, 1), (5, 3, -2), (0, 3, 0), (4, 2, 9)], ids=str)
+def test_tri_indices(fn, shape):
+    for dtype in (torch.int64, torch.int32):
+        assert_factory_close_to_cpu(lambda d, t=dtype: fn(*shape, dtype=t, device=d))

@@ -75,3 +75,49 @@ def test_same_seed_same_draws_and_errors():
         with pytest.raises(RuntimeError):
             bad()
     assert math.isfinite(t.exponential_(1.0).sum().item())
+
+
+# --------------------------------------------------------------------------
+# multinomial, bernoulli with a probability tensor
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+def test_multinomial_with_replacement(dtype):
+    torch.manual_seed(0)
+    p = torch.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 0.0, 2.0]], dtype=dtype, device="vkml")
+    s = torch.multinomial(p, 20000, replacement=True)
+    assert s.dtype == torch.int64 and s.shape == (2, 20000) and s.is_vkml
+    for row in range(2):
+        freq = torch.bincount(s[row].cpu(), minlength=4).double() / 20000
+        expected = p[row].cpu().double() / p[row].cpu().double().sum()
+        assert torch.allclose(freq, expected, atol=0.02)
+        assert freq[p[row].cpu() == 0].sum() == 0  # zero-probability classes never drawn
+
+
+def test_multinomial_without_replacement():
+    torch.manual_seed(0)
+    p = torch.tensor([0.05, 0.0, 0.5, 0.2, 0.25], device="vkml")
+    s = torch.multinomial(p, 4)
+    assert s.shape == (4,) and s.dtype == torch.int64
+    assert sorted(s.tolist()) == [0, 2, 3, 4]  # distinct, never the zero class
+    firsts = torch.multinomial(p.expand(4000, 5), 1).cpu().flatten()
+    freq = torch.bincount(firsts, minlength=5).double() / 4000
+    assert torch.allclose(freq, p.cpu().double(), atol=0.03)
+    with pytest.raises(RuntimeError, match="without replacement"):
+        torch.multinomial(p, 6)
+    with pytest.raises(RuntimeError, match="element < 0"):
+        torch.multinomial(torch.tensor([0.5, -0.1], device="vkml"), 1)
+
+
+def test_bernoulli_tensor_p():
+    torch.manual_seed(0)
+    p = torch.tensor([0.0, 0.25, 0.9, 1.0], device="vkml").expand(20000, 4)
+    x = torch.bernoulli(p)
+    assert x.dtype == torch.float32 and x.is_vkml
+    mean = x.cpu().double().mean(0)
+    assert torch.allclose(mean, torch.tensor([0.0, 0.25, 0.9, 1.0], dtype=torch.float64), atol=0.02)
+    y = torch.empty(3, 4, dtype=torch.float16, device="vkml").bernoulli_(
+        torch.full((4,), 0.5, device="vkml")
+    )
+    assert set(y.cpu().unique().tolist()) <= {0.0, 1.0}

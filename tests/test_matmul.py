@@ -168,3 +168,74 @@ def test_linear_module_on_device():
     x = make((17, 33), low=-1, high=1)
     with torch.no_grad():
         assert_same(vk(to_device(x, "vkml")), cpu(x), **_tol(torch.float32))
+
+
+# --------------------------------------------------------------------------
+# addbmm, cross
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=dtype_id)
+def test_addbmm(dtype):
+    tol = MATMUL_TOLERANCES.get(dtype, dict(atol=5e-2, rtol=5e-2))
+    b1, b2 = make((3, 4, 5), dtype), make((3, 5, 6), dtype)
+    for bias_shape in [(4, 6), (6,), ()]:
+        bias = make(bias_shape, dtype)
+        assert_close_to_cpu(torch.addbmm, bias, b1, b2, **tol)
+        assert_close_to_cpu(
+            lambda s, a, b: torch.addbmm(s, a, b, beta=0.5, alpha=-2), bias, b1, b2, **tol
+        )
+    assert_close_to_cpu(lambda s, a, b: s.clone().addbmm_(a, b), make((4, 6), dtype), b1, b2, **tol)
+    empty = (make((0, 4, 5), dtype), make((0, 5, 6), dtype))
+    assert_close_to_cpu(torch.addbmm, make((4, 6), dtype), *empty, **tol)
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.uint8],
+    ids=dtype_id,
+)
+def test_cross(dtype):
+    tol = dict(atol=1e-2, rtol=1e-2) if dtype in (torch.float16, torch.bfloat16) else {}
+    a, b = make((4, 3, 5), dtype), make((4, 3, 5), dtype)
+    assert_close_to_cpu(lambda x, y: torch.linalg.cross(x, y, dim=1), a, b, **tol)
+    assert_close_to_cpu(lambda x, y: torch.cross(x, y, dim=1), a, b, **tol)
+    c, d = make((2, 1, 3), dtype), make((1, 4, 3), dtype)  # broadcasting
+    assert_close_to_cpu(torch.linalg.cross, c, d, **tol)
+    assert_close_to_cpu(
+        lambda x, y: torch.linalg.cross(x.transpose(0, 1), y.transpose(0, 1)), c, d, **tol
+    )
+
+
+# --------------------------------------------------------------------------
+# Integer products (int64 accumulation, wrapping like the CPU)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8], ids=dtype_id)
+def test_integer_products(dtype):
+    a, b = make((5, 7), dtype), make((7, 3), dtype)
+    assert_close_to_cpu(torch.mm, a, b)
+    assert_close_to_cpu(lambda x, y: x.t() @ y.t(), b, a)  # strided operands
+    assert_close_to_cpu(
+        lambda s, x, y: torch.addmm(s, x, y, beta=2, alpha=3), make((3,), dtype), a, b
+    )
+    assert_close_to_cpu(lambda s, x, y: torch.addmm(s, x, y, beta=0), make((5, 3), dtype), a, b)
+    p, q = make((2, 4, 6), dtype), make((2, 6, 3), dtype)
+    assert_close_to_cpu(torch.bmm, p, q)
+    assert_close_to_cpu(lambda s, x, y: torch.baddbmm(s, x, y, alpha=-1), make((4, 3), dtype), p, q)
+    assert_close_to_cpu(torch.addbmm, make((4, 3), dtype), p, q)
+    assert_close_to_cpu(torch.mv, a, make((7,), dtype))
+    assert_close_to_cpu(torch.dot, make((9,), dtype), make((9,), dtype))
+    assert_close_to_cpu(torch.addmv, make((5,), dtype), a, make((7,), dtype))
+    big = make((70, 40), dtype), make((40, 90), dtype)  # several tiles
+    assert_close_to_cpu(torch.mm, *big)
+
+
+def test_integer_products_wrap():
+    big = torch.full((3, 4), 2**40, dtype=torch.int64)
+    assert_close_to_cpu(torch.mm, big, torch.full((4, 2), 2**30, dtype=torch.int64))
+    x = torch.full((2, 64), 100, dtype=torch.int32)
+    assert_close_to_cpu(torch.mm, x * 1000, x.t() * 1000)
+    u = torch.full((2, 5), 200, dtype=torch.uint8)
+    assert_close_to_cpu(torch.mm, u, u.t())

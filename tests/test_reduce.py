@@ -242,3 +242,79 @@ def test_reduction_results_live_on_device():
     x = torch.ones(10, device=VKML)
     for result in (x.sum(), x.mean(), x.max(), x.argmax(), x.all(), x.any()):
         assert result.is_vkml and result.dim() == 0
+
+
+# --------------------------------------------------------------------------
+# norm overloads, renorm, trace, mode
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=dtype_id)
+def test_norm_overloads(dtype):
+    tol = dict(atol=1e-2, rtol=1e-2) if dtype != torch.float32 else {}
+    x = make((4, 5, 3), dtype)
+    for p in (None, 1, 2, 3.5, float("inf"), 0):
+        assert_close_to_cpu(lambda t, p=p: torch.norm(t, p=p, dim=1), x, **tol)
+        assert_close_to_cpu(lambda t, p=p: torch.norm(t, p=p, dim=(0, 2), keepdim=True), x, **tol)
+    assert_close_to_cpu(lambda t: torch.norm(t, dim=-1, dtype=torch.float32), x, **tol)
+    y = make((4, 5, 3), dtype)
+    assert_close_to_cpu(lambda a, b: torch.dist(a, b, 3), x, y, **tol)
+    assert_close_to_cpu(lambda a, b: torch.nn.functional.pairwise_distance(a, b), x, y, **tol)
+
+
+def test_renorm_and_grad():
+    x = make((4, 3, 5), torch.float32)
+    for p, dim, maxnorm in [(2, 0, 1.5), (1, 1, 4.0), (3, -1, 100.0)]:
+        assert_close_to_cpu(lambda t, a=(p, dim, maxnorm): torch.renorm(t, *a), x)
+    xc = x.clone().requires_grad_()
+    xv = x.to(VKML).requires_grad_()
+    g = make((4, 3, 5), torch.float32)
+    torch.renorm(xc, 2, 0, 1.5).backward(g)
+    torch.renorm(xv, 2, 0, 1.5).backward(g.to(VKML))
+    torch.testing.assert_close(xv.grad.cpu(), xc.grad, atol=1e-5, rtol=1e-4)
+    assert_close_to_cpu(lambda t: torch.renorm(t, 2, 1, 1.0), make((3, 4), torch.float16))
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.int64, torch.int32, torch.uint8], ids=dtype_id
+)
+def test_trace(dtype):
+    assert_close_to_cpu(torch.trace, make((5, 7), dtype))
+    assert_close_to_cpu(lambda t: torch.trace(t.t()), make((4, 3), dtype))
+    assert_raises_like_cpu(torch.trace, make((2, 2, 2), dtype))
+
+
+def test_trace_bool_raises_like_cpu():
+    assert_raises_like_cpu(torch.trace, make((3, 3), torch.bool))
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        torch.float32,
+        torch.float16,
+        torch.bfloat16,
+        torch.int64,
+        torch.int32,
+        torch.uint8,
+        torch.bool,
+    ],
+    ids=dtype_id,
+)
+def test_mode(dtype):
+    # Small whole numbers: many ties, both between values and within a value.
+    kw = {} if dtype == torch.bool else dict(low=0, high=4)
+    x = make((3, 4, 9), dtype, **({"discrete": True} | kw) if dtype.is_floating_point else kw)
+    for dim in (0, 1, -1):
+        assert_close_to_cpu(lambda t, d=dim: torch.mode(t, d), x)
+        assert_close_to_cpu(lambda t, d=dim: torch.mode(t, d, keepdim=True), x)
+    assert_close_to_cpu(lambda t: torch.mode(t.transpose(0, 2), 1), x)
+    assert_close_to_cpu(lambda t: torch.mode(t), make((), dtype))
+
+
+def test_sgn_grad():
+    x = make((3, 4), torch.float32)
+    xc, xv = x.clone().requires_grad_(), x.to(VKML).requires_grad_()
+    torch.sgn(xc).sum().backward()
+    torch.sgn(xv).sum().backward()
+    assert torch.equal(xv.grad.cpu(), xc.grad)

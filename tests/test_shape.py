@@ -308,3 +308,31 @@ def test_cat_is_one_dispatch():
     torch.cat(inputs, 1, out=out)
     assert torch_vkml.memory_stats()["num_dispatches"] - before == 1
     assert torch.equal(out.cpu(), torch.cat([t.cpu() for t in inputs], 1))
+
+
+# --------------------------------------------------------------------------
+# channel_shuffle, nonzero_static
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_channel_shuffle(dtype):
+    x = make((2, 6, 3, 2), dtype)
+    for groups in (1, 2, 3, 6):
+        assert_close_to_cpu(lambda t, g=groups: F.channel_shuffle(t, g), x)
+    assert_close_to_cpu(lambda t: F.channel_shuffle(t.transpose(2, 3), 2), x)
+    assert_raises_like_cpu(lambda t: F.channel_shuffle(t, 4), x)
+
+
+def test_channel_shuffle_grad():
+    assert_grads_close_to_cpu(lambda t: F.channel_shuffle(t, 2) * 2, _leaf((2, 4, 3)))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_nonzero_static(dtype):
+    x = make((3, 4), dtype)
+    for size, fill in [(0, -1), (3, -1), (12, 7), (20, -5)]:
+        assert_close_to_cpu(
+            lambda t, s=size, f=fill: torch.nonzero_static(t, size=s, fill_value=f), x
+        )
+    assert_close_to_cpu(lambda t: torch.nonzero_static(t, size=4), make((0, 3), dtype))

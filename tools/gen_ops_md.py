@@ -33,7 +33,11 @@ FAMILIES = {
         "float32, float16, bfloat16, float64 (where the device has shaderFloat64), "
         "int64, int32, int16, int8, uint8, bool",
     ),
-    "ops_creation.cpp": ("Creation", "float32, float16, bfloat16, float64, int64, int32"),
+    "ops_creation.cpp": (
+        "Creation (arange, linspace, logspace, tril/triu_indices)",
+        "float32, float16, bfloat16, float64, int64, int32, uint8 (logspace: float32, "
+        "float16, bfloat16; other dtypes on the CPU, counted)",
+    ),
     "ops_unary.cpp": ("Unary elementwise and activations", EW),
     "ops_binary.cpp": ("Binary elementwise, comparisons, backward helpers", EW),
     "ops_ternary.cpp": ("Ternary elementwise", EW),
@@ -42,7 +46,11 @@ FAMILIES = {
         "Reductions",
         "float32, float16, bfloat16 (in float32), int64, int32, uint8, bool",
     ),
-    "ops_matmul.cpp": ("Matrix products", F + ", bfloat16 (in float32)"),
+    "ops_matmul.cpp": (
+        "Matrix products, cross product",
+        F + ", bfloat16 (in float32), int64, int32, uint8 (int64 accumulation, wrapping); "
+        "cross: all but bool",
+    ),
     "ops_softmax.cpp": ("Softmax", F + ", bfloat16 (in float32)"),
     "ops_loss.cpp": ("Losses", F),
     "ops_random.cpp": ("Random numbers", "float32, float16, bfloat16, int64, int32, uint8, bool"),
@@ -71,8 +79,9 @@ FAMILIES = {
         "float32, float16, bfloat16, int64, int32, uint8 (bool where PyTorch allows)",
     ),
     "ops_search.cpp": (
-        "searchsorted, bucketize, histc, bincount",
-        "float32, float16, bfloat16, int64, int32 (bincount: integer inputs)",
+        "searchsorted, bucketize, isin, histc, bincount, histogram, histogramdd",
+        "float32, float16, bfloat16, int64, int32 (bincount: integer inputs; isin: also "
+        "uint8, bool; histogram: float32)",
     ),
     "ops_rnn.cpp": ("Fused LSTM / GRU cells (nn.LSTM, nn.GRU)", F),
     "ops_attention.cpp": ("Attention backend choice (SDPA math path)", "all"),

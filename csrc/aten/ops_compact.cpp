@@ -1,4 +1,4 @@
-// Data-dependent shapes: nonzero, masked_select, and masked_scatter_. Each
+// Data-dependent shapes: nonzero (and nonzero_static), masked_select, and masked_scatter_. Each
 // scans the 0/1 flags into an int32 prefix sum on the device, reads the count
 // back once (the result's size, or masked_scatter's source check), then
 // compacts in one kernel. Also count_nonzero (bincount lives with the
@@ -53,6 +53,25 @@ at::Tensor vk_nonzero(const at::Tensor& self) {
   guarded([&] { vkml::ops::compact(vkml_device(self), a); });
   return out;
 }
+// nonzero_static: the first `size` coordinates of nonzero(), padded with rows of
+// fill_value to a fixed shape.
+at::Tensor vk_nonzero_static(const at::Tensor& self, int64_t size, int64_t fill_value) {
+  TORCH_CHECK(size >= 0,
+              "nonzero_static: 'size' must be an non-negative integer, but got size: ", size);
+  at::Tensor out = at::full({size, self.dim()}, fill_value, self.options().dtype(at::kLong));
+  at::Tensor nz = vk_nonzero(self);
+  int64_t rows = std::min(size, nz.size(0));
+  if (rows > 0) out.narrow(0, 0, rows).copy_(nz.narrow(0, 0, rows));
+  return out;
+}
+at::Tensor& nonzero_static_out(const at::Tensor& self, int64_t size, int64_t fill_value,
+                               at::Tensor& out) {
+  at::Tensor r = vk_nonzero_static(self, size, fill_value);
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
   at::Tensor r = vk_nonzero(self);
   at::native::resize_output(out, r.sizes());
@@ -126,6 +145,8 @@ at::Tensor vk_count_nonzero(const at::Tensor& self, at::IntArrayRef dims) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", TORCH_FN(vk_nonzero));
   m.impl("nonzero.out", TORCH_FN(nonzero_out));
+  m.impl("nonzero_static", TORCH_FN(vk_nonzero_static));
+  m.impl("nonzero_static.out", TORCH_FN(nonzero_static_out));
   m.impl("masked_select", TORCH_FN(vk_masked_select));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("masked_scatter_", TORCH_FN(masked_scatter_));

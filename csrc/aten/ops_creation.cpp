@@ -1,9 +1,13 @@
-// Value-filled creation that needs a kernel of its own: arange.
+// Value-filled creation that needs a kernel of its own: arange, linspace,
+// logspace, tril/triu_indices and the zero tensors autograd makes.
+#include <ATen/Dispatch.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include <cmath>
 
+#include "fallback.h"
+#include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml_tensor.h"
 
@@ -28,6 +32,14 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
   at::native::resize_output(out, {n});
   if (n == 0) return out;
   auto t = out.scalar_type();
+  if (t == at::kByte) {
+    // No uint8 arange kernel: int32 values, narrowed by the copy (which wraps
+    // modulo 256 like the CPU's cast of its int64 accumulator).
+    at::Tensor wide = at::empty({n}, out.options().dtype(at::kInt));
+    arange_out(start, end, step, wide);
+    out.copy_(wide);
+    return out;
+  }
   TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kBFloat16 ||
                                   t == at::kDouble || t == at::kLong || t == at::kInt,
                               "arange on vkml does not support ", t, " yet");
@@ -41,8 +53,151 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
   return out;
 }
 
+// The CPU's linspace formula: start + step * i below steps / 2, end - step *
+// (steps - 1 - i) from there (both ends exact). Its float32, float64 and integer
+// kernels compile each value to one fused multiply-add: the linspace kernel does
+// the same (integers in float64, truncated by the copy). Its float16 / bfloat16
+// arithmetic rounds every product and sum to the dtype: one elementwise kernel
+// each here.
+void linspace_fill_16bit(at::Tensor& r, double start, double end, double step) {
+  int64_t steps = r.numel(), halfway = steps / 2;
+  at::Tensor lo = r.narrow(0, 0, halfway), hi = r.narrow(0, halfway, steps - halfway);
+  at::arange_out(lo, 0, halfway, 1);
+  lo.mul_(step).add_(start);
+  at::arange_out(hi, steps - 1 - halfway, -1, -1);
+  hi.mul_(step).neg_().add_(end);
+}
+
+void linspace_kernel(at::Tensor& r, double start, double end, double step) {
+  bool f64 = r.scalar_type() == at::kDouble;
+  guarded([&] { vkml::ops::linspace(vkml_device(r), addr(r), f64, r.numel(), start, end, step); });
+}
+
+at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps,
+                         at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  auto t = out.scalar_type();
+  bool integral = at::isIntegralType(t, false);
+  if (integral && !vkml_device(out).info().supports_fp64) {
+    return cpu_route<at::_ops::linspace_out>(start, end, steps, out);
+  }
+  at::native::resize_output(out, {steps});
+  if (steps == 0) return out;
+  if (steps == 1) return out.fill_(start);
+  TORCH_CHECK(t != at::kBool, "\"linspace_vkml\" not implemented for 'Bool'");
+  TORCH_CHECK_NOT_IMPLEMENTED(has_vkml_dtype(t), "linspace on vkml does not support ", t);
+  at::Tensor r = out.is_contiguous() ? out : at::empty({steps}, out.options());
+  if (integral) {
+    // start and end in the output dtype, the step in double, as on the CPU.
+    double s = 0, e = 0;
+    AT_DISPATCH_INTEGRAL_TYPES(t, "linspace_vkml", [&] {
+      s = double(start.to<scalar_t>());
+      e = double(end.to<scalar_t>());
+    });
+    at::Tensor d = at::empty({steps}, out.options().dtype(at::kDouble));
+    linspace_kernel(d, s, e, (e - s) / double(steps - 1));
+    r.copy_(d);
+  } else {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, t, "linspace_vkml", [&] {
+      // start, end and the step rounded to the output dtype, as on the CPU.
+      scalar_t s = start.to<scalar_t>(), e = end.to<scalar_t>();
+      scalar_t step = (e - s) / static_cast<scalar_t>(steps - 1);
+      if (t == at::kFloat && vkml_device(out).info().supports_fp64) {
+        // float32 values from float64 arithmetic (the product step * i is exact
+        // there), rounded once: the fused result even where the device's float
+        // fma is not fused (lavapipe).
+        at::Tensor d = at::empty({steps}, out.options().dtype(at::kDouble));
+        linspace_kernel(d, double(s), double(e), double(step));
+        r.copy_(d);
+      } else if (t == at::kFloat || t == at::kDouble) {
+        linspace_kernel(r, double(s), double(e), double(step));
+      } else {
+        linspace_fill_16bit(r, double(s), double(e), double(step));
+      }
+    });
+  }
+  if (!r.is_same(out)) out.copy_(r);
+  return out;
+}
+
+// logspace: base ** (the CPU's linspace exponents in double). GLSL has no double
+// pow, so the power is taken in float32: float outputs match to rounding, while
+// integer outputs (truncated powers, where one ulp can change the result) and
+// float64 take the counted CPU route.
+at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base,
+                         at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  auto t = out.scalar_type();
+  if (!(t == at::kFloat || t == at::kHalf || t == at::kBFloat16)) {
+    return cpu_route<at::_ops::logspace_out>(start, end, steps, base, out);
+  }
+  at::native::resize_output(out, {steps});
+  if (steps == 0) return out;
+  if (steps == 1) return out.fill_(std::pow(base, start.toDouble()));
+  double s = 0, e = 0, step = 0;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, t, "logspace_vkml", [&] {
+    // As on the CPU: start, end and their difference in the output dtype.
+    scalar_t ss = start.to<scalar_t>(), es = end.to<scalar_t>();
+    s = double(ss);
+    e = double(es);
+    step = double(static_cast<scalar_t>(es - ss)) / double(steps - 1);
+  });
+  // The exponents in float64 where the device has it (as the CPU computes them).
+  bool f64 = vkml_device(out).info().supports_fp64;
+  at::Tensor x = at::empty({steps}, out.options().dtype(f64 ? at::kDouble : at::kFloat));
+  linspace_kernel(x, s, e, step);
+  out.copy_(at::pow(base, x.to(at::kFloat)));
+  return out;
+}
+
+// Row-major (row, col) coordinates of the lower / upper triangle of a row x col
+// matrix, offset diagonals: the nonzero() of the triangle mask.
+at::Tensor tri_indices(bool lower, int64_t row, int64_t col, int64_t offset,
+                       std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                       std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  const char* name = lower ? "tril_indices" : "triu_indices";
+  TORCH_CHECK(row >= 0, "row must be non-negative, got", row);
+  TORCH_CHECK(col >= 0, "col must be non-negative, got", col);
+  at::ScalarType t = dtype.value_or(at::kLong);
+  TORCH_CHECK(t == at::kLong || t == at::kInt, name, " on vkml supports int64 and int32, got ", t);
+  auto opts =
+      at::TensorOptions().dtype(at::kBool).layout(layout).device(device).pinned_memory(pin_memory);
+  at::Tensor mask = at::ones({row, col}, opts);
+  mask = lower ? mask.tril(offset) : mask.triu(offset);
+  at::Tensor idx = at::nonzero(mask).t();
+  return t == at::kLong ? idx.contiguous() : idx.to(t).contiguous();
+}
+at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset,
+                        std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                        std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  return tri_indices(true, row, col, offset, dtype, layout, device, pin_memory);
+}
+at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset,
+                        std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                        std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  return tri_indices(false, row, col, offset, dtype, layout, device, pin_memory);
+}
+
+// The zero tensor autograd makes for gradients known to vanish (sgn, ...). CPU
+// and CUDA return a storage-less ZeroTensor; a plain zero-filled tensor has the
+// same values and works with every kernel.
+at::Tensor efficient_zero_tensor(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                                 std::optional<at::Layout> layout, std::optional<at::Device> device,
+                                 std::optional<bool> pin_memory) {
+  return at::zeros(
+      size,
+      at::TensorOptions().dtype(dtype).layout(layout).device(device).pinned_memory(pin_memory));
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("arange.start_out", TORCH_FN(arange_out)); }
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("arange.start_out", TORCH_FN(arange_out));
+  m.impl("linspace.out", TORCH_FN(linspace_out));
+  m.impl("logspace.out", TORCH_FN(logspace_out));
+  m.impl("tril_indices", TORCH_FN(tril_indices));
+  m.impl("triu_indices", TORCH_FN(triu_indices));
+  m.impl("_efficientzerotensor", TORCH_FN(efficient_zero_tensor));
+}
 
 }  // namespace vkml_aten

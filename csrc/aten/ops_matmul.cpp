@@ -1,6 +1,8 @@
-// Matrix products: mm, addmm, bmm, baddbmm, mv, dot. Operands are read with
-// their strides, so transposed views cost no copy.
+// Matrix products: mm, addmm, bmm, baddbmm, addbmm, mv, dot, addr, addmv, and
+// the 3-vector cross product. Operands are read with their strides, so
+// transposed views cost no copy.
 #include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addr_native.h>
 #include <ATen/ops/vdot_native.h>
@@ -13,18 +15,25 @@
 namespace vkml_aten {
 namespace {
 
+bool gemm_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kLong || t == at::kInt || t == at::kByte;
+}
+
 void check_gemm_dtype(const char* name, const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), name,
               ": expected both operands to have the same dtype, but got ", a.scalar_type(),
               " != ", b.scalar_type());
-  TORCH_CHECK_NOT_IMPLEMENTED(a.scalar_type() == at::kFloat || a.scalar_type() == at::kHalf,
-                              name, " on vkml supports float32 and float16, got ",
+  TORCH_CHECK_NOT_IMPLEMENTED(gemm_dtype(a.scalar_type()), name,
+                              " on vkml supports float32, float16, int64, int32 and uint8, got ",
                               a.scalar_type());
 }
 
 // out[b] = alpha * a[b] @ m[b] + beta * bias[b]; all 3-D (batch, rows, cols).
-void gemm3(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out,
-           const at::Tensor& bias, float alpha, float beta) {
+void gemm3(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out, const at::Tensor& bias,
+           const at::Scalar& alpha_s, const at::Scalar& beta_s) {
+  bool integer = at::isIntegralType(a.scalar_type(), false);
+  float alpha = integer ? 0.0f : alpha_s.toFloat(), beta = integer ? 0.0f : beta_s.toFloat();
+  int64_t int_beta = integer ? beta_s.toLong() : 0;
   vkml::ops::GemmArgs g;
   g.dtype = to_vkml(a.scalar_type());
   g.batch = out.size(0);
@@ -37,12 +46,16 @@ void gemm3(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out,
   g.b_batch = m.stride(0), g.b_row = m.stride(1), g.b_col = m.stride(2);
   g.c = addr(out);
   g.c_batch = out.stride(0), g.c_row = out.stride(1), g.c_col = out.stride(2);
-  if (bias.defined() && beta != 0.0f) {
+  if (bias.defined() && (integer ? int_beta != 0 : beta != 0.0f)) {
     g.bias = addr(bias);
     g.bias_batch = bias.stride(0), g.bias_row = bias.stride(1), g.bias_col = bias.stride(2);
   }
   g.alpha = alpha;
   g.beta = bias.defined() ? beta : 0.0f;
+  if (integer) {
+    g.int_alpha = alpha_s.toLong();
+    g.int_beta = bias.defined() ? int_beta : 0;
+  }
   if (out.numel() == 0) return;
   guarded([&] { vkml::ops::gemm(vkml_device(out), g); });
 }
@@ -80,18 +93,26 @@ at::Tensor& mm_into(const char* name, const at::Tensor& self, const at::Tensor& 
   }
   bool alias = out.is_same(self) || out.is_same(mat2);
   at::Tensor target = alias ? at::empty(out.sizes(), out.options()) : out;
-  gemm3(self.unsqueeze(0), mat2.unsqueeze(0), target.unsqueeze(0), b, alpha.toFloat(),
-        beta.toFloat());
+  gemm3(self.unsqueeze(0), mat2.unsqueeze(0), target.unsqueeze(0), b, alpha, beta);
   if (alias) out.copy_(target);
   return out;
 }
 
-// Integer products have no GEMM kernel yet: they take the counted CPU route
-// (results exact, a fallback warning), never a silent error.
-bool integral(const at::Tensor& t) { return at::isIntegralType(t.scalar_type(), true); }
+// The integer GEMM variants take int64, int32 and uint8 with int32 alpha and
+// beta; the other integer dtypes (bool, int8, int16) and wider scalars take the
+// counted CPU route, which also raises the CPU's errors.
+bool cpu_only(const at::Tensor& t, const at::Scalar& alpha = 1, const at::Scalar& beta = 0) {
+  at::ScalarType st = t.scalar_type();
+  if (!at::isIntegralType(st, true)) return false;
+  if (!gemm_dtype(st)) return true;
+  auto fits = [](const at::Scalar& s) {
+    return s.isIntegral(false) && s.toLong() >= INT32_MIN && s.toLong() <= INT32_MAX;
+  };
+  return !fits(alpha) || !fits(beta);
+}
 
 at::Tensor vk_mm(const at::Tensor& self, const at::Tensor& mat2) {
-  if (integral(self)) return cpu_route<at::_ops::mm>(self, mat2);
+  if (cpu_only(self)) return cpu_route<at::_ops::mm>(self, mat2);
   at::Tensor out = at::empty({0}, self.options());
   return mm_into("mm", self, mat2, {}, 0, 1, out);
 }
@@ -100,7 +121,7 @@ at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& o
 }
 at::Tensor vk_addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b,
                  const at::Scalar& beta, const at::Scalar& alpha) {
-  if (integral(a)) return cpu_route<at::_ops::addmm>(bias, a, b, beta, alpha);
+  if (cpu_only(a, alpha, beta)) return cpu_route<at::_ops::addmm>(bias, a, b, beta, alpha);
   at::Tensor out = at::empty({0}, a.options());
   return mm_into("addmm", a, b, bias, beta, alpha, out);
 }
@@ -141,7 +162,7 @@ at::Tensor& bmm_into(const char* name, const at::Tensor& self, const at::Tensor&
   bool alias = out.is_same(self) || out.is_same(mat2) || (bias.defined() && out.is_same(bias));
   if (!alias) at::native::resize_output(out, shape);
   at::Tensor target = alias ? at::empty(shape, out.options()) : out;
-  gemm3(self, mat2, target, b, alpha.toFloat(), beta.toFloat());
+  gemm3(self, mat2, target, b, alpha, beta);
   if (alias) {
     at::native::resize_output(out, shape);
     out.copy_(target);
@@ -149,7 +170,7 @@ at::Tensor& bmm_into(const char* name, const at::Tensor& self, const at::Tensor&
   return out;
 }
 at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
-  if (integral(self)) return cpu_route<at::_ops::bmm>(self, mat2);
+  if (cpu_only(self)) return cpu_route<at::_ops::bmm>(self, mat2);
   at::Tensor out = at::empty({0}, self.options());
   return bmm_into("bmm", self, mat2, {}, 0, 1, out);
 }
@@ -158,6 +179,7 @@ at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& 
 }
 at::Tensor baddbmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b,
                    const at::Scalar& beta, const at::Scalar& alpha) {
+  if (cpu_only(a, alpha, beta)) return cpu_route<at::_ops::baddbmm>(bias, a, b, beta, alpha);
   at::Tensor out = at::empty({0}, a.options());
   return bmm_into("baddbmm", a, b, bias, beta, alpha, out);
 }
@@ -170,8 +192,81 @@ at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& a, const at::Tensor& b,
   return bmm_into("baddbmm", a, b, self, beta, alpha, self);
 }
 
+// addbmm = beta * self + alpha * sum_b batch1[b] @ batch2[b]: the batch folds into
+// the inner dim of one GEMM ([n, b*m] @ [b*m, p]).
+at::Tensor vk_addbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                     const at::Scalar& beta, const at::Scalar& alpha) {
+  TORCH_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(batch1.size(0) == batch2.size(0),
+              "batch1 and batch2 must have same number of "
+              "batches, got ",
+              batch1.size(0), " and ", batch2.size(0));
+  TORCH_CHECK(batch1.size(2) == batch2.size(1), "Incompatible matrix sizes for bmm (",
+              batch1.size(1), "x", batch1.size(2), " and ", batch2.size(1), "x", batch2.size(2),
+              ")");
+  int64_t b = batch1.size(0), n = batch1.size(1), m = batch1.size(2), p = batch2.size(2);
+  if (batch1.scalar_type() == at::kBFloat16 && b > 0) {
+    // The CPU accumulates bfloat16 batch by batch, rounding after each addmm.
+    at::Tensor r = vk_addmm(self.expand({n, p}), batch1[0], batch2[0], beta, alpha);
+    for (int64_t i = 1; i < b; ++i) r = vk_addmm(r, batch1[i], batch2[i], 1, alpha);
+    return r;
+  }
+  at::Tensor a = batch1.permute({1, 0, 2}).reshape({n, b * m});
+  at::Tensor c = batch2.reshape({b * m, p});
+  return vk_addmm(self.expand({n, p}), a, c, beta, alpha);
+}
+at::Tensor& vk_addbmm_out(const at::Tensor& self, const at::Tensor& batch1,
+                          const at::Tensor& batch2, const at::Scalar& beta, const at::Scalar& alpha,
+                          at::Tensor& out) {
+  at::Tensor r = vk_addbmm(self, batch1, batch2, beta, alpha);
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+at::Tensor& vk_addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                       const at::Scalar& beta, const at::Scalar& alpha) {
+  return vk_addbmm_out(self, batch1, batch2, beta, alpha, self);
+}
+
+// linalg_cross: out_i = a_j * b_k - a_k * b_j along `dim` (size 3) over the
+// broadcast shape; each product and difference one elementwise kernel, as the
+// CPU computes it (integers wrap).
+at::Tensor& vk_linalg_cross_out(const at::Tensor& input, const at::Tensor& other, int64_t dim,
+                                at::Tensor& out) {
+  TORCH_CHECK(input.dim() == other.dim(),
+              "linalg.cross: inputs must have the same number of "
+              "dimensions.");
+  TORCH_CHECK(input.scalar_type() == other.scalar_type(),
+              "linalg.cross: expected both inputs "
+              "to have the same dtype, but got ",
+              input.scalar_type(), " and ", other.scalar_type());
+  auto shape = at::infer_size(input.sizes(), other.sizes());
+  dim = at::maybe_wrap_dim(dim, int64_t(shape.size()));
+  TORCH_CHECK(input.size(dim) == 3 && other.size(dim) == 3, "linalg.cross: inputs dimension ", dim,
+              " must have length 3. Got ", input.size(dim), " and ", other.size(dim));
+  at::Tensor a = input.expand(shape), b = other.expand(shape);
+  bool alias = out.is_same(input) || out.is_same(other);
+  at::Tensor r = alias ? at::empty(shape, input.options()) : out;
+  if (!alias) at::native::resize_output(r, shape);
+  for (int64_t i = 0; i < 3; ++i) {
+    int64_t j = (i + 1) % 3, k = (i + 2) % 3;
+    at::Tensor o = r.select(dim, i);
+    at::sub_out(o, a.select(dim, j) * b.select(dim, k), a.select(dim, k) * b.select(dim, j));
+  }
+  if (alias) {
+    at::native::resize_output(out, shape);
+    out.copy_(r);
+  }
+  return out;
+}
+at::Tensor vk_linalg_cross(const at::Tensor& input, const at::Tensor& other, int64_t dim) {
+  at::Tensor out = at::empty({0}, input.options());
+  return vk_linalg_cross_out(input, other, dim, out);
+}
+
 at::Tensor vk_mv(const at::Tensor& self, const at::Tensor& vec) {
-  if (integral(self)) return cpu_route<at::_ops::mv>(self, vec);
+  if (cpu_only(self)) return cpu_route<at::_ops::mv>(self, vec);
   TORCH_CHECK(self.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ",
               self.dim(), ", ", vec.dim());
   return vk_mm(self, vec.unsqueeze(1)).squeeze(1);
@@ -183,7 +278,7 @@ at::Tensor& mv_out(const at::Tensor& self, const at::Tensor& vec, at::Tensor& ou
   return out;
 }
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other) {
-  if (integral(self)) return cpu_route<at::_ops::dot>(self, other);
+  if (cpu_only(self)) return cpu_route<at::_ops::dot>(self, other);
   TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(),
               "D and ", other.dim(), "D tensors");
   TORCH_CHECK(self.size(0) == other.size(0), "inconsistent tensor size, expected tensor [",
@@ -229,7 +324,7 @@ at::Tensor& vk_addr_out(const at::Tensor& self, const at::Tensor& v1, const at::
 // addmv = beta * self + alpha * mat @ vec; beta == 0 ignores self (NaNs too).
 at::Tensor vk_addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
                     const at::Scalar& beta, const at::Scalar& alpha) {
-  if (integral(mat)) return cpu_route<at::_ops::addmv>(self, mat, vec, beta, alpha);
+  if (cpu_only(mat, alpha, beta)) return cpu_route<at::_ops::addmv>(self, mat, vec, beta, alpha);
   at::Tensor r = vk_mv(mat, vec);
   if (alpha.toDouble() != 1.0) r = r * alpha;
   if (beta.toDouble() == 0.0) return r;
@@ -267,6 +362,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("baddbmm", TORCH_FN(baddbmm));
   m.impl("baddbmm.out", TORCH_FN(baddbmm_out));
   m.impl("baddbmm_", TORCH_FN(baddbmm_));
+  m.impl("addbmm", TORCH_FN(vk_addbmm));
+  m.impl("addbmm.out", TORCH_FN(vk_addbmm_out));
+  m.impl("addbmm_", TORCH_FN(vk_addbmm_));
+  m.impl("linalg_cross", TORCH_FN(vk_linalg_cross));
+  m.impl("linalg_cross.out", TORCH_FN(vk_linalg_cross_out));
   m.impl("mv", TORCH_FN(vk_mv));
   m.impl("mv.out", TORCH_FN(mv_out));
   m.impl("dot", TORCH_FN(dot));

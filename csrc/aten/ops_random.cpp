@@ -1,7 +1,9 @@
 // In-place random fills on the device (rand, randn, randint, normal_,
-// uniform_, bernoulli_, dropout build on these) from the Philox generator.
-#include <ATen/core/DistributionsHelper.h>
+// uniform_, bernoulli_, dropout build on these) from the Philox generator, and
+// multinomial sampling built on them.
 #include <ATen/ExpandUtils.h>
+#include <ATen/core/DistributionsHelper.h>
+#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -91,6 +93,17 @@ at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Genera
   return generate(self, Distribution::Bernoulli, vkml::Scalar::of(p), vkml::Scalar::of(0), gen);
 }
 
+// bernoulli_ with a probability tensor (torch.bernoulli(p)): uniform draws
+// compared with p broadcast to self's shape.
+at::Tensor& bernoulli_tensor(at::Tensor& self, const at::Tensor& p,
+                             std::optional<at::Generator> gen) {
+  if (self.numel() == 0) return self;
+  at::Tensor u = at::empty(self.sizes(), self.options().dtype(at::kFloat));
+  uniform_(u, 0.0, 1.0, gen);
+  self.copy_(u.lt(p.expand(self.sizes())));
+  return self;
+}
+
 // Dropout: mask ~ Bernoulli(1 - p), out = input * mask / (1 - p).
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
                                                   std::optional<bool> train) {
@@ -155,6 +168,59 @@ at::Tensor normal_tt(const at::Tensor& mean, const at::Tensor& std,
   return draws(shape, mean.options(), gen).mul_(std).add_(mean);
 }
 
+// multinomial. Without replacement (and for one sample) the CPU's own method:
+// the top n of p / q with q ~ Exp(1) (the Gumbel-max trick). With replacement:
+// uniform draws binary-searched in the normalized cumulative distribution
+// (first bucket whose cumulative probability reaches the draw; the last is 1).
+at::Tensor& multinomial_out(const at::Tensor& self, int64_t n_sample, bool with_replacement,
+                            std::optional<at::Generator> gen, at::Tensor& result) {
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(
+      at::isFloatingType(self.scalar_type()),
+      "multinomial only supports floating-point dtypes for input, got: ", self.scalar_type());
+  TORCH_CHECK(result.scalar_type() == at::kLong,
+              "multinomial expects Long tensor out, got: ", result.scalar_type());
+  TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
+  int64_t n_categories = self.size(-1);
+  TORCH_CHECK(with_replacement || n_sample <= n_categories,
+              "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  TORCH_CHECK(n_categories <= (int64_t(1) << 24), "number of categories cannot exceed 2^24");
+  at::Tensor p = self.dim() == 1 ? self.unsqueeze(0) : self;
+  p = p.scalar_type() == at::kFloat ? p : p.to(at::kFloat);
+  int64_t rows = p.size(0);
+  std::vector<int64_t> shape =
+      self.dim() == 1 ? std::vector<int64_t>{n_sample} : std::vector<int64_t>{rows, n_sample};
+  at::native::resize_output(result, shape);
+  if (rows == 0) return result;
+  // One read for the validity checks, as on the CPU.
+  at::Tensor checks =
+      at::stack({p.max().lt(INFINITY).logical_and(p.min().ge(0)), p.sum(-1).eq(0).any()}).cpu();
+  TORCH_CHECK(checks[0].item<bool>(),
+              "probability tensor contains either `inf`, `nan` or element < 0");
+  TORCH_CHECK(!checks[1].item<bool>(),
+              "invalid multinomial distribution (sum of probabilities <= 0)");
+  at::Tensor samples;
+  if (!with_replacement || n_sample == 1) {
+    at::Tensor q = at::empty(p.sizes(), p.options());
+    exponential_(q, 1.0, gen);
+    q = p / q;
+    samples = n_sample == 1 ? q.argmax(-1, /*keepdim=*/true) : std::get<1>(q.topk(n_sample));
+  } else {
+    at::Tensor cdf = p.cumsum(-1).div_(p.sum(-1, /*keepdim=*/true));
+    cdf.select(-1, n_categories - 1).fill_(1.0);
+    at::Tensor u = at::empty({rows, n_sample}, p.options());
+    uniform_(u, 0.0, 1.0, gen);
+    samples = at::searchsorted(cdf, u);
+  }
+  result.copy_(samples.reshape(shape));
+  return result;
+}
+at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool with_replacement,
+                       std::optional<at::Generator> gen) {
+  at::Tensor result = at::empty({0}, self.options().dtype(at::kLong));
+  return multinomial_out(self, n_sample, with_replacement, gen, result);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -171,6 +237,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.to", TORCH_FN(random_to));
   m.impl("random_", TORCH_FN(random_));
   m.impl("bernoulli_.float", TORCH_FN(bernoulli_float));
+  m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor));
+  m.impl("multinomial", TORCH_FN(multinomial));
+  m.impl("multinomial.out", TORCH_FN(multinomial_out));
   m.impl("native_dropout", TORCH_FN(native_dropout));
   m.impl("native_dropout_backward", TORCH_FN(native_dropout_backward));
 }

@@ -1,8 +1,10 @@
 // Reductions: sum, mean, prod, max/min (with and without dim), amax/amin,
-// argmax/argmin, all, any, var/std, nansum, aminmax, equal, and vector norms.
+// argmax/argmin, all, any, var/std, nansum, aminmax, equal, trace, mode, and
+// vector norms (linalg_vector_norm, norm, renorm).
+#include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
-#include <cmath>
 #include <torch/library.h>
+#include <cmath>
 
 #include "reduce_layout.h"
 #include "vkml/ops/reduce.h"
@@ -18,6 +20,10 @@ bool kernel_dtype(at::ScalarType t) {
          t == at::kBool || t == at::kByte;
 }
 
+bool narrow_float(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
+}
+
 // Reduces `self` over `dims` with the values in dtype `vt`. Writes values
 // (unless arg_only) and, when `indices` is given, int64 indices of the same shape.
 at::Tensor run_reduce(const char* name, const at::Tensor& self, const std::vector<int64_t>& dims,
@@ -27,6 +33,12 @@ at::Tensor run_reduce(const char* name, const at::Tensor& self, const std::vecto
     // bfloat16 reduces in float32 and rounds once at the end, as PyTorch's CPU does.
     at::Tensor r = run_reduce(name, self, dims, keepdim, op, at::kFloat, scale, indices, arg_only);
     return arg_only ? r : r.to(at::kBFloat16);
+  }
+  if (vt == at::kDouble && narrow_float(self.scalar_type()) && !arg_only) {
+    // A float64 result of a narrower float input (autograd asks for one through the
+    // CPU's accumulate type, e.g. in renorm's backward): there is no float64
+    // reduction kernel, so it accumulates in float32 and widens.
+    return run_reduce(name, self, dims, keepdim, op, at::kFloat, scale, indices).to(at::kDouble);
   }
   TORCH_CHECK_NOT_IMPLEMENTED(kernel_dtype(vt), name, " on vkml does not support ", vt, " yet");
   at::Tensor in = self.scalar_type() == vt ? self : self.to(vt);
@@ -247,6 +259,10 @@ at::Tensor vk_vector_norm(const at::Tensor& self, const at::Scalar& ord_s,
   TORCH_CHECK(at::isFloatingType(self.scalar_type()),
               "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
               self.scalar_type());
+  if (dtype == at::kDouble && narrow_float(self.scalar_type())) {
+    // As in run_reduce: float64 norms of narrower floats accumulate in float32.
+    return vk_vector_norm(self, ord_s, dim, keepdim, at::kFloat).to(at::kDouble);
+  }
   at::Tensor x = dtype && *dtype != self.scalar_type() ? self.to(*dtype) : self;
   if (x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16) {
     // Squares of 16-bit values overflow; accumulate in float32 as PyTorch does.
@@ -275,6 +291,109 @@ at::Tensor& vk_vector_norm_out(const at::Tensor& self, const at::Scalar& ord,
                                at::OptionalIntArrayRef dim, bool keepdim,
                                std::optional<at::ScalarType> dtype, at::Tensor& out) {
   return write_out(out, vk_vector_norm(self, ord, dim, keepdim, dtype));
+}
+
+// torch.norm's overloads are linalg_vector_norm with p = 2 by default.
+at::Tensor vk_norm_dtype(const at::Tensor& self, const std::optional<at::Scalar>& p,
+                         at::IntArrayRef dim, bool keepdim, at::ScalarType dtype) {
+  return vk_vector_norm(self, p.value_or(2.0), dim, keepdim, dtype);
+}
+at::Tensor vk_norm(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim,
+                   bool keepdim) {
+  return vk_vector_norm(self, p.value_or(2.0), dim, keepdim, std::nullopt);
+}
+at::Tensor& vk_norm_dtype_out(const at::Tensor& self, const std::optional<at::Scalar>& p,
+                              at::IntArrayRef dim, bool keepdim, at::ScalarType dtype,
+                              at::Tensor& out) {
+  return write_out(out, vk_norm_dtype(self, p, dim, keepdim, dtype));
+}
+at::Tensor& vk_norm_out(const at::Tensor& self, const std::optional<at::Scalar>& p,
+                        at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  return write_out(out, vk_norm(self, p, dim, keepdim));
+}
+
+// renorm: each slice along `dim` whose p-norm exceeds maxnorm is scaled by
+// maxnorm / (norm + 1e-7). As on the CPU, the norm and the factor are float32
+// for 16-bit inputs and the factor is rounded to the input dtype before the product.
+at::Tensor& vk_renorm_out(const at::Tensor& self, const at::Scalar& p, int64_t dim,
+                          const at::Scalar& maxnorm, at::Tensor& out) {
+  TORCH_CHECK(p.toDouble() > 0.0, "renorm: non-positive-norm not supported");
+  TORCH_CHECK(maxnorm.toDouble() >= 0.0, "renorm: expected maxnorm to be >= 0 but got ",
+              maxnorm.toDouble());
+  TORCH_CHECK(self.dim() > 1, "renorm: input needs at least 2 dimensions, got ", self.dim(),
+              " dimensions");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "renorm on vkml expects a floating point input, got ", self.scalar_type());
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (d != dim) dims.push_back(d);
+  at::ScalarType acc = self.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  at::Tensor norm = vk_vector_norm(self, p, at::IntArrayRef(dims), /*keepdim=*/true, acc);
+  at::Tensor limit = at::scalar_tensor(maxnorm, norm.options());
+  at::Tensor factor = at::where(norm > limit, limit / (norm + 1e-7), 1.0);
+  at::Tensor r = self * factor.to(self.scalar_type());
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+at::Tensor vk_renorm(const at::Tensor& self, const at::Scalar& p, int64_t dim,
+                     const at::Scalar& maxnorm) {
+  at::Tensor out = at::empty({0}, self.options());
+  return vk_renorm_out(self, p, dim, maxnorm, out);
+}
+at::Tensor& vk_renorm_(at::Tensor& self, const at::Scalar& p, int64_t dim,
+                       const at::Scalar& maxnorm) {
+  return vk_renorm_out(self, p, dim, maxnorm, self);
+}
+
+// trace: the sum of the diagonal view (integers sum to int64, as on the CPU).
+at::Tensor vk_trace(const at::Tensor& self) {
+  TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kBool,
+                              "\"trace\" not implemented for 'Bool'");
+  return sum_dim(self.diagonal(), std::nullopt, false, std::nullopt);
+}
+
+// mode along a dim: the most frequent value and an index of it. A stable sort
+// puts equal values in runs ordered by index; each position gets its run length
+// so far (position - start of its run + 1, the start from a running max), and the
+// first maximum of that marks the end of the first longest run: the smallest of
+// the most frequent values with its last index, the CPU's choice (its sort of
+// (value, index) keeps short rows in index order).
+std::tuple<at::Tensor, at::Tensor> vk_mode(const at::Tensor& self, int64_t dim, bool keepdim) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  at::TensorOptions lopt = self.options().dtype(at::kLong);
+  if (self.dim() == 0) return {self.clone(), at::zeros({}, lopt)};
+  int64_t n = self.size(dim);
+  TORCH_CHECK_INDEX(n > 0, "mode(): Expected reduction dim ", dim, " to have non-zero size.");
+  auto shape = reduced_shape(self, {dim}, keepdim);
+  if (self.numel() == 0) return {at::empty(shape, self.options()), at::empty(shape, lopt)};
+  // bfloat16 sorts as its exact float32 value.
+  at::Tensor x = self.scalar_type() == at::kBFloat16 ? self.to(at::kFloat) : self;
+  auto [sorted, perm] = at::sort(x.movedim(dim, -1), /*stable=*/true, -1, false);
+  at::Tensor pos = at::arange(n, lopt);
+  at::Tensor starts_run = at::ones(sorted.sizes(), self.options().dtype(at::kBool));
+  if (n > 1) {
+    starts_run.narrow(-1, 1, n - 1)
+        .copy_(sorted.narrow(-1, 1, n - 1).ne(sorted.narrow(-1, 0, n - 1)));
+  }
+  at::Tensor run_start = std::get<0>(at::where(starts_run, pos, 0).cummax(-1));
+  at::Tensor best = at::argmax(pos - run_start, -1, /*keepdim=*/true);
+  at::Tensor values = sorted.gather(-1, best).movedim(-1, dim);
+  at::Tensor idx = perm.gather(-1, best).movedim(-1, dim);
+  if (!keepdim) {
+    values = values.squeeze(dim);
+    idx = idx.squeeze(dim);
+  }
+  return {values.to(self.scalar_type()), idx};
+}
+std::tuple<at::Tensor&, at::Tensor&> vk_mode_out(const at::Tensor& self, int64_t dim, bool keepdim,
+                                                 at::Tensor& v, at::Tensor& i) {
+  auto [rv, ri] = vk_mode(self, dim, keepdim);
+  write_out(v, rv);
+  write_out(i, ri);
+  return {v, i};
 }
 
 // var / std with Bessel-style correction: sum((x - mean)^2) / max(n - correction, 0)
@@ -391,6 +510,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("equal", TORCH_FN(vk_equal));
   m.impl("linalg_vector_norm", TORCH_FN(vk_vector_norm));
   m.impl("linalg_vector_norm.out", TORCH_FN(vk_vector_norm_out));
+  m.impl("norm.ScalarOpt_dim", TORCH_FN(vk_norm));
+  m.impl("norm.ScalarOpt_dim_dtype", TORCH_FN(vk_norm_dtype));
+  m.impl("norm.out", TORCH_FN(vk_norm_out));
+  m.impl("norm.dtype_out", TORCH_FN(vk_norm_dtype_out));
+  m.impl("renorm", TORCH_FN(vk_renorm));
+  m.impl("renorm_", TORCH_FN(vk_renorm_));
+  m.impl("renorm.out", TORCH_FN(vk_renorm_out));
+  m.impl("trace", TORCH_FN(vk_trace));
+  m.impl("mode", TORCH_FN(vk_mode));
+  m.impl("mode.values", TORCH_FN(vk_mode_out));
   m.impl("sum", TORCH_FN(sum_all));
   m.impl("sum.dim_IntList", TORCH_FN(sum_dim));
   m.impl("sum.IntList_out", TORCH_FN(sum_out));

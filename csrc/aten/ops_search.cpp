@@ -1,4 +1,6 @@
-// Searching and counting: searchsorted, bucketize, histc, bincount.
+// Searching and counting: searchsorted, bucketize, isin, histc, bincount,
+// histogram and histogramdd.
+#include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
@@ -6,6 +8,7 @@
 #include <optional>
 #include <string_view>
 
+#include "fallback.h"
 #include "vkml/ops/search.h"
 #include "vkml_tensor.h"
 
@@ -227,6 +230,276 @@ at::Tensor& vk_bincount_out(const at::Tensor& self, const std::optional<at::Tens
   return out;
 }
 
+// ------------------------------------------------------------------ isin
+
+// Membership in the promoted dtype. Small problems compare every pair (exact for
+// every dtype, one broadcast compare and an any); larger ones sort the test
+// elements and binary-search each element (float32 or int64 keys, exact for the
+// dtypes the sort and search accept). NaN is never a member, as on the CPU.
+void check_isin_dtype(at::ScalarType t) {
+  TORCH_CHECK(t != at::kBool, "Unsupported input type encountered for isin(): ", t);
+}
+
+at::Tensor isin_tensor(const at::Tensor& elements, const at::Tensor& test, bool invert) {
+  check_isin_dtype(elements.scalar_type());
+  check_isin_dtype(test.scalar_type());
+  at::ScalarType common = at::result_type(elements, test);
+  at::Tensor e = elements.to(common);
+  at::Tensor t = test.to(common).reshape({-1});
+  at::Tensor found;
+  if (t.numel() == 0 || elements.numel() == 0) {
+    found = at::zeros(elements.sizes(), elements.options().dtype(at::kBool));
+  } else if (e.numel() * t.numel() <= (int64_t(1) << 22)) {
+    found = e.unsqueeze(-1).eq(t).any(-1);
+  } else {
+    at::ScalarType kt = key_type("isin", common == at::kBFloat16 ? at::kFloat : common);
+    at::Tensor sorted = std::get<0>(at::sort(t.to(kt)));
+    at::Tensor ek = e.to(kt).reshape({-1});
+    at::Tensor pos = at::searchsorted(sorted, ek).clamp_max_(t.numel() - 1);
+    found = sorted.index_select(0, pos).eq(ek).reshape(elements.sizes());
+  }
+  return invert ? found.logical_not() : found;
+}
+at::Tensor& isin_into(const at::Tensor& r, at::Tensor& out) {
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+at::Tensor vk_isin_tt(const at::Tensor& elements, const at::Tensor& test, bool /*assume_unique*/,
+                      bool invert) {
+  return isin_tensor(elements, test, invert);
+}
+at::Tensor& vk_isin_tt_out(const at::Tensor& elements, const at::Tensor& test, bool assume_unique,
+                           bool invert, at::Tensor& out) {
+  return isin_into(vk_isin_tt(elements, test, assume_unique, invert), out);
+}
+at::Tensor vk_isin_ts(const at::Tensor& elements, const at::Scalar& test, bool /*assume_unique*/,
+                      bool invert) {
+  check_isin_dtype(elements.scalar_type());
+  return invert ? elements.ne(test) : elements.eq(test);
+}
+at::Tensor& vk_isin_ts_out(const at::Tensor& elements, const at::Scalar& test, bool assume_unique,
+                           bool invert, at::Tensor& out) {
+  return isin_into(vk_isin_ts(elements, test, assume_unique, invert), out);
+}
+at::Tensor vk_isin_st(const at::Scalar& element, const at::Tensor& test, bool /*assume_unique*/,
+                      bool invert) {
+  at::Tensor e = at::scalar_tensor(element, test.options().dtype(element.type()));
+  return isin_tensor(e, test, invert);
+}
+at::Tensor& vk_isin_st_out(const at::Scalar& element, const at::Tensor& test, bool assume_unique,
+                           bool invert, at::Tensor& out) {
+  return isin_into(vk_isin_st(element, test, assume_unique, invert), out);
+}
+
+// ------------------------------------------------------- histogram(dd)
+
+// The CPU's histogramdd on an [M, N] input: an element counts when every
+// coordinate lies within its dim's outer edges; its bin in each dim is the last
+// edge <= the coordinate (the right edge belongs to the last bin), found by
+// binary search (the CPU's linear guess is corrected against the same edges).
+// The per-dim bins form one flat index; elements outside go to an extra slot
+// that is dropped. Counts (or weights) are summed by the bincount kernel.
+at::Tensor histogramdd_counts(const at::Tensor& x, const std::vector<at::Tensor>& edges,
+                              const std::optional<at::Tensor>& weight, bool density) {
+  int64_t m = x.size(0), n = x.size(1);
+  std::vector<int64_t> bins;
+  int64_t total = 1;
+  for (const at::Tensor& e : edges) {
+    bins.push_back(e.numel() - 1);
+    total *= bins.back();
+  }
+  at::TensorOptions lopt = x.options().dtype(at::kLong);
+  at::Tensor flat = at::zeros({m}, lopt);
+  at::Tensor inside = at::ones({m}, x.options().dtype(at::kBool));
+  for (int64_t d = 0; d < n; ++d) {
+    at::Tensor xd = x.select(1, d).contiguous();
+    const at::Tensor& e = edges[d];
+    int64_t nb = bins[d];
+    at::Tensor pos = at::searchsorted(e, xd, false, /*right=*/true).sub_(1).clamp_(0, nb - 1);
+    inside.logical_and_(xd.ge(e.select(0, 0))).logical_and_(xd.le(e.select(0, nb)));
+    flat.mul_(nb).add_(pos);
+  }
+  flat = at::where(inside, flat, total).contiguous();
+  bool weighted = weight.has_value() && weight->defined();
+  at::Tensor w = weighted ? weight->reshape({-1}).to(at::kFloat).contiguous() : at::Tensor();
+  at::Tensor slots = at::zeros({total + 1}, x.options().dtype(weighted ? at::kFloat : at::kInt));
+  if (m > 0) {
+    guarded([&] {
+      vkml::ops::bincount(vkml_device(x), addr(flat), weighted ? addr(w) : 0, m, addr(slots),
+                          total + 1);
+    });
+  }
+  at::Tensor hist = slots.narrow(0, 0, total).to(x.scalar_type()).reshape(bins);
+  if (density) {
+    hist.div_(hist.sum());
+    for (int64_t d = 0; d < n; ++d) {
+      std::vector<int64_t> shape(n, 1);
+      shape[d] = bins[d];
+      hist.div_(at::diff(edges[d]).reshape(shape));
+    }
+  }
+  return hist;
+}
+
+// Outer edges per dim from `range` or the data's min and max (one read), widened
+// by 0.5 each way when empty, as numpy and the CPU do.
+std::vector<std::pair<double, double>> outer_edges(const at::Tensor& x,
+                                                   std::optional<at::ArrayRef<double>> range) {
+  int64_t n = x.size(1);
+  std::vector<std::pair<double, double>> r(n, {0.0, 0.0});
+  if (range.has_value()) {
+    TORCH_CHECK(int64_t(range->size()) == 2 * n, "torch.histogramdd: for a ", n,
+                "-dimensional histogram range should have ", 2 * n, " elements, but got ",
+                range->size());
+    for (int64_t d = 0; d < n; ++d) r[d] = {(*range)[2 * d], (*range)[2 * d + 1]};
+  } else if (x.numel() > 0) {
+    auto [lo, hi] = at::aminmax(x, 0);
+    at::Tensor both = at::stack({lo, hi}).to(at::kDouble).cpu();
+    for (int64_t d = 0; d < n; ++d) r[d] = {both[0][d].item<double>(), both[1][d].item<double>()};
+  }
+  for (int64_t d = 0; d < n; ++d) {
+    auto& [lo, hi] = r[d];
+    TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histogramdd: dimension ", d,
+                "'s range [", lo, ", ", hi, "] is not finite");
+    TORCH_CHECK(lo <= hi, "torch.histogramdd: min should not exceed max, but got min ", lo, " max ",
+                hi, " for dimension ", d);
+    if (lo == hi) {
+      lo -= 0.5;
+      hi += 0.5;
+    }
+  }
+  return r;
+}
+
+void check_hist_input(const at::Tensor& x, const std::optional<at::Tensor>& weight) {
+  TORCH_CHECK(x.dim() >= 2,
+              "torch.histogramdd: input tensor should have at least 2 dimensions, "
+              "but got ",
+              x.dim());
+  if (weight.has_value() && weight->defined()) {
+    TORCH_CHECK(weight->scalar_type() == x.scalar_type(),
+                "torch.histogramdd: if weight tensor "
+                "is provided, it should have the same dtype as the input tensor");
+    auto expected = x.sizes().slice(0, x.dim() - 1);
+    TORCH_CHECK(weight->sizes() == expected,
+                "torch.histogramdd: if weight tensor is provided it "
+                "should have the same shape as the input tensor excluding its innermost "
+                "dimension, but got input with shape ",
+                x.sizes(), " and weight with shape ", weight->sizes());
+  }
+}
+
+std::vector<at::Tensor> bin_edges_from_counts(const at::Tensor& x, at::IntArrayRef bins,
+                                              std::optional<at::ArrayRef<double>> range) {
+  at::Tensor x2 = x.reshape({-1, x.size(-1)});
+  TORCH_CHECK(int64_t(bins.size()) == x2.size(1), "torch.histogramdd: expected ", x2.size(1),
+              " sequences of bin edges for a ", x2.size(1), "-dimensional histogram but got ",
+              bins.size());
+  auto outer = outer_edges(x2, range);
+  std::vector<at::Tensor> edges;
+  for (size_t d = 0; d < bins.size(); ++d) {
+    TORCH_CHECK(bins[d] > 0, "torch.histogramdd(): bins must be > 0, but got ", bins[d],
+                " for dimension ", d);
+    edges.push_back(at::linspace(outer[d].first, outer[d].second, bins[d] + 1, x.options()));
+  }
+  return edges;
+}
+
+// histogram / histogramdd take float32 natively; float64 goes the counted CPU
+// route (which also raises the CPU's errors for other dtypes).
+bool native_hist(const at::Tensor& x) { return x.scalar_type() == at::kFloat; }
+
+std::vector<at::Tensor> vk_histogramdd_bin_edges(const at::Tensor& self, at::IntArrayRef bins,
+                                                 std::optional<at::ArrayRef<double>> range,
+                                                 const std::optional<at::Tensor>& weight,
+                                                 bool density) {
+  if (!native_hist(self))
+    return cpu_route<at::_ops::_histogramdd_bin_edges>(self, bins, range, weight, density);
+  check_hist_input(self, weight);
+  return bin_edges_from_counts(self, bins, range);
+}
+at::Tensor vk_histogramdd_from_bin_cts(const at::Tensor& self, at::IntArrayRef bins,
+                                       std::optional<at::ArrayRef<double>> range,
+                                       const std::optional<at::Tensor>& weight, bool density) {
+  if (!native_hist(self))
+    return cpu_route<at::_ops::_histogramdd_from_bin_cts>(self, bins, range, weight, density);
+  check_hist_input(self, weight);
+  auto edges = bin_edges_from_counts(self, bins, range);
+  return histogramdd_counts(self.reshape({-1, self.size(-1)}), edges, weight, density);
+}
+at::Tensor vk_histogramdd_from_bin_tensors(const at::Tensor& self, at::TensorList bins,
+                                           const std::optional<at::Tensor>& weight, bool density) {
+  if (!native_hist(self))
+    return cpu_route<at::_ops::_histogramdd_from_bin_tensors>(self, bins, weight, density);
+  check_hist_input(self, weight);
+  TORCH_CHECK(int64_t(bins.size()) == self.size(-1), "torch.histogramdd: expected ", self.size(-1),
+              " sequences of bin edges for a ", self.size(-1), "-dimensional histogram but got ",
+              bins.size());
+  std::vector<at::Tensor> edges;
+  for (const at::Tensor& b : bins) {
+    TORCH_CHECK(b.dim() == 1,
+                "torch.histogramdd: bins tensor should have one dimension, but "
+                "got ",
+                b.dim(), " dimensions in the bins tensor");
+    TORCH_CHECK(b.numel() > 0,
+                "torch.histogramdd: bins tensor should have at least 1 element, "
+                "but got ",
+                b.numel(), " elements");
+    edges.push_back(b.to(self.scalar_type()).contiguous());
+  }
+  return histogramdd_counts(self.reshape({-1, self.size(-1)}), edges, weight, density);
+}
+
+// histogram: the one-dimensional case of histogramdd over the flattened input.
+std::tuple<at::Tensor&, at::Tensor&> vk_histogram_bins_out(const at::Tensor& self,
+                                                           const at::Tensor& bins,
+                                                           const std::optional<at::Tensor>& weight,
+                                                           bool density, at::Tensor& hist,
+                                                           at::Tensor& bin_edges) {
+  std::optional<at::Tensor> w;
+  if (weight.has_value() && weight->defined()) {
+    TORCH_CHECK(weight->sizes() == self.sizes(),
+                "torch.histogram: if weight tensor is provided "
+                "it should have the same shape as the input tensor");
+    w = weight->reshape({-1});
+  }
+  at::Tensor h = vk_histogramdd_from_bin_tensors(self.reshape({-1, 1}), {bins}, w, density);
+  at::native::resize_output(hist, h.sizes());
+  hist.copy_(h);
+  at::native::resize_output(bin_edges, bins.sizes());
+  bin_edges.copy_(bins);
+  return {hist, bin_edges};
+}
+std::tuple<at::Tensor, at::Tensor> vk_histogram_bins(const at::Tensor& self, const at::Tensor& bins,
+                                                     const std::optional<at::Tensor>& weight,
+                                                     bool density) {
+  at::Tensor hist = at::empty({0}, self.options()), edges = at::empty({0}, bins.options());
+  vk_histogram_bins_out(self, bins, weight, density, hist, edges);
+  return {hist, edges};
+}
+std::tuple<at::Tensor&, at::Tensor&> vk_histogram_ct_out(const at::Tensor& self, int64_t bins,
+                                                         std::optional<at::ArrayRef<double>> range,
+                                                         const std::optional<at::Tensor>& weight,
+                                                         bool density, at::Tensor& hist,
+                                                         at::Tensor& bin_edges) {
+  if (!native_hist(self)) {
+    return cpu_route<at::_ops::histogram_bin_ct_out>(self, bins, range, weight, density, hist,
+                                                     bin_edges);
+  }
+  TORCH_CHECK(bins > 0, "torch.histogram(): bins must be > 0, but got ", bins, " for dimension 0");
+  at::Tensor edges = bin_edges_from_counts(self.reshape({-1, 1}), {bins}, range)[0];
+  return vk_histogram_bins_out(self, edges, weight, density, hist, bin_edges);
+}
+std::tuple<at::Tensor, at::Tensor> vk_histogram_ct(const at::Tensor& self, int64_t bins,
+                                                   std::optional<at::ArrayRef<double>> range,
+                                                   const std::optional<at::Tensor>& weight,
+                                                   bool density) {
+  at::Tensor hist = at::empty({0}, self.options()), edges = at::empty({0}, self.options());
+  vk_histogram_ct_out(self, bins, range, weight, density, hist, edges);
+  return {hist, edges};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -242,6 +515,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("histc.out", TORCH_FN(vk_histc_out));
   m.impl("bincount", TORCH_FN(vk_bincount));
   m.impl("bincount.out", TORCH_FN(vk_bincount_out));
+  m.impl("isin.Tensor_Tensor", TORCH_FN(vk_isin_tt));
+  m.impl("isin.Tensor_Tensor_out", TORCH_FN(vk_isin_tt_out));
+  m.impl("isin.Tensor_Scalar", TORCH_FN(vk_isin_ts));
+  m.impl("isin.Tensor_Scalar_out", TORCH_FN(vk_isin_ts_out));
+  m.impl("isin.Scalar_Tensor", TORCH_FN(vk_isin_st));
+  m.impl("isin.Scalar_Tensor_out", TORCH_FN(vk_isin_st_out));
+  m.impl("histogram.bins_tensor", TORCH_FN(vk_histogram_bins));
+  m.impl("histogram.bins_tensor_out", TORCH_FN(vk_histogram_bins_out));
+  m.impl("histogram.bin_ct", TORCH_FN(vk_histogram_ct));
+  m.impl("histogram.bin_ct_out", TORCH_FN(vk_histogram_ct_out));
+  m.impl("_histogramdd_bin_edges", TORCH_FN(vk_histogramdd_bin_edges));
+  m.impl("_histogramdd_from_bin_cts", TORCH_FN(vk_histogramdd_from_bin_cts));
+  m.impl("_histogramdd_from_bin_tensors", TORCH_FN(vk_histogramdd_from_bin_tensors));
 }
 
 }  // namespace vkml_aten

@@ -294,6 +294,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_unique2(const at::Tensor& self
   return {out, inverse, counts};
 }
 
+// _unique (index_fill's backward, older callers): _unique2 without counts.
+TensorPair vk_unique(const at::Tensor& self, bool sorted, bool return_inverse) {
+  auto [values, inverse, counts] = vk_unique2(self, sorted, return_inverse, false);
+  return {values, inverse};
+}
+
 // Runs of equal neighbours of the flattened input (no sort: the identity
 // permutation maps positions back for the inverse).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive_flat(const at::Tensor& self,
@@ -378,6 +384,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nanmedian.dim", TORCH_FN(vk_nanmedian_dim));
   m.impl("nanmedian.dim_values", TORCH_FN(vk_nanmedian_dim_out));
   m.impl("_unique2", TORCH_FN(vk_unique2));
+  m.impl("_unique", TORCH_FN(vk_unique));
   m.impl("unique_consecutive",
          torch::CppFunction::makeFromBoxedFunction<&unique_consecutive_boxed>());
   m.impl("randperm.generator_out", TORCH_FN(vk_randperm_gen_out));

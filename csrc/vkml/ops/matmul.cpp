@@ -1,6 +1,9 @@
 #include "vkml/ops/matmul.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstring>
+#include <string>
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
@@ -42,13 +45,17 @@ int64_t max_offset(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_s
 }  // namespace
 
 void gemm(Device& dev, const GemmArgs& g) {
-  VKML_CHECK_ARG(g.dtype == DType::f32 || g.dtype == DType::f16,
+  bool integer = g.dtype == DType::i64 || g.dtype == DType::i32 || g.dtype == DType::u8;
+  VKML_CHECK_ARG(g.dtype == DType::f32 || g.dtype == DType::f16 || integer,
                  std::string("gemm: unsupported dtype ") + dtype_name(g.dtype));
+  auto int32_range = [](int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; };
+  VKML_CHECK_ARG(!integer || (int32_range(g.int_alpha) && int32_range(g.int_beta)),
+                 "gemm: integer alpha and beta must fit in int32");
   VKML_CHECK_ARG(g.dtype != DType::f16 || dev.info().supports_fp16,
                  "gemm: float16 is not supported on " + dev.info().name);
   VKML_CHECK_ARG(g.batch >= 0 && g.m >= 0 && g.n >= 0 && g.k >= 0, "gemm: negative size");
   if (g.batch == 0 || g.m == 0 || g.n == 0) return;
-  bool bias = g.beta != 0.0f && g.bias != 0;
+  bool bias = (integer ? g.int_beta != 0 : g.beta != 0.0f) && g.bias != 0;
   const char* op = "gemm";
   if (g.k > 0) {
     check_32bit_indexing(g.m * g.k, max_offset(g.m, g.k, g.a_row, g.a_col), op);
@@ -61,7 +68,9 @@ void gemm(Device& dev, const GemmArgs& g) {
   // empty, small ones otherwise.
   Tile t = kLarge;
   int64_t large_tiles = ceil_div(g.m, kLarge.bm) * ceil_div(g.n, kLarge.bn) * g.batch;
-  if (large_tiles < 128 || g.m <= 32 || g.n <= 32 ||
+  // Integer tiles stage int64 values: the small tiles keep shared memory under
+  // the 16 KiB every device has.
+  if (integer || large_tiles < 128 || g.m <= 32 || g.n <= 32 ||
       dev.info().max_workgroup_invocations < uint32_t(kLarge.threads))
     t = kSmall;
   int64_t tiles = ceil_div(g.m, t.bm) * ceil_div(g.n, t.bn) * g.batch;
@@ -88,12 +97,18 @@ void gemm(Device& dev, const GemmArgs& g) {
   p.n = uint32_t(g.n);
   p.k = uint32_t(g.k);
   p.batch = uint32_t(g.batch);
-  p.alpha = g.alpha;
-  p.beta = g.beta;
+  if (integer) {
+    int32_t a = int32_t(g.int_alpha), b = int32_t(g.int_beta);
+    std::memcpy(&p.alpha, &a, sizeof(a));
+    std::memcpy(&p.beta, &b, sizeof(b));
+  } else {
+    p.alpha = g.alpha;
+    p.beta = g.beta;
+  }
   p.flags = (bias ? kBias : 0) | (g.a_row == 1 && g.a_col != 1 ? kAMFast : 0) |
             (g.b_row == 1 && g.b_col != 1 ? kBKFast : 0);
 
-  VkPipeline pipeline = dev.pipelines().get(g.dtype == DType::f16 ? "gemm_f16" : "gemm_f32",
+  VkPipeline pipeline = dev.pipelines().get(std::string("gemm_") + variant_suffix(g.dtype),
                                             {t.bm, t.bn, t.bk, t.threads});
   uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
   uint32_t gx = uint32_t(std::min<uint64_t>(uint64_t(tiles), max_x));

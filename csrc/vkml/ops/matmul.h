@@ -9,7 +9,9 @@
 namespace vkml::ops {
 
 struct GemmArgs {
-  DType dtype = DType::f32;  // f32 or f16 (fp32 accumulation); all operands
+  // f32 or f16 (fp32 accumulation), or i64 / i32 / u8 (int64 accumulation,
+  // wrapping in the element type); all operands
+  DType dtype = DType::f32;
   int64_t batch = 1, m = 0, n = 0, k = 0;
   uint64_t a = 0;
   int64_t a_batch = 0, a_row = 0, a_col = 0;  // element strides
@@ -21,6 +23,9 @@ struct GemmArgs {
   int64_t bias_batch = 0, bias_row = 0, bias_col = 0;
   float alpha = 1.0f;
   float beta = 0.0f;  // 0: bias ignored entirely (NaNs in it do not propagate)
+  // alpha and beta of the integer dtypes (int32 range)
+  int64_t int_alpha = 1;
+  int64_t int_beta = 0;
 };
 
 void gemm(Device& dev, const GemmArgs& args);

@@ -1,6 +1,9 @@
 #version 450
 // Batched GEMM, C = alpha * A @ B + beta * Bias, with arbitrary element strides
 // on every operand (transposed operands need no copy) and fp32 accumulation.
+// Integer variants accumulate in int64 and truncate on the store: the result
+// wraps exactly as the CPU's arithmetic in the element type does. Their alpha
+// and beta are int32 values carried in the bits of the float push constants.
 //
 // A workgroup computes a BM x BN tile of C, walking K in BK-deep slices staged
 // in shared memory; each thread owns TM x TN outputs, strided by the thread
@@ -12,6 +15,9 @@
 // TN is 4; TM = BM * BN / (threads * 4).
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant i64 -DST_I64
+//! variant i32 -DST_I32
+//! variant u8 -DST_U8
 #include "common.glsl"
 
 layout(local_size_x_id = 3) in;
@@ -28,9 +34,33 @@ const uint NTY = BM / TM;  // threads along m
 #if defined(ST_F16)
 #define BUF BufF16
 #define ESIZE 2
+#define ACC float
+#elif defined(ST_I64)
+#define BUF BufI64
+#define ESIZE 8
+#define ACC int64_t
+#define ELEM int64_t
+#elif defined(ST_I32)
+#define BUF BufI32
+#define ESIZE 4
+#define ACC int64_t
+#define ELEM int
+#elif defined(ST_U8)
+#define BUF BufU8
+#define ESIZE 1
+#define ACC int64_t
+#define ELEM uint8_t
 #else
 #define BUF BufF32
 #define ESIZE 4
+#define ACC float
+#endif
+#if defined(ELEM)
+#define MAD(a, b, c) ((c) + (a) * (b))
+#define SCALAR(x) ACC(floatBitsToInt(x))
+#else
+#define MAD(a, b, c) fma(a, b, c)
+#define SCALAR(x) (x)
 #endif
 
 #define F_BIAS 1u      // beta != 0 and a bias is given
@@ -56,8 +86,8 @@ layout(push_constant, scalar) uniform PC {
 // distinct banks.
 const uint AS = BM + 1;
 const uint BS = BN + 1;
-shared float As[BK * AS];
-shared float Bs[BK * BS];
+shared ACC As[BK * AS];
+shared ACC Bs[BK * BS];
 
 void main() {
   uint tiles_n = (pc.n + BN - 1) / BN;
@@ -75,9 +105,9 @@ void main() {
 
   uint tid = gl_LocalInvocationID.x;
   uint tx = tid % NTX, ty = tid / NTX;
-  float acc[TM * TN];
+  ACC acc[TM * TN];
   for (uint i = 0; i < TM; ++i)
-    for (uint j = 0; j < TN; ++j) acc[i * TN + j] = 0.0;
+    for (uint j = 0; j < TN; ++j) acc[i * TN + j] = ACC(0);
 
   bool a_mfast = (pc.flags & F_A_MFAST) != 0u;
   bool b_kfast = (pc.flags & F_B_KFAST) != 0u;
@@ -88,25 +118,25 @@ void main() {
       uint i = a_mfast ? e % BM : e / BK;
       uint kk = a_mfast ? e / BM : e % BK;
       uint gi = row0 + i, gk = k0 + kk;
-      float v = 0.0;
-      if (full || (gi < pc.m && gk < pc.k)) v = float(A.v[int(gi) * pc.a_row + int(gk) * pc.a_col]);
+      ACC v = ACC(0);
+      if (full || (gi < pc.m && gk < pc.k)) v = ACC(A.v[int(gi) * pc.a_row + int(gk) * pc.a_col]);
       As[kk * AS + i] = v;
     }
     for (uint e = tid; e < BK * BN; e += WG) {
       uint j = b_kfast ? e / BK : e % BN;
       uint kk = b_kfast ? e % BK : e / BN;
       uint gj = col0 + j, gk = k0 + kk;
-      float v = 0.0;
-      if (full || (gj < pc.n && gk < pc.k)) v = float(B.v[int(gk) * pc.b_row + int(gj) * pc.b_col]);
+      ACC v = ACC(0);
+      if (full || (gj < pc.n && gk < pc.k)) v = ACC(B.v[int(gk) * pc.b_row + int(gj) * pc.b_col]);
       Bs[kk * BS + j] = v;
     }
     barrier();
     for (uint kk = 0; kk < BK; ++kk) {
-      float ra[TM], rb[TN];
+      ACC ra[TM], rb[TN];
       for (uint i = 0; i < TM; ++i) ra[i] = As[kk * AS + ty + i * NTY];
       for (uint j = 0; j < TN; ++j) rb[j] = Bs[kk * BS + tx + j * NTX];
       for (uint i = 0; i < TM; ++i)
-        for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(ra[i], rb[j], acc[i * TN + j]);
+        for (uint j = 0; j < TN; ++j) acc[i * TN + j] = MAD(ra[i], rb[j], acc[i * TN + j]);
     }
     barrier();
   }
@@ -120,10 +150,12 @@ void main() {
     for (uint j = 0; j < TN; ++j) {
       uint gj = col0 + tx + j * NTX;
       if (gj >= pc.n) continue;
-      float v = pc.k > 0u ? pc.alpha * acc[i * TN + j] : 0.0;
-      if (has_bias) v += pc.beta * float(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]);
+      ACC v = pc.k > 0u ? SCALAR(pc.alpha) * acc[i * TN + j] : ACC(0);
+      if (has_bias) v += SCALAR(pc.beta) * ACC(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]);
 #if defined(ST_F16)
       C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = float16_t(v);
+#elif defined(ELEM)
+      C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = ELEM(v);
 #else
       C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = v;
 #endif

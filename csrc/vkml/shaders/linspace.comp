@@ -1,0 +1,38 @@
+#version 450
+// linspace with the CPU's formula: start + step * i for i < halfway, and
+// end - step * (n - 1 - i) from there, so that both ends are exact. Each value
+// is one fused multiply-add (a single rounding), as in the CPU's compiled kernel.
+// The f64 variant (shaderFloat64) also serves integer outputs, which the CPU
+// computes in double and truncates (the adapter converts).
+//! variant f32 -DST_F32
+//! variant f64 -DST_F64
+#include "common.glsl"
+
+const uint WG = 256;
+layout(local_size_x = WG) in;
+
+#if defined(ST_F64)
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { double v[]; };
+#define BUF BufF64
+#define FT double
+#else
+#define BUF BufF32
+#define FT float
+#endif
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t dst;
+  FT start;  // in the variant's precision: the f32 variant needs no float64
+  FT end;
+  FT step;
+  uint n;
+  uint halfway;
+} pc;
+
+void main() {
+  uint i = linear_id();
+  if (i >= pc.n) return;
+  FT v = i < pc.halfway ? fma(pc.step, FT(i), pc.start)
+                        : fma(-pc.step, FT(pc.n - 1u - i), pc.end);
+  BUF(pc.dst).v[i] = v;
+}
