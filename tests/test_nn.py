@@ -5,6 +5,8 @@ import torch
 import torch.nn.functional as F
 from conftest import FLOAT_DTYPES, assert_close_to_cpu, assert_grads_close_to_cpu, dtype_id, make
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 LAYOUTS = {
@@ -57,6 +59,19 @@ def test_softmax_is_numerically_stable(fn):
 def test_softmax_long_rows(fn, shape, dim):
     x = _leaf(shape, low=-10, high=10)
     assert_grads_close_to_cpu(lambda t: fn(t, dim=dim), x)
+
+
+@pytest.mark.skipif(
+    not torch_vkml.get_device_properties().supports_fp64, reason="device has no shaderFloat64"
+)
+@pytest.mark.parametrize("fn", [F.softmax, F.log_softmax, F.softmin])
+@pytest.mark.parametrize("shape, dim", [((4, 7), 1), ((5, 3, 2), 1), ((2, 300), -1)])
+def test_softmax_float64(fn, shape, dim):
+    # float64 rows, and float32 input promoted by dtype= (softmax.with_dtype)
+    assert_grads_close_to_cpu(
+        lambda t: fn(t, dim=dim), _leaf(shape, torch.float64, low=-20, high=20)
+    )
+    assert_grads_close_to_cpu(lambda t: fn(t, dim=dim, dtype=torch.float64), _leaf(shape))
 
 
 def test_softmax_empty():
@@ -140,3 +155,89 @@ def test_nll_loss_all_ignored_mean_is_nan():
     target = torch.full((N,), -100)
     _, vk = assert_close_to_cpu(F.nll_loss, log_probs, target)
     assert vk.cpu().isnan().item()
+
+
+# ------------------------------------------------ rrelu, channel_shuffle, unfold
+
+
+def test_rrelu_eval_and_training():
+    x = _leaf((4, 6))
+    assert_grads_close_to_cpu(lambda t: F.rrelu(t, 0.1, 0.3, training=False), x)
+    xv = x.detach().to("vkml").requires_grad_()
+    y = F.rrelu(xv, 0.1, 0.3, training=True)
+    ratio = (y / xv).detach().cpu()
+    neg = x.detach() < 0
+    assert torch.all(ratio[~neg] == 1)
+    assert torch.all((ratio[neg] >= 0.1) & (ratio[neg] <= 0.3))
+    assert ratio[neg].unique().numel() > 1  # one slope per element
+    y.sum().backward()
+    torch.testing.assert_close(xv.grad.cpu(), ratio)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_channel_shuffle(dtype):
+    x = make((2, 6, 3, 2), dtype)
+    assert_close_to_cpu(lambda t: F.channel_shuffle(t, 3), x)
+    assert_close_to_cpu(lambda t: F.channel_shuffle(t.transpose(2, 3), 2), x)
+    if dtype == torch.float32:
+        assert_grads_close_to_cpu(lambda t: F.channel_shuffle(t, 2), x.requires_grad_())
+
+
+@pytest.mark.parametrize("dim, size, step", [(0, 3, 2), (1, 2, 3), (-1, 4, 1), (1, 5, 5)])
+def test_unfold_backward(dim, size, step):
+    assert_grads_close_to_cpu(lambda t: t.unfold(dim, size, step) * 1, _leaf((7, 6, 5)))
+
+
+# ------------------------------------------------------------ cdist, pdist
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, float("inf")])
+def test_cdist_and_pdist(p):
+    x1 = make((2, 4, 3), discrete=True).requires_grad_()  # ties and zero distances
+    x2 = make((2, 5, 3), discrete=True).requires_grad_()
+    # compute_mode keeps p = 2 on _cdist_forward rather than the matmul formula
+    mode = "donot_use_mm_for_euclid_dist"
+    assert_grads_close_to_cpu(lambda a, b: torch.cdist(a, b, p, compute_mode=mode), x1, x2)
+    assert_grads_close_to_cpu(lambda a: F.pdist(a, p), make((5, 3), discrete=True).requires_grad_())
+
+
+# ------------------------------------------------------------ embedding_bag
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_bag(mode, padding_idx):
+    weight = make((10, 3), unique=True).requires_grad_()
+    indices = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 2, 2])
+    offsets = torch.tensor([0, 4, 4, 8])  # an empty bag and a padding-only bag
+
+    def fn(w, i, o):
+        return F.embedding_bag(i, w, o, mode=mode, padding_idx=padding_idx)
+
+    assert_grads_close_to_cpu(fn, weight, indices, offsets)
+    assert_grads_close_to_cpu(
+        lambda w, i: F.embedding_bag(i, w, mode=mode), weight, indices.view(2, 5)
+    )
+
+
+def test_embedding_bag_per_sample_weights_and_last_offset():
+    weight = _leaf((8, 4))
+    psw = _leaf(6)
+    indices = torch.tensor([0, 7, 3, 3, 1, 5])
+    offsets = torch.tensor([0, 2, 5, 6])
+
+    def fn(w, p):
+        return F.embedding_bag(
+            indices.to(w.device),
+            w,
+            offsets.to(w.device),
+            mode="sum",
+            per_sample_weights=p,
+            include_last_offset=True,
+        )
+
+    assert_grads_close_to_cpu(fn, weight, psw)
+    assert_close_to_cpu(
+        lambda w: F.embedding_bag(indices.to(w.device), w, offsets.to(w.device), mode="mean"),
+        make((8, 4), torch.float16),
+    )

@@ -51,8 +51,11 @@ FAMILIES = {
         F + ", bfloat16 (in float32), int64, int32, uint8 (int64 accumulation, wrapping); "
         "cross: all but bool",
     ),
-    "ops_softmax.cpp": ("Softmax", F + ", bfloat16 (in float32)"),
-    "ops_loss.cpp": ("Losses", F),
+    "ops_softmax.cpp": (
+        "Softmax",
+        F + ", bfloat16 (in float32), float64 (where the device has shaderFloat64)",
+    ),
+    "ops_loss.cpp": ("Losses", FB + " (bfloat16 in float32)"),
     "ops_random.cpp": ("Random numbers", "float32, float16, bfloat16, int64, int32, uint8, bool"),
     "ops_shape.cpp": ("Data movement", "all"),
     "ops_foreach.cpp": ("Multi-tensor (_foreach_*) ops", EW),
@@ -74,6 +77,15 @@ FAMILIES = {
     "ops_pool.cpp": ("Pooling (max, average, adaptive) and backward", FB),
     "ops_norm.cpp": ("Batch / layer / group norm and backward", FB),
     "ops_resample.cpp": ("Upsampling, im2col / col2im", FB + " (nearest modes: all)"),
+    "ops_grid_sample.cpp": ("grid_sample (2-d, 3-d) and backward", "float32, float16, bfloat16"),
+    "ops_rearrange.cpp": ("channel_shuffle, unfold backward", "all (unfold backward: float)"),
+    "ops_distance.cpp": ("Pairwise distances (cdist, pdist) and backward", F + ", bfloat16"),
+    "ops_fractional_pool.cpp": (
+        "Fractional max pooling and backward",
+        F + ", bfloat16 (in float32)",
+    ),
+    "ops_embedding_bag.cpp": ("embedding_bag and backward", F + ", bfloat16 (in float32)"),
+    "ops_unpool.cpp": ("Max unpooling", "float32, float16, int64, int32, uint8, bool"),
     "ops_sort.cpp": (
         "Sort and selection (sort, topk, kthvalue, median, unique, randperm)",
         "float32, float16, bfloat16, int64, int32, uint8 (bool where PyTorch allows)",

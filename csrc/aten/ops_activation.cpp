@@ -1,6 +1,6 @@
 // Activation functions and their backward kernels (the ones autograd calls):
 // hardtanh, leaky_relu, elu, hardswish, hardsigmoid, softplus, soft/hardshrink,
-// threshold, mish, log_sigmoid, prelu, glu (relu, gelu, silu: ops_unary.cpp).
+// threshold, mish, log_sigmoid, prelu, glu, rrelu (relu, gelu, silu: ops_unary.cpp).
 // elu and softplus take fp32 parameters (packed, see op_codes.h) and compute in
 // fp32; float64 inputs of the transcendental ones run on the CPU, counted.
 #include <ATen/WrapDimUtils.h>
@@ -141,9 +141,8 @@ at::Tensor elu_backward_compute(const at::Tensor& grad, const at::Scalar& alpha,
   return elementwise(kEluBackward, {grad, self_or_result}, out, p);
 }
 at::Tensor& elu_backward_out(const at::Tensor& grad, const at::Scalar& alpha,
-                             const at::Scalar& scale, const at::Scalar& input_scale,
-                             bool is_result, const at::Tensor& self_or_result,
-                             at::Tensor& grad_input) {
+                             const at::Scalar& scale, const at::Scalar& input_scale, bool is_result,
+                             const at::Tensor& self_or_result, at::Tensor& grad_input) {
   if (runs_on_cpu(kEluBackward, {grad, self_or_result}))
     return cpu_route<at::_ops::elu_backward_grad_input>(grad, alpha, scale, input_scale, is_result,
                                                         self_or_result, grad_input);
@@ -219,8 +218,8 @@ at::Tensor& softplus_backward_out(const at::Tensor& grad, const at::Tensor& self
               {.fp = {beta.toDouble(), threshold.toDouble()}});
   return grad_input;
 }
-at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self,
-                             const at::Scalar& beta, const at::Scalar& threshold) {
+at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& beta,
+                             const at::Scalar& threshold) {
   if (runs_on_cpu(kSoftplusBackward, {grad, self}))
     return cpu_route<at::_ops::softplus_backward>(grad, self, beta, threshold);
   return elementwise(kSoftplusBackward, {grad, self}, {},
@@ -316,8 +315,7 @@ at::Tensor mish_backward(const at::Tensor& grad, const at::Tensor& self) {
 
 // ---------------------------------------------------------- log_sigmoid
 // The buffer is empty, as on CUDA: the backward recomputes exp(-|x|).
-std::tuple<at::Tensor&, at::Tensor&> log_sigmoid_forward_out(const at::Tensor& a,
-                                                             at::Tensor& out,
+std::tuple<at::Tensor&, at::Tensor&> log_sigmoid_forward_out(const at::Tensor& a, at::Tensor& out,
                                                              at::Tensor& buffer) {
   if (runs_on_cpu(kLogSigmoid, {a}))
     return cpu_route<at::_ops::log_sigmoid_forward_output>(a, out, buffer);
@@ -363,8 +361,8 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad,
 int64_t glu_dim(const at::Tensor& a, int64_t dim) {
   TORCH_CHECK(a.dim() > 0, "glu does not support scalars because halving size must be even");
   int64_t d = at::maybe_wrap_dim(dim, a.dim());
-  TORCH_CHECK(a.size(d) % 2 == 0, "Halving dimension must be even, but dimension ", d,
-              " is size ", a.size(d));
+  TORCH_CHECK(a.size(d) % 2 == 0, "Halving dimension must be even, but dimension ", d, " is size ",
+              a.size(d));
   return d;
 }
 at::Tensor& glu_out(const at::Tensor& a, int64_t dim, at::Tensor& out) {
@@ -398,6 +396,35 @@ at::Tensor glu_backward(const at::Tensor& grad, const at::Tensor& a, int64_t dim
   if (runs_on_cpu(kGluBackwardA, {grad, a})) return cpu_route<at::_ops::glu_backward>(grad, a, dim);
   at::Tensor grad_input = at::empty(a.sizes(), a.options());
   return glu_backward_out(grad, a, dim, grad_input);
+}
+
+// ------------------------------------------------------------------ rrelu
+// Training draws each negative element's slope from U(lower, upper) with the
+// device generator (noise keeps the slopes, 1 for the others, for the backward);
+// evaluation is leaky_relu with the mean slope, as on the CPU.
+at::Tensor rrelu_noise(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
+                       const at::Scalar& upper, bool training,
+                       std::optional<at::Generator> generator) {
+  TORCH_CHECK(lower.toDouble() <= upper.toDouble(),
+              "Lower bound should be less than or equal to "
+              "the upper bound");
+  if (!training) return at::leaky_relu(self, (lower.toDouble() + upper.toDouble()) / 2);
+  at::native::resize_output(noise, self.sizes());
+  noise.uniform_(lower.toDouble(), upper.toDouble(), generator);
+  noise.masked_fill_(self > 0, 1);
+  return self * noise;
+}
+at::Tensor& rrelu_noise_out(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
+                            const at::Scalar& upper, bool training,
+                            std::optional<at::Generator> generator, at::Tensor& out) {
+  at::Tensor r = rrelu_noise(self, noise, lower, upper, training, generator);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+at::Tensor& rrelu_noise_(at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
+                         const at::Scalar& upper, bool training,
+                         std::optional<at::Generator> generator) {
+  return self.copy_(rrelu_noise(self, noise, lower, upper, training, generator));
 }
 
 }  // namespace
@@ -457,6 +484,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("glu.out", TORCH_FN(glu_out));
   m.impl("glu_backward", TORCH_FN(glu_backward));
   m.impl("glu_backward.grad_input", TORCH_FN(glu_backward_out));
+  m.impl("rrelu_with_noise", TORCH_FN(rrelu_noise));
+  m.impl("rrelu_with_noise.out", TORCH_FN(rrelu_noise_out));
+  m.impl("rrelu_with_noise_", TORCH_FN(rrelu_noise_));
 }
 
 }  // namespace vkml_aten

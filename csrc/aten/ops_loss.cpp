@@ -1,5 +1,6 @@
-// nll_loss forward and backward (cross_entropy = log_softmax + nll_loss), and
-// binary_cross_entropy.
+// nll_loss / nll_loss2d forward and backward (cross_entropy = log_softmax +
+// nll_loss), binary_cross_entropy, the regression losses (mse, smooth_l1, huber)
+// and the margin losses (multi_margin, multilabel_margin).
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
@@ -14,11 +15,10 @@ vkml::ops::NllLossArgs args_for(const at::Tensor& self, const at::Tensor& target
                                 int64_t ignore_index, at::Tensor& input, at::Tensor& tgt,
                                 at::Tensor& w) {
   TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "input tensor should be 1D or 2D");
-  TORCH_CHECK(target.dim() <= 1,
-              "0D or 1D target tensor expected, multi-target not supported");
+  TORCH_CHECK(target.dim() <= 1, "0D or 1D target tensor expected, multi-target not supported");
   bool no_batch = self.dim() == 1 && target.dim() == 0;
-  TORCH_CHECK(no_batch || self.size(0) == target.size(0), "size mismatch (got input: ",
-              self.sizes(), ", target: ", target.sizes(), ")");
+  TORCH_CHECK(no_batch || self.size(0) == target.size(0),
+              "size mismatch (got input: ", self.sizes(), ", target: ", target.sizes(), ")");
   TORCH_CHECK(target.scalar_type() == at::kLong || target.scalar_type() == at::kByte,
               "expected scalar type Long but found ", target.scalar_type());
   TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(self.scalar_type()),
@@ -44,15 +44,21 @@ vkml::ops::NllLossArgs args_for(const at::Tensor& self, const at::Tensor& target
   return a;
 }
 
-std::tuple<at::Tensor, at::Tensor> nll_forward(const at::Tensor& self,
-                                                    const at::Tensor& target,
-                                                    const std::optional<at::Tensor>& weight,
-                                                    int64_t reduction, int64_t ignore_index) {
+std::tuple<at::Tensor, at::Tensor> nll_forward(const at::Tensor& self, const at::Tensor& target,
+                                               const std::optional<at::Tensor>& weight,
+                                               int64_t reduction, int64_t ignore_index) {
+  if (self.scalar_type() == at::kBFloat16) {  // float32 math, one rounding at the end
+    auto w32 = weight.has_value() && weight->defined()
+                   ? std::optional<at::Tensor>(weight->to(at::kFloat))
+                   : std::nullopt;
+    auto [o, t] = nll_forward(self.to(at::kFloat), target, w32, reduction, ignore_index);
+    return {o.to(at::kBFloat16), t.to(at::kBFloat16)};
+  }
   at::Tensor input, tgt, w;
   auto a = args_for(self, target, weight, reduction, ignore_index, input, tgt, w);
   bool none = reduction == 0 && self.dim() == 2;
-  at::Tensor output = at::empty(none ? at::IntArrayRef{self.size(0)} : at::IntArrayRef{},
-                                self.options());
+  at::Tensor output =
+      at::empty(none ? at::IntArrayRef{self.size(0)} : at::IntArrayRef{}, self.options());
   at::Tensor total_weight = at::empty({}, self.options());
   a.output = addr(output);
   a.total_weight = addr(total_weight);
@@ -62,9 +68,11 @@ std::tuple<at::Tensor, at::Tensor> nll_forward(const at::Tensor& self,
   return {output, total_weight};
 }
 
-std::tuple<at::Tensor&, at::Tensor&> nll_forward_out(
-    const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
-    int64_t reduction, int64_t ignore_index, at::Tensor& output, at::Tensor& total_weight) {
+std::tuple<at::Tensor&, at::Tensor&> nll_forward_out(const at::Tensor& self,
+                                                     const at::Tensor& target,
+                                                     const std::optional<at::Tensor>& weight,
+                                                     int64_t reduction, int64_t ignore_index,
+                                                     at::Tensor& output, at::Tensor& total_weight) {
   auto [o, t] = nll_forward(self, target, weight, reduction, ignore_index);
   at::native::resize_output(output, o.sizes());
   output.copy_(o);
@@ -74,9 +82,16 @@ std::tuple<at::Tensor&, at::Tensor&> nll_forward_out(
 }
 
 at::Tensor nll_backward(const at::Tensor& grad_output, const at::Tensor& self,
-                             const at::Tensor& target, const std::optional<at::Tensor>& weight,
-                             int64_t reduction, int64_t ignore_index,
-                             const at::Tensor& total_weight) {
+                        const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                        int64_t reduction, int64_t ignore_index, const at::Tensor& total_weight) {
+  if (self.scalar_type() == at::kBFloat16) {
+    auto w32 = weight.has_value() && weight->defined()
+                   ? std::optional<at::Tensor>(weight->to(at::kFloat))
+                   : std::nullopt;
+    return nll_backward(grad_output.to(at::kFloat), self.to(at::kFloat), target, w32, reduction,
+                        ignore_index, total_weight.to(at::kFloat))
+        .to(at::kBFloat16);
+  }
   at::Tensor input, tgt, w;
   auto a = args_for(self, target, weight, reduction, ignore_index, input, tgt, w);
   if (reduction == 0 && self.dim() == 1) a.reduction = vkml::ops::Reduction::Sum;
@@ -85,19 +100,82 @@ at::Tensor nll_backward(const at::Tensor& grad_output, const at::Tensor& self,
   at::Tensor go = grad_output.to(self.scalar_type()).contiguous();
   at::Tensor grad_input = at::empty(self.sizes(), self.options());
   if (grad_input.numel() == 0) return grad_input;
-  guarded([&] {
-    vkml::ops::nll_loss_backward(vkml_device(self), a, addr(go), addr(grad_input));
-  });
+  guarded([&] { vkml::ops::nll_loss_backward(vkml_device(self), a, addr(go), addr(grad_input)); });
   return grad_input;
 }
 
 at::Tensor& nll_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
-                                  const at::Tensor& target,
-                                  const std::optional<at::Tensor>& weight, int64_t reduction,
-                                  int64_t ignore_index, const at::Tensor& total_weight,
-                                  at::Tensor& grad_input) {
-  at::Tensor r = nll_backward(grad_output, self, target, weight, reduction, ignore_index,
-                                   total_weight);
+                             const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                             int64_t reduction, int64_t ignore_index,
+                             const at::Tensor& total_weight, at::Tensor& grad_input) {
+  at::Tensor r =
+      nll_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight);
+  at::native::resize_output(grad_input, r.sizes());
+  grad_input.copy_(r);
+  return grad_input;
+}
+
+// ------------------------------------------------------------------ nll_loss2d
+// [N, C, H, W] scores with [N, H, W] targets are [N*H*W, C] rows for the nll_loss
+// kernel once the class dim is moved last.
+
+void check_2d(const at::Tensor& self, const at::Tensor& target) {
+  TORCH_CHECK(target.dim() == 3,
+              "only batches of spatial targets supported (3D tensors) but got targets of "
+              "dimension: ",
+              target.dim());
+  TORCH_CHECK(self.dim() == 4,
+              "only batches of spatial inputs supported (4D tensors), but got input of "
+              "dimension: ",
+              self.dim());
+  TORCH_CHECK(self.size(0) == target.size(0) && self.size(2) == target.size(1) &&
+                  self.size(3) == target.size(2),
+              "input and target batch or spatial sizes don't match: target ", target.sizes(),
+              ", input ", self.sizes());
+}
+
+at::Tensor rows_of(const at::Tensor& self) {
+  return self.movedim(1, -1).reshape({-1, self.size(1)});
+}
+
+std::tuple<at::Tensor, at::Tensor> nll2d_forward(const at::Tensor& self, const at::Tensor& target,
+                                                 const std::optional<at::Tensor>& weight,
+                                                 int64_t reduction, int64_t ignore_index) {
+  check_2d(self, target);
+  auto [out, tw] =
+      nll_forward(rows_of(self), target.reshape({-1}), weight, reduction, ignore_index);
+  if (reduction == at::Reduction::None) out = out.view(target.sizes());
+  return {out, tw};
+}
+
+std::tuple<at::Tensor&, at::Tensor&> nll2d_forward_out(
+    const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
+    int64_t reduction, int64_t ignore_index, at::Tensor& output, at::Tensor& total_weight) {
+  auto [o, t] = nll2d_forward(self, target, weight, reduction, ignore_index);
+  at::native::resize_output(output, o.sizes());
+  output.copy_(o);
+  at::native::resize_output(total_weight, t.sizes());
+  total_weight.copy_(t);
+  return {output, total_weight};
+}
+
+at::Tensor nll2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                          const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                          int64_t reduction, int64_t ignore_index, const at::Tensor& total_weight) {
+  check_2d(self, target);
+  at::Tensor go = reduction == at::Reduction::None ? grad_output.reshape({-1}) : grad_output;
+  at::Tensor rows = nll_backward(go, rows_of(self), target.reshape({-1}), weight, reduction,
+                                 ignore_index, total_weight);
+  int64_t n = self.size(0), h = self.size(2), w = self.size(3);
+  return rows.view({n, h, w, self.size(1)}).movedim(-1, 1).contiguous();
+}
+
+at::Tensor& nll2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                               const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                               int64_t reduction, int64_t ignore_index,
+                               const at::Tensor& total_weight, at::Tensor& grad_input) {
+  at::Tensor r =
+      nll2d_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight);
   at::native::resize_output(grad_input, r.sizes());
   grad_input.copy_(r);
   return grad_input;
@@ -114,7 +192,8 @@ at::Tensor apply_reduction(const at::Tensor& loss, int64_t reduction) {
 at::Tensor vk_bce(const at::Tensor& self, const at::Tensor& target,
                   const std::optional<at::Tensor>& weight, int64_t reduction) {
   TORCH_CHECK(self.sizes() == target.sizes(), "Using a target size (", target.sizes(),
-              ") that is different to the input size (", self.sizes(), ") is deprecated. "
+              ") that is different to the input size (", self.sizes(),
+              ") is deprecated. "
               "Please ensure they have the same size.");
   at::Tensor log_x = self.log().clamp_min(-100);
   at::Tensor log_1mx = (1 - self).log().clamp_min(-100);
@@ -130,9 +209,8 @@ at::Tensor& vk_bce_out(const at::Tensor& self, const at::Tensor& target,
   out.copy_(r);
   return out;
 }
-at::Tensor vk_bce_backward(const at::Tensor& grad, const at::Tensor& self,
-                           const at::Tensor& target, const std::optional<at::Tensor>& weight,
-                           int64_t reduction) {
+at::Tensor vk_bce_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
+                           const std::optional<at::Tensor>& weight, int64_t reduction) {
   at::Tensor denom = ((1 - self) * self).clamp_min(1e-12);
   at::Tensor g = grad * (self - target) / denom;
   if (weight.has_value() && weight->defined()) g = g * *weight;
@@ -148,6 +226,281 @@ at::Tensor& vk_bce_backward_out(const at::Tensor& grad, const at::Tensor& self,
   return grad_input;
 }
 
+// ------------------------------------------------------------ regression losses
+// From native elementwise ops, with the CPU kernels' branch conditions (the
+// backward's <= / >= decide the gradient at |x - y| == beta, beta == 0 included).
+
+at::Tensor& out_write(at::Tensor& out, const at::Tensor& r) {
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
+// d(loss)/d(input) scale of each element: the grad_output, / numel for a mean.
+at::Tensor grad_scale(const at::Tensor& grad, const at::Tensor& self, int64_t reduction) {
+  if (reduction == at::Reduction::Mean && self.numel() > 0) return grad / double(self.numel());
+  return grad;
+}
+
+at::Tensor vk_mse(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
+  at::Tensor d = self - target;
+  return apply_reduction(d * d, reduction);
+}
+at::Tensor& vk_mse_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
+                       at::Tensor& out) {
+  return out_write(out, vk_mse(self, target, reduction));
+}
+at::Tensor vk_mse_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
+                           int64_t reduction) {
+  at::Tensor g = 2 * (self - target) * grad_scale(grad, self, reduction);
+  return g.expand(self.sizes()).contiguous();
+}
+at::Tensor& vk_mse_backward_out(const at::Tensor& grad, const at::Tensor& self,
+                                const at::Tensor& target, int64_t reduction,
+                                at::Tensor& grad_input) {
+  return out_write(grad_input, vk_mse_backward(grad, self, target, reduction));
+}
+
+at::Tensor vk_smooth_l1(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
+                        double beta) {
+  TORCH_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
+  at::Tensor z = (self - target).abs();
+  at::Tensor loss = beta == 0 ? z : at::where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta);
+  return apply_reduction(loss, reduction);
+}
+at::Tensor& vk_smooth_l1_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
+                             double beta, at::Tensor& out) {
+  return out_write(out, vk_smooth_l1(self, target, reduction, beta));
+}
+// The gradient of both: -k*g below -beta, k*g above beta, slope*x*g between.
+at::Tensor piecewise_grad(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
+                          int64_t reduction, double beta, double k, double slope) {
+  at::Tensor x = self - target;
+  at::Tensor g = grad_scale(grad, self, reduction);
+  at::Tensor mid = beta == 0 ? at::zeros_like(x) : x * slope;
+  at::Tensor r = at::where(x <= -beta, -k, at::where(x >= beta, k, mid)) * g;
+  return r.expand(self.sizes()).contiguous();
+}
+at::Tensor vk_smooth_l1_backward(const at::Tensor& grad, const at::Tensor& self,
+                                 const at::Tensor& target, int64_t reduction, double beta) {
+  return piecewise_grad(grad, self, target, reduction, beta, 1.0, beta == 0 ? 0.0 : 1.0 / beta);
+}
+at::Tensor& vk_smooth_l1_backward_out(const at::Tensor& grad, const at::Tensor& self,
+                                      const at::Tensor& target, int64_t reduction, double beta,
+                                      at::Tensor& grad_input) {
+  return out_write(grad_input, vk_smooth_l1_backward(grad, self, target, reduction, beta));
+}
+
+at::Tensor vk_huber(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
+                    double delta) {
+  TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+  at::Tensor z = (self - target).abs();
+  at::Tensor loss = at::where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta));
+  return apply_reduction(loss, reduction);
+}
+at::Tensor& vk_huber_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
+                         double delta, at::Tensor& out) {
+  return out_write(out, vk_huber(self, target, reduction, delta));
+}
+at::Tensor vk_huber_backward(const at::Tensor& grad, const at::Tensor& self,
+                             const at::Tensor& target, int64_t reduction, double delta) {
+  return piecewise_grad(grad, self, target, reduction, delta, delta, 1.0);
+}
+at::Tensor& vk_huber_backward_out(const at::Tensor& grad, const at::Tensor& self,
+                                  const at::Tensor& target, int64_t reduction, double delta,
+                                  at::Tensor& grad_input) {
+  return out_write(grad_input, vk_huber_backward(grad, self, target, reduction, delta));
+}
+
+// ----------------------------------------------------------------- margin losses
+// Per-sample losses from margin_loss.comp in float32; the reduction and the dtype
+// round trip are native ops here.
+
+void check_margin_dtype(const char* op, const at::Tensor& self) {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      at::isFloatingType(self.scalar_type()) && self.scalar_type() != at::kDouble, op,
+      " on vkml supports float32, float16 and bfloat16, got ", self.scalar_type());
+}
+
+// Reads the target range in one transfer; out-of-range targets raise as on the CPU.
+void check_target_range(const char* op, const at::Tensor& target, int64_t lo, int64_t c) {
+  if (target.numel() == 0) return;
+  at::Tensor mm = at::stack({target.min(), target.max()}).cpu();
+  int64_t mn = mm[0].item<int64_t>(), mx = mm[1].item<int64_t>();
+  TORCH_CHECK(mn >= lo && mx < c, op, ": target out of range (got values in [", mn, ", ", mx,
+              "] for ", c, " classes)");
+}
+
+struct MarginRows {
+  at::Tensor x, target;
+  int64_t n = 0, c = 0;
+};
+
+// PyTorch's shape rule for both margin losses: a non-empty vector or matrix.
+void check_margin_input(const at::Tensor& self) {
+  int64_t nd = self.dim();
+  TORCH_CHECK((nd == 2 && self.size(1) != 0) || (nd == 1 && self.size(0) != 0) || nd == 0,
+              "Expected non-empty vector or matrix with optional 0-dim batch size, but got: ",
+              self.sizes());
+}
+
+MarginRows multi_rows(const at::Tensor& self, const at::Tensor& target) {
+  check_margin_dtype("multi_margin_loss", self);
+  check_margin_input(self);
+  MarginRows r;
+  r.c = self.dim() == 0 ? 1 : self.size(-1);
+  r.n = self.dim() <= 1 ? 1 : self.size(0);
+  TORCH_CHECK(target.dim() <= 1 && target.numel() == r.n, "inconsistent target size, expected ",
+              r.n, " but got ", target.sizes());
+  check_target_range("multi_margin_loss", target, 0, r.c);
+  r.x = self.to(at::kFloat).reshape({r.n, r.c}).contiguous();
+  r.target = target.to(at::kLong).reshape({r.n}).contiguous();
+  return r;
+}
+
+vkml::ops::MarginLossArgs multi_args(const MarginRows& r, const at::Scalar& p,
+                                     const at::Scalar& margin, const at::Tensor& w) {
+  TORCH_CHECK(p.toDouble() == 1 || p.toDouble() == 2, "only p == 1 and p == 2 supported");
+  vkml::ops::MarginLossArgs a;
+  a.kind = vkml::ops::MarginLoss::Multi;
+  a.x = addr(r.x);
+  a.target = addr(r.target);
+  a.weight = w.defined() ? addr(w) : 0;
+  a.n = r.n;
+  a.c = r.c;
+  a.p = int(p.toDouble());
+  a.margin = float(margin.toDouble());
+  return a;
+}
+
+at::Tensor margin_weight(const std::optional<at::Tensor>& weight, int64_t c) {
+  if (!weight.has_value() || !weight->defined()) return {};
+  TORCH_CHECK(weight->dim() <= 1 && weight->numel() == c, "inconsistent weight size, expected ", c,
+              " but got ", weight->sizes());
+  return weight->to(at::kFloat).contiguous();
+}
+
+// Per-sample losses [n] float32 to the op's output (dtype and shape of the CPU's).
+at::Tensor reduce_margin(const at::Tensor& per_sample, int64_t reduction, bool batched,
+                         at::ScalarType dtype) {
+  at::Tensor r = reduction == at::Reduction::None ? (batched ? per_sample : per_sample.reshape({}))
+                                                  : apply_reduction(per_sample, reduction);
+  return r.to(dtype);
+}
+
+// grad_output to the per-sample factor of margin_loss.comp.
+at::Tensor grad_factor(const at::Tensor& grad, int64_t n, int64_t reduction) {
+  at::Tensor g = grad.to(at::kFloat);
+  if (reduction == at::Reduction::Mean && n > 0) g = g / double(n);
+  if (reduction == at::Reduction::None) return g.reshape({n}).contiguous();
+  return g.reshape({1}).expand({n}).contiguous();
+}
+
+at::Tensor vk_multi_margin(const at::Tensor& self, const at::Tensor& target, const at::Scalar& p,
+                           const at::Scalar& margin, const std::optional<at::Tensor>& weight,
+                           int64_t reduction) {
+  MarginRows r = multi_rows(self, target);
+  at::Tensor w = margin_weight(weight, r.c);
+  auto a = multi_args(r, p, margin, w);
+  at::Tensor loss = at::empty({r.n}, r.x.options());
+  guarded([&] { vkml::ops::margin_loss_forward(vkml_device(r.x), a, addr(loss)); });
+  return reduce_margin(loss, reduction, target.dim() > 0, self.scalar_type());
+}
+at::Tensor& vk_multi_margin_out(const at::Tensor& self, const at::Tensor& target,
+                                const at::Scalar& p, const at::Scalar& margin,
+                                const std::optional<at::Tensor>& weight, int64_t reduction,
+                                at::Tensor& out) {
+  return out_write(out, vk_multi_margin(self, target, p, margin, weight, reduction));
+}
+at::Tensor vk_multi_margin_backward(const at::Tensor& grad, const at::Tensor& self,
+                                    const at::Tensor& target, const at::Scalar& p,
+                                    const at::Scalar& margin,
+                                    const std::optional<at::Tensor>& weight, int64_t reduction) {
+  MarginRows r = multi_rows(self, target);
+  at::Tensor w = margin_weight(weight, r.c);
+  auto a = multi_args(r, p, margin, w);
+  at::Tensor g = grad_factor(grad, r.n, reduction);
+  at::Tensor gi = at::empty({r.n, r.c}, r.x.options());
+  guarded([&] { vkml::ops::margin_loss_backward(vkml_device(r.x), a, addr(g), addr(gi)); });
+  return gi.view(self.sizes()).to(self.scalar_type());
+}
+at::Tensor& vk_multi_margin_backward_out(const at::Tensor& grad, const at::Tensor& self,
+                                         const at::Tensor& target, const at::Scalar& p,
+                                         const at::Scalar& margin,
+                                         const std::optional<at::Tensor>& weight, int64_t reduction,
+                                         at::Tensor& grad_input) {
+  return out_write(grad_input,
+                   vk_multi_margin_backward(grad, self, target, p, margin, weight, reduction));
+}
+
+MarginRows multilabel_rows(const at::Tensor& self, const at::Tensor& target) {
+  check_margin_dtype("multilabel_margin_loss", self);
+  check_margin_input(self);
+  MarginRows r;
+  r.c = self.dim() == 0 ? 1 : self.size(-1);
+  r.n = self.dim() <= 1 ? 1 : self.size(0);
+  bool ok = self.dim() <= 1 ? target.dim() <= 1 && target.numel() == r.c
+                            : target.dim() == 2 && target.size(0) == r.n && target.size(1) == r.c;
+  TORCH_CHECK(ok, "inconsistent target size: ", target.sizes(),
+              " for input of size: ", self.sizes());
+  check_target_range("multilabel_margin_loss", target, -1, r.c);
+  r.x = self.to(at::kFloat).reshape({r.n, r.c}).contiguous();
+  r.target = target.to(at::kLong).reshape({r.n, r.c}).contiguous();
+  return r;
+}
+
+vkml::ops::MarginLossArgs multilabel_args(const MarginRows& r, const at::Tensor& is_target) {
+  vkml::ops::MarginLossArgs a;
+  a.kind = vkml::ops::MarginLoss::MultiLabel;
+  a.x = addr(r.x);
+  a.target = addr(r.target);
+  a.is_target = addr(is_target);
+  a.n = r.n;
+  a.c = r.c;
+  return a;
+}
+
+std::tuple<at::Tensor, at::Tensor> vk_multilabel_forward(const at::Tensor& self,
+                                                         const at::Tensor& target,
+                                                         int64_t reduction) {
+  MarginRows r = multilabel_rows(self, target);
+  at::Tensor is_target = at::empty({r.n, r.c}, r.x.options());
+  at::Tensor loss = at::empty({r.n}, r.x.options());
+  auto a = multilabel_args(r, is_target);
+  guarded([&] { vkml::ops::margin_loss_forward(vkml_device(r.x), a, addr(loss)); });
+  return {reduce_margin(loss, reduction, target.dim() > 1, self.scalar_type()),
+          is_target.view(target.sizes()).to(self.scalar_type())};
+}
+std::tuple<at::Tensor&, at::Tensor&> vk_multilabel_forward_out(const at::Tensor& self,
+                                                               const at::Tensor& target,
+                                                               int64_t reduction,
+                                                               at::Tensor& output,
+                                                               at::Tensor& is_target) {
+  auto [o, t] = vk_multilabel_forward(self, target, reduction);
+  out_write(output, o);
+  out_write(is_target, t);
+  return {output, is_target};
+}
+at::Tensor vk_multilabel_backward(const at::Tensor& grad, const at::Tensor& self,
+                                  const at::Tensor& target, int64_t reduction,
+                                  const at::Tensor& is_target) {
+  MarginRows r = multilabel_rows(self, target);
+  TORCH_CHECK(is_target.sizes() == target.sizes(),
+              "inconsistent is_target size: ", is_target.sizes(),
+              " for target of size: ", target.sizes());
+  at::Tensor it = is_target.to(at::kFloat).reshape({r.n, r.c}).contiguous();
+  auto a = multilabel_args(r, it);
+  at::Tensor g = grad_factor(grad, r.n, reduction);
+  at::Tensor gi = at::empty({r.n, r.c}, r.x.options());
+  guarded([&] { vkml::ops::margin_loss_backward(vkml_device(r.x), a, addr(g), addr(gi)); });
+  return gi.view(self.sizes()).to(self.scalar_type());
+}
+at::Tensor& vk_multilabel_backward_out(const at::Tensor& grad, const at::Tensor& self,
+                                       const at::Tensor& target, int64_t reduction,
+                                       const at::Tensor& is_target, at::Tensor& grad_input) {
+  return out_write(grad_input, vk_multilabel_backward(grad, self, target, reduction, is_target));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -159,6 +512,30 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss_forward.output", TORCH_FN(nll_forward_out));
   m.impl("nll_loss_backward", TORCH_FN(nll_backward));
   m.impl("nll_loss_backward.grad_input", TORCH_FN(nll_backward_out));
+  m.impl("nll_loss2d_forward", TORCH_FN(nll2d_forward));
+  m.impl("nll_loss2d_forward.output", TORCH_FN(nll2d_forward_out));
+  m.impl("nll_loss2d_backward", TORCH_FN(nll2d_backward));
+  m.impl("nll_loss2d_backward.grad_input", TORCH_FN(nll2d_backward_out));
+  m.impl("mse_loss", TORCH_FN(vk_mse));
+  m.impl("mse_loss.out", TORCH_FN(vk_mse_out));
+  m.impl("mse_loss_backward", TORCH_FN(vk_mse_backward));
+  m.impl("mse_loss_backward.grad_input", TORCH_FN(vk_mse_backward_out));
+  m.impl("smooth_l1_loss", TORCH_FN(vk_smooth_l1));
+  m.impl("smooth_l1_loss.out", TORCH_FN(vk_smooth_l1_out));
+  m.impl("smooth_l1_loss_backward", TORCH_FN(vk_smooth_l1_backward));
+  m.impl("smooth_l1_loss_backward.grad_input", TORCH_FN(vk_smooth_l1_backward_out));
+  m.impl("huber_loss", TORCH_FN(vk_huber));
+  m.impl("huber_loss.out", TORCH_FN(vk_huber_out));
+  m.impl("huber_loss_backward", TORCH_FN(vk_huber_backward));
+  m.impl("huber_loss_backward.out", TORCH_FN(vk_huber_backward_out));
+  m.impl("multi_margin_loss", TORCH_FN(vk_multi_margin));
+  m.impl("multi_margin_loss.out", TORCH_FN(vk_multi_margin_out));
+  m.impl("multi_margin_loss_backward", TORCH_FN(vk_multi_margin_backward));
+  m.impl("multi_margin_loss_backward.grad_input", TORCH_FN(vk_multi_margin_backward_out));
+  m.impl("multilabel_margin_loss_forward", TORCH_FN(vk_multilabel_forward));
+  m.impl("multilabel_margin_loss_forward.output", TORCH_FN(vk_multilabel_forward_out));
+  m.impl("multilabel_margin_loss_backward", TORCH_FN(vk_multilabel_backward));
+  m.impl("multilabel_margin_loss_backward.grad_input", TORCH_FN(vk_multilabel_backward_out));
 }
 
 }  // namespace vkml_aten

@@ -1,9 +1,13 @@
-// Bilinear upsampling (+ backward) and im2col / col2im (nn.Unfold / nn.Fold).
+// Bilinear, linear, bicubic, trilinear and antialiased upsampling (+ backward) and
+// im2col / col2im (nn.Unfold / nn.Fold).
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include <optional>
+#include <string>
+#include <vector>
 
+#include "fallback.h"
 #include "vkml/ops/im2col.h"
 #include "vkml/ops/upsample.h"
 #include "vkml_tensor.h"
@@ -36,8 +40,7 @@ vkml::ops::BilinearShape bilinear_shape(const char* op, at::IntArrayRef in_sizes
                                         at::IntArrayRef output_size, bool align_corners, OptD sh,
                                         OptD sw) {
   TORCH_CHECK(output_size.size() == 2, op,
-              ": it is expected output_size equals to 2, but got size ",
-              output_size.size());
+              ": it is expected output_size equals to 2, but got size ", output_size.size());
   TORCH_CHECK(in_sizes.size() == 4, op, ": it is expected input_size equals to 4, but got size ",
               in_sizes.size());
   TORCH_CHECK(in_sizes[2] > 0 && in_sizes[3] > 0 && output_size[0] > 0 && output_size[1] > 0, op,
@@ -56,7 +59,13 @@ vkml::ops::BilinearShape bilinear_shape(const char* op, at::IntArrayRef in_sizes
 }
 
 at::Tensor vk_bilinear(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners,
-                    OptD sh, OptD sw) {
+                       OptD sh, OptD sw) {
+  if (self.scalar_type() == at::kByte) {  // the CPU's integer rounding rules
+    return cpu_route<at::_ops::upsample_bilinear2d>(self, output_size, align_corners, sh, sw);
+  }
+  if (self.scalar_type() == at::kBFloat16) {
+    return vk_bilinear(self.to(at::kFloat), output_size, align_corners, sh, sw).to(at::kBFloat16);
+  }
   check_float("upsample_bilinear2d", self.scalar_type());
   auto s = bilinear_shape("upsample_bilinear2d", self.sizes(), output_size, align_corners, sh, sw);
   at::Tensor x = self.contiguous();
@@ -73,6 +82,10 @@ at::Tensor& bilinear_out(const at::Tensor& self, at::IntArrayRef output_size, bo
 
 at::Tensor bilinear_bwd(const at::Tensor& grad, at::IntArrayRef output_size,
                         at::IntArrayRef input_size, bool align_corners, OptD sh, OptD sw) {
+  if (grad.scalar_type() == at::kBFloat16) {
+    return bilinear_bwd(grad.to(at::kFloat), output_size, input_size, align_corners, sh, sw)
+        .to(at::kBFloat16);
+  }
   check_float("upsample_bilinear2d_backward", grad.scalar_type());
   auto s = bilinear_shape("upsample_bilinear2d_backward", input_size, output_size, align_corners,
                           sh, sw);
@@ -81,15 +94,189 @@ at::Tensor bilinear_bwd(const at::Tensor& grad, at::IntArrayRef output_size,
               "upsample_bilinear2d_backward: grad_output has sizes ", grad.sizes());
   at::Tensor g = grad.to(at::kFloat).contiguous();
   at::Tensor gi = at::zeros(input_size, g.options());
-  guarded([&] {
-    vkml::ops::upsample_bilinear_backward(vkml_device(g), addr(g), addr(gi), s);
-  });
+  guarded([&] { vkml::ops::upsample_bilinear_backward(vkml_device(g), addr(g), addr(gi), s); });
   return gi.to(grad.scalar_type());
 }
 at::Tensor& bilinear_bwd_out(const at::Tensor& grad, at::IntArrayRef output_size,
                              at::IntArrayRef input_size, bool align_corners, OptD sh, OptD sw,
                              at::Tensor& out) {
   return write_out(out, bilinear_bwd(grad, output_size, input_size, align_corners, sh, sw));
+}
+
+// ------------------------------------- linear / bicubic / trilinear / antialiased
+// One separable float32 pass per spatial dim (interp.comp); the backward runs the
+// adjoint passes in reverse order. float16 / bfloat16 round once at the end.
+
+using vkml::ops::InterpMode;
+
+const char* dim_names(size_t k) { return k == 1 ? "W" : k == 2 ? "HW" : "DHW"; }
+
+std::string sizes_text(at::IntArrayRef s, size_t k) {
+  std::string r;
+  const char* names = dim_names(k);
+  for (size_t d = 0; d < k; ++d) {
+    if (d) r += ", ";
+    r += std::string(1, names[d]) + ": " + std::to_string(s[s.size() - k + d]);
+  }
+  return r;
+}
+
+void check_interp(const char* op, at::IntArrayRef in_sizes, at::IntArrayRef output_size) {
+  size_t k = output_size.size();
+  TORCH_CHECK(in_sizes.size() == k + 2, op, ": it is expected input_size equals to ", k + 2,
+              ", but got size ", in_sizes.size());
+  bool ok = true;
+  for (size_t d = 0; d < k; ++d) ok = ok && in_sizes[d + 2] > 0 && output_size[d] > 0;
+  TORCH_CHECK(ok, op, ": input and output sizes should be greater than 0, but got input (",
+              sizes_text(in_sizes, k), ") output (", sizes_text(output_size, k), ")");
+}
+
+std::vector<vkml::ops::InterpPass> interp_passes(at::IntArrayRef in_sizes,
+                                                 at::IntArrayRef output_size, InterpMode mode,
+                                                 bool align_corners,
+                                                 const std::vector<OptD>& scales) {
+  size_t k = output_size.size();
+  std::vector<int64_t> cur(in_sizes.begin(), in_sizes.end());
+  std::vector<vkml::ops::InterpPass> passes;
+  for (size_t d = 0; d < k; ++d) {
+    vkml::ops::InterpPass p;
+    size_t dim = d + 2;
+    p.outer = 1;
+    for (size_t j = 0; j < dim; ++j) p.outer *= cur[j];
+    p.in = cur[dim];
+    p.out = output_size[d];
+    p.inner = 1;
+    for (size_t j = dim + 1; j < cur.size(); ++j) p.inner *= cur[j];
+    p.scale = pixel_scale(p.in, p.out, align_corners, scales[d]);
+    p.mode = mode;
+    p.align_corners = align_corners;
+    passes.push_back(p);
+    cur[dim] = output_size[d];
+  }
+  return passes;
+}
+
+at::Tensor interp_forward(const char* op, const at::Tensor& self, at::IntArrayRef output_size,
+                          InterpMode mode, bool align_corners, const std::vector<OptD>& scales) {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      at::isFloatingType(self.scalar_type()) && self.scalar_type() != at::kDouble, op,
+      " on vkml supports float32, float16 and bfloat16, got ", self.scalar_type());
+  check_interp(op, self.sizes(), output_size);
+  auto passes = interp_passes(self.sizes(), output_size, mode, align_corners, scales);
+  at::Tensor x = self.to(at::kFloat).contiguous();
+  for (size_t d = 0; d < passes.size(); ++d) {
+    std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
+    sizes[d + 2] = output_size[d];
+    at::Tensor y = at::empty(sizes, x.options());
+    guarded([&] { vkml::ops::interp_pass(vkml_device(x), addr(x), addr(y), passes[d]); });
+    x = y;
+  }
+  return x.to(self.scalar_type());
+}
+
+at::Tensor interp_backward(const char* op, const at::Tensor& grad, at::IntArrayRef output_size,
+                           at::IntArrayRef input_size, InterpMode mode, bool align_corners,
+                           const std::vector<OptD>& scales) {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      at::isFloatingType(grad.scalar_type()) && grad.scalar_type() != at::kDouble, op,
+      " on vkml supports float32, float16 and bfloat16, got ", grad.scalar_type());
+  check_interp(op, input_size, output_size);
+  size_t k = output_size.size();
+  bool ok = grad.dim() == int64_t(k + 2) && grad.size(0) == input_size[0] &&
+            grad.size(1) == input_size[1];
+  for (size_t d = 0; ok && d < k; ++d) ok = grad.size(d + 2) == output_size[d];
+  TORCH_CHECK(ok, op, ": grad_output has sizes ", grad.sizes(), ", expected output_size ",
+              output_size);
+  auto passes = interp_passes(input_size, output_size, mode, align_corners, scales);
+  at::Tensor g = grad.to(at::kFloat).contiguous();
+  for (size_t d = k; d-- > 0;) {
+    std::vector<int64_t> sizes(g.sizes().begin(), g.sizes().end());
+    sizes[d + 2] = input_size[d + 2];
+    at::Tensor gi = at::zeros(sizes, g.options());
+    guarded([&] { vkml::ops::interp_pass_backward(vkml_device(g), addr(g), addr(gi), passes[d]); });
+    g = gi;
+  }
+  return g.to(grad.scalar_type());
+}
+
+// uint8 (the CPU's integer rounding rules) takes the counted CPU route.
+bool is_byte(const at::Tensor& t) { return t.scalar_type() == at::kByte; }
+
+at::Tensor vk_linear1d(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD s) {
+  if (is_byte(self)) {
+    return cpu_route<at::_ops::upsample_linear1d>(self, os, ac, s);
+  }
+  return interp_forward("upsample_linear1d", self, os, InterpMode::Linear, ac, {s});
+}
+at::Tensor& linear1d_out(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD s,
+                         at::Tensor& out) {
+  return write_out(out, vk_linear1d(self, os, ac, s));
+}
+at::Tensor linear1d_bwd(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac,
+                        OptD s) {
+  return interp_backward("upsample_linear1d_backward", g, os, is, InterpMode::Linear, ac, {s});
+}
+at::Tensor& linear1d_bwd_out(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac,
+                             OptD s, at::Tensor& out) {
+  return write_out(out, linear1d_bwd(g, os, is, ac, s));
+}
+
+at::Tensor vk_trilinear(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD sd, OptD sh,
+                        OptD sw) {
+  // uint8, and bfloat16 whose CPU kernel rounds each of the 8 products.
+  if (is_byte(self) || self.scalar_type() == at::kBFloat16) {
+    return cpu_route<at::_ops::upsample_trilinear3d>(self, os, ac, sd, sh, sw);
+  }
+  return interp_forward("upsample_trilinear3d", self, os, InterpMode::Linear, ac, {sd, sh, sw});
+}
+at::Tensor& trilinear_out(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD sd, OptD sh,
+                          OptD sw, at::Tensor& out) {
+  return write_out(out, vk_trilinear(self, os, ac, sd, sh, sw));
+}
+at::Tensor trilinear_bwd(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac,
+                         OptD sd, OptD sh, OptD sw) {
+  return interp_backward("upsample_trilinear3d_backward", g, os, is, InterpMode::Linear, ac,
+                         {sd, sh, sw});
+}
+at::Tensor& trilinear_bwd_out(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac,
+                              OptD sd, OptD sh, OptD sw, at::Tensor& out) {
+  return write_out(out, trilinear_bwd(g, os, is, ac, sd, sh, sw));
+}
+
+// The 2-D modes differ only in the filter: one template per mode.
+template <InterpMode M>
+constexpr const char* name2d() {
+  return M == InterpMode::Cubic      ? "upsample_bicubic2d"
+         : M == InterpMode::AaLinear ? "_upsample_bilinear2d_aa"
+                                     : "_upsample_bicubic2d_aa";
+}
+template <InterpMode M>
+at::Tensor vk_2d(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD sh, OptD sw) {
+  if (is_byte(self)) {
+    if constexpr (M == InterpMode::Cubic) {
+      return cpu_route<at::_ops::upsample_bicubic2d>(self, os, ac, sh, sw);
+    } else if constexpr (M == InterpMode::AaLinear) {
+      return cpu_route<at::_ops::_upsample_bilinear2d_aa>(self, os, ac, sh, sw);
+    } else {
+      return cpu_route<at::_ops::_upsample_bicubic2d_aa>(self, os, ac, sh, sw);
+    }
+  }
+  return interp_forward(name2d<M>(), self, os, M, ac, {sh, sw});
+}
+template <InterpMode M>
+at::Tensor& out_2d(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD sh, OptD sw,
+                   at::Tensor& out) {
+  return write_out(out, vk_2d<M>(self, os, ac, sh, sw));
+}
+template <InterpMode M>
+at::Tensor bwd_2d(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac, OptD sh,
+                  OptD sw) {
+  return interp_backward(name2d<M>(), g, os, is, M, ac, {sh, sw});
+}
+template <InterpMode M>
+at::Tensor& bwd_out_2d(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac,
+                       OptD sh, OptD sw, at::Tensor& out) {
+  return write_out(out, bwd_2d<M>(g, os, is, ac, sh, sw));
 }
 
 // ---------------------------------------------------------- im2col/col2im
@@ -100,14 +287,19 @@ vkml::ops::Im2colShape window_shape(const char* op, int64_t H, int64_t W, at::In
   TORCH_CHECK(k.size() == 2 && dil.size() == 2 && pad.size() == 2 && stride.size() == 2, op,
               ": kernel_size, dilation, padding and stride must have 2 elements each");
   TORCH_CHECK(k[0] > 0 && k[1] > 0,
-              "kernel size should be greater than zero, but got kernel_height: ",
-              k[0], " kernel_width: ", k[1]);
-  TORCH_CHECK(dil[0] > 0 && dil[1] > 0, "dilation should be greater than zero, but got "
-              "dilation_height: ", dil[0], " dilation_width: ", dil[1]);
-  TORCH_CHECK(pad[0] >= 0 && pad[1] >= 0, "padding should be non-negative, but got pad_height: ",
-              pad[0], " pad_width: ", pad[1]);
-  TORCH_CHECK(stride[0] > 0 && stride[1] > 0, "stride should be greater than zero, but got "
-              "stride_height: ", stride[0], " stride_width: ", stride[1]);
+              "kernel size should be greater than zero, but got kernel_height: ", k[0],
+              " kernel_width: ", k[1]);
+  TORCH_CHECK(dil[0] > 0 && dil[1] > 0,
+              "dilation should be greater than zero, but got "
+              "dilation_height: ",
+              dil[0], " dilation_width: ", dil[1]);
+  TORCH_CHECK(pad[0] >= 0 && pad[1] >= 0,
+              "padding should be non-negative, but got pad_height: ", pad[0],
+              " pad_width: ", pad[1]);
+  TORCH_CHECK(stride[0] > 0 && stride[1] > 0,
+              "stride should be greater than zero, but got "
+              "stride_height: ",
+              stride[0], " stride_width: ", stride[1]);
   vkml::ops::Im2colShape s;
   s.H = H;
   s.W = W;
@@ -123,27 +315,31 @@ vkml::ops::Im2colShape window_shape(const char* op, int64_t H, int64_t W, at::In
   s.ow = (W + 2 * s.pw - (s.dw * (s.kw - 1) + 1)) / s.sw + 1;
   TORCH_CHECK(s.oh >= 1 && s.ow >= 1, "Given input with spatial size (", H, ", ", W,
               "), kernel_size=(", k[0], ", ", k[1], "), dilation=(", dil[0], ", ", dil[1],
-              "), padding=(", pad[0], ", ", pad[1], "), calculated shape of the array of sliding "
-              "blocks as (", s.oh, ", ", s.ow, "), but its components must be at least one.");
+              "), padding=(", pad[0], ", ", pad[1],
+              "), calculated shape of the array of sliding "
+              "blocks as (",
+              s.oh, ", ", s.ow, "), but its components must be at least one.");
   return s;
 }
 
 at::Tensor vk_im2col(const at::Tensor& self, at::IntArrayRef k, at::IntArrayRef dil,
-                  at::IntArrayRef pad, at::IntArrayRef stride) {
+                     at::IntArrayRef pad, at::IntArrayRef stride) {
   check_float("im2col", self.scalar_type());
   TORCH_CHECK((self.dim() == 3 && self.size(0) > 0) || (self.dim() == 4 && self.size(1) > 0),
               "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other "
-              "non-zero dimensions for input, but got: ", self.sizes());
-  TORCH_CHECK(self.size(-1) > 0 && self.size(-2) > 0, "Expected non-zero spatial dimensions "
-              "for input, but got: ", self.sizes());
+              "non-zero dimensions for input, but got: ",
+              self.sizes());
+  TORCH_CHECK(self.size(-1) > 0 && self.size(-2) > 0,
+              "Expected non-zero spatial dimensions "
+              "for input, but got: ",
+              self.sizes());
   bool batched = self.dim() == 4;
   at::Tensor x = (batched ? self : self.unsqueeze(0)).contiguous();
   auto s = window_shape("im2col", x.size(2), x.size(3), k, dil, pad, stride);
   s.planes = x.size(0) * x.size(1);
   at::Tensor out = at::empty({x.size(0), x.size(1) * s.kh * s.kw, s.oh * s.ow}, x.options());
-  guarded([&] {
-    vkml::ops::im2col(vkml_device(x), to_vkml(x.scalar_type()), addr(x), addr(out), s);
-  });
+  guarded(
+      [&] { vkml::ops::im2col(vkml_device(x), to_vkml(x.scalar_type()), addr(x), addr(out), s); });
   return batched ? out : out.squeeze(0);
 }
 at::Tensor& im2col_out(const at::Tensor& self, at::IntArrayRef k, at::IntArrayRef dil,
@@ -152,33 +348,34 @@ at::Tensor& im2col_out(const at::Tensor& self, at::IntArrayRef k, at::IntArrayRe
 }
 
 at::Tensor vk_col2im(const at::Tensor& self, at::IntArrayRef output_size, at::IntArrayRef k,
-                  at::IntArrayRef dil, at::IntArrayRef pad, at::IntArrayRef stride) {
+                     at::IntArrayRef dil, at::IntArrayRef pad, at::IntArrayRef stride) {
   check_float("col2im", self.scalar_type());
   TORCH_CHECK(output_size.size() == 2, "It is expected output_size equals to 2, but got size ",
               output_size.size());
   TORCH_CHECK((self.dim() == 2 && self.size(0) != 0 && self.size(1) != 0) ||
                   (self.dim() == 3 && self.size(1) != 0 && self.size(2) != 0),
               "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
-              "non-zero dimensions for input, but got: ", self.sizes());
+              "non-zero dimensions for input, but got: ",
+              self.sizes());
   bool batched = self.dim() == 3;
   at::Tensor x = (batched ? self : self.unsqueeze(0)).contiguous();
   auto s = window_shape("col2im", output_size[0], output_size[1], k, dil, pad, stride);
   int64_t kk = s.kh * s.kw;
-  TORCH_CHECK(x.size(1) % kk == 0, "Expected size of input's dimension 1 to be divisible by the "
-              "product of kernel_size, but got input.size(1)=", x.size(1),
-              " and kernel_size=(", k[0], ", ", k[1], ")");
-  TORCH_CHECK(x.size(2) == s.oh * s.ow, "Given output_size=(", output_size[0], ", ",
-              output_size[1], "), kernel_size=(", k[0], ", ", k[1], "), dilation=(", dil[0], ", ",
-              dil[1], "), padding=(", pad[0], ", ", pad[1], "), stride=(", stride[0], ", ",
-              stride[1], "), expected size of input's dimension 2 to match the calculated number "
-              "of sliding blocks ", s.oh, " * ", s.ow, " = ", s.oh * s.ow,
-              ", but got input.size(2)=", x.size(2), ".");
+  TORCH_CHECK(x.size(1) % kk == 0,
+              "Expected size of input's dimension 1 to be divisible by the "
+              "product of kernel_size, but got input.size(1)=",
+              x.size(1), " and kernel_size=(", k[0], ", ", k[1], ")");
+  TORCH_CHECK(x.size(2) == s.oh * s.ow, "Given output_size=(", output_size[0], ", ", output_size[1],
+              "), kernel_size=(", k[0], ", ", k[1], "), dilation=(", dil[0], ", ", dil[1],
+              "), padding=(", pad[0], ", ", pad[1], "), stride=(", stride[0], ", ", stride[1],
+              "), expected size of input's dimension 2 to match the calculated number "
+              "of sliding blocks ",
+              s.oh, " * ", s.ow, " = ", s.oh * s.ow, ", but got input.size(2)=", x.size(2), ".");
   int64_t C = x.size(1) / kk;
   s.planes = x.size(0) * C;
   at::Tensor out = at::empty({x.size(0), C, s.H, s.W}, x.options());
-  guarded([&] {
-    vkml::ops::col2im(vkml_device(x), to_vkml(x.scalar_type()), addr(x), addr(out), s);
-  });
+  guarded(
+      [&] { vkml::ops::col2im(vkml_device(x), to_vkml(x.scalar_type()), addr(x), addr(out), s); });
   return batched ? out : out.squeeze(0);
 }
 at::Tensor& col2im_out(const at::Tensor& self, at::IntArrayRef output_size, at::IntArrayRef k,
@@ -194,6 +391,26 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("upsample_bilinear2d.out", TORCH_FN(bilinear_out));
   m.impl("upsample_bilinear2d_backward", TORCH_FN(bilinear_bwd));
   m.impl("upsample_bilinear2d_backward.grad_input", TORCH_FN(bilinear_bwd_out));
+  m.impl("upsample_linear1d", TORCH_FN(vk_linear1d));
+  m.impl("upsample_linear1d.out", TORCH_FN(linear1d_out));
+  m.impl("upsample_linear1d_backward", TORCH_FN(linear1d_bwd));
+  m.impl("upsample_linear1d_backward.grad_input", TORCH_FN(linear1d_bwd_out));
+  m.impl("upsample_trilinear3d", TORCH_FN(vk_trilinear));
+  m.impl("upsample_trilinear3d.out", TORCH_FN(trilinear_out));
+  m.impl("upsample_trilinear3d_backward", TORCH_FN(trilinear_bwd));
+  m.impl("upsample_trilinear3d_backward.grad_input", TORCH_FN(trilinear_bwd_out));
+  m.impl("upsample_bicubic2d", TORCH_FN(vk_2d<InterpMode::Cubic>));
+  m.impl("upsample_bicubic2d.out", TORCH_FN(out_2d<InterpMode::Cubic>));
+  m.impl("upsample_bicubic2d_backward", TORCH_FN(bwd_2d<InterpMode::Cubic>));
+  m.impl("upsample_bicubic2d_backward.grad_input", TORCH_FN(bwd_out_2d<InterpMode::Cubic>));
+  m.impl("_upsample_bilinear2d_aa", TORCH_FN(vk_2d<InterpMode::AaLinear>));
+  m.impl("_upsample_bilinear2d_aa.out", TORCH_FN(out_2d<InterpMode::AaLinear>));
+  m.impl("_upsample_bilinear2d_aa_backward", TORCH_FN(bwd_2d<InterpMode::AaLinear>));
+  m.impl("_upsample_bilinear2d_aa_backward.grad_input", TORCH_FN(bwd_out_2d<InterpMode::AaLinear>));
+  m.impl("_upsample_bicubic2d_aa", TORCH_FN(vk_2d<InterpMode::AaCubic>));
+  m.impl("_upsample_bicubic2d_aa.out", TORCH_FN(out_2d<InterpMode::AaCubic>));
+  m.impl("_upsample_bicubic2d_aa_backward", TORCH_FN(bwd_2d<InterpMode::AaCubic>));
+  m.impl("_upsample_bicubic2d_aa_backward.grad_input", TORCH_FN(bwd_out_2d<InterpMode::AaCubic>));
   m.impl("im2col", TORCH_FN(vk_im2col));
   m.impl("im2col.out", TORCH_FN(im2col_out));
   m.impl("col2im", TORCH_FN(vk_col2im));

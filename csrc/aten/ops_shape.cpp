@@ -1,6 +1,6 @@
 // Data movement: cat (one dispatch per output; stack builds on it), flip, roll,
 // tril/triu, eye, reflection/replication padding and nearest upsampling (1-3d) with
-// their backward passes, channel_shuffle.
+// their backward passes.
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
@@ -490,34 +490,10 @@ at::Tensor& up_nearest3d_bwd_out(const at::Tensor& g, at::IntArrayRef os, at::In
   return write_out(out, up_nearest3d_bwd<kExact>(g, os, is, sd, sh, sw));
 }
 
-// channel_shuffle: channels [g, c / g] become [c / g, g]; one permuted copy.
-at::Tensor vk_channel_shuffle(const at::Tensor& self, int64_t groups) {
-  TORCH_CHECK(self.dim() > 2,
-              "channel_shuffle expects input to have at least 3 dimensions, but "
-              "got input with sizes ",
-              self.sizes());
-  TORCH_CHECK(groups > 0,
-              "Number of groups to divide channels in must be positive. Value of "
-              "groups:",
-              groups);
-  int64_t c = self.size(1);
-  TORCH_CHECK(c % groups == 0, "Number of channels must be divisible by groups. Got ", c,
-              " channels and ", groups, " groups.");
-  std::vector<int64_t> split = self.sizes().vec();
-  split[1] = c / groups;
-  split.insert(split.begin() + 1, groups);
-  std::vector<int64_t> shuffled = split;
-  std::swap(shuffled[1], shuffled[2]);
-  at::Tensor r = at::empty(self.sizes(), self.options());
-  r.view(shuffled).copy_(self.reshape(split).transpose(1, 2));
-  return r;
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cat", TORCH_FN(vk_cat));
-  m.impl("channel_shuffle", TORCH_FN(vk_channel_shuffle));
   m.impl("cat.out", TORCH_FN(vk_cat_out));
   m.impl("flip", TORCH_FN(vk_flip));
   m.impl("flip.out", TORCH_FN(vk_flip_out));

@@ -20,8 +20,8 @@ vkml::ops::SoftmaxShape shape_of(const at::Tensor& t, int64_t dim) {
 }
 
 void check_float(const char* name, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf, name,
-                              " on vkml supports float32 and float16, got ", t);
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kDouble, name,
+                              " on vkml supports float32, float16 and float64, got ", t);
 }
 
 at::Tensor forward(const char* name, const at::Tensor& self, int64_t dim, bool half_to_float,
@@ -29,8 +29,7 @@ at::Tensor forward(const char* name, const at::Tensor& self, int64_t dim, bool h
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
   at::Tensor in = self.contiguous();
   if (half_to_float) {
-    TORCH_CHECK(self.scalar_type() == at::kHalf,
-                "conversion is supported for Half type only");
+    TORCH_CHECK(self.scalar_type() == at::kHalf, "conversion is supported for Half type only");
     in = in.to(at::kFloat);
   }
   if (in.scalar_type() == at::kBFloat16) {  // fp32 math, one rounding at the end
@@ -46,8 +45,8 @@ at::Tensor forward(const char* name, const at::Tensor& self, int64_t dim, bool h
   return out;
 }
 
-at::Tensor backward(const char* name, const at::Tensor& grad, const at::Tensor& output,
-                    int64_t dim, at::ScalarType input_dtype, bool log) {
+at::Tensor backward(const char* name, const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                    at::ScalarType input_dtype, bool log) {
   int64_t d = at::maybe_wrap_dim(dim, grad.dim());
   at::Tensor g = grad.contiguous(), y = output.contiguous();
   if (g.scalar_type() != y.scalar_type()) g = g.to(y.scalar_type());
@@ -70,15 +69,16 @@ at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
   return out;
 }
 
-// float64 has no softmax kernel: it takes the counted CPU route.
-bool is_double(const at::Tensor& t) { return t.scalar_type() == at::kDouble; }
+// float64 needs shaderFloat64; without it, it takes the counted CPU route.
+bool is_double(const at::Tensor& t) {
+  return t.scalar_type() == at::kDouble && !vkml_device(t).info().supports_fp64;
+}
 
 at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
   if (is_double(self)) return cpu_route<at::_ops::_softmax>(self, dim, half_to_float);
   return forward("softmax", self, dim, half_to_float, false);
 }
-at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
-                        at::Tensor& out) {
+at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out) {
   return write_out(out, softmax(self, dim, half_to_float));
 }
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {

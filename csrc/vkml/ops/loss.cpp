@@ -74,3 +74,42 @@ void nll_loss_backward(Device& dev, const NllLossArgs& a, uint64_t grad_output,
 }
 
 }  // namespace vkml::ops
+
+namespace vkml::ops {
+
+namespace {
+
+struct MarginPush {
+  uint64_t x, target, weight, loss, grad_fac, grad_in, is_target;
+  uint32_t n, c;
+  float margin;
+  uint32_t p, flags;
+};
+static_assert(sizeof(MarginPush) <= 128);
+
+void margin_launch(Device& dev, const MarginLossArgs& a, int mode, uint64_t loss, uint64_t grad_fac,
+                   uint64_t grad_in) {
+  VKML_CHECK_ARG(a.n >= 0 && a.c > 0, "margin loss: bad size");
+  VKML_CHECK_ARG(a.kind != MarginLoss::Multi || a.p == 1 || a.p == 2,
+                 "multi_margin_loss: only p == 1 and p == 2 supported");
+  check_32bit_indexing(a.n * a.c, a.n * a.c, "margin loss");
+  if (a.n == 0) return;
+  MarginPush p{a.x,           a.target, a.weight,      loss,
+               grad_fac,      grad_in,  a.is_target,   uint32_t(a.n),
+               uint32_t(a.c), a.margin, uint32_t(a.p), a.weight ? 1u : 0u};
+  VkPipeline pipeline = dev.pipelines().get("margin_loss", {mode});
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n), 64);
+}
+
+}  // namespace
+
+void margin_loss_forward(Device& dev, const MarginLossArgs& a, uint64_t loss) {
+  margin_launch(dev, a, int(a.kind), loss, 0, 0);
+}
+
+void margin_loss_backward(Device& dev, const MarginLossArgs& a, uint64_t grad_fac,
+                          uint64_t grad_in) {
+  margin_launch(dev, a, int(a.kind) + 1, 0, grad_fac, grad_in);
+}
+
+}  // namespace vkml::ops

@@ -21,8 +21,10 @@ constexpr int64_t kRowMinDim = 64;
 
 void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t out,
             SoftmaxShape s) {
-  VKML_CHECK_ARG(dtype == DType::f32 || dtype == DType::f16,
+  VKML_CHECK_ARG(dtype == DType::f32 || dtype == DType::f16 || dtype == DType::f64,
                  std::string("softmax: unsupported dtype ") + dtype_name(dtype));
+  VKML_CHECK_ARG(dtype != DType::f64 || dev.info().supports_fp64,
+                 "softmax: float64 is not supported on " + dev.info().name);
   VKML_CHECK_ARG(dtype != DType::f16 || dev.info().supports_fp16,
                  "softmax: float16 is not supported on " + dev.info().name);
   VKML_CHECK_ARG(s.outer >= 0 && s.dim >= 0 && s.inner >= 0, "softmax: negative size");
@@ -32,7 +34,9 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
   bool row = s.inner == 1 && s.dim >= kRowMinDim;
   uint32_t wg = row && s.dim < 1024 ? 64 : 256;
   while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
-  VkPipeline pipeline = dev.pipelines().get(dtype == DType::f16 ? "softmax_f16" : "softmax_f32",
+  VkPipeline pipeline = dev.pipelines().get(dtype == DType::f16   ? "softmax_f16"
+                                            : dtype == DType::f64 ? "softmax_f64"
+                                                                  : "softmax_f32",
                                             {mode, row ? 1 : 0, int32_t(wg)});
   Push p{x, y, out, uint32_t(s.outer), uint32_t(s.dim), uint32_t(s.inner)};
   if (row) {

@@ -21,8 +21,16 @@ void launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const Bil
   int64_t numel = s.planes * s.oh * s.ow;
   if (numel == 0 || s.ih == 0 || s.iw == 0) return;
   check_32bit_indexing(numel, s.planes * s.ih * s.iw, "upsample_bilinear2d");
-  Push p{src,          dst,        uint32_t(s.ih),           uint32_t(s.iw),  uint32_t(s.oh),
-         uint32_t(s.ow), s.scale_h, s.scale_w, s.align_corners ? 1u : 0u, uint32_t(numel)};
+  Push p{src,
+         dst,
+         uint32_t(s.ih),
+         uint32_t(s.iw),
+         uint32_t(s.oh),
+         uint32_t(s.ow),
+         s.scale_h,
+         s.scale_w,
+         s.align_corners ? 1u : 0u,
+         uint32_t(numel)};
   dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(numel));
 }
 
@@ -37,6 +45,42 @@ void upsample_bilinear(Device& dev, DType dtype, uint64_t in, uint64_t out,
 void upsample_bilinear_backward(Device& dev, uint64_t grad_out, uint64_t grad_in,
                                 const BilinearShape& s) {
   launch(dev, "bilinear_bwd", grad_out, grad_in, s);
+}
+
+namespace {
+
+struct InterpPush {
+  uint64_t src, dst;
+  uint32_t in_size, out_size, inner;
+  float scale, support;
+  uint32_t mode, align_corners, numel;
+};
+static_assert(sizeof(InterpPush) <= 128);
+
+void interp_launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const InterpPass& p) {
+  VKML_CHECK_ARG(p.outer >= 0 && p.in > 0 && p.out > 0 && p.inner >= 0,
+                 "interpolate: sizes must be positive");
+  int64_t numel = p.outer * p.out * p.inner;
+  if (numel == 0) return;
+  check_32bit_indexing(numel, p.outer * p.in * p.inner, "interpolate");
+  bool aa = p.mode == InterpMode::AaLinear || p.mode == InterpMode::AaCubic;
+  // The filter's half-width: the interpolation size (2 or 4 taps) / 2, widened by
+  // the scale when downsampling so that every source pixel contributes.
+  float half = p.mode == InterpMode::AaCubic ? 2.0f : 1.0f;
+  float support = aa ? (p.scale >= 1.0f ? half * p.scale : half) : 0.0f;
+  InterpPush push{src,     dst,     uint32_t(p.in),   uint32_t(p.out),           uint32_t(p.inner),
+                  p.scale, support, uint32_t(p.mode), p.align_corners ? 1u : 0u, uint32_t(numel)};
+  dispatch_1d(dev, dev.pipelines().get(name), &push, sizeof(push), uint64_t(numel));
+}
+
+}  // namespace
+
+void interp_pass(Device& dev, uint64_t in, uint64_t out, const InterpPass& p) {
+  interp_launch(dev, "interp_fwd", in, out, p);
+}
+
+void interp_pass_backward(Device& dev, uint64_t grad_out, uint64_t grad_in, const InterpPass& p) {
+  interp_launch(dev, "interp_bwd", grad_out, grad_in, p);
 }
 
 }  // namespace vkml::ops

@@ -1,6 +1,7 @@
 #version 450
 // Softmax / log-softmax over the middle dim of a contiguous [outer, dim, inner]
-// tensor, and their backward passes; fp32 math.
+// tensor, and their backward passes; fp32 math (double for the f64 variant, with
+// exp and log of f64_math.glsl).
 //
 // Specialization constants: 0 = mode (0 softmax, 1 log_softmax, 2 softmax
 // backward, 3 log_softmax backward), 1 = row mode (1: one workgroup per row,
@@ -11,6 +12,7 @@
 // sweep. Backward reduces sum(g * y) (softmax) or sum(g) (log_softmax).
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant f64 -DST_F64
 #include "common.glsl"
 
 layout(local_size_x_id = 2) in;
@@ -21,9 +23,24 @@ layout(constant_id = 2) const uint WG = 256;
 #if defined(ST_F16)
 #define BUF BufF16
 #define STORE(P, O, V) BUF(P).v[O] = float16_t(V)
+#elif defined(ST_F64)
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { double v[]; };
+#include "f64_math.glsl"
+#define BUF BufF64
+#define STORE(P, O, V) BUF(P).v[O] = (V)
 #else
 #define BUF BufF32
 #define STORE(P, O, V) BUF(P).v[O] = (V)
+#endif
+
+#if defined(ST_F64)
+#define FT double
+#define EXP exp_d
+#define LOG log_d
+#else
+#define FT float
+#define EXP exp
+#define LOG log
 #endif
 
 layout(push_constant, scalar) uniform PC {
@@ -38,42 +55,42 @@ layout(push_constant, scalar) uniform PC {
 const bool FORWARD = MODE < 2;
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
-float ld(uint64_t p, uint off) { return float(BUF(p).v[off]); }
+FT ld(uint64_t p, uint off) { return FT(BUF(p).v[off]); }
 
-// Running max with NaN propagation, and the sum of exp(x - max).
-void online_add(inout float m, inout float s, float x) {
-  float mn = (isnan(x) || x > m) ? x : m;
-  float scale = (m == mn) ? 1.0 : exp(m - mn);
-  s = s * scale + ((x == NEG_INF) ? 0.0 : exp(x - mn));
+// Running max with NaN propagation, and the sum of EXP(x - max).
+void online_add(inout FT m, inout FT s, FT x) {
+  FT mn = (isnan(x) || x > m) ? x : m;
+  FT scale = (m == mn) ? FT(1.0) : EXP(m - mn);
+  s = s * scale + ((x == NEG_INF) ? FT(0.0) : EXP(x - mn));
   m = mn;
 }
 
-void online_merge(inout float m, inout float s, float m2, float s2) {
-  float mn = (isnan(m2) || m2 > m) ? m2 : m;
-  float f1 = (m == mn) ? 1.0 : exp(m - mn);
-  float f2 = (m2 == mn) ? 1.0 : exp(m2 - mn);
+void online_merge(inout FT m, inout FT s, FT m2, FT s2) {
+  FT mn = (isnan(m2) || m2 > m) ? m2 : m;
+  FT f1 = (m == mn) ? FT(1.0) : EXP(m - mn);
+  FT f2 = (m2 == mn) ? FT(1.0) : EXP(m2 - mn);
   s = s * f1 + s2 * f2;
   m = mn;
 }
 
 // Per element: the term summed in backward.
-float bwd_term(uint off) {
-  float g = ld(pc.x, off);
+FT bwd_term(uint off) {
+  FT g = ld(pc.x, off);
   return MODE == 2 ? g * ld(pc.y, off) : g;
 }
 
-void write(uint off, float m, float s) {
+void write(uint off, FT m, FT s) {
   if (FORWARD) {
-    float v = ld(pc.x, off) - m;
-    STORE(pc.dst, off, MODE == 0 ? exp(v) / s : v - log(s));
+    FT v = ld(pc.x, off) - m;
+    STORE(pc.dst, off, MODE == 0 ? EXP(v) / s : v - LOG(s));
   } else {
-    float g = ld(pc.x, off), y = ld(pc.y, off);
-    STORE(pc.dst, off, MODE == 2 ? y * (g - s) : g - exp(y) * s);
+    FT g = ld(pc.x, off), y = ld(pc.y, off);
+    STORE(pc.dst, off, MODE == 2 ? y * (g - s) : g - EXP(y) * s);
   }
 }
 
-shared float s_m[WG];
-shared float s_s[WG];
+shared FT s_m[WG];
+shared FT s_s[WG];
 
 void main() {
   if (ROW != 0) {
@@ -81,7 +98,7 @@ void main() {
     if (row >= pc.outer) return;  // uniform across the workgroup
     uint tid = gl_LocalInvocationID.x;
     uint base = row * pc.dim;
-    float m = NEG_INF, s = 0.0;
+    FT m = NEG_INF, s = FT(0.0);
     if (FORWARD) {
       for (uint j = tid; j < pc.dim; j += WG) online_add(m, s, ld(pc.x, base + j));
     } else {
@@ -110,7 +127,7 @@ void main() {
     if (t >= pc.outer * pc.inner) return;
     uint o = t / pc.inner, i = t - o * pc.inner;
     uint base = o * pc.dim * pc.inner + i;
-    float m = NEG_INF, s = 0.0;
+    FT m = NEG_INF, s = FT(0.0);
     uint off = base;
     if (FORWARD) {
       for (uint j = 0; j < pc.dim; ++j, off += pc.inner) online_add(m, s, ld(pc.x, off));

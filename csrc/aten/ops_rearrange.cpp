@@ -1,0 +1,71 @@
+// Rearrangements built from views and native copies / adds: channel_shuffle and
+// unfold_backward (the gradient of Tensor.unfold's sliding windows).
+#include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/Resize.h>
+#include <torch/library.h>
+
+#include <vector>
+
+namespace vkml_aten {
+namespace {
+
+at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
+at::Tensor vk_channel_shuffle(const at::Tensor& self, int64_t groups) {
+  TORCH_CHECK(self.dim() > 2,
+              "channel_shuffle expects input to have at least 3 dimensions, but "
+              "got input with sizes ",
+              self.sizes());
+  TORCH_CHECK(groups > 0, "Number of groups to divide channels in must be positive.",
+              " Value of groups:", groups);
+  int64_t c = self.size(1);
+  TORCH_CHECK(c % groups == 0, "Number of channels must be divisible by groups. Got ", c,
+              " channels and ", groups, " groups.");
+  int64_t rest = 1;
+  for (int64_t d = 2; d < self.dim(); ++d) rest *= self.size(d);
+  at::Tensor grouped = self.reshape({self.size(0), groups, c / groups, rest});
+  return grouped.transpose(1, 2)
+      .contiguous()
+      .view(self.sizes())
+      .contiguous(self.suggest_memory_format());
+}
+at::Tensor& channel_shuffle_out(const at::Tensor& self, int64_t groups, at::Tensor& out) {
+  return write_out(out, vk_channel_shuffle(self, groups));
+}
+
+// Window w of size `size` covers input positions w * step + k: for each offset k the
+// positions are distinct, so one strided view add per k accumulates overlaps.
+at::Tensor vk_unfold_backward(const at::Tensor& grad_in, at::IntArrayRef input_sizes, int64_t dim,
+                              int64_t size, int64_t step) {
+  int64_t d = at::maybe_wrap_dim(dim, int64_t(input_sizes.size()));
+  TORCH_CHECK(step > 0, "unfold_backward: step must be positive, got ", step);
+  at::Tensor grad = at::zeros(input_sizes, grad_in.options());
+  int64_t windows = input_sizes.empty() ? 1 : grad_in.size(d);
+  if (grad.numel() == 0 || windows == 0) return grad;
+  if (input_sizes.empty()) return grad_in.reshape({}).clone();
+  for (int64_t k = 0; k < size; ++k) {
+    at::Tensor dst = grad.narrow(d, k, (windows - 1) * step + 1).slice(d, 0, std::nullopt, step);
+    dst.add_(grad_in.select(-1, k));
+  }
+  return grad;
+}
+at::Tensor& unfold_backward_out(const at::Tensor& grad_in, at::IntArrayRef input_sizes, int64_t dim,
+                                int64_t size, int64_t step, at::Tensor& out) {
+  return write_out(out, vk_unfold_backward(grad_in, input_sizes, dim, size, step));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("channel_shuffle", TORCH_FN(vk_channel_shuffle));
+  m.impl("channel_shuffle.out", TORCH_FN(channel_shuffle_out));
+  m.impl("unfold_backward", TORCH_FN(vk_unfold_backward));
+  m.impl("unfold_backward.out", TORCH_FN(unfold_backward_out));
+}
+
+}  // namespace vkml_aten

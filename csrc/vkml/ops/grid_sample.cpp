@@ -1,0 +1,70 @@
+#include "vkml/ops/grid_sample.h"
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+
+namespace vkml::ops {
+
+namespace {
+
+constexpr uint32_t kGradInput = 1, kGradGrid = 2;  // flags of shaders/grid_sample.comp
+constexpr uint32_t kWg = 128;
+
+struct Push {
+  uint64_t input, grid, out, grad_input, grad_grid;
+  uint32_t n, c, id, ih, iw, od, oh, ow;
+  int32_t mode, padding;
+  uint32_t align_corners, dims, flags;
+};
+static_assert(sizeof(Push) <= 128);
+
+void launch(Device& dev, const char* name, Push p, const GridSampleShape& s) {
+  VKML_CHECK_ARG(s.dims == 2 || s.dims == 3, "grid_sampler: 2 or 3 spatial dims");
+  VKML_CHECK_ARG(s.dims == 2 || s.mode != GridInterp::Bicubic,
+                 "grid_sampler(): bicubic interpolation only supports 4D input");
+  VKML_CHECK_ARG(s.dims == 3 || (s.id == 1 && s.od == 1), "grid_sampler: 2-d needs unit depth");
+  int64_t points = s.n * s.od * s.oh * s.ow;
+  if (points == 0 || s.c == 0) return;
+  VKML_CHECK_ARG(s.id > 0 && s.ih > 0 && s.iw > 0, "grid_sampler: empty input plane");
+  check_32bit_indexing(points * s.dims, s.n * s.c * s.id * s.ih * s.iw, "grid_sampler");
+  check_32bit_indexing(points * s.c, points * s.c, "grid_sampler");
+  p.n = uint32_t(s.n);
+  p.c = uint32_t(s.c);
+  p.id = uint32_t(s.id);
+  p.ih = uint32_t(s.ih);
+  p.iw = uint32_t(s.iw);
+  p.od = uint32_t(s.od);
+  p.oh = uint32_t(s.oh);
+  p.ow = uint32_t(s.ow);
+  p.mode = int32_t(s.mode);
+  p.padding = int32_t(s.padding);
+  p.align_corners = s.align_corners ? 1u : 0u;
+  p.dims = uint32_t(s.dims);
+  dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(points), kWg);
+}
+
+}  // namespace
+
+void grid_sample(Device& dev, uint64_t input, uint64_t grid, uint64_t out,
+                 const GridSampleShape& s) {
+  Push p{};
+  p.input = input;
+  p.grid = grid;
+  p.out = out;
+  launch(dev, "grid_sample_fwd", p, s);
+}
+
+void grid_sample_backward(Device& dev, uint64_t grad_out, uint64_t input, uint64_t grid,
+                          uint64_t grad_input, uint64_t grad_grid, const GridSampleShape& s) {
+  Push p{};
+  p.input = input;
+  p.grid = grid;
+  p.out = grad_out;
+  p.grad_input = grad_input;
+  p.grad_grid = grad_grid;
+  p.flags = (grad_input ? kGradInput : 0) | (grad_grid ? kGradGrid : 0);
+  if (p.flags == 0) return;
+  launch(dev, "grid_sample_bwd", p, s);
+}
+
+}  // namespace vkml::ops

@@ -1,0 +1,30 @@
+#pragma once
+// Spatial sampling at grid points (torch.nn.functional.grid_sample), 2-d and 3-d,
+// and its backward pass; float32.
+#include <cstdint>
+
+#include "vkml/runtime/device.h"
+
+namespace vkml::ops {
+
+enum class GridInterp { Bilinear = 0, Nearest = 1, Bicubic = 2 };  // PyTorch's codes
+enum class GridPadding { Zeros = 0, Border = 1, Reflection = 2 };
+
+struct GridSampleShape {
+  int dims = 2;  // 2: id == od == 1 and grid points are (x, y); 3: (x, y, z)
+  int64_t n = 1, c = 1, id = 1, ih = 1, iw = 1, od = 1, oh = 1, ow = 1;
+  GridInterp mode = GridInterp::Bilinear;
+  GridPadding padding = GridPadding::Zeros;
+  bool align_corners = false;
+};
+
+// input [n, c, id, ih, iw], grid [n, od, oh, ow, dims], out [n, c, od, oh, ow]:
+// contiguous float32. Bicubic is 2-d only.
+void grid_sample(Device& dev, uint64_t input, uint64_t grid, uint64_t out,
+                 const GridSampleShape& s);
+// grad_input (zeroed, or 0 when not wanted) += the input gradient; grad_grid (or
+// 0) is fully written.
+void grid_sample_backward(Device& dev, uint64_t grad_out, uint64_t input, uint64_t grid,
+                          uint64_t grad_input, uint64_t grad_grid, const GridSampleShape& s);
+
+}  // namespace vkml::ops

@@ -1,0 +1,46 @@
+// exp and log in double precision: GLSL has them only in float. Include after
+// common.glsl in a shader compiled with shaderFloat64.
+
+// exp(x) = 2^k * exp(r), |r| <= ln2 / 2, with ln2 split in two (the high part has
+// trailing zero bits, so k * LN2_HI is exact) and a degree-13 Taylor polynomial
+// (truncation below 1e-17 relative).
+double exp_d(double x) {
+  if (isnan(x)) return x;
+  if (x > 709.782712893384LF) return 1.0LF / 0.0LF;
+  if (x < -745.1332191019412LF) return 0.0LF;
+  const double LN2_HI = 6.93147180369123816490e-01LF;
+  const double LN2_LO = 1.90821492927058770002e-10LF;
+  double k = floor(x * 1.4426950408889634LF + 0.5LF);
+  double r = (x - k * LN2_HI) - k * LN2_LO;
+  double p = 1.0LF / 6227020800.0LF;
+  p = p * r + 1.0LF / 479001600.0LF;
+  p = p * r + 1.0LF / 39916800.0LF;
+  p = p * r + 1.0LF / 3628800.0LF;
+  p = p * r + 1.0LF / 362880.0LF;
+  p = p * r + 1.0LF / 40320.0LF;
+  p = p * r + 1.0LF / 5040.0LF;
+  p = p * r + 1.0LF / 720.0LF;
+  p = p * r + 1.0LF / 120.0LF;
+  p = p * r + 1.0LF / 24.0LF;
+  p = p * r + 1.0LF / 6.0LF;
+  p = p * r + 0.5LF;
+  p = p * r + 1.0LF;
+  p = p * r + 1.0LF;
+  // Two steps keep 2^k representable near both ends of the range.
+  int k1 = int(k) / 2;
+  return ldexp(ldexp(p, k1), int(k) - k1);
+}
+
+// log(x) = e * ln2 + log(m) for x = m * 2^e, m in [0.5, 1): a float estimate of
+// log(m) refined by two Newton steps on exp(y) = m (each doubles the digits).
+double log_d(double x) {
+  if (isnan(x) || x < 0.0LF) return 0.0LF / 0.0LF;
+  if (x == 0.0LF) return -1.0LF / 0.0LF;
+  if (isinf(x)) return x;
+  int e;
+  double m = frexp(x, e);
+  double y = double(log(float(m)));
+  y = y - 1.0LF + m * exp_d(-y);
+  y = y - 1.0LF + m * exp_d(-y);
+  return double(e) * 0.6931471805599453094LF + y;
+}

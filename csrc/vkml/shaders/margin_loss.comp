@@ -1,0 +1,95 @@
+#version 450
+// Multi-class and multi-label margin losses over contiguous float32 [n, c] scores,
+// one thread per sample (a row's terms depend on its target score, and c is the
+// number of classes: small). Per-sample losses are written; the adapter reduces.
+//
+// Specialization constant 0 = mode: 0 multi_margin forward, 1 multi_margin
+// backward, 2 multilabel forward (also writes is_target), 3 multilabel backward.
+// Backward reads a per-sample gradient factor (grad_output, divided by n for
+// the mean) and writes the whole grad_input row.
+#include "common.glsl"
+
+const uint WG = 64;
+layout(local_size_x = WG) in;
+layout(constant_id = 0) const int MODE = 0;
+
+#define F_WEIGHT 1u
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t x;          // [n, c] float32
+  uint64_t target;     // int64: [n] (multi) or [n, c] (multilabel, -1 terminated)
+  uint64_t weight;     // [c] float32 (multi only), flag F_WEIGHT
+  uint64_t loss;       // forward: [n] float32
+  uint64_t grad_fac;   // backward: [n] float32
+  uint64_t grad_in;    // backward: [n, c] float32
+  uint64_t is_target;  // multilabel: [n, c] float32
+  uint n, c;
+  float margin;
+  uint p;  // multi: 1 or 2
+  uint flags;
+} pc;
+
+float xs(uint i) { return BufF32(pc.x).v[i]; }
+
+void main() {
+  uint i = linear_id();
+  if (i >= pc.n) return;
+  uint row = i * pc.c;
+  float inv_c = 1.0 / float(pc.c);
+  if (MODE == 0 || MODE == 1) {
+    uint y = uint(BufI64(pc.target).v[i]);
+    float xy = xs(row + y);
+    float wy = (pc.flags & F_WEIGHT) != 0u ? BufF32(pc.weight).v[y] : 1.0;
+    float g = MODE == 1 ? BufF32(pc.grad_fac).v[i] * inv_c : 0.0;
+    float sum = 0.0, gy = 0.0;
+    for (uint j = 0u; j < pc.c; ++j) {
+      if (j == y) continue;
+      float z = pc.margin - xy + xs(row + j);
+      float h = 0.0;
+      if (z > 0.0) {
+        if (MODE == 0) {
+          sum += (pc.p == 1u ? z : z * z) * wy;
+        } else {
+          h = (pc.p == 1u ? g : 2.0 * g * z) * wy;
+          gy -= h;
+        }
+      }
+      if (MODE == 1) BufF32(pc.grad_in).v[row + j] = h;
+    }
+    if (MODE == 0) BufF32(pc.loss).v[i] = sum * inv_c;
+    else BufF32(pc.grad_in).v[row + y] = gy;
+  } else {
+    BufF32 is_t = BufF32(pc.is_target);
+    if (MODE == 2) {
+      for (uint k = 0u; k < pc.c; ++k) is_t.v[row + k] = 0.0;
+      for (uint j = 0u; j < pc.c; ++j) {
+        int64_t t = BufI64(pc.target).v[row + j];
+        if (t < 0) break;
+        is_t.v[row + uint(t)] = 1.0;
+      }
+    } else {
+      for (uint k = 0u; k < pc.c; ++k) BufF32(pc.grad_in).v[row + k] = 0.0;
+    }
+    float g = MODE == 3 ? BufF32(pc.grad_fac).v[i] * inv_c : 0.0;
+    float sum = 0.0;
+    for (uint j = 0u; j < pc.c; ++j) {
+      int64_t t = BufI64(pc.target).v[row + j];
+      if (t < 0) break;
+      uint tj = uint(t);
+      float xt = xs(row + tj);
+      for (uint k = 0u; k < pc.c; ++k) {
+        if (is_t.v[row + k] != 0.0) continue;
+        float z = 1.0 - xt + xs(row + k);
+        if (z > 0.0) {
+          if (MODE == 2) {
+            sum += z;
+          } else {
+            BufF32(pc.grad_in).v[row + tj] -= g;
+            BufF32(pc.grad_in).v[row + k] += g;
+          }
+        }
+      }
+    }
+    if (MODE == 2) BufF32(pc.loss).v[i] = sum * inv_c;
+  }
+}
