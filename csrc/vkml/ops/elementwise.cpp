@@ -169,6 +169,7 @@ bool elementwise_has_op(DType t, int op) {
     case OP_HARDSWISH_BACKWARD: case OP_HARDSIGMOID_BACKWARD: case OP_SIGMOID_BACKWARD:
     case OP_TANH_BACKWARD: case OP_NAN_TO_NUM: case OP_LEAKY_RELU: case OP_LEAKY_RELU_BACKWARD:
     case OP_SOFTSHRINK: case OP_HARDSHRINK: case OP_SHRINK_BACKWARD: case OP_NEXTAFTER:
+    case OP_ANGLE:
       return true;
     default: return false;
   }
