@@ -41,6 +41,11 @@ FAMILIES = {
     "ops_unary.cpp": ("Unary elementwise and activations", EW),
     "ops_binary.cpp": ("Binary elementwise, comparisons, backward helpers", EW),
     "ops_ternary.cpp": ("Ternary elementwise", EW),
+    "ops_special.cpp": (
+        "Special functions (torch.special, i0, polygamma, igamma), frexp, angle, gcd / lcm",
+        "float32, float16, bfloat16 (in float32; integer inputs promote to float); gcd / lcm: "
+        "int64, int32, uint8; float64 takes the CPU route (angle: native)",
+    ),
     "ops_activation.cpp": ("Activations and their backward", ACT),
     "ops_reduce.cpp": (
         "Reductions",

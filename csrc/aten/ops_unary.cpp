@@ -65,7 +65,6 @@ const EwOp kRoundDecimals{OP_ROUND_DECIMALS, "round_cpu", ResultType::Promote, t
 const EwOp kLogit{OP_LOGIT, "logit", F};
 const EwOp kNanToNum{OP_NAN_TO_NUM, "nan_to_num"};
 const EwOp kSinc{OP_SINC, "sinc", F};
-const EwOp kTrigamma{OP_TRIGAMMA, "polygamma", F};
 const EwOp kEntr{OP_ENTR, "special_entr", F};
 
 VKML_UNARY(abs, kAbs)
@@ -107,22 +106,6 @@ VKML_UNARY(digamma, kDigamma)
 VKML_UNARY(frac, kFrac)
 VKML_UNARY(sgn, kSign)
 VKML_UNARY(sinc, kSinc)
-// polygamma: n = 0 is digamma, n = 1 trigamma; higher orders run on the CPU.
-const EwOp* polygamma_op(int64_t n) {
-  TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
-  return n == 0 ? &kDigamma : n == 1 ? &kTrigamma : nullptr;
-}
-at::Tensor polygamma(int64_t n, const at::Tensor& a) {
-  const EwOp* op = polygamma_op(n);
-  if (!op || runs_on_cpu(*op, {a})) return cpu_route<at::_ops::polygamma>(n, a);
-  return elementwise(*op, {a});
-}
-at::Tensor& polygamma_out(int64_t n, const at::Tensor& a, at::Tensor& out) {
-  const EwOp* op = polygamma_op(n);
-  if (!op || runs_on_cpu(*op, {a})) return cpu_route<at::_ops::polygamma_out>(n, a, out);
-  elementwise(*op, {a}, out);
-  return out;
-}
 at::Tensor special_entr(const at::Tensor& a) {
   if (runs_on_cpu(kEntr, {a})) return cpu_route<at::_ops::special_entr>(a);
   return elementwise(kEntr, {a});
@@ -431,8 +414,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   VKML_REGISTER_UNARY(m, "frac", frac);
   VKML_REGISTER_UNARY(m, "sgn", sgn);
   VKML_REGISTER_UNARY(m, "sinc", sinc);
-  m.impl("polygamma", TORCH_FN(polygamma));
-  m.impl("polygamma.out", TORCH_FN(polygamma_out));
   m.impl("special_entr", TORCH_FN(special_entr));
   m.impl("special_entr.out", TORCH_FN(special_entr_out));
   m.impl("signbit", TORCH_FN(signbit));

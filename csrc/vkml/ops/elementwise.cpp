@@ -233,6 +233,7 @@ bool elementwise_has_op(DType t, int op) {
     case OP_HARDSHRINK:
     case OP_SHRINK_BACKWARD:
     case OP_NEXTAFTER:
+    case OP_ANGLE:
       return true;
     default:
       return false;

@@ -280,6 +280,52 @@ float erfinv_f(float x) {
   return r;
 }
 
+// sin(pi r) and cos(pi r) for |r| <= 1/4 by Taylor series: the driver's
+// sin/tan are accurate in absolute terms only, and reflection formulas divide
+// by them near their zeros.
+float sinpi_small(float r) {
+  float t = PI * r, t2 = t * t;
+  float p = -1.0 / 39916800.0;
+  p = p * t2 + 1.0 / 362880.0;
+  p = p * t2 - 1.0 / 5040.0;
+  p = p * t2 + 1.0 / 120.0;
+  p = p * t2 - 1.0 / 6.0;
+  return t + t * t2 * p;
+}
+float cospi_small(float r) {
+  float t = PI * r, t2 = t * t;
+  float p = 1.0 / 479001600.0;
+  p = p * t2 - 1.0 / 3628800.0;
+  p = p * t2 + 1.0 / 40320.0;
+  p = p * t2 - 1.0 / 720.0;
+  p = p * t2 + 1.0 / 24.0;
+  p = p * t2 - 0.5;
+  return 1.0 + t2 * p;
+}
+// sin(pi x) and pi / tan(pi x), from the exact reduction r = x - round(x) in
+// [-1/2, 1/2] (sin(pi r) = +-sin(pi x), tan has period pi).
+void sincospi_reduced(float x, out float s, out float c, out float r) {
+  r = x - roundEven(x);
+  float ar = abs(r);
+  if (ar <= 0.25) {
+    s = sinpi_small(ar);
+    c = cospi_small(ar);
+  } else {
+    float u = 0.5 - ar;  // exact
+    s = cospi_small(u);
+    c = sinpi_small(u);
+  }
+}
+float pi_over_tanpi(float x) {
+  float s, c, r;
+  sincospi_reduced(x, s, c, r);
+  return copy_sign(PI * c / s, r);
+}
+float abs_sinpi(float x) {
+  float s, c, r;
+  sincospi_reduced(x, s, c, r);
+  return s;
+}
 // lgamma for x > 0: shift to x >= 8, then Stirling's series.
 float lgamma_pos(float x) {
   float shift = 0.0;
@@ -311,7 +357,7 @@ float trigamma_f(float x) {
   float sgn = 1.0, acc = 0.0;
   if (x < 0.5) {
     sgn = -1.0;
-    float s = sin(PI * (x - roundEven(x)));  // exact reduction, as in lgamma_f
+    float s = abs_sinpi(x);  // relatively accurate near the poles
     acc = -(PI * PI) / (s * s);
     x = 1.0 - x;
   }
@@ -330,7 +376,7 @@ float digamma_f(float x) {
   if (x < 0.0) {
     if (x == floor(x)) return NAN_F;
     // Reflection (GLSL has no recursion): psi(x) = psi(1 - x) - pi / tan(pi x).
-    acc = -PI / tan(PI * (x - roundEven(x)));  // tan has period pi
+    acc = -pi_over_tanpi(x);
     x = 1.0 - x;
   }
   if (isinf(x)) return x;
@@ -424,6 +470,10 @@ float hypot_f(float a, float b) {
 }
 #endif
 
+#ifdef HAS_TRANSC
+#include "special_functions.glsl"
+#endif
+
 #ifdef IS_FLOAT
 // One step of the storage dtype's bit pattern towards b (only moves of bits, no
 // arithmetic, so that denormal results survive).
@@ -454,6 +504,39 @@ CT nextafter_f(CT a, CT b) {
   u = a == CT(0) ? (neg ? 0x80000001u : 1u) : (away ? u + 1u : u - 1u);
   return uintBitsToFloat(u);
 #endif
+}
+#endif
+
+#ifdef HAS_TRANSC
+// frexp from the bits alone (the driver may flush denormals in arithmetic):
+// x = m 2^e with 0.5 <= |m| < 1; zero, inf and NaN give (x, 0).
+float frexp_bits(float x, out int e) {
+  e = 0;
+  uint u = floatBitsToUint(x);
+  uint bexp = (u >> 23) & 0xffu, mant = u & 0x7fffffu;
+  if (bexp == 0xffu || (bexp == 0u && mant == 0u)) return x;
+  if (bexp == 0u) {  // denormal: mant 2^-149, its top bit becomes the hidden one
+    int top = findMSB(mant);
+    e = top - 148;
+    mant = (mant << uint(23 - top)) & 0x7fffffu;
+  } else {
+    e = int(bexp) - 126;
+  }
+  return uintBitsToFloat((u & 0x80000000u) | (126u << 23) | mant);
+}
+#endif
+
+#ifndef IS_FLOAT
+// Euclid's algorithm on magnitudes, as the CPU's calc_gcd.
+CT gcd_i(CT a, CT b) {
+  a = abs(a);
+  b = abs(b);
+  while (a != CT(0)) {
+    CT c = a;
+    a = b - a * (b / a);
+    b = c;
+  }
+  return b;
 }
 #endif
 
@@ -583,6 +666,11 @@ CT apply(CT a, CT b, CT c, uint i) {
       CT l = scalar_value(2);
       return (b >= -l && b <= l) ? CT(0) : a;
     }
+#ifdef ST_F64
+    case OP_ANGLE: return isnan(a) ? a : (a < CT(0) ? 3.14159265358979323846lf : CT(0));
+#else
+    case OP_ANGLE: return isnan(a) ? a : (a < CT(0) ? CT(PI) : CT(0));
+#endif
     case OP_SIGMOID_BACKWARD: return a * b * (CT(1) - b);     // grad, output
     case OP_TANH_BACKWARD: return a * (CT(1) - b * b);        // grad, output
 #endif
@@ -671,6 +759,50 @@ CT apply(CT a, CT b, CT c, uint i) {
     }
     case OP_LOG_SIGMOID: return isnan(a) ? a : min(a, 0.0) - log1p_f(exp(-abs(a)));
     case OP_POW: return safe_pow(a, b);
+    case OP_I0: return i0_f(a);
+    case OP_I0E: return i0e_f(a);
+    case OP_I1: return i1_any(a, false, true);
+    case OP_I1E: return i1_any(a, true, true);
+    case OP_NDTRI: return ndtri_f(a);
+    case OP_LOG_NDTR: return log_ndtr_f(a);
+    case OP_ERFCX: return erfcx_f(a);
+    case OP_AIRY_AI: return airy_ai_f(a);
+    case OP_BESSEL_J0: return bessel_j0_f(a);
+    case OP_BESSEL_J1: return bessel_j1_f(a);
+    case OP_BESSEL_Y0: return bessel_y0_f(a);
+    case OP_BESSEL_Y1: return bessel_y1_f(a);
+    case OP_MODIFIED_BESSEL_I0: return i0_f(a);
+    case OP_MODIFIED_BESSEL_I1: return i1_any(a, false, false);
+    case OP_MODIFIED_BESSEL_K0: return k0_any(a, false);
+    case OP_MODIFIED_BESSEL_K1: return k1_any(a, false);
+    case OP_SCALED_MODIFIED_BESSEL_K0: return k0_any(a, true);
+    case OP_SCALED_MODIFIED_BESSEL_K1: return k1_any(a, true);
+    case OP_SPHERICAL_BESSEL_J0: return spherical_j0_f(a);
+    case OP_POLYGAMMA: return polygamma_f(fparam(0), a);
+    case OP_FREXP_MANTISSA: {
+      int e;
+      return frexp_bits(a, e);
+    }
+    case OP_FREXP_EXPONENT: {
+      int e;
+      frexp_bits(a, e);
+      return float(e);
+    }
+    case OP_ZETA: return zeta_f(a, b);
+    case OP_IGAMMA: return igamma_f(a, b, false);
+    case OP_IGAMMAC: return igamma_f(a, b, true);
+    case OP_CHEBYSHEV_T: return chebyshev_f(a, b, 0, false);
+    case OP_CHEBYSHEV_U: return chebyshev_f(a, b, 1, false);
+    case OP_CHEBYSHEV_V: return chebyshev_f(a, b, 2, false);
+    case OP_CHEBYSHEV_W: return chebyshev_f(a, b, 3, false);
+    case OP_SHIFTED_CHEBYSHEV_T: return chebyshev_f(a, b, 0, true);
+    case OP_SHIFTED_CHEBYSHEV_U: return chebyshev_f(a, b, 1, true);
+    case OP_SHIFTED_CHEBYSHEV_V: return chebyshev_f(a, b, 2, true);
+    case OP_SHIFTED_CHEBYSHEV_W: return chebyshev_f(a, b, 3, true);
+    case OP_HERMITE_H: return hermite_h_f(a, b);
+    case OP_HERMITE_HE: return hermite_he_f(a, b);
+    case OP_LAGUERRE_L: return laguerre_l_f(a, b);
+    case OP_LEGENDRE_P: return legendre_p_f(a, b);
     case OP_ATAN2: return atan2_f(a, b);
     case OP_HYPOT: return hypot_f(a, b);
     case OP_XLOGY: return isnan(b) ? NAN_F : (a == 0.0 ? 0.0 : a * log_f(b));
@@ -747,6 +879,11 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_MAXIMUM: case OP_FMAX: return max(a, b);
     case OP_MINIMUM: case OP_FMIN: return min(a, b);
     case OP_POW: return int_pow(a, b);
+    case OP_GCD: return gcd_i(a, b);
+    case OP_LCM: {
+      CT g = gcd_i(a, b);
+      return g == CT(0) ? CT(0) : abs(a / g * b);
+    }
     case OP_DIV_TRUNC: return a / b;
     case OP_DIV_FLOOR: {
       CT q = a / b;

@@ -76,6 +76,30 @@
 #define OP_HARDSHRINK 67      // s2 = lambda (typed)
 #define OP_THRESHOLD 68       // s2 = threshold, s0 = value (typed)
 #define OP_LOG_SIGMOID 69
+// special functions (special_functions.glsl)
+#define OP_I0 70
+#define OP_I0E 71
+#define OP_I1 72
+#define OP_I1E 73
+#define OP_NDTRI 74
+#define OP_LOG_NDTR 75
+#define OP_ERFCX 76
+#define OP_AIRY_AI 77
+#define OP_BESSEL_J0 78
+#define OP_BESSEL_J1 79
+#define OP_BESSEL_Y0 80
+#define OP_BESSEL_Y1 81
+#define OP_MODIFIED_BESSEL_I0 82
+#define OP_MODIFIED_BESSEL_I1 83
+#define OP_MODIFIED_BESSEL_K0 84
+#define OP_MODIFIED_BESSEL_K1 85
+#define OP_SCALED_MODIFIED_BESSEL_K0 86
+#define OP_SCALED_MODIFIED_BESSEL_K1 87
+#define OP_SPHERICAL_BESSEL_J0 88
+#define OP_POLYGAMMA 89       // fparam 0 = n (>= 2)
+#define OP_ANGLE 90           // real inputs: 0 or pi
+#define OP_FREXP_MANTISSA 91
+#define OP_FREXP_EXPONENT 92  // the exponent as a float (the adapter converts to int32)
 // binary: in0, in1; alpha or other parameter in s2
 #define OP_ADD 200
 #define OP_SUB 201
@@ -119,6 +143,24 @@
 #define OP_LOGADDEXP2 239
 #define OP_HEAVISIDE 240
 #define OP_XLOG1PY 241
+#define OP_ZETA 242
+#define OP_IGAMMA 243
+#define OP_IGAMMAC 244
+#define OP_GCD 245
+#define OP_LCM 246
+// orthogonal polynomials: in0 = x, in1 = n
+#define OP_CHEBYSHEV_T 247
+#define OP_CHEBYSHEV_U 248
+#define OP_CHEBYSHEV_V 249
+#define OP_CHEBYSHEV_W 250
+#define OP_SHIFTED_CHEBYSHEV_T 251
+#define OP_SHIFTED_CHEBYSHEV_U 252
+#define OP_SHIFTED_CHEBYSHEV_V 253
+#define OP_SHIFTED_CHEBYSHEV_W 254
+#define OP_HERMITE_H 255
+#define OP_HERMITE_HE 256
+#define OP_LAGUERRE_L 257
+#define OP_LEGENDRE_P 258
 // activation backward: in0 = grad, in1 = the saved input (or output)
 #define OP_GELU_TANH_BACKWARD 260
 #define OP_LOGIT_BACKWARD 261        // fparam 0 = eps (< 0: none)
