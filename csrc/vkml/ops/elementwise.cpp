@@ -48,18 +48,31 @@ const char* suffix_of(DType t) {
   return variant_suffix(t);
 }
 
+// Ops compiled only into the *_special float variants (see elementwise.comp).
+bool is_special(int op) {
+  return (op >= OP_I0 && op <= OP_POLYGAMMA) || op == OP_FREXP_MANTISSA ||
+         op == OP_FREXP_EXPONENT || (op >= OP_ZETA && op <= OP_IGAMMAC) ||
+         (op >= OP_CHEBYSHEV_T && op <= OP_LEGENDRE_P);
+}
+
 VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
   const char* suffix = suffix_of(e.dtype);
   if (!suffix || !elementwise_supported(dev, e.dtype))
     fail(ErrorKind::InvalidArgument, std::string("vkml elementwise kernels do not support dtype ") +
                                          dtype_name(e.dtype) + " on " + dev.info().name);
-  // The shader of each (dtype, compare) pair is looked up by name once; the
+  const bool special = is_special(e.op);
+  VKML_CHECK_ARG(
+      !special || e.dtype == DType::f32 || e.dtype == DType::f16 || e.dtype == DType::bf16,
+      std::string("elementwise: special functions have no ") + dtype_name(e.dtype) + " kernel");
+  // The shader of each (dtype, kind) pair is looked up by name once; the
   // per-op path then only hashes (shader, op) in the pipeline cache.
-  static std::array<std::array<std::atomic<const ShaderBlob*>, 2>, 16> blobs{};
-  auto& slot = blobs[size_t(e.dtype)][e.compare ? 1 : 0];
+  static std::array<std::array<std::atomic<const ShaderBlob*>, 3>, 16> blobs{};
+  const int kind = special ? 2 : (e.compare ? 1 : 0);
+  auto& slot = blobs[size_t(e.dtype)][size_t(kind)];
   const ShaderBlob* blob = slot.load(std::memory_order_acquire);
   if (!blob) {
-    blob = shader(std::string("elementwise_") + suffix + (e.compare ? "_cmp" : ""));
+    static const char* const kSuffix[3] = {"", "_cmp", "_special"};
+    blob = shader(std::string("elementwise_") + suffix + kSuffix[kind]);
     slot.store(blob, std::memory_order_release);
   }
   return dev.pipelines().get(blob, {e.op});

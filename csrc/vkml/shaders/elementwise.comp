@@ -3,7 +3,10 @@
 // per-operand strides; the op is specialization constant 0 (see op_codes.h).
 // f16 and bf16 are storage formats: they compute in fp32. f64 (needs
 // shaderFloat64) computes in double and has only the ops GLSL has in double;
-// the adapter runs the others elsewhere.
+// the adapter runs the others elsewhere. The special functions
+// (special_functions.glsl, op codes 70-89 and 242-258 but gcd/lcm) live only in
+// the *_special variants: they quadruple the shader, and every pipeline of the
+// common ops would pay for them in driver compile time.
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
 //! variant bf16 -DST_BF16 -DNEED_F16 -DNEED_I16
@@ -18,6 +21,9 @@
 //! variant i32_cmp -DST_I32 -DOUT_BOOL
 //! variant i64_cmp -DST_I64 -DOUT_BOOL
 //! variant u8_cmp -DST_U8 -DOUT_BOOL
+//! variant f32_special -DST_F32 -DWITH_SPECIAL
+//! variant f16_special -DST_F16 -DNEED_F16 -DWITH_SPECIAL
+//! variant bf16_special -DST_BF16 -DNEED_F16 -DNEED_I16 -DWITH_SPECIAL
 #include "common.glsl"
 #include "op_codes.h"
 
@@ -470,8 +476,18 @@ float hypot_f(float a, float b) {
 }
 #endif
 
-#ifdef HAS_TRANSC
+#ifdef WITH_SPECIAL
 #include "special_functions.glsl"
+#endif
+
+#ifdef ST_F64
+// Half-to-even rounding from floor: lavapipe (Mesa 22.3, LLVM 15) lowers the
+// double roundEven to a truncation on some CPUs.
+double round_even_f64(double a) {
+  double r = floor(a), d = a - r;
+  if (d > 0.5lf || (d == 0.5lf && mod(r, 2.0lf) != 0.0lf)) r += 1.0lf;
+  return r == 0.0lf ? copy_sign(r, a) : r;  // -0.4 and -0.0 give -0.0, as on the CPU
+}
 #endif
 
 #ifdef IS_FLOAT
@@ -607,7 +623,11 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_RECIPROCAL: return CT(1) / a;
     case OP_FLOOR: return floor(a);
     case OP_CEIL: return ceil(a);
+#ifdef ST_F64
+    case OP_ROUND: return round_even_f64(a);
+#else
     case OP_ROUND: return roundEven(a);
+#endif
     case OP_TRUNC: return trunc(a);
     case OP_FRAC: return a - trunc(a);
     case OP_ROUND_DECIMALS: {
@@ -759,6 +779,7 @@ CT apply(CT a, CT b, CT c, uint i) {
     }
     case OP_LOG_SIGMOID: return isnan(a) ? a : min(a, 0.0) - log1p_f(exp(-abs(a)));
     case OP_POW: return safe_pow(a, b);
+#ifdef WITH_SPECIAL
     case OP_I0: return i0_f(a);
     case OP_I0E: return i0e_f(a);
     case OP_I1: return i1_any(a, false, true);
@@ -803,6 +824,7 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_HERMITE_HE: return hermite_he_f(a, b);
     case OP_LAGUERRE_L: return laguerre_l_f(a, b);
     case OP_LEGENDRE_P: return legendre_p_f(a, b);
+#endif
     case OP_ATAN2: return atan2_f(a, b);
     case OP_HYPOT: return hypot_f(a, b);
     case OP_XLOGY: return isnan(b) ? NAN_F : (a == 0.0 ? 0.0 : a * log_f(b));
