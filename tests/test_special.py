@@ -90,14 +90,27 @@ def test_unary_edges(fn):
     assert_close_to_cpu(fn, x, **_tol(fn, torch.float32))
 
 
-@pytest.mark.parametrize("dtype", FLOATS, ids=dtype_id)
-@pytest.mark.parametrize("fn", UNARY, ids=lambda f: f.__name__)
+def _cpu_has(fn, dtype):
+    try:
+        fn(torch.ones(2, dtype=dtype))
+    except NotImplementedError:
+        return False
+    return True
+
+
+# Only the (function, dtype) pairs the CPU can compute: the others have nothing to
+# compare with.
+RANGE_CASES = [
+    pytest.param(fn, dtype, id=f"{fn.__name__}-{dtype_id(dtype)}")
+    for dtype in FLOATS
+    for fn in UNARY
+    if _cpu_has(fn, dtype)
+]
+
+
+@pytest.mark.parametrize(("fn", "dtype"), RANGE_CASES)
 def test_unary_ranges(fn, dtype):
     x = torch.cat([make(40, dtype, low=-12, high=12), make(24, dtype, low=0, high=1)])
-    try:
-        fn(x)
-    except NotImplementedError:
-        pytest.skip(f"the CPU has no {dtype} kernel to compare with")
     assert_close_to_cpu(fn, x, **_tol(fn, dtype))
 
 

@@ -9,10 +9,11 @@ are compared with ``torch.testing.assert_close`` (dtype, shape and values; NaN e
 NaN). Ops that support autograd also get a float32 gradient check (column ``grad``): the
 outputs are back-propagated with the same random cotangent on both devices and the
 input gradients compared (its fallbacks are those of the backward; tolerances are ten times
-the forward's). A float16/bfloat16 result that differs from the CPU's still matches when it
+the forward's). A floating result that differs from the CPU's still matches when it
 agrees with the CPU's float64 computation rounded to that dtype: some CPU kernels round
-intermediates to 16 bits (transposed convolutions do per kernel tap), and being closer to
-the exact answer is not wrong. Each (op, dtype) gets one status, the worst over its samples:
+intermediates (16-bit transposed convolutions per kernel tap; float32 digamma takes
+tan(pi * x) of a rounded product near its poles), and being closer to the exact answer is
+not wrong. Each (op, dtype) gets one status, the worst over its samples:
 
     native     all results match and no aten op ran on the CPU fallback
     fallback   all results match, but some aten op fell back (recorded, with counts)
@@ -413,8 +414,8 @@ def _from_float64(value, dtype):
 
 
 def _matches_float64_reference(op, sample, dtype_name, actual, tol, values):
-    """True when a 16-bit float result equals the CPU's float64 result rounded to its dtype."""
-    if dtype_name not in ("float16", "bfloat16") or not values:
+    """True when a float result equals the CPU's float64 result rounded to its dtype."""
+    if dtype_name not in ("float32", "float16", "bfloat16") or not values:
         return False
     dtype = _dtype(dtype_name)
     try:

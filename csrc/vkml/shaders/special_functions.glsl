@@ -656,8 +656,9 @@ float igamma_f(float a, float x, bool upper) {
 // to an integer; NaN, infinite and negative n give 0). The recurrences run n
 // steps like the CPU's; a cap keeps a runaway degree from hanging the device.
 const int POLY_MAX_STEPS = 1 << 20;
+// The CPU converts n to int64 first (toward zero): -1 < n < 0 is degree 0.
 bool poly_degree(float nf, out int n) {
-  if (isnan(nf) || isinf(nf) || nf < 0.0 || nf >= 2147483648.0) {
+  if (isnan(nf) || isinf(nf) || nf <= -1.0 || nf >= 2147483648.0) {
     n = -1;
     return false;
   }
