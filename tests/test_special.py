@@ -158,8 +158,8 @@ POLYS = [
 ]
 
 
-# U/W (plain and shifted), Laguerre and Legendre still differ from the CPU on
-# some (x, n) of this grid (to be investigated): known failures, not hidden.
+# U, W (plain and shifted), Laguerre and Legendre still differ from the CPU at
+# x = NaN with a non-integer n (the CPU gives 0, we give NaN): known failures.
 POLY_KNOWN_BAD = {
     "special_chebyshev_polynomial_u",
     "special_chebyshev_polynomial_w",
@@ -173,7 +173,7 @@ POLY_KNOWN_BAD = {
 @pytest.mark.parametrize(
     "fn",
     [
-        pytest.param(f, marks=pytest.mark.xfail(reason="differs from CPU on edge (x, n)"))
+        pytest.param(f, marks=pytest.mark.xfail(reason="NaN x with non-integer n: CPU gives 0"))
         if f.__name__ in POLY_KNOWN_BAD
         else f
         for f in POLYS

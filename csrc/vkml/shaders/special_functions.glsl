@@ -760,7 +760,7 @@ float laguerre_l_f(float x, float nf) {
     p = q;
     q = r;
   }
-  return r;
+  return q;  // q == r after a step; a NaN x never enters the loop
 }
 float legendre_p_f(float x, float nf) {
   int n;
@@ -775,5 +775,5 @@ float legendre_p_f(float x, float nf) {
     p = q;
     q = r;
   }
-  return r;
+  return q;  // q == r after a step; a NaN x never enters the loop
 }
