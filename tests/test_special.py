@@ -159,7 +159,7 @@ POLYS = [
 
 
 # U, W (plain and shifted), Laguerre and Legendre still differ from the CPU at
-# x = NaN with a non-integer n (the CPU gives 0, we give NaN): known failures.
+# x = NaN with some n: the CPU returns 0 or uninitialized memory, we return NaN.
 POLY_KNOWN_BAD = {
     "special_chebyshev_polynomial_u",
     "special_chebyshev_polynomial_w",
@@ -173,7 +173,12 @@ POLY_KNOWN_BAD = {
 @pytest.mark.parametrize(
     "fn",
     [
-        pytest.param(f, marks=pytest.mark.xfail(reason="NaN x with non-integer n: CPU gives 0"))
+        pytest.param(
+            f,
+            marks=pytest.mark.xfail(
+                reason="NaN x: the CPU returns 0 or uninitialized values, we return NaN"
+            ),
+        )
         if f.__name__ in POLY_KNOWN_BAD
         else f
         for f in POLYS
