@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from conftest import assert_close_to_cpu, assert_grads_close_to_cpu, assert_raises_like_cpu, make
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 TOL = dict(atol=1e-4, rtol=1e-4)  # separable passes round in another order than the CPU
@@ -60,9 +62,11 @@ def test_interpolate_antialias(mode, size, align_corners):
     ],
 )
 def test_interpolate_half(dtype, shape, kw):
-    # bfloat16 trilinear takes the counted CPU route (the CPU rounds each product);
-    # the others are native.
     assert_close_to_cpu(lambda t: F.interpolate(t, **kw), make(shape, dtype), atol=2e-2, rtol=2e-2)
+    if dtype == torch.bfloat16 and kw["mode"] == "trilinear":
+        # the deliberate, counted CPU route (the CPU rounds each product); the rest is native
+        assert torch_vkml.fallback_counts() == {"aten::upsample_trilinear3d": 1}
+        torch_vkml.reset_fallback_counts()
 
 
 def test_interpolate_zero_size_raises():
