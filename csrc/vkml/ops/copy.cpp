@@ -61,16 +61,23 @@ void launch(Device& dev, VkPipeline pipeline, const MultiLayout& l, uint64_t dst
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
 }
 
-}  // namespace
-
-void copy_bytes(Device& dev, uint64_t dst_address, uint64_t src_address, uint64_t nbytes) {
+// One transfer command between two addresses of the device's pools, declared
+// to the hazard tracker.
+void record_copy(Device& dev, MemoryPool& dst_pool, uint64_t dst_address, MemoryPool& src_pool,
+                 uint64_t src_address, uint64_t nbytes) {
   if (!nbytes) return;
-  BufferSlice d = dev.memory().find(dst_address);
-  BufferSlice s = dev.memory().find(src_address);
+  BufferSlice d = dst_pool.find(dst_address);
+  BufferSlice s = src_pool.find(src_address);
   Access access;
   access.write(Span{dst_address, dst_address + nbytes});
   access.read(Span{src_address, src_address + nbytes});
   dev.stream().copy_buffer(s.buffer, s.offset, d.buffer, d.offset, nbytes, &access);
+}
+
+}  // namespace
+
+void copy_bytes(Device& dev, uint64_t dst_address, uint64_t src_address, uint64_t nbytes) {
+  record_copy(dev, dev.memory(), dst_address, dev.memory(), src_address, nbytes);
 }
 
 void copy(Device& dev, const TensorRef& dst, const TensorRef& src) {
@@ -139,24 +146,12 @@ void download(Device& dev, void* dst, uint64_t src_address, uint64_t nbytes, uin
 
 void copy_pinned_to_device(Device& dev, uint64_t dst_address, uint64_t pinned_address,
                            uint64_t nbytes) {
-  if (!nbytes) return;
-  BufferSlice d = dev.memory().find(dst_address);
-  BufferSlice s = dev.staging().find(pinned_address);
-  Access access;
-  access.write(Span{dst_address, dst_address + nbytes});
-  access.read(Span{pinned_address, pinned_address + nbytes});
-  dev.stream().copy_buffer(s.buffer, s.offset, d.buffer, d.offset, nbytes, &access);
+  record_copy(dev, dev.memory(), dst_address, dev.staging(), pinned_address, nbytes);
 }
 
 void copy_device_to_pinned(Device& dev, uint64_t pinned_address, uint64_t src_address,
                            uint64_t nbytes) {
-  if (!nbytes) return;
-  BufferSlice s = dev.memory().find(src_address);
-  BufferSlice d = dev.staging().find(pinned_address);
-  Access access;
-  access.write(Span{pinned_address, pinned_address + nbytes});
-  access.read(Span{src_address, src_address + nbytes});
-  dev.stream().copy_buffer(s.buffer, s.offset, d.buffer, d.offset, nbytes, &access);
+  record_copy(dev, dev.staging(), pinned_address, dev.memory(), src_address, nbytes);
 }
 
 }  // namespace vkml::ops
