@@ -8,6 +8,7 @@
 #               none -> touch nothing outside the repo: no setup.sh, no pip install;
 #                       python/ is put on PYTHONPATH instead (for machines with no registry)
 #   JOBS        parallel build jobs                         (default: nproc)
+#   TEST_JOBS   pytest worker processes (pytest-xdist; 1 = in-process) (default: JOBS)
 #   BUILD_DIR   CMake build directory                       (default: build)
 #   BUILD_TYPE  CMAKE_BUILD_TYPE                            (default: Release)
 #   BUILD_TESTS ON/OFF -> -DVKML_BUILD_TESTS; OFF also skips ctest in `make test`
@@ -20,6 +21,7 @@
 PYTHON      ?= .venv/bin/python
 SETUP       ?= apt
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_JOBS   ?= $(JOBS)
 BUILD_DIR   ?= build
 BUILD_TYPE  ?= Release
 BUILD_TESTS ?= ON
@@ -109,8 +111,14 @@ else
 	@echo "==> test: $(CTEST) --test-dir $(BUILD_DIR) --output-on-failure $(CTEST_ARGS)"
 	@$(RUN_ENV) $(TEST_ENV) $(CTEST) --test-dir $(BUILD_DIR) --output-on-failure $(CTEST_ARGS)
 endif
-	@echo "==> test: $(PYTHON) -m pytest -q tests $(PYTEST_ARGS)"
-	@$(RUN_ENV) $(TEST_ENV) $(PYTHON) -m pytest -q tests $(PYTEST_ARGS)
+	@# Each worker is its own process with its own Vulkan device; lavapipe runs our kernels
+	@# inline (LP_NUM_THREADS=0), so workers scale with cores. Without pytest-xdist (a
+	@# SETUP=none machine) the suite runs in one process.
+	@set -e; xdist=""; \
+	if [ "$(TEST_JOBS)" -gt 1 ] && $(NO_AUTOLOAD) $(PYTHON) -c 'import xdist' 2>/dev/null; then \
+	  xdist="-n $(TEST_JOBS)"; fi; \
+	echo "==> test: $(PYTHON) -m pytest -q $$xdist tests $(PYTEST_ARGS)"; \
+	$(RUN_ENV) $(TEST_ENV) $(PYTHON) -m pytest -q $$xdist tests $(PYTEST_ARGS)
 
 bench: build
 	@echo "==> bench: $(PYTHON) -m torch_vkml.bench --quick"
