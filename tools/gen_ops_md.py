@@ -101,7 +101,15 @@ FAMILIES = {
         "uint8, bool; histogram: float32)",
     ),
     "ops_rnn.cpp": ("Fused LSTM / GRU cells (nn.LSTM, nn.GRU)", F),
-    "ops_attention.cpp": ("Attention backend choice (SDPA math path)", "all"),
+    "ops_optim.cpp": (
+        "Fused optimizers (Adam, AdamW, SGD with fused=True)",
+        "float32, float16, bfloat16 parameters (fp32 math)",
+    ),
+    "ops_attention.cpp": (
+        "Fused scaled_dot_product_attention (forward, backward, backend choice)",
+        "float32, float16, bfloat16 (4-d q/k/v, equal heads, head dims up to 128, no "
+        "dropout, a mask that needs no grad; other calls take PyTorch's math path, native)",
+    ),
 }
 
 

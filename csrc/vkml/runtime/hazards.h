@@ -22,7 +22,7 @@ struct Span {
 // The ranges one command reads and writes. Fixed capacity so that declaring
 // them costs no heap allocation on the per-op path.
 struct Access {
-  static constexpr int kMax = 6;
+  static constexpr int kMax = 8;
   Span reads[kMax];
   Span writes[kMax];
   int nreads = 0;

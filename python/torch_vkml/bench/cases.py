@@ -117,6 +117,28 @@ def layer_norm(rows: int, cols: int) -> Case:
     return Case(f"layer_norm/fp32/{rows}x{cols}", "micro", "GB/s", 8.0 * rows * cols, setup)
 
 
+def attention(b: int, h: int, seq: int, e: int, dt: str, backward: bool) -> Case:
+    """Causal scaled_dot_product_attention of [b, h, seq, e] q, k, v; with `backward`,
+    forward plus the gradients of q, k and v."""
+
+    def setup(device):
+        q, k, v = (_rand((b, h, seq, e), _DT[dt], device, i).requires_grad_() for i in range(3))
+        g = _rand((b, h, seq, e), _DT[dt], device, 3)
+
+        def run():
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            if backward:
+                return torch.autograd.grad(out, (q, k, v), g)
+            return out
+
+        return run
+
+    # Causal: half of the 4 * seq^2 * e multiply-adds of q k^T and P v; backward ~2.5x.
+    flops = 2.0 * b * h * seq * seq * e * (3.5 if backward else 1.0)
+    kind = "fwd+bwd" if backward else "fwd"
+    return Case(f"sdpa-{kind}/{dt}/{b}x{h}x{seq}x{e}", "micro", "TFLOP/s", flops, setup)
+
+
 def conv2d(n: int, cin: int, hw: int, cout: int, k: int, stride: int, label: str) -> Case:
     pad = k // 2
     out_hw = (hw + 2 * pad - k) // stride + 1
@@ -244,36 +266,32 @@ class Block(nn.Module):
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
 
-    def forward(self, x, mask):
+    def forward(self, x):
         b, t, c = x.shape
         h = self.heads
         q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
         q, k, v = (z.view(b, t, h, c // h).transpose(1, 2) for z in (q, k, v))
-        att = torch.softmax(q @ k.transpose(-2, -1) * (1.0 / math.sqrt(c // h)) + mask, -1)
-        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, c))
+        att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(att.transpose(1, 2).reshape(b, t, c))
         return x + self.out(F.gelu(self.fc(self.ln2(x))))
 
 
 class TransformerLM(nn.Module):
-    """A GPT-2-shaped decoder (pre-norm, learned positions, tied head); explicit attention
-    with an additive causal mask so it needs no fused attention kernel."""
+    """A GPT-2-shaped decoder (pre-norm, learned positions, tied head, causal
+    scaled_dot_product_attention: each backend's fused attention where it has one)."""
 
     def __init__(self, vocab: int, d: int, layers: int, heads: int, seq: int):
         super().__init__()
         self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
         self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
         self.ln = nn.LayerNorm(d)
-        self.register_buffer(
-            "mask", torch.full((seq, seq), float("-inf")).triu(1), persistent=False
-        )
         self.register_buffer("positions", torch.arange(seq), persistent=False)
 
     def forward(self, idx):
         t = idx.shape[1]
         x = self.tok(idx) + self.pos(self.positions[:t])
-        mask = self.mask[:t, :t]
         for blk in self.blocks:
-            x = blk(x, mask)
+            x = blk(x)
         return self.ln(x) @ self.tok.weight.t()
 
 
@@ -420,6 +438,8 @@ def build(profile: str, big: bool) -> list[Case]:
             layer_norm(1024, 1024),
             optimizer_step(64, 16 * 1024, True),
             optimizer_step(64, 16 * 1024, False),
+            attention(1, 4, 128, 64, "fp32", False),
+            attention(1, 4, 128, 64, "fp32", True),
         ]
         cases += [conv2d(1, cin, hw // 2, cout, k, s, lbl) for cin, hw, cout, k, s, lbl in _R50[:3]]
         cases += [
@@ -456,6 +476,9 @@ def build(profile: str, big: bool) -> list[Case]:
         optimizer_step(150, 256 * 1024, True),
         optimizer_step(150, 256 * 1024, False),
     ]
+    seq = 2048 if big else 256
+    for dt in ("fp32", "fp16", "bf16") if big else ("fp32",):
+        cases += [attention(8, 12, seq, 64, dt, False), attention(8, 12, seq, 64, dt, True)]
     if big:
         cases += [
             train_mlp(32),

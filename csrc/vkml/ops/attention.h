@@ -1,0 +1,41 @@
+#pragma once
+// Fused scaled dot-product attention (shaders/attention.comp): forward and backward
+// over contiguous [BH, rows, dim] operands, never forming the [L, S] score matrix.
+#include <cstdint>
+
+#include "vkml/core/dtype.h"
+#include "vkml/runtime/device.h"
+
+namespace vkml::ops {
+
+struct AttentionShape {
+  int64_t B = 1, H = 1;   // batch and heads: BH = B * H rows of tiles
+  int64_t L = 0, S = 0;   // query and key lengths
+  int64_t E = 0, Ev = 0;  // head dims of q/k and of v
+};
+
+// An optional additive bias in the storage dtype, read at
+// b * strides[0] + h * strides[1] + i * strides[2] + j * strides[3] (zero strides
+// broadcast).
+struct AttentionBias {
+  uint64_t address = 0;
+  int64_t strides[4] = {0, 0, 0, 0};
+  int64_t span = 0;  // elements from the first to one past the last reachable
+};
+
+// Whether the fused kernels take this shape on this device (head dims, grid and
+// shared-memory limits); the caller uses another path otherwise.
+bool attention_supported(Device& dev, const AttentionShape& s);
+
+// o [BH, L, Ev] and lse (float32 [BH, L]) from q [BH, L, E], k [BH, S, E], v [BH, S, Ev].
+void attention_forward(Device& dev, DType dtype, const AttentionShape& s, uint64_t q, uint64_t k,
+                       uint64_t v, const AttentionBias& bias, bool causal, float scale, uint64_t o,
+                       uint64_t lse);
+
+// dq, dk, dv from the forward's inputs, lse, the output's grad g and
+// delta = rowsum(g * o) (float32 [BH, L]).
+void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint64_t q, uint64_t k,
+                        uint64_t v, const AttentionBias& bias, bool causal, float scale, uint64_t g,
+                        uint64_t lse, uint64_t delta, uint64_t dq, uint64_t dk, uint64_t dv);
+
+}  // namespace vkml::ops

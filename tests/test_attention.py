@@ -1,0 +1,175 @@
+"""scaled_dot_product_attention: the fused kernel (forward and backward) against the
+CPU's math path, and the choice between the fused kernel and the math path."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import VKML, dtype_id
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils._python_dispatch import TorchDispatchMode
+
+FUSED = "aten._scaled_dot_product_fused_attention_overrideable.default"
+FUSED_BACKWARD = "aten._scaled_dot_product_fused_attention_overrideable_backward.default"
+
+# The fused kernel computes in fp32 and rounds once; the reference is the CPU's float32
+# math path on the same (rounded) inputs.
+TOL = {
+    torch.float32: dict(atol=2e-5, rtol=2e-5),
+    torch.float16: dict(atol=4e-3, rtol=4e-3),
+    torch.bfloat16: dict(atol=3e-2, rtol=3e-2),
+}
+
+
+class OpLog(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def _inputs(B, H, L, S, E, Ev, dtype, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, H, L, E, generator=gen).to(dtype)
+    k = torch.randn(B, H, S, E, generator=gen).to(dtype)
+    v = torch.randn(B, H, S, Ev, generator=gen).to(dtype)
+    return q, k, v
+
+
+def _compare(q, k, v, dtype, grad=True, expect_fused=True, **kw):
+    """Runs SDPA on vkml (dtype) and on the CPU (float32 of the same values); compares
+    the output and, with ``grad``, the gradients of q, k and v."""
+    mask = kw.pop("attn_mask", None)
+    dev = [t.to(VKML).requires_grad_(grad) for t in (q, k, v)]
+    ref = [t.float().requires_grad_(grad) for t in (q, k, v)]
+    dmask = None if mask is None else mask.to(VKML)
+    rmask = None if mask is None or mask.dtype == torch.bool else mask.float()
+    rmask = mask if mask is not None and mask.dtype == torch.bool else rmask
+    log = OpLog()
+    with log:
+        out = F.scaled_dot_product_attention(*dev, attn_mask=dmask, **kw)
+        if grad:
+            g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+            out.backward(g.to(dtype).to(VKML))
+    expected = F.scaled_dot_product_attention(*ref, attn_mask=rmask, **kw)
+    assert out.dtype == dtype and out.device.type == VKML
+    torch.testing.assert_close(out.cpu().float(), expected, **TOL[dtype])
+    assert (FUSED in log.ops) == expect_fused, log.ops
+    if grad:
+        assert (FUSED_BACKWARD in log.ops) == expect_fused
+        expected.backward(g.to(dtype).float())
+        for a, b in zip(dev, ref, strict=True):
+            assert a.grad.dtype == dtype
+            torch.testing.assert_close(a.grad.cpu().float(), b.grad, **TOL[dtype])
+
+
+SHAPES = [
+    # B, H, L, S, E, Ev: tile edges (not multiples of 8/16/32), L != S, E != Ev, head dims
+    # 8 ... 128
+    (2, 3, 17, 23, 16, 8),
+    (1, 2, 64, 64, 64, 64),
+    (1, 1, 5, 70, 32, 40),
+    (2, 2, 33, 33, 128, 128),
+    (1, 4, 1, 9, 20, 20),
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_fused_matches_cpu(shape, causal, no_fallback):
+    q, k, v = _inputs(*shape, torch.float32)
+    _compare(q, k, v, torch.float32, is_causal=causal)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_fused_16bit(dtype, causal, no_fallback):
+    q, k, v = _inputs(2, 2, 33, 40, 64, 64, dtype)
+    _compare(q, k, v, dtype, is_causal=causal)
+
+
+def test_scale_and_noncontiguous_views(no_fallback):
+    # The usual layout: [B, L, H, E] projections viewed as [B, H, L, E].
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 19, 3, 3, 16, generator=gen)
+    q, k, v = (x[:, :, i].transpose(1, 2) for i in range(3))
+    assert not q.is_contiguous()
+    _compare(q, k, v, torch.float32, scale=0.3, is_causal=True)
+
+
+def test_bool_mask_with_fully_masked_row(no_fallback):
+    q, k, v = _inputs(2, 2, 12, 20, 16, 16, torch.float32)
+    mask = torch.rand(12, 20, generator=torch.Generator().manual_seed(4)) > 0.3
+    mask[3] = False  # a query that sees no key: its output and gradients are 0
+    _compare(q, k, v, torch.float32, attn_mask=mask)
+
+
+@pytest.mark.parametrize("mask_shape", [(2, 1, 12, 20), (1, 2, 1, 20), (12, 1)])
+def test_additive_mask_broadcast(mask_shape, no_fallback):
+    q, k, v = _inputs(2, 2, 12, 20, 16, 16, torch.float32)
+    mask = torch.randn(mask_shape, generator=torch.Generator().manual_seed(5))
+    _compare(q, k, v, torch.float32, attn_mask=mask)
+
+
+def test_fused_inference_without_grad(no_fallback):
+    q, k, v = _inputs(1, 2, 40, 40, 32, 32, torch.float16)
+    with torch.no_grad():
+        _compare(q, k, v, torch.float16, grad=False, is_causal=True)
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["head_dim_256", "gqa", "three_dim", "float64", "mask_requires_grad"],
+)
+def test_math_path_for_what_the_kernel_does_not_take(case, no_fallback):
+    kw = {}
+    if case == "head_dim_256":
+        q, k, v = _inputs(1, 2, 8, 8, 256, 256, torch.float32)
+    elif case == "gqa":
+        q, _, _ = _inputs(1, 4, 8, 8, 16, 16, torch.float32)
+        _, k, v = _inputs(1, 2, 8, 8, 16, 16, torch.float32, seed=1)
+        kw["enable_gqa"] = True
+    elif case == "three_dim":
+        q, k, v = (t[0] for t in _inputs(1, 3, 8, 8, 16, 16, torch.float32))
+    elif case == "float64":
+        q, k, v = _inputs(1, 2, 8, 8, 16, 16, torch.float64)
+    else:
+        q, k, v = _inputs(1, 2, 8, 8, 16, 16, torch.float32)
+    if case == "mask_requires_grad":
+        mask = torch.randn(8, 8).to(VKML).requires_grad_()
+        out = F.scaled_dot_product_attention(q.to(VKML), k.to(VKML), v.to(VKML), attn_mask=mask)
+        out.sum().backward()
+        assert mask.grad is not None and mask.grad.shape == (8, 8)
+        qd = q.to(VKML)
+        choice = torch._fused_sdp_choice(qd, qd, qd, attn_mask=mask)
+        assert choice == SDPBackend.MATH.value
+        return
+    if case == "float64":
+        qd = q.to(VKML)
+        assert torch._fused_sdp_choice(qd, qd, qd) == SDPBackend.MATH.value
+        return
+    _compare(q, k, v, torch.float32, expect_fused=False, **kw)
+
+
+def test_dropout_takes_the_math_path():
+    q, _, _ = _inputs(1, 2, 8, 8, 16, 16, torch.float32)
+    qd = q.to(VKML)
+    assert torch._fused_sdp_choice(qd, qd, qd, dropout_p=0.1) == SDPBackend.MATH.value
+    assert torch._fused_sdp_choice(qd, qd, qd) == SDPBackend.OVERRIDEABLE.value
+
+
+def test_math_backend_forced(no_fallback):
+    q, k, v = _inputs(1, 2, 9, 9, 16, 16, torch.float32)
+    with sdpa_kernel(SDPBackend.MATH):
+        _compare(q, k, v, torch.float32, expect_fused=False, is_causal=True)
+
+
+def test_direct_call_rejects_dropout():
+    q, k, v = (t.to(VKML) for t in _inputs(1, 2, 8, 8, 16, 16, torch.float32))
+    with pytest.raises(RuntimeError, match="fused attention"):
+        torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v, dropout_p=0.5)
+    # the device stays usable
+    out = F.scaled_dot_product_attention(q, k, v)
+    assert torch.isfinite(out.cpu()).all()
