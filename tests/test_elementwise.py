@@ -378,6 +378,22 @@ def test_odd_sizes_and_offsets(dtype):
         assert_close_to_cpu(lambda x, y: x[3:] * y[:-3], a, b)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=dtype_id)
+@pytest.mark.parametrize("n", [1, 3, 4, 6, 1029])
+@pytest.mark.parametrize("off", range(4))
+def test_quad_path_alignments_and_tails(dtype, n, off):
+    # Contiguous floats go four to a thread when every operand starts on a
+    # four-element boundary, element-wise otherwise: each start offset and
+    # ragged tail must give the CPU's answer.
+    a, b, c = (make(n + 3, dtype) for _ in range(3))
+    s, t = slice(off, off + n), slice(3 - off, 3 - off + n)
+    assert_close_to_cpu(lambda p, q, r: p[s] + q[s], a, b, c)
+    assert_close_to_cpu(lambda p, q, r: torch.addcmul(p[s], q[s], r[s], value=0.5), a, b, c)
+    assert_close_to_cpu(lambda p, q, r: 2.0 - torch.sigmoid(p[s]), a, b, c)
+    assert_close_to_cpu(lambda p, q, r: p[s] + torch.arange(n, device=p.device), a, b, c)
+    assert_close_to_cpu(lambda p, q, r: p[s] * q[t], a, b, c)
+
+
 # -------------------------------------------------------------- in-place
 
 

@@ -51,7 +51,8 @@ TEST_F(StreamTest, FewDispatchesDoNotSubmit) {
 
 TEST_F(StreamTest, BigDispatchIsSubmittedAtOnce) {
   Stream& s = dev().stream();
-  const int64_t n = int64_t(Stream::kFlushWorkgroups) * 256;  // fill uses 256-wide groups
+  // fill runs 256-wide groups, each thread storing four aligned floats
+  const int64_t n = int64_t(Stream::kFlushWorkgroups) * 256 * 4;
   Buffer buf(dev(), uint64_t(n) * 4);
   s.synchronize();
   s.set_batch_size(32);

@@ -5,6 +5,7 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/runtime/pipeline_slots.h"
 
 namespace vkml::ops {
 
@@ -44,10 +45,6 @@ Tiling tiling(Device& dev, const AttentionShape& s) {
 
 int64_t tiles(int64_t n, uint32_t br) { return (n + br - 1) / br; }
 
-Span span_elems(uint64_t address, int64_t elements, size_t itemsize) {
-  return Span{address, address + uint64_t(elements) * itemsize};
-}
-
 Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, float scale) {
   Push p{};
   p.bias = bias.address;
@@ -68,9 +65,17 @@ Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, 
 void run(Device& dev, DType dtype, int mode, const AttentionShape& s, const Push& p,
          int64_t row_tiles, const Access& access) {
   Tiling t = tiling(dev, s);
-  VkPipeline pipeline = dev.pipelines().get(
-      std::string("attention_") + float_variant(dev, dtype, "scaled_dot_product_attention"),
-      {mode, int32_t(t.rows), int32_t(t.ep), int32_t(t.rows * kLanes)});
+  // Keyed by (dtype, mode, head-dim class); the row tile follows from those on a device.
+  constexpr uint32_t kDims = kMaxHeadDim / kLanes + 1;
+  static const PipelineSlots slots(16 * 3 * kDims);
+  const uint32_t key = mode >= 0 && mode < 3 && uint32_t(dtype) < 16
+                           ? (uint32_t(dtype) * 3 + uint32_t(mode)) * kDims + t.ep / kLanes
+                           : UINT32_MAX;
+  VkPipeline pipeline = slots.get(dev, key, [&] {
+    return dev.pipelines().get(
+        std::string("attention_") + float_variant(dev, dtype, "scaled_dot_product_attention"),
+        {mode, int32_t(t.rows), int32_t(t.ep), int32_t(t.rows * kLanes)});
+  });
   dev.stream().dispatch(pipeline, &p, sizeof(p), uint32_t(row_tiles), uint32_t(s.B * s.H), 1,
                         &access);
 }

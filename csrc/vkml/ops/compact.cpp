@@ -30,11 +30,20 @@ void compact(Device& dev, const CompactArgs& a) {
     variant = "x64";
   } else {
     switch (a.elem_size) {
-      case 1: variant = "x8"; break;
-      case 2: variant = "x16"; break;
-      case 4: variant = "x32"; break;
-      case 8: variant = "x64"; break;
-      default: fail(ErrorKind::InvalidArgument, "compact: unsupported element size");
+      case 1:
+        variant = "x8";
+        break;
+      case 2:
+        variant = "x16";
+        break;
+      case 4:
+        variant = "x32";
+        break;
+      case 8:
+        variant = "x64";
+        break;
+      default:
+        fail(ErrorKind::InvalidArgument, "compact: unsupported element size");
     }
     VKML_CHECK_ARG(a.elem_size != 2 || dev.info().supports_fp16,
                    "16-bit elements are not supported on " + dev.info().name);

@@ -15,9 +15,9 @@ struct CompactArgs {
   uint64_t prefix = 0;  // int32 [n], inclusive prefix sum of the flags
   uint64_t src = 0, dst = 0;
   int64_t n = 0;
-  int64_t elem_size = 4;        // bytes per element (Select, Scatter): 1, 2, 4 or 8
-  std::vector<int64_t> sizes;   // Coordinates: the flagged tensor's shape (<= 12 dims)
-  int64_t limit = 0;            // Scatter: elements in src
+  int64_t elem_size = 4;       // bytes per element (Select, Scatter): 1, 2, 4 or 8
+  std::vector<int64_t> sizes;  // Coordinates: the flagged tensor's shape (<= 12 dims)
+  int64_t limit = 0;           // Scatter: elements in src
 };
 
 void compact(Device& dev, const CompactArgs& args);

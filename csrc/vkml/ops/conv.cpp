@@ -5,6 +5,7 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/runtime/pipeline_slots.h"
 
 namespace vkml::ops {
 
@@ -21,8 +22,8 @@ int64_t prod3(const int64_t* v) { return v[0] * v[1] * v[2]; }
 
 constexpr int64_t kGemmMinRows = 8;
 
-void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64_t p2,
-            uint64_t out, const ConvShape& s) {
+void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64_t p2, uint64_t out,
+            const ConvShape& s) {
   const std::string suffix = float_variant(dev, dtype, "conv");
   VKML_CHECK_ARG(s.spatial >= 1 && s.spatial <= 3, "conv: 1 to 3 spatial dims");
   VKML_CHECK_ARG(s.groups >= 1 && s.ci % s.groups == 0 && s.co % s.groups == 0,
@@ -42,13 +43,13 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     p.pad[d] = int32_t(s.pad[d]);
     p.dil[d] = int32_t(s.dilation[d]);
   }
-  uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
-  auto dispatch_groups = [&](VkPipeline pipeline, uint64_t groups) {
-    uint32_t gx = uint32_t(std::min(groups, max_x));
-    uint32_t gy = uint32_t((groups + gx - 1) / gx);
-    dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1);
+  auto dispatch_tiles = [&](VkPipeline pipeline, uint64_t groups) {
+    dispatch_groups(dev, pipeline, &p, sizeof(p), groups);
   };
   int64_t cig = s.ci / s.groups, cog = s.co / s.groups;
+  // Keyed by (dtype, mode, kernel): the implicit GEMM, or the direct one by tile.
+  static const PipelineSlots slots(16 * 3 * 4);
+  VKML_CHECK_ARG(mode >= 0 && mode < 3 && uint32_t(dtype) < 16, "conv: bad kernel mode");
   // Rows of the implicit GEMM per group; with fewer than kGemmMinRows a 32-row tile
   // would be mostly idle, and the direct kernel does better (depthwise, tiny convs).
   int64_t rows = mode == 1 ? cig : cog;
@@ -56,19 +57,24 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     int64_t cols = mode == 0   ? s.n * prod3(s.out)
                    : mode == 1 ? s.n * prod3(s.in)
                                : cig * prod3(s.kernel);
-    VkPipeline pipeline = dev.pipelines().get("conv_gemm_" + suffix, {mode, 64});
-    dispatch_groups(pipeline, uint64_t(s.groups * ((rows + 31) / 32) * ((cols + 31) / 32)));
+    VkPipeline pipeline = slots.get(dev, (uint32_t(dtype) * 3 + uint32_t(mode)) * 4, [&] {
+      return dev.pipelines().get("conv_gemm_" + suffix, {mode, 64});
+    });
+    dispatch_tiles(pipeline, uint64_t(s.groups * ((rows + 31) / 32) * ((cols + 31) / 32)));
     return;
   }
-  const std::string name = "conv_" + suffix;
   // Channels per thread (mode 0: output channels, else input channels) of one group.
   int64_t per_group = mode == 0 ? cog : cig;
   int32_t tile = per_group >= 8 ? 8 : per_group >= 4 ? 4 : 1;
   int64_t tiles = s.groups * ((per_group + tile - 1) / tile);
   uint32_t wg = 64;
-  VkPipeline pipeline = dev.pipelines().get(name, {mode, int32_t(wg), tile});
+  const uint32_t tile_class = tile == 8 ? 3 : tile == 4 ? 2 : 1;
+  VkPipeline pipeline =
+      slots.get(dev, (uint32_t(dtype) * 3 + uint32_t(mode)) * 4 + tile_class, [&] {
+        return dev.pipelines().get("conv_" + suffix, {mode, int32_t(wg), tile});
+      });
   if (mode == 2) {
-    dispatch_groups(pipeline, uint64_t(s.co * ((per_group + tile - 1) / tile) * prod3(s.kernel)));
+    dispatch_tiles(pipeline, uint64_t(s.co * ((per_group + tile - 1) / tile) * prod3(s.kernel)));
   } else {
     int64_t spatial = mode == 0 ? prod3(s.out) : prod3(s.in);
     dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(s.n * tiles * spatial), wg);
@@ -82,8 +88,8 @@ void conv_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t bia
   launch(dev, dtype, 0, x, w, bias, y, s);
 }
 
-void conv_data_grad(Device& dev, DType dtype, uint64_t gy, uint64_t w, uint64_t bias,
-                    uint64_t gx, const ConvShape& s) {
+void conv_data_grad(Device& dev, DType dtype, uint64_t gy, uint64_t w, uint64_t bias, uint64_t gx,
+                    const ConvShape& s) {
   launch(dev, dtype, 1, gy, w, bias, gx, s);
 }
 

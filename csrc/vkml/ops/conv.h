@@ -11,7 +11,7 @@ namespace vkml::ops {
 
 struct ConvShape {
   int64_t n = 1, ci = 1, co = 1, groups = 1;
-  int spatial = 2;  // 1, 2 or 3; the arrays below are right-aligned in (d, h, w)
+  int spatial = 2;             // 1, 2 or 3; the arrays below are right-aligned in (d, h, w)
   int64_t in[3] = {1, 1, 1};   // the x side ([N, Ci, in...])
   int64_t out[3] = {1, 1, 1};  // the y side ([N, Co, out...])
   int64_t kernel[3] = {1, 1, 1};
@@ -24,8 +24,8 @@ struct ConvShape {
 void conv_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t bias, uint64_t y,
                   const ConvShape& s);
 // gx = conv_transpose(gy, w) + bias (bias [Ci] or 0); gx has the `in` sizes.
-void conv_data_grad(Device& dev, DType dtype, uint64_t gy, uint64_t w, uint64_t bias,
-                    uint64_t gx, const ConvShape& s);
+void conv_data_grad(Device& dev, DType dtype, uint64_t gy, uint64_t w, uint64_t bias, uint64_t gx,
+                    const ConvShape& s);
 // gw[co, ci, k] = sum over n and output positions of gy * x.
 void conv_weight_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t gw,
                       const ConvShape& s);

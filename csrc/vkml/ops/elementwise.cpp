@@ -1,12 +1,12 @@
 #include "vkml/ops/elementwise.h"
 
 #include <array>
-#include <atomic>
 #include <cstring>
 #include <string>
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/runtime/pipeline_slots.h"
 
 namespace vkml::ops {
 
@@ -56,26 +56,27 @@ bool is_special(int op) {
 }
 
 VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
-  const char* suffix = suffix_of(e.dtype);
-  if (!suffix || !elementwise_supported(dev, e.dtype))
-    fail(ErrorKind::InvalidArgument, std::string("vkml elementwise kernels do not support dtype ") +
-                                         dtype_name(e.dtype) + " on " + dev.info().name);
+  // One slot per (dtype, kernel kind, op): the per-op path is a table load.
+  constexpr uint32_t kOps = 512, kKinds = 3, kDTypes = 16;
+  static_assert(OP_PRELU_BACKWARD_WEIGHT < int(kOps));
+  static const PipelineSlots slots(kDTypes * kKinds * kOps);
   const bool special = is_special(e.op);
-  VKML_CHECK_ARG(
-      !special || e.dtype == DType::f32 || e.dtype == DType::f16 || e.dtype == DType::bf16,
-      std::string("elementwise: special functions have no ") + dtype_name(e.dtype) + " kernel");
-  // The shader of each (dtype, kind) pair is looked up by name once; the
-  // per-op path then only hashes (shader, op) in the pipeline cache.
-  static std::array<std::array<std::atomic<const ShaderBlob*>, 3>, 16> blobs{};
-  const int kind = special ? 2 : (e.compare ? 1 : 0);
-  auto& slot = blobs[size_t(e.dtype)][size_t(kind)];
-  const ShaderBlob* blob = slot.load(std::memory_order_acquire);
-  if (!blob) {
+  const uint32_t kind = special ? 2 : (e.compare ? 1 : 0);
+  const uint32_t key = e.op >= 0 && uint32_t(e.op) < kOps && uint32_t(e.dtype) < kDTypes
+                           ? (uint32_t(e.dtype) * kKinds + kind) * kOps + uint32_t(e.op)
+                           : UINT32_MAX;
+  return slots.get(dev, key, [&] {
+    const char* suffix = suffix_of(e.dtype);
+    if (!suffix || !elementwise_supported(dev, e.dtype))
+      fail(ErrorKind::InvalidArgument,
+           std::string("vkml elementwise kernels do not support dtype ") + dtype_name(e.dtype) +
+               " on " + dev.info().name);
+    VKML_CHECK_ARG(
+        !special || e.dtype == DType::f32 || e.dtype == DType::f16 || e.dtype == DType::bf16,
+        std::string("elementwise: special functions have no ") + dtype_name(e.dtype) + " kernel");
     static const char* const kSuffix[3] = {"", "_cmp", "_special"};
-    blob = shader(std::string("elementwise_") + suffix + kSuffix[kind]);
-    slot.store(blob, std::memory_order_release);
-  }
-  return dev.pipelines().get(blob, {e.op});
+    return dev.pipelines().get(std::string("elementwise_") + suffix + kSuffix[kind], {e.op});
+  });
 }
 
 size_t operand_itemsize(const Elementwise& e, int k) {
@@ -111,6 +112,16 @@ void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64
     if (!by_value && l.strides[k][0] != 1) contiguous = false;
   }
   if (contiguous) p.flags |= EW_CONTIGUOUS;
+  // Quads of contiguous floats (see elementwise.comp); the _cmp and _special
+  // kernels and uint8 conditions stay element-wise.
+  bool quads = contiguous && numel >= 4 && !e.compare && !is_special(e.op) &&
+               !(e.flags & EW_IN0_BOOL) &&
+               (e.dtype == DType::f32 || e.dtype == DType::f16 || e.dtype == DType::bf16);
+  for (int k = 0; k <= e.ninputs && quads; ++k) {
+    bool by_value = k > 0 && e.scalar[k - 1];
+    if (!by_value && ptr[k] % (4 * itemsize(e.dtype)) != 0) quads = false;
+  }
+  if (quads) p.flags |= EW_VEC4;
   for (int k = 0; k < 3; ++k) {
     if (e.scalar[k]) p.flags |= EW_SCALAR0 << k;
     p.s[k] = encode(e.dtype, e.slot[k]);
@@ -129,7 +140,8 @@ void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64
     else
       access.read(s);
   }
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
+  uint64_t threads = quads ? uint64_t(numel + 3) / 4 : uint64_t(numel);
+  dispatch_1d(dev, pipeline, &p, sizeof(p), threads, kWorkgroup, &access);
 }
 
 // More than three dims after collapsing: one dispatch per index of the

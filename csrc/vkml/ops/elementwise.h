@@ -15,13 +15,13 @@ struct Elementwise {
   bool compare = false;      // out is bool (uint8 0/1)
   uint32_t flags = 0;        // EW_IN0_BOOL, EW_BOOL_OUT, EW_HAS_MIN, EW_HAS_MAX
   int ninputs = 1;
-  uint64_t ptr[4] = {};      // out, in0, in1, in2
-  bool scalar[3] = {};       // input k is given by value in slot k
-  Scalar slot[3];            // scalar inputs or op parameters (see op_codes.h)
+  uint64_t ptr[4] = {};  // out, in0, in1, in2
+  bool scalar[3] = {};   // input k is given by value in slot k
+  Scalar slot[3];        // scalar inputs or op parameters (see op_codes.h)
   // A second fp32 parameter in the high half of slot k (float dtypes; see fparam).
   bool has_hi[3] = {};
   double hi[3] = {};
-  MultiLayout layout;        // operand 0 = out, 1.. = inputs; innermost first
+  MultiLayout layout;  // operand 0 = out, 1.. = inputs; innermost first
 };
 
 void run_elementwise(Device& dev, Elementwise e);

@@ -24,21 +24,9 @@ void launch(Device& dev, DType dtype, int mode, uint64_t src, uint64_t dst, cons
   int64_t numel = mode == 0 ? cols : image;
   if (numel == 0) return;
   check_32bit_indexing(std::max(image, cols), std::max(image, cols), "im2col");
-  Push p{src,
-         dst,
-         int32_t(s.H),
-         int32_t(s.W),
-         int32_t(s.kh),
-         int32_t(s.kw),
-         int32_t(s.ph),
-         int32_t(s.pw),
-         int32_t(s.sh),
-         int32_t(s.sw),
-         int32_t(s.dh),
-         int32_t(s.dw),
-         int32_t(s.oh),
-         int32_t(s.ow),
-         uint32_t(numel)};
+  Push p{src,           dst,           int32_t(s.H),  int32_t(s.W),  int32_t(s.kh),
+         int32_t(s.kw), int32_t(s.ph), int32_t(s.pw), int32_t(s.sh), int32_t(s.sw),
+         int32_t(s.dh), int32_t(s.dw), int32_t(s.oh), int32_t(s.ow), uint32_t(numel)};
   VkPipeline pipeline = dev.pipelines().get(name, {mode});
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
 }

@@ -6,6 +6,7 @@
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
 #include "vkml/ops/layout.h"
+#include "vkml/runtime/pipeline_slots.h"
 
 namespace vkml::ops {
 
@@ -74,13 +75,18 @@ void index_op(Device& dev, const IndexArgs& a) {
   int64_t reach = (a.dim_size > 0 ? a.dim_size - 1 : 0) * a.dim_stride;
   check_32bit_indexing(numel, l.max_offset(0) + (a.mode == IndexMode::Scatter ? reach : 0),
                        "index");
-  check_32bit_indexing(numel, l.max_offset(1) + (a.mode == IndexMode::Gather ? reach : 0),
-                       "index");
+  check_32bit_indexing(numel, l.max_offset(1) + (a.mode == IndexMode::Gather ? reach : 0), "index");
   check_32bit_indexing(numel, l.max_offset(2), "index");
 
   int op = a.mode == IndexMode::Scatter ? int(a.reduce) : 0;
-  VkPipeline pipeline = dev.pipelines().get(std::string("index_") + suffix,
-                                            {int(a.mode), op, serial ? 1 : 0});
+  static const PipelineSlots slots(16 * 2 * 5 * 2);
+  const uint32_t key =
+      uint32_t(a.dtype) < 16 && op >= 0 && op < 5
+          ? ((uint32_t(a.dtype) * 2 + uint32_t(a.mode)) * 5 + uint32_t(op)) * 2 + (serial ? 1 : 0)
+          : UINT32_MAX;
+  VkPipeline pipeline = slots.get(dev, key, [&] {
+    return dev.pipelines().get(std::string("index_") + suffix, {int(a.mode), op, serial ? 1 : 0});
+  });
   Push p{};
   p.scalar = encode(a.dtype, a.value);
   p.skip = a.skip_value;

@@ -10,7 +10,12 @@ namespace vkml::ops {
 void dispatch_1d(Device& dev, VkPipeline pipeline, const void* push, uint32_t push_size,
                  uint64_t threads, uint32_t wg, const Access* access) {
   if (threads == 0) return;
-  uint64_t groups = (threads + wg - 1) / wg;
+  dispatch_groups(dev, pipeline, push, push_size, (threads + wg - 1) / wg, access);
+}
+
+void dispatch_groups(Device& dev, VkPipeline pipeline, const void* push, uint32_t push_size,
+                     uint64_t groups, const Access* access) {
+  if (groups == 0) return;
   uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
   uint32_t gx = uint32_t(std::min<uint64_t>(groups, max_x));
   uint32_t gy = uint32_t((groups + gx - 1) / gx);

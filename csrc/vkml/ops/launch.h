@@ -18,6 +18,16 @@ constexpr uint32_t kWorkgroup = 256;
 void dispatch_1d(Device& dev, VkPipeline pipeline, const void* push, uint32_t push_size,
                  uint64_t threads, uint32_t wg = kWorkgroup, const Access* access = nullptr);
 
+// Dispatches `groups` workgroups, spilling into the y dimension beyond
+// maxComputeWorkGroupCount[0] (shaders derive their group index from x and y).
+void dispatch_groups(Device& dev, VkPipeline pipeline, const void* push, uint32_t push_size,
+                     uint64_t groups, const Access* access = nullptr);
+
+// The bytes of `count` consecutive elements of `itemsize` bytes at `address`.
+inline Span span_elems(uint64_t address, int64_t count, size_t itemsize) {
+  return Span{address, address + uint64_t(count) * itemsize};
+}
+
 // The bytes a strided operand can touch: from its lowest to its highest
 // element (a superset for strided views, which only costs a spare barrier).
 Span span_of(uint64_t address, size_t itemsize, int ndim, const int64_t* sizes,

@@ -7,6 +7,7 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/runtime/pipeline_slots.h"
 
 namespace vkml::ops {
 
@@ -108,11 +109,12 @@ void gemm(Device& dev, const GemmArgs& g) {
   p.flags = (bias ? kBias : 0) | (g.a_row == 1 && g.a_col != 1 ? kAMFast : 0) |
             (g.b_row == 1 && g.b_col != 1 ? kBKFast : 0);
 
-  VkPipeline pipeline = dev.pipelines().get(std::string("gemm_") + variant_suffix(g.dtype),
-                                            {t.bm, t.bn, t.bk, t.threads});
-  uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
-  uint32_t gx = uint32_t(std::min<uint64_t>(uint64_t(tiles), max_x));
-  uint32_t gy = uint32_t(ceil_div(tiles, gx));
+  static const PipelineSlots slots(16 * 2);
+  const bool large = t.bm == kLarge.bm;
+  VkPipeline pipeline = slots.get(dev, uint32_t(g.dtype) * 2 + (large ? 1 : 0), [&] {
+    return dev.pipelines().get(std::string("gemm_") + variant_suffix(g.dtype),
+                               {t.bm, t.bn, t.bk, t.threads});
+  });
   const size_t item = itemsize(g.dtype);
   auto span = [&](uint64_t address, int64_t rows, int64_t cols, int64_t sb, int64_t sr,
                   int64_t sc) {
@@ -126,7 +128,7 @@ void gemm(Device& dev, const GemmArgs& g) {
     access.read(span(g.b, g.k, g.n, g.b_batch, g.b_row, g.b_col));
   }
   if (bias) access.read(span(g.bias, g.m, g.n, g.bias_batch, g.bias_row, g.bias_col));
-  dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1, &access);
+  dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(tiles), &access);
 }
 
 }  // namespace vkml::ops

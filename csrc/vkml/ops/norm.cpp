@@ -5,6 +5,7 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/runtime/pipeline_slots.h"
 
 namespace vkml::ops {
 
@@ -18,7 +19,6 @@ struct Push {
 static_assert(sizeof(Push) <= 128);
 
 void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
-  const std::string name = std::string("norm_") + float_variant(dev, dtype, "norm");
   int64_t numel = v.outer * v.c * v.inner;
   if (numel == 0) return;
   check_32bit_indexing(numel, 0, "norm");
@@ -29,26 +29,49 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
   p.smod = uint32_t(v.smod);
   p.adiv = uint32_t(v.adiv);
   p.amod = uint32_t(v.amod);
-  if (mode <= 1) {
-    // One workgroup per c; narrow ones for short reductions.
-    uint32_t wg = v.outer * v.inner >= 1024 ? 256 : 64;
-    while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
-    VkPipeline pipeline = dev.pipelines().get(name, {mode, int32_t(wg)});
-    uint64_t groups = uint64_t(v.c);
-    uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
-    uint32_t gx = uint32_t(std::min(groups, max_x));
-    uint32_t gy = uint32_t((groups + gx - 1) / gx);
-    dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1);
-  } else {
-    VkPipeline pipeline = dev.pipelines().get(name, {mode, int32_t(kWorkgroup)});
-    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup);
+  // Activations (x, gy, out) have numel elements; every per-statistic or per-channel
+  // array (fp32) is given the largest of its possible lengths.
+  size_t is = itemsize(dtype);
+  int64_t per = std::max({v.c, v.smod, v.amod});
+  bool writes_stats = mode == 0;  // mean, rstd, sa (the variance)
+  bool writes_sums = mode == 1;   // sa, sb
+  Access a;
+  a.read(span_elems(p.x, numel, is));
+  if (p.gy) a.read(span_elems(p.gy, numel, is));
+  for (uint64_t ptr : {p.w, p.b}) {
+    if (ptr) a.read(span_elems(ptr, per, 4));
   }
+  for (uint64_t ptr : {p.mean, p.rstd}) {
+    if (ptr) (writes_stats ? a.write(span_elems(ptr, per, 4)) : a.read(span_elems(ptr, per, 4)));
+  }
+  if (p.sa)
+    (writes_stats || writes_sums ? a.write(span_elems(p.sa, per, 4))
+                                 : a.read(span_elems(p.sa, per, 4)));
+  if (p.sb) (writes_sums ? a.write(span_elems(p.sb, per, 4)) : a.read(span_elems(p.sb, per, 4)));
+  if (mode >= 2) a.write(span_elems(p.out, numel, is));
+  // Modes 0 and 1 run one workgroup per c, narrow ones for short reductions.
+  const bool per_c = mode <= 1, wide = !per_c || v.outer * v.inner >= 1024;
+  uint32_t wg = wide ? 256 : 64;
+  while (per_c && wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
+  constexpr uint32_t kModes = 8, kDTypes = 16;
+  static const PipelineSlots slots(kDTypes * kModes * 2);
+  const uint32_t key = mode >= 0 && mode < int(kModes)
+                           ? (uint32_t(dtype) * kModes + uint32_t(mode)) * 2 + (wide ? 1 : 0)
+                           : UINT32_MAX;
+  VkPipeline pipeline = slots.get(dev, key, [&] {
+    return dev.pipelines().get(std::string("norm_") + float_variant(dev, dtype, "norm"),
+                               {mode, int32_t(wg)});
+  });
+  if (per_c)
+    dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(v.c), &a);
+  else
+    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &a);
 }
 
 }  // namespace
 
-void norm_stats(Device& dev, DType dtype, uint64_t x, uint64_t mean, uint64_t rstd,
-                uint64_t var, const NormView& v, float eps) {
+void norm_stats(Device& dev, DType dtype, uint64_t x, uint64_t mean, uint64_t rstd, uint64_t var,
+                const NormView& v, float eps) {
   Push p{};
   p.x = x;
   p.mean = mean;
@@ -71,8 +94,7 @@ void norm_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, 
 }
 
 void norm_backward_sums(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
-                        uint64_t mean, uint64_t rstd, uint64_t sa, uint64_t sb,
-                        const NormView& v) {
+                        uint64_t mean, uint64_t rstd, uint64_t sa, uint64_t sb, const NormView& v) {
   Push p{};
   p.x = x;
   p.gy = gy;
@@ -84,9 +106,9 @@ void norm_backward_sums(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint6
   launch(dev, dtype, 1, p, v);
 }
 
-void norm_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
-                    uint64_t mean, uint64_t rstd, uint64_t sa, uint64_t sb, uint64_t gx,
-                    const NormView& v, int64_t count) {
+void norm_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w, uint64_t mean,
+                    uint64_t rstd, uint64_t sa, uint64_t sb, uint64_t gx, const NormView& v,
+                    int64_t count) {
   Push p{};
   p.x = x;
   p.gy = gy;

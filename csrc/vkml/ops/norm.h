@@ -18,19 +18,18 @@ struct NormView {
 
 // Per c over (outer, inner): mean, rstd = 1/sqrt(var + eps), and the biased variance
 // into var if var != 0.
-void norm_stats(Device& dev, DType dtype, uint64_t x, uint64_t mean, uint64_t rstd,
-                uint64_t var, const NormView& v, float eps);
+void norm_stats(Device& dev, DType dtype, uint64_t x, uint64_t mean, uint64_t rstd, uint64_t var,
+                const NormView& v, float eps);
 // y = (x - mean) * rstd * w + b; w and b may be 0.
 void norm_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, uint64_t mean,
                   uint64_t rstd, uint64_t y, const NormView& v);
 // Per c over (outer, inner): sa = sum(gy * w), sb = sum(gy * w * xhat); w may be 0 (= 1).
 void norm_backward_sums(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
-                        uint64_t mean, uint64_t rstd, uint64_t sa, uint64_t sb,
-                        const NormView& v);
+                        uint64_t mean, uint64_t rstd, uint64_t sa, uint64_t sb, const NormView& v);
 // gx = rstd * (gy * w - (sa + xhat * sb) / count), sa and sb indexed like the statistics;
 // with sa == 0 the statistics are constants: gx = rstd * gy * w.
-void norm_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
-                    uint64_t mean, uint64_t rstd, uint64_t sa, uint64_t sb, uint64_t gx,
-                    const NormView& v, int64_t count);
+void norm_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w, uint64_t mean,
+                    uint64_t rstd, uint64_t sa, uint64_t sb, uint64_t gx, const NormView& v,
+                    int64_t count);
 
 }  // namespace vkml::ops

@@ -82,11 +82,8 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   pc.flags = (h.amsgrad ? kAmsgrad : 0) | (h.maximize ? kMaximize : 0) |
              (h.nesterov ? kNesterov : 0) | (h.first_step ? kFirstStep : 0);
   VkPipeline pipeline = dev.pipelines().get(name, {int32_t(rule)});
-  uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
-  uint32_t gx = uint32_t(std::min(blocks, max_x));
-  uint32_t gy = uint32_t((blocks + gx - 1) / gx);
   // Many tensors: the dispatch is fenced as a whole (unknown access).
-  dev.stream().dispatch(pipeline, &pc, sizeof(pc), gx, gy, 1);
+  dispatch_groups(dev, pipeline, &pc, sizeof(pc), blocks);
   dev.stream().free_after_use(dev.staging(), staging.address);
 }
 

@@ -18,7 +18,7 @@ enum class Distribution {
 };
 
 // out must be contiguous; dtypes f32, f16, i32, i64, u8/b8 (RandInt/Bernoulli).
-void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scalar b,
-            uint64_t seed, uint64_t offset);
+void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scalar b, uint64_t seed,
+            uint64_t offset);
 
 }  // namespace vkml::ops

@@ -7,6 +7,7 @@
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/launch.h"
 #include "vkml/ops/tensor.h"
+#include "vkml/runtime/pipeline_slots.h"
 
 namespace vkml::ops {
 
@@ -54,8 +55,18 @@ void pass(Device& dev, const Plan& p, const Operand& in, int64_t outer, int64_t 
   bool row = inner == 1 && chunk >= kRowMinR;
   uint32_t wg = row ? (chunk >= 1024 ? 256u : 64u) : 256u;
   wg = std::min(wg, p.max_wg);
-  std::string name = std::string("reduce_") + variant_suffix(p.dtype);
-  VkPipeline pipeline = dev.pipelines().get(name, {int32_t(p.op), row ? 1 : 0, int32_t(wg)});
+  // Keyed by (dtype, op, row, wide); max_wg is fixed per device.
+  constexpr uint32_t kOps = 8, kDTypes = 16;
+  static const PipelineSlots slots(kDTypes * kOps * 4);
+  const bool wide = !row || chunk >= 1024;
+  const uint32_t key =
+      uint32_t(p.op) < kOps && uint32_t(p.dtype) < kDTypes
+          ? ((uint32_t(p.dtype) * kOps + uint32_t(p.op)) * 2 + (row ? 1 : 0)) * 2 + (wide ? 1 : 0)
+          : UINT32_MAX;
+  VkPipeline pipeline = slots.get(dev, key, [&] {
+    return dev.pipelines().get(std::string("reduce_") + variant_suffix(p.dtype),
+                               {int32_t(p.op), row ? 1 : 0, int32_t(wg)});
+  });
   Push push{};
   push.in = in.val;
   push.in_idx = in.idx;
@@ -69,14 +80,18 @@ void pass(Device& dev, const Plan& p, const Operand& in, int64_t outer, int64_t 
   push.flags = (in.acc ? kInAcc : 0) | (out.acc ? kOutAcc : 0) | (out.val ? kWantVal : 0) |
                (out.idx ? kWantIdx : 0) | (!out.acc && p.scale != 1.0f ? kScale : 0);
   push.scale = p.scale;
+  // Element sizes are over-estimated (the wider of value and accumulator, 8-byte
+  // indices): a larger span costs at most a spare barrier, a short one a missed hazard.
+  size_t vsize = std::max(itemsize(p.dtype), acc_size(p.dtype));
+  Access a;
+  a.read(span_elems(in.val, outer * r * inner, vsize));
+  if (in.idx) a.read(span_elems(in.idx, outer * r * inner, 8));
+  if (out.val) a.write(span_elems(out.val, outer * splits * inner, vsize));
+  if (out.idx) a.write(span_elems(out.idx, outer * splits * inner, 8));
   if (row) {
-    uint64_t groups = uint64_t(outer * splits);
-    uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
-    uint32_t gx = uint32_t(std::min(groups, max_x));
-    uint32_t gy = uint32_t((groups + gx - 1) / gx);
-    dev.stream().dispatch(pipeline, &push, sizeof(push), gx, gy, 1);
+    dispatch_groups(dev, pipeline, &push, sizeof(push), uint64_t(outer * splits), &a);
   } else {
-    dispatch_1d(dev, pipeline, &push, sizeof(push), uint64_t(outer * splits * inner), wg);
+    dispatch_1d(dev, pipeline, &push, sizeof(push), uint64_t(outer * splits * inner), wg, &a);
   }
 }
 

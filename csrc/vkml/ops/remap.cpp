@@ -28,10 +28,14 @@ static_assert(sizeof(Push) <= 128);
 
 const char* pipeline_name(DType t) {
   switch (itemsize(t)) {
-    case 1: return "remap_b1";
-    case 2: return "remap_b2";
-    case 4: return "remap_b4";
-    default: return "remap_b8";
+    case 1:
+      return "remap_b1";
+    case 2:
+      return "remap_b2";
+    case 4:
+      return "remap_b4";
+    default:
+      return "remap_b8";
   }
 }
 
@@ -125,20 +129,28 @@ void check_dims(const std::vector<RemapDim>& dims) {
 int64_t remap_index(const RemapDim& d, int64_t i) {
   int64_t n = d.in_size, p = d.param;
   switch (d.mode) {
-    case REMAP_FLIP: return n - 1 - i;
-    case REMAP_ROLL: return ((i - p) % n + n) % n;
-    case REMAP_CONSTANT: return (i - p < 0 || i - p >= n) ? -1 : i - p;
+    case REMAP_FLIP:
+      return n - 1 - i;
+    case REMAP_ROLL:
+      return ((i - p) % n + n) % n;
+    case REMAP_CONSTANT:
+      return (i - p < 0 || i - p >= n) ? -1 : i - p;
     case REMAP_REFLECT: {
       int64_t k = std::abs(i - p);
       return k >= n ? 2 * (n - 1) - k : k;
     }
-    case REMAP_REPLICATE: return std::clamp<int64_t>(i - p, 0, n - 1);
-    case REMAP_CIRCULAR: return ((i - p) % n + n) % n;
-    case REMAP_NEAREST: return std::min<int64_t>(int64_t(std::floor(float(i) * d.scale)), n - 1);
+    case REMAP_REPLICATE:
+      return std::clamp<int64_t>(i - p, 0, n - 1);
+    case REMAP_CIRCULAR:
+      return ((i - p) % n + n) % n;
+    case REMAP_NEAREST:
+      return std::min<int64_t>(int64_t(std::floor(float(i) * d.scale)), n - 1);
     case REMAP_NEAREST_EXACT:
       return std::min<int64_t>(int64_t(std::floor((float(i) + 0.5f) * d.scale)), n - 1);
-    case REMAP_DIV: return i / p;
-    default: return i;
+    case REMAP_DIV:
+      return i / p;
+    default:
+      return i;
   }
 }
 
@@ -155,8 +167,7 @@ void remap(Device& dev, DType dtype, uint64_t dst, uint64_t src, std::vector<Rem
   launch(dev, pipeline, dst, src, s, item, item, false);
 }
 
-void remap_backward(Device& dev, uint64_t grad_in, uint64_t grad_out,
-                    std::vector<RemapDim> dims) {
+void remap_backward(Device& dev, uint64_t grad_in, uint64_t grad_out, std::vector<RemapDim> dims) {
   check_dims(dims);
   std::vector<RemapDim> s = simplify(dims);
   for (const RemapDim& d : s)

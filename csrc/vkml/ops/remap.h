@@ -15,10 +15,10 @@ namespace vkml::ops {
 struct RemapDim {
   int64_t out_size = 1;
   int64_t in_size = 1;
-  int64_t in_stride = 1;   // elements; forward: of the input, backward: of grad_in
+  int64_t in_stride = 1;  // elements; forward: of the input, backward: of grad_in
   int mode = REMAP_IDENTITY;
-  int64_t param = 0;       // pad before (padding modes), shift (roll), divisor (div)
-  float scale = 1.0f;      // nearest modes: input index = floor(i * scale) (+0.5 for exact)
+  int64_t param = 0;   // pad before (padding modes), shift (roll), divisor (div)
+  float scale = 1.0f;  // nearest modes: input index = floor(i * scale) (+0.5 for exact)
 };
 
 // Input index of output index i along one dim; -1 = outside the input (zero).

@@ -92,8 +92,8 @@ void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
   scan(dev, totals);
   p.in = a.out;  // the carry pass folds into the chunk-local results
   uint32_t cwg = workgroup(dev, 256);
-  dispatch_1d(dev, pipeline_for(dev, dt, a.op, kCarry, cwg), &p, sizeof(p),
-              uint64_t(a.outer * a.n), cwg);
+  dispatch_1d(dev, pipeline_for(dev, dt, a.op, kCarry, cwg), &p, sizeof(p), uint64_t(a.outer * a.n),
+              cwg);
 }
 
 }  // namespace
@@ -118,7 +118,7 @@ void scan(Device& dev, const ScanArgs& a) {
   }
   uint32_t wg = workgroup(dev, 256);
   Push p{a.in, a.out, a.indices, 0, 0, 0, 0, uint32_t(a.outer), uint32_t(a.n), uint32_t(a.inner),
-         0, 1};
+         0,    1};
   dispatch_1d(dev, pipeline_for(dev, dt, a.op, kLine, wg), &p, sizeof(p),
               uint64_t(a.outer * a.inner), wg);
 }

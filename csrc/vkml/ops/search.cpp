@@ -33,11 +33,10 @@ void searchsorted(Device& dev, DType key_dtype, uint64_t boundaries, uint64_t va
   if (numel == 0) return;
   VKML_CHECK_ARG(per_row > 0 && numel % per_row == 0, "searchsorted: bad row size");
   check_32bit_indexing(numel, numel / per_row * m, "searchsorted");
-  SearchPush p{boundaries,       values,           sorter,          dst,
-               uint32_t(m),      uint32_t(per_row), uint32_t(numel), right ? 1u : 0u,
-               out_i32 ? 1u : 0u};
-  VkPipeline pipeline =
-      dev.pipelines().get(key_dtype == DType::f32 ? "search_f32" : "search_i64");
+  SearchPush p{
+      boundaries,      values,          sorter,           dst, uint32_t(m), uint32_t(per_row),
+      uint32_t(numel), right ? 1u : 0u, out_i32 ? 1u : 0u};
+  VkPipeline pipeline = dev.pipelines().get(key_dtype == DType::f32 ? "search_f32" : "search_i64");
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
 }
 

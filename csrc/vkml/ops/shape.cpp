@@ -35,10 +35,14 @@ static_assert(sizeof(TriPush) <= 128);
 
 const char* by_size(DType t, const char* b1, const char* b2, const char* b4, const char* b8) {
   switch (itemsize(t)) {
-    case 1: return b1;
-    case 2: return b2;
-    case 4: return b4;
-    default: return b8;
+    case 1:
+      return b1;
+    case 2:
+      return b2;
+    case 4:
+      return b4;
+    default:
+      return b8;
   }
 }
 
@@ -61,14 +65,13 @@ void repeat_index(Device& dev, uint64_t repeats, uint64_t cum, uint64_t dst, int
   dispatch_1d(dev, dev.pipelines().get("repeat_index", {0, wg}), &p, sizeof(p), uint64_t(n));
   uint32_t scan_wg = 256;
   while (scan_wg > 64 && scan_wg > dev.info().max_workgroup_invocations) scan_wg /= 2;
-  dev.stream().dispatch(dev.pipelines().get("repeat_index", {1, int32_t(scan_wg)}), &p,
-                        sizeof(p), 1, 1, 1);
-  dispatch_1d(dev, dev.pipelines().get("repeat_index", {2, wg}), &p, sizeof(p),
-              uint64_t(total));
+  dev.stream().dispatch(dev.pipelines().get("repeat_index", {1, int32_t(scan_wg)}), &p, sizeof(p),
+                        1, 1, 1);
+  dispatch_1d(dev, dev.pipelines().get("repeat_index", {2, wg}), &p, sizeof(p), uint64_t(total));
 }
 
-void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& inputs,
-         int64_t outer, int64_t inner) {
+void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& inputs, int64_t outer,
+         int64_t inner) {
   std::vector<CatEntry> table;
   int64_t total = 0;
   for (const CatInput& in : inputs) {
@@ -78,10 +81,12 @@ void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& in
                          reach(outer, in.stride_outer) + reach(in.size, in.stride_dim) +
                              reach(inner, in.stride_inner),
                          "cat");
-    table.push_back(CatEntry{in.address, int32_t(total), int32_t(in.size),
-                             {int32_t(in.stride_outer), int32_t(in.stride_dim),
-                              int32_t(in.stride_inner)},
-                             0});
+    table.push_back(
+        CatEntry{in.address,
+                 int32_t(total),
+                 int32_t(in.size),
+                 {int32_t(in.stride_outer), int32_t(in.stride_dim), int32_t(in.stride_inner)},
+                 0});
     total += in.size;
   }
   int64_t numel = outer * total * inner;
@@ -90,7 +95,11 @@ void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& in
   uint64_t bytes = table.size() * sizeof(CatEntry);
   uint64_t table_address = dev.memory().allocate(bytes).address;
   upload(dev, table_address, table.data(), bytes);
-  CatPush p{dst, table_address, uint32_t(table.size()), uint32_t(total), uint32_t(inner),
+  CatPush p{dst,
+            table_address,
+            uint32_t(table.size()),
+            uint32_t(total),
+            uint32_t(inner),
             uint32_t(numel)};
   VkPipeline pipeline = dev.pipelines().get(by_size(dtype, "cat_b1", "cat_b2", "cat_b4", "cat_b8"));
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));

@@ -17,8 +17,8 @@ struct CatInput {
 };
 
 // dst: contiguous [outer, sum(size), inner] of `dtype`; every input has that dtype.
-void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& inputs,
-         int64_t outer, int64_t inner);
+void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& inputs, int64_t outer,
+         int64_t inner);
 
 // A [batch, rows, cols] view: address of element 0 and element strides.
 struct MatrixRef {

@@ -5,6 +5,7 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/runtime/pipeline_slots.h"
 
 namespace vkml::ops {
 
@@ -34,19 +35,27 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
   bool row = s.inner == 1 && s.dim >= kRowMinDim;
   uint32_t wg = row && s.dim < 1024 ? 64 : 256;
   while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
-  VkPipeline pipeline = dev.pipelines().get(dtype == DType::f16   ? "softmax_f16"
-                                            : dtype == DType::f64 ? "softmax_f64"
-                                                                  : "softmax_f32",
-                                            {mode, row ? 1 : 0, int32_t(wg)});
+  // Keyed by (dtype, mode, row, wg == 64); wg only shrinks below 256 on small devices.
+  static const PipelineSlots slots(16 * 4 * 2 * 2);
+  const uint32_t key =
+      mode >= 0 && mode < 4 && uint32_t(dtype) < 16
+          ? ((uint32_t(dtype) * 4 + uint32_t(mode)) * 2 + (row ? 1 : 0)) * 2 + (wg == 64 ? 1 : 0)
+          : UINT32_MAX;
+  VkPipeline pipeline = slots.get(dev, key, [&] {
+    return dev.pipelines().get(dtype == DType::f16   ? "softmax_f16"
+                               : dtype == DType::f64 ? "softmax_f64"
+                                                     : "softmax_f32",
+                               {mode, row ? 1 : 0, int32_t(wg)});
+  });
   Push p{x, y, out, uint32_t(s.outer), uint32_t(s.dim), uint32_t(s.inner)};
+  Access a;
+  a.read(span_elems(x, numel, itemsize(dtype)));
+  if (y) a.read(span_elems(y, numel, itemsize(dtype)));
+  a.write(span_elems(out, numel, itemsize(dtype)));
   if (row) {
-    uint64_t groups = uint64_t(s.outer);
-    uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
-    uint32_t gx = uint32_t(std::min(groups, max_x));
-    uint32_t gy = uint32_t((groups + gx - 1) / gx);
-    dev.stream().dispatch(pipeline, &p, sizeof(p), gx, gy, 1);
+    dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(s.outer), &a);
   } else {
-    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(s.outer * s.inner), wg);
+    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(s.outer * s.inner), wg, &a);
   }
 }
 

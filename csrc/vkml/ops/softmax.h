@@ -16,7 +16,7 @@ struct SoftmaxShape {
 void softmax(Device& dev, DType dtype, uint64_t in, uint64_t out, SoftmaxShape s, bool log);
 // grad_in = y * (g - sum(g * y))             (softmax, y = output)
 // grad_in = g - exp(y) * sum(g)              (log_softmax, y = output)
-void softmax_backward(Device& dev, DType dtype, uint64_t grad_out, uint64_t out,
-                      uint64_t grad_in, SoftmaxShape s, bool log);
+void softmax_backward(Device& dev, DType dtype, uint64_t grad_out, uint64_t out, uint64_t grad_in,
+                      SoftmaxShape s, bool log);
 
 }  // namespace vkml::ops

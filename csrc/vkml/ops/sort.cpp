@@ -96,8 +96,7 @@ void unique_groups(Device& dev, DType key_dtype, uint64_t keys, uint64_t ids, in
   if (n == 0) return;
   check_32bit_indexing(n, n, "unique");
   UniquePush p{keys, 0, ids, 0, 0, 0, 0, uint32_t(n), 0};
-  dispatch_1d(dev, dev.pipelines().get(name, {0, int32_t(kWorkgroup)}), &p, sizeof(p),
-              uint64_t(n));
+  dispatch_1d(dev, dev.pipelines().get(name, {0, int32_t(kWorkgroup)}), &p, sizeof(p), uint64_t(n));
   uint32_t wg = 256;
   while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
   dev.stream().dispatch(dev.pipelines().get(name, {1, int32_t(wg)}), &p, sizeof(p), 1, 1, 1);
@@ -109,8 +108,7 @@ void unique_write(Device& dev, DType key_dtype, uint64_t keys, uint64_t perm, ui
   const char* name = unique_name(key_dtype);
   if (n == 0) return;
   UniquePush p{keys, perm, ids, uniq, start, inverse, counts, uint32_t(n), uint32_t(count)};
-  dispatch_1d(dev, dev.pipelines().get(name, {2, int32_t(kWorkgroup)}), &p, sizeof(p),
-              uint64_t(n));
+  dispatch_1d(dev, dev.pipelines().get(name, {2, int32_t(kWorkgroup)}), &p, sizeof(p), uint64_t(n));
   if (counts)
     dispatch_1d(dev, dev.pipelines().get(name, {3, int32_t(kWorkgroup)}), &p, sizeof(p),
                 uint64_t(count));

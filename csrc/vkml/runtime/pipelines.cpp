@@ -23,7 +23,8 @@ size_t Pipelines::KeyHash::operator()(const Key& k) const {
   return h;
 }
 
-Pipelines::Pipelines(Device& device) : device_(device) {
+Pipelines::Pipelines(Device& device)
+    : device_(device), slots_(new std::atomic<VkPipeline>[kSlotCapacity]()) {
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes};
   VkPipelineLayoutCreateInfo li{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   li.pushConstantRangeCount = 1;
@@ -78,6 +79,12 @@ std::string Pipelines::cache_path() const {
   char name[128];
   snprintf(name, sizeof(name), "/torch_vkml/pipelines-%04x-%04x.bin", i.vendor_id, i.device_id);
   return dir + name;
+}
+
+uint32_t Pipelines::reserve_slots(uint32_t count) {
+  static std::atomic<uint32_t> next{0};
+  uint32_t base = next.fetch_add(count);
+  return base + uint64_t(count) <= kSlotCapacity ? base : kSlotCapacity;
 }
 
 size_t Pipelines::size() const {

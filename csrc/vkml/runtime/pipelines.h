@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -63,6 +64,16 @@ class Pipelines {
 
   static constexpr uint32_t kPushConstantBytes = 128;
 
+  // The table behind PipelineSlots: one entry per reserved slot, null until
+  // that slot's pipeline is first made. Null for an index past the table.
+  std::atomic<VkPipeline>* slot(uint32_t index) {
+    return index < kSlotCapacity ? &slots_[index] : nullptr;
+  }
+  // Reserves `count` consecutive slot indices (the same on every device);
+  // returns kSlotCapacity when the table is full (those sites go uncached).
+  static uint32_t reserve_slots(uint32_t count);
+  static constexpr uint32_t kSlotCapacity = 1u << 16;
+
  private:
   struct Key {
     const ShaderBlob* shader;
@@ -84,6 +95,7 @@ class Pipelines {
   std::unordered_map<Key, VkPipeline, KeyHash> pipelines_;
   std::unordered_map<const ShaderBlob*, VkShaderModule> modules_;
   size_t created_since_save_ = 0;
+  std::unique_ptr<std::atomic<VkPipeline>[]> slots_;
   std::vector<std::thread> warmers_;
   std::atomic<bool> stop_warming_{false};
 };

@@ -56,8 +56,8 @@
 #define OP_ERFINV 45
 #define OP_FRAC 46
 #define OP_SIGNBIT 47
-#define OP_LOGIT 48           // fparam 0 = eps (< 0: none)
-#define OP_NAN_TO_NUM 49      // s1, s2, s0 = nan, posinf, neginf replacements (typed)
+#define OP_LOGIT 48       // fparam 0 = eps (< 0: none)
+#define OP_NAN_TO_NUM 49  // s1, s2, s0 = nan, posinf, neginf replacements (typed)
 #define OP_ISPOSINF 50
 #define OP_ISNEGINF 51
 #define OP_LGAMMA 52
@@ -66,15 +66,15 @@
 #define OP_SINC 55
 #define OP_ENTR 56
 #define OP_TRIGAMMA 57
-#define OP_LEAKY_RELU 60      // s2 = negative slope (typed)
-#define OP_ELU 61             // fparam 0, 1, 2 = alpha * scale, scale, input_scale
+#define OP_LEAKY_RELU 60  // s2 = negative slope (typed)
+#define OP_ELU 61         // fparam 0, 1, 2 = alpha * scale, scale, input_scale
 #define OP_MISH 62
 #define OP_HARDSWISH 63
 #define OP_HARDSIGMOID 64
-#define OP_SOFTPLUS 65        // fparam 0, 1 = beta, threshold
-#define OP_SOFTSHRINK 66      // s2 = lambda (typed)
-#define OP_HARDSHRINK 67      // s2 = lambda (typed)
-#define OP_THRESHOLD 68       // s2 = threshold, s0 = value (typed)
+#define OP_SOFTPLUS 65    // fparam 0, 1 = beta, threshold
+#define OP_SOFTSHRINK 66  // s2 = lambda (typed)
+#define OP_HARDSHRINK 67  // s2 = lambda (typed)
+#define OP_THRESHOLD 68   // s2 = threshold, s0 = value (typed)
 #define OP_LOG_SIGMOID 69
 // special functions (special_functions.glsl)
 #define OP_I0 70
@@ -96,8 +96,8 @@
 #define OP_SCALED_MODIFIED_BESSEL_K0 86
 #define OP_SCALED_MODIFIED_BESSEL_K1 87
 #define OP_SPHERICAL_BESSEL_J0 88
-#define OP_POLYGAMMA 89       // fparam 0 = n (>= 2)
-#define OP_ANGLE 90           // real inputs: 0 or pi
+#define OP_POLYGAMMA 89  // fparam 0 = n (>= 2)
+#define OP_ANGLE 90      // real inputs: 0 or pi
 #define OP_FREXP_MANTISSA 91
 #define OP_FREXP_EXPONENT 92  // the exponent as a float (the adapter converts to int32)
 // binary: in0, in1; alpha or other parameter in s2
@@ -163,37 +163,38 @@
 #define OP_LEGENDRE_P 258
 // activation backward: in0 = grad, in1 = the saved input (or output)
 #define OP_GELU_TANH_BACKWARD 260
-#define OP_LOGIT_BACKWARD 261        // fparam 0 = eps (< 0: none)
-#define OP_LEAKY_RELU_BACKWARD 262   // s2 = negative slope (typed)
-#define OP_ELU_BACKWARD 263          // fparams as OP_ELU; EW_PARAM_FLAG: in1 is the result
+#define OP_LOGIT_BACKWARD 261       // fparam 0 = eps (< 0: none)
+#define OP_LEAKY_RELU_BACKWARD 262  // s2 = negative slope (typed)
+#define OP_ELU_BACKWARD 263         // fparams as OP_ELU; EW_PARAM_FLAG: in1 is the result
 #define OP_HARDSWISH_BACKWARD 264
 #define OP_HARDSIGMOID_BACKWARD 265
-#define OP_HARDTANH_BACKWARD 266     // s2 = min, s0 = max (typed)
-#define OP_SOFTPLUS_BACKWARD 267     // fparam 0, 1 = beta, threshold
-#define OP_SHRINK_BACKWARD 268       // s2 = lambda (typed; soft and hard shrink)
+#define OP_HARDTANH_BACKWARD 266  // s2 = min, s0 = max (typed)
+#define OP_SOFTPLUS_BACKWARD 267  // fparam 0, 1 = beta, threshold
+#define OP_SHRINK_BACKWARD 268    // s2 = lambda (typed; soft and hard shrink)
 #define OP_LOG_SIGMOID_BACKWARD 269
 #define OP_MISH_BACKWARD 270
-#define OP_PRELU 271                 // in0 = x, in1 = weight
-#define OP_GLU 272                   // in0 = first half, in1 = gate
-#define OP_GLU_BACKWARD_A 273        // grad, gate
+#define OP_PRELU 271           // in0 = x, in1 = weight
+#define OP_GLU 272             // in0 = first half, in1 = gate
+#define OP_GLU_BACKWARD_A 273  // grad, gate
 // ternary: in0, in1, in2; value in s2
 #define OP_ADDCMUL 400
 #define OP_ADDCDIV 401
 #define OP_LERP_TENSOR 402
 #define OP_WHERE 403
 #define OP_CLAMP_TENSOR 404
-#define OP_GLU_BACKWARD_B 405        // grad, first half, gate
-#define OP_PRELU_BACKWARD_INPUT 406  // grad, x, weight
-#define OP_PRELU_BACKWARD_WEIGHT 407 // grad, x, weight (weight only broadcasts)
+#define OP_GLU_BACKWARD_B 405         // grad, first half, gate
+#define OP_PRELU_BACKWARD_INPUT 406   // grad, x, weight
+#define OP_PRELU_BACKWARD_WEIGHT 407  // grad, x, weight (weight only broadcasts)
 
 // flags
 #define EW_CONTIGUOUS 1u
-#define EW_SCALAR0 2u   // in0 is given by value in s0
-#define EW_SCALAR1 4u   // in1 in s1
-#define EW_SCALAR2 8u   // in2 in s2
-#define EW_IN0_BOOL 16u // in0 is stored as uint8 (where's condition)
-#define EW_BOOL_OUT 32u // normalise the result to 0/1 (bool outputs of arithmetic)
-#define EW_HAS_MIN 64u  // OP_CLAMP: lower bound present (s1)
-#define EW_HAS_MAX 128u // OP_CLAMP: upper bound present (s2)
+#define EW_SCALAR0 2u       // in0 is given by value in s0
+#define EW_SCALAR1 4u       // in1 in s1
+#define EW_SCALAR2 8u       // in2 in s2
+#define EW_IN0_BOOL 16u     // in0 is stored as uint8 (where's condition)
+#define EW_BOOL_OUT 32u     // normalise the result to 0/1 (bool outputs of arithmetic)
+#define EW_HAS_MIN 64u      // OP_CLAMP: lower bound present (s1)
+#define EW_HAS_MAX 128u     // OP_CLAMP: upper bound present (s2)
 #define EW_PARAM_FLAG 256u  // an op-specific switch (see the op)
+#define EW_VEC4 512u        // contiguous, float, 4-element aligned: a thread per quad
 #endif
