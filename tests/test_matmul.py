@@ -7,7 +7,17 @@ Tolerances: 1e-4 relative (and absolute, inputs are O(1)) for float32,
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import MATMUL_TOLERANCES, assert_close_to_cpu, assert_same, dtype_id, make, to_device
+from conftest import (
+    MATMUL_TOLERANCES,
+    VKML,
+    assert_close_to_cpu,
+    assert_same,
+    dtype_id,
+    make,
+    to_device,
+)
+
+import torch_vkml
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
@@ -210,6 +220,43 @@ def test_cross(dtype):
 # --------------------------------------------------------------------------
 # Integer products (int64 accumulation, wrapping like the CPU)
 # --------------------------------------------------------------------------
+
+
+def _dispatches():
+    return torch_vkml.memory_stats()["num_dispatches"]
+
+
+# Skinny products (few output tiles, deep k) are split along k into slices whose
+# fp32 partial sums a second dispatch adds up; (m, k, n, dispatches expected).
+SPLIT_K_SHAPES = [(16, 4096, 16, 2), (5, 1000, 7, 2), (33, 513, 17, 2), (1, 70000, 1, 2)]
+
+
+@pytest.mark.parametrize("layout", list(OPERANDS))
+@pytest.mark.parametrize("shape", SPLIT_K_SHAPES, ids=_shape_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+def test_split_k(dtype, shape, layout):
+    m, k, n, expected = shape
+    (a, b), build = _operands(layout, m, k, n, dtype)
+    bias = make((m, n), dtype, low=-1, high=1)
+    fn = lambda x, y, c: torch.addmm(c, *build(x, y), beta=0.5, alpha=2.0)  # noqa: E731
+    tol = dict(atol=1e-3, rtol=1e-3) if dtype == torch.float32 else dict(atol=0.1, rtol=2e-2)
+    assert_close_to_cpu(fn, a, b, bias, **tol)
+    x, y, c = (t.to(VKML) for t in (a, b, bias))
+    torch_vkml.synchronize()
+    before = _dispatches()
+    fn(x, y, c)
+    assert _dispatches() - before == expected
+
+
+def test_split_k_batched_and_square_unsplit():
+    a, b = make((3, 8, 2048), torch.float32), make((3, 2048, 24), torch.float32)
+    assert_close_to_cpu(torch.bmm, a, b, atol=1e-3, rtol=1e-3)
+    # Enough output tiles (and a short k): one dispatch, no split.
+    x, y = make((384, 256), torch.float32).to(VKML), make((256, 384), torch.float32).to(VKML)
+    torch_vkml.synchronize()
+    before = _dispatches()
+    x @ y
+    assert _dispatches() - before == 1
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8], ids=dtype_id)

@@ -14,7 +14,7 @@ namespace vkml::ops {
 namespace {
 
 // Flags of shaders/gemm.comp.
-constexpr uint32_t kBias = 1, kAMFast = 2, kBKFast = 4;
+constexpr uint32_t kBias = 1, kAMFast = 2, kBKFast = 4, kSplit = 8, kSplitSum = 16;
 
 struct Push {
   uint64_t a, b, c, bias;
@@ -23,6 +23,7 @@ struct Push {
   uint32_t m, n, k, batch;
   float alpha, beta;
   uint32_t flags;
+  uint32_t splits;
 };
 static_assert(sizeof(Push) <= 128);
 
@@ -37,6 +38,25 @@ constexpr Tile kLarge{64, 64, 16, 256};
 constexpr Tile kSmall{32, 32, 16, 64};
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Split-K: when the output has too few tiles to occupy the GPU (skinny
+// products such as weight gradients, m x n small, k = batch x sequence), the
+// K loop is cut into slices run by separate workgroups. Each slice stays at
+// least kMinSliceK deep, so the extra pass over fp32 partials stays small
+// next to the product itself.
+constexpr int64_t kSplitTargetGroups = 256;
+constexpr int64_t kMinSliceK = 256;
+constexpr int64_t kMaxSplits = 64;
+constexpr uint64_t kMaxSplitScratch = 64ull << 20;
+
+int64_t choose_splits(const GemmArgs& g, int64_t tiles, bool integer) {
+  if (integer || tiles >= kSplitTargetGroups / 2 || g.k < 2 * kMinSliceK) return 1;
+  int64_t s = std::min({ceil_div(kSplitTargetGroups, tiles), g.k / kMinSliceK, kMaxSplits});
+  int64_t outputs = g.batch * g.m * g.n;
+  while (s > 1 && uint64_t(s * outputs) * 4 > kMaxSplitScratch) --s;
+  if (s * outputs >= (int64_t(1) << 31)) return 1;
+  return s;
+}
 
 int64_t max_offset(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
   return (rows - 1) * std::max<int64_t>(row_stride, 0) +
@@ -109,6 +129,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   p.flags = (bias ? kBias : 0) | (g.a_row == 1 && g.a_col != 1 ? kAMFast : 0) |
             (g.b_row == 1 && g.b_col != 1 ? kBKFast : 0);
 
+  const int64_t splits = choose_splits(g, tiles, integer);
   static const PipelineSlots slots(16 * 2);
   const bool large = t.bm == kLarge.bm;
   VkPipeline pipeline = slots.get(dev, uint32_t(g.dtype) * 2 + (large ? 1 : 0), [&] {
@@ -121,14 +142,46 @@ void gemm(Device& dev, const GemmArgs& g) {
     const int64_t sizes[3] = {g.batch, rows, cols}, strides[3] = {sb, sr, sc};
     return span_of(address, item, 3, sizes, strides);
   };
-  Access access;
-  access.write(span(g.c, g.m, g.n, g.c_batch, g.c_row, g.c_col));
-  if (g.k > 0) {
-    access.read(span(g.a, g.m, g.k, g.a_batch, g.a_row, g.a_col));
-    access.read(span(g.b, g.k, g.n, g.b_batch, g.b_row, g.b_col));
+  const Span c_span = span(g.c, g.m, g.n, g.c_batch, g.c_row, g.c_col);
+  const Span bias_span = span(g.bias, g.m, g.n, g.bias_batch, g.bias_row, g.bias_col);
+  auto read_operands = [&](Access& access) {
+    if (g.k > 0) {
+      access.read(span(g.a, g.m, g.k, g.a_batch, g.a_row, g.a_col));
+      access.read(span(g.b, g.k, g.n, g.b_batch, g.b_row, g.b_col));
+    }
+  };
+  if (splits == 1) {
+    Access access;
+    access.write(c_span);
+    read_operands(access);
+    if (bias) access.read(bias_span);
+    dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(tiles), &access);
+    return;
   }
-  if (bias) access.read(span(g.bias, g.m, g.n, g.bias_batch, g.bias_row, g.bias_col));
-  dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(tiles), &access);
+  // Partial sums into scratch, then one pass that adds them up into C. The
+  // stream orders later work after both, so the scratch is freed at once.
+  const int64_t outputs = g.batch * g.m * g.n;
+  const uint64_t scratch_bytes = uint64_t(splits * outputs) * 4;
+  Allocation scratch = dev.memory().allocate(scratch_bytes);
+  Push partial = p;
+  partial.c = scratch.address;
+  partial.flags = (p.flags & ~kBias) | kSplit;
+  partial.splits = uint32_t(splits);
+  Access first;
+  first.write(span_elems(scratch.address, splits * outputs, 4));
+  read_operands(first);
+  dispatch_groups(dev, pipeline, &partial, sizeof(partial), uint64_t(tiles * splits), &first);
+
+  Push sum = p;
+  sum.a = scratch.address;
+  sum.flags = p.flags | kSplitSum;
+  sum.splits = uint32_t(splits);
+  Access second;
+  second.read(span_elems(scratch.address, splits * outputs, 4));
+  second.write(c_span);
+  if (bias) second.read(bias_span);
+  dispatch_1d(dev, pipeline, &sum, sizeof(sum), uint64_t(outputs), uint32_t(t.threads), &second);
+  dev.memory().free(scratch.address);
 }
 
 }  // namespace vkml::ops

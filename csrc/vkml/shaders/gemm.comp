@@ -11,6 +11,13 @@
 // neighbouring threads. Tiles of all batches are numbered in one flat grid
 // (x, spilling into y), so no grid dimension limit applies.
 //
+// Split-K (float variants, for outputs too small to fill the GPU): with
+// F_SPLIT the grid repeats the tiles once per K slice and each workgroup writes
+// its raw fp32 partial sums to scratch [splits][batch][m][n] at pc.c; a second
+// dispatch of the same pipeline with F_SPLIT_SUM then runs a thread per output,
+// adding the slices in order (deterministic) and applying alpha, beta and the
+// bias on the way to C. That pass finds the scratch at pc.a.
+//
 // Specialization constants: 0 = BM, 1 = BN, 2 = BK, 3 = threads (local size).
 // TN is 4; TM = BM * BN / (threads * 4).
 //! variant f32 -DST_F32
@@ -66,6 +73,8 @@ const uint NTY = BM / TM;  // threads along m
 #define F_BIAS 1u      // beta != 0 and a bias is given
 #define F_A_MFAST 2u   // A is contiguous along m: load the tile m-fastest
 #define F_B_KFAST 4u   // B is contiguous along k: load the tile k-fastest
+#define F_SPLIT 8u     // partial sums of one K slice per workgroup (see above)
+#define F_SPLIT_SUM 16u
 
 layout(push_constant, scalar) uniform PC {
   uint64_t a;
@@ -80,6 +89,7 @@ layout(push_constant, scalar) uniform PC {
   uint m, n, k, batch;
   float alpha, beta;
   uint flags;
+  uint splits;  // K slices (F_SPLIT, F_SPLIT_SUM)
 } pc;
 
 // [k][m] and [k][n], rows padded by one so that tile stores walking k hit
@@ -89,11 +99,54 @@ const uint BS = BN + 1;
 shared ACC As[BK * AS];
 shared ACC Bs[BK * BS];
 
+void store_c(uint bi, uint gi, uint gj, ACC v) {
+  BUF C = BUF(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * ESIZE);
+  if ((pc.flags & F_BIAS) != 0u) {
+    BUF Bias = BUF(pc.bias + uint64_t(bi) * uint64_t(pc.bias_batch) * ESIZE);
+    v += SCALAR(pc.beta) * ACC(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]);
+  }
+#if defined(ST_F16)
+  C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = float16_t(v);
+#elif defined(ELEM)
+  C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = ELEM(v);
+#else
+  C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = v;
+#endif
+}
+
+#if !defined(ELEM)
+void sum_slices(uint group) {
+  uint id = group * WG + gl_LocalInvocationID.x;
+  uint per = pc.m * pc.n;
+  if (id >= per * pc.batch) return;
+  BufF32 parts = BufF32(pc.a);
+  float s = 0.0;
+  for (uint sl = 0u; sl < pc.splits; ++sl) s += parts.v[sl * per * pc.batch + id];
+  uint bi = id / per, rem = id % per;
+  store_c(bi, rem / pc.n, rem % pc.n, SCALAR(pc.alpha) * s);
+}
+#endif
+
 void main() {
+  uint tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+#if !defined(ELEM)
+  if ((pc.flags & F_SPLIT_SUM) != 0u) {
+    sum_slices(tile);
+    return;
+  }
+#endif
   uint tiles_n = (pc.n + BN - 1) / BN;
   uint tiles_m = (pc.m + BM - 1) / BM;
-  uint tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-  if (tile >= tiles_n * tiles_m * pc.batch) return;  // uniform across the workgroup
+  uint per_slice = tiles_n * tiles_m * pc.batch;
+  bool split = (pc.flags & F_SPLIT) != 0u;
+  uint slices = split ? pc.splits : 1u;
+  if (tile >= per_slice * slices) return;  // uniform across the workgroup
+  uint slice = tile / per_slice;
+  tile -= slice * per_slice;
+  // This workgroup's K range: BK-aligned slices, the last one ragged.
+  uint k_len = split ? ((pc.k + slices - 1u) / slices + BK - 1u) / BK * BK : pc.k;
+  uint k_begin = slice * k_len;
+  uint k_end = min(pc.k, k_begin + k_len);
   uint tn = tile % tiles_n;
   uint rest = tile / tiles_n;
   uint tm = rest % tiles_m;
@@ -112,14 +165,14 @@ void main() {
   bool a_mfast = (pc.flags & F_A_MFAST) != 0u;
   bool b_kfast = (pc.flags & F_B_KFAST) != 0u;
   bool full_mn = row0 + BM <= pc.m && col0 + BN <= pc.n;
-  for (uint k0 = 0; k0 < pc.k; k0 += BK) {
-    bool full = full_mn && k0 + BK <= pc.k;
+  for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+    bool full = full_mn && k0 + BK <= k_end;
     for (uint e = tid; e < BM * BK; e += WG) {
       uint i = a_mfast ? e % BM : e / BK;
       uint kk = a_mfast ? e / BM : e % BK;
       uint gi = row0 + i, gk = k0 + kk;
       ACC v = ACC(0);
-      if (full || (gi < pc.m && gk < pc.k)) v = ACC(A.v[int(gi) * pc.a_row + int(gk) * pc.a_col]);
+      if (full || (gi < pc.m && gk < k_end)) v = ACC(A.v[int(gi) * pc.a_row + int(gk) * pc.a_col]);
       As[kk * AS + i] = v;
     }
     for (uint e = tid; e < BK * BN; e += WG) {
@@ -127,7 +180,7 @@ void main() {
       uint kk = b_kfast ? e % BK : e / BN;
       uint gj = col0 + j, gk = k0 + kk;
       ACC v = ACC(0);
-      if (full || (gj < pc.n && gk < pc.k)) v = ACC(B.v[int(gk) * pc.b_row + int(gj) * pc.b_col]);
+      if (full || (gj < pc.n && gk < k_end)) v = ACC(B.v[int(gk) * pc.b_row + int(gj) * pc.b_col]);
       Bs[kk * BS + j] = v;
     }
     barrier();
@@ -141,24 +194,28 @@ void main() {
     barrier();
   }
 
-  BUF C = BUF(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * ESIZE);
-  BUF Bias = BUF(pc.bias + uint64_t(bi) * uint64_t(pc.bias_batch) * ESIZE);
-  bool has_bias = (pc.flags & F_BIAS) != 0u;
+#if !defined(ELEM)
+  if (split) {
+    BufF32 parts = BufF32(pc.c);
+    uint base = (slice * pc.batch + bi) * pc.m * pc.n;
+    for (uint i = 0; i < TM; ++i) {
+      uint gi = row0 + ty + i * NTY;
+      if (gi >= pc.m) continue;
+      for (uint j = 0; j < TN; ++j) {
+        uint gj = col0 + tx + j * NTX;
+        if (gj < pc.n) parts.v[base + gi * pc.n + gj] = acc[i * TN + j];
+      }
+    }
+    return;
+  }
+#endif
   for (uint i = 0; i < TM; ++i) {
     uint gi = row0 + ty + i * NTY;
     if (gi >= pc.m) continue;
     for (uint j = 0; j < TN; ++j) {
       uint gj = col0 + tx + j * NTX;
       if (gj >= pc.n) continue;
-      ACC v = pc.k > 0u ? SCALAR(pc.alpha) * acc[i * TN + j] : ACC(0);
-      if (has_bias) v += SCALAR(pc.beta) * ACC(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]);
-#if defined(ST_F16)
-      C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = float16_t(v);
-#elif defined(ELEM)
-      C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = ELEM(v);
-#else
-      C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = v;
-#endif
+      store_c(bi, gi, gj, pc.k > 0u ? SCALAR(pc.alpha) * acc[i * TN + j] : ACC(0));
     }
   }
 }

@@ -429,6 +429,7 @@ def build(profile: str, big: bool) -> list[Case]:
         cases.append(host_overhead(10_000))
         for dt in ("fp32", "fp16", "bf16"):
             cases += [gemm(256, 256, 256, dt), gemm(512, 512, 512, dt), gemm(512, 128, 1024, dt)]
+        cases.append(gemm(64, 8192, 64, "fp32"))  # skinny: split-K
         for op in ("add", "mul", "gelu"):
             cases += [elementwise(op, 2**20), elementwise(op, 4 * 2**20)]
         cases += [
@@ -455,6 +456,8 @@ def build(profile: str, big: bool) -> list[Case]:
     cases.append(host_overhead(10_000))
     squares = (256, 1024, 4096, 8192) if big else (256, 512, 1024)
     shapes = ((4096, 512, 14336), (4096, 4096, 14336)) if big else ((1024, 512, 3584),)
+    # skinny (a weight gradient: k = tokens), run split-K
+    shapes += ((256, 65536, 256),) if big else ((64, 16384, 64),)
 
     def gemms(dt):
         # CPU half-precision GEMM is slow enough to dominate the run: bound it.
