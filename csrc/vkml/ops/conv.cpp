@@ -43,8 +43,16 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     p.pad[d] = int32_t(s.pad[d]);
     p.dil[d] = int32_t(s.dilation[d]);
   }
+  // Mode 0 reads x, w (and bias [Co]) into y; mode 1 gy, w (and bias [Ci]) into
+  // gx; mode 2 x, gy into gw.
+  const size_t is = itemsize(dtype);
+  Access a;
+  a.read(span_elems(p0, mode == 1 ? y_numel : x_numel, is));
+  a.read(span_elems(p1, mode == 2 ? y_numel : w_numel, is));
+  if (p2) a.read(span_elems(p2, mode == 0 ? s.co : s.ci, is));
+  a.write(span_elems(out, out_numel, is));
   auto dispatch_tiles = [&](VkPipeline pipeline, uint64_t groups) {
-    dispatch_groups(dev, pipeline, &p, sizeof(p), groups);
+    dispatch_groups(dev, pipeline, &p, sizeof(p), groups, &a);
   };
   int64_t cig = s.ci / s.groups, cog = s.co / s.groups;
   // Keyed by (dtype, mode, kernel): the implicit GEMM, or the direct one by tile.
@@ -77,7 +85,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     dispatch_tiles(pipeline, uint64_t(s.co * ((per_group + tile - 1) / tile) * prod3(s.kernel)));
   } else {
     int64_t spatial = mode == 0 ? prod3(s.out) : prod3(s.in);
-    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(s.n * tiles * spatial), wg);
+    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(s.n * tiles * spatial), wg, &a);
   }
 }
 

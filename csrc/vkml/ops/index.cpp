@@ -106,6 +106,25 @@ void index_op(Device& dev, const IndexArgs& a) {
   size_t isz[3] = {itemsize(a.dtype), itemsize(a.dtype), itemsize(a.idx.dtype)};
   uint64_t base[3] = {a.dst.address, a.src.address, a.idx.address};
 
+  // Declared over whole tensors (every outer dispatch alike); the indexed side
+  // spans every position an in-range index can reach along the dim.
+  auto reaching = [&](const TensorRef& t) {
+    Span s = span_of(t.address, itemsize(a.dtype), t.ndim, t.sizes, t.strides);
+    int64_t r = (a.dim_size > 0 ? a.dim_size - 1 : 0) * a.dim_stride * int64_t(itemsize(a.dtype));
+    if (s.end > s.begin) (r < 0 ? s.begin : s.end) += uint64_t(r);
+    return s;
+  };
+  const bool gather = a.mode == IndexMode::Gather;
+  Access acc;
+  acc.write(gather
+                ? span_of(a.dst.address, itemsize(a.dtype), a.dst.ndim, a.dst.sizes, a.dst.strides)
+                : reaching(a.dst));
+  if (a.src.address)
+    acc.read(
+        gather ? reaching(a.src)
+               : span_of(a.src.address, itemsize(a.dtype), a.src.ndim, a.src.sizes, a.src.strides));
+  acc.read(span_of(a.idx));
+
   // Dims beyond kDims (rare after coalescing) are walked here, one dispatch each.
   int64_t outer = numel / inner_numel;
   for (int64_t o = 0; o < outer; ++o) {
@@ -120,7 +139,7 @@ void index_op(Device& dev, const IndexArgs& a) {
     p.dst = ptr[0];
     p.src = ptr[1];
     p.idx = ptr[2];
-    dispatch_1d(dev, pipeline, &p, sizeof(p), serial ? 1 : inner_numel);
+    dispatch_1d(dev, pipeline, &p, sizeof(p), serial ? 1 : inner_numel, kWorkgroup, &acc);
   }
 }
 

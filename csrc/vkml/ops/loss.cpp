@@ -45,6 +45,26 @@ uint32_t workgroup(Device& dev) {
   return wg;
 }
 
+// What the kernels touch; the output and grad_output are given their longest
+// extent ([n], reduction None) whatever the reduction.
+Access access_of(const NllLossArgs& a, bool backward, uint64_t grad_output, uint64_t grad_input) {
+  const size_t is = itemsize(a.dtype);
+  const int64_t out_len = std::max<int64_t>(a.n, 1);
+  Access acc;
+  acc.read(span_elems(a.target, a.n, 8));
+  if (a.weight) acc.read(span_elems(a.weight, a.c, is));
+  if (!backward) {
+    acc.read(span_elems(a.input, a.n * a.c, is));
+    acc.write(span_elems(a.output, out_len, is));
+    acc.write(span_elems(a.total_weight, 1, is));
+  } else {
+    if (a.total_weight) acc.read(span_elems(a.total_weight, 1, is));
+    acc.read(span_elems(grad_output, out_len, is));
+    acc.write(span_elems(grad_input, a.n * a.c, is));
+  }
+  return acc;
+}
+
 std::string shader_name(Device& dev, DType t) {
   return std::string("nll_loss_") + float_variant(dev, t, "nll_loss");
 }
@@ -57,7 +77,8 @@ void nll_loss_forward(Device& dev, const NllLossArgs& a) {
   uint32_t wg = workgroup(dev);
   // One workgroup: it writes total_weight (and the reduced loss) even when n == 0.
   VkPipeline pipeline = dev.pipelines().get(shader_name(dev, a.dtype), {0, int32_t(wg)});
-  dev.stream().dispatch(pipeline, &p, sizeof(p), 1, 1, 1);
+  Access acc = access_of(a, false, 0, 0);
+  dispatch_groups(dev, pipeline, &p, sizeof(p), 1, &acc);
 }
 
 void nll_loss_backward(Device& dev, const NllLossArgs& a, uint64_t grad_output,
@@ -70,7 +91,8 @@ void nll_loss_backward(Device& dev, const NllLossArgs& a, uint64_t grad_output,
   p.grad_input = grad_input;
   uint32_t wg = workgroup(dev);
   VkPipeline pipeline = dev.pipelines().get(shader_name(dev, a.dtype), {1, int32_t(wg)});
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n * a.c), wg);
+  Access acc = access_of(a, true, grad_output, grad_input);
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n * a.c), wg, &acc);
 }
 
 }  // namespace vkml::ops

@@ -40,7 +40,18 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
   uint32_t wg = 64;
   VkPipeline pipeline =
       dev.pipelines().get("pool_" + suffix, {mode, s.adaptive ? 1 : 0, int32_t(wg)});
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(threads), wg);
+  // Forward modes read x over the input and write y (and max's indices) over
+  // the output; backward ones read grad_out (and indices) and write grad_in.
+  const size_t is = itemsize(dtype);
+  const bool forward = mode < 2;
+  Access a;
+  a.read(span_elems(x, s.planes * (forward ? ispat : ospat), is));
+  a.write(span_elems(y, s.planes * (forward ? ospat : ispat), is));
+  if (idx) {
+    Span span = span_elems(idx, s.planes * ospat, 8);
+    forward ? a.write(span) : a.read(span);
+  }
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(threads), wg, &a);
 }
 
 }  // namespace

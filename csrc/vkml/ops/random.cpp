@@ -61,7 +61,9 @@ void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scal
   p.offset_hi = uint32_t(offset >> 32);
   p.numel = uint32_t(numel);
   VkPipeline pipeline = dev.pipelines().get(std::string("random_") + suffix, {int32_t(dist)});
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+  Access acc;
+  acc.write(span_elems(out.address, numel, itemsize(out.dtype)));
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &acc);
 }
 
 }  // namespace vkml::ops
