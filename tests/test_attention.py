@@ -8,6 +8,8 @@ from conftest import VKML, dtype_id
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 
+import torch_vkml
+
 FUSED = "aten._scaled_dot_product_fused_attention_overrideable.default"
 FUSED_BACKWARD = "aten._scaled_dot_product_fused_attention_overrideable_backward.default"
 
@@ -97,6 +99,63 @@ def test_scale_and_noncontiguous_views(no_fallback):
     q, k, v = (x[:, :, i].transpose(1, 2) for i in range(3))
     assert not q.is_contiguous()
     _compare(q, k, v, torch.float32, scale=0.3, is_causal=True)
+
+
+def _token_major_leaves(B, L, H, E, seed):
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randn(B, L, H, E, generator=gen) for _ in range(3)]
+
+
+@pytest.mark.parametrize("layout", ["token_major", "packed", "mixed"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_token_major_operands_in_place(layout, causal, no_fallback):
+    # Models build q, k, v as x.view(B, L, H, E).transpose(1, 2), or so from a packed
+    # qkv projection split three ways ("packed": rows 3 * H * E apart): the kernels read
+    # those in place, write the output token-major (out.transpose(1, 2) is contiguous)
+    # and give each gradient its input's layout. "mixed": q token-major, k contiguous
+    # [B, H, L, E], v a strided slice the adapter copies.
+    B, L, H, E = 2, 19, 3, 16
+    if layout == "packed":
+        leaves = [torch.randn(B, L, 3 * H * E, generator=torch.Generator().manual_seed(6))]
+    else:
+        leaves = _token_major_leaves(B, L, H, E, seed=6)
+
+    def views(ts):
+        if layout == "packed":
+            return [t.view(B, L, H, E).transpose(1, 2) for t in ts[0].split(H * E, dim=2)]
+        q, k, v = (t.transpose(1, 2) for t in ts)
+        if layout == "mixed":
+            k = k.contiguous()
+            v = torch.cat([v, v], -1)[..., ::2]
+        return q, k, v
+
+    dev = [t.to(VKML).requires_grad_() for t in leaves]
+    ref = [t.clone().requires_grad_() for t in leaves]
+    out = F.scaled_dot_product_attention(*views(dev), is_causal=causal)
+    expected = F.scaled_dot_product_attention(*views(ref), is_causal=causal)
+    assert out.transpose(1, 2).is_contiguous()
+    torch.testing.assert_close(out.cpu(), expected, **TOL[torch.float32])
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(7))
+    out.backward(g.to(VKML))
+    expected.backward(g)
+    for a, b in zip(dev, ref, strict=True):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, **TOL[torch.float32])
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["token_major", "packed"])
+def test_token_major_forward_is_one_dispatch(packed, no_fallback):
+    B, L, H, E = 2, 24, 2, 32
+    if packed:
+        x = torch.randn(B, L, 3 * H * E).to(VKML)
+        q, k, v = (t.view(B, L, H, E).transpose(1, 2) for t in x.split(H * E, dim=2))
+    else:
+        q, k, v = (t.to(VKML).transpose(1, 2) for t in _token_major_leaves(B, L, H, E, seed=8))
+    with torch.no_grad():
+        F.scaled_dot_product_attention(q, k, v)  # warm-up
+        torch_vkml.synchronize()
+        before = torch_vkml.memory_stats()["num_dispatches"]
+        F.scaled_dot_product_attention(q, k, v)
+        assert torch_vkml.memory_stats()["num_dispatches"] - before == 1
 
 
 def test_bool_mask_with_fully_masked_row(no_fallback):

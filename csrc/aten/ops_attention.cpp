@@ -75,6 +75,37 @@ AttentionBias bias_of(const at::Tensor& mask, const at::Tensor& q, int64_t S, at
   return b;
 }
 
+// m when x[b, h, r, d] sits at (b * rows + r) * R + h * dim + d with R = m * H * dim,
+// m in 1..255 (vkml::ops::AttentionLayout), else 0.
+int token_major_multiple(const at::Tensor& x) {
+  const int64_t B = x.size(0), H = x.size(1), rows = x.size(2), dim = x.size(3);
+  if (dim > 1 && x.stride(3) != 1) return 0;
+  if (H > 1 && x.stride(1) != dim) return 0;
+  if (rows == 1) return x.transpose(1, 2).is_contiguous() ? 1 : 0;
+  const int64_t row_stride = x.stride(2);
+  if (row_stride <= 0 || row_stride % (H * dim) != 0 || row_stride / (H * dim) > 255) return 0;
+  if (B > 1 && x.stride(0) != rows * row_stride) return 0;
+  return int(row_stride / (H * dim));
+}
+
+// The kernels read a [B, H, rows, dim] operand in place when it is contiguous or
+// token-major (x.view(B, rows, H, dim).transpose(1, 2) as models build q, k and v, or
+// such a slice of a packed qkv projection); anything else is copied. Sets `layout`
+// (the AttentionLayout entry) accordingly.
+at::Tensor in_place_or_copy(const at::Tensor& x, int& layout) {
+  layout = 0;
+  if (x.is_contiguous()) return x;
+  layout = token_major_multiple(x);
+  return layout ? x : x.contiguous();
+}
+
+// A [B, H, rows, dim] result stored token-major, so that the usual
+// out.transpose(1, 2).reshape(B, rows, H * dim) that follows costs no copy.
+at::Tensor empty_token_major(int64_t B, int64_t H, int64_t rows, int64_t dim,
+                             const at::TensorOptions& options) {
+  return at::empty({B, rows, H, dim}, options).transpose(1, 2);
+}
+
 float scale_of(const at::Tensor& q, std::optional<double> scale) {
   return float(scale.has_value() ? *scale : 1.0 / std::sqrt(double(q.size(3))));
 }
@@ -90,9 +121,11 @@ ForwardResult fused_attention(const at::Tensor& query, const at::Tensor& key,
               "vkml fused attention: unsupported inputs (it takes 4-d float q, k, v with equal "
               "heads, head dims up to 128, no dropout); use scaled_dot_product_attention, "
               "which picks the math path for these");
-  at::Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous();
-  AttentionShape s = shape_of(q, k, v);
-  at::Tensor out = at::empty({s.B, s.H, s.L, s.Ev}, q.options());
+  AttentionShape s = shape_of(query, key, value);
+  at::Tensor q = in_place_or_copy(query, s.layout.q), k = in_place_or_copy(key, s.layout.k),
+             v = in_place_or_copy(value, s.layout.v);
+  at::Tensor out = empty_token_major(s.B, s.H, s.L, s.Ev, q.options());
+  s.layout.o = true;
   at::Tensor lse = at::empty({s.B, s.H, s.L}, q.options().dtype(at::kFloat));
   at::Tensor keep;
   AttentionBias bias = bias_of(attn_bias.value_or(at::Tensor()), q, s.S, keep);
@@ -124,16 +157,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   TORCH_CHECK(!(grad_input_mask[3] && attn_bias.defined()),
               "vkml fused attention: no gradient for attn_mask (scaled_dot_product_attention "
               "takes the math path when the mask requires grad)");
-  at::Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous();
-  at::Tensor g = grad_out.to(q.scalar_type()).contiguous();
-  at::Tensor o = out.contiguous();
-  AttentionShape s = shape_of(q, k, v);
+  AttentionShape s = shape_of(query, key, value);
+  at::Tensor q = in_place_or_copy(query, s.layout.q), k = in_place_or_copy(key, s.layout.k),
+             v = in_place_or_copy(value, s.layout.v);
+  at::Tensor g = in_place_or_copy(grad_out.to(q.scalar_type()), s.layout.g);
+  const at::Tensor& o = out;
   // delta = rowsum(dO * o): the softmax backward's correction, one per query row.
   at::Tensor delta = (g.to(at::kFloat) * o.to(at::kFloat)).sum(-1).contiguous();
   at::Tensor lse = logsumexp.to(at::kFloat).contiguous();
-  at::Tensor dq = at::empty(q.sizes(), q.options());
-  at::Tensor dk = at::empty(k.sizes(), k.options());
-  at::Tensor dv = at::empty(v.sizes(), v.options());
+  // Each gradient in its input's layout, so the views it flows back through stay free.
+  auto grad_like = [&](const at::Tensor& x, bool token_major, int64_t rows, int64_t dim) {
+    return token_major ? empty_token_major(s.B, s.H, rows, dim, x.options())
+                       : at::empty(x.sizes(), x.options());
+  };
+  at::Tensor dq = grad_like(q, s.layout.q, s.L, s.E);
+  at::Tensor dk = grad_like(k, s.layout.k, s.S, s.E);
+  at::Tensor dv = grad_like(v, s.layout.v, s.S, s.Ev);
   at::Tensor keep;
   AttentionBias bias = bias_of(attn_bias, q, s.S, keep);
   guarded([&] {

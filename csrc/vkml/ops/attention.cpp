@@ -17,8 +17,13 @@ struct Push {
   uint32_t H, L, S, E, Ev;
   uint32_t flags;
   float scale;
+  uint32_t tm_mult;
 };
 static_assert(sizeof(Push) <= 128);
+
+// Flags of shaders/attention.comp: which operands are token-major.
+constexpr uint32_t kTokenMajorQ = 4, kTokenMajorK = 8, kTokenMajorV = 16, kTokenMajorG = 32,
+                   kTokenMajorDst = 64, kTokenMajorDst2 = 128;
 
 constexpr int64_t kMaxHeadDim = 128;  // the shader's 16 accumulators x 8 lanes
 constexpr uint32_t kLanes = 8;
@@ -57,7 +62,10 @@ Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, 
   p.S = uint32_t(s.S);
   p.E = uint32_t(s.E);
   p.Ev = uint32_t(s.Ev);
-  p.flags = (causal ? 1u : 0u) | (bias.address != 0 ? 2u : 0u);
+  const AttentionLayout& l = s.layout;
+  p.flags = (causal ? 1u : 0u) | (bias.address != 0 ? 2u : 0u) | (l.q ? kTokenMajorQ : 0u) |
+            (l.k ? kTokenMajorK : 0u) | (l.v ? kTokenMajorV : 0u) | (l.g ? kTokenMajorG : 0u);
+  p.tm_mult = uint32_t(l.q) | uint32_t(l.k) << 8 | uint32_t(l.v) << 16 | uint32_t(l.g) << 24;
   p.scale = scale;
   return p;
 }
@@ -80,9 +88,18 @@ void run(Device& dev, DType dtype, int mode, const AttentionShape& s, const Push
                         &access);
 }
 
+// Rows of a token-major operand are m times further apart than its own width.
+int64_t spread(int m) { return m > 0 ? m : 1; }
+
 void check(Device& dev, const AttentionShape& s, const AttentionBias& bias) {
   VKML_CHECK_ARG(attention_supported(dev, s),
                  "scaled_dot_product_attention: the fused kernel does not take this shape");
+  const AttentionLayout& l = s.layout;
+  for (int m : {l.q, l.k, l.v, l.g})
+    VKML_CHECK_ARG(m >= 0 && m <= 255, "scaled_dot_product_attention: bad operand layout");
+  int64_t most = std::max({spread(l.q), spread(l.k), spread(l.v), spread(l.g)});
+  check_32bit_indexing(s.B * s.H * std::max(s.L, s.S) * std::max(s.E, s.Ev) * most, 0,
+                       "scaled_dot_product_attention");
   for (int64_t stride : bias.strides) {
     VKML_CHECK_ARG(stride >= 0 && stride < (int64_t(1) << 31),
                    "scaled_dot_product_attention: bias strides must be non-negative 32-bit");
@@ -115,11 +132,13 @@ void attention_forward(Device& dev, DType dtype, const AttentionShape& s, uint64
   p.k = k;
   p.v = v;
   p.dst = o;
+  if (s.layout.o) p.flags |= kTokenMajorDst;
   p.lse = lse;
   Access a;
-  a.read(span_elems(q, bh * s.L * s.E, is));
-  a.read(span_elems(k, bh * s.S * s.E, is));
-  a.read(span_elems(v, bh * s.S * s.Ev, is));
+  const AttentionLayout& l = s.layout;
+  a.read(span_elems(q, bh * s.L * s.E * spread(l.q), is));
+  a.read(span_elems(k, bh * s.S * s.E * spread(l.k), is));
+  a.read(span_elems(v, bh * s.S * s.Ev * spread(l.v), is));
   if (bias.address != 0) a.read(span_elems(bias.address, bias.span, is));
   a.write(span_elems(o, bh * s.L * s.Ev, is));
   a.write(span_elems(lse, bh * s.L, 4));
@@ -141,10 +160,11 @@ void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint6
   p.lse = lse;
   p.delta = delta;
   Access in;
-  in.read(span_elems(q, bh * s.L * s.E, is));
-  in.read(span_elems(k, bh * s.S * s.E, is));
-  in.read(span_elems(v, bh * s.S * s.Ev, is));
-  in.read(span_elems(g, bh * s.L * s.Ev, is));
+  const AttentionLayout& l = s.layout;
+  in.read(span_elems(q, bh * s.L * s.E * spread(l.q), is));
+  in.read(span_elems(k, bh * s.S * s.E * spread(l.k), is));
+  in.read(span_elems(v, bh * s.S * s.Ev * spread(l.v), is));
+  in.read(span_elems(g, bh * s.L * s.Ev * spread(l.g), is));
   in.read(span_elems(lse, bh * s.L, 4));
   in.read(span_elems(delta, bh * s.L, 4));
   if (bias.address != 0) in.read(span_elems(bias.address, bias.span, is));
@@ -154,12 +174,15 @@ void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint6
   kv.write(span_elems(dv, bh * s.S * s.Ev, is));
   p.dst = dk;
   p.dst2 = dv;
+  const uint32_t base_flags = p.flags;
+  p.flags = base_flags | (s.layout.k ? kTokenMajorDst : 0u) | (s.layout.v ? kTokenMajorDst2 : 0u);
   run(dev, dtype, 1, s, p, tiles(s.S, br), kv);
 
   Access qa = in;
   qa.write(span_elems(dq, bh * s.L * s.E, is));
   p.dst = dq;
   p.dst2 = 0;
+  p.flags = base_flags | (s.layout.q ? kTokenMajorDst : 0u);
   run(dev, dtype, 2, s, p, tiles(s.L, br), qa);
 }
 

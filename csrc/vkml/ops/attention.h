@@ -1,6 +1,6 @@
 #pragma once
 // Fused scaled dot-product attention (shaders/attention.comp): forward and backward
-// over contiguous [BH, rows, dim] operands, never forming the [L, S] score matrix.
+// over [B, H, rows, dim] operands, never forming the [L, S] score matrix.
 #include <cstdint>
 
 #include "vkml/core/dtype.h"
@@ -8,10 +8,22 @@
 
 namespace vkml::ops {
 
+// Which operands are token-major, read and written in place: row r of head h of batch
+// b at (b * rows + r) * R + h * dim elements, R = m * H * dim. m = 1 is the layout of a
+// model's x.view(B, L, H, E).transpose(1, 2); m = 3 a slice of a packed qkv
+// projection. 0: contiguous [B, H, rows, dim]. Gradients are written token-major
+// (m = 1) where their input is token-major (dq q's, dk k's, dv v's).
+struct AttentionLayout {
+  int q = 0, k = 0, v = 0;  // m, 1..255, or 0
+  int g = 0;                // the output's grad (backward)
+  bool o = false;           // the forward's output (m = 1)
+};
+
 struct AttentionShape {
   int64_t B = 1, H = 1;   // batch and heads: BH = B * H rows of tiles
   int64_t L = 0, S = 0;   // query and key lengths
   int64_t E = 0, Ev = 0;  // head dims of q/k and of v
+  AttentionLayout layout;
 };
 
 // An optional additive bias in the storage dtype, read at

@@ -3,8 +3,12 @@
 // [L, S] score matrix: scores live one BR x BR tile at a time in shared memory and the
 // softmax is kept online (running row max and sum), as in FlashAttention-2.
 //
-// Operands are contiguous [BH, rows, dim] in the storage dtype (q, k, v, o, dO, dq, dk,
-// dv); lse and delta are float32 [BH, L]. The optional additive bias is read through
+// Operands are in the storage dtype (q, k, v, o, dO, dq, dk, dv), each either contiguous
+// [B, H, rows, dim] or token-major (a flag bit each): row r of head h at
+// (b * rows + r) * R + h * dim with R = m * H * dim, m a byte of tm_mult (q, k, v, dO;
+// 1 for outputs). That is what a model's x.view(B, L, H, E).transpose(1, 2) gives
+// (m = 1), or a slice of a packed qkv projection (m = 3), read in place. lse and
+// delta are float32 [BH, L]. The optional additive bias is read through
 // (b, h, i, j) element strides, so a broadcast mask is never expanded. Math is fp32.
 //
 // Specialization constants: 0 = mode, 1 = BR (rows per tile, queries and keys alike),
@@ -46,11 +50,28 @@ layout(push_constant, scalar) uniform PC {
   uint64_t dst2;   // mode 1: dv
   uint bs_b, bs_h, bs_i, bs_j;  // bias element strides
   uint H, L, S, E, Ev;
-  uint flags;  // 1: causal (key j > query i masked), 2: has bias
+  uint flags;  // 1: causal (key j > query i masked), 2: has bias, F_TM_*: token-major
   float scale;
+  uint tm_mult;  // row-stride multiples of token-major q, k, v, dO: a byte each
 } pc;
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
+#define F_TM_Q 4u
+#define F_TM_K 8u
+#define F_TM_V 16u
+#define F_TM_G 32u
+#define F_TM_DST 64u
+#define F_TM_DST2 128u
+
+// Element offset of row `row` (of `rows`) of head bh in an operand `n` wide.
+uint row_offset(uint tm_flag, uint bh, uint row, uint rows, uint n) {
+  if ((pc.flags & tm_flag) == 0u) return (bh * rows + row) * n;
+  uint b = bh / pc.H, h = bh % pc.H;
+  uint shift = tm_flag == F_TM_Q ? 0u : tm_flag == F_TM_K ? 8u : tm_flag == F_TM_V ? 16u
+             : tm_flag == F_TM_G ? 24u : 32u;
+  uint m = shift < 32u ? max((pc.tm_mult >> shift) & 255u, 1u) : 1u;
+  return ((b * rows + row) * m * pc.H + h) * n;
+}
 
 shared float tA[BR * RS];
 shared float tB[BR * RS];
@@ -62,14 +83,15 @@ shared float rowA[BR];  // forward: running max; backward: lse
 shared float rowB[BR];  // forward: running sum; backward: delta
 shared float rowC[BR];  // forward: rescale factor of this tile
 
-// Rows [row0, row0 + BR) of a contiguous [rows, n] matrix into a padded tile; zeros
+// Rows [row0, row0 + BR) of head bh's [rows, n] matrix into a padded tile; zeros
 // past its end. (A macro: GLSL passes arrays by value, shared ones included.)
-#define LOAD_TILE(TILE, BASE, ROW0, ROWS, N)                            \
-  for (uint idx = gl_LocalInvocationID.x; idx < BR * EP; idx += WG) {   \
-    uint r_ = idx / EP, c_ = idx % EP;                                  \
-    float x_ = 0.0;                                                     \
-    if ((ROW0) + r_ < (ROWS) && c_ < (N)) x_ = LD(BASE, ((ROW0) + r_) * (N) + c_); \
-    TILE[r_ * RS + c_] = x_;                                            \
+#define LOAD_TILE(TILE, BASE, TM, BH, ROW0, ROWS, N)                                  \
+  for (uint idx = gl_LocalInvocationID.x; idx < BR * EP; idx += WG) {                 \
+    uint r_ = idx / EP, c_ = idx % EP;                                                \
+    float x_ = 0.0;                                                                   \
+    if ((ROW0) + r_ < (ROWS) && c_ < (N))                                             \
+      x_ = LD(BASE, row_offset(TM, BH, (ROW0) + r_, ROWS, N) + c_);                   \
+    TILE[r_ * RS + c_] = x_;                                                          \
   }
 
 // The score of query i (tile row r of qt) against key j (row c of kt); -inf where masked.
@@ -90,7 +112,7 @@ float score(uint bh, uint i, uint j, uint r, uint c, bool q_in_a) {
 
 void forward(uint bh, uint q0) {
   uint t = gl_LocalInvocationID.x, r = t / LANES, lane = t % LANES;
-  LOAD_TILE(tA, pc.q, bh * pc.L + q0, bh * pc.L + pc.L, pc.E);
+  LOAD_TILE(tA, pc.q, F_TM_Q, bh, q0, pc.L, pc.E);
   if (t < BR) {
     rowA[t] = NEG_INF;
     rowB[t] = 0.0;
@@ -101,8 +123,8 @@ void forward(uint bh, uint q0) {
   if ((pc.flags & 1u) != 0u) kend = min(kend, q0 + BR);
   for (uint k0 = 0; k0 < kend; k0 += BR) {
     barrier();
-    LOAD_TILE(tB, pc.k, bh * pc.S + k0, bh * pc.S + pc.S, pc.E);
-    LOAD_TILE(tC, pc.v, bh * pc.S + k0, bh * pc.S + pc.S, pc.Ev);
+    LOAD_TILE(tB, pc.k, F_TM_K, bh, k0, pc.S, pc.E);
+    LOAD_TILE(tC, pc.v, F_TM_V, bh, k0, pc.S, pc.Ev);
     barrier();
     for (uint idx = t; idx < BR * BR; idx += WG) {
       uint rr = idx / BR, c = idx % BR;
@@ -144,7 +166,7 @@ void forward(uint bh, uint q0) {
   float inv = l > 0.0 ? 1.0 / l : 0.0;
   for (uint k = 0; k < PER; ++k) {
     uint d = lane + LANES * k;
-    if (d < pc.Ev) STORE(pc.dst, (bh * pc.L + i) * pc.Ev + d, acc[k] * inv);
+    if (d < pc.Ev) STORE(pc.dst, row_offset(F_TM_DST, bh, i, pc.L, pc.Ev) + d, acc[k] * inv);
   }
   if (lane == 0) BufF32(pc.lse).v[bh * pc.L + i] = l > 0.0 ? rowA[r] + log(l) : NEG_INF;
 }
@@ -177,8 +199,8 @@ void load_query_rows(uint bh, uint q0) {
 
 void key_value_grads(uint bh, uint k0) {
   uint t = gl_LocalInvocationID.x, c = t / LANES, lane = t % LANES;
-  LOAD_TILE(tA, pc.k, bh * pc.S + k0, bh * pc.S + pc.S, pc.E);
-  LOAD_TILE(tB, pc.v, bh * pc.S + k0, bh * pc.S + pc.S, pc.Ev);
+  LOAD_TILE(tA, pc.k, F_TM_K, bh, k0, pc.S, pc.E);
+  LOAD_TILE(tB, pc.v, F_TM_V, bh, k0, pc.S, pc.Ev);
   float dk[16], dv[16];
   for (uint k = 0; k < PER; ++k) {
     dk[k] = 0.0;
@@ -188,8 +210,8 @@ void key_value_grads(uint bh, uint k0) {
   uint qstart = (pc.flags & 1u) != 0u ? k0 : 0u;
   for (uint q0 = qstart; q0 < pc.L; q0 += BR) {
     barrier();
-    LOAD_TILE(tC, pc.q, bh * pc.L + q0, bh * pc.L + pc.L, pc.E);
-    LOAD_TILE(tD, pc.g, bh * pc.L + q0, bh * pc.L + pc.L, pc.Ev);
+    LOAD_TILE(tC, pc.q, F_TM_Q, bh, q0, pc.L, pc.E);
+    LOAD_TILE(tD, pc.g, F_TM_G, bh, q0, pc.L, pc.Ev);
     load_query_rows(bh, q0);
     barrier();
     probabilities(bh, q0, k0);
@@ -209,15 +231,15 @@ void key_value_grads(uint bh, uint k0) {
   if (j >= pc.S) return;
   for (uint k = 0; k < PER; ++k) {
     uint d = lane + LANES * k;
-    if (d < pc.E) STORE(pc.dst, (bh * pc.S + j) * pc.E + d, dk[k] * pc.scale);
-    if (d < pc.Ev) STORE(pc.dst2, (bh * pc.S + j) * pc.Ev + d, dv[k]);
+    if (d < pc.E) STORE(pc.dst, row_offset(F_TM_DST, bh, j, pc.S, pc.E) + d, dk[k] * pc.scale);
+    if (d < pc.Ev) STORE(pc.dst2, row_offset(F_TM_DST2, bh, j, pc.S, pc.Ev) + d, dv[k]);
   }
 }
 
 void query_grad(uint bh, uint q0) {
   uint t = gl_LocalInvocationID.x, r = t / LANES, lane = t % LANES;
-  LOAD_TILE(tA, pc.q, bh * pc.L + q0, bh * pc.L + pc.L, pc.E);
-  LOAD_TILE(tB, pc.g, bh * pc.L + q0, bh * pc.L + pc.L, pc.Ev);
+  LOAD_TILE(tA, pc.q, F_TM_Q, bh, q0, pc.L, pc.E);
+  LOAD_TILE(tB, pc.g, F_TM_G, bh, q0, pc.L, pc.Ev);
   load_query_rows(bh, q0);
   float dq[16];
   for (uint k = 0; k < PER; ++k) dq[k] = 0.0;
@@ -225,8 +247,8 @@ void query_grad(uint bh, uint q0) {
   if ((pc.flags & 1u) != 0u) kend = min(kend, q0 + BR);
   for (uint k0 = 0; k0 < kend; k0 += BR) {
     barrier();
-    LOAD_TILE(tC, pc.k, bh * pc.S + k0, bh * pc.S + pc.S, pc.E);
-    LOAD_TILE(tD, pc.v, bh * pc.S + k0, bh * pc.S + pc.S, pc.Ev);
+    LOAD_TILE(tC, pc.k, F_TM_K, bh, k0, pc.S, pc.E);
+    LOAD_TILE(tD, pc.v, F_TM_V, bh, k0, pc.S, pc.Ev);
     barrier();
     probabilities(bh, q0, k0);
     barrier();
@@ -241,7 +263,7 @@ void query_grad(uint bh, uint q0) {
   if (i >= pc.L) return;
   for (uint k = 0; k < PER; ++k) {
     uint d = lane + LANES * k;
-    if (d < pc.E) STORE(pc.dst, (bh * pc.L + i) * pc.E + d, dq[k] * pc.scale);
+    if (d < pc.E) STORE(pc.dst, row_offset(F_TM_DST, bh, i, pc.L, pc.E) + d, dq[k] * pc.scale);
   }
 }
 
