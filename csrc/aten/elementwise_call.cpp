@@ -4,7 +4,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
 
-#include <vector>
+#include <c10/util/SmallVector.h>
 
 #include "vkml/ops/elementwise.h"
 #include "vkml_tensor.h"
@@ -18,6 +18,9 @@ bool elementwise_dtype(at::ScalarType t) {
 
 namespace {
 
+// At most three inputs: kept inline, so the per-op path allocates nothing for them.
+using Inputs = c10::SmallVector<at::Tensor, 3>;
+
 bool is_cpu_scalar(const at::Tensor& t) { return t.device().is_cpu() && t.dim() == 0; }
 
 vkml::Scalar scalar_for(const at::Scalar& s, at::ScalarType compute) {
@@ -26,14 +29,14 @@ vkml::Scalar scalar_for(const at::Scalar& s, at::ScalarType compute) {
   return vkml::Scalar::of_int(s.toLong());
 }
 
-at::ScalarType compute_type(const EwOp& op, const std::vector<at::Tensor>& in) {
+at::ScalarType compute_type(const EwOp& op, const Inputs& in) {
   at::ScalarType t;
   if (op.result == ResultType::FromWhere) {
     t = at::result_type(in[1], in[2]);
   } else if (in.size() == 1) {
     t = in[0].scalar_type();
   } else {
-    t = at::native::result_type(at::ITensorListRef(in));
+    t = at::native::result_type(at::ITensorListRef(at::TensorList(in)));
   }
   if (op.result == ResultType::PromoteToFloat && at::isIntegralType(t, /*includeBool=*/true))
     t = c10::typeMetaToScalarType(c10::get_default_dtype());
@@ -41,7 +44,7 @@ at::ScalarType compute_type(const EwOp& op, const std::vector<at::Tensor>& in) {
 }
 
 // The vkml device among the inputs (or of out).
-std::optional<at::Device> find_device(const std::vector<at::Tensor>& in, const at::Tensor& out) {
+std::optional<at::Device> find_device(const Inputs& in, const at::Tensor& out) {
   if (out.defined() && out.device().is_privateuseone()) return out.device();
   for (const auto& t : in)
     if (t.defined() && t.device().is_privateuseone()) return t.device();
@@ -58,7 +61,7 @@ bool has_kernel(const EwOp& op, at::ScalarType compute, at::Device device) {
 }  // namespace
 
 bool runs_on_cpu(const EwOp& op, std::initializer_list<at::Tensor> inputs) {
-  std::vector<at::Tensor> in(inputs);
+  Inputs in(inputs.begin(), inputs.end());
   for (const auto& t : in)
     if (!t.defined()) return false;
   auto device = find_device(in, at::Tensor());
@@ -68,7 +71,7 @@ bool runs_on_cpu(const EwOp& op, std::initializer_list<at::Tensor> inputs) {
 
 at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_list,
                        const at::Tensor& out, const EwParams& params) {
-  std::vector<at::Tensor> in(inputs_list);
+  Inputs in(inputs_list.begin(), inputs_list.end());
   at::ScalarType compute = compute_type(op, in);
   // PyTorch's "not implemented for '<dtype>'" is a NotImplementedError.
   TORCH_CHECK_NOT_IMPLEMENTED(!(op.integral_only && at::isFloatingType(compute)), "\"", op.name,
@@ -87,8 +90,8 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
                               " has no float64 kernel on this vkml device (GLSL has no "
                               "double-precision transcendental functions); compute in float32 "
                               "or on the CPU");
-  TORCH_CHECK(params.fp.empty() || (at::isFloatingType(compute) && compute != at::kDouble),
-              op.name, ": expected a float32, float16 or bfloat16 input, got ", compute);
+  TORCH_CHECK(params.fp.empty() || (at::isFloatingType(compute) && compute != at::kDouble), op.name,
+              ": expected a float32, float16 or bfloat16 input, got ", compute);
 
   // Inputs in the compute dtype (the kernels read one dtype); Python scalars
   // stay on the CPU and travel by value unless an op parameter takes their slot.
@@ -96,8 +99,7 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
                         params.s2.has_value() || !params.fp.empty()};
   for (size_t k = 0; k < in.size(); ++k) {
     at::Tensor& t = in[k];
-    at::ScalarType want =
-        op.result == ResultType::FromWhere && k == 0 ? at::kBool : compute;
+    at::ScalarType want = op.result == ResultType::FromWhere && k == 0 ? at::kBool : compute;
     if (is_cpu_scalar(t)) {
       if (slot_taken[k]) t = t.to(device, want);
       continue;
