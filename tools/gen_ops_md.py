@@ -123,6 +123,9 @@ def family_of_sources() -> dict[str, str]:
         # Registration macros: VKML_REGISTER_UNARY(m, "neg", ...) and friends.
         for base in re.findall(r'VKML_REGISTER_\w+\(m, "([^"]+)"', text):
             owner.setdefault(base, path.name)
+        # VKML_REGISTER_SPECIAL(m, special_i0e): the name unquoted (stringised by the macro).
+        for base in re.findall(r"VKML_REGISTER_SPECIAL\(m, (\w+)\)", text):
+            owner.setdefault(base, path.name)
         for base in re.findall(r'VKML_FOREACH(?:_UNARY)?\("([^"]+)"', text):
             owner.setdefault("_foreach_" + base, path.name)
     return owner
