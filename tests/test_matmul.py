@@ -233,19 +233,36 @@ SPLIT_K_SHAPES = [(16, 4096, 16, 2), (5, 1000, 7, 2), (33, 513, 17, 2), (1, 7000
 
 @pytest.mark.parametrize("layout", list(OPERANDS))
 @pytest.mark.parametrize("shape", SPLIT_K_SHAPES, ids=_shape_id)
-@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dtype", DTYPES + [torch.bfloat16], ids=dtype_id)
 def test_split_k(dtype, shape, layout):
     m, k, n, expected = shape
     (a, b), build = _operands(layout, m, k, n, dtype)
     bias = make((m, n), dtype, low=-1, high=1)
     fn = lambda x, y, c: torch.addmm(c, *build(x, y), beta=0.5, alpha=2.0)  # noqa: E731
-    tol = dict(atol=1e-3, rtol=1e-3) if dtype == torch.float32 else dict(atol=0.1, rtol=2e-2)
+    tol = {
+        torch.float32: dict(atol=1e-3, rtol=1e-3),
+        torch.float16: dict(atol=0.1, rtol=2e-2),
+        torch.bfloat16: dict(atol=0.25, rtol=2e-2),
+    }[dtype]
     assert_close_to_cpu(fn, a, b, bias, **tol)
     x, y, c = (t.to(VKML) for t in (a, b, bias))
     torch_vkml.synchronize()
     before = _dispatches()
     fn(x, y, c)
     assert _dispatches() - before == expected
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
+def test_16bit_gemm_is_one_native_dispatch(dtype):
+    # bfloat16 has its own GEMM variant (fp32 accumulation, one rounding), like float16:
+    # no conversion copies around the product.
+    a, b = make((40, 24), dtype), make((24, 56), dtype)
+    assert_close_to_cpu(torch.mm, a, b, atol=0.05, rtol=1e-2)
+    x, y = a.to(VKML), b.to(VKML)
+    torch_vkml.synchronize()
+    before = _dispatches()
+    x @ y
+    assert _dispatches() - before == 1
 
 
 def test_split_k_batched_and_square_unsplit():

@@ -53,7 +53,7 @@ FAMILIES = {
     ),
     "ops_matmul.cpp": (
         "Matrix products, cross product",
-        F + ", bfloat16 (in float32), int64, int32, uint8 (int64 accumulation, wrapping); "
+        F + ", bfloat16 (fp32 accumulation), int64, int32, uint8 (int64 accumulation, wrapping); "
         "cross: all but bool",
     ),
     "ops_softmax.cpp": (

@@ -16,7 +16,8 @@ namespace vkml_aten {
 namespace {
 
 bool gemm_dtype(at::ScalarType t) {
-  return t == at::kFloat || t == at::kHalf || t == at::kLong || t == at::kInt || t == at::kByte;
+  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kLong ||
+         t == at::kInt || t == at::kByte;
 }
 
 void check_gemm_dtype(const char* name, const at::Tensor& a, const at::Tensor& b) {
@@ -24,7 +25,8 @@ void check_gemm_dtype(const char* name, const at::Tensor& a, const at::Tensor& b
               ": expected both operands to have the same dtype, but got ", a.scalar_type(),
               " != ", b.scalar_type());
   TORCH_CHECK_NOT_IMPLEMENTED(gemm_dtype(a.scalar_type()), name,
-                              " on vkml supports float32, float16, int64, int32 and uint8, got ",
+                              " on vkml supports float32, float16, bfloat16, int64, int32 and "
+                              "uint8, got ",
                               a.scalar_type());
 }
 
@@ -62,10 +64,11 @@ void gemm3(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out, cons
 
 // Writes into `out` (resized); computes into a temporary when out overlaps
 // an input or has a layout the kernel cannot write.
-// bfloat16 operands multiply in float32 (fp32 accumulation, as PyTorch's CPU
-// does) and the result is rounded once.
+// bfloat16 GEMMs accumulate in fp32 and round once, as PyTorch's CPU does; a
+// device without 16-bit storage gets the same math through float32 copies.
 bool upcast_bf16(const at::Tensor& a, const at::Tensor& b) {
-  return a.scalar_type() == at::kBFloat16 && b.scalar_type() == at::kBFloat16;
+  return a.scalar_type() == at::kBFloat16 && b.scalar_type() == at::kBFloat16 &&
+         !vkml_device(a).info().supports_fp16;
 }
 at::Tensor as_float(const at::Tensor& t) { return t.defined() ? t.to(at::kFloat) : t; }
 
@@ -87,8 +90,8 @@ at::Tensor& mm_into(const char* name, const at::Tensor& self, const at::Tensor& 
   at::native::resize_output(out, {self.size(0), mat2.size(1)});
   at::Tensor b;
   if (bias.defined()) {
-    TORCH_CHECK(bias.scalar_type() == self.scalar_type(), name, ": bias dtype ",
-                bias.scalar_type(), " does not match ", self.scalar_type());
+    TORCH_CHECK(bias.scalar_type() == self.scalar_type(), name, ": bias dtype ", bias.scalar_type(),
+                " does not match ", self.scalar_type());
     b = bias.expand({self.size(0), mat2.size(1)}).unsqueeze(0);
   }
   bool alias = out.is_same(self) || out.is_same(mat2);
@@ -120,7 +123,7 @@ at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& o
   return mm_into("mm", self, mat2, {}, 0, 1, out);
 }
 at::Tensor vk_addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b,
-                 const at::Scalar& beta, const at::Scalar& alpha) {
+                    const at::Scalar& beta, const at::Scalar& alpha) {
   if (cpu_only(a, alpha, beta)) return cpu_route<at::_ops::addmm>(bias, a, b, beta, alpha);
   at::Tensor out = at::empty({0}, a.options());
   return mm_into("addmm", a, b, bias, beta, alpha, out);
@@ -151,11 +154,15 @@ at::Tensor& bmm_into(const char* name, const at::Tensor& self, const at::Tensor&
   }
   TORCH_CHECK(self.dim() == 3, name, ": batch1 must be a 3D tensor");
   TORCH_CHECK(mat2.dim() == 3, name, ": batch2 must be a 3D tensor");
-  TORCH_CHECK(self.size(0) == mat2.size(0), name, ": batch1 and batch2 must have same number "
-              "of batches, got ", self.size(0), " and ", mat2.size(0));
-  TORCH_CHECK(self.size(2) == mat2.size(1), name, ": Expected size for first two dimensions "
-              "of batch2 tensor to be: [", self.size(0), ", ", self.size(2), "] but got: [",
-              mat2.size(0), ", ", mat2.size(1), "].");
+  TORCH_CHECK(self.size(0) == mat2.size(0), name,
+              ": batch1 and batch2 must have same number "
+              "of batches, got ",
+              self.size(0), " and ", mat2.size(0));
+  TORCH_CHECK(self.size(2) == mat2.size(1), name,
+              ": Expected size for first two dimensions "
+              "of batch2 tensor to be: [",
+              self.size(0), ", ", self.size(2), "] but got: [", mat2.size(0), ", ", mat2.size(1),
+              "].");
   check_gemm_dtype(name, self, mat2);
   std::vector<int64_t> shape{self.size(0), self.size(1), mat2.size(2)};
   at::Tensor b = bias.defined() ? bias.expand(shape) : bias;

@@ -67,13 +67,14 @@ int64_t max_offset(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_s
 
 void gemm(Device& dev, const GemmArgs& g) {
   bool integer = g.dtype == DType::i64 || g.dtype == DType::i32 || g.dtype == DType::u8;
-  VKML_CHECK_ARG(g.dtype == DType::f32 || g.dtype == DType::f16 || integer,
+  const bool half = g.dtype == DType::f16 || g.dtype == DType::bf16;
+  VKML_CHECK_ARG(g.dtype == DType::f32 || half || integer,
                  std::string("gemm: unsupported dtype ") + dtype_name(g.dtype));
   auto int32_range = [](int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; };
   VKML_CHECK_ARG(!integer || (int32_range(g.int_alpha) && int32_range(g.int_beta)),
                  "gemm: integer alpha and beta must fit in int32");
-  VKML_CHECK_ARG(g.dtype != DType::f16 || dev.info().supports_fp16,
-                 "gemm: float16 is not supported on " + dev.info().name);
+  VKML_CHECK_ARG(!half || dev.info().supports_fp16, std::string("gemm: ") + dtype_name(g.dtype) +
+                                                        " is not supported on " + dev.info().name);
   VKML_CHECK_ARG(g.batch >= 0 && g.m >= 0 && g.n >= 0 && g.k >= 0, "gemm: negative size");
   if (g.batch == 0 || g.m == 0 || g.n == 0) return;
   bool bias = (integer ? g.int_beta != 0 : g.beta != 0.0f) && g.bias != 0;
@@ -133,8 +134,8 @@ void gemm(Device& dev, const GemmArgs& g) {
   static const PipelineSlots slots(16 * 2);
   const bool large = t.bm == kLarge.bm;
   VkPipeline pipeline = slots.get(dev, uint32_t(g.dtype) * 2 + (large ? 1 : 0), [&] {
-    return dev.pipelines().get(std::string("gemm_") + variant_suffix(g.dtype),
-                               {t.bm, t.bn, t.bk, t.threads});
+    const char* suffix = g.dtype == DType::bf16 ? "bf16" : variant_suffix(g.dtype);
+    return dev.pipelines().get(std::string("gemm_") + suffix, {t.bm, t.bn, t.bk, t.threads});
   });
   const size_t item = itemsize(g.dtype);
   auto span = [&](uint64_t address, int64_t rows, int64_t cols, int64_t sb, int64_t sr,

@@ -9,7 +9,7 @@
 namespace vkml::ops {
 
 struct GemmArgs {
-  // f32 or f16 (fp32 accumulation), or i64 / i32 / u8 (int64 accumulation,
+  // f32, f16 or bf16 (fp32 accumulation, rounded once), or i64 / i32 / u8 (int64 accumulation,
   // wrapping in the element type); all operands
   DType dtype = DType::f32;
   int64_t batch = 1, m = 0, n = 0, k = 0;

@@ -22,6 +22,7 @@
 // TN is 4; TM = BM * BN / (threads * 4).
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
+//! variant bf16 -DST_BF16 -DNEED_F16 -DNEED_I16
 //! variant i64 -DST_I64
 //! variant i32 -DST_I32
 //! variant u8 -DST_U8
@@ -40,6 +41,10 @@ const uint NTY = BM / TM;  // threads along m
 
 #if defined(ST_F16)
 #define BUF BufF16
+#define ESIZE 2
+#define ACC float
+#elif defined(ST_BF16)
+#define BUF BufU16
 #define ESIZE 2
 #define ACC float
 #elif defined(ST_I64)
@@ -61,6 +66,12 @@ const uint NTY = BM / TM;  // threads along m
 #define BUF BufF32
 #define ESIZE 4
 #define ACC float
+#endif
+// An element as the accumulator type (bfloat16 is stored as its upper 16 bits).
+#if defined(ST_BF16)
+#define LOADV(x) bf16_to_f32(uint(x))
+#else
+#define LOADV(x) ACC(x)
 #endif
 #if defined(ELEM)
 #define MAD(a, b, c) ((c) + (a) * (b))
@@ -103,10 +114,12 @@ void store_c(uint bi, uint gi, uint gj, ACC v) {
   BUF C = BUF(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * ESIZE);
   if ((pc.flags & F_BIAS) != 0u) {
     BUF Bias = BUF(pc.bias + uint64_t(bi) * uint64_t(pc.bias_batch) * ESIZE);
-    v += SCALAR(pc.beta) * ACC(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]);
+    v += SCALAR(pc.beta) * LOADV(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]);
   }
 #if defined(ST_F16)
   C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = float16_t(v);
+#elif defined(ST_BF16)
+  C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = uint16_t(f32_to_bf16(v));
 #elif defined(ELEM)
   C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = ELEM(v);
 #else
@@ -172,7 +185,7 @@ void main() {
       uint kk = a_mfast ? e / BM : e % BK;
       uint gi = row0 + i, gk = k0 + kk;
       ACC v = ACC(0);
-      if (full || (gi < pc.m && gk < k_end)) v = ACC(A.v[int(gi) * pc.a_row + int(gk) * pc.a_col]);
+      if (full || (gi < pc.m && gk < k_end)) v = LOADV(A.v[int(gi) * pc.a_row + int(gk) * pc.a_col]);
       As[kk * AS + i] = v;
     }
     for (uint e = tid; e < BK * BN; e += WG) {
@@ -180,7 +193,7 @@ void main() {
       uint kk = b_kfast ? e % BK : e / BN;
       uint gj = col0 + j, gk = k0 + kk;
       ACC v = ACC(0);
-      if (full || (gj < pc.n && gk < k_end)) v = ACC(B.v[int(gk) * pc.b_row + int(gj) * pc.b_col]);
+      if (full || (gj < pc.n && gk < k_end)) v = LOADV(B.v[int(gk) * pc.b_row + int(gj) * pc.b_col]);
       Bs[kk * BS + j] = v;
     }
     barrier();
