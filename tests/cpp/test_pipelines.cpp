@@ -1,8 +1,9 @@
-// Pipeline creation from several threads, and warming a list of pipelines in
-// the background.
+// Pipeline creation from several threads, warming a list of pipelines in the
+// background, and the per-call-site slot tables.
 #include <thread>
 #include <vector>
 
+#include "vkml/runtime/pipeline_slots.h"
 #include "vkml/runtime/pipelines.h"
 #include "vkml/shaders/op_codes.h"
 #include "vkml_test.h"
@@ -40,6 +41,31 @@ TEST_F(PipelinesTest, PrewarmCreatesTheListedPipelines) {
   EXPECT_EQ(p.size(), before + std::size(kOps));
   p.get("elementwise_i32", {OP_SIN});  // already there: nothing new
   EXPECT_EQ(p.size(), before + std::size(kOps));
+}
+
+// A combination's pipeline is made once and then read from its slot; values out
+// of their ranges (or the wrong number of them) are made every time.
+TEST_F(PipelinesTest, SlotsMakeEachCombinationOnce) {
+  static const PipelineSlots slots({2, 3});
+  int made = 0;
+  auto make = [&](int32_t op) {
+    return [&, op] {
+      ++made;
+      return dev().pipelines().get("elementwise_i32", {op});
+    };
+  };
+  VkPipeline a = slots.get(dev(), {1, 2}, make(OP_SIN));
+  EXPECT_EQ(slots.get(dev(), {1, 2}, make(OP_SIN)), a);
+  EXPECT_EQ(made, 1);
+  VkPipeline b = slots.get(dev(), {0, 2}, make(OP_COS));
+  EXPECT_NE(b, a);
+  EXPECT_EQ(made, 2);
+  slots.get(dev(), {2, 0}, make(OP_TAN));
+  slots.get(dev(), {2, 0}, make(OP_TAN));
+  slots.get(dev(), {1}, make(OP_TAN));
+  EXPECT_EQ(made, 5);
+  EXPECT_EQ(slots.get(dev(), {0, 2}, make(OP_COS)), b);
+  EXPECT_EQ(made, 5);
 }
 
 }  // namespace

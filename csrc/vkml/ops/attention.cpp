@@ -74,12 +74,8 @@ void run(Device& dev, DType dtype, int mode, const AttentionShape& s, const Push
          int64_t row_tiles, const Access& access) {
   Tiling t = tiling(dev, s);
   // Keyed by (dtype, mode, head-dim class); the row tile follows from those on a device.
-  constexpr uint32_t kDims = kMaxHeadDim / kLanes + 1;
-  static const PipelineSlots slots(16 * 3 * kDims);
-  const uint32_t key = mode >= 0 && mode < 3 && uint32_t(dtype) < 16
-                           ? (uint32_t(dtype) * 3 + uint32_t(mode)) * kDims + t.ep / kLanes
-                           : UINT32_MAX;
-  VkPipeline pipeline = slots.get(dev, key, [&] {
+  static const PipelineSlots slots({16, 3, kMaxHeadDim / kLanes + 1});
+  VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), t.ep / kLanes}, [&] {
     return dev.pipelines().get(
         std::string("attention_") + float_variant(dev, dtype, "scaled_dot_product_attention"),
         {mode, int32_t(t.rows), int32_t(t.ep), int32_t(t.rows * kLanes)});

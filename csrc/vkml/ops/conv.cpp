@@ -56,8 +56,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
   };
   int64_t cig = s.ci / s.groups, cog = s.co / s.groups;
   // Keyed by (dtype, mode, kernel): the implicit GEMM, or the direct one by tile.
-  static const PipelineSlots slots(16 * 3 * 4);
-  VKML_CHECK_ARG(mode >= 0 && mode < 3 && uint32_t(dtype) < 16, "conv: bad kernel mode");
+  static const PipelineSlots slots({16, 3, 4});
   // Rows of the implicit GEMM per group; with fewer than kGemmMinRows a 32-row tile
   // would be mostly idle, and the direct kernel does better (depthwise, tiny convs).
   int64_t rows = mode == 1 ? cig : cog;
@@ -65,7 +64,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     int64_t cols = mode == 0   ? s.n * prod3(s.out)
                    : mode == 1 ? s.n * prod3(s.in)
                                : cig * prod3(s.kernel);
-    VkPipeline pipeline = slots.get(dev, (uint32_t(dtype) * 3 + uint32_t(mode)) * 4, [&] {
+    VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), 0}, [&] {
       return dev.pipelines().get("conv_gemm_" + suffix, {mode, 64});
     });
     dispatch_tiles(pipeline, uint64_t(s.groups * ((rows + 31) / 32) * ((cols + 31) / 32)));
@@ -77,10 +76,9 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
   int64_t tiles = s.groups * ((per_group + tile - 1) / tile);
   uint32_t wg = 64;
   const uint32_t tile_class = tile == 8 ? 3 : tile == 4 ? 2 : 1;
-  VkPipeline pipeline =
-      slots.get(dev, (uint32_t(dtype) * 3 + uint32_t(mode)) * 4 + tile_class, [&] {
-        return dev.pipelines().get("conv_" + suffix, {mode, int32_t(wg), tile});
-      });
+  VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), tile_class}, [&] {
+    return dev.pipelines().get("conv_" + suffix, {mode, int32_t(wg), tile});
+  });
   if (mode == 2) {
     dispatch_tiles(pipeline, uint64_t(s.co * ((per_group + tile - 1) / tile) * prod3(s.kernel)));
   } else {

@@ -99,9 +99,9 @@ void copy(Device& dev, const TensorRef& dst, const TensorRef& src) {
     fail(ErrorKind::InvalidArgument,
          "float64 is not supported on " + dev.info().name +
              " (no shaderFloat64); convert to float32 before moving to vkml");
-  static const PipelineSlots slots(2);
-  VkPipeline pipeline = slots.get(
-      dev, f64 ? 1 : 0, [&] { return dev.pipelines().get(f64 ? "copy_f64" : "copy_base"); });
+  static const PipelineSlots slots({2});
+  VkPipeline pipeline =
+      slots.get(dev, {f64}, [&] { return dev.pipelines().get(f64 ? "copy_f64" : "copy_base"); });
   launch(dev, pipeline, l, dst.address, src.address, dt, st, l.ndim);
 }
 

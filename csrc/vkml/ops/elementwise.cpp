@@ -59,13 +59,10 @@ VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
   // One slot per (dtype, kernel kind, op): the per-op path is a table load.
   constexpr uint32_t kOps = 512, kKinds = 3, kDTypes = 16;
   static_assert(OP_PRELU_BACKWARD_WEIGHT < int(kOps));
-  static const PipelineSlots slots(kDTypes * kKinds * kOps);
+  static const PipelineSlots slots({kDTypes, kKinds, kOps});
   const bool special = is_special(e.op);
   const uint32_t kind = special ? 2 : (e.compare ? 1 : 0);
-  const uint32_t key = e.op >= 0 && uint32_t(e.op) < kOps && uint32_t(e.dtype) < kDTypes
-                           ? (uint32_t(e.dtype) * kKinds + kind) * kOps + uint32_t(e.op)
-                           : UINT32_MAX;
-  return slots.get(dev, key, [&] {
+  return slots.get(dev, {uint32_t(e.dtype), kind, uint32_t(e.op)}, [&] {
     const char* suffix = suffix_of(e.dtype);
     if (!suffix || !elementwise_supported(dev, e.dtype))
       fail(ErrorKind::InvalidArgument,

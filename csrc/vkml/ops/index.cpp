@@ -79,14 +79,12 @@ void index_op(Device& dev, const IndexArgs& a) {
   check_32bit_indexing(numel, l.max_offset(2), "index");
 
   int op = a.mode == IndexMode::Scatter ? int(a.reduce) : 0;
-  static const PipelineSlots slots(16 * 2 * 5 * 2);
-  const uint32_t key =
-      uint32_t(a.dtype) < 16 && op >= 0 && op < 5
-          ? ((uint32_t(a.dtype) * 2 + uint32_t(a.mode)) * 5 + uint32_t(op)) * 2 + (serial ? 1 : 0)
-          : UINT32_MAX;
-  VkPipeline pipeline = slots.get(dev, key, [&] {
-    return dev.pipelines().get(std::string("index_") + suffix, {int(a.mode), op, serial ? 1 : 0});
-  });
+  static const PipelineSlots slots({16, 2, 5, 2});  // dtype, mode, reduction, serial
+  VkPipeline pipeline =
+      slots.get(dev, {uint32_t(a.dtype), uint32_t(a.mode), uint32_t(op), serial}, [&] {
+        return dev.pipelines().get(std::string("index_") + suffix,
+                                   {int(a.mode), op, serial ? 1 : 0});
+      });
   Push p{};
   p.scalar = encode(a.dtype, a.value);
   p.skip = a.skip_value;
@@ -108,21 +106,19 @@ void index_op(Device& dev, const IndexArgs& a) {
 
   // Declared over whole tensors (every outer dispatch alike); the indexed side
   // spans every position an in-range index can reach along the dim.
+  auto plain = [&](const TensorRef& t) {
+    return span_of(t.address, itemsize(a.dtype), t.ndim, t.sizes, t.strides);
+  };
   auto reaching = [&](const TensorRef& t) {
-    Span s = span_of(t.address, itemsize(a.dtype), t.ndim, t.sizes, t.strides);
+    Span s = plain(t);
     int64_t r = (a.dim_size > 0 ? a.dim_size - 1 : 0) * a.dim_stride * int64_t(itemsize(a.dtype));
     if (s.end > s.begin) (r < 0 ? s.begin : s.end) += uint64_t(r);
     return s;
   };
   const bool gather = a.mode == IndexMode::Gather;
   Access acc;
-  acc.write(gather
-                ? span_of(a.dst.address, itemsize(a.dtype), a.dst.ndim, a.dst.sizes, a.dst.strides)
-                : reaching(a.dst));
-  if (a.src.address)
-    acc.read(
-        gather ? reaching(a.src)
-               : span_of(a.src.address, itemsize(a.dtype), a.src.ndim, a.src.sizes, a.src.strides));
+  acc.write(gather ? plain(a.dst) : reaching(a.dst));
+  if (a.src.address) acc.read(gather ? reaching(a.src) : plain(a.src));
   acc.read(span_of(a.idx));
 
   // Dims beyond kDims (rare after coalescing) are walked here, one dispatch each.

@@ -131,9 +131,8 @@ void gemm(Device& dev, const GemmArgs& g) {
             (g.b_row == 1 && g.b_col != 1 ? kBKFast : 0);
 
   const int64_t splits = choose_splits(g, tiles, integer);
-  static const PipelineSlots slots(16 * 2);
-  const bool large = t.bm == kLarge.bm;
-  VkPipeline pipeline = slots.get(dev, uint32_t(g.dtype) * 2 + (large ? 1 : 0), [&] {
+  static const PipelineSlots slots({16, 2});  // dtype, large tiles
+  VkPipeline pipeline = slots.get(dev, {uint32_t(g.dtype), t.bm == kLarge.bm}, [&] {
     const char* suffix = g.dtype == DType::bf16 ? "bf16" : variant_suffix(g.dtype);
     return dev.pipelines().get(std::string("gemm_") + suffix, {t.bm, t.bn, t.bk, t.threads});
   });

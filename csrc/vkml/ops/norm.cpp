@@ -53,12 +53,8 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
   const bool per_c = mode <= 1, wide = !per_c || v.outer * v.inner >= 1024;
   uint32_t wg = wide ? 256 : 64;
   while (per_c && wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
-  constexpr uint32_t kModes = 8, kDTypes = 16;
-  static const PipelineSlots slots(kDTypes * kModes * 2);
-  const uint32_t key = mode >= 0 && mode < int(kModes)
-                           ? (uint32_t(dtype) * kModes + uint32_t(mode)) * 2 + (wide ? 1 : 0)
-                           : UINT32_MAX;
-  VkPipeline pipeline = slots.get(dev, key, [&] {
+  static const PipelineSlots slots({16, 8, 2});  // dtype, mode, wide
+  VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), wide}, [&] {
     return dev.pipelines().get(std::string("norm_") + float_variant(dev, dtype, "norm"),
                                {mode, int32_t(wg)});
   });

@@ -56,14 +56,9 @@ void pass(Device& dev, const Plan& p, const Operand& in, int64_t outer, int64_t 
   uint32_t wg = row ? (chunk >= 1024 ? 256u : 64u) : 256u;
   wg = std::min(wg, p.max_wg);
   // Keyed by (dtype, op, row, wide); max_wg is fixed per device.
-  constexpr uint32_t kOps = 8, kDTypes = 16;
-  static const PipelineSlots slots(kDTypes * kOps * 4);
+  static const PipelineSlots slots({16, 8, 2, 2});
   const bool wide = !row || chunk >= 1024;
-  const uint32_t key =
-      uint32_t(p.op) < kOps && uint32_t(p.dtype) < kDTypes
-          ? ((uint32_t(p.dtype) * kOps + uint32_t(p.op)) * 2 + (row ? 1 : 0)) * 2 + (wide ? 1 : 0)
-          : UINT32_MAX;
-  VkPipeline pipeline = slots.get(dev, key, [&] {
+  VkPipeline pipeline = slots.get(dev, {uint32_t(p.dtype), uint32_t(p.op), row, wide}, [&] {
     return dev.pipelines().get(std::string("reduce_") + variant_suffix(p.dtype),
                                {int32_t(p.op), row ? 1 : 0, int32_t(wg)});
   });

@@ -36,12 +36,8 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
   uint32_t wg = row && s.dim < 1024 ? 64 : 256;
   while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
   // Keyed by (dtype, mode, row, wg == 64); wg only shrinks below 256 on small devices.
-  static const PipelineSlots slots(16 * 4 * 2 * 2);
-  const uint32_t key =
-      mode >= 0 && mode < 4 && uint32_t(dtype) < 16
-          ? ((uint32_t(dtype) * 4 + uint32_t(mode)) * 2 + (row ? 1 : 0)) * 2 + (wg == 64 ? 1 : 0)
-          : UINT32_MAX;
-  VkPipeline pipeline = slots.get(dev, key, [&] {
+  static const PipelineSlots slots({16, 4, 2, 2});
+  VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), row, wg == 64}, [&] {
     return dev.pipelines().get(dtype == DType::f16   ? "softmax_f16"
                                : dtype == DType::f64 ? "softmax_f64"
                                                      : "softmax_f32",
