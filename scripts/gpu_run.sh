@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build, test and benchmark on the GPU machine (see /work/shared/device/README.md), in one
-# device call from the project root, after `source .gl/gpu-setup.sh`:
+# device call from the project root, after `bash scripts/gpu_prepare.sh` here and
+# `source .gl/gpu-setup.sh` there:
 #
 #   run(command="source .gl/gpu-setup.sh && bash scripts/gpu_run.sh", carry=[".gl"],
 #       timeout_s=570)
@@ -21,9 +22,14 @@ t0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - t0 )); }
 summary=()
 
+# The glslang that gpu_prepare.sh carried compiles the cooperative-matrix shaders.
+cmake_args=""
+if [ -x .gl/glslang/bin/glslang ]; then
+  cmake_args="-DVKML_GLSLANG=$PWD/.gl/glslang/bin/glslang"
+fi
 echo "==> [$(elapsed)s] build (limit ${STEP_BUILD_S}s)"
 if timeout "$STEP_BUILD_S" make build SETUP=none PYTHON="$PY" BUILD_TESTS=OFF JOBS=16 \
-    >"$OUT/build.log" 2>&1; then
+    CMAKE_ARGS="$cmake_args" >"$OUT/build.log" 2>&1; then
   summary+=("build: ok ($(elapsed)s)")
 else
   rc=$?
@@ -42,6 +48,12 @@ print("vkml:0 =", p.name, "|", p.driver, "| type", p.device_type)
 print("torch", torch.__version__, "cuda:", torch.cuda.is_available() and torch.cuda.get_device_name())
 if "nvidia" not in p.name.lower():
     print("WARNING: vkml:0 is not the NVIDIA device")
+# The matrix-unit GEMM: its start-up check runs on the first fp16 product.
+a = torch.randn(1000, 1100, dtype=torch.float16)
+b = torch.randn(1100, 900, dtype=torch.float16)
+err = (torch.mm(a.to("vkml"), b.to("vkml")).cpu().double() - a.double() @ b.double()).abs().max()
+print("cooperative matrix:", p.cooperative_matrix or "none", "| status:",
+      torch_vkml._C.coopmat_status(0), "| fp16 mm 1000x1100x900 max error:", float(err))
 PYEOF
 
 echo "==> [$(elapsed)s] pytest (limit ${STEP_TEST_S}s)"

@@ -303,3 +303,50 @@ def test_integer_products_wrap():
     assert_close_to_cpu(torch.mm, x * 1000, x.t() * 1000)
     u = torch.full((2, 5), 200, dtype=torch.uint8)
     assert_close_to_cpu(torch.mm, u, u.t())
+
+
+def test_float16_products_through_the_matrix_unit_kernel():
+    """fp16 mm, bmm, linear (with backward) and a transposed operand through the
+    cooperative-matrix GEMM, in its emulated variant (TORCH_VKML_COOPMAT=emulate) since
+    lavapipe has no matrix units; float64 CPU reference, 1e-2 relative tolerance."""
+    from conftest import describe, run_python
+
+    proc = run_python(
+        """
+        import torch, torch_vkml
+        torch.manual_seed(0)
+        def check(got, want, what):
+            err = (got.cpu().double() - want).abs().max().item()
+            scale = want.abs().max().item() + 1
+            assert err <= 1e-2 * scale, f"{what}: max error {err} (scale {scale})"
+        a = torch.randn(130, 96).half()
+        b = torch.randn(96, 70).half()
+        check(torch.mm(a.to("vkml"), b.to("vkml")), a.double() @ b.double(), "mm")
+        check(torch.mm(a.t().contiguous().to("vkml").t(), b.to("vkml")),
+              a.double() @ b.double(), "mm, A transposed")
+        x = torch.randn(4, 65, 48).half()
+        y = torch.randn(4, 48, 80).half()
+        check(torch.bmm(x.to("vkml"), y.to("vkml")), x.double() @ y.double(), "bmm")
+        lin = torch.nn.Linear(64, 96).half()
+        inp = torch.randn(50, 64).half()
+        dl = torch.nn.Linear(64, 96).half().to("vkml")
+        dl.load_state_dict(lin.state_dict())
+        di = inp.to("vkml").requires_grad_()
+        out = dl(di)
+        out.float().square().sum().backward()
+        ref_w = lin.weight.detach().double().requires_grad_()
+        ref_i = inp.double().requires_grad_()
+        ref = torch.nn.functional.linear(ref_i, ref_w, lin.bias.detach().double())
+        ref.square().sum().backward()
+        check(out, ref, "linear")
+        check(di.grad, ref_i.grad, "linear input grad")
+        check(dl.weight.grad, ref_w.grad, "linear weight grad")
+        assert torch_vkml._C.coopmat_status() == "emulated", torch_vkml._C.coopmat_status()
+        assert not torch_vkml.fallback_counts(), torch_vkml.fallback_counts()
+        messages = torch_vkml.validation_messages()
+        assert not messages, messages
+        print("ok")
+        """,
+        env={"TORCH_VKML_COOPMAT": "emulate"},
+    )
+    assert proc.returncode == 0 and "ok" in proc.stdout, describe(proc)

@@ -7,6 +7,7 @@
 
 #include "fallback.h"
 #include "generator.h"
+#include "vkml/ops/gemm_coopmat.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
@@ -44,6 +45,10 @@ py::dict properties(int index) {
   d["supports_fp64"] = i.supports_fp64;
   d["supports_int64"] = i.supports_int64;
   d["supports_int16"] = i.supports_int16;
+  d["cooperative_matrix"] = i.coopmat_m == 0
+                                ? std::string()
+                                : std::to_string(i.coopmat_m) + "x" + std::to_string(i.coopmat_n) +
+                                      "x" + std::to_string(i.coopmat_k);
   return d;
 }
 
@@ -97,6 +102,13 @@ PYBIND11_MODULE(_C, m) {
     for (int i = 0; i < rt.device_count(); ++i)
       guarded([&] { rt.device(i).release_cached_memory(); });
   });
+  m.def(
+      "coopmat_status",
+      [](std::optional<int> i) {
+        py::gil_scoped_release no_gil;
+        return std::string(guarded([&] { return vkml::ops::coopmat_status(dev(i)); }));
+      },
+      py::arg("device") = py::none());
   m.def("fallback_counts", [] { return fallback_counts(); });
   m.def("reset_fallback_counts", [] { reset_fallback_counts(); });
   m.def("validation_enabled", [] { return vkml::Runtime::get().validation_enabled(); });

@@ -84,6 +84,8 @@ class DeviceProperties:
     supports_fp64: bool
     supports_int64: bool
     supports_int16: bool
+    # VK_KHR_cooperative_matrix shape (MxNxK) of the fp16 GEMM kernel; "" when none
+    cooperative_matrix: str
 
     def __str__(self) -> str:
         gib = self.total_memory / 2**30

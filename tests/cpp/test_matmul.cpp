@@ -1,6 +1,7 @@
 // Batched strided GEMM against a double-precision C++ reference.
 #include <cmath>
 
+#include "vkml/ops/gemm_coopmat.h"
 #include "vkml/ops/matmul.h"
 #include "vkml_test.h"
 
@@ -18,6 +19,7 @@ struct Case {
   BiasKind bias = BiasKind::None;
   float alpha = 1.0f, beta = 0.0f;
   bool nan_bias = false;
+  int64_t offset = 0;  // operands start this many elements into their buffers
 };
 
 std::string describe(const Case& c) {
@@ -90,15 +92,17 @@ void run_case(Device& dev, const Case& c, DType dt) {
   };
   auto sa = store(a, B, M, K, g.a_row, g.a_col);
   auto sb = store(b, b_count, K, N, g.b_row, g.b_col);
-  auto upload = [&](const std::vector<float>& v) {
+  auto upload = [&](std::vector<float> v) {
+    v.insert(v.begin(), size_t(c.offset), 0.0f);
     return dt == DType::f16 ? Buffer(dev, to_f16(v)) : Buffer(dev, v);
   };
   Buffer ba = upload(sa), bb = upload(sb), bbias = upload(bias);
   Buffer bc(dev, std::max<int64_t>(B * M * N, 1) * itemsize(dt));
-  g.a = ba.address();
-  g.b = bb.address();
+  const uint64_t skip = uint64_t(c.offset) * itemsize(dt);
+  g.a = ba.address() + skip;
+  g.b = bb.address() + skip;
   g.c = bc.address();
-  g.bias = c.bias == BiasKind::None ? 0 : bbias.address();
+  g.bias = c.bias == BiasKind::None ? 0 : bbias.address() + skip;
   ops::gemm(dev, g);
 
   std::vector<double> want(B * M * N);
@@ -204,6 +208,97 @@ TEST_F(MatmulTest, Float16) {
   c.beta = -1.0f;
   run_case(dev(), c, DType::f16);
   run_case(dev(), Case{8, 129, 130, 40}, DType::f16);
+}
+
+// The matrix-unit kernel's emulated variant (ops/gemm_coopmat.h): plain
+// arithmetic in place of the matrix units, with the real kernel's tiling,
+// staging, vector loads, edges, epilogue and split-K, and its start-up check.
+class CoopmatEmulated : public MatmulTest {
+ protected:
+  void SetUp() override {
+    MatmulTest::SetUp();
+    saved_ = ops::coopmat_mode();
+    ops::set_coopmat_mode(ops::CoopmatMode::kEmulated);
+  }
+  void TearDown() override {
+    ops::set_coopmat_mode(saved_);
+    MatmulTest::TearDown();
+  }
+  bool chosen(const Case& c) {
+    ops::GemmArgs g;
+    g.dtype = DType::f16;
+    g.batch = c.batch, g.m = c.m, g.n = c.n, g.k = c.k;
+    g.a_row = c.k, g.a_col = 1, g.b_row = c.n, g.b_col = 1;
+    return ops::coopmat_kernel(dev(), g).pipeline != VK_NULL_HANDLE;
+  }
+  void run(const Case& c) {
+    ASSERT_TRUE(chosen(c)) << describe(c);
+    run_case(dev(), c, DType::f16);
+  }
+  ops::CoopmatMode saved_ = ops::CoopmatMode::kAuto;
+};
+
+TEST_F(CoopmatEmulated, ChosenForFp16ProductsOfSize) {
+  EXPECT_TRUE(chosen(Case{1, 64, 64, 64}));
+  EXPECT_FALSE(chosen(Case{1, 16, 64, 64}));  // too small a side
+  EXPECT_FALSE(chosen(Case{1, 64, 64, 8}));
+  ops::GemmArgs g;
+  g.dtype = DType::f32, g.m = g.n = g.k = 64;
+  EXPECT_EQ(ops::coopmat_kernel(dev(), g).pipeline, VK_NULL_HANDLE);
+  // The start-up check ran (on the emulation) and passed.
+  EXPECT_STREQ(ops::coopmat_status(dev()), "emulated");
+  ops::set_coopmat_mode(ops::CoopmatMode::kOff);
+  EXPECT_FALSE(chosen(Case{1, 64, 64, 64}));
+  EXPECT_STREQ(ops::coopmat_status(dev()), "off");
+}
+
+TEST_F(CoopmatEmulated, ShapesAndRaggedEdges) {
+  const int64_t shapes[][3] = {{64, 64, 64},  {32, 32, 32},  {33, 47, 70},
+                               {100, 37, 33}, {65, 130, 97}, {200, 136, 72}};
+  for (auto& s : shapes) run(Case{1, s[0], s[1], s[2]});
+}
+
+TEST_F(CoopmatEmulated, TransposedOperandsBatchedAndLargeTiles) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (bool tc : {false, true}) {
+        Case c{2, 130, 129, 67};  // 128 x 128 tiles, ragged in every direction
+        c.ta = ta, c.tb = tb, c.tc = tc;
+        run(c);
+      }
+}
+
+TEST_F(CoopmatEmulated, AlphaBetaBiasAndSharedB) {
+  Case c{3, 40, 36, 48};
+  c.alpha = 0.5f;
+  c.beta = 2.0f;
+  c.b_shared = true;
+  for (BiasKind k : {BiasKind::Full, BiasKind::Row, BiasKind::Column}) {
+    c.bias = k;
+    run(c);
+  }
+  c.beta = 0.0f;
+  c.nan_bias = true;
+  run(c);
+}
+
+TEST_F(CoopmatEmulated, UnalignedOperandsLoadElementwise) {
+  for (int64_t offset : {1, 2, 3}) {
+    Case c{2, 48, 40, 64};
+    c.offset = offset;
+    run(c);
+    c.ta = c.tb = true;
+    run(c);
+  }
+  run(Case{1, 35, 38, 42});  // row strides not a multiple of 4
+}
+
+TEST_F(CoopmatEmulated, SplitK) {
+  // One 64 x 64 tile and a deep K: partial sums in K slices, added by gemm.comp.
+  Case c{1, 50, 64, 2000};
+  c.bias = BiasKind::Row;
+  c.beta = 1.0f;
+  run(c);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "vkml/core/error.h"
+#include "vkml/ops/gemm_coopmat.h"
+#include "vkml/ops/gemm_push.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/pipeline_slots.h"
 
@@ -13,19 +15,7 @@ namespace vkml::ops {
 
 namespace {
 
-// Flags of shaders/gemm.comp.
-constexpr uint32_t kBias = 1, kAMFast = 2, kBKFast = 4, kSplit = 8, kSplitSum = 16;
-
-struct Push {
-  uint64_t a, b, c, bias;
-  int64_t a_batch, b_batch, c_batch, bias_batch;
-  int32_t a_row, a_col, b_row, b_col, c_row, c_col, bias_row, bias_col;
-  uint32_t m, n, k, batch;
-  float alpha, beta;
-  uint32_t flags;
-  uint32_t splits;
-};
-static_assert(sizeof(Push) <= 128);
+using namespace gemm_detail;
 
 // Tile configurations (the specialization constants of shaders/gemm.comp):
 // BM x BN outputs per workgroup, BK-deep K slices, and the workgroup size;
@@ -95,7 +85,10 @@ void gemm(Device& dev, const GemmArgs& g) {
   if (integer || large_tiles < 128 || g.m <= 32 || g.n <= 32 ||
       dev.info().max_workgroup_invocations < uint32_t(kLarge.threads))
     t = kSmall;
-  int64_t tiles = ceil_div(g.m, t.bm) * ceil_div(g.n, t.bn) * g.batch;
+  // fp16 products on the matrix units where the device has them.
+  const CoopmatKernel coop = g.k > 0 ? coopmat_kernel(dev, g) : CoopmatKernel{};
+  const int64_t bm = coop.pipeline ? coop.bm : t.bm, bn = coop.pipeline ? coop.bn : t.bn;
+  int64_t tiles = ceil_div(g.m, bm) * ceil_div(g.n, bn) * g.batch;
   VKML_CHECK_ARG(tiles < (int64_t(1) << 32), "gemm: too many output tiles");
 
   Push p{};
@@ -128,14 +121,18 @@ void gemm(Device& dev, const GemmArgs& g) {
     p.beta = g.beta;
   }
   p.flags = (bias ? kBias : 0) | (g.a_row == 1 && g.a_col != 1 ? kAMFast : 0) |
-            (g.b_row == 1 && g.b_col != 1 ? kBKFast : 0);
+            (g.b_row == 1 && g.b_col != 1 ? kBKFast : 0) | coop.flags;
 
   const int64_t splits = choose_splits(g, tiles, integer);
   static const PipelineSlots slots({16, 2});  // dtype, large tiles
-  VkPipeline pipeline = slots.get(dev, {uint32_t(g.dtype), t.bm == kLarge.bm}, [&] {
-    const char* suffix = g.dtype == DType::bf16 ? "bf16" : variant_suffix(g.dtype);
-    return dev.pipelines().get(std::string("gemm_") + suffix, {t.bm, t.bn, t.bk, t.threads});
-  });
+  auto scalar_pipeline = [&](const Tile& tile) {
+    return slots.get(dev, {uint32_t(g.dtype), tile.bm == kLarge.bm}, [&] {
+      const char* suffix = g.dtype == DType::bf16 ? "bf16" : variant_suffix(g.dtype);
+      return dev.pipelines().get(std::string("gemm_") + suffix,
+                                 {tile.bm, tile.bn, tile.bk, tile.threads});
+    });
+  };
+  const VkPipeline pipeline = coop.pipeline ? coop.pipeline : scalar_pipeline(t);
   const size_t item = itemsize(g.dtype);
   auto span = [&](uint64_t address, int64_t rows, int64_t cols, int64_t sb, int64_t sr,
                   int64_t sc) {
@@ -172,6 +169,8 @@ void gemm(Device& dev, const GemmArgs& g) {
   read_operands(first);
   dispatch_groups(dev, pipeline, &partial, sizeof(partial), uint64_t(tiles * splits), &first);
 
+  // The sum pass is gemm.comp's, whichever kernel made the partials.
+  const Tile sum_tile = coop.pipeline ? kSmall : t;
   Push sum = p;
   sum.a = scratch.address;
   sum.flags = p.flags | kSplitSum;
@@ -180,7 +179,8 @@ void gemm(Device& dev, const GemmArgs& g) {
   second.read(span_elems(scratch.address, splits * outputs, 4));
   second.write(c_span);
   if (bias) second.read(bias_span);
-  dispatch_1d(dev, pipeline, &sum, sizeof(sum), uint64_t(outputs), uint32_t(t.threads), &second);
+  dispatch_1d(dev, scalar_pipeline(sum_tile), &sum, sizeof(sum), uint64_t(outputs),
+              uint32_t(sum_tile.threads), &second);
   dev.memory().free(scratch.address);
 }
 

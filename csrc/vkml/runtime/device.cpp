@@ -29,9 +29,11 @@ Device::Device(VkPhysicalDevice physical, const DeviceInfo& info, int index)
   qi.pQueuePriorities = &priority;
 
   EnabledFeatures features;
-  choose_features(physical, features);
+  const bool coopmat = info.coopmat_m != 0;
+  choose_features(physical, features, coopmat);
   std::vector<const char*> extensions;
   if (info.supports_memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  if (coopmat) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
 
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   ci.pNext = &features.base;

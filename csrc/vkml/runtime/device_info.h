@@ -16,7 +16,7 @@ struct DeviceInfo {
   std::string device_type;  // "discrete", "integrated", "virtual", "cpu", "other"
   uint32_t vendor_id = 0;
   uint32_t device_id = 0;
-  std::string vendor;       // "NVIDIA", "AMD", "Intel", "Mesa (lavapipe)", ...
+  std::string vendor;  // "NVIDIA", "AMD", "Intel", "Mesa (lavapipe)", ...
   std::string driver_name;
   std::string driver_info;
   uint32_t api_version = 0;
@@ -29,11 +29,14 @@ struct DeviceInfo {
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_shared_memory = 0;
   float timestamp_period_ns = 0;
-  bool supports_fp16 = false;     // shaderFloat16 + 16-bit storage
+  bool supports_fp16 = false;  // shaderFloat16 + 16-bit storage
   bool supports_fp64 = false;
   bool supports_int64 = false;
   bool supports_int16 = false;
   bool supports_memory_budget = false;
+  // A VK_KHR_cooperative_matrix shape for fp16 x fp16 -> fp32 at subgroup scope
+  // (M x K times K x N), all zero when the device has none.
+  uint32_t coopmat_m = 0, coopmat_n = 0, coopmat_k = 0;
   // Empty when the device has what torch-vkml needs; otherwise why not.
   std::string unsupported_reason;
 };

@@ -14,25 +14,38 @@ namespace {
 
 const char* type_name(VkPhysicalDeviceType t) {
   switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
-    default: return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "cpu";
+    default:
+      return "other";
   }
 }
 
 std::string vendor_name(uint32_t id, VkDriverId driver) {
   if (driver == VK_DRIVER_ID_MESA_LLVMPIPE) return "Mesa (lavapipe)";
   switch (id) {
-    case 0x10DE: return "NVIDIA";
-    case 0x1002: return "AMD";
-    case 0x8086: return "Intel";
-    case 0x106B: return "Apple";
-    case 0x13B5: return "ARM";
-    case 0x5143: return "Qualcomm";
-    case 0x10005: return "Mesa";
-    default: return "unknown";
+    case 0x10DE:
+      return "NVIDIA";
+    case 0x1002:
+      return "AMD";
+    case 0x8086:
+      return "Intel";
+    case 0x106B:
+      return "Apple";
+    case 0x13B5:
+      return "ARM";
+    case 0x5143:
+      return "Qualcomm";
+    case 0x10005:
+      return "Mesa";
+    default:
+      return "unknown";
   }
 }
 
@@ -44,6 +57,42 @@ bool has_extension(VkPhysicalDevice pd, const char* name) {
   for (auto& e : exts)
     if (std::strcmp(e.extensionName, name) == 0) return true;
   return false;
+}
+
+// The fp16 x fp16 -> fp32 subgroup shape our GEMM kernel can tile: 16x16x16
+// where offered (NVIDIA, AMD), else the smallest with sides in 8..32 (Intel
+// offers 8x16x16).
+void query_coopmat(VkPhysicalDevice pd, DeviceInfo& info) {
+  if (!vk::vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR ||
+      !has_extension(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME))
+    return;
+  EnabledFeatures f;
+  f.chain_coopmat();
+  vk::vkGetPhysicalDeviceFeatures2(pd, &f.base);
+  if (!f.coopmat.cooperativeMatrix || !f.v12.vulkanMemoryModel || !f.v12.shaderFloat16) return;
+  uint32_t n = 0;
+  if (vk::vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &n, nullptr) != VK_SUCCESS) return;
+  std::vector<VkCooperativeMatrixPropertiesKHR> shapes(n);
+  for (auto& s : shapes) s = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
+  if (vk::vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &n, shapes.data()) != VK_SUCCESS)
+    return;
+  auto side = [](uint32_t v) { return v == 8 || v == 16 || v == 32; };
+  uint32_t best = 0;
+  for (const auto& s : shapes) {
+    if (s.scope != VK_SCOPE_SUBGROUP_KHR || s.AType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
+        s.BType != VK_COMPONENT_TYPE_FLOAT16_KHR || s.CType != VK_COMPONENT_TYPE_FLOAT32_KHR ||
+        s.ResultType != VK_COMPONENT_TYPE_FLOAT32_KHR || s.saturatingAccumulation)
+      continue;
+    if (!side(s.MSize) || !side(s.NSize) || !side(s.KSize)) continue;
+    uint32_t rank =
+        s.MSize == 16 && s.NSize == 16 && s.KSize == 16 ? 0 : s.MSize * s.NSize * s.KSize;
+    if (info.coopmat_m == 0 || rank < best) {
+      best = rank;
+      info.coopmat_m = s.MSize;
+      info.coopmat_n = s.NSize;
+      info.coopmat_k = s.KSize;
+    }
+  }
 }
 
 }  // namespace
@@ -95,6 +144,7 @@ DeviceInfo query_device_info(VkPhysicalDevice pd) {
   info.supports_int64 = f.base.features.shaderInt64;
   info.supports_int16 = f.base.features.shaderInt16;
   info.supports_fp16 = f.v12.shaderFloat16 && f.v11.storageBuffer16BitAccess;
+  if (info.supports_fp16) query_coopmat(pd, info);
 
   std::string missing;
   auto need = [&](bool ok, const char* what) {
@@ -112,7 +162,7 @@ DeviceInfo query_device_info(VkPhysicalDevice pd) {
   return info;
 }
 
-void choose_features(VkPhysicalDevice pd, EnabledFeatures& out) {
+void choose_features(VkPhysicalDevice pd, EnabledFeatures& out, bool cooperative_matrix) {
   EnabledFeatures has;
   vk::vkGetPhysicalDeviceFeatures2(pd, &has.base);
   auto& b = out.base.features;
@@ -127,6 +177,12 @@ void choose_features(VkPhysicalDevice pd, EnabledFeatures& out) {
   out.v12.shaderInt8 = VK_TRUE;
   out.v12.shaderFloat16 = has.v12.shaderFloat16;
   out.v12.hostQueryReset = has.v12.hostQueryReset;
+  if (cooperative_matrix) {
+    // The extension's shaders use the Vulkan memory model, as SPIR-V requires.
+    out.chain_coopmat();
+    out.coopmat.cooperativeMatrix = VK_TRUE;
+    out.v12.vulkanMemoryModel = VK_TRUE;
+  }
 }
 
 }  // namespace vkml

@@ -131,7 +131,7 @@ VkPipeline Pipelines::create(const ShaderBlob* blob, const SpecConstants& spec) 
     }
     module = slot;
   }
-  VkSpecializationMapEntry entries[4];
+  VkSpecializationMapEntry entries[std::tuple_size_v<decltype(spec.values)>];
   for (uint32_t i = 0; i < spec.count; ++i)
     entries[i] = {i, uint32_t(i * sizeof(int32_t)), sizeof(int32_t)};
   VkSpecializationInfo si{spec.count, entries, spec.count * sizeof(int32_t), spec.values.data()};

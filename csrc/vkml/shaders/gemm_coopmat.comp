@@ -1,0 +1,235 @@
+#version 450
+// fp16 GEMM on the GPU's matrix units (VK_KHR_cooperative_matrix) with fp32
+// accumulation. Operands, strides, alpha, beta, the bias, split-K partials and
+// the push constants are those of gemm.comp, whose F_SPLIT_SUM pass also adds
+// up this kernel's partial sums.
+//
+// A workgroup computes a BM x BN tile of C with WARPS_M x WARPS_N subgroups;
+// each subgroup owns a WM x WN block of it, held as FM x FN accumulator
+// fragments of MM x MN. K advances BK at a time: all threads stage the A and B
+// tiles in shared memory as fp16, four elements per load where the operand is
+// contiguous along the tile's fast side (F_A_VEC, F_B_VEC; element-wise at
+// the edges), then each subgroup multiplies its fragments MK deep. Results
+// pass through a shared staging fragment per subgroup, so that alpha, beta,
+// the bias, output strides and edges are handled per element, as in gemm.comp.
+//
+// The `emulated` variant does the matrix-unit work (fragment multiply-add and
+// store) in plain arithmetic, lane l of a subgroup owning elements l, l + SG,
+// ... of each fragment. It compiles with any glslc and runs on any device, so
+// the tiling, staging and edge handling around the matrix units are tested
+// where no device has them (lavapipe). The `f16` variant needs a glslang that
+// knows GL_KHR_cooperative_matrix (see shaders.cmake).
+//
+// Specialization constants: 0 = BM, 1 = BN, 2 = BK, 3 = WG (threads),
+// 4 = MM, 5 = MN, 6 = MK (the fragment shape), 7 = SG (subgroup size).
+//! variant emulated -DEMULATED -DNEED_F16
+//! coopmat-variant f16 -DNEED_F16
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#ifndef EMULATED
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#endif
+#include "common.glsl"
+
+layout(local_size_x_id = 3) in;
+layout(constant_id = 0) const uint BM = 64;
+layout(constant_id = 1) const uint BN = 64;
+layout(constant_id = 2) const uint BK = 32;
+layout(constant_id = 3) const uint WG = 128;
+layout(constant_id = 4) const uint MM = 16;
+layout(constant_id = 5) const uint MN = 16;
+layout(constant_id = 6) const uint MK = 16;
+layout(constant_id = 7) const uint SG = 32;
+
+const uint WARPS = WG / SG;
+const uint WARPS_M = 2;
+const uint WARPS_N = WARPS / WARPS_M;
+const uint WM = BM / WARPS_M;
+const uint WN = BN / WARPS_N;
+const uint FM = WM / MM;
+const uint FN = WN / MN;
+// Shared rows padded by 8 halves (4 floats): fragment loads and stores need
+// 16-byte aligned rows, and the padding moves successive rows to other banks.
+const uint AST = BK + 8;
+const uint BST = BN + 8;
+const uint CST = MN + 4;
+shared float16_t As[BM * AST];  // [m][k]
+shared float16_t Bs[BK * BST];  // [k][n]
+shared float Cs[WARPS * MM * CST];
+
+#define F_BIAS 1u
+#define F_A_MFAST 2u
+#define F_B_KFAST 4u
+#define F_SPLIT 8u
+#define F_A_VEC 32u  // A's fast side has stride 1 and quads are 8-byte aligned
+#define F_B_VEC 64u
+
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF16x4 { f16vec4 v[]; };
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t a;
+  uint64_t b;
+  uint64_t c;
+  uint64_t bias;
+  int64_t a_batch;
+  int64_t b_batch;
+  int64_t c_batch;
+  int64_t bias_batch;
+  int a_row, a_col, b_row, b_col, c_row, c_col, bias_row, bias_col;
+  uint m, n, k, batch;
+  float alpha, beta;
+  uint flags;
+  uint splits;
+} pc;
+
+void store_c(uint bi, uint gi, uint gj, float v) {
+  BufF16 C = BufF16(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * 2u);
+  if ((pc.flags & F_BIAS) != 0u) {
+    BufF16 Bias = BufF16(pc.bias + uint64_t(bi) * uint64_t(pc.bias_batch) * 2u);
+    v += pc.beta * float(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]);
+  }
+  C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = float16_t(v);
+}
+
+// A[row0 .. row0+BM) x [k0 .. k0+BK) into As, zero outside m and k_end. A quad
+// is four elements along A's fast side.
+void stage_a(uint bi, uint row0, uint k0, uint k_end) {
+  uint64_t base = pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * 2u;
+  BufF16 A = BufF16(base);
+  bool mfast = (pc.flags & F_A_MFAST) != 0u;
+  bool vec = (pc.flags & F_A_VEC) != 0u;
+  uint di = mfast ? 1u : 0u, dk = 1u - di;
+  for (uint q = gl_LocalInvocationID.x; q < BM * BK / 4u; q += WG) {
+    uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
+    uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
+    uint gi = row0 + i, gk = k0 + kk;
+    f16vec4 v = f16vec4(0.0);
+    if (vec && gi + 3u * di < pc.m && gk + 3u * dk < k_end) {
+      int off = int(gi) * pc.a_row + int(gk) * pc.a_col;
+      v = BufF16x4(base + uint64_t(off) * 2u).v[0];
+    } else {
+      for (uint t = 0u; t < 4u; ++t) {
+        uint ri = gi + t * di, rk = gk + t * dk;
+        if (ri < pc.m && rk < k_end) v[t] = A.v[int(ri) * pc.a_row + int(rk) * pc.a_col];
+      }
+    }
+    for (uint t = 0u; t < 4u; ++t) As[(i + t * di) * AST + kk + t * dk] = v[t];
+  }
+}
+
+// B[k0 .. k0+BK) x [col0 .. col0+BN) into Bs, zero outside k_end and n.
+void stage_b(uint bi, uint col0, uint k0, uint k_end) {
+  uint64_t base = pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * 2u;
+  BufF16 B = BufF16(base);
+  bool kfast = (pc.flags & F_B_KFAST) != 0u;
+  bool vec = (pc.flags & F_B_VEC) != 0u;
+  uint dk = kfast ? 1u : 0u, dj = 1u - dk;
+  for (uint q = gl_LocalInvocationID.x; q < BK * BN / 4u; q += WG) {
+    uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
+    uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
+    uint gj = col0 + j, gk = k0 + kk;
+    f16vec4 v = f16vec4(0.0);
+    if (vec && gk + 3u * dk < k_end && gj + 3u * dj < pc.n) {
+      int off = int(gk) * pc.b_row + int(gj) * pc.b_col;
+      v = BufF16x4(base + uint64_t(off) * 2u).v[0];
+    } else {
+      for (uint t = 0u; t < 4u; ++t) {
+        uint rk = gk + t * dk, rj = gj + t * dj;
+        if (rk < k_end && rj < pc.n) v[t] = B.v[int(rk) * pc.b_row + int(rj) * pc.b_col];
+      }
+    }
+    for (uint t = 0u; t < 4u; ++t) Bs[(kk + t * dk) * BST + j + t * dj] = v[t];
+  }
+}
+
+void main() {
+  uint tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  uint tiles_n = (pc.n + BN - 1u) / BN;
+  uint tiles_m = (pc.m + BM - 1u) / BM;
+  uint per_slice = tiles_n * tiles_m * pc.batch;
+  bool split = (pc.flags & F_SPLIT) != 0u;
+  uint slices = split ? pc.splits : 1u;
+  if (tile >= per_slice * slices) return;  // uniform across the workgroup
+  // A driver running other subgroup sizes than this pipeline was made for
+  // would compute garbage: write nothing, which the start-up check detects.
+  if (gl_NumSubgroups != WARPS) return;
+  uint slice = tile / per_slice;
+  tile -= slice * per_slice;
+  uint k_len = split ? ((pc.k + slices - 1u) / slices + BK - 1u) / BK * BK : pc.k;
+  uint k_begin = slice * k_len;
+  uint k_end = min(pc.k, k_begin + k_len);
+  uint tn = tile % tiles_n;
+  uint rest = tile / tiles_n;
+  uint tm = rest % tiles_m;
+  uint bi = rest / tiles_m;
+  uint row0 = tm * BM, col0 = tn * BN;
+  uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  uint wm0 = warp % WARPS_M * WM, wn0 = warp / WARPS_M * WN;
+
+#ifdef EMULATED
+  const uint EPL = MM * MN / SG;  // fragment elements per lane
+  float acc[FM * FN * EPL];
+  for (uint e = 0u; e < FM * FN * EPL; ++e) acc[e] = 0.0;
+#else
+  coopmat<float, gl_ScopeSubgroup, MM, MN, gl_MatrixUseAccumulator> acc[FM * FN];
+  for (uint f = 0u; f < FM * FN; ++f)
+    acc[f] = coopmat<float, gl_ScopeSubgroup, MM, MN, gl_MatrixUseAccumulator>(0.0);
+#endif
+
+  for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+    stage_a(bi, row0, k0, k_end);
+    stage_b(bi, col0, k0, k_end);
+    barrier();
+    for (uint kk = 0u; kk < BK; kk += MK) {
+#ifdef EMULATED
+      for (uint f = 0u; f < FM * FN; ++f) {
+        uint ar = wm0 + f / FN * MM, bc = wn0 + f % FN * MN;
+        for (uint e = 0u; e < EPL; ++e) {
+          uint idx = lane + e * SG, r = idx / MN, c = idx % MN;
+          float s = acc[f * EPL + e];
+          for (uint t = 0u; t < MK; ++t)
+            s = fma(float(As[(ar + r) * AST + kk + t]), float(Bs[(kk + t) * BST + bc + c]), s);
+          acc[f * EPL + e] = s;
+        }
+      }
+#else
+      coopmat<float16_t, gl_ScopeSubgroup, MM, MK, gl_MatrixUseA> fa[FM];
+      coopmat<float16_t, gl_ScopeSubgroup, MK, MN, gl_MatrixUseB> fb[FN];
+      for (uint i = 0u; i < FM; ++i)
+        coopMatLoad(fa[i], As, (wm0 + i * MM) * AST + kk, AST, gl_CooperativeMatrixLayoutRowMajor);
+      for (uint j = 0u; j < FN; ++j)
+        coopMatLoad(fb[j], Bs, kk * BST + wn0 + j * MN, BST, gl_CooperativeMatrixLayoutRowMajor);
+      for (uint i = 0u; i < FM; ++i)
+        for (uint j = 0u; j < FN; ++j) acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);
+#endif
+    }
+    barrier();
+  }
+
+  uint cbase = warp * MM * CST;
+  BufF32 parts = BufF32(pc.c);
+  uint part_base = (slice * pc.batch + bi) * pc.m * pc.n;
+  for (uint f = 0u; f < FM * FN; ++f) {
+#ifdef EMULATED
+    for (uint e = 0u; e < EPL; ++e) {
+      uint idx = lane + e * SG;
+      Cs[cbase + idx / MN * CST + idx % MN] = acc[f * EPL + e];
+    }
+#else
+    coopMatStore(acc[f], Cs, cbase, CST, gl_CooperativeMatrixLayoutRowMajor);
+#endif
+    subgroupBarrier();
+    uint r0 = row0 + wm0 + f / FN * MM, c0 = col0 + wn0 + f % FN * MN;
+    for (uint idx = lane; idx < MM * MN; idx += SG) {
+      uint gi = r0 + idx / MN, gj = c0 + idx % MN;
+      if (gi >= pc.m || gj >= pc.n) continue;
+      float v = Cs[cbase + idx / MN * CST + idx % MN];
+      if (split)
+        parts.v[part_base + gi * pc.n + gj] = v;
+      else
+        store_c(bi, gi, gj, pc.alpha * v);
+    }
+    subgroupBarrier();  // the next fragment reuses the staging
+  }
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Run here, before a GPU-machine run (scripts/gpu_run.sh): the shared prepare step, which
+# puts the Vulkan loader, headers and glslc into .gl/, plus a copy of the glslang that
+# compiles the cooperative-matrix shaders (.gl/glslang/), which that machine's image lacks
+# and cannot download. Needs `make build` (or scripts/setup.sh) to have made .venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${SHARED:-../shared}
+bash "$SHARED/device/prepare.sh"
+
+prefix=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/cmeel.prefix
+if [ ! -x "$prefix/bin/glslang" ]; then
+  echo "no glslang in .venv (pip install -r requirements-dev.txt): the GPU build will leave" \
+       "the cooperative-matrix GEMM out" >&2
+  exit 0
+fi
+rm -rf .gl/glslang
+mkdir -p .gl/glslang/bin .gl/glslang/lib
+cp -L "$prefix/bin/glslang" .gl/glslang/bin/
+for lib in libglslang.so.13 libSPIRV.so.13 libglslang-default-resource-limits.so.13 \
+           libSPIRV-Tools-shared.so; do
+  cp -L "$prefix/lib/$lib" .gl/glslang/lib/
+done
+LD_LIBRARY_PATH=.gl/glslang/lib .gl/glslang/bin/glslang --version | head -1
+du -sh .gl
