@@ -73,10 +73,10 @@ else
   summary+=("pytest: not installed, skipped")
 fi
 
-# What is left of the 9 minutes goes to the bench (at least 60 s), minus a margin for output.
-# No case starts in its last 45 s; one still running at the limit is cut by SIGTERM, and the
-# bench still writes its table for the cases done.
-left=$(( 525 - $(elapsed) ))
+# What is left of the 9 minutes goes to the bench (at least 60 s), minus a margin for output
+# and the A/B run below. No case starts in its last 45 s; one still running at the limit is
+# cut by SIGTERM, and the bench still writes its table for the cases done.
+left=$(( 480 - $(elapsed) ))
 budget=$(( left < STEP_BENCH_S ? left : STEP_BENCH_S ))
 budget=$(( budget < 60 ? 60 : budget ))
 echo "==> [$(elapsed)s] bench (limit ${budget}s)"
@@ -87,6 +87,21 @@ rc=$?
 set -e
 tail -80 "$OUT/bench.log"
 summary+=("bench: rc=$rc")
+
+# A/B: the big GEMMs again with the kernels that large GPUs got before the 128 x 128 scalar
+# tile and the matrix-unit kernel, so the gain of each shows in the same session.
+left=$(( 530 - $(elapsed) ))
+if [ "$left" -ge 40 ]; then
+  echo "==> [$(elapsed)s] A/B: 64 x 64 scalar tiles, no matrix units (limit ${left}s)"
+  set +e
+  TORCH_VKML_GEMM_TILE=64 TORCH_VKML_COOPMAT=0 timeout -k 10 "$left" "$PY" -m torch_vkml.bench \
+    --out "$OUT/bench-ab" --cases 'gemm/fp32/4096x4096x4096,gemm/fp16/4096x4096x4096' \
+    --time-budget $(( left - 20 )) >"$OUT/bench-ab.log" 2>&1
+  rc=$?
+  set -e
+  tail -8 "$OUT/bench-ab.log"
+  summary+=("bench A/B: rc=$rc")
+fi
 
 echo "==> [$(elapsed)s] summary"
 printf '  %s\n' "${summary[@]}"

@@ -210,6 +210,23 @@ TEST_F(MatmulTest, Float16) {
   run_case(dev(), Case{8, 129, 130, 40}, DType::f16);
 }
 
+// The 128 x 128 tile (16 x 4 outputs per thread) that large products get on
+// GPUs; lavapipe is a CPU device, so the test forces it.
+TEST_F(MatmulTest, HugeTiles) {
+  ops::set_gemm_tile(128);
+  for (bool t : {false, true}) {
+    Case c{2, 257, 131, 40};  // ragged in m, n and k
+    c.ta = c.tb = t;
+    c.bias = BiasKind::Row;
+    c.beta = 0.5f;
+    run_case(dev(), c, DType::f32);
+  }
+  run_case(dev(), Case{1, 130, 200, 33}, DType::f16);
+  Case split{1, 40, 60, 3000};  // one tile, deep K: split into slices
+  run_case(dev(), split, DType::f32);
+  ops::set_gemm_tile(0);
+}
+
 // The matrix-unit kernel's emulated variant (ops/gemm_coopmat.h): plain
 // arithmetic in place of the matrix units, with the real kernel's tiling,
 // staging, vector loads, edges, epilogue and split-K, and its start-up check.

@@ -1,8 +1,11 @@
 #include "vkml/ops/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "vkml/core/error.h"
@@ -19,15 +22,52 @@ using namespace gemm_detail;
 
 // Tile configurations (the specialization constants of shaders/gemm.comp):
 // BM x BN outputs per workgroup, BK-deep K slices, and the workgroup size;
-// each thread computes BM * BN / threads outputs, 4 wide. Per-device tuning
-// goes here.
+// each thread computes BM * BN / threads outputs, 4 wide (16 x 4 in the huge
+// tile, which reuses each staged value four times as often as the large one).
 struct Tile {
   int32_t bm, bn, bk, threads;
 };
-constexpr Tile kLarge{64, 64, 16, 256};
 constexpr Tile kSmall{32, 32, 16, 64};
+constexpr Tile kLarge{64, 64, 16, 256};
+constexpr Tile kHuge{128, 128, 16, 256};
+constexpr Tile kTiles[] = {kSmall, kLarge, kHuge};  // index: the pipeline slot's tile class
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int tile_from_env() {
+  const char* v = std::getenv("TORCH_VKML_GEMM_TILE");
+  return v ? std::atoi(v) : 0;
+}
+std::atomic<int>& forced_tile() {
+  static std::atomic<int> tile{tile_from_env()};
+  return tile;
+}
+
+// Shared memory of gemm.comp: BK rows of A and B staged, padded by one.
+uint32_t shared_bytes(const Tile& t, size_t acc_bytes) {
+  return uint32_t(t.bk * (t.bm + 1 + t.bn + 1) * acc_bytes);
+}
+
+// The tile class for this product on this device: small tiles for small or
+// narrow outputs and integer products (int64 staging), large ones once there
+// are enough of them, huge ones for big products on GPUs (on a CPU device
+// their registers spill). Never beyond the device's limits.
+size_t choose_tile(const Device& dev, const GemmArgs& g, bool integer) {
+  const DeviceInfo& info = dev.info();
+  const size_t acc = integer ? 8 : 4;
+  auto fits = [&](size_t c) {
+    return uint32_t(kTiles[c].threads) <= info.max_workgroup_invocations &&
+           shared_bytes(kTiles[c], acc) <= info.max_shared_memory;
+  };
+  if (int forced = forced_tile().load())
+    for (size_t c = 0; c < std::size(kTiles); ++c)
+      if (kTiles[c].bm == forced && fits(c)) return c;
+  if (integer || g.m <= 32 || g.n <= 32) return 0;
+  if (ceil_div(g.m, kLarge.bm) * ceil_div(g.n, kLarge.bn) * g.batch < 128) return 0;
+  const int64_t huge_tiles = ceil_div(g.m, kHuge.bm) * ceil_div(g.n, kHuge.bn) * g.batch;
+  if (info.device_type != "cpu" && huge_tiles >= 256 && fits(2)) return 2;
+  return fits(1) ? 1 : 0;
+}
 
 // Split-K: when the output has too few tiles to occupy the GPU (skinny
 // products such as weight gradients, m x n small, k = batch x sequence), the
@@ -55,6 +95,9 @@ int64_t max_offset(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_s
 
 }  // namespace
 
+void set_gemm_tile(int tile) { forced_tile().store(tile); }
+int gemm_tile() { return forced_tile().load(); }
+
 void gemm(Device& dev, const GemmArgs& g) {
   bool integer = g.dtype == DType::i64 || g.dtype == DType::i32 || g.dtype == DType::u8;
   const bool half = g.dtype == DType::f16 || g.dtype == DType::bf16;
@@ -76,15 +119,8 @@ void gemm(Device& dev, const GemmArgs& g) {
   check_32bit_indexing(g.m * g.n, max_offset(g.m, g.n, g.c_row, g.c_col), op);
   if (bias) check_32bit_indexing(g.m * g.n, max_offset(g.m, g.n, g.bias_row, g.bias_col), op);
 
-  // Large tiles when they give the GPU enough workgroups and are not mostly
-  // empty, small ones otherwise.
-  Tile t = kLarge;
-  int64_t large_tiles = ceil_div(g.m, kLarge.bm) * ceil_div(g.n, kLarge.bn) * g.batch;
-  // Integer tiles stage int64 values: the small tiles keep shared memory under
-  // the 16 KiB every device has.
-  if (integer || large_tiles < 128 || g.m <= 32 || g.n <= 32 ||
-      dev.info().max_workgroup_invocations < uint32_t(kLarge.threads))
-    t = kSmall;
+  const size_t tile_class = choose_tile(dev, g, integer);
+  const Tile t = kTiles[tile_class];
   // fp16 products on the matrix units where the device has them.
   const CoopmatKernel coop = g.k > 0 ? coopmat_kernel(dev, g) : CoopmatKernel{};
   const int64_t bm = coop.pipeline ? coop.bm : t.bm, bn = coop.pipeline ? coop.bn : t.bn;
@@ -124,15 +160,16 @@ void gemm(Device& dev, const GemmArgs& g) {
             (g.b_row == 1 && g.b_col != 1 ? kBKFast : 0) | coop.flags;
 
   const int64_t splits = choose_splits(g, tiles, integer);
-  static const PipelineSlots slots({16, 2});  // dtype, large tiles
-  auto scalar_pipeline = [&](const Tile& tile) {
-    return slots.get(dev, {uint32_t(g.dtype), tile.bm == kLarge.bm}, [&] {
+  static const PipelineSlots slots({16, uint32_t(std::size(kTiles))});  // dtype, tile class
+  auto scalar_pipeline = [&](size_t c) {
+    return slots.get(dev, {uint32_t(g.dtype), uint32_t(c)}, [&] {
       const char* suffix = g.dtype == DType::bf16 ? "bf16" : variant_suffix(g.dtype);
+      const Tile& tile = kTiles[c];
       return dev.pipelines().get(std::string("gemm_") + suffix,
                                  {tile.bm, tile.bn, tile.bk, tile.threads});
     });
   };
-  const VkPipeline pipeline = coop.pipeline ? coop.pipeline : scalar_pipeline(t);
+  const VkPipeline pipeline = coop.pipeline ? coop.pipeline : scalar_pipeline(tile_class);
   const size_t item = itemsize(g.dtype);
   auto span = [&](uint64_t address, int64_t rows, int64_t cols, int64_t sb, int64_t sr,
                   int64_t sc) {
@@ -170,7 +207,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   dispatch_groups(dev, pipeline, &partial, sizeof(partial), uint64_t(tiles * splits), &first);
 
   // The sum pass is gemm.comp's, whichever kernel made the partials.
-  const Tile sum_tile = coop.pipeline ? kSmall : t;
+  const size_t sum_class = coop.pipeline ? 0 : tile_class;
   Push sum = p;
   sum.a = scratch.address;
   sum.flags = p.flags | kSplitSum;
@@ -179,8 +216,8 @@ void gemm(Device& dev, const GemmArgs& g) {
   second.read(span_elems(scratch.address, splits * outputs, 4));
   second.write(c_span);
   if (bias) second.read(bias_span);
-  dispatch_1d(dev, scalar_pipeline(sum_tile), &sum, sizeof(sum), uint64_t(outputs),
-              uint32_t(sum_tile.threads), &second);
+  dispatch_1d(dev, scalar_pipeline(sum_class), &sum, sizeof(sum), uint64_t(outputs),
+              uint32_t(kTiles[sum_class].threads), &second);
   dev.memory().free(scratch.address);
 }
 

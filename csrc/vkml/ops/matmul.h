@@ -30,4 +30,10 @@ struct GemmArgs {
 
 void gemm(Device& dev, const GemmArgs& args);
 
+// Forces the scalar kernel's output tile, 32, 64 or 128 (square), where the
+// device allows it; 0 (the default) chooses per device and shape. For tests
+// and benchmarks; TORCH_VKML_GEMM_TILE sets it at start-up.
+void set_gemm_tile(int tile);
+int gemm_tile();
+
 }  // namespace vkml::ops
