@@ -1,7 +1,8 @@
 // _foreach_* ops, which optimizers call on this device by default (foreach is
-// the default for PrivateUse1 in torch.optim). Each runs our per-tensor
-// kernels through ATen's reference loop; a fused multi-tensor kernel is a
-// performance refinement for later.
+// the default for PrivateUse1 in torch.optim). Each runs ATen's reference loop
+// over our per-tensor kernels inside an ElementwiseBatchScope, which turns the
+// loop's elementwise kernels into one dispatch per list (see
+// vkml/ops/elementwise_batch.h): ATen's semantics, one launch.
 #include <ATen/ops/_foreach_abs_native.h>
 #include <ATen/ops/_foreach_add_native.h>
 #include <ATen/ops/_foreach_addcdiv_native.h>
@@ -24,15 +25,41 @@
 #include <ATen/ops/_foreach_zero_native.h>
 #include <torch/library.h>
 
+#include "vkml/ops/elementwise_batch.h"
+
 using namespace at::native;
 
+namespace {
+
+// `fn` with its elementwise kernels batched into one dispatch per list.
+template <class Sig, Sig* fn>
+struct Batched;
+template <class R, class... Args, R (*fn)(Args...)>
+struct Batched<R(Args...), fn> {
+  static R call(Args... args) {
+    vkml::ops::ElementwiseBatchScope scope;
+    if constexpr (std::is_void_v<R>) {
+      fn(std::forward<Args>(args)...);
+      scope.close();
+    } else {
+      R result = fn(std::forward<Args>(args)...);
+      scope.close();
+      return result;
+    }
+  }
+};
+
+}  // namespace
+
+#define VKML_BATCHED(fn) TORCH_FN((&Batched<decltype(fn), fn>::call))
+
 // Registers the functional and in-place forms of one overload.
-#define VKML_FOREACH(op, overload, fn)                 \
-  m.impl("_foreach_" op "." overload, TORCH_FN(fn));   \
-  m.impl("_foreach_" op "_." overload, TORCH_FN(fn##_))
-#define VKML_FOREACH_UNARY(op, fn)         \
-  m.impl("_foreach_" op, TORCH_FN(fn));    \
-  m.impl("_foreach_" op "_", TORCH_FN(fn##_))
+#define VKML_FOREACH(op, overload, fn)                   \
+  m.impl("_foreach_" op "." overload, VKML_BATCHED(fn)); \
+  m.impl("_foreach_" op "_." overload, VKML_BATCHED(fn##_))
+#define VKML_FOREACH_UNARY(op, fn)          \
+  m.impl("_foreach_" op, VKML_BATCHED(fn)); \
+  m.impl("_foreach_" op "_", VKML_BATCHED(fn##_))
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   VKML_FOREACH("add", "Scalar", foreach_tensor_add_scalar_kernel_slow);
@@ -81,6 +108,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   VKML_FOREACH_UNARY("sign", foreach_tensor_sign_slow);
   VKML_FOREACH_UNARY("abs", foreach_tensor_abs_slow);
   VKML_FOREACH_UNARY("exp", foreach_tensor_exp_slow);
-  m.impl("_foreach_zero_", TORCH_FN(foreach_tensor_zero_slow_));
+  m.impl("_foreach_zero_", VKML_BATCHED(foreach_tensor_zero_slow_));
   m.impl("_foreach_copy_", TORCH_FN(foreach_tensor_copy_list_kernel_slow_));
 }

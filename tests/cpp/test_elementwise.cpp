@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "vkml/ops/elementwise.h"
+#include "vkml/ops/elementwise_batch.h"
 #include "vkml_test.h"
 
 namespace vkml::test {
@@ -64,6 +65,44 @@ TEST_F(ElementwiseTest, AddWithAlpha) {
   std::vector<int64_t> want_i(n);
   for (int64_t i = 0; i < n; ++i) want_i[i] = ia[i] - (int64_t(1) << 40);
   EXPECT_EQ(bio.read<int64_t>(), want_i);
+}
+
+// Inside a batch scope, launches are held back into one dispatch; whatever
+// else the thread does first records them, so a read-back inside the scope,
+// or freeing an operand, still sees program order.
+TEST_F(ElementwiseTest, BatchScopeHoldsBackAndKeepsProgramOrder) {
+  const int64_t n = 1000;
+  auto a = random_floats(n, 1), b = random_floats(n, 2);
+  Buffer ba(dev(), a), bb(dev(), b), bo(dev(), n * 4), bo2(dev(), n * 4);
+  auto add = [&](const Buffer& out, const Buffer& x, const Buffer& y) {
+    auto t = [&](const Buffer& buf) {
+      return TensorRef::contiguous(buf.address(), DType::f32, {n});
+    };
+    auto e = binary(OP_ADD, DType::f32, t(out), t(x), t(y));
+    e.slot[2] = Scalar::of(1.0);  // alpha
+    ops::run_elementwise(dev(), e);
+  };
+  dev().stream().synchronize();
+  const uint64_t before = dev().stream().dispatch_count();
+  {
+    ops::ElementwiseBatchScope scope;
+    add(bo, ba, bb);
+    add(bo2, ba, ba);
+    EXPECT_EQ(dev().stream().dispatch_count(), before);      // both held back
+    std::vector<float> sum = bo.read<float>();               // the read-back sends them first
+    EXPECT_EQ(dev().stream().dispatch_count(), before + 1);  // as one table
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(sum[i], a[i] + b[i]) << i;
+    add(bo2, bo, ba);  // reads bo, which the next one writes: sent before it
+    add(bo, bb, bb);
+    EXPECT_EQ(dev().stream().dispatch_count(), before + 2);
+    scope.close();
+    EXPECT_EQ(dev().stream().dispatch_count(), before + 3);
+  }
+  std::vector<float> x = bo.read<float>(), y = bo2.read<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(x[i], b[i] + b[i]) << i;
+    ASSERT_EQ(y[i], (a[i] + b[i]) + a[i]) << i;
+  }
 }
 
 TEST_F(ElementwiseTest, MulBroadcastWithZeroStrides) {
@@ -188,8 +227,8 @@ TEST_F(ElementwiseTest, Bfloat16MulAndPackedParams) {
   auto ha = to_bf16(a), hb = to_bf16(b);
   Buffer ba(dev(), ha), bb(dev(), hb), bo(dev(), n * 2);
   auto ref = [&](uint64_t addr) { return TensorRef::contiguous(addr, DType::bf16, {n}); };
-  ops::run_elementwise(dev(), binary(OP_MUL, DType::bf16, ref(bo.address()), ref(ba.address()),
-                                     ref(bb.address())));
+  ops::run_elementwise(
+      dev(), binary(OP_MUL, DType::bf16, ref(bo.address()), ref(ba.address()), ref(bb.address())));
   auto got = bo.read<uint16_t>(n);
   for (int64_t i = 0; i < n; ++i)
     EXPECT_EQ(from_bf16(got[i]), round_bf16(from_bf16(ha[i]) * from_bf16(hb[i]))) << i;
@@ -231,8 +270,8 @@ TEST_F(ElementwiseTest, Float64Arithmetic) {
   for (int64_t i = 0; i < n; ++i) want[i] = a[i] + (1.0 / 3.0) * b[i];
   auto got = bo.read<double>(n);
   for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(got[i], want[i], 1e-14) << i;
-  ops::run_elementwise(dev(), binary(OP_DIV, DType::f64, ref(bo.address()), ref(ba.address()),
-                                     ref(bb.address())));
+  ops::run_elementwise(
+      dev(), binary(OP_DIV, DType::f64, ref(bo.address()), ref(ba.address()), ref(bb.address())));
   got = bo.read<double>(n);
   for (int64_t i = 0; i < n; ++i) EXPECT_EQ(got[i], a[i] / b[i]) << i;
 }

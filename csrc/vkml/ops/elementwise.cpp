@@ -5,6 +5,8 @@
 #include <string>
 
 #include "vkml/core/error.h"
+#include "vkml/ops/elementwise_batch.h"
+#include "vkml/ops/elementwise_push.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/pipeline_slots.h"
 
@@ -12,16 +14,7 @@ namespace vkml::ops {
 
 namespace {
 
-struct Push {
-  uint64_t ptr[4];
-  int32_t size[3];
-  int32_t ndim;
-  int32_t stride[4][3];
-  uint32_t numel;
-  uint32_t flags;
-  uint64_t s[3];
-};
-static_assert(sizeof(Push) == 128);
+using elementwise_detail::Push;
 
 uint32_t f32_bits(double v) {
   float f = float(v);
@@ -76,6 +69,22 @@ VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
   });
 }
 
+// The launches a multi-tensor table can hold (elementwise_batch.h): the float
+// kernels with quads, element-index-free ops.
+bool batchable(const Elementwise& e) {
+  return (e.dtype == DType::f32 || e.dtype == DType::f16 || e.dtype == DType::bf16) && !e.compare &&
+         !is_special(e.op) && !(e.flags & EW_IN0_BOOL) && e.op != OP_ARANGE;
+}
+
+// The *_table variant of a batchable kernel (elementwise_batch.h).
+VkPipeline table_pipeline_for(Device& dev, const Elementwise& e) {
+  constexpr uint32_t kOps = 512, kDTypes = 16;
+  static const PipelineSlots slots({kDTypes, kOps});
+  return slots.get(dev, {uint32_t(e.dtype), uint32_t(e.op)}, [&] {
+    return dev.pipelines().get(std::string("elementwise_") + suffix_of(e.dtype) + "_table", {e.op});
+  });
+}
+
 size_t operand_itemsize(const Elementwise& e, int k) {
   if (k == 0) return e.compare ? 1 : itemsize(e.dtype);
   if (k == 1 && (e.flags & EW_IN0_BOOL)) return 1;
@@ -127,6 +136,31 @@ void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64
                      "elementwise: packed fp32 parameters need an fp32-computing dtype");
       p.s[k] = uint64_t(f32_bits(e.slot[k].f)) | (uint64_t(f32_bits(e.hi[k])) << 32);
     }
+  }
+  if (ndim == 1 && l.strides[0][0] == 1 && batchable(e) && batching()) {
+    // Inside a multi-tensor op: held back into one dispatch for the list.
+    HeldLaunch h{&dev,
+                 table_pipeline_for(dev, e),
+                 p.flags & ~(EW_CONTIGUOUS | EW_VEC4),
+                 e.ninputs,
+                 itemsize(e.dtype),
+                 {},
+                 {},
+                 uint32_t(numel),
+                 0,
+                 true};
+    bool ok = true;
+    for (int k = 0; k <= e.ninputs; ++k) {
+      h.ptr[k] = ptr[k];
+      if (k == 0 || e.scalar[k - 1]) continue;
+      const int64_t stride = l.strides[k][0];
+      if (stride == 0) h.splat |= 1u << (k - 1);
+      ok = ok && (stride == 0 || stride == 1);
+      if (stride == 1 && ptr[k] % (4 * h.itemsize) != 0) h.aligned4 = false;
+    }
+    if (ptr[0] % (4 * h.itemsize) != 0) h.aligned4 = false;
+    for (int k = 0; k < 3; ++k) h.s[k] = p.s[k];
+    if (ok && hold_back(h)) return;
   }
   Access access;
   for (int k = 0; k <= e.ninputs; ++k) {

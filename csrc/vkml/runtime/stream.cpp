@@ -1,5 +1,7 @@
 #include "vkml/runtime/stream.h"
 
+#include "vkml/runtime/deferred.h"
+
 #include <cstdlib>
 
 #include "vkml/core/error.h"
@@ -83,6 +85,7 @@ void Stream::barrier_for(const Access* access) {
 void Stream::dispatch(VkPipeline pipeline, const void* push, uint32_t push_size, uint32_t gx,
                       uint32_t gy, uint32_t gz, const Access* access) {
   if (gx == 0 || gy == 0 || gz == 0) return;
+  record_deferred();
   std::lock_guard<std::mutex> lock(mutex_);
   begin_if_needed();
   barrier_for(access);
@@ -102,6 +105,7 @@ void Stream::dispatch(VkPipeline pipeline, const void* push, uint32_t push_size,
 void Stream::copy_buffer(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64_t dst_offset,
                          uint64_t size, const Access* access) {
   if (size == 0) return;
+  record_deferred();
   std::lock_guard<std::mutex> lock(mutex_);
   begin_if_needed();
   barrier_for(access);
@@ -122,6 +126,7 @@ void Stream::free_after_use(MemoryPool& pool, uint64_t address) {
 }
 
 uint64_t Stream::write_timestamp(VkQueryPool pool, uint32_t query) {
+  record_deferred();
   std::lock_guard<std::mutex> lock(mutex_);
   begin_if_needed();
   // Reset in the command buffer, in queue order: no host reset feature needed, and a
@@ -132,6 +137,7 @@ uint64_t Stream::write_timestamp(VkQueryPool pool, uint32_t query) {
 }
 
 uint64_t Stream::flush() {
+  record_deferred();
   std::lock_guard<std::mutex> lock(mutex_);
   return flush_locked();
 }
@@ -182,6 +188,7 @@ void Stream::retire(uint64_t completed) {
 }
 
 void Stream::wait(uint64_t value) {
+  record_deferred();
   std::unique_lock<std::mutex> lock(mutex_);
   if (value > submitted_value_) flush_locked();
   if (value <= completed_value_) return;

@@ -24,6 +24,9 @@
 //! variant f32_special -DST_F32 -DWITH_SPECIAL
 //! variant f16_special -DST_F16 -DNEED_F16 -DWITH_SPECIAL
 //! variant bf16_special -DST_BF16 -DNEED_F16 -DNEED_I16 -DWITH_SPECIAL
+//! variant f32_table -DST_F32 -DTABLE
+//! variant f16_table -DST_F16 -DNEED_F16 -DTABLE
+//! variant bf16_table -DST_BF16 -DNEED_F16 -DNEED_I16 -DTABLE
 #include "common.glsl"
 #include "op_codes.h"
 
@@ -76,31 +79,59 @@ layout(push_constant, scalar) uniform PC {
   uint64_t s[3];      // scalars: in0/in1/in2 by value, or op parameters
 } pc;
 
+#ifdef TABLE
+// The *_table variants run multi-tensor ops (see ops/elementwise_batch.h):
+// ptr[0] is a table of these, one per contiguous tensor set, numel the record
+// count and size[0] the workgroups of all records. Each record's workgroups
+// are consecutive; every thread takes four elements. Mirrors `Record` in
+// elementwise_batch.cpp. Operands come from the record (OPERAND, SLOT); the
+// other variants read the push constants directly, which keeps them fast on
+// drivers that would not fold the copy.
+struct TableRecord {
+  uint64_t ptr[4];
+  uint64_t s[3];
+  uint first_group;
+  uint numel;
+  uint splat;  // bit k: input k is one element, read for every output
+  uint aligned4;  // the non-splat operands are 4-element aligned
+};
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Table { TableRecord r[]; };
+
+uint64_t g_ptr[4];
+uint64_t g_s[3];
+uint g_splat = 0u;
+#define OPERAND(k) g_ptr[k]
+#define SLOT(k) g_s[k]
+#else
+#define OPERAND(k) pc.ptr[k]
+#define SLOT(k) pc.s[k]
+#endif
+
 CT scalar_value(int k) {
 #if defined(ST_F64)
-  return packDouble2x32(uvec2(uint(pc.s[k] & 0xffffffffUL), uint(pc.s[k] >> 32)));
+  return packDouble2x32(uvec2(uint(SLOT(k) & 0xffffffffUL), uint(SLOT(k) >> 32)));
 #elif defined(IS_FLOAT)
-  return uintBitsToFloat(uint(pc.s[k] & 0xffffffffUL));
+  return uintBitsToFloat(uint(SLOT(k) & 0xffffffffUL));
 #elif defined(ST_I64)
-  return int64_t(pc.s[k]);
+  return int64_t(SLOT(k));
 #else
-  return int(uint(pc.s[k] & 0xffffffffUL));
+  return int(uint(SLOT(k) & 0xffffffffUL));
 #endif
 }
 
 // Float op parameters, two per slot (see op_codes.h).
 float fparam(int j) {
-  uint64_t v = pc.s[j < 2 ? 2 : 0];
+  uint64_t v = SLOT(j < 2 ? 2 : 0);
   return uintBitsToFloat(uint((j & 1) == 0 ? (v & 0xffffffffUL) : (v >> 32)));
 }
 
 CT load(int k, uint off) {
   if ((pc.flags & (EW_SCALAR0 << k)) != 0u) return scalar_value(k);
-  if (k == 0 && (pc.flags & EW_IN0_BOOL) != 0u) return CT(BufU8(pc.ptr[1]).v[off]);
+  if (k == 0 && (pc.flags & EW_IN0_BOOL) != 0u) return CT(BufU8(OPERAND(1)).v[off]);
 #if defined(ST_BF16)
-  return bf16_to_f32(uint(BUF(pc.ptr[k + 1]).v[off]));
+  return bf16_to_f32(uint(BUF(OPERAND(k + 1)).v[off]));
 #else
-  return CT(BUF(pc.ptr[k + 1]).v[off]);
+  return CT(BUF(OPERAND(k + 1)).v[off]);
 #endif
 }
 
@@ -929,17 +960,17 @@ CT apply(CT a, CT b, CT c, uint i) {
 
 void store(uint off, CT r) {
 #ifdef OUT_BOOL
-  BufU8(pc.ptr[0]).v[off] = uint8_t(r != CT(0));
+  BufU8(OPERAND(0)).v[off] = uint8_t(r != CT(0));
 #else
   if ((pc.flags & EW_BOOL_OUT) != 0u) r = CT(r != CT(0));
 #if defined(ST_F16)
-  BUF(pc.ptr[0]).v[off] = float16_t(r);
+  BUF(OPERAND(0)).v[off] = float16_t(r);
 #elif defined(ST_BF16)
-  BUF(pc.ptr[0]).v[off] = uint16_t(f32_to_bf16(r));
+  BUF(OPERAND(0)).v[off] = uint16_t(f32_to_bf16(r));
 #elif defined(ST_U8)
-  BUF(pc.ptr[0]).v[off] = uint8_t(r);
+  BUF(OPERAND(0)).v[off] = uint8_t(r);
 #else
-  BUF(pc.ptr[0]).v[off] = r;
+  BUF(OPERAND(0)).v[off] = r;
 #endif
 #endif
 }
@@ -977,7 +1008,10 @@ u16vec4 from_vec4(vec4 x) {
 
 vec4 load4(int k, uint q) {
   if ((pc.flags & (EW_SCALAR0 << k)) != 0u) return vec4(scalar_value(k));
-  return to_vec4(BufV4(pc.ptr[k + 1]).v[q]);
+#ifdef TABLE
+  if ((g_splat & (1u << k)) != 0u) return vec4(load(k, 0u));
+#endif
+  return to_vec4(BufV4(OPERAND(k + 1)).v[q]);
 }
 
 void quad(uint q) {
@@ -988,10 +1022,41 @@ void quad(uint q) {
   vec4 r;
   for (uint j = 0u; j < 4u; ++j) r[j] = apply(a[j], b[j], c[j], i + j);
   if ((pc.flags & EW_BOOL_OUT) != 0u) r = vec4(notEqual(r, vec4(0)));
-  BufV4(pc.ptr[0]).v[q] = from_vec4(r);
+  BufV4(OPERAND(0)).v[q] = from_vec4(r);
 }
 #endif
 
+#ifdef TABLE
+void main() {
+  uint g = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  if (g >= uint(pc.size[0])) return;
+  Table t = Table(pc.ptr[0]);
+  uint lo = 0u, hi = pc.numel - 1u;  // the last record starting at or before g
+  while (lo < hi) {
+    uint mid = (lo + hi + 1u) >> 1;
+    if (t.r[mid].first_group <= g) lo = mid;
+    else hi = mid - 1u;
+  }
+  TableRecord rec = t.r[lo];
+  g_ptr = rec.ptr;
+  g_s = rec.s;
+  g_splat = rec.splat;
+  uint i = ((g - rec.first_group) * WG + gl_LocalInvocationID.x) * 4u;
+  if (i >= rec.numel) return;
+#ifdef HAS_VEC4
+  if (rec.aligned4 != 0u && i + 4u <= rec.numel) {
+    quad(i / 4u);
+    return;
+  }
+#endif
+  for (uint j = i; j < min(i + 4u, rec.numel); ++j) {
+    uint o1 = (rec.splat & 1u) != 0u ? 0u : j;
+    uint o2 = (rec.splat & 2u) != 0u ? 0u : j;
+    uint o3 = (rec.splat & 4u) != 0u ? 0u : j;
+    element(j, j, o1, o2, o3);
+  }
+}
+#else
 void main() {
 #ifdef HAS_VEC4
   if ((pc.flags & EW_VEC4) != 0u) {
@@ -1025,3 +1090,4 @@ void main() {
   }
   element(i, uint(o0), uint(o1), uint(o2), uint(o3));
 }
+#endif

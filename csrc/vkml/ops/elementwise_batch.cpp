@@ -1,0 +1,145 @@
+#include "vkml/ops/elementwise_batch.h"
+
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "vkml/ops/elementwise_push.h"
+#include "vkml/ops/launch.h"
+#include "vkml/runtime/deferred.h"
+#include "vkml/runtime/memory.h"
+#include "vkml/shaders/op_codes.h"
+
+namespace vkml::ops {
+
+namespace {
+
+// Mirrors `TableRecord` in shaders/elementwise.comp (scalar layout), read by
+// its *_table variants.
+struct Record {
+  uint64_t ptr[4];
+  uint64_t s[3];
+  uint32_t first_group, numel, splat, aligned4;
+};
+static_assert(sizeof(Record) == 72);
+
+constexpr uint64_t kGroupElements = 256 * 4;  // WG of elementwise.comp, 4 elements a thread
+constexpr size_t kMaxRecords = 4096;
+
+bool overlaps(const Span& a, const Span& b) { return a.begin < b.end && b.begin < a.end; }
+bool overlaps_any(const Span& s, const std::vector<Span>& set) {
+  for (const Span& t : set)
+    if (overlaps(s, t)) return true;
+  return false;
+}
+
+class Batch final : public DeferredWork {
+ public:
+  int depth = 0;
+
+  void record_now() override { send(); }
+
+  void hold(const HeldLaunch& l) {
+    if (!records_.empty() && (dev_ != l.dev || pipeline_ != l.pipeline || flags_ != l.flags))
+      send();
+    const Span write = span_elems(l.ptr[0], l.numel, l.itemsize);
+    Span reads[3];
+    int nreads = 0;
+    for (int k = 1; k <= l.ninputs; ++k) {
+      if (l.flags & (EW_SCALAR0 << (k - 1))) continue;
+      const bool splat = l.splat & (1u << (k - 1));
+      reads[nreads++] = span_elems(l.ptr[k], splat ? 1 : l.numel, l.itemsize);
+    }
+    bool conflict = overlaps_any(write, writes_) || overlaps_any(write, reads_);
+    for (int i = 0; i < nreads && !conflict; ++i) conflict = overlaps_any(reads[i], writes_);
+    const uint64_t groups = (l.numel + kGroupElements - 1) / kGroupElements;
+    if (conflict || records_.size() >= kMaxRecords || groups_ + groups >= (uint64_t(1) << 31))
+      send();
+
+    Record r{};
+    for (int k = 0; k < 4; ++k) r.ptr[k] = l.ptr[k];
+    for (int k = 0; k < 3; ++k) r.s[k] = l.s[k];
+    r.first_group = uint32_t(groups_);
+    r.numel = l.numel;
+    r.splat = l.splat;
+    r.aligned4 = l.aligned4 ? 1 : 0;
+    records_.push_back(r);
+    writes_.push_back(write);
+    reads_.insert(reads_.end(), reads, reads + nreads);
+    groups_ += groups;
+    dev_ = l.dev;
+    pipeline_ = l.pipeline;
+    flags_ = l.flags;
+    set_deferred(this);
+  }
+
+  // Dispatches what is held back as one table.
+  void send() {
+    if (deferred_slot() == this) set_deferred(nullptr);
+    if (records_.empty()) return;
+    std::vector<Record> records;
+    records.swap(records_);
+    writes_.clear();
+    reads_.clear();
+    const uint64_t groups = groups_;
+    groups_ = 0;
+    Device& dev = *dev_;
+    // The kernel reads the table straight from host-visible staging memory.
+    const uint64_t bytes = records.size() * sizeof(Record);
+    Allocation table = dev.staging().allocate(bytes);
+    std::memcpy(table.host, records.data(), bytes);
+    elementwise_detail::Push p{};
+    p.ptr[0] = table.address;
+    p.numel = uint32_t(records.size());
+    p.size[0] = int32_t(groups);
+    p.flags = flags_;
+    // Many tensors: fenced as a whole (more spans than an Access holds).
+    dispatch_groups(dev, pipeline_, &p, sizeof(p), groups);
+    dev.stream().free_after_use(dev.staging(), table.address);
+  }
+
+ private:
+  std::vector<Record> records_;
+  std::vector<Span> writes_, reads_;
+  uint64_t groups_ = 0;
+  Device* dev_ = nullptr;
+  VkPipeline pipeline_ = VK_NULL_HANDLE;
+  uint32_t flags_ = 0;
+};
+
+Batch& batch() {
+  thread_local Batch b;
+  return b;
+}
+
+}  // namespace
+
+ElementwiseBatchScope::ElementwiseBatchScope() { ++batch().depth; }
+
+void ElementwiseBatchScope::close() {
+  if (!open_) return;
+  open_ = false;
+  Batch& b = batch();
+  if (--b.depth == 0) b.send();
+}
+
+ElementwiseBatchScope::~ElementwiseBatchScope() {
+  if (!open_) return;
+  // Unwinding from an error: still send what the op recorded so far, as the
+  // one-by-one path would have; a second error cannot be raised from here.
+  try {
+    close();
+  } catch (const std::exception&) {
+  }
+}
+
+bool batching() { return batch().depth > 0; }
+
+bool hold_back(const HeldLaunch& launch) {
+  Batch& b = batch();
+  if (b.depth == 0) return false;
+  b.hold(launch);
+  return true;
+}
+
+}  // namespace vkml::ops
