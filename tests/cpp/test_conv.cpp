@@ -1,5 +1,6 @@
 // Convolution forward, data grad and weight grad against a double-precision reference.
 #include "vkml/ops/conv.h"
+#include "vkml/ops/matmul.h"
 #include "vkml_test.h"
 
 namespace vkml::test {
@@ -33,8 +34,9 @@ void for_each_term(const ConvShape& s, F f) {
                     int64_t xo = (((n * s.ci + ci) * s.in[0] + iz) * s.in[1] + iy) * s.in[2] + ix;
                     int64_t yo =
                         (((n * s.co + co) * s.out[0] + oz) * s.out[1] + oy) * s.out[2] + ox;
-                    int64_t wo = (((co * cig + cl) * s.kernel[0] + kz) * s.kernel[1] + ky) *
-                                     s.kernel[2] + kx;
+                    int64_t wo =
+                        (((co * cig + cl) * s.kernel[0] + kz) * s.kernel[1] + ky) * s.kernel[2] +
+                        kx;
                     f(xo, yo, wo);
                   }
 }
@@ -115,10 +117,37 @@ TEST_F(ConvTest, Float16) {
   check(dev(), shape2d(1, 4, 4, 2, 7, 7, 3, 2, 1, 2), DType::f16);
 }
 
+// The implicit GEMM's weight grad with a long K (images x positions) and few output
+// tiles: K slices write partial sums that a second pass adds.
+TEST_F(ConvTest, WeightGradSplitK) {
+  const ConvShape s = shape2d(4, 8, 12, 1, 24, 24, 3, 1, 1, 1);
+  check(dev(), s, DType::f32);
+  check(dev(), shape2d(2, 16, 16, 2, 20, 20, 3, 1, 1, 1), DType::f32);
+  check(dev(), s, DType::f16);
+  ConvShape full = s;
+  full.out[1] = full.out[2] = 24;
+  Buffer bx(dev(), random_floats(4 * 8 * 24 * 24, 1)), bgy(dev(), random_floats(4 * 12 * 576, 2));
+  Buffer bgw(dev(), 12 * 8 * 9 * 4);
+  dev().stream().synchronize();
+  const uint64_t before = dev().stream().dispatch_count();
+  ops::conv_weight_grad(dev(), DType::f32, bx.address(), bgy.address(), bgw.address(), full);
+  EXPECT_EQ(dev().stream().dispatch_count() - before, 2u);  // the slices, then their sum
+}
+
+// The 64 x 64 tiles (256 threads) that GPUs get for large convolutions.
+TEST_F(ConvTest, LargeImplicitGemmTiles) {
+  ops::set_gemm_tile(64);
+  check(dev(), shape2d(2, 16, 70, 1, 9, 8, 3, 1, 1, 1), DType::f32);
+  check(dev(), shape2d(1, 40, 36, 2, 7, 7, 3, 2, 1, 1), DType::f32);
+  check(dev(), shape2d(4, 8, 12, 1, 24, 24, 3, 1, 1, 1), DType::f32);  // with split-K
+  check(dev(), shape2d(2, 16, 20, 1, 6, 6, 3, 1, 1, 1), DType::f16);
+  ops::set_gemm_tile(0);
+}
+
 TEST_F(ConvTest, RejectsBadGroups) {
-  EXPECT_THROW(ops::conv_forward(dev(), DType::f32, 0, 0, 0, 0, shape2d(1, 3, 4, 2, 5, 5, 3, 1,
-                                                                       0, 1)),
-               Error);
+  EXPECT_THROW(
+      ops::conv_forward(dev(), DType::f32, 0, 0, 0, 0, shape2d(1, 3, 4, 2, 5, 5, 3, 1, 0, 1)),
+      Error);
 }
 
 }  // namespace

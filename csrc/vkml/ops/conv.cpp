@@ -5,6 +5,8 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/ops/matmul.h"
+#include "vkml/runtime/memory.h"
 #include "vkml/runtime/pipeline_slots.h"
 
 namespace vkml::ops {
@@ -15,12 +17,38 @@ struct Push {
   uint64_t p0, p1, p2, out;
   uint32_t n, groups, ci, co;
   int32_t isz[3], osz[3], ksz[3], str[3], pad[3], dil[3];
+  uint32_t splits, flags;
 };
 static_assert(sizeof(Push) <= 128);
+
+// Flags of shaders/conv_gemm.comp.
+constexpr uint32_t kPartial = 1, kSum = 2;
 
 int64_t prod3(const int64_t* v) { return v[0] * v[1] * v[2]; }
 
 constexpr int64_t kGemmMinRows = 8;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The implicit GEMM's tile side: 64 (256 threads) for convolutions with enough such
+// tiles on GPUs, 32 (64 threads) otherwise; TORCH_VKML_GEMM_TILE (ops/matmul.h)
+// forces either.
+int32_t conv_tile(const Device& dev, int64_t tiles64) {
+  const DeviceInfo& info = dev.info();
+  const bool fits = info.max_workgroup_invocations >= 256;
+  if (int forced = gemm_tile()) return forced >= 64 && fits ? 64 : 32;
+  return info.device_type != "cpu" && fits && tiles64 >= 128 ? 64 : 32;
+}
+
+// Split-K for the weight grad (see conv_gemm.comp), as for GEMM (matmul.cpp): enough
+// workgroups for a GPU, slices at least 256 deep, partial sums within 64 MiB.
+int64_t weight_grad_splits(int64_t tiles, int64_t k, int64_t outputs) {
+  constexpr int64_t kTargetGroups = 256, kMinSliceK = 256, kMaxSplits = 64;
+  if (tiles >= kTargetGroups / 2 || k < 2 * kMinSliceK) return 1;
+  int64_t s = std::min({ceil_div(kTargetGroups, tiles), k / kMinSliceK, kMaxSplits});
+  while (s > 1 && s * outputs * 4 > (int64_t(64) << 20)) --s;
+  return s * outputs >= (int64_t(1) << 31) ? 1 : s;
+}
 
 void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64_t p2, uint64_t out,
             const ConvShape& s) {
@@ -55,8 +83,9 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     dispatch_groups(dev, pipeline, &p, sizeof(p), groups, &a);
   };
   int64_t cig = s.ci / s.groups, cog = s.co / s.groups;
-  // Keyed by (dtype, mode, kernel): the implicit GEMM, or the direct one by tile.
-  static const PipelineSlots slots({16, 3, 4});
+  // Keyed by (dtype, mode, kernel): the implicit GEMM with 32 (0) or 64 (4) tiles, or
+  // the direct one by tile (1-3).
+  static const PipelineSlots slots({16, 3, 5});
   // Rows of the implicit GEMM per group; with fewer than kGemmMinRows a 32-row tile
   // would be mostly idle, and the direct kernel does better (depthwise, tiny convs).
   int64_t rows = mode == 1 ? cig : cog;
@@ -64,10 +93,40 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     int64_t cols = mode == 0   ? s.n * prod3(s.out)
                    : mode == 1 ? s.n * prod3(s.in)
                                : cig * prod3(s.kernel);
-    VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), 0}, [&] {
-      return dev.pipelines().get("conv_gemm_" + suffix, {mode, 64});
-    });
-    dispatch_tiles(pipeline, uint64_t(s.groups * ((rows + 31) / 32) * ((cols + 31) / 32)));
+    const int32_t bm = conv_tile(dev, s.groups * ceil_div(rows, 64) * ceil_div(cols, 64));
+    const int32_t threads = (bm / 4) * (bm / 4);
+    VkPipeline pipeline =
+        slots.get(dev, {uint32_t(dtype), uint32_t(mode), bm == 64 ? 4u : 0u}, [&] {
+          return dev.pipelines().get("conv_gemm_" + suffix, {mode, threads, bm});
+        });
+    const int64_t tiles = s.groups * ceil_div(rows, bm) * ceil_div(cols, bm);
+    const int64_t k = mode == 2 ? s.n * prod3(s.out) : 0;
+    const int64_t splits = mode == 2 ? weight_grad_splits(tiles, k, w_numel) : 1;
+    if (splits == 1) {
+      dispatch_tiles(pipeline, uint64_t(tiles));
+      return;
+    }
+    // Partial sums of K slices into scratch, then one pass adding them into gw. The
+    // stream orders later work after both, so the scratch is freed at once.
+    Allocation scratch = dev.memory().allocate(uint64_t(splits * w_numel) * 4);
+    Push partial = p;
+    partial.out = scratch.address;
+    partial.splits = uint32_t(splits);
+    partial.flags = kPartial;
+    Access first;
+    first.read(span_elems(p0, x_numel, is));
+    first.read(span_elems(p1, y_numel, is));
+    first.write(span_elems(scratch.address, splits * w_numel, 4));
+    dispatch_groups(dev, pipeline, &partial, sizeof(partial), uint64_t(tiles * splits), &first);
+    Push sum = p;
+    sum.p0 = scratch.address;
+    sum.splits = uint32_t(splits);
+    sum.flags = kSum;
+    Access second;
+    second.read(span_elems(scratch.address, splits * w_numel, 4));
+    second.write(span_elems(out, w_numel, is));
+    dispatch_1d(dev, pipeline, &sum, sizeof(sum), uint64_t(w_numel), uint32_t(threads), &second);
+    dev.memory().free(scratch.address);
     return;
   }
   // Channels per thread (mode 0: output channels, else input channels) of one group.

@@ -6,10 +6,14 @@
 //   mode 0, forward:     y[n, m, o]  = sum_k w[m, k] * x~[k, (n, o)]     M = Co/g,  K = Ci/g*kvol
 //   mode 1, data grad:   gx[n, m, i] = sum_k w~[m, k] * gy~[k, (n, i)]   M = Ci/g,  K = Co/g*kvol
 //   mode 2, weight grad: gw[m, col]  = sum_k gy[m, k] * x~[k, col]       M = Co/g,  K = N*O
-// Each workgroup of 64 threads computes a 32 x 32 tile of C, 4 x 4 per thread, in K
-// steps of 16; fp32 accumulation.
-// Perf ideas (not done): larger tiles and vectorised loads on real GPUs, precomputed
-// gather offsets per K step, split-K for the weight grad of small images.
+// Each workgroup computes a BM x BM tile of C (32 with 64 threads, or 64 with 256 on
+// GPUs), 4 x 4 per thread, in K steps of 16; fp32 accumulation.
+// Split-K (weight grad, whose K = N x positions is long while C is small): with
+// F_PARTIAL the grid repeats the tiles once per K slice and each workgroup writes raw
+// fp32 sums to scratch [splits][Co x Ci/g x kvol] at dst; a second dispatch with
+// F_SUM runs a thread per output, adding the slices in order (deterministic) from
+// scratch at p0 into dst.
+// Perf ideas (not done): vectorised loads, precomputed gather offsets per K step.
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
 //! variant bf16 -DST_BF16 -DNEED_F16
@@ -18,14 +22,18 @@
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
-layout(constant_id = 1) const uint WG = 64;  // must stay 64: 8 x 8 threads of 4 x 4 outputs
-const uint TM = 32, TN = 32, TK = 16;
-
+layout(constant_id = 1) const uint WG = 64;  // (BM / 4)^2 threads of 4 x 4 outputs
+layout(constant_id = 2) const uint BM = 32;
+const uint TM = BM, TN = BM, TK = 16, NT = BM / 4;
+#define F_PARTIAL 1u
+#define F_SUM 2u
 
 layout(push_constant, scalar) uniform PC {
   uint64_t p0, p1, p2, dst;
   uint n, groups, ci, co;
   ivec3 isz, osz, ksz, str, pad, dil;
+  uint splits;
+  uint flags;
 } pc;
 
 float ld(uint64_t p, uint off) { return LD(p, off); }
@@ -78,26 +86,43 @@ void main() {
   uint M = MODE == 1 ? cig : cog;
   uint N = MODE == 0 ? pc.n * ospat : MODE == 1 ? pc.n * ispat : cig * kvol;
   uint K = MODE == 0 ? cig * kvol : MODE == 1 ? cog * kvol : pc.n * ospat;
-  uint mt = (M + TM - 1) / TM, nt = (N + TN - 1) / TN;
   uint wid = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-  if (wid >= pc.groups * mt * nt) return;  // uniform across the workgroup
+  uint total = pc.co * cig * kvol;  // weight-grad outputs
+  if ((pc.flags & F_SUM) != 0u) {
+    uint idx = wid * WG + gl_LocalInvocationID.x;
+    if (idx >= total) return;
+    BufF32 parts = BufF32(pc.p0);
+    float s = 0.0;
+    for (uint sl = 0u; sl < pc.splits; ++sl) s += parts.v[sl * total + idx];
+    STORE(pc.dst, idx, s);
+    return;
+  }
+  uint mt = (M + TM - 1) / TM, nt = (N + TN - 1) / TN;
+  uint per_slice = pc.groups * mt * nt;
+  bool partial = (pc.flags & F_PARTIAL) != 0u;
+  uint slices = partial ? pc.splits : 1u;
+  if (wid >= per_slice * slices) return;  // uniform across the workgroup
+  uint slice = wid / per_slice;
+  wid -= slice * per_slice;
+  uint k_len = partial ? ((K + slices - 1u) / slices + TK - 1u) / TK * TK : K;
+  uint k_begin = slice * k_len, k_end = min(K, k_begin + k_len);
   uint ntile = wid % nt, rest = wid / nt;
   uint mtile = rest % mt;
   g = rest / mt;
   uint m0 = mtile * TM, n0 = ntile * TN;
-  uint tid = gl_LocalInvocationID.x, tx = tid % 8, ty = tid / 8;
+  uint tid = gl_LocalInvocationID.x, tx = tid % NT, ty = tid / NT;
   float acc[4][4];
   for (uint i = 0; i < 4; ++i)
     for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
-  for (uint k0 = 0; k0 < K; k0 += TK) {
+  for (uint k0 = k_begin; k0 < k_end; k0 += TK) {
     for (uint r = 0; r < (TM * TK) / WG; ++r) {
       uint e = tid + r * WG;
       uint kk = e % TK, mm = e / TK;  // A rows are contiguous in k for the forward
       uint m = m0 + mm, k = k0 + kk;
-      sA[kk][mm] = (m < M && k < K) ? load_a(m, k) : 0.0;
+      sA[kk][mm] = (m < M && k < k_end) ? load_a(m, k) : 0.0;
       uint nn = e % TN, kb = e / TN;  // B is contiguous along columns (positions)
       uint col = n0 + nn, k2 = k0 + kb;
-      sB[kb][nn] = (col < N && k2 < K) ? load_b(k2, col) : 0.0;
+      sB[kb][nn] = (col < N && k2 < k_end) ? load_b(k2, col) : 0.0;
     }
     barrier();
     for (uint kk = 0; kk < TK; ++kk) {
@@ -123,6 +148,8 @@ void main() {
         uint c = g * cig + m, nn = col / ispat;
         float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
         STORE(pc.dst, (nn * pc.ci + c) * ispat + col % ispat, acc[i][j] + b);
+      } else if (partial) {
+        BufF32(pc.dst).v[slice * total + (g * cog + m) * cig * kvol + col] = acc[i][j];
       } else {
         STORE(pc.dst, (g * cog + m) * cig * kvol + col, acc[i][j]);
       }
