@@ -210,6 +210,28 @@ TEST_F(MatmulTest, Float16) {
   run_case(dev(), Case{8, 129, 130, 40}, DType::f16);
 }
 
+// Four-element loads along each operand's contiguous side: row strides that are
+// multiples of 4 with ragged tiles in every direction, every operand layout, and
+// starts off by 1-3 elements (element-wise loads) or by 4 (quads again).
+TEST_F(MatmulTest, QuadLoadsAndTheirEdges) {
+  for (int64_t offset : {0, 1, 2, 3, 4})
+    for (bool t : {false, true}) {
+      Case c{2, 68, 132, 36};
+      c.ta = t;
+      c.tb = !t;
+      c.offset = offset;
+      run_case(dev(), c, DType::f32);
+    }
+  Case big{1, 132, 200, 44};
+  run_case(dev(), big, DType::f32);
+  run_case(dev(), big, DType::f16);
+  big.ta = big.tb = true;
+  run_case(dev(), big, DType::f16);
+  ops::set_gemm_tile(128);
+  run_case(dev(), big, DType::f32);
+  ops::set_gemm_tile(0);
+}
+
 // The 128 x 128 tile (16 x 4 outputs per thread) that large products get on
 // GPUs; lavapipe is a CPU device, so the test forces it.
 TEST_F(MatmulTest, HugeTiles) {

@@ -170,10 +170,6 @@ bool passed_check(Device& dev, const Shape& s) {
   return v == kPassed;
 }
 
-bool aligned(uint64_t address, int64_t batch, int64_t batch_stride) {
-  return address % 8 == 0 && (batch == 1 || batch_stride % 4 == 0);
-}
-
 }  // namespace
 
 CoopmatMode coopmat_mode() { return CoopmatMode(mode_value().load()); }
@@ -201,17 +197,7 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
     return dev.pipelines().get(s.shader, {tile, tile, kBK, int32_t(kSubgroups * s.sg), int32_t(s.m),
                                           int32_t(s.n), int32_t(s.k), int32_t(s.sg)});
   });
-  // Quads along A's fast side: k (row-major A) or m (A transposed).
-  const bool a_mfast = g.a_row == 1 && g.a_col != 1;
-  const int64_t a_other = a_mfast ? g.a_col : g.a_row;
-  if ((a_mfast || g.a_col == 1) && a_other >= 0 && a_other % 4 == 0 &&
-      aligned(g.a, g.batch, g.a_batch))
-    kernel.flags |= kAVec;
-  const bool b_kfast = g.b_row == 1 && g.b_col != 1;
-  const int64_t b_other = b_kfast ? g.b_col : g.b_row;
-  if ((b_kfast || g.b_col == 1) && b_other >= 0 && b_other % 4 == 0 &&
-      aligned(g.b, g.batch, g.b_batch))
-    kernel.flags |= kBVec;
+  kernel.flags = quad_flags(g, 2);
   return kernel;
 }
 

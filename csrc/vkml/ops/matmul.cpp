@@ -157,7 +157,10 @@ void gemm(Device& dev, const GemmArgs& g) {
     p.beta = g.beta;
   }
   p.flags = (bias ? kBias : 0) | (g.a_row == 1 && g.a_col != 1 ? kAMFast : 0) |
-            (g.b_row == 1 && g.b_col != 1 ? kBKFast : 0) | coop.flags;
+            (g.b_row == 1 && g.b_col != 1 ? kBKFast : 0) |
+            (coop.pipeline ? coop.flags
+             : integer     ? 0
+                           : quad_flags(g, itemsize(g.dtype)));
 
   const int64_t splits = choose_splits(g, tiles, integer);
   static const PipelineSlots slots({16, uint32_t(std::size(kTiles))});  // dtype, tile class

@@ -86,6 +86,8 @@ const uint NTY = BM / TM;  // threads along m
 #define F_B_KFAST 4u   // B is contiguous along k: load the tile k-fastest
 #define F_SPLIT 8u     // partial sums of one K slice per workgroup (see above)
 #define F_SPLIT_SUM 16u
+#define F_A_VEC 32u    // float variants: A's fast side has stride 1 and aligned quads
+#define F_B_VEC 64u
 
 layout(push_constant, scalar) uniform PC {
   uint64_t a;
@@ -127,6 +129,95 @@ void store_c(uint bi, uint gi, uint gj, ACC v) {
 #endif
 }
 
+// Four elements along the operand's contiguous side, as the accumulator type.
+#if defined(ST_F32)
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer BufQ { vec4 v[]; };
+#define QUAD(x) (x)
+#elif defined(ST_F16)
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufQ { f16vec4 v[]; };
+#define QUAD(x) vec4(x)
+#elif defined(ST_BF16)
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufQ { u16vec4 v[]; };
+vec4 QUAD(u16vec4 q) {
+  return vec4(bf16_to_f32(uint(q.x)), bf16_to_f32(uint(q.y)), bf16_to_f32(uint(q.z)),
+              bf16_to_f32(uint(q.w)));
+}
+#endif
+
+// A[row0 .. row0+BM) x [k0 .. k0+BK) into As, zero outside m and k_end. With F_A_VEC
+// (float variants) a thread moves four elements along A's contiguous side with one
+// load, element-wise where the quad crosses an edge.
+void stage_a(uint64_t base, uint row0, uint k0, uint k_end, bool full) {
+  BUF A = BUF(base);
+  bool mfast = (pc.flags & F_A_MFAST) != 0u;
+#if !defined(ELEM)
+  if ((pc.flags & F_A_VEC) != 0u) {
+    uint di = mfast ? 1u : 0u, dk = 1u - di;
+    for (uint q = gl_LocalInvocationID.x; q < BM * BK / 4u; q += WG) {
+      uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
+      uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
+      uint gi = row0 + i, gk = k0 + kk;
+      vec4 v = vec4(0.0);
+      if (full || (gi + 3u * di < pc.m && gk + 3u * dk < k_end)) {
+        int off = int(gi) * pc.a_row + int(gk) * pc.a_col;
+        v = QUAD(BufQ(base + uint64_t(off) * ESIZE).v[0]);
+      } else {
+        for (uint t = 0u; t < 4u; ++t) {
+          uint ri = gi + t * di, rk = gk + t * dk;
+          if (ri < pc.m && rk < k_end) v[t] = LOADV(A.v[int(ri) * pc.a_row + int(rk) * pc.a_col]);
+        }
+      }
+      for (uint t = 0u; t < 4u; ++t) As[(kk + t * dk) * AS + i + t * di] = v[t];
+    }
+    return;
+  }
+#endif
+  for (uint e = gl_LocalInvocationID.x; e < BM * BK; e += WG) {
+    uint i = mfast ? e % BM : e / BK;
+    uint kk = mfast ? e / BM : e % BK;
+    uint gi = row0 + i, gk = k0 + kk;
+    ACC v = ACC(0);
+    if (full || (gi < pc.m && gk < k_end)) v = LOADV(A.v[int(gi) * pc.a_row + int(gk) * pc.a_col]);
+    As[kk * AS + i] = v;
+  }
+}
+
+// B[k0 .. k0+BK) x [col0 .. col0+BN) into Bs, as stage_a.
+void stage_b(uint64_t base, uint col0, uint k0, uint k_end, bool full) {
+  BUF B = BUF(base);
+  bool kfast = (pc.flags & F_B_KFAST) != 0u;
+#if !defined(ELEM)
+  if ((pc.flags & F_B_VEC) != 0u) {
+    uint dk = kfast ? 1u : 0u, dj = 1u - dk;
+    for (uint q = gl_LocalInvocationID.x; q < BK * BN / 4u; q += WG) {
+      uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
+      uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
+      uint gj = col0 + j, gk = k0 + kk;
+      vec4 v = vec4(0.0);
+      if (full || (gk + 3u * dk < k_end && gj + 3u * dj < pc.n)) {
+        int off = int(gk) * pc.b_row + int(gj) * pc.b_col;
+        v = QUAD(BufQ(base + uint64_t(off) * ESIZE).v[0]);
+      } else {
+        for (uint t = 0u; t < 4u; ++t) {
+          uint rk = gk + t * dk, rj = gj + t * dj;
+          if (rk < k_end && rj < pc.n) v[t] = LOADV(B.v[int(rk) * pc.b_row + int(rj) * pc.b_col]);
+        }
+      }
+      for (uint t = 0u; t < 4u; ++t) Bs[(kk + t * dk) * BS + j + t * dj] = v[t];
+    }
+    return;
+  }
+#endif
+  for (uint e = gl_LocalInvocationID.x; e < BK * BN; e += WG) {
+    uint j = kfast ? e / BK : e % BN;
+    uint kk = kfast ? e % BK : e / BN;
+    uint gj = col0 + j, gk = k0 + kk;
+    ACC v = ACC(0);
+    if (full || (gj < pc.n && gk < k_end)) v = LOADV(B.v[int(gk) * pc.b_row + int(gj) * pc.b_col]);
+    Bs[kk * BS + j] = v;
+  }
+}
+
 #if !defined(ELEM)
 void sum_slices(uint group) {
   uint id = group * WG + gl_LocalInvocationID.x;
@@ -166,8 +257,8 @@ void main() {
   uint bi = rest / tiles_m;
   uint row0 = tm * BM, col0 = tn * BN;
 
-  BUF A = BUF(pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * ESIZE);
-  BUF B = BUF(pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * ESIZE);
+  uint64_t A = pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * ESIZE;
+  uint64_t B = pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * ESIZE;
 
   uint tid = gl_LocalInvocationID.x;
   uint tx = tid % NTX, ty = tid / NTX;
@@ -175,27 +266,11 @@ void main() {
   for (uint i = 0; i < TM; ++i)
     for (uint j = 0; j < TN; ++j) acc[i * TN + j] = ACC(0);
 
-  bool a_mfast = (pc.flags & F_A_MFAST) != 0u;
-  bool b_kfast = (pc.flags & F_B_KFAST) != 0u;
   bool full_mn = row0 + BM <= pc.m && col0 + BN <= pc.n;
   for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
     bool full = full_mn && k0 + BK <= k_end;
-    for (uint e = tid; e < BM * BK; e += WG) {
-      uint i = a_mfast ? e % BM : e / BK;
-      uint kk = a_mfast ? e / BM : e % BK;
-      uint gi = row0 + i, gk = k0 + kk;
-      ACC v = ACC(0);
-      if (full || (gi < pc.m && gk < k_end)) v = LOADV(A.v[int(gi) * pc.a_row + int(gk) * pc.a_col]);
-      As[kk * AS + i] = v;
-    }
-    for (uint e = tid; e < BK * BN; e += WG) {
-      uint j = b_kfast ? e / BK : e % BN;
-      uint kk = b_kfast ? e % BK : e / BN;
-      uint gj = col0 + j, gk = k0 + kk;
-      ACC v = ACC(0);
-      if (full || (gj < pc.n && gk < k_end)) v = LOADV(B.v[int(gk) * pc.b_row + int(gj) * pc.b_col]);
-      Bs[kk * BS + j] = v;
-    }
+    stage_a(A, row0, k0, k_end, full);
+    stage_b(B, col0, k0, k_end, full);
     barrier();
     for (uint kk = 0; kk < BK; ++kk) {
       ACC ra[TM], rb[TN];
