@@ -43,6 +43,22 @@ TEST_F(PipelinesTest, PrewarmCreatesTheListedPipelines) {
   EXPECT_EQ(p.size(), before + std::size(kOps));
 }
 
+// A required subgroup size makes a pipeline of its own; devices without subgroup
+// size control refuse one.
+TEST_F(PipelinesTest, RequiredSubgroupSizeIsPartOfTheKey) {
+  Pipelines& p = dev().pipelines();
+  const DeviceInfo& info = dev().info();
+  if (!info.subgroup_size_control) {
+    EXPECT_THROW(p.get("elementwise_u8", {{OP_ABS}, 8}), Error);
+    return;
+  }
+  VkPipeline any = p.get("elementwise_u8", {OP_ABS});
+  VkPipeline fixed = p.get("elementwise_u8", {{OP_ABS}, info.min_subgroup_size});
+  EXPECT_NE(fixed, VkPipeline(VK_NULL_HANDLE));
+  EXPECT_NE(fixed, any);
+  EXPECT_EQ(fixed, p.get("elementwise_u8", {{OP_ABS}, info.min_subgroup_size}));
+}
+
 // A combination's pipeline is made once and then read from its slot; values out
 // of their ranges (or the wrong number of them) are made every time.
 TEST_F(PipelinesTest, SlotsMakeEachCombinationOnce) {

@@ -43,9 +43,11 @@ std::atomic<int>& mode_value() {
   return mode;
 }
 
-// The fragment shape and subgroup size a device's pipelines are made for.
+// The fragment shape and subgroup size a device's pipelines are made for;
+// `required`: the pipeline requires that size (subgroup size control).
 struct Shape {
   uint32_t m = 0, n = 0, k = 0, sg = 0;
+  bool required = false;
   bool emulated = false;
   const char* shader = nullptr;
 };
@@ -63,10 +65,45 @@ bool shape_for(Device& dev, CoopmatMode mode, Shape* s) {
     s->k = info.coopmat_k;
   }
   s->sg = info.subgroup_size;
-  if (s->m == 0 || s->sg == 0 || !find_shader(s->shader)) return false;
-  if (uint64_t(kSubgroups) * s->sg > info.max_workgroup_invocations) return false;
+  s->required = false;
+  return s->m != 0 && s->sg != 0 && find_shader(s->shader);
+}
+
+// Whether the kernel can run with subgroups of s.sg.
+bool runs_with(const DeviceInfo& info, const Shape& s) {
+  if (s.sg == 0 || uint64_t(kSubgroups) * s.sg > info.max_workgroup_invocations) return false;
   // Each lane of the emulation owns a whole number of fragment elements.
-  return !s->emulated || (s->m * s->n) % s->sg == 0;
+  return !s.emulated || (s.m * s.n) % s.sg == 0;
+}
+
+// The subgroup sizes the start-up check tries, in order. Drivers that pick a compute
+// shader's subgroup size themselves (Intel; AMD between 32 and 64) may not run the
+// kernel at the size it was built for, and matrix units may need a particular one:
+// with subgroup size control each size the device allows is required in turn, the
+// device's default first; without it, the default as the driver runs it.
+std::vector<Shape> candidates(const DeviceInfo& info, const Shape& base) {
+  std::vector<Shape> out;
+  auto add = [&](uint32_t sg, bool required) {
+    Shape c = base;
+    c.sg = sg;
+    c.required = required;
+    if (runs_with(info, c)) out.push_back(c);
+  };
+  if (!info.subgroup_size_control) {
+    add(info.subgroup_size, false);
+    return out;
+  }
+  const uint32_t lo = info.min_subgroup_size, hi = info.max_subgroup_size;
+  if (info.subgroup_size >= lo && info.subgroup_size <= hi) add(info.subgroup_size, true);
+  for (uint32_t sg = lo; sg != 0 && sg <= hi; sg *= 2)
+    if (sg != info.subgroup_size) add(sg, true);
+  return out;
+}
+
+VkPipeline make_pipeline(Device& dev, const Shape& s, int32_t tile) {
+  return dev.pipelines().get(s.shader, {{tile, tile, kBK, int32_t(kSubgroups * s.sg), int32_t(s.m),
+                                         int32_t(s.n), int32_t(s.k), int32_t(s.sg)},
+                                        s.required ? s.sg : 0u});
 }
 
 uint64_t shared_bytes(int64_t tile, const Shape& s) {
@@ -74,16 +111,18 @@ uint64_t shared_bytes(int64_t tile, const Shape& s) {
          uint64_t(kSubgroups) * s.m * (s.n + 4) * 4;
 }
 
-// Start-up check verdicts, per device and per kernel (real, emulated).
-enum Verdict { kUnchecked = 0, kPassed = 1, kRejected = 2 };
+// Start-up check outcomes, per device and kernel (real, emulated): 0 unchecked,
+// kRejected, or the subgroup size that passed (with kRequired where required).
+constexpr uint32_t kRejected = ~0u, kRequired = 1u << 31;
 constexpr int kMaxDevices = 64;
-std::array<std::array<std::atomic<int>, 2>, kMaxDevices> g_verdicts{};
+std::array<std::array<std::atomic<uint32_t>, 2>, kMaxDevices> g_outcomes{};
 std::mutex g_check_mutex;
-thread_local bool t_checking = false;
+// During a check, the candidate the check's own product runs with.
+thread_local const Shape* t_checking = nullptr;
 
-std::atomic<int>* verdict_of(Device& dev, const Shape& s) {
+std::atomic<uint32_t>* outcome_of(Device& dev, const Shape& s) {
   int i = dev.index();
-  return i >= 0 && i < kMaxDevices ? &g_verdicts[size_t(i)][s.emulated ? 1 : 0] : nullptr;
+  return i >= 0 && i < kMaxDevices ? &g_outcomes[size_t(i)][s.emulated ? 1 : 0] : nullptr;
 }
 
 // IEEE half bits of the few values the check uses, and back (normal values and zero).
@@ -146,28 +185,44 @@ bool self_check(Device& dev) {
   return ok;
 }
 
-bool passed_check(Device& dev, const Shape& s) {
-  if (t_checking) return true;  // the check's own product
-  std::atomic<int>* verdict = verdict_of(dev, s);
-  if (!verdict) return false;
-  int v = verdict->load(std::memory_order_acquire);
-  if (v != kUnchecked) return v == kPassed;
-  std::lock_guard<std::mutex> lock(g_check_mutex);
-  v = verdict->load(std::memory_order_acquire);
-  if (v == kUnchecked) {
-    t_checking = true;
-    bool ok = self_check(dev);
-    t_checking = false;
-    v = ok ? kPassed : kRejected;
-    verdict->store(v, std::memory_order_release);
-    if (!ok)
-      std::fprintf(stderr,
-                   "torch-vkml: the cooperative-matrix GEMM gave wrong results on %s; fp16 "
-                   "matrix products use the scalar kernel (TORCH_VKML_COOPMAT=0 skips the "
-                   "check)\n",
-                   dev.info().name.c_str());
+// Fills s.sg / s.required with what passed the start-up check on this device
+// (running the check on first use); false when nothing did.
+bool checked_shape(Device& dev, Shape& s) {
+  if (t_checking) {  // the check's own product
+    s = *t_checking;
+    return true;
   }
-  return v == kPassed;
+  std::atomic<uint32_t>* outcome = outcome_of(dev, s);
+  if (!outcome) return false;
+  uint32_t v = outcome->load(std::memory_order_acquire);
+  if (v == 0) {
+    std::lock_guard<std::mutex> lock(g_check_mutex);
+    v = outcome->load(std::memory_order_acquire);
+    if (v == 0) {
+      v = kRejected;
+      const std::vector<Shape> tries = candidates(dev.info(), s);
+      for (const Shape& c : tries) {
+        t_checking = &c;
+        const bool ok = self_check(dev);
+        t_checking = nullptr;
+        if (ok) {
+          v = c.sg | (c.required ? kRequired : 0);
+          break;
+        }
+      }
+      outcome->store(v, std::memory_order_release);
+      if (v == kRejected && !tries.empty())
+        std::fprintf(stderr,
+                     "torch-vkml: the cooperative-matrix GEMM gave wrong results on %s; fp16 "
+                     "matrix products use the scalar kernel (TORCH_VKML_COOPMAT=0 skips the "
+                     "check)\n",
+                     dev.info().name.c_str());
+    }
+  }
+  if (v == kRejected) return false;
+  s.sg = v & ~kRequired;
+  s.required = (v & kRequired) != 0;
+  return true;
 }
 
 }  // namespace
@@ -187,16 +242,17 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
   const uint32_t shared = dev.info().max_shared_memory;
   if (large && shared_bytes(kLargeTile, s) > shared) large = false;
   if (!large && shared_bytes(kSmallTile, s) > shared) return {};
-  if (!passed_check(dev, s)) return {};
+  const bool checking = t_checking != nullptr;
+  if (!checked_shape(dev, s)) return {};
 
   CoopmatKernel kernel;
   kernel.bm = kernel.bn = large ? kLargeTile : kSmallTile;
+  const int32_t tile = int32_t(kernel.bm);
   static const PipelineSlots slots({2, 2});  // emulated, large
-  kernel.pipeline = slots.get(dev, {uint32_t(s.emulated), uint32_t(large)}, [&] {
-    const int32_t tile = int32_t(kernel.bm);
-    return dev.pipelines().get(s.shader, {tile, tile, kBK, int32_t(kSubgroups * s.sg), int32_t(s.m),
-                                          int32_t(s.n), int32_t(s.k), int32_t(s.sg)});
-  });
+  // The check tries candidates: none of them may take the slot.
+  kernel.pipeline = checking ? make_pipeline(dev, s, tile)
+                             : slots.get(dev, {uint32_t(s.emulated), uint32_t(large)},
+                                         [&] { return make_pipeline(dev, s, tile); });
   kernel.flags = quad_flags(g, 2);
   return kernel;
 }
@@ -210,10 +266,10 @@ const char* coopmat_status(Device& dev) {
       return "not built";
     return "unsupported";
   }
-  std::atomic<int>* verdict = verdict_of(dev, s);
-  int v = verdict ? verdict->load() : kRejected;
+  std::atomic<uint32_t>* outcome = outcome_of(dev, s);
+  const uint32_t v = outcome ? outcome->load() : kRejected;
   if (v == kRejected) return "rejected";
-  if (v == kUnchecked) return "unchecked";
+  if (v == 0) return "unchecked";
   return s.emulated ? "emulated" : "active";
 }
 

@@ -30,7 +30,7 @@ Device::Device(VkPhysicalDevice physical, const DeviceInfo& info, int index)
 
   EnabledFeatures features;
   const bool coopmat = info.coopmat_m != 0;
-  choose_features(physical, features, coopmat);
+  choose_features(physical, info, features);
   std::vector<const char*> extensions;
   if (info.supports_memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   if (coopmat) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);

@@ -23,6 +23,10 @@ struct DeviceInfo {
   std::vector<MemoryHeapInfo> heaps;
   uint64_t total_memory = 0;  // sum of device-local heaps
   uint32_t subgroup_size = 0;
+  // Vulkan 1.3 subgroup size control for compute (pipelines may require a size in
+  // [min, max] with full subgroups); sizes 0 without it.
+  bool subgroup_size_control = false;
+  uint32_t min_subgroup_size = 0, max_subgroup_size = 0;
   uint64_t max_storage_buffer_range = 0;
   uint64_t max_allocation_size = 0;
   uint32_t max_workgroup_count[3] = {0, 0, 0};

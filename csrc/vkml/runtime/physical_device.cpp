@@ -1,13 +1,27 @@
 #include "vkml/runtime/physical_device.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 namespace vkml {
 
-EnabledFeatures::EnabledFeatures() {
+EnabledFeatures::EnabledFeatures() { chain(false, false); }
+
+void EnabledFeatures::chain(bool with_v13, bool with_coopmat) {
   base.pNext = &v11;
   v11.pNext = &v12;
+  void** tail = &v12.pNext;
+  *tail = nullptr;
+  if (with_v13) {
+    *tail = &v13;
+    tail = &v13.pNext;
+    *tail = nullptr;
+  }
+  if (with_coopmat) {
+    *tail = &coopmat;
+    coopmat.pNext = nullptr;
+  }
 }
 
 namespace {
@@ -67,7 +81,7 @@ void query_coopmat(VkPhysicalDevice pd, DeviceInfo& info) {
       !has_extension(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME))
     return;
   EnabledFeatures f;
-  f.chain_coopmat();
+  f.chain(false, true);
   vk::vkGetPhysicalDeviceFeatures2(pd, &f.base);
   if (!f.coopmat.cooperativeMatrix || !f.v12.vulkanMemoryModel || !f.v12.shaderFloat16) return;
   uint32_t n = 0;
@@ -97,7 +111,25 @@ void query_coopmat(VkPhysicalDevice pd, DeviceInfo& info) {
 
 }  // namespace
 
-DeviceInfo query_device_info(VkPhysicalDevice pd) {
+// Compute pipelines that require a subgroup size (Vulkan 1.3 core).
+void query_subgroup_control(VkPhysicalDevice pd, uint32_t api, DeviceInfo& info) {
+  if (api < VK_API_VERSION_1_3) return;
+  VkPhysicalDeviceVulkan13Properties p13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &p13;
+  vk::vkGetPhysicalDeviceProperties2(pd, &props);
+  EnabledFeatures f;
+  f.chain(true, false);
+  vk::vkGetPhysicalDeviceFeatures2(pd, &f.base);
+  if (!f.v13.subgroupSizeControl || !f.v13.computeFullSubgroups ||
+      !(p13.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) || p13.minSubgroupSize == 0)
+    return;
+  info.subgroup_size_control = true;
+  info.min_subgroup_size = p13.minSubgroupSize;
+  info.max_subgroup_size = p13.maxSubgroupSize;
+}
+
+DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   DeviceInfo info;
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceSubgroupProperties subgroup{
@@ -144,6 +176,7 @@ DeviceInfo query_device_info(VkPhysicalDevice pd) {
   info.supports_int64 = f.base.features.shaderInt64;
   info.supports_int16 = f.base.features.shaderInt16;
   info.supports_fp16 = f.v12.shaderFloat16 && f.v11.storageBuffer16BitAccess;
+  query_subgroup_control(pd, std::min(instance_api, p.apiVersion), info);
   if (info.supports_fp16) query_coopmat(pd, info);
 
   std::string missing;
@@ -162,7 +195,7 @@ DeviceInfo query_device_info(VkPhysicalDevice pd) {
   return info;
 }
 
-void choose_features(VkPhysicalDevice pd, EnabledFeatures& out, bool cooperative_matrix) {
+void choose_features(VkPhysicalDevice pd, const DeviceInfo& info, EnabledFeatures& out) {
   EnabledFeatures has;
   vk::vkGetPhysicalDeviceFeatures2(pd, &has.base);
   auto& b = out.base.features;
@@ -177,9 +210,14 @@ void choose_features(VkPhysicalDevice pd, EnabledFeatures& out, bool cooperative
   out.v12.shaderInt8 = VK_TRUE;
   out.v12.shaderFloat16 = has.v12.shaderFloat16;
   out.v12.hostQueryReset = has.v12.hostQueryReset;
-  if (cooperative_matrix) {
+  const bool coopmat = info.coopmat_m != 0;
+  out.chain(info.subgroup_size_control, coopmat);
+  if (info.subgroup_size_control) {
+    out.v13.subgroupSizeControl = VK_TRUE;
+    out.v13.computeFullSubgroups = VK_TRUE;
+  }
+  if (coopmat) {
     // The extension's shaders use the Vulkan memory model, as SPIR-V requires.
-    out.chain_coopmat();
     out.coopmat.cooperativeMatrix = VK_TRUE;
     out.v12.vulkanMemoryModel = VK_TRUE;
   }

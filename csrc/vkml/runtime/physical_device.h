@@ -5,7 +5,8 @@
 
 namespace vkml {
 
-DeviceInfo query_device_info(VkPhysicalDevice pd);
+// `instance_api`: the API version the instance was created with (1.3 structs need it).
+DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api);
 
 // The feature structs passed to vkCreateDevice: what we need plus what we can
 // use, limited to what the device has.
@@ -13,16 +14,19 @@ struct EnabledFeatures {
   VkPhysicalDeviceFeatures2 base{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-  // Chained only where the device has VK_KHR_cooperative_matrix.
+  // Chained only where the device has Vulkan 1.3 / VK_KHR_cooperative_matrix.
+  VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
   EnabledFeatures();
-  void chain_coopmat() { v12.pNext = &coopmat; }
+  // Links base -> v11 -> v12 [-> v13] [-> coopmat].
+  void chain(bool with_v13, bool with_coopmat);
   EnabledFeatures(const EnabledFeatures&) = delete;
 };
 
-// Fills `out` with the subset of the device's features torch-vkml enables;
-// with `cooperative_matrix` (info.coopmat_m != 0), that extension's too.
-void choose_features(VkPhysicalDevice pd, EnabledFeatures& out, bool cooperative_matrix);
+// Fills `out` with the subset of the device's features torch-vkml enables, with
+// subgroup size control and VK_KHR_cooperative_matrix's where `info` says the device
+// has them.
+void choose_features(VkPhysicalDevice pd, const DeviceInfo& info, EnabledFeatures& out);
 
 }  // namespace vkml

@@ -20,7 +20,7 @@ size_t Pipelines::KeyHash::operator()(const Key& k) const {
   size_t h = std::hash<const void*>()(k.shader);
   for (uint32_t i = 0; i < k.spec.count; ++i)
     h = h * 1000003u ^ std::hash<int32_t>()(k.spec.values[i]);
-  return h;
+  return h * 1000003u ^ k.spec.subgroup_size;
 }
 
 Pipelines::Pipelines(Device& device)
@@ -141,6 +141,15 @@ VkPipeline Pipelines::create(const ShaderBlob* blob, const SpecConstants& spec) 
   ci.stage.module = module;
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = spec.count ? &si : nullptr;
+  VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{
+      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+  if (spec.subgroup_size) {
+    VKML_CHECK_ARG(device_.info().subgroup_size_control,
+                   "vkml: " + device_.info().name + " cannot require a subgroup size");
+    required.requiredSubgroupSize = spec.subgroup_size;
+    ci.stage.pNext = &required;
+    ci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+  }
   ci.layout = layout_;
   VkPipeline pipeline = VK_NULL_HANDLE;
   // The pipeline cache is internally synchronized: no lock around the compile.
@@ -178,6 +187,7 @@ void Pipelines::save_manifest(const std::string& path) {
   for (const auto& [key, pipeline] : pipelines_) {
     out << key.shader->name << ' ' << key.spec.count;
     for (uint32_t i = 0; i < key.spec.count; ++i) out << ' ' << key.spec.values[i];
+    if (key.spec.subgroup_size) out << " sg " << key.spec.subgroup_size;
     out << '\n';
   }
   std::string tmp = path + ".tmp" + std::to_string(::getpid());
@@ -202,6 +212,8 @@ std::vector<std::pair<std::string, SpecConstants>> Pipelines::load_manifest(
     if (!(ls >> name >> spec.count) || spec.count > spec.values.size()) continue;
     bool ok = true;
     for (uint32_t i = 0; i < spec.count && ok; ++i) ok = bool(ls >> spec.values[i]);
+    std::string tag;
+    if (ok && ls >> tag) ok = tag == "sg" && bool(ls >> spec.subgroup_size);
     if (ok) keys.emplace_back(std::move(name), spec);
   }
   return keys;

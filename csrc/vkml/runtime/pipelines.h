@@ -27,12 +27,16 @@ namespace vkml {
 
 class Device;
 
-// Up to eight int32 specialization constants, ids 0..7.
+// Up to eight int32 specialization constants, ids 0..7, and how the pipeline is
+// made: a required subgroup size with full subgroups (0: the driver's choice;
+// needs DeviceInfo::subgroup_size_control).
 struct SpecConstants {
   std::array<int32_t, 8> values{};
   uint32_t count = 0;
+  uint32_t subgroup_size = 0;
   SpecConstants() = default;
-  SpecConstants(std::initializer_list<int32_t> v) {
+  SpecConstants(std::initializer_list<int32_t> v, uint32_t required_subgroup_size = 0)
+      : subgroup_size(required_subgroup_size) {
     for (int32_t x : v) values[count++] = x;
   }
   bool operator==(const SpecConstants&) const = default;

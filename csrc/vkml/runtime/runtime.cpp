@@ -25,8 +25,9 @@ bool has_layer(const char* name) {
   vk::vkEnumerateInstanceLayerProperties(&n, nullptr);
   std::vector<VkLayerProperties> layers(n);
   vk::vkEnumerateInstanceLayerProperties(&n, layers.data());
-  return std::any_of(layers.begin(), layers.end(),
-                     [&](const VkLayerProperties& l) { return std::strcmp(l.layerName, name) == 0; });
+  return std::any_of(layers.begin(), layers.end(), [&](const VkLayerProperties& l) {
+    return std::strcmp(l.layerName, name) == 0;
+  });
 }
 
 bool has_instance_extension(const char* name) {
@@ -117,7 +118,8 @@ void Runtime::init() {
   std::vector<const char*> extensions;
   bool want_validation = env_flag("TORCH_VKML_VALIDATION");
   // TORCH_VKML_VALIDATION=print also echoes each message to stderr as it happens.
-  if (const char* v = std::getenv("TORCH_VKML_VALIDATION")) echo_messages_ = std::string(v) == "print";
+  if (const char* v = std::getenv("TORCH_VKML_VALIDATION"))
+    echo_messages_ = std::string(v) == "print";
   if (want_validation) {
     if (has_layer(k_validation_layer)) {
       layers.push_back(k_validation_layer);
@@ -174,7 +176,7 @@ void Runtime::init() {
   std::vector<Entry> usable;
   std::string rejected;
   for (VkPhysicalDevice pd : physicals) {
-    DeviceInfo info = query_device_info(pd);
+    DeviceInfo info = query_device_info(pd, app.apiVersion);
     if (!info.unsupported_reason.empty()) {
       rejected += "\n  " + info.name + ": " + info.unsupported_reason;
       continue;
@@ -209,10 +211,10 @@ const DeviceInfo& Runtime::info(int index) const {
 void Runtime::check_index(int index) const {
   if (devices_.empty()) fail(ErrorKind::Unavailable, "torch-vkml: " + unavailable_reason_);
   if (index < 0 || index >= device_count()) {
-    fail(ErrorKind::InvalidArgument,
-         "vkml device index " + std::to_string(index) + " is out of range: valid indices are 0.." +
-             std::to_string(device_count() - 1) + " (" + std::to_string(device_count()) +
-             " device(s))");
+    fail(ErrorKind::InvalidArgument, "vkml device index " + std::to_string(index) +
+                                         " is out of range: valid indices are 0.." +
+                                         std::to_string(device_count() - 1) + " (" +
+                                         std::to_string(device_count()) + " device(s))");
   }
 }
 
@@ -242,8 +244,8 @@ VkBool32 VKAPI_PTR Runtime::on_debug_message(VkDebugUtilsMessageSeverityFlagBits
                                              const VkDebugUtilsMessengerCallbackDataEXT* data,
                                              void* user) {
   auto* self = static_cast<Runtime*>(user);
-  std::string msg = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? "error: "
-                                                                               : "warning: ";
+  std::string msg =
+      (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? "error: " : "warning: ";
   msg += data && data->pMessage ? data->pMessage : "(no message)";
   if (self->echo_messages_) fprintf(stderr, "[vkml validation] %s\n", msg.c_str());
   std::lock_guard<std::mutex> lock(self->message_mutex_);
