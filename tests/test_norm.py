@@ -113,7 +113,18 @@ def test_modules(make_module, shape, train):
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
-@pytest.mark.parametrize("shape, norm", [((4, 7), (7,)), ((2, 3, 5), (3, 5)), ((3, 300), (300,))])
+@pytest.mark.parametrize(
+    "shape, norm",
+    [
+        ((4, 7), (7,)),
+        ((2, 3, 5), (3, 5)),
+        ((3, 300), (300,)),
+        # rows of 1024+ take 256 threads with 16 elements each in registers; longer
+        # rows read the rest from memory again
+        ((3, 1500), (1500,)),
+        ((2, 5000), (5000,)),
+    ],
+)
 def test_layer_norm(shape, norm, dtype):
     x, w, b = _leaf(shape, dtype), _leaf(norm, dtype), _leaf(norm, dtype)
     assert_grads_close_to_cpu(
@@ -138,7 +149,9 @@ def test_layer_norm_noncontiguous_and_stats():
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
-@pytest.mark.parametrize("shape, groups", [((2, 6, 5, 4), 3), ((3, 4, 7), 4), ((2, 4), 2)])
+@pytest.mark.parametrize(
+    "shape, groups", [((2, 6, 5, 4), 3), ((3, 4, 7), 4), ((2, 4), 2), ((2, 4, 48, 48), 2)]
+)
 def test_group_norm(shape, groups, dtype):
     c = shape[1]
     x, w, b = _leaf(shape, dtype), _leaf(c, dtype), _leaf(c, dtype)

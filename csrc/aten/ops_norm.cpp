@@ -47,8 +47,7 @@ Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
                    const OptTensor& running_mean, const OptTensor& running_var, bool training,
                    double momentum, double eps) {
   check_float("batch_norm", input);
-  TORCH_CHECK(input.dim() >= 2, "batch_norm: expected at least 2-D input, got ", input.dim(),
-              "-D");
+  TORCH_CHECK(input.dim() >= 2, "batch_norm: expected at least 2-D input, got ", input.dim(), "-D");
   at::Tensor x = input.contiguous();
   auto v = bn_view(x);
   int64_t C = v.c;
@@ -128,7 +127,8 @@ Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
   int64_t C = v.c;
   at::Tensor mean, rstd;
   if (train) {
-    TORCH_CHECK(has(save_mean) && has(save_invstd), "batch_norm_backward: saved statistics "
+    TORCH_CHECK(has(save_mean) && has(save_invstd),
+                "batch_norm_backward: saved statistics "
                 "are required in training mode");
     mean = save_mean->to(at::kFloat).contiguous();
     rstd = save_invstd->to(at::kFloat).contiguous();
@@ -155,8 +155,8 @@ Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
     if (gi.numel() > 0)
       guarded([&] {
         vkml::ops::norm_data_grad(vkml_device(x), dt(x), addr(x), addr(gy), addr_or_0(w),
-                                  addr(mean), addr(rstd), addr_or_0(sa), addr_or_0(sb),
-                                  addr(gi), v, v.outer * v.inner);
+                                  addr(mean), addr(rstd), addr_or_0(sa), addr_or_0(sb), addr(gi), v,
+                                  v.outer * v.inner);
       });
   }
   if (mask[1]) gw = sum_gx.to(param_type);
@@ -165,13 +165,13 @@ Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
 }
 
 Tensor3 bn_legit(const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
-                 at::Tensor& running_mean, at::Tensor& running_var, bool training,
-                 double momentum, double eps) {
+                 at::Tensor& running_mean, at::Tensor& running_var, bool training, double momentum,
+                 double eps) {
   return batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
 }
 
-Tensor3 bn_legit_no_stats(const at::Tensor& input, const OptTensor& weight,
-                          const OptTensor& bias, bool training, double momentum, double eps) {
+Tensor3 bn_legit_no_stats(const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
+                          bool training, double momentum, double eps) {
   return batch_norm(input, weight, bias, std::nullopt, std::nullopt, training, momentum, eps);
 }
 
@@ -184,8 +184,7 @@ Tensor3 bn_legit_no_training(const at::Tensor& input, const OptTensor& weight,
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> bn_with_update(
     const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
     at::Tensor& running_mean, at::Tensor& running_var, double momentum, double eps) {
-  auto [y, m, r] = batch_norm(input, weight, bias, running_mean, running_var, true, momentum,
-                              eps);
+  auto [y, m, r] = batch_norm(input, weight, bias, running_mean, running_var, true, momentum, eps);
   return {y, m, r, at::empty({0}, input.options().dtype(at::kByte))};
 }
 
@@ -223,10 +222,8 @@ Tensor3 layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
   vkml::ops::NormView v{1, M, K, K, M, 1, K};
   if (M > 0 && K > 0) {
     guarded([&] {
-      auto& dev = vkml_device(x);
-      vkml::ops::norm_stats(dev, dt(x), addr(x), addr(mean), addr(rstd), 0, v, float(eps));
-      vkml::ops::norm_forward(dev, dt(x), addr(x), addr_or_0(w), addr_or_0(b), addr(mean),
-                              addr(rstd), addr(y), v);
+      vkml::ops::norm_rows_forward(vkml_device(x), dt(x), addr(x), addr_or_0(w), addr_or_0(b),
+                                   addr(mean), addr(rstd), addr(y), v, float(eps));
     });
   } else if (M > 0) {
     mean.fill_(NAN);
@@ -238,17 +235,14 @@ Tensor3 layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
 // grad_input of layer / group norm: per-group sums of gy*w and gy*w*x̂ over the
 // view, then the data grad from them (rows = groups, k = elements per group).
 at::Tensor norm_input_grad(const at::Tensor& x, const at::Tensor& gy, const at::Tensor& w,
-                           const at::Tensor& mean, const at::Tensor& rstd,
-                           vkml::ops::NormView v, int64_t rows, int64_t k, bool any) {
+                           const at::Tensor& mean, const at::Tensor& rstd, vkml::ops::NormView v,
+                           int64_t rows, int64_t k, bool any) {
   at::Tensor gi = at::empty(x.sizes(), x.options());
   if (!any) return gi;
-  at::Tensor sa = f32_empty(x, rows), sb = f32_empty(x, rows);
+  TORCH_INTERNAL_ASSERT(v.inner == k && v.c == rows);
   guarded([&] {
-    auto& dev = vkml_device(x);
-    vkml::ops::norm_backward_sums(dev, dt(x), addr(x), addr(gy), addr_or_0(w), addr(mean),
-                                  addr(rstd), addr(sa), addr(sb), v);
-    vkml::ops::norm_data_grad(dev, dt(x), addr(x), addr(gy), addr_or_0(w), addr(mean),
-                              addr(rstd), addr(sa), addr(sb), addr(gi), v, k);
+    vkml::ops::norm_rows_data_grad(vkml_device(x), dt(x), addr(x), addr(gy), addr_or_0(w),
+                                   addr(mean), addr(rstd), addr(gi), v);
   });
   return gi;
 }
@@ -283,8 +277,8 @@ Tensor3 group_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
                    int64_t N, int64_t C, int64_t HxW, int64_t group, double eps) {
   check_float("group_norm", input);
   TORCH_CHECK(group > 0 && C % group == 0, "Expected number of channels in input to be ",
-              "divisible by num_groups, but got input of shape ", input.sizes(), " and num_groups=",
-              group);
+              "divisible by num_groups, but got input of shape ", input.sizes(),
+              " and num_groups=", group);
   TORCH_CHECK(input.numel() == N * C * HxW, "group_norm: input has the wrong number of elements");
   at::Tensor x = input.contiguous();
   at::Tensor w = f32(weight), b = f32(bias);
@@ -297,10 +291,8 @@ Tensor3 group_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
   vkml::ops::NormView v{1, N * group, D, D, N * group, HxW, C};
   if (x.numel() > 0) {
     guarded([&] {
-      auto& dev = vkml_device(x);
-      vkml::ops::norm_stats(dev, dt(x), addr(x), addr(mean), addr(rstd), 0, v, float(eps));
-      vkml::ops::norm_forward(dev, dt(x), addr(x), addr_or_0(w), addr_or_0(b), addr(mean),
-                              addr(rstd), addr(y), v);
+      vkml::ops::norm_rows_forward(vkml_device(x), dt(x), addr(x), addr_or_0(w), addr_or_0(b),
+                                   addr(mean), addr(rstd), addr(y), v, float(eps));
     });
   } else if (N * group > 0) {
     mean.fill_(NAN);
@@ -322,8 +314,8 @@ Tensor3 group_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
   bool any = x.numel() > 0;
   at::Tensor gi, gw, gb;
   if (mask[0]) {
-    gi = norm_input_grad(x, gy, w, mean, rstd, {1, N * group, D, D, N * group, HxW, C},
-                         N * group, D, any);
+    gi = norm_input_grad(x, gy, w, mean, rstd, {1, N * group, D, D, N * group, HxW, C}, N * group,
+                         D, any);
   }
   if (mask[1] || mask[2]) {
     auto [sg, sgx] = param_grad_sums(x, gy, mean, rstd, {N, C, HxW, D, N * group, HxW, C}, C);

@@ -33,8 +33,8 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
   // array (fp32) is given the largest of its possible lengths.
   size_t is = itemsize(dtype);
   int64_t per = std::max({v.c, v.smod, v.amod});
-  bool writes_stats = mode == 0;  // mean, rstd, sa (the variance)
-  bool writes_sums = mode == 1;   // sa, sb
+  bool writes_stats = mode == 0 || mode == 4;  // mean, rstd, sa (the variance)
+  bool writes_sums = mode == 1;                // sa, sb
   Access a;
   a.read(span_elems(p.x, numel, is));
   if (p.gy) a.read(span_elems(p.gy, numel, is));
@@ -49,8 +49,10 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
                                  : a.read(span_elems(p.sa, per, 4)));
   if (p.sb) (writes_sums ? a.write(span_elems(p.sb, per, 4)) : a.read(span_elems(p.sb, per, 4)));
   if (mode >= 2) a.write(span_elems(p.out, numel, is));
-  // Modes 0 and 1 run one workgroup per c, narrow ones for short reductions.
-  const bool per_c = mode <= 1, wide = !per_c || v.outer * v.inner >= 1024;
+  // Modes 0, 1, 4 and 5 run one workgroup per c, narrow ones for short reductions; a
+  // narrow one holds rows of up to 1024 elements in registers (modes 4, 5).
+  const bool per_c = mode <= 1 || mode >= 4;
+  const bool wide = !per_c || v.outer * v.inner >= (mode >= 4 ? 1025 : 1024);
   uint32_t wg = wide ? 256 : 64;
   while (per_c && wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
   static const PipelineSlots slots({16, 8, 2});  // dtype, mode, wide
@@ -65,6 +67,36 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
 }
 
 }  // namespace
+
+void norm_rows_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, uint64_t mean,
+                       uint64_t rstd, uint64_t y, const NormView& v, float eps) {
+  VKML_CHECK_ARG(v.outer == 1 && v.sdiv == v.inner && v.smod == v.c,
+                 "norm: rows need one statistic per row of contiguous elements");
+  Push p{};
+  p.x = x;
+  p.w = w;
+  p.b = b;
+  p.mean = mean;
+  p.rstd = rstd;
+  p.out = y;
+  p.eps = eps;
+  launch(dev, dtype, 4, p, v);
+}
+
+void norm_rows_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
+                         uint64_t mean, uint64_t rstd, uint64_t gx, const NormView& v) {
+  VKML_CHECK_ARG(v.outer == 1 && v.sdiv == v.inner && v.smod == v.c,
+                 "norm: rows need one statistic per row of contiguous elements");
+  Push p{};
+  p.x = x;
+  p.gy = gy;
+  p.w = w;
+  p.mean = mean;
+  p.rstd = rstd;
+  p.out = gx;
+  p.count = float(v.inner);
+  launch(dev, dtype, 5, p, v);
+}
 
 void norm_stats(Device& dev, DType dtype, uint64_t x, uint64_t mean, uint64_t rstd, uint64_t var,
                 const NormView& v, float eps) {

@@ -32,4 +32,13 @@ void norm_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t 
                     uint64_t rstd, uint64_t sa, uint64_t sb, uint64_t gx, const NormView& v,
                     int64_t count);
 
+// Rows: outer == 1 and each statistic c a row of `inner` contiguous elements (layer and
+// group norm). The statistics and y in one pass over x, one workgroup per row, as
+// norm_stats + norm_forward compute them.
+void norm_rows_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, uint64_t mean,
+                       uint64_t rstd, uint64_t y, const NormView& v, float eps);
+// gx of rows in one pass, as norm_backward_sums + norm_data_grad (count = inner).
+void norm_rows_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
+                         uint64_t mean, uint64_t rstd, uint64_t gx, const NormView& v);
+
 }  // namespace vkml::ops

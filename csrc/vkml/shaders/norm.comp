@@ -15,6 +15,10 @@
 //   mode 2, forward: y = (x - mean) * rstd * w + b (w, b optional)
 //   mode 3, data grad: gx = rstd * (gy w' - sa / count - xhat * sb / count) (training),
 //           gx = rstd * gy w' when sa == 0 (statistics were constants)
+//   mode 4, rows forward: outer == 1 and each c a row of `inner` contiguous elements
+//           (layer and group norm): one workgroup per row computes mean and rstd and
+//           writes y, reading x once (kept in registers up to R * WG elements)
+//   mode 5, rows data grad: per row, the sums of mode 1 and gx of mode 3 in one pass
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
 //! variant bf16 -DST_BF16 -DNEED_F16
@@ -60,7 +64,90 @@ void reduce2(inout float a, inout float b) {
   barrier();
 }
 
+const uint R = 16;  // row elements a thread keeps in registers (modes 4, 5)
+
+void store_y(uint e, float xhat) {
+  uint af = aff_of(e);
+  if (pc.w != 0) xhat *= ldf(pc.w, af);
+  if (pc.b != 0) xhat += ldf(pc.b, af);
+  STORE(pc.dst, e, xhat);
+}
+
+void rows_forward(uint row) {
+  uint tid = gl_LocalInvocationID.x, k = pc.inner, base = row * k;
+  float v[R];
+  float s = 0.0, unused = 0.0;
+  for (uint r = 0u; r < R; ++r) {
+    uint j = tid + r * WG;
+    v[r] = j < k ? ld(pc.x, base + j) : 0.0;
+    s += v[r];
+  }
+  for (uint j = tid + R * WG; j < k; j += WG) s += ld(pc.x, base + j);
+  reduce2(s, unused);
+  float m = s / float(k);
+  // Squared deviations from the mean: two passes, as mode 0, for accuracy.
+  float q = 0.0;
+  for (uint r = 0u; r < R; ++r) {
+    float d = tid + r * WG < k ? v[r] - m : 0.0;
+    q += d * d;
+  }
+  for (uint j = tid + R * WG; j < k; j += WG) {
+    float d = ld(pc.x, base + j) - m;
+    q += d * d;
+  }
+  reduce2(q, unused);
+  float rs = inversesqrt(q / float(k) + pc.eps);
+  if (tid == 0u) {
+    BufF32(pc.mean).v[row] = m;
+    BufF32(pc.rstd).v[row] = rs;
+  }
+  // Static loops over the registers (so they stay registers), then the rest.
+  for (uint r = 0u; r < R; ++r) {
+    uint j = tid + r * WG;
+    if (j < k) store_y(base + j, (v[r] - m) * rs);
+  }
+  for (uint j = tid + R * WG; j < k; j += WG) store_y(base + j, (ld(pc.x, base + j) - m) * rs);
+}
+
+float w_of(uint e) { return pc.w != 0 ? ldf(pc.w, aff_of(e)) : 1.0; }
+
+void rows_data_grad(uint row) {
+  uint tid = gl_LocalInvocationID.x, k = pc.inner, base = row * k;
+  float m = ldf(pc.mean, row), rs = ldf(pc.rstd, row);
+  float g[R], xh[R];
+  float a = 0.0, b = 0.0;
+  for (uint r = 0u; r < R; ++r) {
+    uint j = tid + r * WG;
+    g[r] = j < k ? ld(pc.gy, base + j) * w_of(base + j) : 0.0;
+    xh[r] = j < k ? (ld(pc.x, base + j) - m) * rs : 0.0;
+    a += g[r];
+    b += g[r] * xh[r];
+  }
+  for (uint j = tid + R * WG; j < k; j += WG) {
+    float gj = ld(pc.gy, base + j) * w_of(base + j);
+    a += gj;
+    b += gj * (ld(pc.x, base + j) - m) * rs;
+  }
+  reduce2(a, b);
+  for (uint r = 0u; r < R; ++r) {
+    uint j = tid + r * WG;
+    if (j < k) STORE(pc.dst, base + j, rs * (g[r] - (a + xh[r] * b) / pc.count));
+  }
+  for (uint j = tid + R * WG; j < k; j += WG) {
+    float gj = ld(pc.gy, base + j) * w_of(base + j);
+    float xj = (ld(pc.x, base + j) - m) * rs;
+    STORE(pc.dst, base + j, rs * (gj - (a + xj * b) / pc.count));
+  }
+}
+
 void main() {
+  if (MODE >= 4) {
+    uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (row >= pc.c) return;  // uniform across the workgroup
+    if (MODE == 4) rows_forward(row);
+    else rows_data_grad(row);
+    return;
+  }
   if (MODE <= 1) {
     uint ch = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     if (ch >= pc.c) return;  // uniform across the workgroup
