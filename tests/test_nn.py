@@ -47,6 +47,19 @@ def test_softmax(fn, dtype, layout, dim):
 
 
 @pytest.mark.parametrize("fn", [F.softmax, F.log_softmax], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("cols", [300, 4500])
+def test_softmax_rows_with_special_values(fn, cols):
+    """-inf entries, a row of -inf only, NaN and +inf, in rows held in registers (300)
+    and streamed (4500)."""
+    x = make((5, cols))
+    x[0, ::7] = float("-inf")
+    x[1] = float("-inf")
+    x[2, 5] = float("nan")
+    x[3, 9] = float("inf")
+    assert_close_to_cpu(lambda t: fn(t, dim=1), x)
+
+
+@pytest.mark.parametrize("fn", [F.softmax, F.log_softmax], ids=["softmax", "log_softmax"])
 def test_softmax_is_numerically_stable(fn):
     inf = float("inf")
     x = torch.tensor([[1000.0, 0.0, -1000.0], [-1000.0, -1000.5, -999.0], [0.0, -inf, 1.0]])
@@ -54,7 +67,10 @@ def test_softmax_is_numerically_stable(fn):
     assert_close_to_cpu(lambda t: fn(t[:2], dim=0), x)
 
 
-@pytest.mark.parametrize("shape, dim", [((3, 5000), -1), ((5000, 3), 0), ((2, 3000, 2), 1)])
+# rows of up to 4096 are held in registers, longer ones streamed (online softmax)
+@pytest.mark.parametrize(
+    "shape, dim", [((3, 5000), -1), ((5000, 3), 0), ((2, 3000, 2), 1), ((3, 3000), -1)]
+)
 @pytest.mark.parametrize("fn", [F.softmax, F.log_softmax], ids=["softmax", "log_softmax"])
 def test_softmax_long_rows(fn, shape, dim):
     x = _leaf(shape, low=-10, high=10)

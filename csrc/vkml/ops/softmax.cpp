@@ -33,16 +33,24 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
   if (numel == 0) return;
   check_32bit_indexing(numel, numel, "softmax");
   bool row = s.inner == 1 && s.dim >= kRowMinDim;
-  uint32_t wg = row && s.dim < 1024 ? 64 : 256;
+  uint32_t wg = row && s.dim <= 1024 ? 64 : 256;
   while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
-  // Keyed by (dtype, mode, row, wg == 64); wg only shrinks below 256 on small devices.
-  static const PipelineSlots slots({16, 4, 2, 2});
-  VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), row, wg == 64}, [&] {
-    return dev.pipelines().get(dtype == DType::f16   ? "softmax_f16"
-                               : dtype == DType::f64 ? "softmax_f64"
-                                                     : "softmax_f32",
-                               {mode, row ? 1 : 0, int32_t(wg)});
-  });
+  // Row elements a thread keeps in registers: as few as hold the row (rows longer
+  // than 16 a thread are streamed).
+  uint32_t regs = 16;
+  for (uint32_t r : {4u, 8u})
+    if (regs == 16 && s.dim <= int64_t(r) * wg) regs = r;
+  const uint32_t regs_class = regs == 4 ? 0 : regs == 8 ? 1 : 2;
+  // Keyed by (dtype, mode, row, wg == 64 and regs); wg only shrinks below 256 on
+  // small devices.
+  static const PipelineSlots slots({16, 4, 2, 6});
+  VkPipeline pipeline = slots.get(
+      dev, {uint32_t(dtype), uint32_t(mode), row, (wg == 64 ? 3u : 0u) + regs_class}, [&] {
+        return dev.pipelines().get(dtype == DType::f16   ? "softmax_f16"
+                                   : dtype == DType::f64 ? "softmax_f64"
+                                                         : "softmax_f32",
+                                   {mode, row ? 1 : 0, int32_t(wg), int32_t(regs)});
+      });
   Push p{x, y, out, uint32_t(s.outer), uint32_t(s.dim), uint32_t(s.inner)};
   Access a;
   a.read(span_elems(x, numel, itemsize(dtype)));

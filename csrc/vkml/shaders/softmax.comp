@@ -5,11 +5,15 @@
 //
 // Specialization constants: 0 = mode (0 softmax, 1 log_softmax, 2 softmax
 // backward, 3 log_softmax backward), 1 = row mode (1: one workgroup per row,
-// inner == 1; 0: one thread per (outer, inner) looping over dim), 2 = workgroup size.
+// inner == 1; 0: one thread per (outer, inner) looping over dim), 2 = workgroup size,
+// 3 = R, the row elements a thread keeps in registers.
 //
 // Forward keeps a running (max, sum of exp(x - max)) pair per thread (online
 // softmax), merged across the workgroup, then writes the outputs in a second
 // sweep. Backward reduces sum(g * y) (softmax) or sum(g) (log_softmax).
+// Rows of up to R * WG elements (row mode) are read once into registers instead:
+// forward reduces the max, then the sum of the exponentials it keeps, and writes
+// from them (one read and one exp per element); backward keeps g and y.
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
 //! variant f64 -DST_F64
@@ -92,12 +96,75 @@ void write(uint off, FT m, FT s) {
 shared FT s_m[WG];
 shared FT s_s[WG];
 
+layout(constant_id = 3) const uint R = 16;  // row elements a thread keeps in registers
+
+FT max_nan(FT a, FT b) { return (isnan(b) || b > a) ? b : a; }
+
+// The workgroup's max (NaN wins) or sum of v; every thread gets it.
+FT reduce_row(FT v, bool is_max) {
+  uint tid = gl_LocalInvocationID.x;
+  s_s[tid] = v;
+  barrier();
+  for (uint step = WG / 2; step > 0; step >>= 1) {
+    if (tid < step) {
+      v = is_max ? max_nan(v, s_s[tid + step]) : v + s_s[tid + step];
+      s_s[tid] = v;
+    }
+    barrier();
+  }
+  v = s_s[0];
+  barrier();
+  return v;
+}
+
+void row_in_registers(uint base) {
+  uint tid = gl_LocalInvocationID.x;
+  FT a[R], b[R];
+  if (FORWARD) {
+    FT m = NEG_INF;
+    for (uint r = 0u; r < R; ++r) {
+      uint j = tid + r * WG;
+      a[r] = j < pc.dim ? ld(pc.x, base + j) : NEG_INF;
+      m = max_nan(m, a[r]);
+    }
+    m = reduce_row(m, true);
+    FT s = FT(0.0);
+    for (uint r = 0u; r < R; ++r) {
+      b[r] = a[r] == NEG_INF ? FT(0.0) : EXP(a[r] - m);
+      s += b[r];
+    }
+    s = reduce_row(s, false);
+    FT ls = MODE == 1 ? LOG(s) : FT(0.0);
+    for (uint r = 0u; r < R; ++r) {
+      uint j = tid + r * WG;
+      if (j < pc.dim) STORE(pc.dst, base + j, MODE == 0 ? b[r] / s : (a[r] - m) - ls);
+    }
+  } else {
+    FT s = FT(0.0);
+    for (uint r = 0u; r < R; ++r) {
+      uint j = tid + r * WG;
+      a[r] = j < pc.dim ? ld(pc.x, base + j) : FT(0.0);
+      b[r] = j < pc.dim ? ld(pc.y, base + j) : FT(0.0);
+      s += MODE == 2 ? a[r] * b[r] : a[r];
+    }
+    s = reduce_row(s, false);
+    for (uint r = 0u; r < R; ++r) {
+      uint j = tid + r * WG;
+      if (j < pc.dim) STORE(pc.dst, base + j, MODE == 2 ? b[r] * (a[r] - s) : a[r] - EXP(b[r]) * s);
+    }
+  }
+}
+
 void main() {
   if (ROW != 0) {
     uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     if (row >= pc.outer) return;  // uniform across the workgroup
     uint tid = gl_LocalInvocationID.x;
     uint base = row * pc.dim;
+    if (pc.dim <= R * WG) {
+      row_in_registers(base);
+      return;
+    }
     FT m = NEG_INF, s = FT(0.0);
     if (FORWARD) {
       for (uint j = tid; j < pc.dim; j += WG) online_add(m, s, ld(pc.x, base + j));
