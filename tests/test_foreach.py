@@ -34,6 +34,13 @@ def _dev(ts):
     return [t.to(VKML) for t in ts]
 
 
+def _operands(dtype):
+    """Lists a and b, a positive list c (for div, sqrt, pow), and a scalar list."""
+    a, b, _ = _lists(dtype)
+    (c,) = _lists(dtype, n=1, positive=True, seed=1)
+    return a, b, c, [0.5 * (i + 1) for i in range(len(SIZES))]
+
+
 def _close(got, want, dtype):
     tol = TOL[dtype]
     assert len(got) == len(want)
@@ -72,9 +79,7 @@ CALLS = {
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("name", list(CALLS))
 def test_functional_matches_cpu(name, dtype):
-    a, b, _ = _lists(dtype)
-    (c,) = _lists(dtype, n=1, positive=True, seed=1)
-    s = [0.5 * (i + 1) for i in range(len(SIZES))]
+    a, b, c, s = _operands(dtype)
     want = CALLS[name](a, b, c, s)
     got = CALLS[name](_dev(a), _dev(b), _dev(c), s)
     _close(got, want, dtype)
@@ -94,9 +99,7 @@ INPLACE = {
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("name", list(INPLACE))
 def test_in_place_matches_cpu(name, dtype):
-    a, b, _ = _lists(dtype)
-    (c,) = _lists(dtype, n=1, positive=True, seed=1)
-    s = [0.5 * (i + 1) for i in range(len(SIZES))]
+    a, b, c, s = _operands(dtype)
     da, db, dc = _dev(a), _dev(b), _dev(c)
     INPLACE[name](a, b, c, s)
     INPLACE[name](da, db, dc, s)

@@ -72,82 +72,49 @@ void norm_rows_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_
                        uint64_t rstd, uint64_t y, const NormView& v, float eps) {
   VKML_CHECK_ARG(v.outer == 1 && v.sdiv == v.inner && v.smod == v.c,
                  "norm: rows need one statistic per row of contiguous elements");
-  Push p{};
-  p.x = x;
-  p.w = w;
-  p.b = b;
-  p.mean = mean;
-  p.rstd = rstd;
-  p.out = y;
-  p.eps = eps;
-  launch(dev, dtype, 4, p, v);
+  launch(dev, dtype, 4, {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .out = y, .eps = eps},
+         v);
 }
 
 void norm_rows_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
                          uint64_t mean, uint64_t rstd, uint64_t gx, const NormView& v) {
   VKML_CHECK_ARG(v.outer == 1 && v.sdiv == v.inner && v.smod == v.c,
                  "norm: rows need one statistic per row of contiguous elements");
-  Push p{};
-  p.x = x;
-  p.gy = gy;
-  p.w = w;
-  p.mean = mean;
-  p.rstd = rstd;
-  p.out = gx;
-  p.count = float(v.inner);
-  launch(dev, dtype, 5, p, v);
+  launch(dev, dtype, 5,
+         {.x = x, .gy = gy, .w = w, .mean = mean, .rstd = rstd, .out = gx, .count = float(v.inner)},
+         v);
 }
 
 void norm_stats(Device& dev, DType dtype, uint64_t x, uint64_t mean, uint64_t rstd, uint64_t var,
                 const NormView& v, float eps) {
-  Push p{};
-  p.x = x;
-  p.mean = mean;
-  p.rstd = rstd;
-  p.sa = var;
-  p.eps = eps;
-  launch(dev, dtype, 0, p, v);
+  launch(dev, dtype, 0, {.x = x, .mean = mean, .rstd = rstd, .sa = var, .eps = eps}, v);
 }
 
 void norm_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, uint64_t mean,
                   uint64_t rstd, uint64_t y, const NormView& v) {
-  Push p{};
-  p.x = x;
-  p.w = w;
-  p.b = b;
-  p.mean = mean;
-  p.rstd = rstd;
-  p.out = y;
-  launch(dev, dtype, 2, p, v);
+  launch(dev, dtype, 2, {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .out = y}, v);
 }
 
 void norm_backward_sums(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
                         uint64_t mean, uint64_t rstd, uint64_t sa, uint64_t sb, const NormView& v) {
-  Push p{};
-  p.x = x;
-  p.gy = gy;
-  p.w = w;
-  p.mean = mean;
-  p.rstd = rstd;
-  p.sa = sa;
-  p.sb = sb;
-  launch(dev, dtype, 1, p, v);
+  launch(dev, dtype, 1, {.x = x, .gy = gy, .w = w, .mean = mean, .rstd = rstd, .sa = sa, .sb = sb},
+         v);
 }
 
 void norm_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w, uint64_t mean,
                     uint64_t rstd, uint64_t sa, uint64_t sb, uint64_t gx, const NormView& v,
                     int64_t count) {
-  Push p{};
-  p.x = x;
-  p.gy = gy;
-  p.w = w;
-  p.mean = mean;
-  p.rstd = rstd;
-  p.sa = sa;
-  p.sb = sb;
-  p.out = gx;
-  p.count = float(count);
-  launch(dev, dtype, 3, p, v);
+  launch(dev, dtype, 3,
+         {.x = x,
+          .gy = gy,
+          .w = w,
+          .mean = mean,
+          .rstd = rstd,
+          .out = gx,
+          .sa = sa,
+          .sb = sb,
+          .count = float(count)},
+         v);
 }
 
 }  // namespace vkml::ops
