@@ -13,7 +13,7 @@
 // fp32 sums to scratch [splits][Co x Ci/g x kvol] at dst; a second dispatch with
 // F_SUM runs a thread per output, adding the slices in order (deterministic) from
 // scratch at p0 into dst.
-// Perf ideas (not done): vectorised loads, precomputed gather offsets per K step.
+// Perf ideas (not done): vectorised loads; the row part of the gather (k) still divides.
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
 //! variant bf16 -DST_BF16 -DNEED_F16
@@ -51,30 +51,54 @@ shared float sB[TK][TN];
 
 uint ispat, ospat, kvol, cig, cog, g;
 
-// x~: input patch value for (channel-in-group cc, kernel position kk) at output position
-// sp of image nn; 0 in the padding.
-float gather_x(uint nn, uint cc, uint kk, uint sp) {
-  ivec3 i = unflat(sp, pc.osz) * pc.str - pc.pad + unflat(kk, pc.ksz) * pc.dil;
-  if (!inside(i, pc.isz)) return 0.0;
-  return ld(pc.p0, (nn * pc.ci + g * cig + cc) * ispat + flat3(i, pc.isz));
-}
-
 float load_a(uint m, uint k) {
   if (MODE == 0) return ld(pc.p1, ((g * cog + m) * cig) * kvol + k);
   if (MODE == 1) return ld(pc.p1, ((g * cog + k / kvol) * cig + m) * kvol + k % kvol);
   return ld(pc.p1, ((k / ospat) * pc.co + g * cog + m) * ospat + k % ospat);
 }
 
-float load_b(uint k, uint col) {
-  if (MODE == 0) return gather_x(col / ospat, k / kvol, k % kvol, col % ospat);
-  if (MODE == 2) return gather_x(k / ospat, col / kvol, col % kvol, k % ospat);
-  // gy~: the output position that input position i reaches through kernel position kk.
-  uint nn = col / ispat, oc = k / kvol;
-  ivec3 t = unflat(col % ispat, pc.isz) + pc.pad - unflat(k % kvol, pc.ksz) * pc.dil;
+// B's column is the same in every K step for a thread (WG is a multiple of TN), so the
+// part of its gather that depends on the column alone is worked out once: c_pos and
+// c_off per mode, below; load_b then adds what the row k contributes.
+ivec3 c_pos;
+uint c_off;
+
+void prepare_column(uint col) {
+  if (MODE == 0) {  // col = (image, output position): x at o * str - pad + kpos * dil
+    uint img = col / ospat;
+    c_pos = unflat(col - img * ospat, pc.osz) * pc.str - pc.pad;
+    c_off = (img * pc.ci + g * cig) * ispat;
+  } else if (MODE == 1) {  // col = (image, input position): gy at (t - kpos * dil) / str
+    uint img = col / ispat;
+    c_pos = unflat(col - img * ispat, pc.isz) + pc.pad;
+    c_off = (img * pc.co + g * cog) * ospat;
+  } else {  // col = (channel in group, kernel position): x at o * str + kpos * dil - pad
+    uint cc = col / kvol;
+    c_pos = unflat(col - cc * kvol, pc.ksz) * pc.dil - pc.pad;
+    c_off = (g * cig + cc) * ispat;
+  }
+}
+
+float load_b(uint k) {
+  if (MODE == 0) {  // k = (channel in group, kernel position)
+    uint cc = k / kvol;
+    ivec3 i = c_pos + unflat(k - cc * kvol, pc.ksz) * pc.dil;
+    if (!inside(i, pc.isz)) return 0.0;
+    return ld(pc.p0, c_off + cc * ispat + flat3(i, pc.isz));
+  }
+  if (MODE == 2) {  // k = (image, output position)
+    uint img = k / ospat;
+    ivec3 i = unflat(k - img * ospat, pc.osz) * pc.str + c_pos;
+    if (!inside(i, pc.isz)) return 0.0;
+    return ld(pc.p0, img * pc.ci * ispat + c_off + flat3(i, pc.isz));
+  }
+  // gy~: the output position that input position t reaches through kernel position kk.
+  uint oc = k / kvol;
+  ivec3 t = c_pos - unflat(k - oc * kvol, pc.ksz) * pc.dil;
   if (any(lessThan(t, ivec3(0))) || any(notEqual(t % pc.str, ivec3(0)))) return 0.0;
   ivec3 o = t / pc.str;
   if (any(greaterThanEqual(o, pc.osz))) return 0.0;
-  return ld(pc.p0, (nn * pc.co + g * cog + oc) * ospat + flat3(o, pc.osz));
+  return ld(pc.p0, c_off + oc * ospat + flat3(o, pc.osz));
 }
 
 void main() {
@@ -114,15 +138,17 @@ void main() {
   float acc[4][4];
   for (uint i = 0; i < 4; ++i)
     for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
+  // B is loaded contiguous along columns (positions): this thread's column is fixed.
+  uint nn = tid % TN, col = n0 + nn;
+  if (col < N) prepare_column(col);
   for (uint k0 = k_begin; k0 < k_end; k0 += TK) {
     for (uint r = 0; r < (TM * TK) / WG; ++r) {
       uint e = tid + r * WG;
       uint kk = e % TK, mm = e / TK;  // A rows are contiguous in k for the forward
       uint m = m0 + mm, k = k0 + kk;
       sA[kk][mm] = (m < M && k < k_end) ? load_a(m, k) : 0.0;
-      uint nn = e % TN, kb = e / TN;  // B is contiguous along columns (positions)
-      uint col = n0 + nn, k2 = k0 + kb;
-      sB[kb][nn] = (col < N && k2 < k_end) ? load_b(k2, col) : 0.0;
+      uint kb = e / TN, k2 = k0 + kb;
+      sB[kb][nn] = (col < N && k2 < k_end) ? load_b(k2) : 0.0;
     }
     barrier();
     for (uint kk = 0; kk < TK; ++kk) {
