@@ -103,6 +103,16 @@ TEST_F(ElementwiseTest, BatchScopeHoldsBackAndKeepsProgramOrder) {
     ASSERT_EQ(x[i], b[i] + b[i]) << i;
     ASSERT_EQ(y[i], (a[i] + b[i]) + a[i]) << i;
   }
+  const uint64_t sent = dev().stream().dispatch_count();
+  {
+    // Querying the stream sends held-back work too (before taking its lock, so
+    // retiring finished batches cannot re-enter it).
+    ops::ElementwiseBatchScope scope;
+    add(bo2, ba, bb);
+    dev().stream().completed_value();
+    EXPECT_EQ(dev().stream().dispatch_count(), sent + 1);
+    scope.close();
+  }
 }
 
 TEST_F(ElementwiseTest, MulBroadcastWithZeroStrides) {

@@ -184,9 +184,11 @@ Allocation MemoryPool::allocate(uint64_t nbytes) {
 }
 
 void MemoryPool::free(uint64_t address) {
-  // Freed memory is reused at once (the stream runs in order): held-back work
-  // that still uses it must be recorded first.
   record_deferred();
+  free_finished(address);
+}
+
+void MemoryPool::free_finished(uint64_t address) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = live_.find(address);
   if (it == live_.end()) fail(ErrorKind::Internal, "vkml: free of an unknown address");

@@ -45,7 +45,12 @@ class MemoryPool {
 
   // Throws Error(OutOfMemory) after one retry that empties the cache.
   Allocation allocate(uint64_t nbytes);
+  // Records this thread's held-back work first (runtime/deferred.h): freed memory
+  // is reused at once, as the stream runs in order.
   void free(uint64_t address);
+  // For the stream retiring finished work with its lock held: no held-back work
+  // can use memory the GPU has finished with.
+  void free_finished(uint64_t address);
   BufferSlice find(uint64_t address) const;
   // Host-visible pools: the device address of a mapped host pointer inside a
   // live allocation, or 0 when the pointer is not in this pool.

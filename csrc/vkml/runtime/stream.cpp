@@ -115,13 +115,14 @@ void Stream::copy_buffer(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64
 }
 
 void Stream::free_after_use(MemoryPool& pool, uint64_t address) {
+  record_deferred();  // held-back work may use it
   std::lock_guard<std::mutex> lock(mutex_);
   if (current_) {
     current_releases_.push_back({&pool, address});
   } else if (!in_flight_.empty()) {
     in_flight_.back().releases.push_back({&pool, address});
   } else {
-    pool.free(address);
+    pool.free_finished(address);  // nothing recorded uses it any more
   }
 }
 
@@ -182,7 +183,7 @@ void Stream::retire(uint64_t completed) {
     Batch& b = in_flight_.front();
     vk::vkResetCommandBuffer(b.cb, 0);
     spare_.push_back(b.cb);
-    for (auto& d : b.releases) d.pool->free(d.address);
+    for (auto& d : b.releases) d.pool->free_finished(d.address);
     in_flight_.pop_front();
   }
 }
@@ -211,6 +212,7 @@ void Stream::synchronize() {
 }
 
 uint64_t Stream::completed_value() {
+  record_deferred();
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t done = 0;
   if (vk::vkGetSemaphoreCounterValue(device_.handle(), timeline_, &done) == VK_SUCCESS)
