@@ -305,6 +305,20 @@ def test_integer_products_wrap():
     assert_close_to_cpu(torch.mm, u, u.t())
 
 
+def test_matrix_unit_kernel_is_built_where_its_compiler_is_installed():
+    """requirements-dev.txt installs a glslang that compiles the cooperative-matrix
+    shader; a build with it must contain that variant (a missing library once left it
+    out silently). The emulated variant needs only glslc."""
+    import sysconfig
+    from pathlib import Path
+
+    glslang = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix" / "bin" / "glslang"
+    if glslang.exists():
+        assert torch_vkml._C.has_shader("gemm_coopmat_f16")
+    assert torch_vkml._C.has_shader("gemm_coopmat_emulated")
+    assert not torch_vkml._C.has_shader("no_such_shader")
+
+
 def test_float16_products_through_the_matrix_unit_kernel():
     """fp16 mm, bmm, linear (with backward) and a transposed operand through the
     cooperative-matrix GEMM, in its emulated variant (TORCH_VKML_COOPMAT=emulate) since

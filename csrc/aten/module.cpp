@@ -8,6 +8,7 @@
 #include "fallback.h"
 #include "generator.h"
 #include "vkml/ops/gemm_coopmat.h"
+#include "vkml/runtime/shader_registry.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
@@ -111,6 +112,7 @@ PYBIND11_MODULE(_C, m) {
       py::arg("device") = py::none());
   m.def("fallback_counts", [] { return fallback_counts(); });
   m.def("reset_fallback_counts", [] { reset_fallback_counts(); });
+  m.def("has_shader", [](const std::string& name) { return vkml::find_shader(name) != nullptr; });
   m.def("validation_enabled", [] { return vkml::Runtime::get().validation_enabled(); });
   m.def("validation_messages", [] { return vkml::Runtime::get().take_validation_messages(); });
   m.def(
