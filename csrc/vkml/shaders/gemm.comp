@@ -144,16 +144,26 @@ vec4 QUAD(u16vec4 q) {
 }
 #endif
 
-// A[row0 .. row0+BM) x [k0 .. k0+BK) into As, zero outside m and k_end. With F_A_VEC
-// (float variants) a thread moves four elements along A's contiguous side with one
-// load, element-wise where the quad crosses an edge.
-void stage_a(uint64_t base, uint row0, uint k0, uint k_end, bool full) {
+// Staging runs in two halves so that one K step's global loads are in flight while
+// the previous step multiplies: fetch_a() loads this thread's elements of the next A
+// tile (A[row0 .. row0+BM) x [k0 .. k0+BK), zero outside m and k_end) into g_a, and
+// put_a() stores them into As; B likewise. With F_A_VEC (float variants) a thread
+// moves four elements along A's contiguous side with one load, element-wise where the
+// quad crosses an edge; g_a then holds AE / 4 quads.
+const uint AE = BM * BK / WG;  // elements per thread of a tile (a multiple of 4)
+const uint BE = BK * BN / WG;
+ACC g_a[AE];
+ACC g_b[BE];
+
+void fetch_a(uint64_t base, uint row0, uint k0, uint k_end, bool full) {
   BUF A = BUF(base);
   bool mfast = (pc.flags & F_A_MFAST) != 0u;
+  uint tid = gl_LocalInvocationID.x;
 #if !defined(ELEM)
   if ((pc.flags & F_A_VEC) != 0u) {
     uint di = mfast ? 1u : 0u, dk = 1u - di;
-    for (uint q = gl_LocalInvocationID.x; q < BM * BK / 4u; q += WG) {
+    for (uint t = 0u; t < AE / 4u; ++t) {
+      uint q = tid + t * WG;
       uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
       uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
       uint gi = row0 + i, gk = k0 + kk;
@@ -162,34 +172,57 @@ void stage_a(uint64_t base, uint row0, uint k0, uint k_end, bool full) {
         int off = int(gi) * pc.a_row + int(gk) * pc.a_col;
         v = QUAD(BufQ(base + uint64_t(off) * ESIZE).v[0]);
       } else {
-        for (uint t = 0u; t < 4u; ++t) {
-          uint ri = gi + t * di, rk = gk + t * dk;
-          if (ri < pc.m && rk < k_end) v[t] = LOADV(A.v[int(ri) * pc.a_row + int(rk) * pc.a_col]);
+        for (uint u = 0u; u < 4u; ++u) {
+          uint ri = gi + u * di, rk = gk + u * dk;
+          if (ri < pc.m && rk < k_end) v[u] = LOADV(A.v[int(ri) * pc.a_row + int(rk) * pc.a_col]);
         }
       }
-      for (uint t = 0u; t < 4u; ++t) As[(kk + t * dk) * AS + i + t * di] = v[t];
+      for (uint u = 0u; u < 4u; ++u) g_a[t * 4u + u] = v[u];
     }
     return;
   }
 #endif
-  for (uint e = gl_LocalInvocationID.x; e < BM * BK; e += WG) {
+  for (uint t = 0u; t < AE; ++t) {
+    uint e = tid + t * WG;
     uint i = mfast ? e % BM : e / BK;
     uint kk = mfast ? e / BM : e % BK;
     uint gi = row0 + i, gk = k0 + kk;
     ACC v = ACC(0);
     if (full || (gi < pc.m && gk < k_end)) v = LOADV(A.v[int(gi) * pc.a_row + int(gk) * pc.a_col]);
-    As[kk * AS + i] = v;
+    g_a[t] = v;
   }
 }
 
-// B[k0 .. k0+BK) x [col0 .. col0+BN) into Bs, as stage_a.
-void stage_b(uint64_t base, uint col0, uint k0, uint k_end, bool full) {
+void put_a() {
+  bool mfast = (pc.flags & F_A_MFAST) != 0u;
+  uint tid = gl_LocalInvocationID.x;
+#if !defined(ELEM)
+  if ((pc.flags & F_A_VEC) != 0u) {
+    uint di = mfast ? 1u : 0u, dk = 1u - di;
+    for (uint t = 0u; t < AE / 4u; ++t) {
+      uint q = tid + t * WG;
+      uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
+      uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
+      for (uint u = 0u; u < 4u; ++u) As[(kk + u * dk) * AS + i + u * di] = g_a[t * 4u + u];
+    }
+    return;
+  }
+#endif
+  for (uint t = 0u; t < AE; ++t) {
+    uint e = tid + t * WG;
+    As[(mfast ? e / BM : e % BK) * AS + (mfast ? e % BM : e / BK)] = g_a[t];
+  }
+}
+
+void fetch_b(uint64_t base, uint col0, uint k0, uint k_end, bool full) {
   BUF B = BUF(base);
   bool kfast = (pc.flags & F_B_KFAST) != 0u;
+  uint tid = gl_LocalInvocationID.x;
 #if !defined(ELEM)
   if ((pc.flags & F_B_VEC) != 0u) {
     uint dk = kfast ? 1u : 0u, dj = 1u - dk;
-    for (uint q = gl_LocalInvocationID.x; q < BK * BN / 4u; q += WG) {
+    for (uint t = 0u; t < BE / 4u; ++t) {
+      uint q = tid + t * WG;
       uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
       uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
       uint gj = col0 + j, gk = k0 + kk;
@@ -198,23 +231,45 @@ void stage_b(uint64_t base, uint col0, uint k0, uint k_end, bool full) {
         int off = int(gk) * pc.b_row + int(gj) * pc.b_col;
         v = QUAD(BufQ(base + uint64_t(off) * ESIZE).v[0]);
       } else {
-        for (uint t = 0u; t < 4u; ++t) {
-          uint rk = gk + t * dk, rj = gj + t * dj;
-          if (rk < k_end && rj < pc.n) v[t] = LOADV(B.v[int(rk) * pc.b_row + int(rj) * pc.b_col]);
+        for (uint u = 0u; u < 4u; ++u) {
+          uint rk = gk + u * dk, rj = gj + u * dj;
+          if (rk < k_end && rj < pc.n) v[u] = LOADV(B.v[int(rk) * pc.b_row + int(rj) * pc.b_col]);
         }
       }
-      for (uint t = 0u; t < 4u; ++t) Bs[(kk + t * dk) * BS + j + t * dj] = v[t];
+      for (uint u = 0u; u < 4u; ++u) g_b[t * 4u + u] = v[u];
     }
     return;
   }
 #endif
-  for (uint e = gl_LocalInvocationID.x; e < BK * BN; e += WG) {
+  for (uint t = 0u; t < BE; ++t) {
+    uint e = tid + t * WG;
     uint j = kfast ? e / BK : e % BN;
     uint kk = kfast ? e % BK : e / BN;
     uint gj = col0 + j, gk = k0 + kk;
     ACC v = ACC(0);
     if (full || (gj < pc.n && gk < k_end)) v = LOADV(B.v[int(gk) * pc.b_row + int(gj) * pc.b_col]);
-    Bs[kk * BS + j] = v;
+    g_b[t] = v;
+  }
+}
+
+void put_b() {
+  bool kfast = (pc.flags & F_B_KFAST) != 0u;
+  uint tid = gl_LocalInvocationID.x;
+#if !defined(ELEM)
+  if ((pc.flags & F_B_VEC) != 0u) {
+    uint dk = kfast ? 1u : 0u, dj = 1u - dk;
+    for (uint t = 0u; t < BE / 4u; ++t) {
+      uint q = tid + t * WG;
+      uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
+      uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
+      for (uint u = 0u; u < 4u; ++u) Bs[(kk + u * dk) * BS + j + u * dj] = g_b[t * 4u + u];
+    }
+    return;
+  }
+#endif
+  for (uint t = 0u; t < BE; ++t) {
+    uint e = tid + t * WG;
+    Bs[(kfast ? e % BK : e / BN) * BS + (kfast ? e / BK : e % BN)] = g_b[t];
   }
 }
 
@@ -267,11 +322,21 @@ void main() {
     for (uint j = 0; j < TN; ++j) acc[i * TN + j] = ACC(0);
 
   bool full_mn = row0 + BM <= pc.m && col0 + BN <= pc.n;
+  if (k_begin < k_end) {
+    bool full = full_mn && k_begin + BK <= k_end;
+    fetch_a(A, row0, k_begin, k_end, full);
+    fetch_b(B, col0, k_begin, k_end, full);
+  }
   for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
-    bool full = full_mn && k0 + BK <= k_end;
-    stage_a(A, row0, k0, k_end, full);
-    stage_b(B, col0, k0, k_end, full);
+    put_a();
+    put_b();
     barrier();
+    uint kn = k0 + BK;  // the next step's loads, in flight during this one's products
+    if (kn < k_end) {
+      bool full = full_mn && kn + BK <= k_end;
+      fetch_a(A, row0, kn, k_end, full);
+      fetch_b(B, col0, kn, k_end, full);
+    }
     for (uint kk = 0; kk < BK; ++kk) {
       ACC ra[TM], rb[TN];
       for (uint i = 0; i < TM; ++i) ra[i] = As[kk * AS + ty + i * NTY];
