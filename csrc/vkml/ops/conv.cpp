@@ -28,8 +28,6 @@ int64_t prod3(const int64_t* v) { return v[0] * v[1] * v[2]; }
 
 constexpr int64_t kGemmMinRows = 8;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // The implicit GEMM's tile side: 64 (256 threads) for convolutions with enough such
 // tiles on GPUs, 32 (64 threads) otherwise; TORCH_VKML_GEMM_TILE (ops/matmul.h)
 // forces either.
@@ -38,16 +36,6 @@ int32_t conv_tile(const Device& dev, int64_t tiles64) {
   const bool fits = info.max_workgroup_invocations >= 256;
   if (int forced = gemm_tile()) return forced >= 64 && fits ? 64 : 32;
   return info.device_type != "cpu" && fits && tiles64 >= 128 ? 64 : 32;
-}
-
-// Split-K for the weight grad (see conv_gemm.comp), as for GEMM (matmul.cpp): enough
-// workgroups for a GPU, slices at least 256 deep, partial sums within 64 MiB.
-int64_t weight_grad_splits(int64_t tiles, int64_t k, int64_t outputs) {
-  constexpr int64_t kTargetGroups = 256, kMinSliceK = 256, kMaxSplits = 64;
-  if (tiles >= kTargetGroups / 2 || k < 2 * kMinSliceK) return 1;
-  int64_t s = std::min({ceil_div(kTargetGroups, tiles), k / kMinSliceK, kMaxSplits});
-  while (s > 1 && s * outputs * 4 > (int64_t(64) << 20)) --s;
-  return s * outputs >= (int64_t(1) << 31) ? 1 : s;
 }
 
 void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64_t p2, uint64_t out,
@@ -101,7 +89,8 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
         });
     const int64_t tiles = s.groups * ceil_div(rows, bm) * ceil_div(cols, bm);
     const int64_t k = mode == 2 ? s.n * prod3(s.out) : 0;
-    const int64_t splits = mode == 2 ? weight_grad_splits(tiles, k, w_numel) : 1;
+    // Split-K (launch.h, conv_gemm.comp) for the weight grad, whose K is long.
+    const int64_t splits = mode == 2 ? k_splits(tiles, k, w_numel) : 1;
     if (splits == 1) {
       dispatch_tiles(pipeline, uint64_t(tiles));
       return;

@@ -69,12 +69,16 @@ VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
   });
 }
 
-// The launches a multi-tensor table can hold (elementwise_batch.h): the float
-// kernels with quads, element-index-free ops.
-bool batchable(const Elementwise& e) {
+// The kernels with a quad path (see elementwise.comp): float storage, not the
+// _cmp and _special variants, no uint8 condition.
+bool has_quads(const Elementwise& e) {
   return (e.dtype == DType::f32 || e.dtype == DType::f16 || e.dtype == DType::bf16) && !e.compare &&
-         !is_special(e.op) && !(e.flags & EW_IN0_BOOL) && e.op != OP_ARANGE;
+         !is_special(e.op) && !(e.flags & EW_IN0_BOOL);
 }
+
+// The launches a multi-tensor table can hold (elementwise_batch.h): those kernels,
+// for ops that do not use the element index.
+bool batchable(const Elementwise& e) { return has_quads(e) && e.op != OP_ARANGE; }
 
 // The *_table variant of a batchable kernel (elementwise_batch.h).
 VkPipeline table_pipeline_for(Device& dev, const Elementwise& e) {
@@ -118,11 +122,8 @@ void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64
     if (!by_value && l.strides[k][0] != 1) contiguous = false;
   }
   if (contiguous) p.flags |= EW_CONTIGUOUS;
-  // Quads of contiguous floats (see elementwise.comp); the _cmp and _special
-  // kernels and uint8 conditions stay element-wise.
-  bool quads = contiguous && numel >= 4 && !e.compare && !is_special(e.op) &&
-               !(e.flags & EW_IN0_BOOL) &&
-               (e.dtype == DType::f32 || e.dtype == DType::f16 || e.dtype == DType::bf16);
+  // Quads of contiguous operands aligned to four elements.
+  bool quads = contiguous && numel >= 4 && has_quads(e);
   for (int k = 0; k <= e.ninputs && quads; ++k) {
     bool by_value = k > 0 && e.scalar[k - 1];
     if (!by_value && ptr[k] % (4 * itemsize(e.dtype)) != 0) quads = false;
@@ -140,7 +141,7 @@ void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64
   if (ndim == 1 && l.strides[0][0] == 1 && batchable(e) && batching()) {
     // Inside a multi-tensor op: held back into one dispatch for the list.
     HeldLaunch h{&dev,
-                 table_pipeline_for(dev, e),
+                 VK_NULL_HANDLE,
                  p.flags & ~(EW_CONTIGUOUS | EW_VEC4),
                  e.ninputs,
                  itemsize(e.dtype),
@@ -148,7 +149,7 @@ void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64
                  {},
                  uint32_t(numel),
                  0,
-                 true};
+                 ptr[0] % (4 * itemsize(e.dtype)) == 0};
     bool ok = true;
     for (int k = 0; k <= e.ninputs; ++k) {
       h.ptr[k] = ptr[k];
@@ -158,9 +159,11 @@ void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64
       ok = ok && (stride == 0 || stride == 1);
       if (stride == 1 && ptr[k] % (4 * h.itemsize) != 0) h.aligned4 = false;
     }
-    if (ptr[0] % (4 * h.itemsize) != 0) h.aligned4 = false;
     for (int k = 0; k < 3; ++k) h.s[k] = p.s[k];
-    if (ok && hold_back(h)) return;
+    if (ok) {
+      h.pipeline = table_pipeline_for(dev, e);
+      if (hold_back(h)) return;
+    }
   }
   Access access;
   for (int k = 0; k <= e.ninputs; ++k) {

@@ -13,6 +13,7 @@
 
 #include "vkml/ops/copy.h"
 #include "vkml/ops/gemm_push.h"
+#include "vkml/ops/launch.h"
 #include "vkml/runtime/pipeline_slots.h"
 #include "vkml/runtime/shader_registry.h"
 
@@ -236,8 +237,7 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
   if (!shape_for(dev, coopmat_mode(), &s)) return {};
   // Large tiles where there are enough of them to fill a big GPU; the
   // emulation takes them as soon as they fit, so tests reach both.
-  const int64_t large_tiles =
-      (g.m + kLargeTile - 1) / kLargeTile * ((g.n + kLargeTile - 1) / kLargeTile) * g.batch;
+  const int64_t large_tiles = ceil_div(g.m, kLargeTile) * ceil_div(g.n, kLargeTile) * g.batch;
   bool large = s.emulated ? g.m >= kLargeTile && g.n >= kLargeTile : large_tiles >= 128;
   const uint32_t shared = dev.info().max_shared_memory;
   if (large && shared_bytes(kLargeTile, s) > shared) large = false;

@@ -11,6 +11,15 @@ namespace vkml::ops {
 
 constexpr uint32_t kWorkgroup = 256;
 
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Split-K for products whose `tiles` output tiles are too few to occupy a GPU (weight
+// gradients of GEMMs and convolutions: a small output, a long K): how many K slices
+// to run as separate workgroups, whose fp32 partial sums of the `outputs` elements a
+// second pass adds. Slices stay at least 256 deep, so that pass stays small next to
+// the product; the partials stay within 64 MiB and 32-bit indexing. 1: no split.
+int64_t k_splits(int64_t tiles, int64_t k, int64_t outputs);
+
 // Dispatches enough workgroups of `wg` threads for `threads` invocations,
 // spilling into the y dimension beyond maxComputeWorkGroupCount[0]; shaders
 // use linear_id() from common.glsl.

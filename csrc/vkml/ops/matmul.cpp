@@ -32,8 +32,6 @@ constexpr Tile kLarge{64, 64, 16, 256};
 constexpr Tile kHuge{128, 128, 16, 256};
 constexpr Tile kTiles[] = {kSmall, kLarge, kHuge};  // index: the pipeline slot's tile class
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 int tile_from_env() {
   const char* v = std::getenv("TORCH_VKML_GEMM_TILE");
   return v ? std::atoi(v) : 0;
@@ -67,25 +65,6 @@ size_t choose_tile(const Device& dev, const GemmArgs& g, bool integer) {
   const int64_t huge_tiles = ceil_div(g.m, kHuge.bm) * ceil_div(g.n, kHuge.bn) * g.batch;
   if (info.device_type != "cpu" && huge_tiles >= 256 && fits(2)) return 2;
   return fits(1) ? 1 : 0;
-}
-
-// Split-K: when the output has too few tiles to occupy the GPU (skinny
-// products such as weight gradients, m x n small, k = batch x sequence), the
-// K loop is cut into slices run by separate workgroups. Each slice stays at
-// least kMinSliceK deep, so the extra pass over fp32 partials stays small
-// next to the product itself.
-constexpr int64_t kSplitTargetGroups = 256;
-constexpr int64_t kMinSliceK = 256;
-constexpr int64_t kMaxSplits = 64;
-constexpr uint64_t kMaxSplitScratch = 64ull << 20;
-
-int64_t choose_splits(const GemmArgs& g, int64_t tiles, bool integer) {
-  if (integer || tiles >= kSplitTargetGroups / 2 || g.k < 2 * kMinSliceK) return 1;
-  int64_t s = std::min({ceil_div(kSplitTargetGroups, tiles), g.k / kMinSliceK, kMaxSplits});
-  int64_t outputs = g.batch * g.m * g.n;
-  while (s > 1 && uint64_t(s * outputs) * 4 > kMaxSplitScratch) --s;
-  if (s * outputs >= (int64_t(1) << 31)) return 1;
-  return s;
 }
 
 int64_t max_offset(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
@@ -162,7 +141,8 @@ void gemm(Device& dev, const GemmArgs& g) {
              : integer     ? 0
                            : quad_flags(g, itemsize(g.dtype)));
 
-  const int64_t splits = choose_splits(g, tiles, integer);
+  // Split-K (launch.h) for float products: the partial sums are fp32.
+  const int64_t splits = integer ? 1 : k_splits(tiles, g.k, g.batch * g.m * g.n);
   static const PipelineSlots slots({16, uint32_t(std::size(kTiles))});  // dtype, tile class
   auto scalar_pipeline = [&](size_t c) {
     return slots.get(dev, {uint32_t(g.dtype), uint32_t(c)}, [&] {

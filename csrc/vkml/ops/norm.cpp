@@ -18,6 +18,14 @@ struct Push {
 };
 static_assert(sizeof(Push) <= 128);
 
+// Row elements a thread of modes 4 and 5 keeps in registers (R in norm.comp).
+constexpr int64_t kRowRegisters = 16;
+
+void check_rows(const NormView& v) {
+  VKML_CHECK_ARG(v.outer == 1 && v.sdiv == v.inner && v.smod == v.c,
+                 "norm: rows need one statistic per row of contiguous elements");
+}
+
 void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
   int64_t numel = v.outer * v.c * v.inner;
   if (numel == 0) return;
@@ -49,10 +57,11 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
                                  : a.read(span_elems(p.sa, per, 4)));
   if (p.sb) (writes_sums ? a.write(span_elems(p.sb, per, 4)) : a.read(span_elems(p.sb, per, 4)));
   if (mode >= 2) a.write(span_elems(p.out, numel, is));
-  // Modes 0, 1, 4 and 5 run one workgroup per c, narrow ones for short reductions; a
-  // narrow one holds rows of up to 1024 elements in registers (modes 4, 5).
+  // Modes 0, 1, 4 and 5 run one workgroup per c, narrow ones (64 threads) for short
+  // reductions: in modes 4 and 5, rows that fit in their registers.
   const bool per_c = mode <= 1 || mode >= 4;
-  const bool wide = !per_c || v.outer * v.inner >= (mode >= 4 ? 1025 : 1024);
+  const int64_t reduced = v.outer * v.inner;
+  const bool wide = !per_c || (mode >= 4 ? reduced > 64 * kRowRegisters : reduced >= 1024);
   uint32_t wg = wide ? 256 : 64;
   while (per_c && wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
   static const PipelineSlots slots({16, 8, 2});  // dtype, mode, wide
@@ -70,16 +79,14 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
 
 void norm_rows_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, uint64_t mean,
                        uint64_t rstd, uint64_t y, const NormView& v, float eps) {
-  VKML_CHECK_ARG(v.outer == 1 && v.sdiv == v.inner && v.smod == v.c,
-                 "norm: rows need one statistic per row of contiguous elements");
+  check_rows(v);
   launch(dev, dtype, 4, {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .out = y, .eps = eps},
          v);
 }
 
 void norm_rows_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
                          uint64_t mean, uint64_t rstd, uint64_t gx, const NormView& v) {
-  VKML_CHECK_ARG(v.outer == 1 && v.sdiv == v.inner && v.smod == v.c,
-                 "norm: rows need one statistic per row of contiguous elements");
+  check_rows(v);
   launch(dev, dtype, 5,
          {.x = x, .gy = gy, .w = w, .mean = mean, .rstd = rstd, .out = gx, .count = float(v.inner)},
          v);

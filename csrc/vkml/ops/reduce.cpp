@@ -48,8 +48,6 @@ struct Plan {
 
 size_t acc_size(DType t) { return t == DType::i64 ? 8 : 4; }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 void pass(Device& dev, const Plan& p, const Operand& in, int64_t outer, int64_t r, int64_t inner,
           int64_t splits, int64_t chunk, const Operand& out) {
   bool row = inner == 1 && chunk >= kRowMinR;

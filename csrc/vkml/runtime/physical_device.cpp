@@ -75,14 +75,8 @@ bool has_extension(VkPhysicalDevice pd, const char* name) {
 
 // The fp16 x fp16 -> fp32 subgroup shape our GEMM kernel can tile: 16x16x16
 // where offered (NVIDIA, AMD), else the smallest with sides in 8..32 (Intel
-// offers 8x16x16).
-void query_coopmat(VkPhysicalDevice pd, DeviceInfo& info) {
-  if (!vk::vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR ||
-      !has_extension(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME))
-    return;
-  EnabledFeatures f;
-  f.chain(false, true);
-  vk::vkGetPhysicalDeviceFeatures2(pd, &f.base);
+// offers 8x16x16). `f`: the device's features, the extension's chained.
+void query_coopmat(VkPhysicalDevice pd, const EnabledFeatures& f, DeviceInfo& info) {
   if (!f.coopmat.cooperativeMatrix || !f.v12.vulkanMemoryModel || !f.v12.shaderFloat16) return;
   uint32_t n = 0;
   if (vk::vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &n, nullptr) != VK_SUCCESS) return;
@@ -109,18 +103,13 @@ void query_coopmat(VkPhysicalDevice pd, DeviceInfo& info) {
   }
 }
 
-}  // namespace
-
-// Compute pipelines that require a subgroup size (Vulkan 1.3 core).
-void query_subgroup_control(VkPhysicalDevice pd, uint32_t api, DeviceInfo& info) {
-  if (api < VK_API_VERSION_1_3) return;
+// Compute pipelines that require a subgroup size (Vulkan 1.3 core). `f`: the
+// device's features, the 1.3 ones chained.
+void query_subgroup_control(VkPhysicalDevice pd, const EnabledFeatures& f, DeviceInfo& info) {
   VkPhysicalDeviceVulkan13Properties p13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES};
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props.pNext = &p13;
   vk::vkGetPhysicalDeviceProperties2(pd, &props);
-  EnabledFeatures f;
-  f.chain(true, false);
-  vk::vkGetPhysicalDeviceFeatures2(pd, &f.base);
   if (!f.v13.subgroupSizeControl || !f.v13.computeFullSubgroups ||
       !(p13.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) || p13.minSubgroupSize == 0)
     return;
@@ -128,6 +117,8 @@ void query_subgroup_control(VkPhysicalDevice pd, uint32_t api, DeviceInfo& info)
   info.min_subgroup_size = p13.minSubgroupSize;
   info.max_subgroup_size = p13.maxSubgroupSize;
 }
+
+}  // namespace
 
 DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   DeviceInfo info;
@@ -170,14 +161,19 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   }
   info.supports_memory_budget = has_extension(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
+  // One query, with the 1.3 and cooperative-matrix structs chained where they exist.
+  const bool api13 = std::min(instance_api, p.apiVersion) >= VK_API_VERSION_1_3;
+  const bool coopmat = vk::vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR &&
+                       has_extension(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   EnabledFeatures f;
+  f.chain(api13, coopmat);
   vk::vkGetPhysicalDeviceFeatures2(pd, &f.base);
   info.supports_fp64 = f.base.features.shaderFloat64;
   info.supports_int64 = f.base.features.shaderInt64;
   info.supports_int16 = f.base.features.shaderInt16;
   info.supports_fp16 = f.v12.shaderFloat16 && f.v11.storageBuffer16BitAccess;
-  query_subgroup_control(pd, std::min(instance_api, p.apiVersion), info);
-  if (info.supports_fp16) query_coopmat(pd, info);
+  if (api13) query_subgroup_control(pd, f, info);
+  if (coopmat && info.supports_fp16) query_coopmat(pd, f, info);
 
   std::string missing;
   auto need = [&](bool ok, const char* what) {
