@@ -61,6 +61,11 @@ FAMILIES = {
         F + ", bfloat16 (in float32), float64 (where the device has shaderFloat64)",
     ),
     "ops_loss.cpp": ("Losses", FB + " (bfloat16 in float32)"),
+    "ops_cross_entropy.cpp": (
+        "Fused cross entropy (forward, backward; autograd and inference mode)",
+        FB + " scores with int64 class targets, in float32 (probability targets and float64 "
+        "take ATen's log_softmax + nll_loss, native)",
+    ),
     "ops_random.cpp": ("Random numbers", "float32, float16, bfloat16, int64, int32, uint8, bool"),
     "ops_shape.cpp": ("Data movement", "all"),
     "ops_foreach.cpp": ("Multi-tensor (_foreach_*) ops", EW),
@@ -165,7 +170,7 @@ def render() -> str:
         "device; do not edit by hand (`make docs` rewrites it, a test checks it is current).",
         "Every other aten op runs through the CPU fallback (see the README), except view ops,",
         "which cannot fall back and are all native. PyTorch's composite ops (`zeros`, `ones`,",
-        "`full`, `rand`, `randn`, `randint`, `linear`, `matmul`, `cross_entropy`, `stack`,",
+        "`full`, `rand`, `randn`, `randint`, `linear`, `matmul`, `nll_loss`, `stack`,",
         "`transpose`, `reshape`, ...) decompose into the ops below and so run natively too.",
         "",
         f"{total} op overloads are registered natively.",

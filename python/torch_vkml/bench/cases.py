@@ -117,6 +117,29 @@ def layer_norm(rows: int, cols: int) -> Case:
     return Case(f"layer_norm/fp32/{rows}x{cols}", "micro", "GB/s", 8.0 * rows * cols, setup)
 
 
+def cross_entropy(rows: int, classes: int) -> Case:
+    """F.cross_entropy of [rows, classes] logits (an LM's loss): forward and the logits'
+    gradient. The bytes are the least a fused pass moves: read the logits twice, write
+    their gradient once."""
+
+    def setup(device):
+        x = _rand((rows, classes), torch.float32, device).requires_grad_()
+        t = torch.randint(0, classes, (rows,)).to(device)
+
+        def run():
+            return torch.autograd.grad(F.cross_entropy(x, t), x)
+
+        return run
+
+    return Case(
+        f"cross_entropy-fwd+bwd/fp32/{rows}x{classes}",
+        "micro",
+        "GB/s",
+        12.0 * rows * classes,
+        setup,
+    )
+
+
 def attention(b: int, h: int, seq: int, e: int, dt: str, backward: bool) -> Case:
     """Causal scaled_dot_product_attention of [b, h, seq, e] q, k, v; with `backward`,
     forward plus the gradients of q, k and v."""
@@ -437,6 +460,7 @@ def build(profile: str, big: bool) -> list[Case]:
             reduction(1024, 1024, 0),
             softmax(1024, 1024),
             layer_norm(1024, 1024),
+            cross_entropy(256, 8192),
             optimizer_step(64, 16 * 1024, True),
             optimizer_step(64, 16 * 1024, False),
             attention(1, 4, 128, 64, "fp32", False),
@@ -476,6 +500,8 @@ def build(profile: str, big: bool) -> list[Case]:
         reduction(side, side, 0),
         softmax(side, side),
         layer_norm(side, side),
+        # an LM's loss: GPT-2's vocabulary over 2048 tokens (a smaller one on a CPU driver)
+        cross_entropy(2048, 50257) if big else cross_entropy(512, 8192),
         optimizer_step(150, 256 * 1024, True),
         optimizer_step(150, 256 * 1024, False),
     ]

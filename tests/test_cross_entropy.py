@@ -1,0 +1,147 @@
+"""F.cross_entropy with class-index targets runs as one fused kernel forward and one
+backward (ops_cross_entropy.cpp): values and gradients against the CPU, the shapes
+and options it covers, the calls it leaves to ATen's log_softmax + nll_loss, and that
+the fused path stores no [n, c] log-probabilities."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import VKML, assert_grads_close_to_cpu, assert_same, make
+
+import torch_vkml
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
+
+def _targets(shape, classes, ignore=False):
+    t = torch.randint(0, classes, shape)
+    if ignore and t.numel():
+        t.view(-1)[::3] = -100
+    return t
+
+
+def _loss(reduction, smoothing, weighted, classes):
+    weight = make((classes,), low=0.2, high=2.0) if weighted else None
+
+    def fn(x, t, *w):
+        return F.cross_entropy(
+            x, t, weight=w[0] if w else None, reduction=reduction, label_smoothing=smoothing
+        )
+
+    return fn, (weight,) if weighted else ()
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.15])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shape", [(7, 10), (3, 2500), (11,), (2, 5, 3, 4), (0, 6)])
+def test_matches_cpu(shape, weighted, smoothing, reduction):
+    classes = shape[1] if len(shape) > 1 else shape[0]
+    target = _targets(shape[:1] + shape[2:] if len(shape) > 1 else (), classes, ignore=True)
+    fn, weight = _loss(reduction, smoothing, weighted, classes)
+    x = make(shape).requires_grad_()
+    assert_grads_close_to_cpu(fn, x, target, *weight, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_half_precision(dtype, reduction):
+    # fp32 math on the device; the CPU rounds its log-probabilities to the dtype first.
+    fn, weight = _loss(reduction, 0.1, True, 300)
+    x = make((6, 300), dtype).requires_grad_()
+    weight = tuple(w.to(dtype) for w in weight)
+    assert_grads_close_to_cpu(fn, x, _targets((6,), 300, True), *weight, atol=2e-2, rtol=2e-2)
+
+
+def test_fused_path_keeps_no_log_probabilities():
+    n, c = 64, 4096
+    x = make((n, c)).to(VKML).requires_grad_()
+    t = _targets((n,), c).to(VKML)
+    torch_vkml.synchronize()
+    before = torch_vkml.memory_stats()
+    base = torch_vkml.memory_allocated()
+    torch_vkml.reset_peak_memory_stats()
+    (g,) = torch.autograd.grad(F.cross_entropy(x, t), x)
+    torch_vkml.synchronize()
+    after = torch_vkml.memory_stats()
+    # forward: rows, reduce; backward: the seed gradient, then one pass writing the
+    # gradient. ATen's decomposition runs five and holds two [n, c] tensors at once.
+    assert after["num_dispatches"] - before["num_dispatches"] <= 4
+    peak = torch_vkml.max_memory_allocated() - base
+    assert peak < 1.5 * n * c * 4, f"peak {peak} bytes: more than the gradient"
+    ref = torch.softmax(x.detach().cpu(), 1) - F.one_hot(t.cpu(), c)
+    assert_same(g, ref / n, atol=1e-6, rtol=1e-5)
+
+
+def test_non_contiguous_and_views():
+    x = make((40, 9))
+    t = _targets((9,), 40)
+    assert_grads_close_to_cpu(lambda a, b: F.cross_entropy(a.t(), b), x.requires_grad_(), t)
+    # (N, C, L) with the class dim in the middle: rows gathered by a movedim copy.
+    y = make((3, 6, 5)).requires_grad_()
+    assert_grads_close_to_cpu(
+        lambda a, b: F.cross_entropy(a, b, reduction="none"), y, _targets((3, 5), 6, True)
+    )
+
+
+def test_special_values_like_cpu():
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor(
+        [[0.0, -inf, 1.0], [nan, 0.0, 1.0], [inf, 0.0, 1.0], [-inf, -inf, -inf], [30.0, -30.0, 0.0]]
+    ).requires_grad_()
+    t = torch.tensor([0, 1, 1, 2, 0])
+    assert_grads_close_to_cpu(lambda a, b: F.cross_entropy(a, b, reduction="none"), x, t)
+
+
+def test_all_ignored_mean_is_nan_and_empty_sum_is_zero():
+    x = make((4, 5)).requires_grad_()
+    t = torch.full((4,), -100)
+    assert_grads_close_to_cpu(lambda a, b: F.cross_entropy(a, b), x, t)
+    e = make((0, 5)).requires_grad_()
+    assert_grads_close_to_cpu(lambda a, b: F.cross_entropy(a, b, reduction="sum"), e, t[:0])
+
+
+def test_out_of_range_target_gives_nan():
+    # The CPU raises; the device cannot without waiting for the kernel, so the row's
+    # loss is NaN (as the nll_loss kernel gives), never a silently wrong number.
+    x = make((3, 4)).to(VKML)
+    t = torch.tensor([0, 9, 1], device=VKML)
+    out = F.cross_entropy(x, t, reduction="none").cpu()
+    assert not out[0].isnan() and out[1].isnan() and not out[2].isnan()
+    assert F.cross_entropy(x, t).cpu().isnan()
+
+
+def test_double_backward():
+    x = make((6, 7)).requires_grad_()
+    t = torch.tensor([0, 3, -100, 6, 2, 1])
+    w = make((7,), low=0.5, high=2.0)
+
+    def grads(dev):
+        a = x.detach().to(dev).requires_grad_()
+        loss = F.cross_entropy(a, t.to(dev), weight=w.to(dev), label_smoothing=0.2)
+        (g,) = torch.autograd.grad(loss, a, create_graph=True)
+        g.square().sum().backward()
+        return g, a.grad
+
+    for got, want in zip(grads(VKML), grads("cpu"), strict=True):
+        assert_same(got, want, atol=1e-6, rtol=1e-4)
+
+
+def test_inference_mode():
+    x, t = make((5, 8)), _targets((5,), 8, True)
+    with torch.inference_mode():
+        got = F.cross_entropy(x.to(VKML), t.to(VKML), label_smoothing=0.1)
+    assert_same(got, F.cross_entropy(x, t, label_smoothing=0.1), atol=1e-6, rtol=1e-6)
+
+
+def test_calls_left_to_aten():
+    # Probability targets and float64 take the decomposition; its errors stay ATen's.
+    x = make((4, 5)).requires_grad_()
+    probs = torch.softmax(make((4, 5)), 1)
+    assert_grads_close_to_cpu(lambda a, b: F.cross_entropy(a, b, label_smoothing=0.1), x, probs)
+    with pytest.raises(ValueError, match="batch_size"):
+        F.cross_entropy(x.detach().to(VKML), torch.tensor([0, 1], device=VKML))
+    with pytest.raises(RuntimeError, match="Long"):
+        F.cross_entropy(x.detach().to(VKML), torch.tensor([0, 1, 2, 3], device=VKML).int())
+    with pytest.raises(RuntimeError, match="weight"):
+        F.cross_entropy(x.detach().to(VKML), _targets((4,), 5).to(VKML), weight=make(3).to(VKML))
