@@ -13,7 +13,9 @@
 // fp32 sums to scratch [splits][Co x Ci/g x kvol] at dst; a second dispatch with
 // F_SUM runs a thread per output, adding the slices in order (deterministic) from
 // scratch at p0 into dst.
-// Perf ideas (not done): vectorised loads; the row part of the gather (k) still divides.
+// The gathers' row indices advance as mixed-radix digits (Digits), so the K loop has
+// no integer division (strided data grads aside).
+// Perf ideas (not done): vectorised loads, register prefetch as in gemm.comp.
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
 //! variant bf16 -DST_BF16 -DNEED_F16
@@ -51,10 +53,43 @@ shared float sB[TK][TN];
 
 uint ispat, ospat, kvol, cig, cog, g;
 
-float load_a(uint m, uint k) {
+// A flat index as mixed-radix digits: the quotient q and a 3-D position p in a box of
+// size sz. The K loop steps its row indices by adding digits with carries, so the
+// gathers divide only once, before the loop.
+struct Digits {
+  uint q;
+  ivec3 p;
+};
+
+Digits split(uint f, ivec3 sz) {
+  uint vol = uint(sz.x * sz.y * sz.z), q = f / vol;
+  return Digits(q, ivec3(unflat(f - q * vol, sz)));
+}
+
+// a + b, with b's digits below their radices (b = split(...)): one carry at most each.
+Digits advance(Digits a, Digits b, ivec3 sz) {
+  ivec3 p = a.p + b.p;
+  uint q = a.q + b.q;
+  if (p.z >= sz.z) {
+    p.z -= sz.z;
+    p.y += 1;
+  }
+  if (p.y >= sz.y) {
+    p.y -= sz.y;
+    p.x += 1;
+  }
+  if (p.x >= sz.x) {
+    p.x -= sz.x;
+    q += 1u;
+  }
+  return Digits(q, p);
+}
+
+// A's element (m, k); kd: k as digits over (1, 1, kvol) (mode 1) or (1, 1, ospat) (mode 2).
+float load_a(uint m, uint k, Digits kd) {
   if (MODE == 0) return ld(pc.p1, ((g * cog + m) * cig) * kvol + k);
-  if (MODE == 1) return ld(pc.p1, ((g * cog + k / kvol) * cig + m) * kvol + k % kvol);
-  return ld(pc.p1, ((k / ospat) * pc.co + g * cog + m) * ospat + k % ospat);
+  if (MODE == 1) return ld(pc.p1, ((g * cog + kd.q) * cig + m) * kvol + uint(kd.p.z));
+  return ld(pc.p1, (kd.q * pc.co + g * cog + m) * ospat + uint(kd.p.z));
 }
 
 // B's column is the same in every K step for a thread (WG is a multiple of TN), so the
@@ -79,26 +114,28 @@ void prepare_column(uint col) {
   }
 }
 
-float load_b(uint k) {
-  if (MODE == 0) {  // k = (channel in group, kernel position)
-    uint cc = k / kvol;
-    ivec3 i = c_pos + unflat(k - cc * kvol, pc.ksz) * pc.dil;
+// B's row k as digits: (channel, kernel position) over ksz in modes 0 and 1, (image,
+// output position) over osz in mode 2.
+float load_b(Digits k) {
+  if (MODE == 0) {
+    ivec3 i = c_pos + k.p * pc.dil;
     if (!inside(i, pc.isz)) return 0.0;
-    return ld(pc.p0, c_off + cc * ispat + flat3(i, pc.isz));
+    return ld(pc.p0, c_off + k.q * ispat + flat3(i, pc.isz));
   }
-  if (MODE == 2) {  // k = (image, output position)
-    uint img = k / ospat;
-    ivec3 i = unflat(k - img * ospat, pc.osz) * pc.str + c_pos;
+  if (MODE == 2) {
+    ivec3 i = k.p * pc.str + c_pos;
     if (!inside(i, pc.isz)) return 0.0;
-    return ld(pc.p0, img * pc.ci * ispat + c_off + flat3(i, pc.isz));
+    return ld(pc.p0, k.q * pc.ci * ispat + c_off + flat3(i, pc.isz));
   }
-  // gy~: the output position that input position t reaches through kernel position kk.
-  uint oc = k / kvol;
-  ivec3 t = c_pos - unflat(k - oc * kvol, pc.ksz) * pc.dil;
-  if (any(lessThan(t, ivec3(0))) || any(notEqual(t % pc.str, ivec3(0)))) return 0.0;
-  ivec3 o = t / pc.str;
+  // gy~: the output position that input position t reaches through kernel position k.p.
+  ivec3 o = c_pos - k.p * pc.dil;
+  if (any(lessThan(o, ivec3(0)))) return 0.0;
+  if (any(greaterThan(pc.str, ivec3(1)))) {  // uniform: strided convolutions only divide
+    if (any(notEqual(o % pc.str, ivec3(0)))) return 0.0;
+    o /= pc.str;
+  }
   if (any(greaterThanEqual(o, pc.osz))) return 0.0;
-  return ld(pc.p0, c_off + oc * ospat + flat3(o, pc.osz));
+  return ld(pc.p0, c_off + k.q * ospat + flat3(o, pc.osz));
 }
 
 void main() {
@@ -138,18 +175,28 @@ void main() {
   float acc[4][4];
   for (uint i = 0; i < 4; ++i)
     for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
-  // B is loaded contiguous along columns (positions): this thread's column is fixed.
+  // B is loaded contiguous along columns (positions): this thread's column is fixed,
+  // and its rows are tid / TN + r * WG / TN. A's column is k0 + tid % TK.
   uint nn = tid % TN, col = n0 + nn;
   if (col < N) prepare_column(col);
+  const ivec3 b_sz = MODE == 2 ? pc.osz : pc.ksz;
+  const ivec3 a_sz = ivec3(1, 1, MODE == 2 ? ospat : kvol);
+  Digits b_row = split(k_begin + tid / TN, b_sz), b_next = split(WG / TN, b_sz);
+  Digits b_step = split(TK, b_sz);
+  Digits a_col = split(k_begin + tid % TK, a_sz), a_step = split(TK, a_sz);
   for (uint k0 = k_begin; k0 < k_end; k0 += TK) {
+    Digits kb_d = b_row;
     for (uint r = 0; r < (TM * TK) / WG; ++r) {
       uint e = tid + r * WG;
       uint kk = e % TK, mm = e / TK;  // A rows are contiguous in k for the forward
       uint m = m0 + mm, k = k0 + kk;
-      sA[kk][mm] = (m < M && k < k_end) ? load_a(m, k) : 0.0;
+      sA[kk][mm] = (m < M && k < k_end) ? load_a(m, k, a_col) : 0.0;
       uint kb = e / TN, k2 = k0 + kb;
-      sB[kb][nn] = (col < N && k2 < k_end) ? load_b(k2) : 0.0;
+      sB[kb][nn] = (col < N && k2 < k_end) ? load_b(kb_d) : 0.0;
+      kb_d = advance(kb_d, b_next, b_sz);
     }
+    b_row = advance(b_row, b_step, b_sz);
+    a_col = advance(a_col, a_step, a_sz);
     barrier();
     for (uint kk = 0; kk < TK; ++kk) {
       float a[4], b[4];
