@@ -134,6 +134,28 @@ TEST_F(ConvTest, WeightGradSplitK) {
   EXPECT_EQ(dev().stream().dispatch_count() - before, 2u);  // the slices, then their sum
 }
 
+// Data grads of strided, undilated convolutions run one GEMM per phase (conv_gemm.comp
+// mode 3): kernels smaller than the stride (phases that receive nothing), strides
+// that do not divide the size, padding beyond the stride, mixed and 3-d strides.
+TEST_F(ConvTest, StridedDataGradByPhases) {
+  for (int tile : {32, 64}) {
+    ops::set_gemm_tile(tile);
+    check(dev(), shape2d(2, 8, 16, 1, 9, 10, 1, 2, 0, 1), DType::f32);  // 1x1 / 2
+    check(dev(), shape2d(1, 8, 9, 1, 11, 13, 7, 2, 3, 1), DType::f32);  // the stem's 7x7 / 2
+    check(dev(), shape2d(2, 12, 8, 1, 10, 9, 2, 3, 0, 1), DType::f32);  // 2x2 / 3
+    check(dev(), shape2d(1, 16, 16, 2, 8, 8, 3, 2, 4, 1), DType::f32);  // pad 4 > stride
+    ConvShape m = shape2d(2, 8, 10, 1, 9, 7, 3, 1, 1, 1);
+    m.stride[1] = 2;  // stride (2, 1)
+    check(dev(), m, DType::f32);
+    ConvShape t;
+    t.n = 1, t.ci = 8, t.co = 8, t.spatial = 3;
+    for (int d = 0; d < 3; ++d) t.in[d] = 5 + d, t.kernel[d] = 3, t.pad[d] = 1, t.stride[d] = 2;
+    check(dev(), t, DType::f32);
+    check(dev(), shape2d(2, 8, 12, 1, 9, 9, 3, 2, 1, 1), DType::f16);
+  }
+  ops::set_gemm_tile(0);
+}
+
 // The 64 x 64 tiles (256 threads) that GPUs get for large convolutions.
 TEST_F(ConvTest, LargeImplicitGemmTiles) {
   ops::set_gemm_tile(64);

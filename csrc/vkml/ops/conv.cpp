@@ -71,23 +71,37 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     dispatch_groups(dev, pipeline, &p, sizeof(p), groups, &a);
   };
   int64_t cig = s.ci / s.groups, cog = s.co / s.groups;
-  // Keyed by (dtype, mode, kernel): the implicit GEMM with 32 (0) or 64 (4) tiles, or
-  // the direct one by tile (1-3).
-  static const PipelineSlots slots({16, 3, 5});
+  // Keyed by (dtype, shader mode, kernel): the implicit GEMM with 32 (0) or 64 (4)
+  // tiles, or the direct one by tile (1-3).
+  static const PipelineSlots slots({16, 4, 5});
   // Rows of the implicit GEMM per group; with fewer than kGemmMinRows a 32-row tile
   // would be mostly idle, and the direct kernel does better (depthwise, tiny convs).
   int64_t rows = mode == 1 ? cig : cog;
   if (rows >= kGemmMinRows) {
-    int64_t cols = mode == 0   ? s.n * prod3(s.out)
-                   : mode == 1 ? s.n * prod3(s.in)
-                               : cig * prod3(s.kernel);
-    const int32_t bm = conv_tile(dev, s.groups * ceil_div(rows, 64) * ceil_div(cols, 64));
+    // The data grad of a strided, undilated convolution runs one GEMM per phase
+    // (shader mode 3): mode 1 would spend stride^d - 1 of every stride^d products on
+    // zeros. The grid holds each phase's tiles for the largest phase's columns.
+    bool strided = false, dilated = false;
+    int64_t phases = 1, phase_cols = s.n;
+    for (int d = 0; d < 3; ++d) {
+      strided |= s.stride[d] > 1;
+      dilated |= s.dilation[d] > 1;
+      phases *= s.stride[d];
+      phase_cols *= ceil_div(s.in[d], s.stride[d]);
+    }
+    const int shader_mode = mode == 1 && strided && !dilated ? 3 : mode;
+    int64_t cols = mode == 0          ? s.n * prod3(s.out)
+                   : shader_mode == 3 ? phase_cols
+                   : mode == 1        ? s.n * prod3(s.in)
+                                      : cig * prod3(s.kernel);
+    if (shader_mode != 3) phases = 1;
+    const int32_t bm = conv_tile(dev, phases * s.groups * ceil_div(rows, 64) * ceil_div(cols, 64));
     const int32_t threads = (bm / 4) * (bm / 4);
     VkPipeline pipeline =
-        slots.get(dev, {uint32_t(dtype), uint32_t(mode), bm == 64 ? 4u : 0u}, [&] {
-          return dev.pipelines().get("conv_gemm_" + suffix, {mode, threads, bm});
+        slots.get(dev, {uint32_t(dtype), uint32_t(shader_mode), bm == 64 ? 4u : 0u}, [&] {
+          return dev.pipelines().get("conv_gemm_" + suffix, {shader_mode, threads, bm});
         });
-    const int64_t tiles = s.groups * ceil_div(rows, bm) * ceil_div(cols, bm);
+    const int64_t tiles = phases * s.groups * ceil_div(rows, bm) * ceil_div(cols, bm);
     const int64_t k = mode == 2 ? s.n * prod3(s.out) : 0;
     // Split-K (launch.h, conv_gemm.comp) for the weight grad, whose K is long.
     const int64_t splits = mode == 2 ? k_splits(tiles, k, w_numel) : 1;

@@ -6,6 +6,11 @@
 //   mode 0, forward:     y[n, m, o]  = sum_k w[m, k] * x~[k, (n, o)]     M = Co/g,  K = Ci/g*kvol
 //   mode 1, data grad:   gx[n, m, i] = sum_k w~[m, k] * gy~[k, (n, i)]   M = Ci/g,  K = Co/g*kvol
 //   mode 2, weight grad: gw[m, col]  = sum_k gy[m, k] * x~[k, col]       M = Co/g,  K = N*O
+//   mode 3, data grad of a strided, undilated convolution, by phases: input positions
+//     i with the same (i + pad) mod stride (a phase) receive gy only through kernel
+//     positions with that residue, so each phase is its own GEMM over those alone
+//     (mode 1 would multiply stride^d - 1 zeros for every product it needs). The
+//     grid holds every phase's tiles; tiles past a phase's columns exit.
 // Each workgroup computes a BM x BM tile of C (32 with 64 threads, or 64 with 256 on
 // GPUs), 4 x 4 per thread, in K steps of 16; fp32 accumulation.
 // Split-K (weight grad, whose K = N x positions is long while C is small): with
@@ -62,7 +67,9 @@ struct Digits {
 };
 
 Digits split(uint f, ivec3 sz) {
-  uint vol = uint(sz.x * sz.y * sz.z), q = f / vol;
+  uint vol = uint(sz.x * sz.y * sz.z);
+  if (vol == 0u) return Digits(0u, ivec3(0));  // an empty phase: never loaded
+  uint q = f / vol;
   return Digits(q, ivec3(unflat(f - q * vol, sz)));
 }
 
@@ -85,10 +92,27 @@ Digits advance(Digits a, Digits b, ivec3 sz) {
   return Digits(q, p);
 }
 
-// A's element (m, k); kd: k as digits over (1, 1, kvol) (mode 1) or (1, 1, ospat) (mode 2).
+// Mode 3's phase: ph (in [0, str)), its first input position f, its input positions
+// per dim (cnt, f + j * str for j < cnt), its kernel positions per dim (kc,
+// ph + j * str) and the output position of its first input through its first kernel
+// position (ob).
+ivec3 ph, ph_f, ph_cnt, ph_kc, ph_ob;
+
+void prepare_phase(uint phase) {
+  ph = split(phase, pc.str).p;
+  ph_f = (ph + pc.str - pc.pad % pc.str) % pc.str;
+  ph_cnt = max(pc.isz - ph_f + pc.str - 1, ivec3(0)) / pc.str;
+  ph_kc = max(pc.ksz - ph + pc.str - 1, ivec3(0)) / pc.str;
+  ph_ob = (ph_f + pc.pad - ph) / pc.str;
+}
+
+// A's element (m, k); kd: k as digits over (1, 1, kvol) (mode 1), (1, 1, ospat) (mode
+// 2) or ph_kc (mode 3).
 float load_a(uint m, uint k, Digits kd) {
   if (MODE == 0) return ld(pc.p1, ((g * cog + m) * cig) * kvol + k);
   if (MODE == 1) return ld(pc.p1, ((g * cog + kd.q) * cig + m) * kvol + uint(kd.p.z));
+  if (MODE == 3)
+    return ld(pc.p1, ((g * cog + kd.q) * cig + m) * kvol + flat3(ph + kd.p * pc.str, pc.ksz));
   return ld(pc.p1, (kd.q * pc.co + g * cog + m) * ospat + uint(kd.p.z));
 }
 
@@ -107,6 +131,10 @@ void prepare_column(uint col) {
     uint img = col / ispat;
     c_pos = unflat(col - img * ispat, pc.isz) + pc.pad;
     c_off = (img * pc.co + g * cog) * ospat;
+  } else if (MODE == 3) {  // col = (image, j): gy at ph_ob + j - the kernel digits
+    Digits d = split(col, ph_cnt);
+    c_pos = ph_ob + d.p;
+    c_off = (d.q * pc.co + g * cog) * ospat;
   } else {  // col = (channel in group, kernel position): x at o * str + kpos * dil - pad
     uint cc = col / kvol;
     c_pos = unflat(col - cc * kvol, pc.ksz) * pc.dil - pc.pad;
@@ -115,8 +143,13 @@ void prepare_column(uint col) {
 }
 
 // B's row k as digits: (channel, kernel position) over ksz in modes 0 and 1, (image,
-// output position) over osz in mode 2.
+// output position) over osz in mode 2, (channel, kernel digits) over ph_kc in mode 3.
 float load_b(Digits k) {
+  if (MODE == 3) {
+    ivec3 o = c_pos - k.p;
+    if (any(lessThan(o, ivec3(0))) || any(greaterThanEqual(o, pc.osz))) return 0.0;
+    return ld(pc.p0, c_off + k.q * ospat + flat3(o, pc.osz));
+  }
   if (MODE == 0) {
     ivec3 i = c_pos + k.p * pc.dil;
     if (!inside(i, pc.isz)) return 0.0;
@@ -144,8 +177,13 @@ void main() {
   kvol = uint(pc.ksz.x * pc.ksz.y * pc.ksz.z);
   cig = pc.ci / pc.groups;
   cog = pc.co / pc.groups;
-  uint M = MODE == 1 ? cig : cog;
-  uint N = MODE == 0 ? pc.n * ospat : MODE == 1 ? pc.n * ispat : cig * kvol;
+  uint M = MODE == 1 || MODE == 3 ? cig : cog;
+  // Mode 3: the columns of the largest phase, for the grid; N and K per phase below.
+  ivec3 most = (pc.isz + pc.str - 1) / pc.str;
+  uint N = MODE == 0   ? pc.n * ospat
+           : MODE == 1 ? pc.n * ispat
+           : MODE == 2 ? cig * kvol
+                       : pc.n * uint(most.x * most.y * most.z);
   uint K = MODE == 0 ? cig * kvol : MODE == 1 ? cog * kvol : pc.n * ospat;
   uint wid = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   uint total = pc.co * cig * kvol;  // weight-grad outputs
@@ -161,16 +199,23 @@ void main() {
   uint mt = (M + TM - 1) / TM, nt = (N + TN - 1) / TN;
   uint per_slice = pc.groups * mt * nt;
   bool partial = (pc.flags & F_PARTIAL) != 0u;
-  uint slices = partial ? pc.splits : 1u;
+  // A slice is a K slice (split-K) or a phase (mode 3).
+  uint slices = partial ? pc.splits : MODE == 3 ? uint(pc.str.x * pc.str.y * pc.str.z) : 1u;
   if (wid >= per_slice * slices) return;  // uniform across the workgroup
   uint slice = wid / per_slice;
   wid -= slice * per_slice;
+  if (MODE == 3) {
+    prepare_phase(slice);
+    N = pc.n * uint(ph_cnt.x * ph_cnt.y * ph_cnt.z);
+    K = cog * uint(ph_kc.x * ph_kc.y * ph_kc.z);
+  }
   uint k_len = partial ? ((K + slices - 1u) / slices + TK - 1u) / TK * TK : K;
-  uint k_begin = slice * k_len, k_end = min(K, k_begin + k_len);
+  uint k_begin = partial ? slice * k_len : 0u, k_end = min(K, k_begin + k_len);
   uint ntile = wid % nt, rest = wid / nt;
   uint mtile = rest % mt;
   g = rest / mt;
   uint m0 = mtile * TM, n0 = ntile * TN;
+  if (n0 >= N) return;  // uniform: past this phase's columns
   uint tid = gl_LocalInvocationID.x, tx = tid % NT, ty = tid / NT;
   float acc[4][4];
   for (uint i = 0; i < 4; ++i)
@@ -179,8 +224,8 @@ void main() {
   // and its rows are tid / TN + r * WG / TN. A's column is k0 + tid % TK.
   uint nn = tid % TN, col = n0 + nn;
   if (col < N) prepare_column(col);
-  const ivec3 b_sz = MODE == 2 ? pc.osz : pc.ksz;
-  const ivec3 a_sz = ivec3(1, 1, MODE == 2 ? ospat : kvol);
+  const ivec3 b_sz = MODE == 2 ? pc.osz : MODE == 3 ? ph_kc : pc.ksz;
+  const ivec3 a_sz = MODE == 3 ? ph_kc : ivec3(1, 1, MODE == 2 ? ospat : kvol);
   Digits b_row = split(k_begin + tid / TN, b_sz), b_next = split(WG / TN, b_sz);
   Digits b_step = split(TK, b_sz);
   Digits a_col = split(k_begin + tid % TK, a_sz), a_step = split(TK, a_sz);
@@ -221,6 +266,11 @@ void main() {
         uint c = g * cig + m, nn = col / ispat;
         float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
         STORE(pc.dst, (nn * pc.ci + c) * ispat + col % ispat, acc[i][j] + b);
+      } else if (MODE == 3) {
+        uint c = g * cig + m;
+        Digits d = split(col, ph_cnt);
+        float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
+        STORE(pc.dst, (d.q * pc.ci + c) * ispat + flat3(ph_f + d.p * pc.str, pc.isz), acc[i][j] + b);
       } else if (partial) {
         BufF32(pc.dst).v[slice * total + (g * cog + m) * cig * kvol + col] = acc[i][j];
       } else {
