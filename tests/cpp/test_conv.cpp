@@ -156,6 +156,19 @@ TEST_F(ConvTest, StridedDataGradByPhases) {
   ops::set_gemm_tile(0);
 }
 
+// Pointwise convolutions (1 x 1, stride 1, no padding, one group) run forward and data
+// grad as batched GEMMs; grouped, strided or padded 1 x 1 ones stay on the conv kernels.
+TEST_F(ConvTest, PointwiseOnGemm) {
+  check(dev(), shape2d(3, 24, 40, 1, 5, 7, 1, 1, 0, 1), DType::f32);
+  check(dev(), shape2d(2, 5, 3, 1, 4, 4, 1, 1, 0, 1), DType::f32);  // few channels
+  check(dev(), shape2d(2, 16, 8, 1, 6, 6, 1, 1, 0, 1), DType::f16);
+  check(dev(), shape2d(2, 16, 8, 2, 6, 6, 1, 1, 0, 1), DType::f32);  // groups: conv kernel
+  check(dev(), shape2d(1, 16, 8, 1, 5, 5, 1, 1, 1, 1), DType::f32);  // padded: conv kernel
+  ConvShape s;
+  s.n = 2, s.ci = 9, s.co = 12, s.spatial = 1, s.in[2] = 17;
+  check(dev(), s, DType::f32);
+}
+
 // The 64 x 64 tiles (256 threads) that GPUs get for large convolutions.
 TEST_F(ConvTest, LargeImplicitGemmTiles) {
   ops::set_gemm_tile(64);

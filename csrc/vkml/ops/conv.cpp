@@ -38,6 +38,35 @@ int32_t conv_tile(const Device& dev, int64_t tiles64) {
   return info.device_type != "cpu" && fits && tiles64 >= 128 ? 64 : 32;
 }
 
+// A pointwise convolution (1 x 1 kernel, stride 1, no padding, one group) is a
+// batched GEMM per image, [Co, Ci] x [Ci, positions]: forward and data grad run on
+// the GEMM kernel, with its larger tiles, vector loads and matrix units. Its weight
+// grad sums over images, which one strided GEMM cannot express; it stays below.
+bool pointwise(const ConvShape& s) {
+  for (int d = 0; d < 3; ++d)
+    if (s.kernel[d] != 1 || s.stride[d] != 1 || s.pad[d] != 0) return false;
+  return s.groups == 1;
+}
+
+// mode 0: y[n] = w x[n] + bias (per output channel); mode 1: gx[n] = w^T gy[n] + bias.
+void pointwise_gemm(Device& dev, DType dtype, int mode, uint64_t src, uint64_t w, uint64_t bias,
+                    uint64_t out, const ConvShape& s) {
+  const int64_t pos = prod3(s.in);
+  const int64_t rows = mode == 0 ? s.co : s.ci, k = mode == 0 ? s.ci : s.co;
+  GemmArgs g;
+  g.dtype = dtype;
+  g.batch = s.n, g.m = rows, g.n = pos, g.k = k;
+  g.a = w;  // [Co, Ci], read transposed for the data grad
+  g.a_row = mode == 0 ? s.ci : 1, g.a_col = mode == 0 ? 1 : s.ci;
+  g.b = src, g.b_batch = k * pos, g.b_row = pos, g.b_col = 1;
+  g.c = out, g.c_batch = rows * pos, g.c_row = pos, g.c_col = 1;
+  if (bias) {
+    g.bias = bias, g.bias_row = 1;
+    g.beta = 1.0f;
+  }
+  gemm(dev, g);
+}
+
 void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64_t p2, uint64_t out,
             const ConvShape& s) {
   const std::string suffix = float_variant(dev, dtype, "conv");
@@ -48,6 +77,10 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
   int64_t w_numel = s.co * (s.ci / s.groups) * prod3(s.kernel);
   int64_t out_numel = mode == 0 ? y_numel : mode == 1 ? x_numel : w_numel;
   if (out_numel == 0) return;
+  if (mode != 2 && pointwise(s) && x_numel > 0 && y_numel > 0) {
+    pointwise_gemm(dev, dtype, mode, p0, p1, p2, out, s);
+    return;
+  }
   check_32bit_indexing(std::max({x_numel, y_numel, w_numel}), 0, "conv");
   Push p{p0, p1, p2, out, uint32_t(s.n), uint32_t(s.groups), uint32_t(s.ci), uint32_t(s.co)};
   // Spatial dims right-aligned into (d, h, w); missing leading dims have size 1.
