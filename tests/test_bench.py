@@ -168,6 +168,7 @@ def test_bench_profiles_cover_the_suite(profile, big):
         "softmax/",
         "layer_norm/",
         "conv2d/",
+        "conv2d-bwd/",
         "train/digits-mlp/",
         "train/small-cnn/",
         "train/resnet18/",

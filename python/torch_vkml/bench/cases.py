@@ -162,23 +162,34 @@ def attention(b: int, h: int, seq: int, e: int, dt: str, backward: bool) -> Case
     return Case(f"sdpa-{kind}/{dt}/{b}x{h}x{seq}x{e}", "micro", "TFLOP/s", flops, setup)
 
 
-def conv2d(n: int, cin: int, hw: int, cout: int, k: int, stride: int, label: str) -> Case:
+def conv2d(
+    n: int, cin: int, hw: int, cout: int, k: int, stride: int, label: str, backward: bool = False
+) -> Case:
+    """F.conv2d forward; with `backward`, the data and weight gradients of a training
+    step instead (twice the forward's work)."""
     pad = k // 2
     out_hw = (hw + 2 * pad - k) // stride + 1
 
     def setup(device):
         x = _rand((n, cin, hw, hw), torch.float32, device, 1)
         w = _rand((cout, cin, k, k), torch.float32, device, 2) * (1.0 / math.sqrt(cin * k * k))
-        return lambda: F.conv2d(x, w, stride=stride, padding=pad)
+        if not backward:
+            return lambda: F.conv2d(x, w, stride=stride, padding=pad)
+        x.requires_grad_()
+        w.requires_grad_()
+        y = F.conv2d(x, w, stride=stride, padding=pad)
+        g = _rand(tuple(y.shape), torch.float32, device, 3)
+        return lambda: torch.autograd.grad(y, (x, w), g, retain_graph=True)
 
-    flops = 2.0 * n * cout * out_hw * out_hw * cin * k * k
+    flops = 2.0 * n * cout * out_hw * out_hw * cin * k * k * (2.0 if backward else 1.0)
     return Case(
-        f"conv2d/fp32/{label}/n{n}",
+        f"conv2d{'-bwd' if backward else ''}/fp32/{label}/n{n}",
         "micro",
         "TFLOP/s",
         flops,
         setup,
-        note=f"{cin}->{cout} {k}x{k}/{stride} @{hw}",
+        note=f"{cin}->{cout} {k}x{k}/{stride} @{hw}"
+        + (", data + weight grads" if backward else ""),
     )
 
 
@@ -468,6 +479,10 @@ def build(profile: str, big: bool) -> list[Case]:
         ]
         cases += [conv2d(1, cin, hw // 2, cout, k, s, lbl) for cin, hw, cout, k, s, lbl in _R50[:3]]
         cases += [
+            conv2d(1, 64, 28, 64, 3, 1, "l1-3x3", True),
+            conv2d(1, 128, 28, 256, 3, 2, "l3-down", True),
+        ]
+        cases += [
             train_mlp(32),
             train_cnn(16),
             resnet18(2, 64, True),
@@ -529,4 +544,7 @@ def build(profile: str, big: bool) -> list[Case]:
     cases += gemms("fp16") + gemms("bf16")
     n = 32 if big else 1
     cases += [conv2d(n, cin, hw, cout, k, s, lbl) for cin, hw, cout, k, s, lbl in _R50]
+    cases += [conv2d(n, cin, hw, cout, k, s, lbl, True) for cin, hw, cout, k, s, lbl in _R50[1:]]
+    # ResNet's downsampling 3x3 / 2: a strided data grad
+    cases.append(conv2d(n, 128, 28 if big else 14, 256, 3, 2, "l3-down", True))
     return cases
