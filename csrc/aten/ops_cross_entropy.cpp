@@ -166,30 +166,42 @@ at::Tensor composite(const at::Tensor& self, const at::Tensor& target,
                                                std::move(ignore_index), smoothing);
 }
 
-at::Tensor cross_entropy_autograd(const at::Tensor& self, const at::Tensor& target,
-                                  const std::optional<at::Tensor>& weight, int64_t reduction,
-                                  c10::SymInt ignore_index, double smoothing) {
+// The fused path, through `fused(scores, target, weight, ignore_index)` on [n, c] rows,
+// or ATen's decomposition for the calls it does not cover.
+template <class Fused>
+at::Tensor fused_or_composite(const at::Tensor& self, const at::Tensor& target,
+                              const std::optional<at::Tensor>& weight, int64_t reduction,
+                              c10::SymInt ignore_index, double smoothing, Fused fused) {
   at::Tensor w = weight.value_or(at::Tensor());
   if (!fused_applies(self, target, w, reduction, smoothing))
     return composite(self, target, weight, reduction, std::move(ignore_index), smoothing);
   auto [scores, t] = as_rows(self, target);
-  auto w_arg = w.defined() ? std::optional<at::Tensor>(w) : std::nullopt;
-  at::Tensor out = FusedCrossEntropy::apply(scores, t, w_arg, reduction,
-                                            ignore_index.guard_int(__FILE__, __LINE__), smoothing);
+  at::Tensor out = fused(scores, t, w, ignore_index.guard_int(__FILE__, __LINE__));
   return reduction == at::Reduction::None ? out.reshape(target.sizes()) : out;
+}
+
+at::Tensor cross_entropy_autograd(const at::Tensor& self, const at::Tensor& target,
+                                  const std::optional<at::Tensor>& weight, int64_t reduction,
+                                  c10::SymInt ignore_index, double smoothing) {
+  return fused_or_composite(
+      self, target, weight, reduction, std::move(ignore_index), smoothing,
+      [&](const at::Tensor& scores, const at::Tensor& t, const at::Tensor& w, int64_t ignore) {
+        auto w_arg = w.defined() ? std::optional<at::Tensor>(w) : std::nullopt;
+        return FusedCrossEntropy::apply(scores, t, w_arg, reduction, ignore, smoothing);
+      });
 }
 
 // Below autograd (inference mode): the forward kernels alone.
 at::Tensor cross_entropy_no_grad(const at::Tensor& self, const at::Tensor& target,
                                  const std::optional<at::Tensor>& weight, int64_t reduction,
                                  c10::SymInt ignore_index, double smoothing) {
-  at::Tensor w = weight.value_or(at::Tensor());
-  if (!fused_applies(self, target, w, reduction, smoothing))
-    return composite(self, target, weight, reduction, std::move(ignore_index), smoothing);
-  auto [scores, t] = as_rows(self, target);
-  Forward f = run_forward(scores.contiguous(), t.contiguous(), w.defined() ? w.contiguous() : w,
-                          reduction, ignore_index.guard_int(__FILE__, __LINE__), smoothing);
-  return reduction == at::Reduction::None ? f.output.reshape(target.sizes()) : f.output;
+  return fused_or_composite(
+      self, target, weight, reduction, std::move(ignore_index), smoothing,
+      [&](const at::Tensor& scores, const at::Tensor& t, const at::Tensor& w, int64_t ignore) {
+        return run_forward(scores.contiguous(), t.contiguous(), w.defined() ? w.contiguous() : w,
+                           reduction, ignore, smoothing)
+            .output;
+      });
 }
 
 }  // namespace

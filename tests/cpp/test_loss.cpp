@@ -22,13 +22,9 @@ void run_case(Device& dev, const Case& k, DType dt) {
   SCOPED_TRACE("n=" + std::to_string(k.n) + " c=" + std::to_string(k.c) +
                " weighted=" + std::to_string(k.weighted) +
                " reduction=" + std::to_string(int(k.reduction)) + " " + dtype_name(dt));
-  auto rt = [&](std::vector<float> v) { return dt == DType::f16 ? from_f16(to_f16(v)) : v; };
-  auto up = [&](const std::vector<float>& v) {
-    return dt == DType::f16 ? Buffer(dev, to_f16(v)) : Buffer(dev, v);
-  };
-  auto rd = [&](const Buffer& b, size_t n) {
-    return dt == DType::f16 ? from_f16(b.read<uint16_t>(n)) : b.read<float>(n);
-  };
+  auto rt = [&](const std::vector<float>& v) { return stored_as(dt, v); };
+  auto up = [&](const std::vector<float>& v) { return upload_as(dev, dt, v); };
+  auto rd = [&](const Buffer& b, size_t n) { return read_as(dt, b, n); };
   auto input = rt(random_floats(k.n * k.c, 5, -4.0f, 0.0f));
   auto weight = rt(random_floats(k.c, 6, 0.5f, 2.0f));
   std::vector<int64_t> target(k.n);

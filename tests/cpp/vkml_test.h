@@ -132,6 +132,18 @@ inline std::vector<float> from_f16(const std::vector<uint16_t>& v) {
 }
 
 // Deterministic values in [lo, hi).
+// Float data held as f32 or f16: the values as the buffer stores them, a buffer of
+// them, and a buffer's first n values as floats.
+inline std::vector<float> stored_as(DType dt, const std::vector<float>& v) {
+  return dt == DType::f16 ? from_f16(to_f16(v)) : v;
+}
+inline Buffer upload_as(Device& dev, DType dt, const std::vector<float>& v) {
+  return dt == DType::f16 ? Buffer(dev, to_f16(v)) : Buffer(dev, v);
+}
+inline std::vector<float> read_as(DType dt, const Buffer& b, size_t n) {
+  return dt == DType::f16 ? from_f16(b.read<uint16_t>(n)) : b.read<float>(n);
+}
+
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
                                         float hi = 1.0f) {
   std::vector<float> v(n);
