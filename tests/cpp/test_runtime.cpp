@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "vkml/runtime/physical_device.h"
 #include "vkml_test.h"
 
 namespace vkml::test {
@@ -82,6 +83,27 @@ TEST_F(RuntimeTest, BadIndexThrowsInvalidArgument) {
 
 TEST_F(RuntimeTest, UnknownShaderIsAnError) {
   EXPECT_THROW(dev().pipelines().get("no_such_shader"), Error);
+}
+
+// Cooperative matrices turn the Vulkan memory model on; device-scope atomics (in
+// most reductions and scatters) are then invalid unless its device-scope feature is
+// on too (a validation error on every device with matrix units before this held).
+TEST_F(RuntimeTest, MatrixUnitsEnableTheMemoryModelWithDeviceScope) {
+  DeviceInfo info = dev().info();
+  info.coopmat_m = info.coopmat_n = info.coopmat_k = 16;
+  EnabledFeatures with;
+  choose_features(dev().physical(), info, with);
+  EXPECT_TRUE(with.v12.vulkanMemoryModel);
+  EXPECT_TRUE(with.v12.vulkanMemoryModelDeviceScope);
+  EXPECT_TRUE(with.coopmat.cooperativeMatrix);
+  EXPECT_EQ(with.v12.pNext,
+            dev().info().subgroup_size_control ? (void*)&with.v13 : (void*)&with.coopmat);
+
+  info.coopmat_m = info.coopmat_n = info.coopmat_k = 0;
+  EnabledFeatures without;
+  choose_features(dev().physical(), info, without);
+  EXPECT_FALSE(without.v12.vulkanMemoryModel);
+  EXPECT_FALSE(without.coopmat.cooperativeMatrix);
 }
 
 }  // namespace

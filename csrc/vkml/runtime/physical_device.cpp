@@ -77,7 +77,11 @@ bool has_extension(VkPhysicalDevice pd, const char* name) {
 // where offered (NVIDIA, AMD), else the smallest with sides in 8..32 (Intel
 // offers 8x16x16). `f`: the device's features, the extension's chained.
 void query_coopmat(VkPhysicalDevice pd, const EnabledFeatures& f, DeviceInfo& info) {
-  if (!f.coopmat.cooperativeMatrix || !f.v12.vulkanMemoryModel || !f.v12.shaderFloat16) return;
+  // Turning the memory model on makes device-scope atomics (every other shader's
+  // atomicAdd) invalid unless its device-scope feature is on too.
+  if (!f.coopmat.cooperativeMatrix || !f.v12.vulkanMemoryModel ||
+      !f.v12.vulkanMemoryModelDeviceScope || !f.v12.shaderFloat16)
+    return;
   uint32_t n = 0;
   if (vk::vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &n, nullptr) != VK_SUCCESS) return;
   std::vector<VkCooperativeMatrixPropertiesKHR> shapes(n);
@@ -216,6 +220,7 @@ void choose_features(VkPhysicalDevice pd, const DeviceInfo& info, EnabledFeature
     // The extension's shaders use the Vulkan memory model, as SPIR-V requires.
     out.coopmat.cooperativeMatrix = VK_TRUE;
     out.v12.vulkanMemoryModel = VK_TRUE;
+    out.v12.vulkanMemoryModelDeviceScope = VK_TRUE;
   }
 }
 
