@@ -36,10 +36,13 @@ Push make_push(Device& dev, const CrossEntropyArgs& a) {
   Push p{};
   p.scores = a.scores;
   p.target = a.target;
-  p.weight = a.weight;
-  p.weight_sum = a.weight_sum;
+  // Absent operands still get readable addresses of their type and size (the scores'
+  // first row, the fp32 lse): a driver may run a load whose branch is not taken
+  // (Mesa 26's lavapipe does). Nothing reads them when n == 0.
+  p.weight = a.weight ? a.weight : a.scores;
+  p.weight_sum = a.weight_sum ? a.weight_sum : a.lse;
   p.lse = a.lse;
-  p.total = a.total_weight;
+  p.total = a.total_weight ? a.total_weight : a.lse;
   p.ignore_index = a.ignore_index;
   p.n = uint32_t(a.n);
   p.c = uint32_t(a.c);

@@ -133,7 +133,9 @@ void index_op(Device& dev, const IndexArgs& a) {
         if (base[k] != 0) ptr[k] += uint64_t(c * l.strides[k][d]) * isz[k];
     }
     p.dst = ptr[0];
-    p.src = ptr[1];
+    // Without a src the kernel still gets a valid address (dst's, src strides 0):
+    // a driver may run the src load that kHasSrc skips (Mesa 26's lavapipe does).
+    p.src = ptr[1] != 0 ? ptr[1] : ptr[0];
     p.idx = ptr[2];
     dispatch_1d(dev, pipeline, &p, sizeof(p), serial ? 1 : inner_numel, kWorkgroup, &acc);
   }

@@ -28,8 +28,11 @@ Push make_push(Device& dev, const NllLossArgs& a) {
   Push p{};
   p.input = a.input;
   p.target = a.target;
-  p.weight = a.weight;
   p.output = a.output;
+  // An absent weight reads a stand-in of its dtype and size (the input; the backward
+  // has grad_input): a driver may run a load whose branch is not taken (Mesa 26's
+  // lavapipe does, for loads from one address across a subgroup).
+  p.weight = a.weight ? a.weight : a.input;
   p.total_weight = a.total_weight;
   p.ignore_index = a.ignore_index;
   p.n = uint32_t(a.n);
@@ -89,6 +92,8 @@ void nll_loss_backward(Device& dev, const NllLossArgs& a, uint64_t grad_output,
                  "nll_loss_backward: mean reduction needs total_weight");
   p.grad_output = grad_output;
   p.grad_input = grad_input;
+  if (!a.weight) p.weight = grad_input;
+  if (!a.total_weight) p.total_weight = grad_output;  // read under mean reduction only
   uint32_t wg = workgroup(dev);
   VkPipeline pipeline = dev.pipelines().get(shader_name(dev, a.dtype), {1, int32_t(wg)});
   Access acc = access_of(a, true, grad_output, grad_input);

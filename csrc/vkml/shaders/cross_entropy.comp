@@ -61,7 +61,9 @@ float weight_total() {
 
 // The weight of a counted row's target: NaN for a target out of range.
 float target_weight(int64_t t) {
-  return t < 0 || t >= int64_t(pc.c) ? NAN_F : weight_of(uint(t));
+  bool in_range = t >= 0 && t < int64_t(pc.c);
+  float w = weight_of(in_range ? uint(t) : 0u);  // loaded in range whichever way it goes
+  return in_range ? w : NAN_F;
 }
 
 // a / b with IEEE's answers for b == 0, which Vulkan leaves undefined.

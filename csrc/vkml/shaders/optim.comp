@@ -129,12 +129,20 @@ void sgd(Record rec, uint i, float lr, float scale) {
   st(rec.param, i, p - lr * g);
 }
 
+// The float at `p`, or `absent` where p is 0. The load reads the table when p is
+// 0 rather than sitting behind a branch: a driver may run a load whose branch
+// is not taken (Mesa 26's lavapipe does, for uniform addresses).
+float load_or(uint64_t p, float absent) {
+  float v = BufF32(p != 0 ? p : pc.table).v[0];
+  return p != 0 ? v : absent;
+}
+
 void main() {
-  if (pc.found_inf != 0 && BufF32(pc.found_inf).v[0] != 0.0) return;
+  if (load_or(pc.found_inf, 0.0) != 0.0) return;
   uint block = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   Record rec = Table(pc.table).r[find_record(block)];
-  float lr = pc.lr_ptr != 0 ? BufF32(pc.lr_ptr).v[0] : pc.lr;
-  float scale = pc.grad_scale != 0 ? BufF32(pc.grad_scale).v[0] : 1.0;
+  float lr = load_or(pc.lr_ptr, pc.lr);
+  float scale = load_or(pc.grad_scale, 1.0);
   float step = RULE == RULE_SGD ? 0.0 : BufF32(rec.step).v[0];
   uint base = (block - rec.first_block) * BLOCK + gl_LocalInvocationID.x;
   for (uint k = 0; k < ITEMS; ++k) {
