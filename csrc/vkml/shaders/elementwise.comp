@@ -526,13 +526,25 @@ double round_even_f64(double a) {
 // arithmetic, so that denormal results survive).
 CT nextafter_f(CT a, CT b) {
   if (isnan(a) || isnan(b)) return NAN_F;
-  if (a == b) return b;
+#if defined(ST_F64)
+  bool same = a == b, a_zero = a == CT(0);
   bool away = (a < b) == (a > CT(0));  // away from zero
-  bool neg = a == CT(0) ? b < CT(0) : sign_bit(a);
+  bool neg = a_zero ? b < CT(0) : sign_bit(a);
+#else
+  // Compared as sign-magnitude integers: a driver may flush denormal operands of
+  // a float compare (bfloat16's denormals are float32's).
+  int ka = int(floatBitsToUint(a) & 0x7fffffffu), kb = int(floatBitsToUint(b) & 0x7fffffffu);
+  ka = sign_bit(a) ? -ka : ka;
+  kb = sign_bit(b) ? -kb : kb;
+  bool same = ka == kb, a_zero = ka == 0;
+  bool away = (ka < kb) == (ka > 0);
+  bool neg = a_zero ? kb < 0 : sign_bit(a);
+#endif
+  if (same) return b;
 #if defined(ST_F64)
   uvec2 w = unpackDouble2x32(a);
   uint64_t u = (uint64_t(w.y) << 32) | uint64_t(w.x);
-  u = a == CT(0) ? (neg ? 0x8000000000000001UL : 1UL) : (away ? u + 1UL : u - 1UL);
+  u = a_zero ? (neg ? 0x8000000000000001UL : 1UL) : (away ? u + 1UL : u - 1UL);
   return packDouble2x32(uvec2(uint(u & 0xffffffffUL), uint(u >> 32)));
 #elif defined(ST_BF16) || defined(ST_F16)
 #ifdef ST_BF16
@@ -540,7 +552,7 @@ CT nextafter_f(CT a, CT b) {
 #else
   uint u = packHalf2x16(vec2(a, 0.0)) & 0xffffu;  // exact: a is a float16
 #endif
-  u = a == CT(0) ? (neg ? 0x8001u : 1u) : (away ? u + 1u : u - 1u);
+  u = a_zero ? (neg ? 0x8001u : 1u) : (away ? u + 1u : u - 1u);
 #ifdef ST_BF16
   return uintBitsToFloat(u << 16);
 #else
@@ -548,7 +560,7 @@ CT nextafter_f(CT a, CT b) {
 #endif
 #else
   uint u = floatBitsToUint(a);
-  u = a == CT(0) ? (neg ? 0x80000001u : 1u) : (away ? u + 1u : u - 1u);
+  u = a_zero ? (neg ? 0x80000001u : 1u) : (away ? u + 1u : u - 1u);
   return uintBitsToFloat(u);
 #endif
 }
