@@ -3,6 +3,7 @@
 
 #include "vkml/ops/gemm_coopmat.h"
 #include "vkml/ops/matmul.h"
+#include "vkml/runtime/shader_registry.h"
 #include "vkml_test.h"
 
 namespace vkml::test {
@@ -249,19 +250,33 @@ TEST_F(MatmulTest, HugeTiles) {
   ops::set_gemm_tile(0);
 }
 
-// The matrix-unit kernel's emulated variant (ops/gemm_coopmat.h): plain
-// arithmetic in place of the matrix units, with the real kernel's tiling,
-// staging, vector loads, edges, epilogue and split-K, and its start-up check.
-class CoopmatEmulated : public MatmulTest {
+// The matrix-unit kernel (ops/gemm_coopmat.h), in two modes. Emulated: plain
+// arithmetic in place of the matrix units, with the real kernel's tiling, staging,
+// vector loads, edges, epilogue and split-K, and its start-up check, on any device.
+// Auto: the real kernel where the device offers matrix units and the build has the
+// shader (Mesa 26's lavapipe: scripts/lavapipe_next.sh); elsewhere the same cases
+// must run on the scalar kernel, and the status must say why.
+class CoopmatKernel : public MatmulTest, public testing::WithParamInterface<ops::CoopmatMode> {
  protected:
   void SetUp() override {
     MatmulTest::SetUp();
     saved_ = ops::coopmat_mode();
-    ops::set_coopmat_mode(ops::CoopmatMode::kEmulated);
+    ops::set_coopmat_mode(GetParam());
   }
   void TearDown() override {
+    if (expects_kernel()) EXPECT_STREQ(ops::coopmat_status(dev()), expected_status());
     ops::set_coopmat_mode(saved_);
     MatmulTest::TearDown();
+  }
+  static bool shader_built() { return find_shader("gemm_coopmat_f16") != nullptr; }
+  bool expects_kernel() {
+    return GetParam() == ops::CoopmatMode::kEmulated ||
+           (dev().info().coopmat_m != 0 && shader_built());
+  }
+  const char* expected_status() {
+    if (GetParam() == ops::CoopmatMode::kEmulated) return "emulated";
+    if (!shader_built()) return "not built";
+    return dev().info().coopmat_m != 0 ? "active" : "unsupported";
   }
   bool chosen(const Case& c) {
     ops::GemmArgs g;
@@ -271,33 +286,41 @@ class CoopmatEmulated : public MatmulTest {
     return ops::coopmat_kernel(dev(), g).pipeline != VK_NULL_HANDLE;
   }
   void run(const Case& c) {
-    ASSERT_TRUE(chosen(c)) << describe(c);
+    ASSERT_EQ(chosen(c), expects_kernel())
+        << describe(c) << " status " << ops::coopmat_status(dev());
     run_case(dev(), c, DType::f16);
   }
   ops::CoopmatMode saved_ = ops::CoopmatMode::kAuto;
 };
 
-TEST_F(CoopmatEmulated, ChosenForFp16ProductsOfSize) {
-  EXPECT_TRUE(chosen(Case{1, 64, 64, 64}));
+INSTANTIATE_TEST_SUITE_P(Modes, CoopmatKernel,
+                         testing::Values(ops::CoopmatMode::kEmulated, ops::CoopmatMode::kAuto),
+                         [](const testing::TestParamInfo<ops::CoopmatMode>& i) {
+                           return i.param == ops::CoopmatMode::kEmulated ? "Emulated" : "Real";
+                         });
+
+TEST_P(CoopmatKernel, ChosenForFp16ProductsOfSize) {
+  EXPECT_EQ(chosen(Case{1, 64, 64, 64}), expects_kernel());
   EXPECT_FALSE(chosen(Case{1, 16, 64, 64}));  // too small a side
   EXPECT_FALSE(chosen(Case{1, 64, 64, 8}));
   ops::GemmArgs g;
   g.dtype = DType::f32, g.m = g.n = g.k = 64;
   EXPECT_EQ(ops::coopmat_kernel(dev(), g).pipeline, VK_NULL_HANDLE);
-  // The start-up check ran (on the emulation) and passed.
-  EXPECT_STREQ(ops::coopmat_status(dev()), "emulated");
+  // Where the kernel runs, its start-up check ran and passed.
+  EXPECT_STREQ(ops::coopmat_status(dev()), expected_status());
   ops::set_coopmat_mode(ops::CoopmatMode::kOff);
   EXPECT_FALSE(chosen(Case{1, 64, 64, 64}));
   EXPECT_STREQ(ops::coopmat_status(dev()), "off");
+  ops::set_coopmat_mode(GetParam());
 }
 
-TEST_F(CoopmatEmulated, ShapesAndRaggedEdges) {
+TEST_P(CoopmatKernel, ShapesAndRaggedEdges) {
   const int64_t shapes[][3] = {{64, 64, 64},  {32, 32, 32},  {33, 47, 70},
                                {100, 37, 33}, {65, 130, 97}, {200, 136, 72}};
   for (auto& s : shapes) run(Case{1, s[0], s[1], s[2]});
 }
 
-TEST_F(CoopmatEmulated, TransposedOperandsBatchedAndLargeTiles) {
+TEST_P(CoopmatKernel, TransposedOperandsBatchedAndLargeTiles) {
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       for (bool tc : {false, true}) {
@@ -307,7 +330,7 @@ TEST_F(CoopmatEmulated, TransposedOperandsBatchedAndLargeTiles) {
       }
 }
 
-TEST_F(CoopmatEmulated, AlphaBetaBiasAndSharedB) {
+TEST_P(CoopmatKernel, AlphaBetaBiasAndSharedB) {
   Case c{3, 40, 36, 48};
   c.alpha = 0.5f;
   c.beta = 2.0f;
@@ -321,7 +344,7 @@ TEST_F(CoopmatEmulated, AlphaBetaBiasAndSharedB) {
   run(c);
 }
 
-TEST_F(CoopmatEmulated, UnalignedOperandsLoadElementwise) {
+TEST_P(CoopmatKernel, UnalignedOperandsLoadElementwise) {
   for (int64_t offset : {1, 2, 3}) {
     Case c{2, 48, 40, 64};
     c.offset = offset;
@@ -332,7 +355,7 @@ TEST_F(CoopmatEmulated, UnalignedOperandsLoadElementwise) {
   run(Case{1, 35, 38, 42});  // row strides not a multiple of 4
 }
 
-TEST_F(CoopmatEmulated, SplitK) {
+TEST_P(CoopmatKernel, SplitK) {
   // One 64 x 64 tile and a deep K: partial sums in K slices, added by gemm.comp.
   Case c{1, 50, 64, 2000};
   c.bias = BiasKind::Row;
