@@ -712,8 +712,11 @@ class _Worker:
 
 
 def _death(proc):
-    code = proc.poll()
-    if code is None:
+    # Its output pipe closed, so it is exiting; the exit status can lag the EOF (a core
+    # dump, a slow teardown), so wait for it a little.
+    try:
+        code = proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
         return "worker stopped answering"
     if code < 0:
         try:
