@@ -49,6 +49,38 @@ TEST_F(StreamTest, FewDispatchesDoNotSubmit) {
   EXPECT_EQ(buf.read<int32_t>(), std::vector<int32_t>(16, 4));
 }
 
+// After a wait leaves the GPU idle, batches ramp 4, 8, 16 up to the batch size, so
+// the GPU starts before a whole batch is recorded.
+TEST_F(StreamTest, BatchesRampUpAfterTheGpuIdled) {
+  Stream& s = dev().stream();
+  Buffer buf(dev(), 16 * 4);
+  TensorRef t = TensorRef::contiguous(buf.address(), DType::i32, {16});
+  s.set_batch_size(32);
+  s.synchronize();
+  auto fills = [&](int n) {
+    for (int i = 0; i < n; ++i) ops::fill(dev(), t, Scalar::of_int(i));
+  };
+  uint64_t s0 = s.submit_count();
+  fills(3);
+  EXPECT_EQ(s.submit_count(), s0);  // below the first batch
+  fills(1);
+  EXPECT_EQ(s.submit_count(), s0 + 1);  // 4
+  fills(8);
+  EXPECT_EQ(s.submit_count(), s0 + 2);  // 8
+  fills(16);
+  EXPECT_EQ(s.submit_count(), s0 + 3);  // 16
+  fills(31);
+  EXPECT_EQ(s.submit_count(), s0 + 3);  // then whole batches of 32
+  fills(1);
+  EXPECT_EQ(s.submit_count(), s0 + 4);
+  s.synchronize();  // idle again: the ramp restarts
+  uint64_t s1 = s.submit_count();
+  fills(4);
+  EXPECT_EQ(s.submit_count(), s1 + 1);
+  s.synchronize();
+  EXPECT_EQ(buf.read<int32_t>(), std::vector<int32_t>(16, 3));
+}
+
 TEST_F(StreamTest, BigDispatchIsSubmittedAtOnce) {
   Stream& s = dev().stream();
   // fill runs 256-wide groups, each thread storing four aligned floats

@@ -2,6 +2,7 @@
 
 #include "vkml/runtime/deferred.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "vkml/core/error.h"
@@ -99,7 +100,7 @@ void Stream::dispatch(VkPipeline pipeline, const void* push, uint32_t push_size,
   vk::vkCmdDispatch(current_, gx, gy, gz);
   ++total_dispatches_;
   recorded_workgroups_ += uint64_t(gx) * gy * gz;
-  if (++recorded_ >= batch_size_ || recorded_workgroups_ >= kFlushWorkgroups) flush_locked();
+  if (++recorded_ >= batch_limit_ || recorded_workgroups_ >= kFlushWorkgroups) flush_locked();
 }
 
 void Stream::copy_buffer(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64_t dst_offset,
@@ -111,7 +112,7 @@ void Stream::copy_buffer(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64
   barrier_for(access);
   VkBufferCopy region{src_offset, dst_offset, size};
   vk::vkCmdCopyBuffer(current_, src, dst, 1, &region);
-  if (++recorded_ >= batch_size_) flush_locked();
+  if (++recorded_ >= batch_limit_) flush_locked();
 }
 
 void Stream::free_after_use(MemoryPool& pool, uint64_t address) {
@@ -168,6 +169,7 @@ uint64_t Stream::flush_locked() {
   check_lost(vk::vkQueueSubmit(device_.queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
   submitted_value_ = value;
   ++total_submits_;
+  batch_limit_ = std::min(batch_limit_ * 2, batch_size_);
   in_flight_.push_back(Batch{cb, value, std::move(current_releases_)});
   current_releases_.clear();
   // Recycle what already finished without waiting.
@@ -192,18 +194,21 @@ void Stream::wait(uint64_t value) {
   record_deferred();
   std::unique_lock<std::mutex> lock(mutex_);
   if (value > submitted_value_) flush_locked();
-  if (value <= completed_value_) return;
-  VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
-  wi.semaphoreCount = 1;
-  wi.pSemaphores = &timeline_;
-  wi.pValues = &value;
-  // Wait in slices so a lost device is reported instead of hanging forever.
-  for (;;) {
-    VkResult r = vk::vkWaitSemaphores(device_.handle(), &wi, 1000000000ull);
-    if (r == VK_SUCCESS) break;
-    if (r != VK_TIMEOUT) check_lost(r, "vkWaitSemaphores");
+  if (value > completed_value_) {
+    VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+    wi.semaphoreCount = 1;
+    wi.pSemaphores = &timeline_;
+    wi.pValues = &value;
+    // Wait in slices so a lost device is reported instead of hanging forever.
+    for (;;) {
+      VkResult r = vk::vkWaitSemaphores(device_.handle(), &wi, 1000000000ull);
+      if (r == VK_SUCCESS) break;
+      if (r != VK_TIMEOUT) check_lost(r, "vkWaitSemaphores");
+    }
+    retire(value);
   }
-  retire(value);
+  // All that was submitted has run: the GPU idles until the next submit.
+  if (value >= submitted_value_) batch_limit_ = std::min(kFirstBatchAfterIdle, batch_size_);
 }
 
 void Stream::synchronize() {

@@ -49,9 +49,13 @@ class Stream {
 
   // Dispatches per submitted batch (TORCH_VKML_BATCH overrides). A batch is
   // also submitted early once it holds kFlushWorkgroups of work, so the GPU
-  // starts on big kernels while the host records the next ones.
-  void set_batch_size(uint32_t n) { batch_size_ = n ? n : 1; }
+  // starts on big kernels while the host records the next ones. After a wait
+  // that left the GPU idle, batches start at kFirstBatchAfterIdle dispatches and
+  // double up to the batch size: the GPU starts after a few dispatches instead
+  // of idling until a whole batch is recorded (a training loop's .item()).
+  void set_batch_size(uint32_t n) { batch_size_ = batch_limit_ = n ? n : 1; }
   static constexpr uint64_t kFlushWorkgroups = 16384;
+  static constexpr uint32_t kFirstBatchAfterIdle = 4;
 
  private:
   struct Deferred {
@@ -80,6 +84,7 @@ class Stream {
   uint32_t recorded_ = 0;
   uint64_t recorded_workgroups_ = 0;
   uint32_t batch_size_ = 32;
+  uint32_t batch_limit_ = 32;  // this batch's: ramps up to batch_size_ after idling
   uint64_t submitted_value_ = 0;
   uint64_t completed_value_ = 0;
   uint64_t total_dispatches_ = 0;
