@@ -169,7 +169,7 @@ uint64_t Stream::flush_locked() {
   check_lost(vk::vkQueueSubmit(device_.queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
   submitted_value_ = value;
   ++total_submits_;
-  batch_limit_ = std::min(batch_limit_ * 2, batch_size_);
+  batch_limit_ = batch_limit_ >= batch_size_ / 2 ? batch_size_ : batch_limit_ * 2;
   in_flight_.push_back(Batch{cb, value, std::move(current_releases_)});
   current_releases_.clear();
   // Recycle what already finished without waiting.
