@@ -79,6 +79,7 @@ case "${1:-}" in
   run) shift; run "$@" ;;
   pytest)
     shift
+    [ -x "$VENV/bin/python" ] || { echo "run '$0 setup' first" >&2; exit 1; }
     export LP_NUM_THREADS=${LP_NUM_THREADS:-0} TORCH_VKML_VALIDATION=${TORCH_VKML_VALIDATION:-1}
     export PYTHONPATH=$PROJECT/python${PYTHONPATH:+:$PYTHONPATH}
     exec "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"
