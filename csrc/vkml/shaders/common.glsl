@@ -39,3 +39,16 @@ uint f32_to_bf16(float f) {
   if (isnan(f)) return 0x7fc0u;
   return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // round to nearest even
 }
+
+// f rounded to the nearest float16 (ties to even), kept in fp32, in integer steps:
+// a compiler may drop float(float16_t(f)) as an identity (Mesa 26's lavapipe does).
+float round_to_f16(float f) {
+  uint u = floatBitsToUint(f), mag = u & 0x7fffffffu;
+  if (mag > 0x7f800000u) return f;  // NaN
+  if (mag >= 0x477ff000u) return uintBitsToFloat((u & 0x80000000u) | 0x7f800000u);  // >= 65520
+  if (mag < 0x38800000u) {  // below float16's smallest normal: steps of 2^-24
+    float r = roundEven(uintBitsToFloat(mag) * 16777216.0) * (1.0 / 16777216.0);
+    return uintBitsToFloat((u & 0x80000000u) | floatBitsToUint(r));
+  }
+  return uintBitsToFloat((u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu);
+}

@@ -31,21 +31,6 @@ layout(push_constant, scalar) uniform PC {
   int round_steps;  // avg: round the sum and each division to storage (CPU adaptive 3d)
 } pc;
 
-#if defined(ST_F16)
-// x rounded to the nearest float16 (ties to even), in integer steps: a compiler
-// may drop float(float16_t(x)) as an identity (Mesa 26's lavapipe does).
-float round_to_f16(float x) {
-  uint u = floatBitsToUint(x), mag = u & 0x7fffffffu;
-  if (mag > 0x7f800000u) return x;  // NaN
-  if (mag >= 0x477ff000u) return uintBitsToFloat((u & 0x80000000u) | 0x7f800000u);  // >= 65520
-  if (mag < 0x38800000u) {  // below float16's smallest normal: steps of 2^-24
-    float r = roundEven(uintBitsToFloat(mag) * 16777216.0) * (1.0 / 16777216.0);
-    return uintBitsToFloat((u & 0x80000000u) | floatBitsToUint(r));
-  }
-  return uintBitsToFloat((u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu);
-}
-#endif
-
 // x rounded to the storage dtype.
 float rnd(float x) {
 #if defined(ST_BF16)

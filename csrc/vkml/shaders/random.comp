@@ -85,21 +85,13 @@ void main() {
   switch (DIST) {
     case D_UNIFORM: {
       float v = pc.a + (pc.b - pc.a) * unit(x.x);
-      // Rounding may land on the excluded upper bound: fold it back to `from`.
 #if defined(ST_F16)
-      // Compared as stored bits: a compiler may drop a float round trip through
-      // fp16 as an identity (Mesa 26's lavapipe does).
-      float16_t h = float16_t(v);
-      f16vec2 h_b = f16vec2(h, float16_t(pc.b));
-      uint bits = packFloat2x16(h_b);
-      bool at_b = (bits & 0xFFFFu) == (bits >> 16);
-      BufF16(pc.dst).v[i] = at_b ? float16_t(pc.a) : h;
-#else
-#if defined(ST_BF16)
+      v = round_to_f16(v);
+#elif defined(ST_BF16)
       v = bf16_to_f32(f32_to_bf16(v));
 #endif
+      // Rounding may land on the excluded upper bound: fold it back to `from`.
       store_float(i, v >= pc.b ? pc.a : v);
-#endif
       break;
     }
     case D_NORMAL: {
