@@ -79,11 +79,9 @@ build: setup
 	@set -e; \
 	if [ ! -f $(BUILD_DIR)/CMakeCache.txt ] || [ ! -f $(BUILD_DIR)/build.ninja ]; then \
 	  py=$$($(PYTHON) -c 'import sys; print(sys.executable)'); \
-	  prefix=$$($(NO_AUTOLOAD) $(PYTHON) -c 'import torch.utils; print(torch.utils.cmake_prefix_path)'); \
-	  echo "==> build: configuring: $(CMAKE) -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DPython_EXECUTABLE=$$py -DCMAKE_PREFIX_PATH=$$prefix -DVKML_BUILD_TESTS=$(BUILD_TESTS) $(CMAKE_ARGS)"; \
+	  echo "==> build: configuring: $(CMAKE) -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DPython_EXECUTABLE=$$py -DVKML_BUILD_TESTS=$(BUILD_TESTS) $(CMAKE_ARGS)"; \
 	  $(NO_AUTOLOAD) $(CMAKE) -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
-	    -DPython_EXECUTABLE="$$py" -DCMAKE_PREFIX_PATH="$$prefix" \
-	    -DVKML_BUILD_TESTS=$(BUILD_TESTS) $(CMAKE_ARGS); \
+	    -DPython_EXECUTABLE="$$py" -DVKML_BUILD_TESTS=$(BUILD_TESTS) $(CMAKE_ARGS); \
 	fi
 	@echo "==> build: $(CMAKE) --build $(BUILD_DIR) -j$(JOBS)"
 	@$(NO_AUTOLOAD) $(CMAKE) --build $(BUILD_DIR) -j$(JOBS)

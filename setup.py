@@ -59,19 +59,16 @@ def _find_tool(name: str, pip_module: str) -> str | None:
     return None
 
 
-def _torch_cmake_prefix_path() -> str:
-    # Same value as torch.utils.cmake_prefix_path, found without importing torch: importing it
-    # would auto-load torch_vkml through its entry point, whose extension we are building.
+def _check_torch() -> None:
+    # Found without importing torch: importing it would auto-load torch_vkml through its
+    # entry point, whose extension we are building. CMake asks this interpreter for torch's
+    # headers and libraries.
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit(
             "torch-vkml: torch is not importable by the interpreter running the build "
             f"({sys.executable}). Install torch first and build with --no-build-isolation."
         )
-    prefix = Path(next(iter(spec.submodule_search_locations))) / "share" / "cmake"
-    if not (prefix / "Torch").is_dir():
-        raise SystemExit(f"torch-vkml: no Torch CMake package under {prefix}")
-    return str(prefix)
 
 
 def _cmake_version(cmake: str) -> tuple[int, ...]:
@@ -125,6 +122,7 @@ class CMakeBuild(build_ext):
             or (configured_python is not None and configured_python != sys.executable)
         )
         if needs_configure:
+            _check_torch()
             args = [cmake, "-S", str(ROOT), "-B", str(build_dir)]
             if not have_cache:  # an existing cache keeps its generator
                 if ninja is None:
@@ -133,7 +131,6 @@ class CMakeBuild(build_ext):
             args += [
                 f"-DCMAKE_BUILD_TYPE={os.environ.get('VKML_BUILD_TYPE', 'Release')}",
                 f"-DPython_EXECUTABLE={sys.executable}",
-                f"-DCMAKE_PREFIX_PATH={_torch_cmake_prefix_path()}",
                 *shlex.split(os.environ.get("CMAKE_ARGS", "")),
             ]
             print("torch-vkml: " + shlex.join(args), flush=True)
