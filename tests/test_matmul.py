@@ -335,10 +335,10 @@ def test_float16_products_through_the_matrix_unit_kernel(mode):
         mode = os.environ["TORCH_VKML_COOPMAT"]
         if mode == "emulate":
             expected = "emulated"
-        elif not torch_vkml._C.has_shader("gemm_coopmat_f16"):
-            expected = "not built"
         elif not torch_vkml.get_device_properties(0).cooperative_matrix:
             expected = "unsupported"
+        elif not torch_vkml._C.has_shader("gemm_coopmat_f16"):
+            expected = "not built"
         else:
             expected = "active"
         torch.manual_seed(0)

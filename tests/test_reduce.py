@@ -279,8 +279,14 @@ def test_renorm_and_grad():
     "dtype", [torch.float32, torch.float16, torch.int64, torch.int32, torch.uint8], ids=dtype_id
 )
 def test_trace(dtype):
-    assert_close_to_cpu(torch.trace, make((5, 7), dtype))
-    assert_close_to_cpu(lambda t: torch.trace(t.t()), make((4, 3), dtype))
+    # torch < 2.13 has no float16 trace on the CPU: the reference sums in float32.
+    def ref(t):
+        if t.device.type == "cpu" and t.dtype == torch.float16:
+            return torch.trace(t.float()).half()
+        return torch.trace(t)
+
+    assert_close_to_cpu(ref, make((5, 7), dtype))
+    assert_close_to_cpu(lambda t: ref(t.t()), make((4, 3), dtype))
     assert_raises_like_cpu(torch.trace, make((2, 2, 2), dtype))
 
 

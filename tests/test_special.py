@@ -6,6 +6,7 @@ and gradients."""
 import pytest
 import torch
 from conftest import (
+    VKML,
     assert_close_to_cpu,
     assert_grads_close_to_cpu,
     assert_raises_like_cpu,
@@ -158,41 +159,29 @@ POLYS = [
 ]
 
 
-# U, W (plain and shifted), Laguerre and Legendre still differ from the CPU at
-# x = NaN with some n: the CPU returns 0 or uninitialized memory, we return NaN.
-POLY_KNOWN_BAD = {
-    "special_chebyshev_polynomial_u",
-    "special_chebyshev_polynomial_w",
-    "special_shifted_chebyshev_polynomial_u",
-    "special_shifted_chebyshev_polynomial_w",
-    "special_laguerre_polynomial_l",
-    "special_legendre_polynomial_p",
-}
-
-
-@pytest.mark.parametrize(
-    "fn",
-    [
-        pytest.param(
-            f,
-            marks=pytest.mark.xfail(
-                reason="NaN x: the CPU returns 0 or uninitialized values, we return NaN"
-            ),
-        )
-        if f.__name__ in POLY_KNOWN_BAD
-        else f
-        for f in POLYS
-    ],
-    ids=lambda f: f.__name__,
-)
+@pytest.mark.parametrize("fn", POLYS, ids=lambda f: f.__name__)
 def test_polynomials(fn):
-    x = torch.tensor([-1.0, 1.0, 0.0, 0.5, -0.3, 0.99, 1.5, -2.0, NAN])
+    x = torch.tensor([-1.0, 1.0, 0.0, 0.5, -0.3, 0.99, 1.5, -2.0])
     n = torch.tensor([0.0, 1.0, 2.0, 3.0, 5.0, 7.0, 9.0, 12.0, -1.0, NAN, INF, 2.7])
-    xx, nn = x[:, None].expand(9, 12), n[None, :].expand(9, 12)
+    xx, nn = x[:, None].expand(8, 12), n[None, :].expand(8, 12)
     assert_close_to_cpu(fn, xx, nn, atol=1e-4, rtol=1e-4)
     # n as a Python number, x from integers
     assert_close_to_cpu(lambda t: fn(t, 4), x)
     assert_close_to_cpu(lambda t: fn(t, n=3), make(5, torch.int64, low=-2, high=3))
+    # x = NaN gives NaN here. For some n the CPU returns 0 instead, and which n changes
+    # between torch versions (T at n = 2.7: NaN in 2.13, 0 in 2.11); there the
+    # difference is an expected failure, never a silent pass.
+    nan_x = torch.full((12,), NAN)
+    expected = fn(nan_x, n)
+    actual = fn(nan_x.to(VKML), n.to(VKML)).cpu()
+    same = (actual == expected) | (actual.isnan() & expected.isnan())
+    quirk = actual.isnan() & ~expected.isnan()
+    assert (same | quirk).all(), f"x = NaN: vkml {actual.tolist()}, CPU {expected.tolist()}"
+    if not same.all():
+        pytest.xfail(
+            f"x = NaN, n = {n[~same].tolist()}: the CPU returns {expected[~same].tolist()}, "
+            "we return NaN"
+        )
 
 
 def test_zeta():
