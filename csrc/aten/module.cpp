@@ -67,6 +67,7 @@ py::dict memory_stats(std::optional<int> index) {
   d["num_dispatches"] = st.dispatch_count();
   d["num_submits"] = st.submit_count();
   d["num_barriers"] = st.barrier_count();
+  d["num_syncs"] = st.sync_count();
   return d;
 }
 

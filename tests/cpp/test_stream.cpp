@@ -97,6 +97,24 @@ TEST_F(StreamTest, BigDispatchIsSubmittedAtOnce) {
   EXPECT_EQ(got.back(), 1.5f);
 }
 
+TEST_F(StreamTest, SyncsCountWaitsForUnfinishedWork) {
+  Stream& s = dev().stream();
+  Buffer buf(dev(), 16 * 4);
+  TensorRef t = TensorRef::contiguous(buf.address(), DType::i32, {16});
+  s.synchronize();
+  uint64_t n0 = s.sync_count();
+  s.synchronize();  // nothing new: no wait
+  EXPECT_EQ(s.sync_count(), n0);
+  ops::fill(dev(), t, Scalar::of_int(7));
+  uint64_t v = s.flush();
+  s.wait(v);
+  EXPECT_EQ(s.sync_count(), n0 + 1);
+  s.wait(v);  // already seen finished
+  EXPECT_EQ(s.sync_count(), n0 + 1);
+  EXPECT_EQ(buf.read<int32_t>(), std::vector<int32_t>(16, 7));  // a read-back waits
+  EXPECT_EQ(s.sync_count(), n0 + 2);
+}
+
 TEST_F(StreamTest, SynchronizeWithNothingRecorded) {
   Stream& s = dev().stream();
   s.synchronize();

@@ -195,6 +195,7 @@ void Stream::wait(uint64_t value) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (value > submitted_value_) flush_locked();
   if (value > completed_value_) {
+    ++total_syncs_;
     VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
     wi.semaphoreCount = 1;
     wi.pSemaphores = &timeline_;

@@ -46,6 +46,9 @@ class Stream {
   uint64_t dispatch_count() const { return total_dispatches_; }
   uint64_t submit_count() const { return total_submits_; }
   uint64_t barrier_count() const { return total_barriers_; }
+  // Waits for work the host had not yet seen finish (read-backs, .item(),
+  // synchronize): each one lets the GPU run dry before the host queues more.
+  uint64_t sync_count() const { return total_syncs_; }
 
   // Dispatches per submitted batch (TORCH_VKML_BATCH overrides). A batch is
   // also submitted early once it holds kFlushWorkgroups of work, so the GPU
@@ -90,6 +93,7 @@ class Stream {
   uint64_t total_dispatches_ = 0;
   uint64_t total_submits_ = 0;
   uint64_t total_barriers_ = 0;
+  uint64_t total_syncs_ = 0;
   HazardTracker hazards_;
   std::deque<Batch> in_flight_;
   std::vector<VkCommandBuffer> spare_;

@@ -11,6 +11,7 @@ import dataclasses
 import datetime
 import fnmatch
 import gc
+import json
 import os
 import platform
 import re
@@ -77,6 +78,8 @@ def run_on(case: case_lib.Case, backend: Backend, plan: Plan, host_reps: int) ->
         res["time_s"] = primary["median"]
         res["value"] = case.value(primary["median"])
         res["spread"] = (primary["q3"] - primary["q1"]) / primary["median"]
+        if is_vkml and case.clock != "host":
+            res["engine"] = engine_counts(fn, backend)
     except Exception as e:  # a failing case is reported, never fatal
         res = {"status": "n/a" if _unsupported(e) else "error", "message": _head(e)}
     finally:
@@ -93,6 +96,21 @@ def run_on(case: case_lib.Case, backend: Backend, plan: Plan, host_reps: int) ->
         if fb and res["status"] == "ok":
             res["status"] = "fallback"
     return res
+
+
+def engine_counts(fn, backend: Backend) -> dict:
+    """What one call of `fn` asks of the vkml stream: dispatches, barriers, submits, and
+    syncs (host waits for the GPU inside the call, the one that ends it not counted)."""
+    backend.sync()
+    before = torch_vkml.memory_stats()
+    fn()
+    syncs = torch_vkml.memory_stats()["num_syncs"] - before["num_syncs"]
+    backend.sync()
+    after = torch_vkml.memory_stats()
+    counts = {k: after[f"num_{k}"] - before[f"num_{k}"] for k in ("dispatches", "barriers")}
+    counts["submits"] = after["num_submits"] - before["num_submits"]
+    counts["syncs"] = syncs
+    return counts
 
 
 def _selected(name: str, patterns: list[str]) -> bool:
@@ -167,7 +185,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--no-cuda", action="store_true", help="do not compare against CUDA")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument(
+        "--replot",
+        metavar="DIR",
+        default=None,
+        help="redraw DIR/table.txt and DIR/ratios.png from DIR/results.json (e.g. a run "
+        "fetched from a machine without matplotlib) and exit",
+    )
     args = ap.parse_args(argv)
+    if args.replot:
+        return replot(Path(args.replot))
 
     profile = "smoke" if args.smoke else "quick" if args.quick else "full"
     if not torch_vkml.is_available():
@@ -265,6 +292,16 @@ def main(argv: list[str] | None = None) -> int:
         + f" in {results['elapsed_s']:.0f} s"
     )
     return 0
+
+
+def replot(out: Path) -> int:
+    results = json.loads((out / "results.json").read_text())
+    table = format_table(results)
+    (out / "table.txt").write_text(table + "\n")
+    why_not = plot(results, out / "ratios.png")
+    print(table)
+    print(f"wrote {out}/table.txt" + (f" ({why_not})" if why_not else ", ratios.png"))
+    return 0 if why_not is None else 1
 
 
 if __name__ == "__main__":

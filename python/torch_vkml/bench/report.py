@@ -50,6 +50,12 @@ def format_table(results: dict) -> str:
                 status += f" [{b}: {run['message']}]"
         if c.get("extra"):
             status += " " + c["extra"]
+        if c.get("group") == "model" and v and v.get("engine"):
+            e = v["engine"]
+            status += (
+                f" [per step: {e['dispatches']} dispatches, {e['barriers']} barriers, "
+                f"{e['submits']} submits, {e['syncs']} syncs]"
+            )
         row.append(status)
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
