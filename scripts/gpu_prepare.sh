@@ -8,6 +8,13 @@ cd "$(dirname "$0")/.."
 SHARED=${SHARED:-../shared}
 bash "$SHARED/device/prepare.sh"
 
+# pytest, pytest-xdist (and tqdm, which the digits example imports) as wheels: that image
+# may lack them and has no registry. All pure Python; gpu_run.sh unpacks them there only
+# where missing.
+rm -rf .gl/wheels
+.venv/bin/python -m pip download -q --disable-pip-version-check --only-binary=:all: \
+  --python-version "${GPU_PYTHON_VERSION:-3.12}" -d .gl/wheels pytest pytest-timeout pytest-xdist tqdm
+
 prefix=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/cmeel.prefix
 if [ ! -x "$prefix/bin/glslang" ]; then
   echo "no glslang in .venv (pip install -r requirements-dev.txt): the GPU build will leave" \

@@ -57,12 +57,30 @@ print("cooperative matrix:", p.cooperative_matrix or "none", "| status:",
 PYEOF
 
 echo "==> [$(elapsed)s] pytest (limit ${STEP_TEST_S}s)"
+# pytest and tqdm from the wheels gpu_prepare.sh carried, where the image lacks them: pure
+# Python wheels unpacked are importable as they are (no pip needed).
+if [ -d .gl/wheels ]; then
+  rm -rf .gl/pylib
+  for w in .gl/wheels/*.whl; do
+    case "$(basename "$w")" in
+      tqdm-*) mod=tqdm ;;
+      pytest_xdist-* | execnet-*) mod=xdist ;;
+      *) mod=pytest ;;
+    esac
+    "$PY" -c "import $mod" 2>/dev/null || "$PY" -m zipfile -e "$w" .gl/pylib
+  done
+  if [ -d .gl/pylib ]; then export PYTHONPATH="$PYTHONPATH:$PWD/.gl/pylib"; fi
+fi
 if "$PY" -c "import pytest" 2>/dev/null; then
+  # 16 cores: tests in parallel processes, each with its own Vulkan device.
+  xdist=""
+  if "$PY" -c "import xdist" 2>/dev/null; then xdist="-n ${TEST_JOBS:-8}"; fi
   set +e
   # No validation layer is carried to that machine: TORCH_VKML_VALIDATION=1 would only
   # report that it is missing. SIGINT at the limit still lets pytest write junit.xml.
   LP_NUM_THREADS=0 TORCH_VKML_VALIDATION=${TORCH_VKML_VALIDATION:-0} timeout -s INT -k 15 "$STEP_TEST_S" \
-    "$PY" -m pytest -q --maxfail=30 -p no:cacheprovider --junitxml="$OUT/junit.xml" tests \
+    "$PY" -m pytest -q $xdist --maxfail=30 -p no:cacheprovider --continue-on-collection-errors \
+    --junitxml="$OUT/junit.xml" tests \
     >"$OUT/pytest.log" 2>&1
   rc=$?
   set -e
@@ -101,6 +119,10 @@ if [ "$left" -ge 40 ]; then
   set -e
   tail -8 "$OUT/bench-ab.log"
   summary+=("bench A/B: rc=$rc")
+fi
+
+if [ ! -f "$OUT/bench/ratios.png" ] && [ -f "$OUT/bench/results.json" ]; then
+  summary+=("no chart here (no matplotlib?): python -m torch_vkml.bench --replot <fetched bench dir>")
 fi
 
 echo "==> [$(elapsed)s] summary"
