@@ -105,14 +105,13 @@ void copy(Device& dev, const TensorRef& dst, const TensorRef& src) {
   launch(dev, pipeline, l, dst.address, src.address, dt, st, l.ndim);
 }
 
+// Declared copies: an upload or download waits only for work touching its own bytes.
 void upload(Device& dev, uint64_t dst_address, const void* src, uint64_t nbytes) {
-  BufferSlice d = dev.memory().find(dst_address);
   for (uint64_t done = 0; done < nbytes;) {
     uint64_t n = std::min(kStagingChunk, nbytes - done);
     Allocation staging = dev.staging().allocate(n);
     std::memcpy(staging.host, static_cast<const char*>(src) + done, n);
-    BufferSlice s = dev.staging().find(staging.address);
-    dev.stream().copy_buffer(s.buffer, s.offset, d.buffer, d.offset + done, n);
+    record_copy(dev, dev.memory(), dst_address + done, dev.staging(), staging.address, n);
     dev.stream().free_after_use(dev.staging(), staging.address);
     done += n;
   }
@@ -121,7 +120,6 @@ void upload(Device& dev, uint64_t dst_address, const void* src, uint64_t nbytes)
 void download(Device& dev, void* dst, uint64_t src_address, uint64_t nbytes, uint64_t chunk) {
   if (!nbytes) return;
   chunk = std::max<uint64_t>(chunk, 1);
-  BufferSlice s = dev.memory().find(src_address);
   struct InFlight {
     Allocation staging;
     uint64_t done, n, value;
@@ -129,8 +127,7 @@ void download(Device& dev, void* dst, uint64_t src_address, uint64_t nbytes, uin
   auto start = [&](uint64_t done) {
     uint64_t n = std::min(chunk, nbytes - done);
     Allocation staging = dev.staging().allocate(n);
-    BufferSlice st = dev.staging().find(staging.address);
-    dev.stream().copy_buffer(s.buffer, s.offset + done, st.buffer, st.offset, n);
+    record_copy(dev, dev.staging(), staging.address, dev.memory(), src_address + done, n);
     return InFlight{staging, done, n, dev.stream().flush()};
   };
   auto finish = [&](const InFlight& f) {

@@ -92,6 +92,15 @@ void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& in
   int64_t numel = outer * total * inner;
   if (numel == 0) return;
   check_32bit_indexing(numel, numel, "cat");
+  // More inputs than Access holds: it overflows, and the dispatch is fenced.
+  Access access;
+  access.write(span_elems(dst, numel, itemsize(dtype)));
+  for (const CatInput& in : inputs) {
+    if (in.size == 0) continue;
+    const int64_t sizes[3] = {outer, in.size, inner};
+    const int64_t strides[3] = {in.stride_outer, in.stride_dim, in.stride_inner};
+    access.read(span_of(in.address, itemsize(dtype), 3, sizes, strides));
+  }
   uint64_t bytes = table.size() * sizeof(CatEntry);
   uint64_t table_address = dev.memory().allocate(bytes).address;
   upload(dev, table_address, table.data(), bytes);
@@ -101,10 +110,10 @@ void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& in
             uint32_t(total),
             uint32_t(inner),
             uint32_t(numel)};
+  access.read(span_elems(table_address, int64_t(bytes), 1));
   VkPipeline pipeline = dev.pipelines().get(by_size(dtype, "cat_b1", "cat_b2", "cat_b4", "cat_b8"));
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
-  // Later work on the stream is ordered after this dispatch, so the chunk can be
-  // reused at once.
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
+  // The table's read is declared: whatever reuses the chunk next is ordered after it.
   dev.memory().free(table_address);
 }
 
