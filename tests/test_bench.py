@@ -149,6 +149,31 @@ def test_training_step_never_waits_for_the_gpu(make_case):
     assert engine["syncs"] == 0, engine
 
 
+def test_cpu_beside_cuda_runs_a_light_plan():
+    """On a machine with CUDA the CPU baseline repeats less, so that the GPU cases fit
+    the run; alone (here) it gets the profile's plan."""
+    from torch_vkml.bench import cases
+    from torch_vkml.bench.__main__ import CPU_BESIDE_CUDA, PLANS, plan_for
+
+    micro, model = cases.gemm(64, 64, 64, "fp32"), cases.train_mlp(8)
+    full = PLANS["full"]
+    assert plan_for(micro, "cpu", ["cpu"], full) is full[0]
+    assert plan_for(model, "cpu", ["cpu"], full) is full[1]
+    assert plan_for(micro, "cpu", ["cpu", "cuda"], full) is CPU_BESIDE_CUDA
+    assert plan_for(micro, "cuda", ["cpu", "cuda"], full) is full[0]
+    assert plan_for(model, "vkml", ["cpu", "cuda"], full) is full[1]
+    smoke = PLANS["smoke"]  # already lighter
+    assert plan_for(micro, "cpu", ["cpu", "cuda"], smoke) is smoke[0]
+    # The figures the targets name come before attention and convolution.
+    names = [c.name for c in cases.build("full", big=True)]
+    first_attention = min(i for i, n in enumerate(names) if n.startswith("sdpa"))
+    assert all(
+        i < first_attention
+        for i, n in enumerate(names)
+        if n.startswith(("gemm/", "train/", "infer/", "softmax", "layer_norm"))
+    )
+
+
 def test_bench_failing_case_is_reported(tmp_path, monkeypatch):
     from torch_vkml.bench import __main__ as bench
     from torch_vkml.bench import cases

@@ -37,6 +37,17 @@ PLANS = {
     "quick": (Plan(1, 3, 7, 0.3), Plan(1, 2, 3, 0.5), 3),
     "full": (Plan(2, 5, 25, 0.5), Plan(1, 2, 10, 2.0), 5),
 }
+# The CPU baseline beside CUDA (the GPU machine): CUDA is the comparison that matters there,
+# and full CPU repetitions of the big cases would take the time the GPU cases need.
+CPU_BESIDE_CUDA = Plan(1, 2, 3, 0.0)
+
+
+def plan_for(case: case_lib.Case, backend: str, baselines: list[str], plans) -> Plan:
+    micro_plan, model_plan, _ = plans
+    plan = micro_plan if case.group == "micro" else model_plan
+    if backend == "cpu" and "cuda" in baselines and plan.max_reps > CPU_BESIDE_CUDA.max_reps:
+        return CPU_BESIDE_CUDA
+    return plan
 
 
 class _Stop(BaseException):
@@ -123,8 +134,7 @@ def _slug(name: str) -> str:
 
 def _run_case(case, backends, baselines, plans, stop: list[str]) -> dict:
     """All backends of one case; `stop` (a one-item list) is set once the run must end."""
-    micro_plan, model_plan, host_reps = plans
-    plan = micro_plan if case.group == "micro" else model_plan
+    host_reps = plans[2]
     entry = {
         "name": case.name,
         "group": case.group,
@@ -140,6 +150,7 @@ def _run_case(case, backends, baselines, plans, stop: list[str]) -> dict:
             entry["runs"][b.name] = {"status": "skipped", "message": "too slow here"}
         else:
             try:
+                plan = plan_for(case, b.name, baselines, plans)
                 entry["runs"][b.name] = run_on(case, b, plan, host_reps)
             except (_Stop, KeyboardInterrupt):
                 stop.append("interrupted")
@@ -235,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         "baselines": baselines,
         "cuda_device": torch.cuda.get_device_name() if "cuda" in baselines else None,
         "cuda_tf32": False if "cuda" in baselines else None,
+        "cpu_plan": dataclasses.asdict(CPU_BESIDE_CUDA) if "cuda" in baselines else None,
         "torch": torch.__version__,
         "torch_vkml": torch_vkml.__version__,
         "host": {
