@@ -70,6 +70,22 @@ TEST(HazardTracker, LongUnfencedRunsAreBounded) {
 
 using HazardStreamTest = VkmlTest;
 
+// out = in + 1 over 256 floats.
+void plus_one(Device& dev, const Buffer& out, const Buffer& in) {
+  ops::Elementwise e;
+  e.op = OP_ADD;
+  e.ninputs = 2;
+  e.ptr[0] = out.address();
+  e.ptr[1] = in.address();
+  e.scalar[1] = true;
+  e.slot[1] = Scalar::of(1.0);
+  e.slot[2] = Scalar::of(1.0);
+  e.layout.ndim = 1;
+  e.layout.sizes[0] = 256;
+  e.layout.strides[0][0] = e.layout.strides[1][0] = 1;
+  ops::run_elementwise(dev, e);
+}
+
 TEST_F(HazardStreamTest, DependentChainIsFencedIndependentFillsAreNot) {
   Stream& s = dev().stream();
   const int n = 8;
@@ -87,18 +103,7 @@ TEST_F(HazardStreamTest, DependentChainIsFencedIndependentFillsAreNot) {
   // unfenced reads of this memory), so the count starts after it.
   for (int i = 1; i < n; ++i) {
     if (i == 2) b0 = s.barrier_count();
-    ops::Elementwise e;
-    e.op = OP_ADD;
-    e.ninputs = 2;
-    e.ptr[0] = bufs[i].address();
-    e.ptr[1] = bufs[i - 1].address();
-    e.scalar[1] = true;
-    e.slot[1] = Scalar::of(1.0);
-    e.slot[2] = Scalar::of(1.0);
-    e.layout.ndim = 1;
-    e.layout.sizes[0] = 256;
-    e.layout.strides[0][0] = e.layout.strides[1][0] = 1;
-    ops::run_elementwise(dev(), e);
+    plus_one(dev(), bufs[i], bufs[i - 1]);
   }
   EXPECT_EQ(s.barrier_count() - b0, uint64_t(n - 2));
   EXPECT_EQ(bufs[n - 1].read<float>(), std::vector<float>(256, float(n - 1)));
@@ -109,28 +114,14 @@ TEST_F(HazardStreamTest, DependentChainIsFencedIndependentFillsAreNot) {
 TEST_F(HazardStreamTest, UploadsAreOrderedByTheirBytes) {
   Stream& s = dev().stream();
   Buffer a(dev(), 256 * 4), b(dev(), 256 * 4), c(dev(), 256 * 4), d(dev(), 256 * 4);
-  auto plus_one = [&](const Buffer& out, const Buffer& in) {
-    ops::Elementwise e;
-    e.op = OP_ADD;
-    e.ninputs = 2;
-    e.ptr[0] = out.address();
-    e.ptr[1] = in.address();
-    e.scalar[1] = true;
-    e.slot[1] = Scalar::of(1.0);
-    e.slot[2] = Scalar::of(1.0);
-    e.layout.ndim = 1;
-    e.layout.sizes[0] = 256;
-    e.layout.strides[0][0] = e.layout.strides[1][0] = 1;
-    ops::run_elementwise(dev(), e);
-  };
   ops::fill(dev(), TensorRef::contiguous(a.address(), DType::f32, {256}), Scalar::of(1.0));
-  plus_one(b, a);  // reads a
+  plus_one(dev(), b, a);  // reads a
   uint64_t b0 = s.barrier_count();
   a.write(std::vector<float>(256, 5.0f));  // rewrites what b's kernel reads
   EXPECT_EQ(s.barrier_count() - b0, 1u);
   ops::fill(dev(), TensorRef::contiguous(d.address(), DType::f32, {256}), Scalar::of(3.0));
   EXPECT_EQ(s.barrier_count() - b0, 1u);  // independent of the upload
-  plus_one(c, a);                         // reads the upload
+  plus_one(dev(), c, a);                  // reads the upload
   EXPECT_EQ(s.barrier_count() - b0, 2u);
   EXPECT_EQ(b.read<float>(), std::vector<float>(256, 2.0f));
   EXPECT_EQ(c.read<float>(), std::vector<float>(256, 6.0f));
