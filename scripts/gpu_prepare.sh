@@ -8,12 +8,15 @@ cd "$(dirname "$0")/.."
 SHARED=${SHARED:-../shared}
 bash "$SHARED/device/prepare.sh"
 
-# pytest, pytest-xdist (and tqdm, which the digits example imports) as wheels: that image
-# may lack them and has no registry. All pure Python; gpu_run.sh unpacks them there only
-# where missing.
+# What the tests need beyond torch, as wheels: that image may lack them and has no
+# registry. pytest and pytest-xdist; tqdm (the digits example); numpy and expecttest
+# (torch.testing's OpInfo samples, for test_conformance; numpy is the one binary wheel,
+# hence the image's Python version). gpu_run.sh unpacks each only where its module is
+# missing. sklearn (with scipy) would not fit the 64 MiB carry: the digits tests fail there.
 rm -rf .gl/wheels
 .venv/bin/python -m pip download -q --disable-pip-version-check --only-binary=:all: \
-  --python-version "${GPU_PYTHON_VERSION:-3.12}" -d .gl/wheels pytest pytest-timeout pytest-xdist tqdm
+  --python-version "${GPU_PYTHON_VERSION:-3.12}" -d .gl/wheels \
+  pytest pytest-timeout pytest-xdist tqdm numpy expecttest
 
 prefix=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/cmeel.prefix
 if [ ! -x "$prefix/bin/glslang" ]; then

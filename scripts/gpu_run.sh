@@ -57,15 +57,15 @@ print("cooperative matrix:", p.cooperative_matrix or "none", "| status:",
 PYEOF
 
 echo "==> [$(elapsed)s] pytest (limit ${STEP_TEST_S}s)"
-# pytest and tqdm from the wheels gpu_prepare.sh carried, where the image lacks them: pure
-# Python wheels unpacked are importable as they are (no pip needed).
+# The test dependencies gpu_prepare.sh carried, each where the image lacks its module: an
+# unpacked wheel is importable as it is (no pip needed).
 if [ -d .gl/wheels ]; then
   rm -rf .gl/pylib
   for w in .gl/wheels/*.whl; do
-    case "$(basename "$w")" in
-      tqdm-*) mod=tqdm ;;
-      pytest_xdist-* | execnet-*) mod=xdist ;;
-      *) mod=pytest ;;
+    dist=$(basename "$w" | cut -d- -f1 | tr 'A-Z' 'a-z')
+    case "$dist" in
+      pytest_xdist) mod=xdist ;;
+      *) mod=$dist ;;
     esac
     "$PY" -c "import $mod" 2>/dev/null || "$PY" -m zipfile -e "$w" .gl/pylib
   done
