@@ -52,3 +52,14 @@ float round_to_f16(float f) {
   }
   return uintBitsToFloat((u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu);
 }
+
+// f rounded to the storage dtype (ST_F16, ST_BF16; wider ones unchanged), kept in fp32.
+float round_to_storage(float f) {
+#if defined(ST_BF16)
+  return bf16_to_f32(f32_to_bf16(f));
+#elif defined(ST_F16)
+  return round_to_f16(f);
+#else
+  return f;
+#endif
+}

@@ -31,17 +31,6 @@ layout(push_constant, scalar) uniform PC {
   int round_steps;  // avg: round the sum and each division to storage (CPU adaptive 3d)
 } pc;
 
-// x rounded to the storage dtype.
-float rnd(float x) {
-#if defined(ST_BF16)
-  return bf16_to_f32(f32_to_bf16(x));
-#elif defined(ST_F16)
-  return round_to_f16(x);
-#else
-  return x;
-#endif
-}
-
 float ld(uint64_t p, uint off) { return LD(p, off); }
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
@@ -126,11 +115,11 @@ void main() {
         for (int y = ly; y < hy; ++y)
           for (int x = lx; x < hx; ++x) {
             acc += ld(pc.x, ib + uint((z * pc.isz.y + y) * pc.isz.z + x));
-            if (pc.round_steps != 0) acc = rnd(acc);
+            if (pc.round_steps != 0) acc = round_to_storage(acc);
           }
       bool empty = lz >= hz || ly >= hy || lx >= hx;
       float r = pc.round_steps != 0
-                    ? rnd(rnd(acc / float(pz)) / float(py)) / float(px)
+                    ? round_to_storage(round_to_storage(acc / float(pz)) / float(py)) / float(px)
                     : acc / avg_divisor(lz, hz, pz, ly, hy, py, lx, hx, px);
       STORE(pc.y, t, empty ? 0.0 : r);
     }

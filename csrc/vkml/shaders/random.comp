@@ -84,12 +84,7 @@ void main() {
   uvec4 x = philox4x32_10(uvec4(i, pc.offset_lo, pc.offset_hi, 0u), uvec2(pc.seed_lo, pc.seed_hi));
   switch (DIST) {
     case D_UNIFORM: {
-      float v = pc.a + (pc.b - pc.a) * unit(x.x);
-#if defined(ST_F16)
-      v = round_to_f16(v);
-#elif defined(ST_BF16)
-      v = bf16_to_f32(f32_to_bf16(v));
-#endif
+      float v = round_to_storage(pc.a + (pc.b - pc.a) * unit(x.x));
       // Rounding may land on the excluded upper bound: fold it back to `from`.
       store_float(i, v >= pc.b ? pc.a : v);
       break;
