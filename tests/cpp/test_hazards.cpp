@@ -68,23 +68,42 @@ TEST(HazardTracker, LongUnfencedRunsAreBounded) {
   EXPECT_LT(barriers, 100);  // but independent work mostly runs unfenced
 }
 
-using HazardStreamTest = VkmlTest;
-
-// out = in + 1 over 256 floats.
-void plus_one(Device& dev, const Buffer& out, const Buffer& in) {
-  ops::Elementwise e;
-  e.op = OP_ADD;
-  e.ninputs = 2;
-  e.ptr[0] = out.address();
-  e.ptr[1] = in.address();
-  e.scalar[1] = true;
-  e.slot[1] = Scalar::of(1.0);
-  e.slot[2] = Scalar::of(1.0);
-  e.layout.ndim = 1;
-  e.layout.sizes[0] = 256;
-  e.layout.strides[0][0] = e.layout.strides[1][0] = 1;
-  ops::run_elementwise(dev, e);
+TEST(HazardTracker, MultiTensorListsAreComparedSpanBySpan) {
+  HazardTracker h;
+  Access a = rw({0, 100}, {100, 200});
+  h.record(&a);
+  std::vector<Span> reads{{1000, 1100}, {2000, 2100}}, writes{{3000, 3100}, {4000, 4100}};
+  Access many;
+  many.more_reads = reads.data();
+  many.n_more_reads = reads.size();
+  many.more_writes = writes.data();
+  many.n_more_writes = writes.size();
+  EXPECT_FALSE(h.needs_barrier(&many));
+  h.record(&many);
+  Access raw = rw({4050, 4060}, {9000, 9100});  // reads a listed write
+  EXPECT_TRUE(h.needs_barrier(&raw));
+  Access war = rw({9000, 9100}, {2050, 2060});  // writes a listed read
+  EXPECT_TRUE(h.needs_barrier(&war));
+  Access apart = rw({5000, 5100}, {6000, 6100});
+  EXPECT_FALSE(h.needs_barrier(&apart));
+  // A listed read of memory a pending command writes needs the barrier as well.
+  std::vector<Span> late{{150, 160}};
+  Access after;
+  after.more_reads = late.data();
+  after.n_more_reads = late.size();
+  EXPECT_TRUE(h.needs_barrier(&after));
+  // Lists too long to compare or keep are fenced on both sides.
+  std::vector<Span> huge(HazardTracker::kMaxCompared + 1, Span{10000, 10100});
+  Access big;
+  big.more_writes = huge.data();
+  big.n_more_writes = huge.size();
+  h.fenced();
+  EXPECT_TRUE(h.needs_barrier(&big));
+  h.record(&big);
+  EXPECT_TRUE(h.needs_barrier(&apart));
 }
+
+using HazardStreamTest = VkmlTest;
 
 TEST_F(HazardStreamTest, DependentChainIsFencedIndependentFillsAreNot) {
   Stream& s = dev().stream();

@@ -12,6 +12,7 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/copy.h"
+#include "vkml/ops/elementwise.h"
 #include "vkml/ops/tensor.h"
 #include "vkml/runtime/device.h"
 #include "vkml/runtime/runtime.h"
@@ -82,6 +83,22 @@ class Buffer {
   uint64_t address_ = 0;
   uint64_t bytes_ = 0;
 };
+
+// out = in + 1 over 256 floats (a small kernel with declared bytes).
+inline void plus_one(Device& dev, const Buffer& out, const Buffer& in) {
+  ops::Elementwise e;
+  e.op = OP_ADD;
+  e.ninputs = 2;
+  e.ptr[0] = out.address();
+  e.ptr[1] = in.address();
+  e.scalar[1] = true;
+  e.slot[1] = Scalar::of(1.0);
+  e.slot[2] = Scalar::of(1.0);
+  e.layout.ndim = 1;
+  e.layout.sizes[0] = 256;
+  e.layout.strides[0][0] = e.layout.strides[1][0] = 1;
+  ops::run_elementwise(dev, e);
+}
 
 // IEEE half <-> float, round to nearest even.
 inline uint16_t f32_to_f16(float f) {

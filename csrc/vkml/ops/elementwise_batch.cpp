@@ -78,9 +78,10 @@ class Batch final : public DeferredWork {
     if (deferred_slot() == this) set_deferred(nullptr);
     if (records_.empty()) return;
     std::vector<Record> records;
+    std::vector<Span> writes, reads;
     records.swap(records_);
-    writes_.clear();
-    reads_.clear();
+    writes.swap(writes_);
+    reads.swap(reads_);
     const uint64_t groups = groups_;
     groups_ = 0;
     Device& dev = *dev_;
@@ -93,8 +94,12 @@ class Batch final : public DeferredWork {
     p.numel = uint32_t(records.size());
     p.size[0] = int32_t(groups);
     p.flags = flags_;
-    // Many tensors: fenced as a whole (more spans than an Access holds).
-    dispatch_groups(dev, pipeline_, &p, sizeof(p), groups);
+    Access access;
+    access.more_reads = reads.data();
+    access.n_more_reads = reads.size();
+    access.more_writes = writes.data();
+    access.n_more_writes = writes.size();
+    dispatch_groups(dev, pipeline_, &p, sizeof(p), groups, &access);
     dev.stream().free_after_use(dev.staging(), table.address);
   }
 

@@ -53,6 +53,15 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
                      dev.info().name);
   std::vector<Record> table;
   table.reserve(params.size());
+  // Every tensor's bytes, so that the stream sees what the step changes.
+  std::vector<Span> reads, writes;
+  auto scalar = [&](uint64_t address) {
+    if (address) reads.push_back(span_elems(address, 1, sizeof(float)));
+  };
+  scalar(h.lr_tensor);
+  scalar(h.grad_scale);
+  scalar(h.found_inf);
+  const size_t size = itemsize(dtype);
   uint64_t blocks = 0;
   for (const OptimParam& p : params) {
     if (p.numel == 0) continue;
@@ -60,6 +69,13 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
     table.push_back(Record{p.param, p.grad, p.state0, p.state1, p.state2, p.step, uint32_t(blocks),
                            uint32_t(p.numel)});
     blocks += (uint64_t(p.numel) + kBlock - 1) / kBlock;
+    for (uint64_t t : {p.param, p.grad, p.state0, p.state1, p.state2}) {
+      if (!t) continue;
+      const Span bytes = span_elems(t, p.numel, size);
+      reads.push_back(bytes);
+      if (t != p.grad || h.grad_scale) writes.push_back(bytes);  // grads are stored unscaled
+    }
+    scalar(p.step);
   }
   if (table.empty()) return;
   VKML_CHECK_ARG(blocks < (uint64_t(1) << 32), "fused optimizer: too many elements in one list");
@@ -82,8 +98,12 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   pc.flags = (h.amsgrad ? kAmsgrad : 0) | (h.maximize ? kMaximize : 0) |
              (h.nesterov ? kNesterov : 0) | (h.first_step ? kFirstStep : 0);
   VkPipeline pipeline = dev.pipelines().get(name, {int32_t(rule)});
-  // Many tensors: the dispatch is fenced as a whole (unknown access).
-  dispatch_groups(dev, pipeline, &pc, sizeof(pc), blocks);
+  Access access;
+  access.more_reads = reads.data();
+  access.n_more_reads = reads.size();
+  access.more_writes = writes.data();
+  access.n_more_writes = writes.size();
+  dispatch_groups(dev, pipeline, &pc, sizeof(pc), blocks, &access);
   dev.stream().free_after_use(dev.staging(), staging.address);
 }
 

@@ -8,8 +8,8 @@ HazardTracker::HazardTracker() {
   writes_.reserve(kLimit + Access::kMax);
 }
 
-bool HazardTracker::overlaps(const std::vector<Span>& set, const Span* spans, int n) {
-  for (int i = 0; i < n; ++i)
+bool HazardTracker::overlaps(const std::vector<Span>& set, const Span* spans, size_t n) {
+  for (size_t i = 0; i < n; ++i)
     for (const Span& s : set)
       if (spans[i].begin < s.end && s.begin < spans[i].end) return true;
   return false;
@@ -18,17 +18,27 @@ bool HazardTracker::overlaps(const std::vector<Span>& set, const Span* spans, in
 bool HazardTracker::needs_barrier(const Access* a) const {
   if (!a || a->overflow || unknown_) return true;
   if (reads_.size() >= kLimit || writes_.size() >= kLimit) return true;
-  return overlaps(writes_, a->reads, a->nreads) || overlaps(writes_, a->writes, a->nwrites) ||
-         overlaps(reads_, a->writes, a->nwrites);
+  if (a->n_more_reads + a->n_more_writes > kMaxCompared) return true;
+  const auto nr = size_t(a->nreads), nw = size_t(a->nwrites);
+  return overlaps(writes_, a->reads, nr) || overlaps(writes_, a->writes, nw) ||
+         overlaps(reads_, a->writes, nw) || overlaps(writes_, a->more_reads, a->n_more_reads) ||
+         overlaps(writes_, a->more_writes, a->n_more_writes) ||
+         overlaps(reads_, a->more_writes, a->n_more_writes);
 }
 
 void HazardTracker::record(const Access* a) {
-  if (!a || a->overflow) {
+  // Past the reserved capacity the spans are not kept (no allocation): the
+  // next command is fenced instead.
+  if (!a || a->overflow ||
+      reads_.size() + size_t(a->nreads) + a->n_more_reads > reads_.capacity() ||
+      writes_.size() + size_t(a->nwrites) + a->n_more_writes > writes_.capacity()) {
     unknown_ = true;
     return;
   }
   for (int i = 0; i < a->nreads; ++i) reads_.push_back(a->reads[i]);
   for (int i = 0; i < a->nwrites; ++i) writes_.push_back(a->writes[i]);
+  for (size_t i = 0; i < a->n_more_reads; ++i) reads_.push_back(a->more_reads[i]);
+  for (size_t i = 0; i < a->n_more_writes; ++i) writes_.push_back(a->more_writes[i]);
 }
 
 void HazardTracker::fenced() {

@@ -28,6 +28,12 @@ struct Access {
   int nreads = 0;
   int nwrites = 0;
   bool overflow = false;  // more spans than fit: treated as unknown (fenced)
+  // Multi-tensor kernels: spans beyond the fixed ones, in caller-owned arrays
+  // that outlive the call declaring them.
+  const Span* more_reads = nullptr;
+  size_t n_more_reads = 0;
+  const Span* more_writes = nullptr;
+  size_t n_more_writes = 0;
 
   void read(Span s) { add(reads, nreads, s); }
   void write(Span s) { add(writes, nwrites, s); }
@@ -44,6 +50,9 @@ struct Access {
 
 class HazardTracker {
  public:
+  // Longer lists of spans are fenced rather than compared one by one.
+  static constexpr size_t kMaxCompared = 512;
+
   HazardTracker();
   // True when a barrier must precede a command with this access (nullptr:
   // unknown access, always fenced).
@@ -54,7 +63,7 @@ class HazardTracker {
   void fenced();
 
  private:
-  static bool overlaps(const std::vector<Span>& set, const Span* spans, int n);
+  static bool overlaps(const std::vector<Span>& set, const Span* spans, size_t n);
 
   // Spans read and written since the last barrier; kept short: past kLimit
   // entries the next command is fenced, so the checks stay cheap.
