@@ -58,7 +58,23 @@ void compact(Device& dev, const CompactArgs& a) {
   p.limit = uint32_t(std::min<int64_t>(a.limit, INT32_MAX));
   for (size_t d = 0; d < a.sizes.size(); ++d) p.size[d] = int32_t(a.sizes[d]);
   VkPipeline pipeline = dev.pipelines().get("compact_" + variant, {int(a.mode)});
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n));
+  // At most n outputs: the declared ranges may reach past the real count.
+  Access access;
+  access.read(span_elems(a.prefix, a.n, sizeof(int32_t)));
+  switch (a.mode) {
+    case CompactMode::Coordinates:
+      access.write(span_elems(a.dst, a.n * int64_t(a.sizes.size()), sizeof(int64_t)));
+      break;
+    case CompactMode::Select:
+      access.read(span_elems(a.src, a.n, size_t(a.elem_size)));
+      access.write(span_elems(a.dst, a.n, size_t(a.elem_size)));
+      break;
+    case CompactMode::Scatter:
+      access.read(span_elems(a.src, std::min(a.limit, a.n), size_t(a.elem_size)));
+      access.write(span_elems(a.dst, a.n, size_t(a.elem_size)));
+      break;
+  }
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n), kWorkgroup, &access);
 }
 
 }  // namespace vkml::ops

@@ -40,7 +40,23 @@ void launch(Device& dev, const char* name, Push p, const GridSampleShape& s) {
   p.padding = int32_t(s.padding);
   p.align_corners = s.align_corners ? 1u : 0u;
   p.dims = uint32_t(s.dims);
-  dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(points), kWg);
+  // All float32 and contiguous: input / grad_input [n, c, id, ih, iw], grid /
+  // grad_grid [n, od, oh, ow, dims], out / grad_out [n, c, od, oh, ow].
+  const int64_t in_numel = s.n * s.c * s.id * s.ih * s.iw;
+  Access access;
+  access.read(span_elems(p.input, in_numel, sizeof(float)));
+  access.read(span_elems(p.grid, points * s.dims, sizeof(float)));
+  const Span out = span_elems(p.out, points * s.c, sizeof(float));
+  if (p.flags == 0) {
+    access.write(out);
+  } else {
+    access.read(out);
+    const Span grad_input = span_elems(p.grad_input, in_numel, sizeof(float));
+    access.read(grad_input);  // accumulated into
+    access.write(grad_input);
+    access.write(span_elems(p.grad_grid, points * s.dims, sizeof(float)));
+  }
+  dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(points), kWg, &access);
 }
 
 }  // namespace

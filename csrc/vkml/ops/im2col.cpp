@@ -28,7 +28,11 @@ void launch(Device& dev, DType dtype, int mode, uint64_t src, uint64_t dst, cons
          int32_t(s.kw), int32_t(s.ph), int32_t(s.pw), int32_t(s.sh), int32_t(s.sw),
          int32_t(s.dh), int32_t(s.dw), int32_t(s.oh), int32_t(s.ow), uint32_t(numel)};
   VkPipeline pipeline = dev.pipelines().get(name, {mode});
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+  const size_t esize = itemsize(dtype);
+  Access access;  // one thread per destination element, which it writes whole
+  access.read(span_elems(src, mode == 0 ? image : cols, esize));
+  access.write(span_elems(dst, numel, esize));
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
 }
 
 }  // namespace

@@ -125,7 +125,24 @@ void margin_launch(Device& dev, const MarginLossArgs& a, int mode, uint64_t loss
                grad_fac,      grad_in,  a.is_target,   uint32_t(a.n),
                uint32_t(a.c), a.margin, uint32_t(a.p), a.weight ? 1u : 0u};
   VkPipeline pipeline = dev.pipelines().get("margin_loss", {mode});
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n), 64);
+  const bool multi_label = a.kind == MarginLoss::MultiLabel, backward = mode % 2 == 1;
+  const int64_t nc = a.n * a.c;
+  Access access;
+  access.read(span_elems(a.x, nc, sizeof(float)));
+  access.read(span_elems(a.target, multi_label ? nc : a.n, sizeof(int64_t)));
+  if (a.weight) access.read(span_elems(a.weight, a.c, sizeof(float)));
+  const Span is_target = span_elems(a.is_target, multi_label ? nc : 0, sizeof(float));
+  if (backward) {
+    access.read(span_elems(grad_fac, a.n, sizeof(float)));
+    access.read(is_target);
+    const Span grad = span_elems(grad_in, nc, sizeof(float));
+    access.read(grad);  // MultiLabel accumulates into its zeroed row
+    access.write(grad);
+  } else {
+    access.write(span_elems(loss, a.n, sizeof(float)));
+    access.write(is_target);  // written by forward for the backward
+  }
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n), 64, &access);
 }
 
 }  // namespace

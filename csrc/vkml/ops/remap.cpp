@@ -114,7 +114,24 @@ void launch(Device& dev, VkPipeline pipeline, uint64_t dst, uint64_t src,
   check_32bit_indexing(numel, max_off, "remap");
   p.numel = uint32_t(numel);
   p.ndim = nd;
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+  // The strided side (forward: the input; backward: grad_in, accumulated into) and
+  // the contiguous one.
+  int64_t in_sizes[kDims], in_strides[kDims];
+  for (int k = 0; k < nd; ++k) {
+    in_sizes[k] = dims[k].in_size;
+    in_strides[k] = dims[k].in_stride;
+  }
+  Access access;
+  if (bwd) {
+    const Span grad_in = span_of(dst, dst_item, nd, in_sizes, in_strides);
+    access.read(span_elems(src, numel, src_item));
+    access.read(grad_in);
+    access.write(grad_in);
+  } else {
+    access.read(span_of(src, src_item, nd, in_sizes, in_strides));
+    access.write(span_elems(dst, numel, dst_item));
+  }
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
 }
 
 void check_dims(const std::vector<RemapDim>& dims) {

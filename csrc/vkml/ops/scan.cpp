@@ -53,6 +53,15 @@ struct Temp {
   }
 };
 
+// in -> out (and indices), `numel` elements each.
+Access line_access(const ScanArgs& a, DType dt, int64_t numel) {
+  Access access;
+  access.read(span_elems(a.in, numel, itemsize(dt)));
+  access.write(span_elems(a.out, numel, itemsize(dt)));
+  if (a.op == ScanOp::Max || a.op == ScanOp::Min) access.write(span_elems(a.indices, numel, 8));
+  return access;
+}
+
 void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
   uint32_t wg = workgroup(dev, 128);
   int64_t chunk = int64_t(wg) * kTilesPerChunk;
@@ -79,7 +88,14 @@ void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
   uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
   uint32_t gx = uint32_t(std::min(groups, max_x));
   uint32_t gy = uint32_t((groups + gx - 1) / gx);
-  dev.stream().dispatch(pipeline_for(dev, dt, a.op, kChunks, wg), &p, sizeof(p), gx, gy, 1);
+  const int64_t numel = a.outer * a.n;
+  const Span out = span_elems(a.out, numel, itemsize(dt));
+  const Span idx = span_elems(with_idx ? a.indices : 0, numel, 8);
+  Access chunks = line_access(a, dt, numel);  // and the chunk totals
+  chunks.write(span_elems(part.address, slots, itemsize(pdt)));
+  chunks.write(span_elems(part_idx.address, with_idx ? slots : 0, 8));
+  dev.stream().dispatch(pipeline_for(dev, dt, a.op, kChunks, wg), &p, sizeof(p), gx, gy, 1,
+                        &chunks);
   if (nchunks == 1) return;
   ScanArgs totals;
   totals.op = a.op;
@@ -91,9 +107,16 @@ void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
   totals.n = nchunks;
   scan(dev, totals);
   p.in = a.out;  // the carry pass folds into the chunk-local results
+  Access carry;
+  carry.read(span_elems(scanned.address, slots, itemsize(pdt)));
+  carry.read(span_elems(scanned_idx.address, with_idx ? slots : 0, 8));
+  for (const Span& s : {out, idx}) {
+    carry.read(s);
+    carry.write(s);
+  }
   uint32_t cwg = workgroup(dev, 256);
-  dispatch_1d(dev, pipeline_for(dev, dt, a.op, kCarry, cwg), &p, sizeof(p), uint64_t(a.outer * a.n),
-              cwg);
+  dispatch_1d(dev, pipeline_for(dev, dt, a.op, kCarry, cwg), &p, sizeof(p), uint64_t(numel), cwg,
+              &carry);
 }
 
 }  // namespace
@@ -119,8 +142,9 @@ void scan(Device& dev, const ScanArgs& a) {
   uint32_t wg = workgroup(dev, 256);
   Push p{a.in, a.out, a.indices, 0, 0, 0, 0, uint32_t(a.outer), uint32_t(a.n), uint32_t(a.inner),
          0,    1};
+  const Access access = line_access(a, dt, numel);
   dispatch_1d(dev, pipeline_for(dev, dt, a.op, kLine, wg), &p, sizeof(p),
-              uint64_t(a.outer * a.inner), wg);
+              uint64_t(a.outer * a.inner), wg, &access);
 }
 
 }  // namespace vkml::ops

@@ -23,6 +23,18 @@ struct HistPush {
 };
 static_assert(sizeof(HistPush) <= 128);
 
+// Counting into zeroed bins: read and written, by atomics.
+Access counting(uint64_t src, size_t src_item, uint64_t weights, int64_t numel, uint64_t bins,
+                int64_t nbins) {
+  Access a;
+  a.read(span_elems(src, numel, src_item));
+  if (weights) a.read(span_elems(weights, numel, sizeof(float)));
+  const Span b = span_elems(bins, nbins, 4);
+  a.read(b);
+  a.write(b);
+  return a;
+}
+
 }  // namespace
 
 void searchsorted(Device& dev, DType key_dtype, uint64_t boundaries, uint64_t values,
@@ -37,7 +49,13 @@ void searchsorted(Device& dev, DType key_dtype, uint64_t boundaries, uint64_t va
       boundaries,      values,          sorter,           dst, uint32_t(m), uint32_t(per_row),
       uint32_t(numel), right ? 1u : 0u, out_i32 ? 1u : 0u};
   VkPipeline pipeline = dev.pipelines().get(key_dtype == DType::f32 ? "search_f32" : "search_i64");
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+  const int64_t rows_m = numel / per_row * m;
+  Access access;
+  access.read(span_elems(boundaries, rows_m, itemsize(key_dtype)));
+  access.read(span_elems(values, numel, itemsize(key_dtype)));
+  if (sorter) access.read(span_elems(sorter, rows_m, sizeof(int64_t)));
+  access.write(span_elems(dst, numel, out_i32 ? 4 : 8));
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
 }
 
 void histc(Device& dev, uint64_t src, int64_t numel, uint64_t bins, int64_t nbins, float lo,
@@ -45,7 +63,9 @@ void histc(Device& dev, uint64_t src, int64_t numel, uint64_t bins, int64_t nbin
   if (numel == 0 || nbins == 0) return;
   check_32bit_indexing(numel, std::max(numel, nbins), "histc");
   HistPush p{src, 0, bins, lo, hi, uint32_t(nbins), uint32_t(numel)};
-  dispatch_1d(dev, dev.pipelines().get("histogram", {0}), &p, sizeof(p), uint64_t(numel));
+  const Access access = counting(src, sizeof(float), 0, numel, bins, nbins);
+  dispatch_1d(dev, dev.pipelines().get("histogram", {0}), &p, sizeof(p), uint64_t(numel),
+              kWorkgroup, &access);
 }
 
 void bincount(Device& dev, uint64_t src, uint64_t weights, int64_t numel, uint64_t bins,
@@ -53,8 +73,9 @@ void bincount(Device& dev, uint64_t src, uint64_t weights, int64_t numel, uint64
   if (numel == 0 || nbins == 0) return;
   check_32bit_indexing(numel, std::max(numel, nbins), "bincount");
   HistPush p{src, weights, bins, 0.0f, 0.0f, uint32_t(nbins), uint32_t(numel)};
+  const Access access = counting(src, sizeof(int64_t), weights, numel, bins, nbins);
   dispatch_1d(dev, dev.pipelines().get("histogram", {weights ? 2 : 1}), &p, sizeof(p),
-              uint64_t(numel));
+              uint64_t(numel), kWorkgroup, &access);
 }
 
 }  // namespace vkml::ops

@@ -61,13 +61,24 @@ void repeat_index(Device& dev, uint64_t repeats, uint64_t cum, uint64_t dst, int
   if (n == 0 || total == 0) return;
   check_32bit_indexing(std::max(n, total), std::max(n, total), "repeat_interleave");
   RepeatPush p{repeats, cum, dst, uint32_t(n), uint32_t(total), i32 ? 1u : 0u};
+  const size_t isize = i32 ? 4 : 8;
+  const Span rep = span_elems(repeats, n, isize), sums = span_elems(cum, n, 4);
+  Access counts, scan, fill;  // repeats -> cum, prefix sums of cum in place, cum -> dst
+  counts.read(rep);
+  counts.write(sums);
+  scan.read(sums);
+  scan.write(sums);
+  fill.read(sums);
+  fill.write(span_elems(dst, total, isize));
   int32_t wg = int32_t(kWorkgroup);
-  dispatch_1d(dev, dev.pipelines().get("repeat_index", {0, wg}), &p, sizeof(p), uint64_t(n));
+  dispatch_1d(dev, dev.pipelines().get("repeat_index", {0, wg}), &p, sizeof(p), uint64_t(n), wg,
+              &counts);
   uint32_t scan_wg = 256;
   while (scan_wg > 64 && scan_wg > dev.info().max_workgroup_invocations) scan_wg /= 2;
   dev.stream().dispatch(dev.pipelines().get("repeat_index", {1, int32_t(scan_wg)}), &p, sizeof(p),
-                        1, 1, 1);
-  dispatch_1d(dev, dev.pipelines().get("repeat_index", {2, wg}), &p, sizeof(p), uint64_t(total));
+                        1, 1, 1, &scan);
+  dispatch_1d(dev, dev.pipelines().get("repeat_index", {2, wg}), &p, sizeof(p), uint64_t(total), wg,
+              &fill);
 }
 
 void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& inputs, int64_t outer,
@@ -138,7 +149,11 @@ void tri(Device& dev, DType dtype, MatrixRef dst, MatrixRef src, int64_t batch, 
             int32_t(kk),
             upper ? 1 : 0};
   VkPipeline pipeline = dev.pipelines().get(by_size(dtype, "tri_b1", "tri_b2", "tri_b4", "tri_b8"));
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel));
+  const int64_t sizes[3] = {batch, rows, cols};
+  Access access;
+  access.read(span_of(src.address, itemsize(dtype), 3, sizes, src.stride));
+  access.write(span_of(dst.address, itemsize(dtype), 3, sizes, dst.stride));
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
 }
 
 }  // namespace vkml::ops

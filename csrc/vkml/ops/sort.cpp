@@ -52,7 +52,19 @@ void sort_rows(Device& dev, DType key_dtype, uint64_t in, uint64_t out_keys, uin
   }
   p.keys = keys;
   p.idx = idx;
-  dispatch_1d(dev, dev.pipelines().get(name, {0, int32_t(wg)}), &p, sizeof(p), p.pairs, wg);
+  // Every pass declares the union: each depends on the one before anyway.
+  Access access;
+  const uint64_t padded = p.last ? 0 : uint64_t(rows) * P;
+  access.read(span_elems(in, rows * n, ks));
+  for (const Span& s :
+       {span_elems(keys, int64_t(padded), ks), span_elems(idx, int64_t(padded), 4)}) {
+    access.read(s);
+    access.write(s);
+  }
+  access.write(span_elems(out_keys, rows * n, ks));
+  access.write(span_elems(out_idx, rows * n, 8));
+  dispatch_1d(dev, dev.pipelines().get(name, {0, int32_t(wg)}), &p, sizeof(p), p.pairs, wg,
+              &access);
   if (!p.last) {
     VkPipeline step = dev.pipelines().get(name, {1, int32_t(wg)});
     VkPipeline merge = dev.pipelines().get(name, {2, int32_t(wg)});
@@ -60,10 +72,10 @@ void sort_rows(Device& dev, DType key_dtype, uint64_t in, uint64_t out_keys, uin
       p.k = uint32_t(k);
       for (uint64_t j = k / 2; j >= block; j >>= 1) {
         p.j = uint32_t(j);
-        dispatch_1d(dev, step, &p, sizeof(p), p.pairs);
+        dispatch_1d(dev, step, &p, sizeof(p), p.pairs, kWorkgroup, &access);
       }
       p.last = k == P ? 1 : 0;
-      dispatch_1d(dev, merge, &p, sizeof(p), p.pairs, wg);
+      dispatch_1d(dev, merge, &p, sizeof(p), p.pairs, wg, &access);
     }
     // Later work on the stream is ordered after these dispatches.
     dev.memory().free(keys);
@@ -96,10 +108,17 @@ void unique_groups(Device& dev, DType key_dtype, uint64_t keys, uint64_t ids, in
   if (n == 0) return;
   check_32bit_indexing(n, n, "unique");
   UniquePush p{keys, 0, ids, 0, 0, 0, 0, uint32_t(n), 0};
-  dispatch_1d(dev, dev.pipelines().get(name, {0, int32_t(kWorkgroup)}), &p, sizeof(p), uint64_t(n));
+  const Span group_ids = span_elems(ids, n, 4);
+  Access flags, scan;  // keys -> 0/1 group starts in ids, then their prefix sums in place
+  flags.read(span_elems(keys, n, itemsize(key_dtype)));
+  flags.write(group_ids);
+  scan.read(group_ids);
+  scan.write(group_ids);
+  dispatch_1d(dev, dev.pipelines().get(name, {0, int32_t(kWorkgroup)}), &p, sizeof(p), uint64_t(n),
+              kWorkgroup, &flags);
   uint32_t wg = 256;
   while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
-  dev.stream().dispatch(dev.pipelines().get(name, {1, int32_t(wg)}), &p, sizeof(p), 1, 1, 1);
+  dev.stream().dispatch(dev.pipelines().get(name, {1, int32_t(wg)}), &p, sizeof(p), 1, 1, 1, &scan);
 }
 
 void unique_write(Device& dev, DType key_dtype, uint64_t keys, uint64_t perm, uint64_t ids,
@@ -108,10 +127,22 @@ void unique_write(Device& dev, DType key_dtype, uint64_t keys, uint64_t perm, ui
   const char* name = unique_name(key_dtype);
   if (n == 0) return;
   UniquePush p{keys, perm, ids, uniq, start, inverse, counts, uint32_t(n), uint32_t(count)};
-  dispatch_1d(dev, dev.pipelines().get(name, {2, int32_t(kWorkgroup)}), &p, sizeof(p), uint64_t(n));
+  const size_t ks = itemsize(key_dtype);
+  const Span starts = span_elems(start, count, 8);
+  Access write, count_pass;  // the groups out, then their sizes from the starts
+  write.read(span_elems(keys, n, ks));
+  write.read(span_elems(ids, n, 4));
+  if (inverse) write.read(span_elems(perm, n, 8));
+  write.write(span_elems(uniq, count, ks));
+  write.write(starts);
+  if (inverse) write.write(span_elems(inverse, n, 8));
+  count_pass.read(starts);
+  count_pass.write(span_elems(counts, count, 8));
+  dispatch_1d(dev, dev.pipelines().get(name, {2, int32_t(kWorkgroup)}), &p, sizeof(p), uint64_t(n),
+              kWorkgroup, &write);
   if (counts)
     dispatch_1d(dev, dev.pipelines().get(name, {3, int32_t(kWorkgroup)}), &p, sizeof(p),
-                uint64_t(count));
+                uint64_t(count), kWorkgroup, &count_pass);
 }
 
 }  // namespace vkml::ops

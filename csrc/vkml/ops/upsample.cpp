@@ -17,7 +17,10 @@ struct Push {
 };
 static_assert(sizeof(Push) <= 128);
 
-void launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const BilinearShape& s) {
+// Forward: src [planes, ih, iw] -> dst [planes, oh, ow] of `esize`-byte floats.
+// Backward (float32): src is grad_out [planes, oh, ow], dst grad_in [planes, ih, iw].
+void launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const BilinearShape& s,
+            size_t esize, bool backward) {
   int64_t numel = s.planes * s.oh * s.ow;
   if (numel == 0 || s.ih == 0 || s.iw == 0) return;
   check_32bit_indexing(numel, s.planes * s.ih * s.iw, "upsample_bilinear2d");
@@ -31,7 +34,13 @@ void launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const Bil
          s.scale_w,
          s.align_corners ? 1u : 0u,
          uint32_t(numel)};
-  dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(numel));
+  const int64_t small = s.planes * s.ih * s.iw;
+  Access access;
+  access.read(span_elems(src, backward ? numel : small, esize));
+  const Span out = span_elems(dst, backward ? small : numel, esize);
+  if (backward) access.read(out);  // accumulated into
+  access.write(out);
+  dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
 }
 
 }  // namespace
@@ -39,12 +48,12 @@ void launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const Bil
 void upsample_bilinear(Device& dev, DType dtype, uint64_t in, uint64_t out,
                        const BilinearShape& s) {
   std::string name = std::string("bilinear_") + float_variant(dev, dtype, "upsample_bilinear2d");
-  launch(dev, name.c_str(), in, out, s);
+  launch(dev, name.c_str(), in, out, s, itemsize(dtype), false);
 }
 
 void upsample_bilinear_backward(Device& dev, uint64_t grad_out, uint64_t grad_in,
                                 const BilinearShape& s) {
-  launch(dev, "bilinear_bwd", grad_out, grad_in, s);
+  launch(dev, "bilinear_bwd", grad_out, grad_in, s, sizeof(float), true);
 }
 
 namespace {
@@ -57,7 +66,10 @@ struct InterpPush {
 };
 static_assert(sizeof(InterpPush) <= 128);
 
-void interp_launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const InterpPass& p) {
+// Forward: src [outer, in, inner] -> dst [outer, out, inner]; backward: src is
+// grad_out [outer, out, inner], accumulated into dst, grad_in [outer, in, inner].
+void interp_launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const InterpPass& p,
+                   bool backward) {
   VKML_CHECK_ARG(p.outer >= 0 && p.in > 0 && p.out > 0 && p.inner >= 0,
                  "interpolate: sizes must be positive");
   int64_t numel = p.outer * p.out * p.inner;
@@ -70,17 +82,24 @@ void interp_launch(Device& dev, const char* name, uint64_t src, uint64_t dst, co
   float support = aa ? (p.scale >= 1.0f ? half * p.scale : half) : 0.0f;
   InterpPush push{src,     dst,     uint32_t(p.in),   uint32_t(p.out),           uint32_t(p.inner),
                   p.scale, support, uint32_t(p.mode), p.align_corners ? 1u : 0u, uint32_t(numel)};
-  dispatch_1d(dev, dev.pipelines().get(name), &push, sizeof(push), uint64_t(numel));
+  const int64_t small = p.outer * p.in * p.inner;
+  Access access;
+  access.read(span_elems(src, backward ? numel : small, sizeof(float)));
+  const Span out = span_elems(dst, backward ? small : numel, sizeof(float));
+  if (backward) access.read(out);
+  access.write(out);
+  dispatch_1d(dev, dev.pipelines().get(name), &push, sizeof(push), uint64_t(numel), kWorkgroup,
+              &access);
 }
 
 }  // namespace
 
 void interp_pass(Device& dev, uint64_t in, uint64_t out, const InterpPass& p) {
-  interp_launch(dev, "interp_fwd", in, out, p);
+  interp_launch(dev, "interp_fwd", in, out, p, false);
 }
 
 void interp_pass_backward(Device& dev, uint64_t grad_out, uint64_t grad_in, const InterpPass& p) {
-  interp_launch(dev, "interp_bwd", grad_out, grad_in, p);
+  interp_launch(dev, "interp_bwd", grad_out, grad_in, p, true);
 }
 
 }  // namespace vkml::ops
