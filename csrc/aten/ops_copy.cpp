@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "pinned.h"
+#include "value_bounds.h"
 #include "vkml/ops/copy.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml_tensor.h"
@@ -26,12 +27,15 @@ void device_copy(const at::Tensor& dst, at::Tensor src) {
   bool may_overlap =
       overlap == at::MemOverlapStatus::Full || overlap == at::MemOverlapStatus::Partial ||
       (overlap == at::MemOverlapStatus::TooHard && dst.storage().is_alias_of(src.storage()));
+  // A copy of an index keeps its known range (contiguous, gathered or narrowed).
+  std::optional<vkml::IntRange> known = known_values(src);
   if (may_overlap) {  // read everything before writing anything
     at::Tensor tmp = at::empty(src.sizes(), src.options());
     guarded([&] { vkml::ops::copy(dev, ref(tmp), ref(src)); });
     src = tmp;
   }
   guarded([&] { vkml::ops::copy(dev, ref(dst), ref(src)); });
+  if (known) note_values(dst, known->lo, known->hi);
 }
 
 void host_to_device(const at::Tensor& dst, const at::Tensor& src_cpu, bool non_blocking) {
@@ -52,6 +56,7 @@ void host_to_device(const at::Tensor& dst, const at::Tensor& src_cpu, bool non_b
   if (dst.is_contiguous() && src.scalar_type() == dst.scalar_type()) {
     src = src.contiguous();
     guarded([&] { vkml::ops::upload(dev, addr(dst), src.data_ptr(), src.nbytes()); });
+    note_uploaded(dst, src);
     return;
   }
   // Stage as-is (contiguous, source dtype), then convert/scatter on the device.

@@ -4,15 +4,25 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "fallback.h"
+#include "value_bounds.h"
 #include "vkml/ops/creation.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
 namespace {
+
+// Integer arange wrote start + i * step for i < n.
+void note_arange(const at::Tensor& t, int64_t start, int64_t step, int64_t n) {
+  int64_t span, last;
+  if (__builtin_mul_overflow(step, n - 1, &span) || __builtin_add_overflow(start, span, &last))
+    return;
+  note_values(t, std::min(start, last), std::max(start, last));
+}
 
 at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step,
                        at::Tensor& out) {
@@ -49,6 +59,7 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
     return is_float ? vkml::Scalar::of(x.toDouble()) : vkml::Scalar::of_int(x.toLong());
   };
   guarded([&] { vkml::ops::arange(vkml_device(target), ref(target), v(start), v(step)); });
+  if (!is_float) note_arange(target, start.toLong(), step.toLong(), n);
   if (!target.is_same(out)) out.copy_(target);
   return out;
 }

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "generator.h"
+#include "value_bounds.h"
 #include "vkml/ops/random.h"
 #include "vkml_tensor.h"
 
@@ -40,6 +41,7 @@ at::Tensor& generate(at::Tensor& self, Distribution dist, vkml::Scalar a, vkml::
   guarded([&] {
     vkml::ops::random(vkml_device(target), ref(target), dist, a, b, seed, offset);
   });
+  if (dist == Distribution::RandInt) note_values(target, a.i, b.i - 1);
   if (!target.is_same(self)) self.copy_(target);
   return self;
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "reduce_layout.h"
+#include "value_bounds.h"
 #include "vkml/ops/reduce.h"
 #include "vkml_tensor.h"
 
@@ -190,11 +191,13 @@ at::Tensor arg(const char* name, ReduceOp op, const at::Tensor& self, std::optio
     // Over the flattened tensor; keepdim keeps every dim at size 1.
     at::Tensor flat = self.reshape({-1});
     run_reduce(name, flat, {0}, false, op, self.scalar_type(), 1.0, &idx, true);
+    note_values(idx, 0, flat.numel() - 1);
     if (keepdim) idx = idx.reshape(std::vector<int64_t>(self.dim(), 1));
     return idx;
   }
   run_reduce(name, self, reduce_dims(self, at::IntArrayRef{*dim}), keepdim, op,
              self.scalar_type(), 1.0, &idx, true);
+  note_values(idx, 0, self.dim() == 0 ? 0 : self.size(*dim) - 1);
   return idx;
 }
 at::Tensor vk_argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "fallback.h"
+#include "value_bounds.h"
 #include "vkml/ops/sort.h"
 #include "vkml_tensor.h"
 
@@ -43,6 +44,7 @@ TensorPair sort_keys_last(const char* op, const at::Tensor& self, int64_t dim, b
       vkml::ops::sort_rows(vkml_device(keys), to_vkml(kt), addr(keys), addr(out_keys),
                            addr(out_idx), rows, n, descending);
     });
+  note_values(out_idx, 0, n - 1);  // positions in a row (topk, randperm, ... copy them on)
   return {out_keys, out_idx};
 }
 

@@ -9,6 +9,7 @@
 #include "vkml/runtime/pipelines.h"
 #include "vkml/runtime/stream.h"
 #include "vkml/runtime/timer.h"
+#include "vkml/runtime/value_bounds.h"
 #include "vkml/runtime/vk_api.h"
 
 namespace vkml {
@@ -30,6 +31,8 @@ class Device {
   MemoryPool& staging() { return *staging_; }
   Stream& stream() { return *stream_; }
   Pipelines& pipelines() { return *pipelines_; }
+  // Known ranges of integer tensors' values (index bounds checks without a sync).
+  ValueBounds& value_bounds() { return value_bounds_; }
   // Device-clock timestamps; the query pools are created on first use.
   Timer& timer();
 
@@ -47,6 +50,7 @@ class Device {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
+  ValueBounds value_bounds_;  // before the pools and the stream, which use it
   std::unique_ptr<MemoryPool> memory_;
   std::unique_ptr<MemoryPool> staging_;
   std::unique_ptr<Stream> stream_;

@@ -96,6 +96,8 @@ MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small) {
   VkBufferDeviceAddressInfo addr{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
   addr.buffer = b->buffer;
   b->address = vk::vkGetBufferDeviceAddress(dev, &addr);
+  // New memory may take a freed block's addresses, not its contents.
+  device_.value_bounds().forget(Span{b->address, b->address + size});
   b->first = new Chunk{b, 0, size, true, nullptr, nullptr};
   blocks_[b->address] = b;
   stats_.reserved += size;

@@ -81,6 +81,7 @@ void Stream::barrier_for(const Access* access) {
     ++total_barriers_;
   }
   hazards_.record(access);
+  device_.value_bounds().written(access);
 }
 
 void Stream::dispatch(VkPipeline pipeline, const void* push, uint32_t push_size, uint32_t gx,

@@ -1,0 +1,161 @@
+"""Index bounds checks without host syncs: the values of an index tensor uploaded from
+the host, or made by arange or randint, are known without reading them back, and stay
+trusted only until something could have changed them. A check that trusts stale
+bounds would let an out-of-range index through silently, so every way of changing the
+index below must still raise."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import VKML
+
+import torch_vkml
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
+ROWS = 10
+
+
+def syncs():
+    return torch_vkml.memory_stats()["num_syncs"]
+
+
+def gathers_without_sync(index_dev, index_cpu):
+    """Embedding and index_select with a device index: right, and no host wait."""
+    w = torch.randn(ROWS, 3)
+    w_dev = w.to(VKML)
+    torch_vkml.synchronize()
+    before = syncs()
+    emb = F.embedding(index_dev, w_dev)
+    sel = w_dev.index_select(0, index_dev.flatten())
+    assert syncs() == before, "the bounds check read the index back"
+    torch.testing.assert_close(emb.cpu(), F.embedding(index_cpu, w), rtol=0, atol=0)
+    torch.testing.assert_close(sel.cpu(), w.index_select(0, index_cpu.flatten()), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_uploaded_indices_and_their_slices_need_no_read_back(dtype):
+    idx = torch.tensor([[1, 4, 2], [3, 9, 0]], dtype=dtype)
+    d = idx.to(VKML)
+    gathers_without_sync(d, idx)
+    gathers_without_sync(d[1:, 1:], idx[1:, 1:])
+    gathers_without_sync(d.t(), idx.t())
+
+
+def test_arange_and_randint_indices_need_no_read_back():
+    gathers_without_sync(torch.arange(ROWS, device=VKML), torch.arange(ROWS))
+    gathers_without_sync(
+        torch.arange(ROWS - 1, -1, -3, device=VKML), torch.arange(ROWS - 1, -1, -3)
+    )
+    r = torch.randint(0, ROWS, (4, 5), device=VKML)
+    gathers_without_sync(r, r.cpu())
+    r32 = torch.randint(2, ROWS, (7,), device=VKML, dtype=torch.int32)
+    gathers_without_sync(r32, r32.cpu())
+
+
+def test_negative_indices_where_allowed():
+    x = torch.randn(4, 5)
+    idx = torch.tensor([-20, 3, -1, 19])
+    d = idx.to(VKML)
+    x_dev = x.to(VKML)
+    torch_vkml.synchronize()
+    before = syncs()
+    out = x_dev.take(d)
+    assert syncs() == before
+    torch.testing.assert_close(out.cpu(), x.take(idx), rtol=0, atol=0)
+    with pytest.raises(IndexError, match="out of range: tried to access index -21"):
+        x_dev.take(torch.tensor([0, -21]).to(VKML))
+
+
+def test_known_out_of_range_values_still_raise_with_the_offending_index():
+    w = torch.randn(ROWS, 3).to(VKML)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(torch.arange(ROWS + 1, device=VKML), w)
+    # Known bounds are those of the whole upload; a slice within range is checked exactly.
+    d = torch.tensor([0, 5, 12]).to(VKML)
+    torch.testing.assert_close(F.embedding(d[:2], w).cpu(), F.embedding(d[:2].cpu(), w.cpu()))
+    message = "index 12 is out of bounds for dimension 0 with size 10"
+    with pytest.raises(RuntimeError, match=message):
+        w.cpu().gather(0, d.cpu().view(3, 1).expand(3, 3))
+    with pytest.raises(RuntimeError, match=message):
+        w.gather(0, d.view(3, 1).expand(3, 3))
+
+
+# Each changes the uploaded index [1, 4, 2, 3, 4, 0] so that some value reaches 10 or more.
+CHANGES = {
+    "add_": lambda i: i.add_(10),
+    "fill_element": lambda i: i[2].fill_(10),
+    "copy_from_device": lambda i: i.copy_(torch.full_like(i, 10)),
+    "copy_from_host": lambda i: i.copy_(torch.full(i.shape, 10)),
+    "through_data": lambda i: i.data.mul_(10),
+    "index_fill_": lambda i: i.index_fill_(0, torch.tensor([1], device=i.device), 10),
+    "scatter_": lambda i: i.scatter_(0, torch.tensor([5], device=i.device), 11),
+    "cumsum_": lambda i: i.cumsum_(0),
+    "sort_values_out": lambda i: torch.sort(i * 3, out=(i, torch.empty_like(i))),
+    "foreach": lambda i: torch._foreach_add_([i, i[:1]], 10),
+    "as_int32": lambda i: i.view(torch.int32)[4:6].fill_(10),
+    "setitem": lambda i: i.__setitem__(slice(0, 2), 10),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES), ids=list(CHANGES))
+def test_changed_indices_are_checked_again(change):
+    idx = torch.tensor([1, 4, 2, 3, 4, 0])
+    w = torch.randn(ROWS, 3)
+    d, w_dev = idx.to(VKML), w.to(VKML)
+    F.embedding(d, w_dev)  # in range: trusted
+    CHANGES[change](idx)
+    CHANGES[change](d)
+    assert d.cpu().tolist() == idx.tolist()
+    assert idx.max() >= ROWS
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(idx, w)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(d, w_dev)
+    # The device stays usable.
+    assert F.embedding(d.clamp(0, ROWS - 1), w_dev).cpu().shape == (6, 3)
+
+
+def test_memory_reused_by_another_tensor_is_checked():
+    w = torch.randn(ROWS, 3).to(VKML)
+    d = torch.tensor([1, 2, 3, 4]).to(VKML)
+    F.embedding(d, w)
+    del d
+    e = torch.empty(4, dtype=torch.int64, device=VKML).fill_(ROWS)  # may take d's bytes
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(e, w)
+
+
+def test_positions_computed_on_the_device_need_no_read_back():
+    x = torch.randn(6, ROWS)
+    d = x.to(VKML)
+    gathers_without_sync(d.argmax(1), x.argmax(1))
+    gathers_without_sync(d.argmin(0), x.argmin(0))
+    gathers_without_sync(d[:1].argmax().reshape(1), x[:1].argmax().reshape(1))
+    gathers_without_sync(d.sort(1).indices, x.sort(1).indices)
+    gathers_without_sync(d.topk(3, 1).indices, x.topk(3, 1).indices)
+    perm = torch.randperm(ROWS, device=VKML)
+    gathers_without_sync(perm, perm.cpu())
+    assert sorted(perm.cpu().tolist()) == list(range(ROWS))
+
+
+def test_unrelated_work_keeps_the_bounds():
+    """Kernels that declare the memory they write leave other ranges known."""
+    idx = torch.tensor([[1, 4, 2], [3, 9, 0]])
+    d = idx.to(VKML)
+    x = torch.randn(4, 70, device=VKML)
+    x.cumsum(1)
+    x.cumsum(0)
+    x.sort(1)
+    x.tril()
+    torch.repeat_interleave(torch.tensor([1, 2, 3], device=VKML))
+    F.interpolate(x.view(1, 1, 4, 70), scale_factor=2, mode="bilinear")
+    F.interpolate(x.view(1, 4, 70), scale_factor=1.5, mode="linear")
+    torch.linspace(0, 1, 10, device=VKML)
+    torch.histc(x, 5)
+    torch.bucketize(x, torch.tensor([0.0, 1.0], device=VKML))
+    F.pad(x, (1, 1), mode="reflect")
+    F.unfold(x.view(1, 1, 4, 70), 2)
+    F.grid_sample(x.view(1, 1, 4, 70), torch.zeros(1, 2, 2, 2, device=VKML), align_corners=False)
+    F.multi_margin_loss(x, torch.tensor([0, 1, 2, 3], device=VKML))
+    gathers_without_sync(d, idx)
