@@ -80,11 +80,23 @@ def test_full_extreme_values():
         ((-3, 3), {"dtype": torch.float32}),
         ((0, 2, 0.25), {"dtype": torch.float16}),
         ((2**33, 2**33 + 40, 7), {}),
+        # int64 output: the CPU casts the bounds first (3 elements); int32 counts in double (4)
+        ((-1.5, 5, 2), {"dtype": torch.int64}),
+        ((-1.5, 5, 2), {"dtype": torch.int32}),
+        ((7.9, 0.5, -2.5), {"dtype": torch.int64}),
     ],
     ids=repr,
 )
 def test_arange(args, kwargs):
     assert_factory_close_to_cpu(lambda d: torch.arange(*args, **kwargs, device=d))
+
+
+@pytest.mark.parametrize("step", [0, 0.5], ids=repr)
+def test_arange_step_cast_to_zero(step):
+    with pytest.raises(Exception) as cpu:
+        torch.arange(0, 5, step, dtype=torch.long)
+    with pytest.raises(cpu.type, match="step must be nonzero"):
+        torch.arange(0, 5, step, dtype=torch.long, device=VKML)
 
 
 def test_arange_large():

@@ -32,9 +32,13 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
   TORCH_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
               "upper bound and larger bound inconsistent with step sign");
   int64_t n;
-  if (at::isIntegralType(out.scalar_type(), true) && start.isIntegral(true) &&
-      end.isIntegral(true) && step.isIntegral(true)) {
+  // The CPU counts int64 outputs in int64, from the bounds cast first (-1.5..5 by 2
+  // gives 3 elements), and other dtypes in double (4); for integer bounds both agree.
+  if (out.scalar_type() == at::kLong ||
+      (at::isIntegralType(out.scalar_type(), true) && start.isIntegral(true) &&
+       end.isIntegral(true) && step.isIntegral(true))) {
     int64_t a = start.toLong(), b = end.toLong(), c = step.toLong();
+    TORCH_CHECK_VALUE(c != 0, "step must be nonzero");  // a fractional step cast to 0
     n = (b - a + c - (c > 0 ? 1 : -1)) / c;
   } else {
     n = int64_t(std::ceil((e - s) / st));
