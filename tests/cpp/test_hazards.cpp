@@ -73,11 +73,7 @@ TEST(HazardTracker, MultiTensorListsAreComparedSpanBySpan) {
   Access a = rw({0, 100}, {100, 200});
   h.record(&a);
   std::vector<Span> reads{{1000, 1100}, {2000, 2100}}, writes{{3000, 3100}, {4000, 4100}};
-  Access many;
-  many.more_reads = reads.data();
-  many.n_more_reads = reads.size();
-  many.more_writes = writes.data();
-  many.n_more_writes = writes.size();
+  Access many = Access::of_lists(reads, writes);
   EXPECT_FALSE(h.needs_barrier(&many));
   h.record(&many);
   Access raw = rw({4050, 4060}, {9000, 9100});  // reads a listed write

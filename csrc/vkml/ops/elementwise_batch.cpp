@@ -94,11 +94,7 @@ class Batch final : public DeferredWork {
     p.numel = uint32_t(records.size());
     p.size[0] = int32_t(groups);
     p.flags = flags_;
-    Access access;
-    access.more_reads = reads.data();
-    access.n_more_reads = reads.size();
-    access.more_writes = writes.data();
-    access.n_more_writes = writes.size();
+    const Access access = Access::of_lists(reads, writes);
     dispatch_groups(dev, pipeline_, &p, sizeof(p), groups, &access);
     dev.stream().free_after_use(dev.staging(), table.address);
   }

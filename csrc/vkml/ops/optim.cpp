@@ -98,11 +98,7 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   pc.flags = (h.amsgrad ? kAmsgrad : 0) | (h.maximize ? kMaximize : 0) |
              (h.nesterov ? kNesterov : 0) | (h.first_step ? kFirstStep : 0);
   VkPipeline pipeline = dev.pipelines().get(name, {int32_t(rule)});
-  Access access;
-  access.more_reads = reads.data();
-  access.n_more_reads = reads.size();
-  access.more_writes = writes.data();
-  access.n_more_writes = writes.size();
+  const Access access = Access::of_lists(reads, writes);
   dispatch_groups(dev, pipeline, &pc, sizeof(pc), blocks, &access);
   dev.stream().free_after_use(dev.staging(), staging.address);
 }

@@ -37,6 +37,15 @@ struct Access {
 
   void read(Span s) { add(reads, nreads, s); }
   void write(Span s) { add(writes, nwrites, s); }
+  // Declared by caller-owned lists alone (the vectors must outlive its use).
+  static Access of_lists(const std::vector<Span>& reads, const std::vector<Span>& writes) {
+    Access a;
+    a.more_reads = reads.data();
+    a.n_more_reads = reads.size();
+    a.more_writes = writes.data();
+    a.n_more_writes = writes.size();
+    return a;
+  }
 
  private:
   void add(Span* set, int& n, Span s) {
