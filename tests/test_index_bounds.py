@@ -159,3 +159,25 @@ def test_unrelated_work_keeps_the_bounds():
     F.grid_sample(x.view(1, 1, 4, 70), torch.zeros(1, 2, 2, 2, device=VKML), align_corners=False)
     F.multi_margin_loss(x, torch.tensor([0, 1, 2, 3], device=VKML))
     gathers_without_sync(d, idx)
+
+
+def test_indices_gathered_or_joined_from_known_values_need_no_read_back():
+    """Batches cut from a token dataset kept on the device: slices stacked, or rows
+    picked by index, hold values of the dataset."""
+    tokens = torch.randint(0, ROWS, (200,))
+    data = tokens.to(VKML)
+    starts = [3, 50, 120]
+    x = torch.stack([data[s : s + 8] for s in starts])
+    gathers_without_sync(x, torch.stack([tokens[s : s + 8] for s in starts]))
+    rows = torch.tensor([7, 1, 7]).to(VKML)
+    table = tokens.view(20, 10)
+    d_table = data.view(20, 10)
+    gathers_without_sync(d_table[rows], table[rows.cpu()])
+    gathers_without_sync(d_table.index_select(0, rows), table.index_select(0, rows.cpu()))
+    pick = torch.tensor([[0, 9], [5, 5]]).to(VKML)
+    gathers_without_sync(d_table[:2].gather(1, pick), table[:2].gather(1, pick.cpu()))
+    gathers_without_sync(data.take(pick), tokens.take(pick.cpu()))
+    # One input of unknown range makes the joined range unknown: checked exactly.
+    unknown = torch.full((8,), ROWS, device=VKML).add_(0)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(torch.cat([data[:8], unknown]), torch.randn(ROWS, 3).to(VKML))

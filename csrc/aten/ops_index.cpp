@@ -256,6 +256,7 @@ at::Tensor select_impl(const at::Tensor& self, int64_t dim, const at::Tensor& in
   l.dim_stride = v.strides[v.dim];
   l.dim_size = v.sizes[v.dim];
   launch("index_select", l);
+  note_gathered(out, self, check && index_checks_enabled());
   return out;
 }
 at::Tensor vk_index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
@@ -285,6 +286,7 @@ at::Tensor vk_gather(const at::Tensor& self, int64_t dim, const at::Tensor& inde
   l.dim_stride = v.strides[v.dim];
   l.dim_size = v.sizes[v.dim];
   launch("gather", l);
+  note_gathered(out, self, index_checks_enabled());
   return out;
 }
 at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse,
@@ -680,6 +682,7 @@ at::Tensor vk_take(const at::Tensor& self, const at::Tensor& index) {
   l.dim_size = self.numel();
   l.wrap = true;
   launch("take", l);
+  note_gathered(out, flat, index_checks_enabled());
   return out;
 }
 // put_: self.flatten()[index] (+)= source, on a contiguous copy when self is not.
@@ -843,6 +846,7 @@ at::Tensor index_tensor(const at::Tensor& self,
   l.dim_size = a.dim_size;
   l.wrap = a.wrap;
   launch("index", l);
+  note_gathered(out, a.src, index_checks_enabled());
   return out;
 }
 at::Tensor& index_tensor_out(const at::Tensor& self,

@@ -9,6 +9,7 @@
 
 #include <optional>
 
+#include "value_bounds.h"
 #include "vkml/ops/remap.h"
 #include "vkml/ops/shape.h"
 #include "vkml_tensor.h"
@@ -109,6 +110,7 @@ at::Tensor& vk_cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& 
     vkml::ops::cat(vkml_device(target), to_vkml(target.scalar_type()), addr(target), inputs,
                    outer, inner);
   });
+  note_joined(target, keep);
   if (!target.is_same(out)) out.copy_(target);
   return out;
 }

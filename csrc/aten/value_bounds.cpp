@@ -1,5 +1,6 @@
 #include "value_bounds.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "vkml/ops/launch.h"
@@ -34,6 +35,23 @@ void note_uploaded(const at::Tensor& dst, const at::Tensor& src) {
 std::optional<vkml::IntRange> known_values(const at::Tensor& t) {
   if (t.numel() == 0 || !is_index_dtype(t.scalar_type())) return std::nullopt;
   return vkml_device(t).value_bounds().lookup(vkml::ops::span_of(ref(t)), to_vkml(t.scalar_type()));
+}
+
+void note_gathered(const at::Tensor& out, const at::Tensor& src, bool checked) {
+  std::optional<vkml::IntRange> r = known_values(src);
+  if (!r) return;
+  if (!checked) *r = {std::min<int64_t>(r->lo, 0), std::max<int64_t>(r->hi, 0)};
+  note_values(out, r->lo, r->hi);
+}
+
+void note_joined(const at::Tensor& out, const std::vector<at::Tensor>& inputs) {
+  std::optional<vkml::IntRange> joined;
+  for (const at::Tensor& t : inputs) {
+    std::optional<vkml::IntRange> r = known_values(t);
+    if (!r) return;
+    joined = joined ? vkml::IntRange{std::min(joined->lo, r->lo), std::max(joined->hi, r->hi)} : r;
+  }
+  if (joined) note_values(out, joined->lo, joined->hi);
 }
 
 }  // namespace vkml_aten
