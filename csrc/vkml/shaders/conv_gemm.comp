@@ -20,7 +20,9 @@
 // scratch at p0 into dst.
 // The gathers' row indices advance as mixed-radix digits (Digits), so the K loop has
 // no integer division (strided data grads aside).
-// Perf ideas (not done): vectorised loads, register prefetch as in gemm.comp.
+// The next K step's tile elements are loaded into registers before the current step's
+// products, so their global-memory latency overlaps the arithmetic (register prefetch,
+// as in gemm.comp). Not done: vectorised loads (the gathers are rarely contiguous).
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
 //! variant bf16 -DST_BF16 -DNEED_F16
@@ -171,6 +173,39 @@ float load_b(Digits k) {
   return ld(pc.p0, c_off + k.q * ospat + flat3(o, pc.osz));
 }
 
+// Each thread stages R elements of each tile per K step (WG is a multiple of TK and
+// TN, so its A column and B column stay fixed). R <= 8: BM 32 with 64 threads, 64 with
+// 256.
+const uint R = (TM * TK) / WG;
+float ra[8], rb[8];
+
+// Loads this thread's elements of the tiles of the K step at k0 into ra / rb: A rows
+// from m0, its A column as digits a_col, its B rows from b_row (digits) in steps of
+// b_next, in its B column col.
+void fetch(uint k0, uint k_end, uint m0, uint M, uint col, uint N, Digits a_col, Digits b_row,
+           Digits b_next, ivec3 b_sz) {
+  uint tid = gl_LocalInvocationID.x;
+  Digits kb_d = b_row;
+  for (uint r = 0; r < R; ++r) {
+    uint e = tid + r * WG;
+    uint kk = e % TK, mm = e / TK;  // A rows are contiguous in k for the forward
+    uint m = m0 + mm, k = k0 + kk;
+    ra[r] = (m < M && k < k_end) ? load_a(m, k, a_col) : 0.0;
+    uint kb = e / TN, k2 = k0 + kb;
+    rb[r] = (col < N && k2 < k_end) ? load_b(kb_d) : 0.0;
+    kb_d = advance(kb_d, b_next, b_sz);
+  }
+}
+
+void stage(uint nn) {
+  uint tid = gl_LocalInvocationID.x;
+  for (uint r = 0; r < R; ++r) {
+    uint e = tid + r * WG;
+    sA[e % TK][e / TK] = ra[r];
+    sB[e / TN][nn] = rb[r];
+  }
+}
+
 void main() {
   ispat = uint(pc.isz.x * pc.isz.y * pc.isz.z);
   ospat = uint(pc.osz.x * pc.osz.y * pc.osz.z);
@@ -229,20 +264,13 @@ void main() {
   Digits b_row = split(k_begin + tid / TN, b_sz), b_next = split(WG / TN, b_sz);
   Digits b_step = split(TK, b_sz);
   Digits a_col = split(k_begin + tid % TK, a_sz), a_step = split(TK, a_sz);
+  if (k_begin < k_end) fetch(k_begin, k_end, m0, M, col, N, a_col, b_row, b_next, b_sz);
   for (uint k0 = k_begin; k0 < k_end; k0 += TK) {
-    Digits kb_d = b_row;
-    for (uint r = 0; r < (TM * TK) / WG; ++r) {
-      uint e = tid + r * WG;
-      uint kk = e % TK, mm = e / TK;  // A rows are contiguous in k for the forward
-      uint m = m0 + mm, k = k0 + kk;
-      sA[kk][mm] = (m < M && k < k_end) ? load_a(m, k, a_col) : 0.0;
-      uint kb = e / TN, k2 = k0 + kb;
-      sB[kb][nn] = (col < N && k2 < k_end) ? load_b(kb_d) : 0.0;
-      kb_d = advance(kb_d, b_next, b_sz);
-    }
+    stage(nn);
+    barrier();
     b_row = advance(b_row, b_step, b_sz);
     a_col = advance(a_col, a_step, a_sz);
-    barrier();
+    if (k0 + TK < k_end) fetch(k0 + TK, k_end, m0, M, col, N, a_col, b_row, b_next, b_sz);
     for (uint kk = 0; kk < TK; ++kk) {
       float a[4], b[4];
       for (uint i = 0; i < 4; ++i) a[i] = sA[kk][ty * 4 + i];
