@@ -49,14 +49,16 @@ TEST_F(PipelinesTest, RequiredSubgroupSizeIsPartOfTheKey) {
   Pipelines& p = dev().pipelines();
   const DeviceInfo& info = dev().info();
   if (!info.subgroup_size_control) {
-    EXPECT_THROW(p.get("elementwise_u8", {{OP_ABS}, 8}), Error);
+    EXPECT_THROW(p.get("elementwise_u8", SpecConstants({OP_ABS}, 8)), Error);
     return;
   }
   VkPipeline any = p.get("elementwise_u8", {OP_ABS});
-  VkPipeline fixed = p.get("elementwise_u8", {{OP_ABS}, info.min_subgroup_size});
+  VkPipeline fixed = p.get("elementwise_u8", SpecConstants({OP_ABS}, info.min_subgroup_size));
   EXPECT_NE(fixed, VkPipeline(VK_NULL_HANDLE));
   EXPECT_NE(fixed, any);
-  EXPECT_EQ(fixed, p.get("elementwise_u8", {{OP_ABS}, info.min_subgroup_size}));
+  // Not the same as a second specialization constant of that value.
+  EXPECT_NE(fixed, p.get("elementwise_u8", {OP_ABS, int32_t(info.min_subgroup_size)}));
+  EXPECT_EQ(fixed, p.get("elementwise_u8", SpecConstants({OP_ABS}, info.min_subgroup_size)));
 }
 
 // A combination's pipeline is made once and then read from its slot; values out
