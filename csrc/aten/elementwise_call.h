@@ -22,9 +22,9 @@ struct EwOp {
   int code;
   const char* name;
   ResultType result = ResultType::Promote;
-  bool float_only = false;    // integer inputs are an error (e.g. sqrt on int is promoted anyway)
-  bool integral_only = false; // bitwise ops
-  bool no_bool = false;       // bool inputs are an error (floor, ceil, round, trunc)
+  bool float_only = false;     // integer inputs are an error (e.g. sqrt on int is promoted anyway)
+  bool integral_only = false;  // bitwise ops
+  bool no_bool = false;        // bool inputs are an error (floor, ceil, round, trunc)
 };
 
 // Params fill the shader's parameter slots s1/s2 (unary: clamp bounds) or

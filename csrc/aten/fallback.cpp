@@ -43,8 +43,9 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     warn = m == Mode::Warn && g_warned.insert(name).second;
   }
   if (warn) {
-    TORCH_WARN(name, " has no vkml kernel yet; it runs on the CPU (set TORCH_VKML_FALLBACK="
-                     "silent to hide this, or error to forbid it)");
+    TORCH_WARN(name,
+               " has no vkml kernel yet; it runs on the CPU (set TORCH_VKML_FALLBACK="
+               "silent to hide this, or error to forbid it)");
   }
   at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
 }

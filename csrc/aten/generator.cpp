@@ -82,8 +82,7 @@ const at::Generator& default_generator(c10::DeviceIndex index) {
   return generators[index];
 }
 
-VkmlGeneratorImpl* get_generator(const std::optional<at::Generator>& gen,
-                                 c10::DeviceIndex index) {
+VkmlGeneratorImpl* get_generator(const std::optional<at::Generator>& gen, c10::DeviceIndex index) {
   const at::Generator& g = (gen.has_value() && gen->defined()) ? *gen : default_generator(index);
   return at::check_generator<VkmlGeneratorImpl>(g);
 }

@@ -41,8 +41,8 @@ struct VkmlGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
   // One in-order queue per device: events and stream waits are trivially
   // satisfied by submission order.
-  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag)
-      const override {}
+  void record(void**, const c10::Stream&, const c10::DeviceIndex,
+              const c10::EventFlag) const override {}
   void block(void*, const c10::Stream&) const override {}
   bool queryEvent(void*) const override { return true; }
   void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}

@@ -117,26 +117,26 @@ at::Tensor& heaviside_out(const at::Tensor& a, const at::Tensor& v, at::Tensor& 
 
 // Shifts: integers only (not bool), with PyTorch's out-of-range shift rules.
 const EwOp& shift_op(const EwOp& op, const at::Tensor& a, const at::Tensor& b) {
-  TORCH_CHECK_NOT_IMPLEMENTED(a.scalar_type() != at::kBool && b.scalar_type() != at::kBool,
-                              "\"", op.name, "\" not implemented for 'Bool'");
+  TORCH_CHECK_NOT_IMPLEMENTED(a.scalar_type() != at::kBool && b.scalar_type() != at::kBool, "\"",
+                              op.name, "\" not implemented for 'Bool'");
   return op;
 }
-#define VKML_SHIFT(fn, OP)                                                            \
-  at::Tensor fn(const at::Tensor& a, const at::Tensor& b) {                           \
-    return elementwise(shift_op(OP, a, b), {a, b});                                   \
-  }                                                                                   \
-  at::Tensor& fn##_(at::Tensor& a, const at::Tensor& b) {                             \
-    elementwise(shift_op(OP, a, b), {a, b}, a);                                       \
-    return a;                                                                         \
-  }                                                                                   \
-  at::Tensor& fn##_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {   \
-    elementwise(shift_op(OP, a, b), {a, b}, out);                                     \
-    return out;                                                                       \
-  }                                                                                   \
+#define VKML_SHIFT(fn, OP)                                                               \
+  at::Tensor fn(const at::Tensor& a, const at::Tensor& b) {                              \
+    return elementwise(shift_op(OP, a, b), {a, b});                                      \
+  }                                                                                      \
+  at::Tensor& fn##_(at::Tensor& a, const at::Tensor& b) {                                \
+    elementwise(shift_op(OP, a, b), {a, b}, a);                                          \
+    return a;                                                                            \
+  }                                                                                      \
+  at::Tensor& fn##_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {      \
+    elementwise(shift_op(OP, a, b), {a, b}, out);                                        \
+    return out;                                                                          \
+  }                                                                                      \
   at::Tensor fn##_s(const at::Tensor& a, const at::Scalar& b) { return fn(a, wrap(b)); } \
   at::Tensor& fn##_s_(at::Tensor& a, const at::Scalar& b) { return fn##_(a, wrap(b)); }  \
   at::Tensor& fn##_s_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) {    \
-    return fn##_out(a, wrap(b), out);                                                 \
+    return fn##_out(a, wrap(b), out);                                                    \
   }
 VKML_SHIFT(lshift, kShiftLeft)
 VKML_SHIFT(rshift, kShiftRight)
@@ -205,8 +205,10 @@ VKML_BINARY(bitwise_xor, kBitXor)
 const EwOp& div_mode_op(std::optional<c10::string_view> mode) {
   if (!mode.has_value()) return kDiv;
   if (*mode == "trunc") return kDivTrunc;
-  TORCH_CHECK(*mode == "floor", "div expected rounding_mode to be one of None, 'trunc', or "
-                                "'floor' but found '", *mode, "'");
+  TORCH_CHECK(*mode == "floor",
+              "div expected rounding_mode to be one of None, 'trunc', or "
+              "'floor' but found '",
+              *mode, "'");
   return kDivFloor;
 }
 at::Tensor div_mode(const at::Tensor& a, const at::Tensor& b,
@@ -239,8 +241,7 @@ at::Tensor& pow_tt_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out
   return out;
 }
 void check_int_pow(const at::Tensor& a, const at::Scalar& b) {
-  TORCH_CHECK(!(at::isIntegralType(a.scalar_type(), true) && b.isIntegral(true) &&
-                b.toLong() < 0),
+  TORCH_CHECK(!(at::isIntegralType(a.scalar_type(), true) && b.isIntegral(true) && b.toLong() < 0),
               "Integers to negative integer powers are not allowed.");
 }
 // float64 x ** 2 and friends need no transcendental function: spelled with
@@ -272,8 +273,7 @@ at::Tensor& pow_ts_(at::Tensor& a, const at::Scalar& b) {
 }
 at::Tensor& pow_ts_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) {
   check_int_pow(a, b);
-  if (runs_on_cpu(kPow, {a, wrap(b)}))
-    return cpu_route<at::_ops::pow_Tensor_Scalar_out>(a, b, out);
+  if (runs_on_cpu(kPow, {a, wrap(b)})) return cpu_route<at::_ops::pow_Tensor_Scalar_out>(a, b, out);
   elementwise(kPow, {a, wrap(b)}, out);
   return out;
 }

@@ -78,11 +78,10 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
                        at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                        at::IntArrayRef output_padding, int64_t groups) {
   check_float(input);
-  TORCH_CHECK(weight.scalar_type() == input.scalar_type(), "Input type (",
-              input.scalar_type(), ") and weight type (", weight.scalar_type(),
-              ") should be the same");
-  Geometry g = geometry(input, weight, stride, padding, dilation, transposed, output_padding,
-                        groups);
+  TORCH_CHECK(weight.scalar_type() == input.scalar_type(), "Input type (", input.scalar_type(),
+              ") and weight type (", weight.scalar_type(), ") should be the same");
+  Geometry g =
+      geometry(input, weight, stride, padding, dilation, transposed, output_padding, groups);
   at::Tensor x = input.contiguous(), w = weight.contiguous();
   at::Tensor b;
   if (bias.has_value() && bias->defined()) b = bias->to(input.scalar_type()).contiguous();
@@ -114,8 +113,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
     at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
   check_float(input);
-  Geometry g = geometry(input, weight, stride, padding, dilation, transposed, output_padding,
-                        groups);
+  Geometry g =
+      geometry(input, weight, stride, padding, dilation, transposed, output_padding, groups);
   at::Tensor x = input.contiguous(), w = weight.contiguous();
   at::Tensor gy = grad_output.to(input.scalar_type()).contiguous();
   auto dt = to_vkml(x.scalar_type());

@@ -45,20 +45,28 @@ at::Tensor meta(const at::Tensor& t) {
 // Gathers and assignments move bits, so dtypes of the same size share a kernel.
 vkml::DType kernel_dtype(const char* name, at::ScalarType t, bool reduce) {
   switch (t) {
-    case at::kFloat: return vkml::DType::f32;
-    case at::kHalf: return vkml::DType::f16;
-    case at::kBFloat16: return vkml::DType::bf16;
-    case at::kInt: return vkml::DType::i32;
-    case at::kLong: return vkml::DType::i64;
-    case at::kByte: return vkml::DType::u8;
-    case at::kBool: return vkml::DType::b8;
+    case at::kFloat:
+      return vkml::DType::f32;
+    case at::kHalf:
+      return vkml::DType::f16;
+    case at::kBFloat16:
+      return vkml::DType::bf16;
+    case at::kInt:
+      return vkml::DType::i32;
+    case at::kLong:
+      return vkml::DType::i64;
+    case at::kByte:
+      return vkml::DType::u8;
+    case at::kBool:
+      return vkml::DType::b8;
     case at::kDouble:
       if (!reduce) return vkml::DType::i64;
       break;
     case at::kChar:
       if (!reduce) return vkml::DType::u8;
       break;
-    default: break;
+    default:
+      break;
   }
   TORCH_CHECK_NOT_IMPLEMENTED(false, name, " on vkml does not support ", t,
                               reduce ? " with a reduction" : "", " yet");
@@ -159,15 +167,16 @@ void check_ranges(const std::vector<RangeCheck>& checks, bool allow_negative, St
     }
     int64_t d = live[k]->dim;
     switch (style) {
-      case Style::InSelf: TORCH_CHECK_INDEX(false, "index out of range in self");
+      case Style::InSelf:
+        TORCH_CHECK_INDEX(false, "index out of range in self");
       case Style::Bounds:
         TORCH_CHECK(false, "index ", bad, " is out of bounds for dimension ", d, " with size ", n);
       case Style::BoundsIdx:
         TORCH_CHECK_INDEX(false, "index ", bad, " is out of bounds for dimension ", d,
                           " with size ", n);
       case Style::Take:
-        TORCH_CHECK_INDEX(false, "out of range: tried to access index ", bad, " on a tensor of ",
-                          n, " elements.");
+        TORCH_CHECK_INDEX(false, "out of range: tried to access index ", bad, " on a tensor of ", n,
+                          " elements.");
     }
   }
 }
@@ -391,9 +400,9 @@ at::Tensor scatter_reduce_legacy(const at::Tensor& self, int64_t dim, const at::
   at::Tensor out = self.clone();
   return scatter_reduce_legacy_(out, dim, index, src, reduce);
 }
-at::Tensor& scatter_reduce_legacy_out(const at::Tensor& self, int64_t dim,
-                                      const at::Tensor& index, const at::Tensor& src,
-                                      c10::string_view reduce, at::Tensor& out) {
+at::Tensor& scatter_reduce_legacy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                      const at::Tensor& src, c10::string_view reduce,
+                                      at::Tensor& out) {
   return write_out(out, scatter_reduce_legacy(self, dim, index, src, reduce));
 }
 at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -401,13 +410,13 @@ at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::T
   at::Tensor out = self.clone();
   return scatter_value_reduce_(out, dim, index, value, reduce);
 }
-at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim,
-                                     const at::Tensor& index, const at::Scalar& value,
-                                     c10::string_view reduce, at::Tensor& out) {
+at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                     const at::Scalar& value, c10::string_view reduce,
+                                     at::Tensor& out) {
   return write_out(out, scatter_value_reduce(self, dim, index, value, reduce));
 }
 at::Tensor vk_scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                       const at::Tensor& src) {
+                          const at::Tensor& src) {
   at::Tensor out = self.clone();
   return scatter_add_(out, dim, index, src);
 }
@@ -425,8 +434,8 @@ std::pair<IndexReduce, at::Scalar> reduction_of(std::string_view reduce, const a
   bool is_max = reduce == "amax";
   at::Scalar id;
   if (is_float) {
-    id = is_max ? -std::numeric_limits<double>::infinity()
-                : std::numeric_limits<double>::infinity();
+    id =
+        is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
   } else if (t == at::kInt) {
     id = is_max ? int64_t(std::numeric_limits<int32_t>::min())
                 : int64_t(std::numeric_limits<int32_t>::max());
@@ -453,16 +462,14 @@ void divide_by_count(const at::Tensor& self, bool include_self, Scatter&& scatte
 
 // scatter_reduce.two: sum, prod, mean, amax, amin, with or without self's values.
 at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor& index,
-                                const at::Tensor& src, c10::string_view reduce,
-                                bool include_self) {
+                                const at::Tensor& src, c10::string_view reduce, bool include_self) {
   meta(self).scatter_reduce_(dim, meta(index), meta(src), reduce, include_self);
   if (index.numel() == 0) return self;
   DimView v = dim_view(self, dim);
   check_ranges({{index, v.sizes[v.dim], v.dim}}, false, Style::Bounds);
   auto [op, identity] = reduction_of(reduce, self);
   if (!include_self)
-    scatter_into("scatter_reduce", self, dim, index, nullptr, identity, IndexReduce::Assign,
-                 false);
+    scatter_into("scatter_reduce", self, dim, index, nullptr, identity, IndexReduce::Assign, false);
   scatter_into("scatter_reduce", self, dim, index, &src, 0, op, false);
   if (reduce == "mean")
     divide_by_count(self, include_self, [&](const at::Tensor& count) {
@@ -483,8 +490,8 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
 
 // self[..., index[j], ...] (reduce)= source[..., j, ...] (or value), j along dim.
 void index_scatter(const char* name, const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                   const at::Tensor* source, const at::Scalar& value, IndexReduce reduce,
-                   bool wrap, Style style, bool check = true) {
+                   const at::Tensor* source, const at::Scalar& value, IndexReduce reduce, bool wrap,
+                   Style style, bool check = true) {
   int64_t n = index.numel();
   if (n == 0) return;
   DimView v = dim_view(self, dim);
@@ -506,8 +513,7 @@ void index_scatter(const char* name, const at::Tensor& self, int64_t dim, const 
   l.dst_strides = v.strides;
   l.dst_strides[v.dim] = 0;
   if (source) {
-    l.src = source->scalar_type() == self.scalar_type() ? *source
-                                                        : source->to(self.scalar_type());
+    l.src = source->scalar_type() == self.scalar_type() ? *source : source->to(self.scalar_type());
     l.src_strides = strides_of(l.src);
   }
   l.value = value;
@@ -537,8 +543,7 @@ at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
     // is 1 and rounds every step otherwise (as the kernel does; its index_reduce,
     // index_put_ and put_ do too).
     at::Tensor acc = self.to(at::kFloat), src_f = src.to(at::kFloat);
-    index_scatter("index_add", acc, dim, index, &src_f, 0, IndexReduce::Add, false,
-                  Style::Bounds);
+    index_scatter("index_add", acc, dim, index, &src_f, 0, IndexReduce::Add, false, Style::Bounds);
     self.copy_(acc);
     return self;
   }
@@ -546,7 +551,7 @@ at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
   return self;
 }
 at::Tensor vk_index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                     const at::Tensor& source, const at::Scalar& alpha) {
+                        const at::Tensor& source, const at::Scalar& alpha) {
   at::Tensor out = self.clone();
   return index_add_(out, dim, index, source, alpha);
 }
@@ -563,7 +568,7 @@ at::Tensor& index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index,
   return self;
 }
 at::Tensor vk_index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                      const at::Tensor& source) {
+                         const at::Tensor& source) {
   at::Tensor out = self.clone();
   return index_copy_(out, dim, index, source);
 }
@@ -581,8 +586,8 @@ at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index
   check_ranges({{index, v.sizes[v.dim], v.dim}}, false, Style::InSelf);
   auto [op, identity] = reduction_of(reduce, self);
   if (!include_self)
-    index_scatter("index_reduce", self, dim, index, nullptr, identity, IndexReduce::Assign,
-                  false, Style::InSelf, false);
+    index_scatter("index_reduce", self, dim, index, nullptr, identity, IndexReduce::Assign, false,
+                  Style::InSelf, false);
   index_scatter("index_reduce", self, dim, index, &source, 0, op, false, Style::InSelf, false);
   if (reduce == "mean")
     divide_by_count(self, include_self, [&](const at::Tensor& count) {
@@ -597,8 +602,8 @@ at::Tensor vk_index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor
   return index_reduce_(out, dim, index, source, reduce, include_self);
 }
 at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                             const at::Tensor& source, c10::string_view reduce,
-                             bool include_self, at::Tensor& out) {
+                             const at::Tensor& source, c10::string_view reduce, bool include_self,
+                             at::Tensor& out) {
   return write_out(out, vk_index_reduce(self, dim, index, source, reduce, include_self));
 }
 
@@ -644,8 +649,7 @@ void masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const at::Tensor
   at::Tensor m = mask.device() == self.device() ? mask : mask.to(self.device());
   self.copy_(at::where(m, value, self));
 }
-at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask,
-                                const at::Tensor& value) {
+at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0,
               "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
@@ -654,16 +658,14 @@ at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask,
   masked_fill_impl(self, mask, v);
   return self;
 }
-at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask,
-                                const at::Scalar& value) {
+at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
   masked_fill_impl(self, mask, at::scalar_tensor(value, self.options()));
   return self;
 }
 
 at::Tensor vk_take(const at::Tensor& self, const at::Tensor& index) {
   TORCH_CHECK(index.scalar_type() == at::kLong,
-              "take(): Expected a long tensor for index, but got ",
-              index.scalar_type());
+              "take(): Expected a long tensor for index, but got ", index.scalar_type());
   at::Tensor out = at::empty(index.sizes(), self.options());
   if (index.numel() == 0) return out;
   TORCH_CHECK_INDEX(self.numel() > 0, "take(): tried to take from an empty tensor");
@@ -693,9 +695,10 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
   TORCH_CHECK(self.scalar_type() == source.scalar_type(),
               "put_(): self and source expected to have the same dtype, but got self.dtype = ",
               self.scalar_type(), " and source.dtype = ", source.scalar_type());
-  TORCH_CHECK(index.numel() == source.numel(), "put_(): Expected source and index to have the "
-              "same number of elements, but got source.numel() = ", source.numel(),
-              ", index.numel() = ", index.numel());
+  TORCH_CHECK(index.numel() == source.numel(),
+              "put_(): Expected source and index to have the "
+              "same number of elements, but got source.numel() = ",
+              source.numel(), ", index.numel() = ", index.numel());
   int64_t n = index.numel();
   if (n == 0) return self;
   TORCH_CHECK_INDEX(self.numel() > 0, "put_(): Tried to put elements into an empty tensor");
@@ -736,7 +739,7 @@ at::Tensor& take_out(const at::Tensor& self, const at::Tensor& index, at::Tensor
 // in that shape. The kernel gets one index: the sum of index * stride over the
 // indexed dims, computed here with elementwise ops (negatives wrapped).
 struct Advanced {
-  at::Tensor src;   // restrided self
+  at::Tensor src;     // restrided self
   at::Tensor offset;  // int64, broadcast to src's shape, or a single index (below)
   int64_t dim_stride = 1, dim_size = 0;
   bool wrap = false;
@@ -850,8 +853,7 @@ at::Tensor index_tensor(const at::Tensor& self,
   return out;
 }
 at::Tensor& index_tensor_out(const at::Tensor& self,
-                             const c10::List<std::optional<at::Tensor>>& indices,
-                             at::Tensor& out) {
+                             const c10::List<std::optional<at::Tensor>>& indices, at::Tensor& out) {
   return write_out(out, index_tensor(self, indices));
 }
 
@@ -899,8 +901,8 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
 // --------------------------------------------------------------------------
 
 at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& indices,
-                                   int64_t num_weights, int64_t padding_idx,
-                                   bool scale_grad_by_freq) {
+                                    int64_t num_weights, int64_t padding_idx,
+                                    bool scale_grad_by_freq) {
   TORCH_CHECK(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt,
               "embedding_backward: Expected indices to have type Long or Int but got ",
               indices.scalar_type());

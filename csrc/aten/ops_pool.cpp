@@ -17,8 +17,8 @@ void check_input(const char* name, const at::Tensor& t, int sp) {
   TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(t.scalar_type()), name,
                               " on vkml supports float32, float16 and bfloat16, got ",
                               t.scalar_type());
-  TORCH_CHECK(t.dim() == sp + 1 || t.dim() == sp + 2, name, ": expected ", sp + 1, "D or ",
-              sp + 2, "D input, got ", t.dim(), "D");
+  TORCH_CHECK(t.dim() == sp + 1 || t.dim() == sp + 2, name, ": expected ", sp + 1, "D or ", sp + 2,
+              "D input, got ", t.dim(), "D");
   for (int d = 1; d < t.dim(); ++d)
     TORCH_CHECK(t.size(d) > 0, name, ": expected input with non-zero size for non-batch dims, ",
                 "got ", t.sizes());
@@ -40,12 +40,12 @@ Pool fixed(const char* name, const at::Tensor& self, int sp, at::IntArrayRef ker
            bool ceil_mode) {
   check_input(name, self, sp);
   auto ok = [](at::IntArrayRef v, size_t n) { return v.size() == 1 || v.size() == n; };
-  TORCH_CHECK(ok(kernel, sp), name, ": kernel_size must either be a single int, or a tuple of ",
-              sp, " ints");
+  TORCH_CHECK(ok(kernel, sp), name, ": kernel_size must either be a single int, or a tuple of ", sp,
+              " ints");
   TORCH_CHECK(stride.empty() || ok(stride, sp), name, ": stride must either be omitted, a ",
               "single int, or a tuple of ", sp, " ints");
-  TORCH_CHECK(ok(padding, sp), name, ": padding must either be a single int, or a tuple of ",
-              sp, " ints");
+  TORCH_CHECK(ok(padding, sp), name, ": padding must either be a single int, or a tuple of ", sp,
+              " ints");
   TORCH_CHECK(dilation.empty() || ok(dilation, sp), name,
               ": dilation must be either a single int, or a tuple of ", sp, " ints");
   Pool p;
@@ -142,9 +142,7 @@ at::Tensor run_avg_backward(const Pool& p, const at::Tensor& grad, const at::Ten
               "avg_pool backward: grad_output must have the output's shape");
   at::Tensor gi = at::empty(self.sizes(), g.options());
   if (gi.numel() > 0)
-    guarded([&] {
-      vkml::ops::avg_pool_backward(vkml_device(g), dt(g), addr(g), addr(gi), p.s);
-    });
+    guarded([&] { vkml::ops::avg_pool_backward(vkml_device(g), dt(g), addr(g), addr(gi), p.s); });
   return gi;
 }
 
@@ -158,15 +156,13 @@ template <int SP>
 std::tuple<at::Tensor, at::Tensor> max_pool(const at::Tensor& self, at::IntArrayRef kernel,
                                             at::IntArrayRef stride, at::IntArrayRef padding,
                                             at::IntArrayRef dilation, bool ceil_mode) {
-  return run_max(fixed("max_pool", self, SP, kernel, stride, padding, dilation, ceil_mode),
-                 self);
+  return run_max(fixed("max_pool", self, SP, kernel, stride, padding, dilation, ceil_mode), self);
 }
 
 template <int SP>
-at::Tensor max_pool_backward(const at::Tensor& grad, const at::Tensor& self,
-                             at::IntArrayRef kernel, at::IntArrayRef stride,
-                             at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode,
-                             const at::Tensor& indices) {
+at::Tensor max_pool_backward(const at::Tensor& grad, const at::Tensor& self, at::IntArrayRef kernel,
+                             at::IntArrayRef stride, at::IntArrayRef padding,
+                             at::IntArrayRef dilation, bool ceil_mode, const at::Tensor& indices) {
   Pool p = fixed("max_pool_backward", self, SP, kernel, stride, padding, dilation, ceil_mode);
   return run_max_backward(p, grad, self, indices);
 }
@@ -181,10 +177,9 @@ at::Tensor avg_pool(const at::Tensor& self, at::IntArrayRef kernel, at::IntArray
 }
 
 template <int SP>
-at::Tensor avg_pool_backward(const at::Tensor& grad, const at::Tensor& self,
-                             at::IntArrayRef kernel, at::IntArrayRef stride,
-                             at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
-                             std::optional<int64_t> divisor) {
+at::Tensor avg_pool_backward(const at::Tensor& grad, const at::Tensor& self, at::IntArrayRef kernel,
+                             at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode,
+                             bool count_include_pad, std::optional<int64_t> divisor) {
   Pool p = fixed("avg_pool_backward", self, SP, kernel, stride, padding, {}, ceil_mode);
   set_avg(p, count_include_pad, divisor);
   return run_avg_backward(p, grad, self);
@@ -200,8 +195,7 @@ at::Tensor adaptive_avg(const at::Tensor& self, at::IntArrayRef output_size) {
 
 template <int SP>
 at::Tensor adaptive_avg_backward(const at::Tensor& grad, const at::Tensor& self) {
-  return run_avg_backward(adaptive_from("adaptive_avg_pool_backward", self, grad, SP), grad,
-                          self);
+  return run_avg_backward(adaptive_from("adaptive_avg_pool_backward", self, grad, SP), grad, self);
 }
 
 template <int SP>
@@ -213,8 +207,8 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max(const at::Tensor& self,
 template <int SP>
 at::Tensor adaptive_max_backward(const at::Tensor& grad, const at::Tensor& self,
                                  const at::Tensor& indices) {
-  return run_max_backward(adaptive_from("adaptive_max_pool_backward", self, grad, SP), grad,
-                          self, indices);
+  return run_max_backward(adaptive_from("adaptive_max_pool_backward", self, grad, SP), grad, self,
+                          indices);
 }
 
 }  // namespace

@@ -28,8 +28,7 @@ at::Tensor& generate(at::Tensor& self, Distribution dist, vkml::Scalar a, vkml::
                      const std::optional<at::Generator>& gen) {
   if (self.numel() == 0) return self;
   TORCH_CHECK_NOT_IMPLEMENTED(random_dtype(self.scalar_type()),
-                              "random numbers on vkml do not support ", self.scalar_type(),
-                              " yet");
+                              "random numbers on vkml do not support ", self.scalar_type(), " yet");
   VkmlGeneratorImpl* g = get_generator(gen, self.device().index());
   uint64_t seed, offset;
   {
@@ -38,16 +37,13 @@ at::Tensor& generate(at::Tensor& self, Distribution dist, vkml::Scalar a, vkml::
     offset = g->take_offset(1);
   }
   at::Tensor target = self.is_contiguous() ? self : at::empty(self.sizes(), self.options());
-  guarded([&] {
-    vkml::ops::random(vkml_device(target), ref(target), dist, a, b, seed, offset);
-  });
+  guarded([&] { vkml::ops::random(vkml_device(target), ref(target), dist, a, b, seed, offset); });
   if (dist == Distribution::RandInt) note_values(target, a.i, b.i - 1);
   if (!target.is_same(self)) self.copy_(target);
   return self;
 }
 
-at::Tensor& uniform_(at::Tensor& self, double from, double to,
-                     std::optional<at::Generator> gen) {
+at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
   return generate(self, Distribution::Uniform, vkml::Scalar::of(from), vkml::Scalar::of(to), gen);
@@ -65,28 +61,28 @@ at::Tensor& random_from_to(at::Tensor& self, int64_t from, std::optional<int64_t
     hi = *to;
   } else {
     // [from, largest value of the dtype]: PyTorch's random_(from, None).
-    hi = self.scalar_type() == at::kLong  ? std::numeric_limits<int64_t>::max()
-         : self.scalar_type() == at::kInt ? (int64_t(1) << 31)
+    hi = self.scalar_type() == at::kLong   ? std::numeric_limits<int64_t>::max()
+         : self.scalar_type() == at::kInt  ? (int64_t(1) << 31)
          : self.scalar_type() == at::kBool ? 2
          : self.scalar_type() == at::kByte ? 256
                                            : (int64_t(1) << 24) + 1;
   }
   TORCH_CHECK(from < hi, "random_ expects 'from' to be less than 'to', but got from=", from,
               " >= to=", hi);
-  return generate(self, Distribution::RandInt, vkml::Scalar::of_int(from),
-                  vkml::Scalar::of_int(hi), gen);
+  return generate(self, Distribution::RandInt, vkml::Scalar::of_int(from), vkml::Scalar::of_int(hi),
+                  gen);
 }
 at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
   return random_from_to(self, 0, to, gen);
 }
 at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
-  int64_t hi = self.scalar_type() == at::kLong   ? std::numeric_limits<int64_t>::max()
-               : self.scalar_type() == at::kInt  ? (int64_t(1) << 31)
-               : self.scalar_type() == at::kBool ? 2
-               : self.scalar_type() == at::kByte ? 256
-               : self.scalar_type() == at::kHalf ? (int64_t(1) << 11) + 1
+  int64_t hi = self.scalar_type() == at::kLong       ? std::numeric_limits<int64_t>::max()
+               : self.scalar_type() == at::kInt      ? (int64_t(1) << 31)
+               : self.scalar_type() == at::kBool     ? 2
+               : self.scalar_type() == at::kByte     ? 256
+               : self.scalar_type() == at::kHalf     ? (int64_t(1) << 11) + 1
                : self.scalar_type() == at::kBFloat16 ? (int64_t(1) << 8) + 1
-                                                 : (int64_t(1) << 24) + 1;
+                                                     : (int64_t(1) << 24) + 1;
   return random_from_to(self, 0, hi, gen);
 }
 
@@ -119,8 +115,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   return {input * mask * scale, mask};
 }
 
-at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask,
-                                   double scale) {
+at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
   return grad * mask * scale;
 }
 

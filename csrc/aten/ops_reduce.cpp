@@ -17,8 +17,8 @@ namespace {
 using vkml::ops::ReduceOp;
 
 bool kernel_dtype(at::ScalarType t) {
-  return t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kLong ||
-         t == at::kBool || t == at::kByte;
+  return t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kLong || t == at::kBool ||
+         t == at::kByte;
 }
 
 bool narrow_float(at::ScalarType t) {
@@ -98,7 +98,8 @@ at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
   at::ScalarType t = dtype.value_or(self.scalar_type());
   TORCH_CHECK(at::isFloatingType(t),
               "mean(): could not infer output dtype. Input dtype must be either a floating "
-              "point or complex dtype. Got: ", t);
+              "point or complex dtype. Got: ",
+              t);
   auto dims = reduce_dims(self, dim);
   int64_t r = 1;
   for (int64_t d : dims) r *= self.size(d);
@@ -118,8 +119,8 @@ at::Tensor prod_all(const at::Tensor& self, std::optional<at::ScalarType> dtype)
 }
 at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
-  return run_reduce("prod", self, reduce_dims(self, at::IntArrayRef{dim}), keepdim,
-                    ReduceOp::Prod, sum_type(self, dtype));
+  return run_reduce("prod", self, reduce_dims(self, at::IntArrayRef{dim}), keepdim, ReduceOp::Prod,
+                    sum_type(self, dtype));
 }
 at::Tensor& prod_out(const at::Tensor& self, int64_t dim, bool keepdim,
                      std::optional<at::ScalarType> dtype, at::Tensor& out) {
@@ -127,22 +128,24 @@ at::Tensor& prod_out(const at::Tensor& self, int64_t dim, bool keepdim,
 }
 
 at::Tensor max_all(const at::Tensor& self) {
-  TORCH_CHECK(self.numel() > 0, "max(): Expected reduction dim to be specified for "
-                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
-                                "argument.");
+  TORCH_CHECK(self.numel() > 0,
+              "max(): Expected reduction dim to be specified for "
+              "input.numel() == 0. Specify the reduction dim with the 'dim' "
+              "argument.");
   return run_reduce("max", self, reduce_dims(self, std::nullopt), false, ReduceOp::Max,
                     self.scalar_type());
 }
 at::Tensor min_all(const at::Tensor& self) {
-  TORCH_CHECK(self.numel() > 0, "min(): Expected reduction dim to be specified for "
-                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
-                                "argument.");
+  TORCH_CHECK(self.numel() > 0,
+              "min(): Expected reduction dim to be specified for "
+              "input.numel() == 0. Specify the reduction dim with the 'dim' "
+              "argument.");
   return run_reduce("min", self, reduce_dims(self, std::nullopt), false, ReduceOp::Min,
                     self.scalar_type());
 }
 
-std::tuple<at::Tensor, at::Tensor> minmax_dim(const char* name, ReduceOp op,
-                                              const at::Tensor& self, int64_t dim, bool keepdim) {
+std::tuple<at::Tensor, at::Tensor> minmax_dim(const char* name, ReduceOp op, const at::Tensor& self,
+                                              int64_t dim, bool keepdim) {
   at::Tensor idx;
   at::Tensor v = run_reduce(name, self, reduce_dims(self, at::IntArrayRef{dim}), keepdim, op,
                             self.scalar_type(), 1.0, &idx);
@@ -154,15 +157,15 @@ std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, 
 std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
   return minmax_dim("min", ReduceOp::Min, self, dim, keepdim);
 }
-std::tuple<at::Tensor&, at::Tensor&> max_dim_out(const at::Tensor& self, int64_t dim,
-                                                 bool keepdim, at::Tensor& v, at::Tensor& i) {
+std::tuple<at::Tensor&, at::Tensor&> max_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
+                                                 at::Tensor& v, at::Tensor& i) {
   auto [rv, ri] = max_dim(self, dim, keepdim);
   write_out(v, rv);
   write_out(i, ri);
   return {v, i};
 }
-std::tuple<at::Tensor&, at::Tensor&> min_dim_out(const at::Tensor& self, int64_t dim,
-                                                 bool keepdim, at::Tensor& v, at::Tensor& i) {
+std::tuple<at::Tensor&, at::Tensor&> min_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
+                                                 at::Tensor& v, at::Tensor& i) {
   auto [rv, ri] = min_dim(self, dim, keepdim);
   write_out(v, rv);
   write_out(i, ri);
@@ -195,8 +198,8 @@ at::Tensor arg(const char* name, ReduceOp op, const at::Tensor& self, std::optio
     if (keepdim) idx = idx.reshape(std::vector<int64_t>(self.dim(), 1));
     return idx;
   }
-  run_reduce(name, self, reduce_dims(self, at::IntArrayRef{*dim}), keepdim, op,
-             self.scalar_type(), 1.0, &idx, true);
+  run_reduce(name, self, reduce_dims(self, at::IntArrayRef{*dim}), keepdim, op, self.scalar_type(),
+             1.0, &idx, true);
   note_values(idx, 0, self.dim() == 0 ? 0 : self.size(*dim) - 1);
   return idx;
 }
@@ -269,8 +272,7 @@ at::Tensor vk_vector_norm(const at::Tensor& self, const at::Scalar& ord_s,
   at::Tensor x = dtype && *dtype != self.scalar_type() ? self.to(*dtype) : self;
   if (x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16) {
     // Squares of 16-bit values overflow; accumulate in float32 as PyTorch does.
-    return vk_vector_norm(x.to(at::kFloat), ord_s, dim, keepdim, std::nullopt)
-        .to(x.scalar_type());
+    return vk_vector_norm(x.to(at::kFloat), ord_s, dim, keepdim, std::nullopt).to(x.scalar_type());
   }
   double ord = ord_s.toDouble();
   auto dims = reduce_dims(x, dim);
@@ -426,8 +428,7 @@ at::Tensor vk_var(const at::Tensor& self, at::OptionalIntArrayRef dim,
   return std::get<0>(var_and_mean("var", self, dim, correction, keepdim));
 }
 at::Tensor& vk_var_out(const at::Tensor& self, at::OptionalIntArrayRef dim,
-                       const std::optional<at::Scalar>& correction, bool keepdim,
-                       at::Tensor& out) {
+                       const std::optional<at::Scalar>& correction, bool keepdim, at::Tensor& out) {
   return write_out(out, vk_var(self, dim, correction, keepdim));
 }
 at::Tensor vk_std(const at::Tensor& self, at::OptionalIntArrayRef dim,
@@ -435,18 +436,15 @@ at::Tensor vk_std(const at::Tensor& self, at::OptionalIntArrayRef dim,
   return std::get<0>(var_and_mean("std", self, dim, correction, keepdim)).sqrt();
 }
 at::Tensor& vk_std_out(const at::Tensor& self, at::OptionalIntArrayRef dim,
-                       const std::optional<at::Scalar>& correction, bool keepdim,
-                       at::Tensor& out) {
+                       const std::optional<at::Scalar>& correction, bool keepdim, at::Tensor& out) {
   return write_out(out, vk_std(self, dim, correction, keepdim));
 }
-std::tuple<at::Tensor, at::Tensor> vk_var_mean(const at::Tensor& self,
-                                               at::OptionalIntArrayRef dim,
+std::tuple<at::Tensor, at::Tensor> vk_var_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
                                                const std::optional<at::Scalar>& correction,
                                                bool keepdim) {
   return var_and_mean("var_mean", self, dim, correction, keepdim);
 }
-std::tuple<at::Tensor, at::Tensor> vk_std_mean(const at::Tensor& self,
-                                               at::OptionalIntArrayRef dim,
+std::tuple<at::Tensor, at::Tensor> vk_std_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
                                                const std::optional<at::Scalar>& correction,
                                                bool keepdim) {
   auto [v, mu] = var_and_mean("std_mean", self, dim, correction, keepdim);
@@ -490,8 +488,10 @@ std::tuple<at::Tensor&, at::Tensor&> vk_aminmax_out(const at::Tensor& self,
 
 // torch.equal: same shape and every element equal (one value read back).
 bool vk_equal(const at::Tensor& self, const at::Tensor& other) {
-  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. "
-              "Got: ", self.device(), " and ", other.device());
+  TORCH_CHECK(self.device() == other.device(),
+              "Cannot compare two tensors on different devices. "
+              "Got: ",
+              self.device(), " and ", other.device());
   if (self.sizes() != other.sizes()) return false;
   if (self.numel() == 0) return true;
   return at::eq(self, other).all().item<bool>();

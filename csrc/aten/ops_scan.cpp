@@ -17,12 +17,16 @@ bool scan_dtype(at::ScalarType t, ScanOp op) {
   switch (t) {
     case at::kFloat:
     case at::kHalf:
-    case at::kBFloat16: return true;
+    case at::kBFloat16:
+      return true;
     case at::kInt:
     case at::kLong:
-    case at::kByte: return op != ScanOp::LogSumExp;
-    case at::kBool: return op == ScanOp::Max || op == ScanOp::Min;
-    default: return false;
+    case at::kByte:
+      return op != ScanOp::LogSumExp;
+    case at::kBool:
+      return op == ScanOp::Max || op == ScanOp::Min;
+    default:
+      return false;
   }
 }
 
@@ -30,8 +34,7 @@ bool scan_dtype(at::ScalarType t, ScanOp op) {
 at::Tensor run_scan(const char* name, const at::Tensor& self, int64_t dim, ScanOp op,
                     at::ScalarType dt, at::Tensor* indices = nullptr) {
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
-  TORCH_CHECK_NOT_IMPLEMENTED(scan_dtype(dt, op), name, " on vkml does not support ", dt,
-                              " yet");
+  TORCH_CHECK_NOT_IMPLEMENTED(scan_dtype(dt, op), name, " on vkml does not support ", dt, " yet");
   at::Tensor in = (self.scalar_type() == dt ? self : self.to(dt)).contiguous();
   at::Tensor out = at::empty(in.sizes(), in.options());
   if (indices) *indices = at::empty(in.sizes(), in.options().dtype(at::kLong));
@@ -65,15 +68,15 @@ at::Tensor vk_cumsum(const at::Tensor& self, int64_t dim, std::optional<at::Scal
 }
 at::Tensor& cumsum_(at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
   TORCH_CHECK(!dtype || *dtype == self.scalar_type(),
-              "provided dtype must match the dtype of self tensor in cumsum. Got ",
-              *dtype, " and ", self.scalar_type(), ".");
+              "provided dtype must match the dtype of self tensor in cumsum. Got ", *dtype, " and ",
+              self.scalar_type(), ".");
   self.copy_(run_scan("cumsum", self, dim, ScanOp::Sum, self.scalar_type()));
   return self;
 }
 at::Tensor& cumsum_out(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype,
                        at::Tensor& out) {
-  return write_out(out, run_scan("cumsum", self, dim, ScanOp::Sum,
-                                 dtype.value_or(out.scalar_type())));
+  return write_out(out,
+                   run_scan("cumsum", self, dim, ScanOp::Sum, dtype.value_or(out.scalar_type())));
 }
 
 at::Tensor vk_cumprod(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
@@ -81,15 +84,15 @@ at::Tensor vk_cumprod(const at::Tensor& self, int64_t dim, std::optional<at::Sca
 }
 at::Tensor& cumprod_(at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
   TORCH_CHECK(!dtype || *dtype == self.scalar_type(),
-              "provided dtype must match the dtype of self tensor in cumprod. Got ",
-              *dtype, " and ", self.scalar_type(), ".");
+              "provided dtype must match the dtype of self tensor in cumprod. Got ", *dtype,
+              " and ", self.scalar_type(), ".");
   self.copy_(run_scan("cumprod", self, dim, ScanOp::Prod, self.scalar_type()));
   return self;
 }
 at::Tensor& cumprod_out(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype,
                         at::Tensor& out) {
-  return write_out(out, run_scan("cumprod", self, dim, ScanOp::Prod,
-                                 dtype.value_or(out.scalar_type())));
+  return write_out(out,
+                   run_scan("cumprod", self, dim, ScanOp::Prod, dtype.value_or(out.scalar_type())));
 }
 
 void cum_minmax(const char* name, ScanOp op, const at::Tensor& self, at::Tensor& values,
@@ -99,12 +102,10 @@ void cum_minmax(const char* name, ScanOp op, const at::Tensor& self, at::Tensor&
   write_out(values, v);
   write_out(indices, idx);
 }
-void cummax_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices,
-                   int64_t dim) {
+void cummax_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
   cum_minmax("cummax", ScanOp::Max, self, values, indices, dim);
 }
-void cummin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices,
-                   int64_t dim) {
+void cummin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
   cum_minmax("cummin", ScanOp::Min, self, values, indices, dim);
 }
 

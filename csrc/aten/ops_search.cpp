@@ -35,42 +35,49 @@ at::Tensor as_contiguous(const at::Tensor& t, at::ScalarType dtype) {
 // ------------------------------------------------- searchsorted, bucketize
 
 at::Tensor& vk_searchsorted_out(const at::Tensor& boundaries, const at::Tensor& self,
-                                bool out_int32,
-                             bool right, std::optional<std::string_view> side,
-                             const std::optional<at::Tensor>& sorter_opt, at::Tensor& out) {
+                                bool out_int32, bool right, std::optional<std::string_view> side,
+                                const std::optional<at::Tensor>& sorter_opt, at::Tensor& out) {
   if (side) {
     TORCH_CHECK(*side == "left" || *side == "right",
                 "torch.searchsorted(): side can only be 'left' or 'right' but got ", *side);
-    TORCH_CHECK(!right || *side == "right", "torch.searchsorted(): side and right can't be set "
+    TORCH_CHECK(!right || *side == "right",
+                "torch.searchsorted(): side and right can't be set "
                 "to opposites, got side of left while right was True");
     right = *side == "right";
   }
-  TORCH_CHECK(boundaries.dim() > 0, "torch.searchsorted(): boundaries tensor should have "
+  TORCH_CHECK(boundaries.dim() > 0,
+              "torch.searchsorted(): boundaries tensor should have "
               "positive dimension, but got 0 dimension");
   bool one_d = boundaries.dim() == 1;
   if (!one_d) {
     bool match = self.dim() == boundaries.dim();
     for (int64_t k = 0; match && k + 1 < self.dim(); ++k)
       match = self.size(k) == boundaries.size(k);
-    TORCH_CHECK(match, "torch.searchsorted(): boundaries tensor should be 1 dimension or the first "
+    TORCH_CHECK(match,
+                "torch.searchsorted(): boundaries tensor should be 1 dimension or the first "
                 "N-1 dimensions of boundaries tensor and input value tensor must match, but we got "
-                "boundaries tensor ", boundaries.sizes(), " and input value tensor ", self.sizes());
+                "boundaries tensor ",
+                boundaries.sizes(), " and input value tensor ", self.sizes());
   }
   at::Tensor sorter;
   if (sorter_opt && sorter_opt->defined()) {
     sorter = *sorter_opt;
-    TORCH_CHECK(sorter.scalar_type() == at::kLong, "torch.searchsorted(): sorter must be a tensor "
-                "of long dtype but got dtype ", sorter.scalar_type());
-    TORCH_CHECK(sorter.sizes() == boundaries.sizes(), "torch.searchsorted(): boundary and sorter "
-                "must have the same size, but got boundary tensor ", boundaries.sizes(),
-                "and got sorter tensor ", sorter.sizes());
+    TORCH_CHECK(sorter.scalar_type() == at::kLong,
+                "torch.searchsorted(): sorter must be a tensor "
+                "of long dtype but got dtype ",
+                sorter.scalar_type());
+    TORCH_CHECK(sorter.sizes() == boundaries.sizes(),
+                "torch.searchsorted(): boundary and sorter "
+                "must have the same size, but got boundary tensor ",
+                boundaries.sizes(), "and got sorter tensor ", sorter.sizes());
     sorter = sorter.contiguous();
   }
   at::ScalarType out_type = out_int32 ? at::kInt : at::kLong;
-  TORCH_CHECK(out.scalar_type() == out_type, "torch.searchsorted(): output tensor's dtype is "
+  TORCH_CHECK(out.scalar_type() == out_type,
+              "torch.searchsorted(): output tensor's dtype is "
               "wrong, it can only be Int(int32) or Long(int64) depending on whether out_int32 "
-              "flag is True, but we got output tensor's dtype ", out.scalar_type(),
-              " and out_int32 flag is ", (out_int32 ? "True" : "False"));
+              "flag is True, but we got output tensor's dtype ",
+              out.scalar_type(), " and out_int32 flag is ", (out_int32 ? "True" : "False"));
   at::native::resize_output(out, self.sizes());
   if (self.numel() == 0) return out;
   at::ScalarType common = at::promote_types(boundaries.scalar_type(), self.scalar_type());
@@ -89,8 +96,8 @@ at::Tensor& vk_searchsorted_out(const at::Tensor& boundaries, const at::Tensor& 
 }
 
 at::Tensor vk_searchsorted(const at::Tensor& boundaries, const at::Tensor& self, bool out_int32,
-                        bool right, std::optional<std::string_view> side,
-                        const std::optional<at::Tensor>& sorter) {
+                           bool right, std::optional<std::string_view> side,
+                           const std::optional<at::Tensor>& sorter) {
   at::Tensor out = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
   return vk_searchsorted_out(boundaries, self, out_int32, right, side, sorter, out);
 }
@@ -100,19 +107,18 @@ at::Tensor scalar_tensor_like(const at::Scalar& s, const at::Tensor& like) {
 }
 
 at::Tensor& vk_searchsorted_scalar_out(const at::Tensor& boundaries, const at::Scalar& self,
-                                    bool out_int32, bool right,
-                                    std::optional<std::string_view> side,
-                                    const std::optional<at::Tensor>& sorter, at::Tensor& out) {
+                                       bool out_int32, bool right,
+                                       std::optional<std::string_view> side,
+                                       const std::optional<at::Tensor>& sorter, at::Tensor& out) {
   return vk_searchsorted_out(boundaries, scalar_tensor_like(self, boundaries), out_int32, right,
-                             side,
-                          sorter, out);
+                             side, sorter, out);
 }
 
 at::Tensor vk_searchsorted_scalar(const at::Tensor& boundaries, const at::Scalar& self,
-                               bool out_int32, bool right, std::optional<std::string_view> side,
-                               const std::optional<at::Tensor>& sorter) {
+                                  bool out_int32, bool right, std::optional<std::string_view> side,
+                                  const std::optional<at::Tensor>& sorter) {
   return vk_searchsorted(boundaries, scalar_tensor_like(self, boundaries), out_int32, right, side,
-                      sorter);
+                         sorter);
 }
 
 void check_bucketize(const at::Tensor& boundaries) {
@@ -121,43 +127,43 @@ void check_bucketize(const at::Tensor& boundaries) {
 }
 
 at::Tensor& vk_bucketize_out(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32,
-                          bool right, at::Tensor& out) {
+                             bool right, at::Tensor& out) {
   check_bucketize(boundaries);
   return vk_searchsorted_out(boundaries, self, out_int32, right, std::nullopt, std::nullopt, out);
 }
 
 at::Tensor vk_bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32,
-                     bool right) {
+                        bool right) {
   check_bucketize(boundaries);
   return vk_searchsorted(boundaries, self, out_int32, right, std::nullopt, std::nullopt);
 }
 
 at::Tensor& vk_bucketize_scalar_out(const at::Scalar& self, const at::Tensor& boundaries,
-                                 bool out_int32, bool right, at::Tensor& out) {
+                                    bool out_int32, bool right, at::Tensor& out) {
   return vk_bucketize_out(scalar_tensor_like(self, boundaries), boundaries, out_int32, right, out);
 }
 
 at::Tensor vk_bucketize_scalar(const at::Scalar& self, const at::Tensor& boundaries, bool out_int32,
-                            bool right) {
+                               bool right) {
   return vk_bucketize(scalar_tensor_like(self, boundaries), boundaries, out_int32, right);
 }
 
 // ---------------------------------------------------------------- histc
 
 at::Tensor& vk_histc_out(const at::Tensor& self, int64_t bins, const at::Scalar& min,
-                      const at::Scalar& max, at::Tensor& out) {
+                         const at::Scalar& max, at::Tensor& out) {
   TORCH_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins, " for dimension 0");
   TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(self.scalar_type()),
                               "\"histogram_cpu\" not implemented for '", self.scalar_type(), "'");
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "torch.histc: input tensor and hist "
-              "tensor should have the same dtype, but got input ", self.scalar_type(),
-              " and hist ", out.scalar_type());
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+              "torch.histc: input tensor and hist "
+              "tensor should have the same dtype, but got input ",
+              self.scalar_type(), " and hist ", out.scalar_type());
   double lo = min.toDouble(), hi = max.toDouble();
   if (lo == hi && self.numel() > 0) {
     // The range comes from the data; the CPU kernel reads it to the host too, and
     // a non-finite range must raise.
-    at::Tensor mm = at::stack({self.min(), self.max()}).to(at::kDouble, false, false)
-                        .cpu();
+    at::Tensor mm = at::stack({self.min(), self.max()}).to(at::kDouble, false, false).cpu();
     lo = mm[0].item<double>();
     hi = mm[1].item<double>();
   }
@@ -171,8 +177,7 @@ at::Tensor& vk_histc_out(const at::Tensor& self, int64_t bins, const at::Scalar&
   at::Tensor x = as_contiguous(self, at::kFloat);
   at::Tensor counts = at::zeros({bins}, self.options().dtype(at::kInt));
   guarded([&] {
-    vkml::ops::histc(vkml_device(x), addr(x), x.numel(), addr(counts), bins, float(lo),
-                     float(hi));
+    vkml::ops::histc(vkml_device(x), addr(x), x.numel(), addr(counts), bins, float(lo), float(hi));
   });
   at::native::resize_output(out, {bins});
   out.copy_(counts);
@@ -180,7 +185,7 @@ at::Tensor& vk_histc_out(const at::Tensor& self, int64_t bins, const at::Scalar&
 }
 
 at::Tensor vk_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
-                 const at::Scalar& max) {
+                    const at::Scalar& max) {
   at::Tensor out = at::empty({0}, self.options());
   return vk_histc_out(self, bins, min, max, out);
 }
@@ -188,7 +193,7 @@ at::Tensor vk_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
 // ------------------------------------------------------------- bincount
 
 at::Tensor vk_bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights_opt,
-                    int64_t minlength) {
+                       int64_t minlength) {
   TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
   TORCH_CHECK(self.dim() == 1 && at::isIntegralType(self.scalar_type(), false),
               "bincount only supports 1-d non-negative integral inputs.");
@@ -199,10 +204,10 @@ at::Tensor vk_bincount(const at::Tensor& self, const std::optional<at::Tensor>& 
                 "weights should be 1-d and have the same length as input");
     TORCH_CHECK_NOT_IMPLEMENTED(weights.scalar_type() == at::kFloat,
                                 "bincount on vkml supports float32 weights (other weights give "
-                                "float64 on the CPU), got ", weights.scalar_type());
+                                "float64 on the CPU), got ",
+                                weights.scalar_type());
   }
-  at::TensorOptions out_opt =
-      self.options().dtype(has_weights ? at::kFloat : at::kLong);
+  at::TensorOptions out_opt = self.options().dtype(has_weights ? at::kFloat : at::kLong);
   int64_t n = self.numel();
   int64_t nbins = minlength;
   if (n > 0) {
@@ -223,7 +228,7 @@ at::Tensor vk_bincount(const at::Tensor& self, const std::optional<at::Tensor>& 
 }
 
 at::Tensor& vk_bincount_out(const at::Tensor& self, const std::optional<at::Tensor>& weights,
-                         int64_t minlength, at::Tensor& out) {
+                            int64_t minlength, at::Tensor& out) {
   at::Tensor r = vk_bincount(self, weights, minlength);
   at::native::resize_output(out, r.sizes());
   out.copy_(r);

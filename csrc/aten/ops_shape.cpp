@@ -57,8 +57,10 @@ at::Tensor& vk_cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& 
       break;
     }
   at::ScalarType dtype = at::native::result_type(list);
-  TORCH_CHECK(at::canCast(dtype, out.scalar_type()), "torch.cat(): input types can't be cast to "
-              "the desired output type ", out.scalar_type());
+  TORCH_CHECK(at::canCast(dtype, out.scalar_type()),
+              "torch.cat(): input types can't be cast to "
+              "the desired output type ",
+              out.scalar_type());
   if (!ref_t) {
     at::native::resize_output(out, {0});
     return out;
@@ -72,11 +74,15 @@ at::Tensor& vk_cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& 
     TORCH_CHECK(t.dim() == ref_t->dim(), "Tensors must have same number of dimensions: got ",
                 ref_t->dim(), " and ", t.dim());
     for (int64_t k = 0; k < t.dim(); ++k)
-      TORCH_CHECK(k == d || t.size(k) == ref_t->size(k), "Sizes of tensors must match except in "
-                  "dimension ", d, ". Expected size ", ref_t->size(k), " but got size ", t.size(k),
+      TORCH_CHECK(k == d || t.size(k) == ref_t->size(k),
+                  "Sizes of tensors must match except in "
+                  "dimension ",
+                  d, ". Expected size ", ref_t->size(k), " but got size ", t.size(k),
                   " for tensor number ", n, " in the list.");
-    TORCH_CHECK(t.device() == out.device(), "torch.cat(): all input tensors must be on the same "
-                "device. Received ", t.device(), " and ", out.device());
+    TORCH_CHECK(t.device() == out.device(),
+                "torch.cat(): all input tensors must be on the same "
+                "device. Received ",
+                t.device(), " and ", out.device());
     total += t.size(d);
   }
   shape[d] = total;
@@ -107,8 +113,8 @@ at::Tensor& vk_cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& 
   }
   at::Tensor target = out.is_contiguous() ? out : at::empty(shape, out.options());
   guarded([&] {
-    vkml::ops::cat(vkml_device(target), to_vkml(target.scalar_type()), addr(target), inputs,
-                   outer, inner);
+    vkml::ops::cat(vkml_device(target), to_vkml(target.scalar_type()), addr(target), inputs, outer,
+                   inner);
   });
   note_joined(target, keep);
   if (!target.is_same(out)) out.copy_(target);
@@ -153,9 +159,8 @@ at::Tensor run_remap(const char* op, const at::Tensor& self, const std::vector<R
 
 // grad_input (dtype of the forward input, sizes in_sizes) of a remap whose dims
 // are `dims` (in_stride ignored: recomputed for the contiguous float32 grad).
-at::Tensor run_remap_backward(const char* op, const at::Tensor& grad_out,
-                              at::IntArrayRef in_sizes, std::vector<RemapDim> dims,
-                              at::ScalarType dtype) {
+at::Tensor run_remap_backward(const char* op, const at::Tensor& grad_out, at::IntArrayRef in_sizes,
+                              std::vector<RemapDim> dims, at::ScalarType dtype) {
   TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(dtype), op,
                               " on vkml supports float32, float16 and bfloat16, got ", dtype);
   at::Tensor g = grad_out.to(at::kFloat).contiguous();
@@ -193,8 +198,8 @@ at::Tensor vk_roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayR
     at::Tensor flat = self.reshape({-1});
     return vk_roll(flat, shifts, {0}).view(self.sizes());
   }
-  TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ",
-              shifts.size(), ", dims:", dims.size());
+  TORCH_CHECK(shifts.size() == dims.size(),
+              "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:", dims.size());
   if (self.numel() == 0) return self.clone();
   auto dims_ = identity_dims(self);
   for (size_t n = 0; n < dims.size(); ++n) {
@@ -208,7 +213,7 @@ at::Tensor vk_roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayR
   return run_remap("roll", self, dims_);
 }
 at::Tensor& vk_roll_out(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims,
-                     at::Tensor& out) {
+                        at::Tensor& out) {
   return write_out(out, vk_roll(self, shifts, dims));
 }
 
@@ -241,8 +246,8 @@ at::Tensor& tri_out(const char* op, const at::Tensor& self, int64_t k, bool uppe
   vkml::ops::MatrixRef d{addr(dst), {*db, dst.stride(nd - 2), dst.stride(nd - 1)}};
   vkml::ops::MatrixRef s{addr(src), {*sb, src.stride(nd - 2), src.stride(nd - 1)}};
   guarded([&] {
-    vkml::ops::tri(vkml_device(src), to_vkml(src.scalar_type()), d, s,
-                   self.numel() / (rows * cols), rows, cols, k, upper);
+    vkml::ops::tri(vkml_device(src), to_vkml(src.scalar_type()), d, s, self.numel() / (rows * cols),
+                   rows, cols, k, upper);
   });
   if (!dst.is_same(out)) out.copy_(dst);
   return out;
@@ -312,16 +317,18 @@ at::Tensor& vk_eye_out(int64_t n, at::Tensor& out) { return vk_eye_m_out(n, n, o
 // dim backwards, as F.pad does.
 std::vector<RemapDim> pad_dims(const char* op, const at::Tensor& x, at::IntArrayRef padding,
                                int64_t nd, int mode) {
-  TORCH_CHECK(int64_t(padding.size()) == 2 * nd, op, ": padding size is expected to be ",
-              2 * nd, ", but got: ", padding.size());
+  TORCH_CHECK(int64_t(padding.size()) == 2 * nd, op, ": padding size is expected to be ", 2 * nd,
+              ", but got: ", padding.size());
   int64_t dim = x.dim();
   TORCH_CHECK(dim == nd + 1 || dim == nd + 2, op, ": expected ", nd + 1, "D or ", nd + 2,
               "D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions "
-              "for input, but got: ", x.sizes());
+              "for input, but got: ",
+              x.sizes());
   for (int64_t k = dim - nd - 1; k < dim; ++k)
     TORCH_CHECK(x.size(k) != 0, op, ": expected ", nd + 1, "D or ", nd + 2,
-                  "D (batch mode) tensor with possibly 0 batch size and other non-zero "
-                  "dimensions for input, but got: ", x.sizes());
+                "D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                "dimensions for input, but got: ",
+                x.sizes());
   auto dims = identity_dims(x);
   for (int64_t j = 0; j < nd; ++j) {
     int64_t d = dim - 1 - j;
@@ -330,11 +337,13 @@ std::vector<RemapDim> pad_dims(const char* op, const at::Tensor& x, at::IntArray
     if (mode == REMAP_REFLECT)
       TORCH_CHECK(before < r.in_size && after < r.in_size,
                   "Argument #4: Padding size should be less than the corresponding input "
-                  "dimension, but got: padding (", before, ", ", after, ") at dimension ", d,
-                  " of input ", x.sizes());
+                  "dimension, but got: padding (",
+                  before, ", ", after, ") at dimension ", d, " of input ", x.sizes());
     r.out_size = r.in_size + before + after;
-    TORCH_CHECK(r.out_size >= 1, op, ": input (", x.sizes(), ") is too small. Calculated output "
-                "size along dim ", d, " is ", r.out_size);
+    TORCH_CHECK(r.out_size >= 1, op, ": input (", x.sizes(),
+                ") is too small. Calculated output "
+                "size along dim ",
+                d, " is ", r.out_size);
     r.mode = mode;
     r.param = before;
   }
@@ -364,7 +373,7 @@ at::Tensor vk_pad_backward(const at::Tensor& grad, const at::Tensor& self,
 }
 template <int kDims, int kMode>
 at::Tensor& vk_pad_backward_out(const at::Tensor& grad, const at::Tensor& self,
-                             at::IntArrayRef padding, at::Tensor& out) {
+                                at::IntArrayRef padding, at::Tensor& out) {
   return write_out(out, vk_pad_backward<kDims, kMode>(grad, self, padding));
 }
 
@@ -405,8 +414,10 @@ std::vector<RemapDim> nearest_dims(const char* op, at::IntArrayRef in_sizes,
   auto sc = scales.begin();
   for (int64_t j = 0; j < nd; ++j, ++sc) {
     int64_t d = 2 + j;
-    TORCH_CHECK(in_sizes[d] > 0 && output_size[j] > 0, op, ": input and output sizes should be "
-                "greater than 0, but got input ", in_sizes, " and output ", output_size);
+    TORCH_CHECK(in_sizes[d] > 0 && output_size[j] > 0, op,
+                ": input and output sizes should be "
+                "greater than 0, but got input ",
+                in_sizes, " and output ", output_size);
     RemapDim r = nearest_dim(in_sizes[d], output_size[j], *sc, exact);
     r.in_stride = dims[d].in_stride;
     dims[d] = r;
@@ -439,8 +450,7 @@ at::Tensor up_nearest1d(const at::Tensor& self, at::IntArrayRef os, OptD s) {
   return nearest_forward("upsample_nearest1d", self, os, {s}, kExact);
 }
 template <bool kExact>
-at::Tensor& up_nearest1d_out(const at::Tensor& self, at::IntArrayRef os, OptD s,
-                             at::Tensor& out) {
+at::Tensor& up_nearest1d_out(const at::Tensor& self, at::IntArrayRef os, OptD s, at::Tensor& out) {
   return write_out(out, up_nearest1d<kExact>(self, os, s));
 }
 template <bool kExact>
@@ -477,8 +487,8 @@ at::Tensor up_nearest3d(const at::Tensor& self, at::IntArrayRef os, OptD sd, Opt
   return nearest_forward("upsample_nearest3d", self, os, {sd, sh, sw}, kExact);
 }
 template <bool kExact>
-at::Tensor& up_nearest3d_out(const at::Tensor& self, at::IntArrayRef os, OptD sd, OptD sh,
-                             OptD sw, at::Tensor& out) {
+at::Tensor& up_nearest3d_out(const at::Tensor& self, at::IntArrayRef os, OptD sd, OptD sh, OptD sw,
+                             at::Tensor& out) {
   return write_out(out, up_nearest3d<kExact>(self, os, sd, sh, sw));
 }
 template <bool kExact>

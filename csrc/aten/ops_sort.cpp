@@ -85,8 +85,8 @@ TensorRefPair write_pair(const at::Tensor& v, const at::Tensor& i, at::Tensor& v
 // ----------------------------------------------------------------- sort
 
 TensorRefPair vk_sort_stable_out(const at::Tensor& self, std::optional<bool> /*stable*/,
-                                 int64_t dim,
-                              bool descending, at::Tensor& values, at::Tensor& indices) {
+                                 int64_t dim, bool descending, at::Tensor& values,
+                                 at::Tensor& indices) {
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
   check_out_dtypes("sort", self, values, indices);
   auto [v, i] = sort_last("sort", self, d, descending);
@@ -94,7 +94,7 @@ TensorRefPair vk_sort_stable_out(const at::Tensor& self, std::optional<bool> /*s
 }
 
 TensorPair vk_sort_stable(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
-                       bool descending) {
+                          bool descending) {
   at::Tensor values = at::empty({0}, self.options());
   at::Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
   vk_sort_stable_out(self, stable, dim, descending, values, indices);
@@ -102,7 +102,7 @@ TensorPair vk_sort_stable(const at::Tensor& self, std::optional<bool> stable, in
 }
 
 TensorRefPair vk_sort_out(const at::Tensor& self, int64_t dim, bool descending, at::Tensor& values,
-                       at::Tensor& indices) {
+                          at::Tensor& indices) {
   return vk_sort_stable_out(self, false, dim, descending, values, indices);
 }
 
@@ -113,7 +113,7 @@ TensorPair vk_sort(const at::Tensor& self, int64_t dim, bool descending) {
 // ----------------------------------------------------------------- topk
 
 TensorRefPair vk_topk_out(const at::Tensor& self, int64_t k, int64_t dim, bool largest,
-                       bool /*sorted*/, at::Tensor& values, at::Tensor& indices) {
+                          bool /*sorted*/, at::Tensor& values, at::Tensor& indices) {
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
   int64_t n = self.dim() == 0 ? 1 : self.size(d);
   TORCH_CHECK(k >= 0 && k <= n, "selected index k out of range");
@@ -149,7 +149,7 @@ TensorRefPair select_out(const at::Tensor& self, const at::Tensor& v, const at::
 }
 
 TensorRefPair vk_kthvalue_out(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim,
-                           at::Tensor& values, at::Tensor& indices) {
+                              at::Tensor& values, at::Tensor& indices) {
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
   int64_t n = self.dim() == 0 ? 1 : self.size(d);
   TORCH_CHECK(k >= 1 && k <= n, "kthvalue(): selected number k out of range for dimension ", d);
@@ -242,8 +242,7 @@ TensorPair nanmedian_last(const at::Tensor& self, int64_t d) {
   at::Tensor count = v.isnan().logical_not().sum(-1, true);
   at::Tensor pos = (count - 1).clamp_min(0).div(2, "floor");
   at::Tensor mask = at::arange(n, i.options()) == pos;
-  return {at::where(mask, v, 0).sum(-1, false, v.scalar_type()),
-          at::where(mask, i, 0).sum(-1)};
+  return {at::where(mask, v, 0).sum(-1, false, v.scalar_type()), at::where(mask, i, 0).sum(-1)};
 }
 
 TensorRefPair vk_nanmedian_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
@@ -271,18 +270,16 @@ at::Tensor vk_nanmedian(const at::Tensor& self) {
 // Sorted unique values of the flattened input; the group count is read back once
 // (the output shape depends on it).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_unique2(const at::Tensor& self, bool /*sorted*/,
-                                                       bool return_inverse, bool return_counts) {
+                                                          bool return_inverse, bool return_counts) {
   at::ScalarType kt = key_type("unique", self.scalar_type());
   at::TensorOptions lopt = self.options().dtype(at::kLong);
   int64_t n = self.numel();
   at::Tensor inverse = at::empty(return_inverse ? self.sizes() : at::IntArrayRef{0}, lopt);
-  if (n == 0)
-    return {at::empty({0}, self.options()), inverse, at::empty({0}, lopt)};
+  if (n == 0) return {at::empty({0}, self.options()), inverse, at::empty({0}, lopt)};
   auto [keys, perm] = sort_keys_last("unique", self.reshape({-1}), 0, false);
   at::Tensor ids = at::empty({n}, self.options().dtype(at::kInt));
-  guarded([&] {
-    vkml::ops::unique_groups(vkml_device(keys), to_vkml(kt), addr(keys), addr(ids), n);
-  });
+  guarded(
+      [&] { vkml::ops::unique_groups(vkml_device(keys), to_vkml(kt), addr(keys), addr(ids), n); });
   int64_t count = ids.select(0, n - 1).item<int64_t>();
   at::Tensor uniq = at::empty({count}, keys.options());
   at::Tensor start = at::empty({count}, lopt);
@@ -316,9 +313,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive_flat(const at:
   keys.copy_(self.reshape({-1}));
   at::Tensor perm = at::arange(n, lopt);
   at::Tensor ids = at::empty({n}, self.options().dtype(at::kInt));
-  guarded([&] {
-    vkml::ops::unique_groups(vkml_device(keys), to_vkml(kt), addr(keys), addr(ids), n);
-  });
+  guarded(
+      [&] { vkml::ops::unique_groups(vkml_device(keys), to_vkml(kt), addr(keys), addr(ids), n); });
   int64_t count = ids.select(0, n - 1).item<int64_t>();
   at::Tensor uniq = at::empty({count}, keys.options());
   at::Tensor start = at::empty({count}, lopt);

@@ -1,12 +1,12 @@
 // Tensors existing on the device: allocation, storage, views, resize, set_.
 // Views reuse ATen's device-independent implementations; nothing here runs a kernel.
 #include <ATen/EmptyTensor.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_native.h>
-#include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <torch/library.h>
 
 #include "vkml_tensor.h"
@@ -73,8 +73,7 @@ const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size,
   auto fmt = memory_format.value_or(at::MemoryFormat::Contiguous);
   if (fmt != at::MemoryFormat::Preserve) impl->empty_tensor_restride(fmt);
   size_t needed = at::detail::computeStorageNbytes(impl->sizes(), impl->strides(),
-                                                   self.dtype().itemsize(),
-                                                   impl->storage_offset());
+                                                   self.dtype().itemsize(), impl->storage_offset());
   grow_storage(self, needed);
   return self;
 }
@@ -95,8 +94,7 @@ at::Tensor& set_storage(at::Tensor& self, at::Storage source, int64_t offset, at
     }
   }
   self.unsafeGetTensorImpl()->set_sizes_and_strides(size, strides, offset);
-  size_t needed =
-      at::detail::computeStorageNbytes(size, strides, self.dtype().itemsize(), offset);
+  size_t needed = at::detail::computeStorageNbytes(size, strides, self.dtype().itemsize(), offset);
   grow_storage(self, needed);
   return self;
 }

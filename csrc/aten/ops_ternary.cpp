@@ -24,10 +24,10 @@ at::Tensor& where_out(const at::Tensor& cond, const at::Tensor& a, const at::Ten
 }
 
 void check_addcdiv(const at::Tensor& t1, const at::Tensor& t2) {
-  TORCH_CHECK(!(at::isIntegralType(t1.scalar_type(), true) &&
-                at::isIntegralType(t2.scalar_type(), true)),
-              "Integer division with addcdiv is no longer supported, and in a future release "
-              "addcdiv will perform a true division of tensor1 and tensor2.");
+  TORCH_CHECK(
+      !(at::isIntegralType(t1.scalar_type(), true) && at::isIntegralType(t2.scalar_type(), true)),
+      "Integer division with addcdiv is no longer supported, and in a future release "
+      "addcdiv will perform a true division of tensor1 and tensor2.");
 }
 
 at::Tensor addcmul(const at::Tensor& a, const at::Tensor& t1, const at::Tensor& t2,

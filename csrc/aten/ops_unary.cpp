@@ -175,8 +175,9 @@ at::Tensor& nan_to_num_out(const at::Tensor& a, std::optional<double> nan,
                            std::optional<double> posinf, std::optional<double> neginf,
                            at::Tensor& out) {
   if (!at::isFloatingType(a.scalar_type())) {
-    TORCH_CHECK(out.scalar_type() == a.scalar_type(), "nan_to_num: dtype of out: ",
-                out.scalar_type(), " should be same as input: ", a.scalar_type());
+    TORCH_CHECK(out.scalar_type() == a.scalar_type(),
+                "nan_to_num: dtype of out: ", out.scalar_type(),
+                " should be same as input: ", a.scalar_type());
     at::native::resize_output(out, a.sizes());
     out.copy_(a);
     return out;
@@ -192,8 +193,8 @@ at::Tensor& nan_to_num_out(const at::Tensor& a, std::optional<double> nan,
               {.s1 = nan.value_or(0.0), .s2 = posinf.value_or(big), .s0 = neginf.value_or(-big)});
   return out;
 }
-at::Tensor nan_to_num(const at::Tensor& a, std::optional<double> nan,
-                      std::optional<double> posinf, std::optional<double> neginf) {
+at::Tensor nan_to_num(const at::Tensor& a, std::optional<double> nan, std::optional<double> posinf,
+                      std::optional<double> neginf) {
   at::Tensor out = at::empty_like(a);
   return nan_to_num_out(a, nan, posinf, neginf, out);
 }
@@ -297,16 +298,22 @@ at::Tensor& clamp_out(const at::Tensor& a, const std::optional<at::Scalar>& lo,
   clamp_compute(a, lo, hi, out);
   return out;
 }
-at::Tensor clamp_min(const at::Tensor& a, const at::Scalar& lo) { return clamp_compute(a, lo, std::nullopt, at::Tensor()); }
-at::Tensor& clamp_min_(at::Tensor& a, const at::Scalar& lo) { clamp_compute(a, lo, std::nullopt, a);
+at::Tensor clamp_min(const at::Tensor& a, const at::Scalar& lo) {
+  return clamp_compute(a, lo, std::nullopt, at::Tensor());
+}
+at::Tensor& clamp_min_(at::Tensor& a, const at::Scalar& lo) {
+  clamp_compute(a, lo, std::nullopt, a);
   return a;
 }
 at::Tensor& clamp_min_out(const at::Tensor& a, const at::Scalar& lo, at::Tensor& out) {
   clamp_compute(a, lo, std::nullopt, out);
   return out;
 }
-at::Tensor clamp_max(const at::Tensor& a, const at::Scalar& hi) { return clamp_compute(a, std::nullopt, hi, at::Tensor()); }
-at::Tensor& clamp_max_(at::Tensor& a, const at::Scalar& hi) { clamp_compute(a, std::nullopt, hi, a);
+at::Tensor clamp_max(const at::Tensor& a, const at::Scalar& hi) {
+  return clamp_compute(a, std::nullopt, hi, at::Tensor());
+}
+at::Tensor& clamp_max_(at::Tensor& a, const at::Scalar& hi) {
+  clamp_compute(a, std::nullopt, hi, a);
   return a;
 }
 at::Tensor& clamp_max_out(const at::Tensor& a, const at::Scalar& hi, at::Tensor& out) {
@@ -320,8 +327,9 @@ at::Tensor clamp_t_compute(const at::Tensor& a, const std::optional<at::Tensor>&
   bool has_lo = lo.has_value() && lo->defined(), has_hi = hi.has_value() && hi->defined();
   TORCH_CHECK(has_lo || has_hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
   if (has_lo && has_hi) return elementwise(kClampTensor, {a, *lo, *hi}, out);
-  if (has_lo) return out.defined() ? at::maximum_out(const_cast<at::Tensor&>(out), a, *lo)
-                                   : at::maximum(a, *lo);
+  if (has_lo)
+    return out.defined() ? at::maximum_out(const_cast<at::Tensor&>(out), a, *lo)
+                         : at::maximum(a, *lo);
   return out.defined() ? at::minimum_out(const_cast<at::Tensor&>(out), a, *hi)
                        : at::minimum(a, *hi);
 }

@@ -29,8 +29,10 @@ std::vector<int64_t> reduced_shape(const at::Tensor& self, const std::vector<int
   std::vector<int64_t> shape;
   for (int64_t d = 0; d < self.dim(); ++d) {
     bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
-    if (!reduced) shape.push_back(self.size(d));
-    else if (keepdim) shape.push_back(1);
+    if (!reduced)
+      shape.push_back(self.size(d));
+    else if (keepdim)
+      shape.push_back(1);
   }
   return shape;
 }

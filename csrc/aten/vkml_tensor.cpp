@@ -20,24 +20,37 @@ bool has_vkml_dtype(at::ScalarType t) {
     case at::kShort:
     case at::kChar:
     case at::kByte:
-    case at::kBool: return true;
-    default: return false;
+    case at::kBool:
+      return true;
+    default:
+      return false;
   }
 }
 
 vkml::DType to_vkml(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return vkml::DType::f32;
-    case at::kHalf: return vkml::DType::f16;
-    case at::kBFloat16: return vkml::DType::bf16;
-    case at::kDouble: return vkml::DType::f64;
-    case at::kLong: return vkml::DType::i64;
-    case at::kInt: return vkml::DType::i32;
-    case at::kShort: return vkml::DType::i16;
-    case at::kChar: return vkml::DType::i8;
-    case at::kByte: return vkml::DType::u8;
-    case at::kBool: return vkml::DType::b8;
-    default: TORCH_CHECK_TYPE(false, "vkml does not support dtype ", t);
+    case at::kFloat:
+      return vkml::DType::f32;
+    case at::kHalf:
+      return vkml::DType::f16;
+    case at::kBFloat16:
+      return vkml::DType::bf16;
+    case at::kDouble:
+      return vkml::DType::f64;
+    case at::kLong:
+      return vkml::DType::i64;
+    case at::kInt:
+      return vkml::DType::i32;
+    case at::kShort:
+      return vkml::DType::i16;
+    case at::kChar:
+      return vkml::DType::i8;
+    case at::kByte:
+      return vkml::DType::u8;
+    case at::kBool:
+      return vkml::DType::b8;
+    default:
+      TORCH_CHECK_TYPE(false, "vkml does not support dtype ", t);
   }
 }
 
@@ -64,11 +77,14 @@ vkml::TensorRef ref(const at::Tensor& t) {
 
 void rethrow(const vkml::Error& e) {
   switch (e.kind()) {
-    case vkml::ErrorKind::InvalidArgument: TORCH_CHECK_VALUE(false, e.what());
-    case vkml::ErrorKind::OutOfMemory: TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
+    case vkml::ErrorKind::InvalidArgument:
+      TORCH_CHECK_VALUE(false, e.what());
+    case vkml::ErrorKind::OutOfMemory:
+      TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
     case vkml::ErrorKind::Unavailable:
     case vkml::ErrorKind::DeviceLost:
-    case vkml::ErrorKind::Internal: TORCH_CHECK(false, e.what());
+    case vkml::ErrorKind::Internal:
+      TORCH_CHECK(false, e.what());
   }
   TORCH_CHECK(false, e.what());
 }

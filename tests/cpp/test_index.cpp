@@ -91,11 +91,20 @@ void scatter_sum(Device& dev, DType dt, ops::IndexReduce red, bool serial = fals
   for (int64_t i = 0; i < N; ++i) {
     T& w = want[idx[i]];
     switch (red) {
-      case ops::IndexReduce::Add: w = T(w + src[i]); break;
-      case ops::IndexReduce::Mul: w = T(w * src[i]); break;
-      case ops::IndexReduce::Max: w = std::max(w, src[i]); break;
-      case ops::IndexReduce::Min: w = std::min(w, src[i]); break;
-      default: break;
+      case ops::IndexReduce::Add:
+        w = T(w + src[i]);
+        break;
+      case ops::IndexReduce::Mul:
+        w = T(w * src[i]);
+        break;
+      case ops::IndexReduce::Max:
+        w = std::max(w, src[i]);
+        break;
+      case ops::IndexReduce::Min:
+        w = std::min(w, src[i]);
+        break;
+      default:
+        break;
     }
   }
   Buffer bs(dev, src), bi(dev, idx), bd(dev, dst);

@@ -52,13 +52,12 @@ void check(Device& dev, NormView v, int64_t naff, DType dt) {
   Buffer bm(dev, nstat * 4), br(dev, nstat * 4), bv(dev, nstat * 4), bsa(dev, nstat * 4),
       bsb(dev, nstat * 4), by(dev, n * 4), bgx(dev, n * 4);
   ops::norm_stats(dev, dt, bx.address(), bm.address(), br.address(), bv.address(), v, eps);
-  ops::norm_forward(dev, dt, bx.address(), bw.address(), bb.address(), bm.address(),
-                    br.address(), by.address(), v);
+  ops::norm_forward(dev, dt, bx.address(), bw.address(), bb.address(), bm.address(), br.address(),
+                    by.address(), v);
   ops::norm_backward_sums(dev, dt, bx.address(), bgy.address(), bw.address(), bm.address(),
                           br.address(), bsa.address(), bsb.address(), v);
   ops::norm_data_grad(dev, dt, bx.address(), bgy.address(), bw.address(), bm.address(),
-                      br.address(), bsa.address(), bsb.address(), bgx.address(), v,
-                      int64_t(count));
+                      br.address(), bsa.address(), bsb.address(), bgx.address(), v, int64_t(count));
   double tol = dt == DType::f16 ? 1e-2 : 1e-5;
   expect_close(bm.read<float>(nstat), mean, 1e-5, 1e-5, "mean");
   expect_close(bv.read<float>(nstat), var, 1e-5, 1e-5, "var");

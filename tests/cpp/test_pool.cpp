@@ -54,7 +54,7 @@ void check(Device& dev, PoolShape s, bool max) {
             sum += v;
             if (v > m) m = v, mi = h * W + w;
           }
-        double div = s.divisor ? s.divisor
+        double div = s.divisor                           ? s.divisor
                      : s.count_include_pad || s.adaptive ? double(ph * pw)
                                                          : double((h1 - h0) * (w1 - w0));
         y[o] = max ? m : sum / div;

@@ -134,8 +134,8 @@ TEST_F(ShapeTest, CatOneDispatchManyInputs) {
     for (size_t e = 0; e < v.size(); ++e) v[e] = n * 1000 + int64_t(e);
     bufs.emplace_back(dev(), v.empty() ? std::vector<int64_t>{0} : v);
     bool transposed = n == 7;
-    inputs.push_back({bufs.back().address(), size, size * inner, transposed ? 1 : inner,
-                      transposed ? size : 1});
+    inputs.push_back(
+        {bufs.back().address(), size, size * inner, transposed ? 1 : inner, transposed ? size : 1});
     host.push_back(v);
     total += size;
   }

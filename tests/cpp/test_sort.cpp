@@ -103,8 +103,8 @@ TEST_F(SortTest, SearchSortedLeftRightAndSorter) {
   std::vector<float> ub = {5, -1, 2, 0, 0};
   std::vector<int64_t> sorter = {1, 3, 4, 2, 0};
   Buffer bub(dev(), ub), bs(dev(), sorter);
-  ops::searchsorted(dev(), DType::f32, bub.address(), bv.address(), bs.address(), out.address(),
-                    5, int64_t(v.size()), int64_t(v.size()), false, false);
+  ops::searchsorted(dev(), DType::f32, bub.address(), bv.address(), bs.address(), out.address(), 5,
+                    int64_t(v.size()), int64_t(v.size()), false, false);
   EXPECT_EQ(out.read<int64_t>(), (std::vector<int64_t>{0, 0, 1, 3, 3, 4, 5, 5}));
 }
 

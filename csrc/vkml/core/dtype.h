@@ -24,13 +24,17 @@ enum class DType : uint8_t {
 inline size_t itemsize(DType t) {
   switch (t) {
     case DType::f64:
-    case DType::i64: return 8;
+    case DType::i64:
+      return 8;
     case DType::f32:
-    case DType::i32: return 4;
+    case DType::i32:
+      return 4;
     case DType::f16:
     case DType::bf16:
-    case DType::i16: return 2;
-    default: return 1;
+    case DType::i16:
+      return 2;
+    default:
+      return 1;
   }
 }
 

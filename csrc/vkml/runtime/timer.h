@@ -41,7 +41,7 @@ class Timer {
 
  private:
   void check(uint32_t slot) const;  // mutex held
-  void grow();                       // mutex held
+  void grow();                      // mutex held
 
   Device& device_;
   std::mutex mutex_;
