@@ -46,19 +46,13 @@ at::Tensor meta(const at::Tensor& t) {
 vkml::DType kernel_dtype(const char* name, at::ScalarType t, bool reduce) {
   switch (t) {
     case at::kFloat:
-      return vkml::DType::f32;
     case at::kHalf:
-      return vkml::DType::f16;
     case at::kBFloat16:
-      return vkml::DType::bf16;
     case at::kInt:
-      return vkml::DType::i32;
     case at::kLong:
-      return vkml::DType::i64;
     case at::kByte:
-      return vkml::DType::u8;
     case at::kBool:
-      return vkml::DType::b8;
+      return to_vkml(t);
     case at::kDouble:
       if (!reduce) return vkml::DType::i64;
       break;
