@@ -110,6 +110,7 @@ void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
   Access carry;
   carry.read(span_elems(scanned.address, slots, itemsize(pdt)));
   carry.read(span_elems(scanned_idx.address, with_idx ? slots : 0, 8));
+  carry.read(span_elems(part_idx.address, with_idx ? slots : 0, 8));  // the winners' positions
   for (const Span& s : {out, idx}) {
     carry.read(s);
     carry.write(s);
