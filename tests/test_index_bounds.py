@@ -1,6 +1,7 @@
 """Index bounds checks without host syncs: the values of an index tensor uploaded from
-the host, or made by arange or randint, are known without reading them back, and stay
-trusted only until something could have changed them. A check that trusts stale
+the host, or made where their range is known (arange, randint, argmax, sort, gathers
+and cat of such tensors), are known without reading them back, and stay trusted only
+until something could have changed them. A check that trusts stale
 bounds would let an out-of-range index through silently, so every way of changing the
 index below must still raise."""
 
