@@ -26,7 +26,6 @@ static_assert(sizeof(Record) == 72);
 constexpr uint64_t kGroupElements = 256 * 4;  // WG of elementwise.comp, 4 elements a thread
 constexpr size_t kMaxRecords = 4096;
 
-bool overlaps(const Span& a, const Span& b) { return a.begin < b.end && b.begin < a.end; }
 bool overlaps_any(const Span& s, const std::vector<Span>& set) {
   for (const Span& t : set)
     if (overlaps(s, t)) return true;

@@ -51,9 +51,7 @@ void launch(Device& dev, const char* name, Push p, const GridSampleShape& s) {
     access.write(out);
   } else {
     access.read(out);
-    const Span grad_input = span_elems(p.grad_input, in_numel, sizeof(float));
-    access.read(grad_input);  // accumulated into
-    access.write(grad_input);
+    access.update(span_elems(p.grad_input, in_numel, sizeof(float)));  // accumulated into
     access.write(span_elems(p.grad_grid, points * s.dims, sizeof(float)));
   }
   dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(points), kWg, &access);

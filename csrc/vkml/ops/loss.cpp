@@ -135,9 +135,7 @@ void margin_launch(Device& dev, const MarginLossArgs& a, int mode, uint64_t loss
   if (backward) {
     access.read(span_elems(grad_fac, a.n, sizeof(float)));
     access.read(is_target);
-    const Span grad = span_elems(grad_in, nc, sizeof(float));
-    access.read(grad);  // MultiLabel accumulates into its zeroed row
-    access.write(grad);
+    access.update(span_elems(grad_in, nc, sizeof(float)));  // MultiLabel accumulates into it
   } else {
     access.write(span_elems(loss, a.n, sizeof(float)));
     access.write(is_target);  // written by forward for the backward

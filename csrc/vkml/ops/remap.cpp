@@ -123,10 +123,8 @@ void launch(Device& dev, VkPipeline pipeline, uint64_t dst, uint64_t src,
   }
   Access access;
   if (bwd) {
-    const Span grad_in = span_of(dst, dst_item, nd, in_sizes, in_strides);
     access.read(span_elems(src, numel, src_item));
-    access.read(grad_in);
-    access.write(grad_in);
+    access.update(span_of(dst, dst_item, nd, in_sizes, in_strides));
   } else {
     access.read(span_of(src, src_item, nd, in_sizes, in_strides));
     access.write(span_elems(dst, numel, dst_item));

@@ -89,8 +89,6 @@ void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
   uint32_t gx = uint32_t(std::min(groups, max_x));
   uint32_t gy = uint32_t((groups + gx - 1) / gx);
   const int64_t numel = a.outer * a.n;
-  const Span out = span_elems(a.out, numel, itemsize(dt));
-  const Span idx = span_elems(with_idx ? a.indices : 0, numel, 8);
   Access chunks = line_access(a, dt, numel);  // and the chunk totals
   chunks.write(span_elems(part.address, slots, itemsize(pdt)));
   chunks.write(span_elems(part_idx.address, with_idx ? slots : 0, 8));
@@ -111,10 +109,8 @@ void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
   carry.read(span_elems(scanned.address, slots, itemsize(pdt)));
   carry.read(span_elems(scanned_idx.address, with_idx ? slots : 0, 8));
   carry.read(span_elems(part_idx.address, with_idx ? slots : 0, 8));  // the winners' positions
-  for (const Span& s : {out, idx}) {
-    carry.read(s);
-    carry.write(s);
-  }
+  carry.update(span_elems(a.out, numel, itemsize(dt)));
+  carry.update(span_elems(with_idx ? a.indices : 0, numel, 8));
   uint32_t cwg = workgroup(dev, 256);
   dispatch_1d(dev, pipeline_for(dev, dt, a.op, kCarry, cwg), &p, sizeof(p), uint64_t(numel), cwg,
               &carry);

@@ -29,9 +29,7 @@ Access counting(uint64_t src, size_t src_item, uint64_t weights, int64_t numel, 
   Access a;
   a.read(span_elems(src, numel, src_item));
   if (weights) a.read(span_elems(weights, numel, sizeof(float)));
-  const Span b = span_elems(bins, nbins, 4);
-  a.read(b);
-  a.write(b);
+  a.update(span_elems(bins, nbins, 4));
   return a;
 }
 

@@ -66,8 +66,7 @@ void repeat_index(Device& dev, uint64_t repeats, uint64_t cum, uint64_t dst, int
   Access counts, scan, fill;  // repeats -> cum, prefix sums of cum in place, cum -> dst
   counts.read(rep);
   counts.write(sums);
-  scan.read(sums);
-  scan.write(sums);
+  scan.update(sums);
   fill.read(sums);
   fill.write(span_elems(dst, total, isize));
   int32_t wg = int32_t(kWorkgroup);

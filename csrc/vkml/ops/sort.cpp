@@ -56,11 +56,8 @@ void sort_rows(Device& dev, DType key_dtype, uint64_t in, uint64_t out_keys, uin
   Access access;
   const uint64_t padded = p.last ? 0 : uint64_t(rows) * P;
   access.read(span_elems(in, rows * n, ks));
-  for (const Span& s :
-       {span_elems(keys, int64_t(padded), ks), span_elems(idx, int64_t(padded), 4)}) {
-    access.read(s);
-    access.write(s);
-  }
+  access.update(span_elems(keys, int64_t(padded), ks));
+  access.update(span_elems(idx, int64_t(padded), 4));
   access.write(span_elems(out_keys, rows * n, ks));
   access.write(span_elems(out_idx, rows * n, 8));
   dispatch_1d(dev, dev.pipelines().get(name, {0, int32_t(wg)}), &p, sizeof(p), p.pairs, wg,
@@ -112,8 +109,7 @@ void unique_groups(Device& dev, DType key_dtype, uint64_t keys, uint64_t ids, in
   Access flags, scan;  // keys -> 0/1 group starts in ids, then their prefix sums in place
   flags.read(span_elems(keys, n, itemsize(key_dtype)));
   flags.write(group_ids);
-  scan.read(group_ids);
-  scan.write(group_ids);
+  scan.update(group_ids);
   dispatch_1d(dev, dev.pipelines().get(name, {0, int32_t(kWorkgroup)}), &p, sizeof(p), uint64_t(n),
               kWorkgroup, &flags);
   uint32_t wg = 256;

@@ -38,8 +38,7 @@ void launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const Bil
   Access access;
   access.read(span_elems(src, backward ? numel : small, esize));
   const Span out = span_elems(dst, backward ? small : numel, esize);
-  if (backward) access.read(out);  // accumulated into
-  access.write(out);
+  backward ? access.update(out) : access.write(out);  // backward accumulates into it
   dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
 }
 
@@ -86,8 +85,7 @@ void interp_launch(Device& dev, const char* name, uint64_t src, uint64_t dst, co
   Access access;
   access.read(span_elems(src, backward ? numel : small, sizeof(float)));
   const Span out = span_elems(dst, backward ? small : numel, sizeof(float));
-  if (backward) access.read(out);
-  access.write(out);
+  backward ? access.update(out) : access.write(out);
   dispatch_1d(dev, dev.pipelines().get(name), &push, sizeof(push), uint64_t(numel), kWorkgroup,
               &access);
 }

@@ -11,7 +11,7 @@ HazardTracker::HazardTracker() {
 bool HazardTracker::overlaps(const std::vector<Span>& set, const Span* spans, size_t n) {
   for (size_t i = 0; i < n; ++i)
     for (const Span& s : set)
-      if (spans[i].begin < s.end && s.begin < spans[i].end) return true;
+      if (vkml::overlaps(spans[i], s)) return true;
   return false;
 }
 

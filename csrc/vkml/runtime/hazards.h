@@ -19,6 +19,8 @@ struct Span {
   uint64_t end = 0;
 };
 
+inline bool overlaps(const Span& a, const Span& b) { return a.begin < b.end && b.begin < a.end; }
+
 // The ranges one command reads and writes. Fixed capacity so that declaring
 // them costs no heap allocation on the per-op path.
 struct Access {
@@ -37,6 +39,11 @@ struct Access {
 
   void read(Span s) { add(reads, nreads, s); }
   void write(Span s) { add(writes, nwrites, s); }
+  // Read and written: accumulated into, or updated in place.
+  void update(Span s) {
+    read(s);
+    write(s);
+  }
   // Declared by caller-owned lists alone (the vectors must outlive its use).
   static Access of_lists(const std::vector<Span>& reads, const std::vector<Span>& writes) {
     Access a;

@@ -6,12 +6,6 @@
 
 namespace vkml {
 
-namespace {
-
-bool overlaps(const Span& a, const Span& b) { return a.begin < b.end && b.begin < a.end; }
-
-}  // namespace
-
 void ValueBounds::note(Span bytes, DType dtype, IntRange range) {
   if (bytes.end <= bytes.begin) return;
   std::lock_guard<std::mutex> lock(mutex_);
