@@ -1,6 +1,5 @@
 #include "value_bounds.h"
 
-#include <algorithm>
 #include <limits>
 
 #include "vkml/ops/launch.h"
@@ -40,7 +39,7 @@ std::optional<vkml::IntRange> known_values(const at::Tensor& t) {
 void note_gathered(const at::Tensor& out, const at::Tensor& src, bool checked) {
   std::optional<vkml::IntRange> r = known_values(src);
   if (!r) return;
-  if (!checked) *r = {std::min<int64_t>(r->lo, 0), std::max<int64_t>(r->hi, 0)};
+  if (!checked) *r = vkml::join(*r, {0, 0});
   note_values(out, r->lo, r->hi);
 }
 
@@ -49,7 +48,7 @@ void note_joined(const at::Tensor& out, const std::vector<at::Tensor>& inputs) {
   for (const at::Tensor& t : inputs) {
     std::optional<vkml::IntRange> r = known_values(t);
     if (!r) return;
-    joined = joined ? vkml::IntRange{std::min(joined->lo, r->lo), std::max(joined->hi, r->hi)} : r;
+    joined = joined ? vkml::join(*joined, *r) : *r;
   }
   if (joined) note_values(out, joined->lo, joined->hi);
 }

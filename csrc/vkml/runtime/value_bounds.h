@@ -1,12 +1,15 @@
 #pragma once
 // What some integer tensors on the device are known to hold, so that index
 // bounds checks need not read values back (a host sync that lets the GPU run
-// dry). Bounds are noted where the host knows the values without looking:
-// an upload (the host had the data), arange, randint. They describe bytes, not
-// tensors: every command the stream records drops the bounds of the memory it
-// declares it writes, and a command that declares nothing drops them all, so a
-// noted range holds until something could have changed it. Fresh Vulkan
-// memory drops them too, as it may reuse a freed block's addresses.
+// dry). Bounds are noted where the host knows the values without looking: an
+// upload (the host had the data), arange, randint, argmax, sort indices, and
+// copies, gathers and cats of known values (the adapter's value_bounds.h). They
+// describe bytes, not tensors: every command the stream records drops the
+// bounds of the memory it declares it writes, and a command that declares
+// nothing drops them all, so a noted range holds until something could have
+// changed it. Fresh Vulkan memory drops them too, as it may reuse a freed
+// block's addresses.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -22,6 +25,11 @@ struct IntRange {
   int64_t lo = 0;
   int64_t hi = 0;  // inclusive
 };
+
+// The smallest range holding both.
+inline IntRange join(IntRange a, IntRange b) {
+  return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
+}
 
 class ValueBounds {
  public:
