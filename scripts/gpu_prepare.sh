@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run here, before a GPU-machine run (scripts/gpu_run.sh): the shared prepare step, which
 # puts the Vulkan loader, headers and glslc into .gl/, plus a copy of the glslang that
-# compiles the cooperative-matrix shaders (.gl/glslang/), which that machine's image lacks
-# and cannot download. Needs `make build` (or scripts/setup.sh) to have made .venv.
+# compiles the cooperative-matrix shaders and the SPIRV-Tools that retype their bf16
+# variant (.gl/glslang/), which that machine's image lacks and cannot download. Needs `make build` (or scripts/setup.sh) to have made .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED=${SHARED:-../shared}
@@ -26,7 +26,9 @@ if [ ! -x "$prefix/bin/glslang" ]; then
 fi
 rm -rf .gl/glslang
 mkdir -p .gl/glslang/bin .gl/glslang/lib
-cp -L "$prefix/bin/glslang" .gl/glslang/bin/
+for tool in glslang spirv-as spirv-dis spirv-val; do
+  cp -L "$prefix/bin/$tool" .gl/glslang/bin/
+done
 for lib in libglslang.so.13 libSPIRV.so.13 libglslang-default-resource-limits.so.13 \
            libSPIRV-Tools-shared.so; do
   cp -L "$prefix/lib/$lib" .gl/glslang/lib/

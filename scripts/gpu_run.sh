@@ -48,12 +48,16 @@ print("vkml:0 =", p.name, "|", p.driver, "| type", p.device_type)
 print("torch", torch.__version__, "cuda:", torch.cuda.is_available() and torch.cuda.get_device_name())
 if "nvidia" not in p.name.lower():
     print("WARNING: vkml:0 is not the NVIDIA device")
-# The matrix-unit GEMM: its start-up check runs on the first fp16 product.
-a = torch.randn(1000, 1100, dtype=torch.float16)
-b = torch.randn(1100, 900, dtype=torch.float16)
-err = (torch.mm(a.to("vkml"), b.to("vkml")).cpu().double() - a.double() @ b.double()).abs().max()
-print("cooperative matrix:", p.cooperative_matrix or "none", "| status:",
-      torch_vkml._C.coopmat_status(0), "| fp16 mm 1000x1100x900 max error:", float(err))
+# The matrix-unit GEMM: its start-up check runs on the first fp16 (bf16) product.
+for dtype, shape in ((torch.float16, p.cooperative_matrix),
+                     (torch.bfloat16, p.cooperative_matrix_bf16)):
+    a = torch.randn(1000, 1100, dtype=dtype)
+    b = torch.randn(1100, 900, dtype=dtype)
+    got = torch.mm(a.to("vkml"), b.to("vkml")).cpu().double()
+    err = (got - a.double() @ b.double()).abs().max()
+    name = str(dtype).split(".")[1]
+    print(f"cooperative matrix {name}:", shape or "none", "| status:",
+          torch_vkml._C.coopmat_status(0, name), "| mm 1000x1100x900 max error:", float(err))
 PYEOF
 
 echo "==> [$(elapsed)s] pytest (limit ${STEP_TEST_S}s)"

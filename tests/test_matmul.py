@@ -307,37 +307,63 @@ def test_integer_products_wrap():
 
 def test_matrix_unit_kernel_is_built_where_its_compiler_is_installed():
     """requirements-dev.txt installs a glslang that compiles the cooperative-matrix
-    shader; a build with it must contain that variant (a missing library once left it
-    out silently). The emulated variant needs only glslc."""
+    shader, and SPIRV-Tools beside it, which retype its bf16 variant; a build with
+    them must contain those variants (a missing library once left one out silently).
+    The emulated variants need only glslc."""
     import sysconfig
     from pathlib import Path
 
     glslang = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix" / "bin" / "glslang"
     if glslang.exists():
         assert torch_vkml._C.has_shader("gemm_coopmat_f16")
+        if (glslang.parent / "spirv-as").exists():
+            assert torch_vkml._C.has_shader("gemm_coopmat_bf16")
     assert torch_vkml._C.has_shader("gemm_coopmat_emulated")
+    assert torch_vkml._C.has_shader("gemm_coopmat_emulated_bf16")
     assert not torch_vkml._C.has_shader("no_such_shader")
 
 
+def test_matrix_unit_status_names_its_dtype():
+    for dtype in ("float16", "bfloat16"):
+        assert torch_vkml._C.coopmat_status(0, dtype) in (
+            "active",
+            "emulated",
+            "unchecked",
+            "rejected",
+            "off",
+            "not built",
+            "unsupported",
+        )
+    with pytest.raises(ValueError, match="float16' or 'bfloat16"):
+        torch_vkml._C.coopmat_status(0, "float32")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("mode", ["emulate", "1"])
-def test_float16_products_through_the_matrix_unit_kernel(mode):
-    """fp16 mm, bmm, linear (with backward) and a transposed operand through the
-    cooperative-matrix GEMM; float64 CPU reference, 1e-2 relative tolerance.
-    TORCH_VKML_COOPMAT=emulate runs its emulated variant on any device (Debian 12's
-    lavapipe has no matrix units); =1 runs the real kernel where the device offers
-    matrix units and the build has the shader (Mesa 26's lavapipe does: see
-    scripts/lavapipe_next.sh), and must then pass its start-up check."""
+def test_half_products_through_the_matrix_unit_kernel(mode, dtype):
+    """fp16 and bf16 mm, bmm, linear (with backward) and a transposed operand through
+    the cooperative-matrix GEMM; float64 CPU reference, relative tolerance 1e-2 (fp16)
+    or 2e-2 (bf16). TORCH_VKML_COOPMAT=emulate runs its emulated variant on any device
+    (Debian 12's lavapipe has no matrix units); =1 runs the real kernel where the
+    device offers matrix units for the dtype and the build has the shader (fp16:
+    Mesa 26's lavapipe, see scripts/lavapipe_next.sh; bf16: no device we have), and
+    must then pass its start-up check."""
     from conftest import describe, run_python
 
     proc = run_python(
         """
         import os, torch, torch_vkml
         mode = os.environ["TORCH_VKML_COOPMAT"]
+        name = os.environ["DTYPE"]
+        dtype = getattr(torch, name)
+        bf16 = name == "bfloat16"
+        props = torch_vkml.get_device_properties(0)
+        shape = props.cooperative_matrix_bf16 if bf16 else props.cooperative_matrix
         if mode == "emulate":
             expected = "emulated"
-        elif not torch_vkml.get_device_properties(0).cooperative_matrix:
+        elif not shape:
             expected = "unsupported"
-        elif not torch_vkml._C.has_shader("gemm_coopmat_f16"):
+        elif not torch_vkml._C.has_shader("gemm_coopmat_bf16" if bf16 else "gemm_coopmat_f16"):
             expected = "not built"
         else:
             expected = "active"
@@ -345,18 +371,27 @@ def test_float16_products_through_the_matrix_unit_kernel(mode):
         def check(got, want, what):
             err = (got.cpu().double() - want).abs().max().item()
             scale = want.abs().max().item() + 1
-            assert err <= 1e-2 * scale, f"{what}: max error {err} (scale {scale})"
-        a = torch.randn(130, 96).half()
-        b = torch.randn(96, 70).half()
+            tol = 2e-2 if bf16 else 1e-2
+            assert err <= tol * scale, f"{what}: max error {err} (scale {scale})"
+        # Integer operands: every sum is exact in fp32, so the one rounding to the
+        # storage type (to nearest, ties to even) must give exactly the CPU's result.
+        ia = torch.randint(-8, 9, (64, 96)).to(dtype)
+        ib = torch.randint(-8, 9, (96, 48)).to(dtype)
+        got = torch.mm(ia.to("vkml"), ib.to("vkml")).cpu()
+        want = (ia.double() @ ib.double()).to(dtype)
+        assert torch.equal(got, want), (got.double() - want.double()).abs().max()
+        assert (want.double().abs() > 256).any()  # where bf16 rounds
+        a = torch.randn(130, 96).to(dtype)
+        b = torch.randn(96, 70).to(dtype)
         check(torch.mm(a.to("vkml"), b.to("vkml")), a.double() @ b.double(), "mm")
         check(torch.mm(a.t().contiguous().to("vkml").t(), b.to("vkml")),
               a.double() @ b.double(), "mm, A transposed")
-        x = torch.randn(4, 65, 48).half()
-        y = torch.randn(4, 48, 80).half()
+        x = torch.randn(4, 65, 48).to(dtype)
+        y = torch.randn(4, 48, 80).to(dtype)
         check(torch.bmm(x.to("vkml"), y.to("vkml")), x.double() @ y.double(), "bmm")
-        lin = torch.nn.Linear(64, 96).half()
-        inp = torch.randn(50, 64).half()
-        dl = torch.nn.Linear(64, 96).half().to("vkml")
+        lin = torch.nn.Linear(64, 96).to(dtype)
+        inp = torch.randn(50, 64).to(dtype)
+        dl = torch.nn.Linear(64, 96).to(dtype).to("vkml")
         dl.load_state_dict(lin.state_dict())
         di = inp.to("vkml").requires_grad_()
         out = dl(di)
@@ -368,12 +403,13 @@ def test_float16_products_through_the_matrix_unit_kernel(mode):
         check(out, ref, "linear")
         check(di.grad, ref_i.grad, "linear input grad")
         check(dl.weight.grad, ref_w.grad, "linear weight grad")
-        assert torch_vkml._C.coopmat_status() == expected, torch_vkml._C.coopmat_status()
+        status = torch_vkml._C.coopmat_status(0, name)
+        assert status == expected, status
         assert not torch_vkml.fallback_counts(), torch_vkml.fallback_counts()
         messages = torch_vkml.validation_messages()
         assert not messages, messages
         print("ok", expected)
         """,
-        env={"TORCH_VKML_COOPMAT": mode},
+        env={"TORCH_VKML_COOPMAT": mode, "DTYPE": dtype},
     )
     assert proc.returncode == 0 and "ok" in proc.stdout, describe(proc)

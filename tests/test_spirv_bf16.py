@@ -164,3 +164,20 @@ def test_a_module_without_16_bit_floats_or_already_retyped_is_refused():
     with pytest.raises(SystemExit, match="already has an encoded"):
         spirv_bf16.retype(done)
 
+
+def test_the_built_bf16_kernel_passes_the_same_checks(tmp_path):
+    """The build's fp16-typed compile of the bf16 GEMM (build/spv/*.f16) retypes and
+    validates, and the embedded kernel is that output."""
+    compiled = ROOT / "build" / "spv" / "gemm_coopmat_bf16.f16"
+    built = ROOT / "build" / "spv" / "gemm_coopmat_bf16.spv"
+    if not compiled.exists():
+        pytest.fail(f"{compiled} is missing: the build left the bf16 kernel out")
+    out = tmp_path / "bf16.spv"
+    tools = spirv_tools()
+    done = subprocess.run(
+        [sys.executable, ROOT / "tools" / "spirv_bf16.py", "--tools", tools, compiled, out],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert out.read_bytes() == built.read_bytes()

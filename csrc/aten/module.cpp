@@ -46,10 +46,12 @@ py::dict properties(int index) {
   d["supports_fp64"] = i.supports_fp64;
   d["supports_int64"] = i.supports_int64;
   d["supports_int16"] = i.supports_int16;
-  d["cooperative_matrix"] = i.coopmat_m == 0
-                                ? std::string()
-                                : std::to_string(i.coopmat_m) + "x" + std::to_string(i.coopmat_n) +
-                                      "x" + std::to_string(i.coopmat_k);
+  auto shape = [](uint32_t m, uint32_t n, uint32_t k) {
+    return m == 0 ? std::string()
+                  : std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  };
+  d["cooperative_matrix"] = shape(i.coopmat_m, i.coopmat_n, i.coopmat_k);
+  d["cooperative_matrix_bf16"] = shape(i.coopmat_bf16_m, i.coopmat_bf16_n, i.coopmat_bf16_k);
   return d;
 }
 
@@ -106,11 +108,15 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def(
       "coopmat_status",
-      [](std::optional<int> i) {
+      [](std::optional<int> i, const std::string& dtype) {
+        if (dtype != "float16" && dtype != "bfloat16")
+          throw py::value_error("coopmat_status: dtype must be 'float16' or 'bfloat16', not '" +
+                                dtype + "'");
+        const vkml::DType d = dtype == "bfloat16" ? vkml::DType::bf16 : vkml::DType::f16;
         py::gil_scoped_release no_gil;
-        return std::string(guarded([&] { return vkml::ops::coopmat_status(dev(i)); }));
+        return std::string(guarded([&] { return vkml::ops::coopmat_status(dev(i), d); }));
       },
-      py::arg("device") = py::none());
+      py::arg("device") = py::none(), py::arg("dtype") = "float16");
   m.def("fallback_counts", [] { return fallback_counts(); });
   m.def("reset_fallback_counts", [] { reset_fallback_counts(); });
   m.def("has_shader", [](const std::string& name) { return vkml::find_shader(name) != nullptr; });

@@ -86,6 +86,8 @@ class DeviceProperties:
     supports_int16: bool
     # VK_KHR_cooperative_matrix shape (MxNxK) of the fp16 GEMM kernel; "" when none
     cooperative_matrix: str
+    # Likewise for bf16 (VK_KHR_shader_bfloat16's matrix types)
+    cooperative_matrix_bf16: str
 
     def __str__(self) -> str:
         gib = self.total_memory / 2**30

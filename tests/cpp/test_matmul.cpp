@@ -1,5 +1,7 @@
 // Batched strided GEMM against a double-precision C++ reference.
 #include <cmath>
+#include <string>
+#include <tuple>
 
 #include "vkml/ops/gemm_coopmat.h"
 #include "vkml/ops/matmul.h"
@@ -43,11 +45,10 @@ void run_case(Device& dev, const Case& c, DType dt) {
                                                    : 1;
   auto bias = random_floats(bias_size, 3);
   if (c.nan_bias) bias.assign(bias_size, NAN);
-  if (dt == DType::f16) {  // the reference sees what the GPU sees
-    a = from_f16(to_f16(a));
-    b = from_f16(to_f16(b));
-    if (!c.nan_bias) bias = from_f16(to_f16(bias));
-  }
+  // The reference sees what the GPU sees.
+  a = stored_as(dt, a);
+  b = stored_as(dt, b);
+  if (!c.nan_bias) bias = stored_as(dt, bias);
 
   ops::GemmArgs g;
   g.dtype = dt;
@@ -95,7 +96,7 @@ void run_case(Device& dev, const Case& c, DType dt) {
   auto sb = store(b, b_count, K, N, g.b_row, g.b_col);
   auto upload = [&](std::vector<float> v) {
     v.insert(v.begin(), size_t(c.offset), 0.0f);
-    return dt == DType::f16 ? Buffer(dev, to_f16(v)) : Buffer(dev, v);
+    return upload_as(dev, dt, v);
   };
   Buffer ba = upload(sa), bb = upload(sb), bbias = upload(bias);
   Buffer bc(dev, std::max<int64_t>(B * M * N, 1) * itemsize(dt));
@@ -124,14 +125,11 @@ void run_case(Device& dev, const Case& c, DType dt) {
         // C is stored as the strides say; compare in that order.
         want[q * M * N + i * g.c_row + j * g.c_col] = v;
       }
-  std::vector<float> got;
-  if (dt == DType::f16) {
-    got = from_f16(bc.read<uint16_t>(B * M * N));
-    for (auto& w : want) w = f16_to_f32(f32_to_f16(float(w)));
-  } else {
-    got = bc.read<float>(B * M * N);
-  }
-  double tol = dt == DType::f16 ? 4e-3 : 1e-5;
+  const std::vector<float> got = read_as(dt, bc, size_t(B * M * N));
+  if (dt != DType::f32)
+    for (auto& w : want) w = stored_as(dt, {float(w)})[0];
+  // One rounding of the result to the storage type, beyond fp32 accumulation.
+  double tol = dt == DType::f16 ? 4e-3 : dt == DType::bf16 ? 1.6e-2 : 1e-5;
   expect_close(got, want, tol, tol * std::sqrt(double(std::max<int64_t>(K, 1))), "C");
 }
 
@@ -250,56 +248,72 @@ TEST_F(MatmulTest, HugeTiles) {
   ops::set_gemm_tile(0);
 }
 
-// The matrix-unit kernel (ops/gemm_coopmat.h), in two modes. Emulated: plain
-// arithmetic in place of the matrix units, with the real kernel's tiling, staging,
-// vector loads, edges, epilogue and split-K, and its start-up check, on any device.
-// Auto: the real kernel where the device offers matrix units and the build has the
-// shader (Mesa 26's lavapipe: scripts/lavapipe_next.sh); elsewhere the same cases
-// must run on the scalar kernel, and the status must say why.
-class CoopmatKernel : public MatmulTest, public testing::WithParamInterface<ops::CoopmatMode> {
+// The matrix-unit kernel (ops/gemm_coopmat.h), for fp16 and bf16, in two modes.
+// Emulated: plain arithmetic in place of the matrix units, with the real kernel's
+// tiling, staging, vector loads, edges, epilogue and split-K, and its start-up check,
+// on any device. Auto: the real kernel where the device offers matrix units for the
+// dtype and the build has the shader (fp16: Mesa 26's lavapipe, see
+// scripts/lavapipe_next.sh; bf16: no device we have); elsewhere the same cases must
+// run on the scalar kernel, and the status must say why.
+class CoopmatKernel : public MatmulTest,
+                      public testing::WithParamInterface<std::tuple<ops::CoopmatMode, DType>> {
  protected:
   void SetUp() override {
     MatmulTest::SetUp();
     saved_ = ops::coopmat_mode();
-    ops::set_coopmat_mode(GetParam());
+    ops::set_coopmat_mode(mode());
   }
   void TearDown() override {
-    if (expects_kernel()) EXPECT_STREQ(ops::coopmat_status(dev()), expected_status());
+    if (expects_kernel()) EXPECT_STREQ(status(), expected_status());
     ops::set_coopmat_mode(saved_);
     MatmulTest::TearDown();
   }
-  static bool shader_built() { return find_shader("gemm_coopmat_f16") != nullptr; }
+  static ops::CoopmatMode mode() { return std::get<0>(GetParam()); }
+  static DType dtype() { return std::get<1>(GetParam()); }
+  const char* status() { return ops::coopmat_status(dev(), dtype()); }
+  static bool shader_built() {
+    return find_shader(dtype() == DType::bf16 ? "gemm_coopmat_bf16" : "gemm_coopmat_f16");
+  }
+  bool offered() {
+    const DeviceInfo& info = dev().info();
+    return (dtype() == DType::bf16 ? info.coopmat_bf16_m : info.coopmat_m) != 0;
+  }
   bool expects_kernel() {
-    return GetParam() == ops::CoopmatMode::kEmulated ||
-           (dev().info().coopmat_m != 0 && shader_built());
+    if (mode() == ops::CoopmatMode::kEmulated)
+      return dtype() == DType::f16 || dev().info().supports_int16;
+    return offered() && shader_built();
   }
   const char* expected_status() {
-    if (GetParam() == ops::CoopmatMode::kEmulated) return "emulated";
-    if (!shader_built()) return "not built";
-    return dev().info().coopmat_m != 0 ? "active" : "unsupported";
+    if (mode() == ops::CoopmatMode::kEmulated) return expects_kernel() ? "emulated" : "unsupported";
+    if (offered() && !shader_built()) return "not built";
+    return offered() ? "active" : "unsupported";
   }
   bool chosen(const Case& c) {
     ops::GemmArgs g;
-    g.dtype = DType::f16;
+    g.dtype = dtype();
     g.batch = c.batch, g.m = c.m, g.n = c.n, g.k = c.k;
     g.a_row = c.k, g.a_col = 1, g.b_row = c.n, g.b_col = 1;
     return ops::coopmat_kernel(dev(), g).pipeline != VK_NULL_HANDLE;
   }
   void run(const Case& c) {
-    ASSERT_EQ(chosen(c), expects_kernel())
-        << describe(c) << " status " << ops::coopmat_status(dev());
-    run_case(dev(), c, DType::f16);
+    ASSERT_EQ(chosen(c), expects_kernel()) << describe(c) << " status " << status();
+    run_case(dev(), c, dtype());
   }
   ops::CoopmatMode saved_ = ops::CoopmatMode::kAuto;
 };
 
 INSTANTIATE_TEST_SUITE_P(Modes, CoopmatKernel,
-                         testing::Values(ops::CoopmatMode::kEmulated, ops::CoopmatMode::kAuto),
-                         [](const testing::TestParamInfo<ops::CoopmatMode>& i) {
-                           return i.param == ops::CoopmatMode::kEmulated ? "Emulated" : "Real";
+                         testing::Combine(testing::Values(ops::CoopmatMode::kEmulated,
+                                                          ops::CoopmatMode::kAuto),
+                                          testing::Values(DType::f16, DType::bf16)),
+                         [](const testing::TestParamInfo<std::tuple<ops::CoopmatMode, DType>>& i) {
+                           return std::string(std::get<0>(i.param) == ops::CoopmatMode::kEmulated
+                                                  ? "Emulated"
+                                                  : "Real") +
+                                  (std::get<1>(i.param) == DType::bf16 ? "BF16" : "FP16");
                          });
 
-TEST_P(CoopmatKernel, ChosenForFp16ProductsOfSize) {
+TEST_P(CoopmatKernel, ChosenForProductsOfSize) {
   EXPECT_EQ(chosen(Case{1, 64, 64, 64}), expects_kernel());
   EXPECT_FALSE(chosen(Case{1, 16, 64, 64}));  // too small a side
   EXPECT_FALSE(chosen(Case{1, 64, 64, 8}));
@@ -307,11 +321,11 @@ TEST_P(CoopmatKernel, ChosenForFp16ProductsOfSize) {
   g.dtype = DType::f32, g.m = g.n = g.k = 64;
   EXPECT_EQ(ops::coopmat_kernel(dev(), g).pipeline, VK_NULL_HANDLE);
   // Where the kernel runs, its start-up check ran and passed.
-  EXPECT_STREQ(ops::coopmat_status(dev()), expected_status());
+  EXPECT_STREQ(status(), expected_status());
   ops::set_coopmat_mode(ops::CoopmatMode::kOff);
   EXPECT_FALSE(chosen(Case{1, 64, 64, 64}));
-  EXPECT_STREQ(ops::coopmat_status(dev()), "off");
-  ops::set_coopmat_mode(GetParam());
+  EXPECT_STREQ(status(), "off");
+  ops::set_coopmat_mode(mode());
 }
 
 TEST_P(CoopmatKernel, ShapesAndRaggedEdges) {

@@ -148,19 +148,46 @@ inline std::vector<float> from_f16(const std::vector<uint16_t>& v) {
   return out;
 }
 
-// Deterministic values in [lo, hi).
-// Float data held as f32 or f16: the values as the buffer stores them, a buffer of
-// them, and a buffer's first n values as floats.
-inline std::vector<float> stored_as(DType dt, const std::vector<float>& v) {
-  return dt == DType::f16 ? from_f16(to_f16(v)) : v;
-}
-inline Buffer upload_as(Device& dev, DType dt, const std::vector<float>& v) {
-  return dt == DType::f16 ? Buffer(dev, to_f16(v)) : Buffer(dev, v);
-}
-inline std::vector<float> read_as(DType dt, const Buffer& b, size_t n) {
-  return dt == DType::f16 ? from_f16(b.read<uint16_t>(n)) : b.read<float>(n);
+// bfloat16 <-> float (bfloat16 is float's upper half), round to nearest even.
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40u);  // quiet NaN
+  return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
+inline float bf16_to_f32(uint16_t h) {
+  uint32_t x = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+// Float data held as f32, f16 or bf16: the values as the buffer stores them, a
+// buffer of them, and a buffer's first n values as floats.
+inline std::vector<uint16_t> to_16(DType dt, const std::vector<float>& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = dt == DType::bf16 ? f32_to_bf16(v[i]) : f32_to_f16(v[i]);
+  return out;
+}
+inline std::vector<float> from_16(DType dt, const std::vector<uint16_t>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = dt == DType::bf16 ? bf16_to_f32(v[i]) : f16_to_f32(v[i]);
+  return out;
+}
+inline std::vector<float> stored_as(DType dt, const std::vector<float>& v) {
+  return dt == DType::f32 ? v : from_16(dt, to_16(dt, v));
+}
+inline Buffer upload_as(Device& dev, DType dt, const std::vector<float>& v) {
+  return dt == DType::f32 ? Buffer(dev, v) : Buffer(dev, to_16(dt, v));
+}
+inline std::vector<float> read_as(DType dt, const Buffer& b, size_t n) {
+  return dt == DType::f32 ? b.read<float>(n) : from_16(dt, b.read<uint16_t>(n));
+}
+
+// Deterministic values in [lo, hi).
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
                                         float hi = 1.0f) {
   std::vector<float> v(n);

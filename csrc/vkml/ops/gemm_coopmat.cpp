@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "vkml/core/error.h"
 #include "vkml/ops/copy.h"
 #include "vkml/ops/gemm_push.h"
 #include "vkml/ops/launch.h"
@@ -50,16 +51,25 @@ struct Shape {
   uint32_t m = 0, n = 0, k = 0, sg = 0;
   bool required = false;
   bool emulated = false;
+  bool bf16 = false;
   const char* shader = nullptr;
 };
 
-bool shape_for(Device& dev, CoopmatMode mode, Shape* s) {
+bool shape_for(Device& dev, CoopmatMode mode, DType dtype, Shape* s) {
   const DeviceInfo& info = dev.info();
-  if (mode == CoopmatMode::kOff || !info.supports_fp16) return false;
+  s->bf16 = dtype == DType::bf16;
   s->emulated = mode == CoopmatMode::kEmulated;
-  s->shader = s->emulated ? "gemm_coopmat_emulated" : "gemm_coopmat_f16";
+  static const char* const kShaders[2][2] = {{"gemm_coopmat_f16", "gemm_coopmat_emulated"},
+                                             {"gemm_coopmat_bf16", "gemm_coopmat_emulated_bf16"}};
+  s->shader = kShaders[s->bf16][s->emulated];
+  if (mode == CoopmatMode::kOff || !info.supports_fp16) return false;
+  if (s->bf16 && !info.supports_int16) return false;
   if (s->emulated) {
     s->m = s->n = s->k = 16;
+  } else if (s->bf16) {
+    s->m = info.coopmat_bf16_m;
+    s->n = info.coopmat_bf16_n;
+    s->k = info.coopmat_bf16_k;
   } else {
     s->m = info.coopmat_m;
     s->n = info.coopmat_n;
@@ -112,47 +122,65 @@ uint64_t shared_bytes(int64_t tile, const Shape& s) {
          uint64_t(kSubgroups) * s.m * (s.n + 4) * 4;
 }
 
-// Start-up check outcomes, per device and kernel (real, emulated): 0 unchecked,
-// kRejected, or the subgroup size that passed (with kRequired where required).
+// Start-up check outcomes, per device and kernel (fp16 / bf16, real / emulated):
+// 0 unchecked, kRejected, or the subgroup size that passed (with kRequired where
+// required).
 constexpr uint32_t kRejected = ~0u, kRequired = 1u << 31;
 constexpr int kMaxDevices = 64;
-std::array<std::array<std::atomic<uint32_t>, 2>, kMaxDevices> g_outcomes{};
+std::array<std::array<std::atomic<uint32_t>, 4>, kMaxDevices> g_outcomes{};
 std::mutex g_check_mutex;
 // During a check, the candidate the check's own product runs with.
 thread_local const Shape* t_checking = nullptr;
 
 std::atomic<uint32_t>* outcome_of(Device& dev, const Shape& s) {
   int i = dev.index();
-  return i >= 0 && i < kMaxDevices ? &g_outcomes[size_t(i)][s.emulated ? 1 : 0] : nullptr;
+  const size_t kind = (s.bf16 ? 2 : 0) + (s.emulated ? 1 : 0);
+  return i >= 0 && i < kMaxDevices ? &g_outcomes[size_t(i)][kind] : nullptr;
 }
 
-// IEEE half bits of the few values the check uses, and back (normal values and zero).
-uint16_t half_bits(float v) {
+// IEEE half or bfloat16 bits of the few values the check uses, and back (normal
+// values and zero; bfloat16 is fp32's upper half).
+uint16_t bits16(float v, bool bf16) {
   if (v == 0.0f) return 0;
   uint32_t x;
   std::memcpy(&x, &v, 4);
+  if (bf16) return uint16_t(x >> 16);
   return uint16_t(((x >> 16) & 0x8000u) | ((((x >> 23) & 0xffu) - 112u) << 10) |
                   ((x >> 13) & 0x3ffu));
 }
-float half_value(uint16_t h) {
-  uint32_t e = (h >> 10) & 0x1fu;
-  if (e == 0 || e == 31) return (h & 0x7fffu) == 0 ? 0.0f : NAN;
-  uint32_t x = (uint32_t(h & 0x8000u) << 16) | ((e + 112u) << 23) | (uint32_t(h & 0x3ffu) << 13);
+float value16(uint16_t h, bool bf16) {
+  uint32_t x = uint32_t(h) << 16;
+  if (!bf16) {
+    uint32_t e = (h >> 10) & 0x1fu;
+    if (e == 0 || e == 31) return (h & 0x7fffu) == 0 ? 0.0f : NAN;
+    x = (uint32_t(h & 0x8000u) << 16) | ((e + 112u) << 23) | (uint32_t(h & 0x3ffu) << 13);
+  }
   float f;
   std::memcpy(&f, &x, 4);
   return f;
 }
 
-// A 101 x 100 by 100 x 84 product of halves in {-1, -0.5, 0, 0.5, 1}: every
-// partial sum is exact in fp16 and fp32, so the answer must be exact in any
-// summation order. The sizes cover full and ragged tiles and K slices, and
-// the row strides allow the vector loads.
-bool self_check(Device& dev) {
+// The bfloat16 nearest to f (ties to even), as a float.
+float round_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  x = (x + 0x7fffu + ((x >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+// A 101 x 100 by 100 x 84 product of values in {-1, -0.5, 0, 0.5, 1}: every
+// partial sum is exact in fp32 (and in fp16), so the answer must be exact in
+// any summation order, up to the one rounding of the bf16 store. The sizes
+// cover full and ragged tiles and K slices, and the row strides allow the
+// vector loads. C starts as NaN.
+bool self_check(Device& dev, bool bf16) {
   const int64_t m = 101, n = 84, k = 100;
   auto value = [](int64_t i, int64_t salt) { return float((i * 7 + salt) % 5 - 2) * 0.5f; };
-  std::vector<uint16_t> a(size_t(m * k)), b(size_t(k * n)), c(size_t(m * n), 0x7e00);
-  for (int64_t i = 0; i < m * k; ++i) a[size_t(i)] = half_bits(value(i, 3));
-  for (int64_t i = 0; i < k * n; ++i) b[size_t(i)] = half_bits(value(i, 1));
+  std::vector<uint16_t> a(size_t(m * k)), b(size_t(k * n));
+  std::vector<uint16_t> c(size_t(m * n), bf16 ? 0x7fc0 : 0x7e00);
+  for (int64_t i = 0; i < m * k; ++i) a[size_t(i)] = bits16(value(i, 3), bf16);
+  for (int64_t i = 0; i < k * n; ++i) b[size_t(i)] = bits16(value(i, 1), bf16);
   uint64_t addr[3] = {0, 0, 0};
   bool ok = false;
   try {
@@ -162,7 +190,7 @@ bool self_check(Device& dev) {
     upload(dev, addr[0], a.data(), a.size() * 2);
     upload(dev, addr[1], b.data(), b.size() * 2);
     GemmArgs g;
-    g.dtype = DType::f16;
+    g.dtype = bf16 ? DType::bf16 : DType::f16;
     g.m = m, g.n = n, g.k = k;
     g.a = addr[0], g.a_batch = m * k, g.a_row = k, g.a_col = 1;
     g.b = addr[1], g.b_batch = k * n, g.b_row = n, g.b_col = 1;
@@ -175,7 +203,7 @@ bool self_check(Device& dev) {
         double want = 0;
         for (int64_t kk = 0; kk < k; ++kk)
           want += double(value(i * k + kk, 3)) * double(value(kk * n + j, 1));
-        ok = half_value(c[size_t(i * n + j)]) == float(want);
+        ok = value16(c[size_t(i * n + j)], bf16) == (bf16 ? round_bf16(float(want)) : float(want));
       }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "torch-vkml: cooperative-matrix GEMM check: %s\n", e.what());
@@ -204,7 +232,7 @@ bool checked_shape(Device& dev, Shape& s) {
       const std::vector<Shape> tries = candidates(dev.info(), s);
       for (const Shape& c : tries) {
         t_checking = &c;
-        const bool ok = self_check(dev);
+        const bool ok = self_check(dev, s.bf16);
         t_checking = nullptr;
         if (ok) {
           v = c.sg | (c.required ? kRequired : 0);
@@ -214,10 +242,10 @@ bool checked_shape(Device& dev, Shape& s) {
       outcome->store(v, std::memory_order_release);
       if (v == kRejected && !tries.empty())
         std::fprintf(stderr,
-                     "torch-vkml: the cooperative-matrix GEMM gave wrong results on %s; fp16 "
+                     "torch-vkml: the cooperative-matrix GEMM gave wrong results on %s; %s "
                      "matrix products use the scalar kernel (TORCH_VKML_COOPMAT=0 skips the "
                      "check)\n",
-                     dev.info().name.c_str());
+                     dev.info().name.c_str(), s.bf16 ? "bf16" : "fp16");
     }
   }
   if (v == kRejected) return false;
@@ -232,9 +260,10 @@ CoopmatMode coopmat_mode() { return CoopmatMode(mode_value().load()); }
 void set_coopmat_mode(CoopmatMode mode) { mode_value().store(int(mode)); }
 
 CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
-  if (g.dtype != DType::f16 || g.m < kMinSide || g.n < kMinSide || g.k < kMinSide) return {};
+  if (g.dtype != DType::f16 && g.dtype != DType::bf16) return {};
+  if (g.m < kMinSide || g.n < kMinSide || g.k < kMinSide) return {};
   Shape s;
-  if (!shape_for(dev, coopmat_mode(), &s)) return {};
+  if (!shape_for(dev, coopmat_mode(), g.dtype, &s)) return {};
   // Large tiles where there are enough of them to fill a big GPU; the
   // emulation takes them as soon as they fit, so tests reach both.
   const int64_t large_tiles = ceil_div(g.m, kLargeTile) * ceil_div(g.n, kLargeTile) * g.batch;
@@ -248,22 +277,27 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
   CoopmatKernel kernel;
   kernel.bm = kernel.bn = large ? kLargeTile : kSmallTile;
   const int32_t tile = int32_t(kernel.bm);
-  static const PipelineSlots slots({2, 2});  // emulated, large
+  static const PipelineSlots slots({2, 2, 2});  // bf16, emulated, large
   // The check tries candidates: none of them may take the slot.
-  kernel.pipeline = checking ? make_pipeline(dev, s, tile)
-                             : slots.get(dev, {uint32_t(s.emulated), uint32_t(large)},
-                                         [&] { return make_pipeline(dev, s, tile); });
+  kernel.pipeline = checking
+                        ? make_pipeline(dev, s, tile)
+                        : slots.get(dev, {uint32_t(s.bf16), uint32_t(s.emulated), uint32_t(large)},
+                                    [&] { return make_pipeline(dev, s, tile); });
   kernel.flags = quad_flags(g, 2);
   return kernel;
 }
 
-const char* coopmat_status(Device& dev) {
+const char* coopmat_status(Device& dev, DType dtype) {
+  VKML_CHECK_ARG(
+      dtype == DType::f16 || dtype == DType::bf16,
+      std::string("coopmat_status: the matrix-unit GEMM has no ") + dtype_name(dtype) + " kernel");
   const CoopmatMode mode = coopmat_mode();
   if (mode == CoopmatMode::kOff) return "off";
   Shape s;
-  if (!shape_for(dev, mode, &s)) {
-    if (mode == CoopmatMode::kAuto && dev.info().coopmat_m != 0 && !find_shader(s.shader))
-      return "not built";
+  if (!shape_for(dev, mode, dtype, &s)) {
+    const DeviceInfo& info = dev.info();
+    const uint32_t offered = dtype == DType::bf16 ? info.coopmat_bf16_m : info.coopmat_m;
+    if (mode == CoopmatMode::kAuto && offered != 0 && !find_shader(s.shader)) return "not built";
     return "unsupported";
   }
   std::atomic<uint32_t>* outcome = outcome_of(dev, s);

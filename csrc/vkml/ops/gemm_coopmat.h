@@ -1,16 +1,18 @@
 #pragma once
-// Choosing the matrix-unit (VK_KHR_cooperative_matrix) kernel for fp16 GEMM.
+// Choosing the matrix-unit (VK_KHR_cooperative_matrix) kernel for fp16 and
+// bf16 GEMM.
 //
-// The kernel runs where the device offers an fp16 x fp16 -> fp32 subgroup
-// shape, the build compiled shaders/gemm_coopmat.comp's f16 variant, and the
-// product is large enough. Before its first use on a device, a start-up check
+// The kernel runs where the device offers an fp16 x fp16 -> fp32 (bf16 x bf16
+// -> fp32, with VK_KHR_shader_bfloat16) subgroup shape, the build compiled
+// shaders/gemm_coopmat.comp's f16 (bf16) variant, and the product is large
+// enough. Before its first use on a device, a start-up check
 // multiplies a small product with exact answers and compares; a driver that
 // gets it wrong is told on stderr and keeps the scalar kernel.
 //
 // TORCH_VKML_COOPMAT (read once): unset or "1" as above; "0" never;
-// "emulate" runs the kernel's emulated variant (plain arithmetic in place of
-// the matrix units) on any device with fp16, so tests cover everything around
-// the matrix units on lavapipe.
+// "emulate" runs the kernel's emulated variants (plain arithmetic in place of
+// the matrix units) on any device with fp16 (and int16, for bf16), so tests
+// cover everything around the matrix units on lavapipe.
 #include <cstdint>
 
 #include "vkml/ops/matmul.h"
@@ -28,11 +30,12 @@ struct CoopmatKernel {
   uint32_t flags = 0;                    // gemm_detail::kAVec / kBVec where the operands allow
 };
 
-// The kernel for this fp16 product on this device, or none.
+// The kernel for this fp16 or bf16 product on this device, or none.
 CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g);
 
-// "active", "emulated", "unchecked" (not used yet), "rejected" (failed the
-// start-up check), "off" (TORCH_VKML_COOPMAT=0), "not built" or "unsupported".
-const char* coopmat_status(Device& dev);
+// For products of `dtype` (f16 or bf16): "active", "emulated", "unchecked"
+// (not used yet), "rejected" (failed the start-up check), "off"
+// (TORCH_VKML_COOPMAT=0), "not built" or "unsupported".
+const char* coopmat_status(Device& dev, DType dtype);
 
 }  // namespace vkml::ops

@@ -29,11 +29,12 @@ Device::Device(VkPhysicalDevice physical, const DeviceInfo& info, int index)
   qi.pQueuePriorities = &priority;
 
   EnabledFeatures features;
-  const bool coopmat = info.coopmat_m != 0;
   choose_features(physical, info, features);
   std::vector<const char*> extensions;
   if (info.supports_memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
-  if (coopmat) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (info.coopmat_m != 0 || info.coopmat_bf16_m != 0)
+    extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (info.coopmat_bf16_m != 0) extensions.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
 
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   ci.pNext = &features.base;

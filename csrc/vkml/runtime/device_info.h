@@ -41,6 +41,8 @@ struct DeviceInfo {
   // A VK_KHR_cooperative_matrix shape for fp16 x fp16 -> fp32 at subgroup scope
   // (M x K times K x N), all zero when the device has none.
   uint32_t coopmat_m = 0, coopmat_n = 0, coopmat_k = 0;
+  // Likewise for bf16 x bf16 -> fp32 (VK_KHR_shader_bfloat16's matrix types).
+  uint32_t coopmat_bf16_m = 0, coopmat_bf16_n = 0, coopmat_bf16_k = 0;
   // Empty when the device has what torch-vkml needs; otherwise why not.
   std::string unsupported_reason;
 };

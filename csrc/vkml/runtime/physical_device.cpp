@@ -6,9 +6,9 @@
 
 namespace vkml {
 
-EnabledFeatures::EnabledFeatures() { chain(false, false); }
+EnabledFeatures::EnabledFeatures() { chain(false, false, false); }
 
-void EnabledFeatures::chain(bool with_v13, bool with_coopmat) {
+void EnabledFeatures::chain(bool with_v13, bool with_coopmat, bool with_bf16) {
   base.pNext = &v11;
   v11.pNext = &v12;
   void** tail = &v12.pNext;
@@ -20,7 +20,12 @@ void EnabledFeatures::chain(bool with_v13, bool with_coopmat) {
   }
   if (with_coopmat) {
     *tail = &coopmat;
-    coopmat.pNext = nullptr;
+    tail = &coopmat.pNext;
+    *tail = nullptr;
+  }
+  if (with_bf16) {
+    *tail = &bf16;
+    bf16.pNext = nullptr;
   }
 }
 
@@ -73,10 +78,11 @@ bool has_extension(VkPhysicalDevice pd, const char* name) {
   return false;
 }
 
-// The fp16 x fp16 -> fp32 subgroup shape our GEMM kernel can tile: 16x16x16
+// The 16-bit x 16-bit -> fp32 subgroup shapes (fp16, and bf16 where the device
+// has VK_KHR_shader_bfloat16's matrix types) our GEMM kernel can tile: 16x16x16
 // where offered (NVIDIA, AMD), else the smallest with sides in 8..32 (Intel
-// offers 8x16x16). `f`: the device's features, the extension's chained.
-void query_coopmat(VkPhysicalDevice pd, const EnabledFeatures& f, DeviceInfo& info) {
+// offers 8x16x16). `f`: the device's features, the extensions' chained.
+void query_coopmat(VkPhysicalDevice pd, const EnabledFeatures& f, bool bf16, DeviceInfo& info) {
   // Turning the memory model on makes device-scope atomics (every other shader's
   // atomicAdd) invalid unless its device-scope feature is on too.
   if (!f.coopmat.cooperativeMatrix || !f.v12.vulkanMemoryModel ||
@@ -89,22 +95,30 @@ void query_coopmat(VkPhysicalDevice pd, const EnabledFeatures& f, DeviceInfo& in
   if (vk::vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &n, shapes.data()) != VK_SUCCESS)
     return;
   auto side = [](uint32_t v) { return v == 8 || v == 16 || v == 32; };
-  uint32_t best = 0;
-  for (const auto& s : shapes) {
-    if (s.scope != VK_SCOPE_SUBGROUP_KHR || s.AType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
-        s.BType != VK_COMPONENT_TYPE_FLOAT16_KHR || s.CType != VK_COMPONENT_TYPE_FLOAT32_KHR ||
-        s.ResultType != VK_COMPONENT_TYPE_FLOAT32_KHR || s.saturatingAccumulation)
-      continue;
-    if (!side(s.MSize) || !side(s.NSize) || !side(s.KSize)) continue;
-    uint32_t rank =
-        s.MSize == 16 && s.NSize == 16 && s.KSize == 16 ? 0 : s.MSize * s.NSize * s.KSize;
-    if (info.coopmat_m == 0 || rank < best) {
-      best = rank;
-      info.coopmat_m = s.MSize;
-      info.coopmat_n = s.NSize;
-      info.coopmat_k = s.KSize;
+  auto pick = [&](VkComponentTypeKHR type, uint32_t& m, uint32_t& n_, uint32_t& k) {
+    uint32_t best = 0;
+    for (const auto& s : shapes) {
+      if (s.scope != VK_SCOPE_SUBGROUP_KHR || s.AType != type || s.BType != type ||
+          s.CType != VK_COMPONENT_TYPE_FLOAT32_KHR ||
+          s.ResultType != VK_COMPONENT_TYPE_FLOAT32_KHR || s.saturatingAccumulation)
+        continue;
+      if (!side(s.MSize) || !side(s.NSize) || !side(s.KSize)) continue;
+      uint32_t rank =
+          s.MSize == 16 && s.NSize == 16 && s.KSize == 16 ? 0 : s.MSize * s.NSize * s.KSize;
+      if (m == 0 || rank < best) {
+        best = rank;
+        m = s.MSize;
+        n_ = s.NSize;
+        k = s.KSize;
+      }
     }
-  }
+  };
+  pick(VK_COMPONENT_TYPE_FLOAT16_KHR, info.coopmat_m, info.coopmat_n, info.coopmat_k);
+  // The bf16 kernel writes its results as bits through 16-bit integers.
+  if (bf16 && f.bf16.shaderBFloat16Type && f.bf16.shaderBFloat16CooperativeMatrix &&
+      info.supports_int16)
+    pick(VK_COMPONENT_TYPE_BFLOAT16_KHR, info.coopmat_bf16_m, info.coopmat_bf16_n,
+         info.coopmat_bf16_k);
 }
 
 // Compute pipelines that require a subgroup size (Vulkan 1.3 core). `f`: the
@@ -169,15 +183,16 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   const bool api13 = std::min(instance_api, p.apiVersion) >= VK_API_VERSION_1_3;
   const bool coopmat = vk::vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR &&
                        has_extension(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  const bool bf16 = coopmat && has_extension(pd, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
   EnabledFeatures f;
-  f.chain(api13, coopmat);
+  f.chain(api13, coopmat, bf16);
   vk::vkGetPhysicalDeviceFeatures2(pd, &f.base);
   info.supports_fp64 = f.base.features.shaderFloat64;
   info.supports_int64 = f.base.features.shaderInt64;
   info.supports_int16 = f.base.features.shaderInt16;
   info.supports_fp16 = f.v12.shaderFloat16 && f.v11.storageBuffer16BitAccess;
   if (api13) query_subgroup_control(pd, f, info);
-  if (coopmat && info.supports_fp16) query_coopmat(pd, f, info);
+  if (coopmat && info.supports_fp16) query_coopmat(pd, f, bf16, info);
 
   std::string missing;
   auto need = [&](bool ok, const char* what) {
@@ -210,8 +225,9 @@ void choose_features(VkPhysicalDevice pd, const DeviceInfo& info, EnabledFeature
   out.v12.shaderInt8 = VK_TRUE;
   out.v12.shaderFloat16 = has.v12.shaderFloat16;
   out.v12.hostQueryReset = has.v12.hostQueryReset;
-  const bool coopmat = info.coopmat_m != 0;
-  out.chain(info.subgroup_size_control, coopmat);
+  const bool coopmat = info.coopmat_m != 0 || info.coopmat_bf16_m != 0;
+  const bool bf16 = info.coopmat_bf16_m != 0;
+  out.chain(info.subgroup_size_control, coopmat, bf16);
   if (info.subgroup_size_control) {
     out.v13.subgroupSizeControl = VK_TRUE;
     out.v13.computeFullSubgroups = VK_TRUE;
@@ -221,6 +237,10 @@ void choose_features(VkPhysicalDevice pd, const DeviceInfo& info, EnabledFeature
     out.coopmat.cooperativeMatrix = VK_TRUE;
     out.v12.vulkanMemoryModel = VK_TRUE;
     out.v12.vulkanMemoryModelDeviceScope = VK_TRUE;
+  }
+  if (bf16) {
+    out.bf16.shaderBFloat16Type = VK_TRUE;
+    out.bf16.shaderBFloat16CooperativeMatrix = VK_TRUE;
   }
 }
 

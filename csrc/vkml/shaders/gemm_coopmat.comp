@@ -1,13 +1,13 @@
 #version 450
-// fp16 GEMM on the GPU's matrix units (VK_KHR_cooperative_matrix) with fp32
-// accumulation. Operands, strides, alpha, beta, the bias, split-K partials and
+// fp16 and bf16 GEMM on the GPU's matrix units (VK_KHR_cooperative_matrix)
+// with fp32 accumulation. Operands, strides, alpha, beta, the bias, split-K partials and
 // the push constants are those of gemm.comp, whose F_SPLIT_SUM pass also adds
 // up this kernel's partial sums.
 //
 // A workgroup computes a BM x BN tile of C with WARPS_M x WARPS_N subgroups;
 // each subgroup owns a WM x WN block of it, held as FM x FN accumulator
 // fragments of MM x MN. K advances BK at a time: all threads stage the A and B
-// tiles in shared memory as fp16, four elements per load where the operand is
+// tiles in shared memory in their own 16-bit type, four elements per load where the operand is
 // contiguous along the tile's fast side (F_A_VEC, F_B_VEC; element-wise at
 // the edges), then each subgroup multiplies its fragments MK deep. Results
 // pass through a shared staging fragment per subgroup, so that alpha, beta,
@@ -20,10 +20,20 @@
 // where no device has them (lavapipe). The `f16` variant needs a glslang that
 // knows GL_KHR_cooperative_matrix (see shaders.cmake).
 //
+// bf16 (BF16): PyPI's glslang has no bfloat16 type, so the `bf16` variant is
+// this source with float16_t standing for bfloat16, compiled and then retyped
+// to bfloat16 at the SPIR-V level (tools/spirv_bf16.py). That is only sound
+// because float16_t values here are never computed with: they are loaded,
+// stored and multiplied on the matrix units; the retyping checks this. C and
+// the bias are read and written as bf16 bits, rounded to nearest even in
+// integer steps. The `emulated_bf16` variant stages the same bits as uint16_t.
+//
 // Specialization constants: 0 = BM, 1 = BN, 2 = BK, 3 = WG (threads),
 // 4 = MM, 5 = MN, 6 = MK (the fragment shape), 7 = SG (subgroup size).
 //! variant emulated -DEMULATED -DNEED_F16
+//! variant emulated_bf16 -DEMULATED -DBF16 -DNEED_F16 -DNEED_I16
 //! coopmat-variant f16 -DNEED_F16
+//! coopmat-variant bf16 -DBF16 -DNEED_F16 -DNEED_I16 --retype-bf16
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #ifndef EMULATED
@@ -54,8 +64,23 @@ const uint FN = WN / MN;
 const uint AST = BK + 8;
 const uint BST = BN + 8;
 const uint CST = MN + 4;
-shared float16_t As[BM * AST];  // [m][k]
-shared float16_t Bs[BK * BST];  // [k][n]
+
+// The staged element type, and its value as a float in the emulation.
+#if defined(BF16) && defined(EMULATED)
+#define ELEM uint16_t
+#define ELEM4 u16vec4
+#define BufE BufU16
+#define BufE4 BufU16x4
+#define elem_value(x) bf16_to_f32(uint(x))
+#else
+#define ELEM float16_t
+#define ELEM4 f16vec4
+#define BufE BufF16
+#define BufE4 BufF16x4
+#define elem_value(x) float(x)
+#endif
+shared ELEM As[BM * AST];  // [m][k]
+shared ELEM Bs[BK * BST];  // [k][n]
 shared float Cs[WARPS * MM * CST];
 
 #define F_BIAS 1u
@@ -66,6 +91,9 @@ shared float Cs[WARPS * MM * CST];
 #define F_B_VEC 64u
 
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF16x4 { f16vec4 v[]; };
+#if defined(BF16) && defined(EMULATED)
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufU16x4 { u16vec4 v[]; };
+#endif
 
 layout(push_constant, scalar) uniform PC {
   uint64_t a;
@@ -84,19 +112,28 @@ layout(push_constant, scalar) uniform PC {
 } pc;
 
 void store_c(uint bi, uint gi, uint gj, float v) {
+#ifdef BF16
+  BufU16 C = BufU16(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * 2u);
+  if ((pc.flags & F_BIAS) != 0u) {
+    BufU16 Bias = BufU16(pc.bias + uint64_t(bi) * uint64_t(pc.bias_batch) * 2u);
+    v += pc.beta * bf16_to_f32(uint(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]));
+  }
+  C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = uint16_t(f32_to_bf16(v));
+#else
   BufF16 C = BufF16(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * 2u);
   if ((pc.flags & F_BIAS) != 0u) {
     BufF16 Bias = BufF16(pc.bias + uint64_t(bi) * uint64_t(pc.bias_batch) * 2u);
     v += pc.beta * float(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]);
   }
   C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = float16_t(v);
+#endif
 }
 
 // A[row0 .. row0+BM) x [k0 .. k0+BK) into As, zero outside m and k_end. A quad
 // is four elements along A's fast side.
 void stage_a(uint bi, uint row0, uint k0, uint k_end) {
   uint64_t base = pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * 2u;
-  BufF16 A = BufF16(base);
+  BufE A = BufE(base);
   bool mfast = (pc.flags & F_A_MFAST) != 0u;
   bool vec = (pc.flags & F_A_VEC) != 0u;
   uint di = mfast ? 1u : 0u, dk = 1u - di;
@@ -104,10 +141,10 @@ void stage_a(uint bi, uint row0, uint k0, uint k_end) {
     uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
     uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
     uint gi = row0 + i, gk = k0 + kk;
-    f16vec4 v = f16vec4(0.0);
+    ELEM4 v = ELEM4(0);
     if (vec && gi + 3u * di < pc.m && gk + 3u * dk < k_end) {
       int off = int(gi) * pc.a_row + int(gk) * pc.a_col;
-      v = BufF16x4(base + uint64_t(off) * 2u).v[0];
+      v = BufE4(base + uint64_t(off) * 2u).v[0];
     } else {
       for (uint t = 0u; t < 4u; ++t) {
         uint ri = gi + t * di, rk = gk + t * dk;
@@ -121,7 +158,7 @@ void stage_a(uint bi, uint row0, uint k0, uint k_end) {
 // B[k0 .. k0+BK) x [col0 .. col0+BN) into Bs, zero outside k_end and n.
 void stage_b(uint bi, uint col0, uint k0, uint k_end) {
   uint64_t base = pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * 2u;
-  BufF16 B = BufF16(base);
+  BufE B = BufE(base);
   bool kfast = (pc.flags & F_B_KFAST) != 0u;
   bool vec = (pc.flags & F_B_VEC) != 0u;
   uint dk = kfast ? 1u : 0u, dj = 1u - dk;
@@ -129,10 +166,10 @@ void stage_b(uint bi, uint col0, uint k0, uint k_end) {
     uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
     uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
     uint gj = col0 + j, gk = k0 + kk;
-    f16vec4 v = f16vec4(0.0);
+    ELEM4 v = ELEM4(0);
     if (vec && gk + 3u * dk < k_end && gj + 3u * dj < pc.n) {
       int off = int(gk) * pc.b_row + int(gj) * pc.b_col;
-      v = BufF16x4(base + uint64_t(off) * 2u).v[0];
+      v = BufE4(base + uint64_t(off) * 2u).v[0];
     } else {
       for (uint t = 0u; t < 4u; ++t) {
         uint rk = gk + t * dk, rj = gj + t * dj;
@@ -189,7 +226,8 @@ void main() {
           uint idx = lane + e * SG, r = idx / MN, c = idx % MN;
           float s = acc[f * EPL + e];
           for (uint t = 0u; t < MK; ++t)
-            s = fma(float(As[(ar + r) * AST + kk + t]), float(Bs[(kk + t) * BST + bc + c]), s);
+            s = fma(elem_value(As[(ar + r) * AST + kk + t]),
+                    elem_value(Bs[(kk + t) * BST + bc + c]), s);
           acc[f * EPL + e] = s;
         }
       }

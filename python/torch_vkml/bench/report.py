@@ -70,9 +70,13 @@ def format_table(results: dict) -> str:
         "x <baseline> = baseline time / vkml time (> 1: vkml faster); kernels on the device "
         "clock, models end to end (wall). ±% = interquartile range / median of vkml."
     )
-    coopmat = results.get("device", {}).get("coopmat_status")
-    if coopmat:
-        legend += f" fp16 GEMM on matrix units (VK_KHR_cooperative_matrix): {coopmat}."
+    device = results.get("device", {})
+    if device.get("coopmat_status"):
+        legend += " GEMM on matrix units (VK_KHR_cooperative_matrix): "
+        legend += f"fp16 {device['coopmat_status']}"
+        if device.get("coopmat_status_bf16"):
+            legend += f", bf16 {device['coopmat_status_bf16']}"
+        legend += "."
     return "\n".join(lines + ["", legend])
 
 
