@@ -7,9 +7,10 @@
 // A workgroup computes a BM x BN tile of C with WARPS_M x WARPS_N subgroups;
 // each subgroup owns a WM x WN block of it, held as FM x FN accumulator
 // fragments of MM x MN. K advances BK at a time: all threads stage the A and B
-// tiles in shared memory in their own 16-bit type, four elements per load where the operand is
-// contiguous along the tile's fast side (F_A_VEC, F_B_VEC; element-wise at
-// the edges), then each subgroup multiplies its fragments MK deep. Results
+// tiles in shared memory in their own 16-bit type, four elements per load where
+// the operand is contiguous along the tile's fast side (F_A_VEC, F_B_VEC;
+// element-wise at the edges), the next step's loads in flight while each
+// subgroup multiplies its fragments MK deep. Results
 // pass through a shared staging fragment per subgroup, so that alpha, beta,
 // the bias, output strides and edges are handled per element, as in gemm.comp.
 //
@@ -129,15 +130,24 @@ void store_c(uint bi, uint gi, uint gj, float v) {
 #endif
 }
 
-// A[row0 .. row0+BM) x [k0 .. k0+BK) into As, zero outside m and k_end. A quad
-// is four elements along A's fast side.
-void stage_a(uint bi, uint row0, uint k0, uint k_end) {
+// Staging runs in two halves so that the next K step's global loads are in
+// flight while this one multiplies (as in gemm.comp): fetch_a() loads this
+// thread's quads of A[row0 .. row0+BM) x [k0 .. k0+BK), zero outside m and
+// k_end, into g_a, and put_a() stores them into As; B likewise. A quad is four
+// elements along the operand's fast side.
+const uint AQ = BM * BK / 4u / WG;  // quads per thread of a tile
+const uint BQ = BK * BN / 4u / WG;
+ELEM4 g_a[AQ];
+ELEM4 g_b[BQ];
+
+void fetch_a(uint bi, uint row0, uint k0, uint k_end) {
   uint64_t base = pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * 2u;
   BufE A = BufE(base);
   bool mfast = (pc.flags & F_A_MFAST) != 0u;
   bool vec = (pc.flags & F_A_VEC) != 0u;
   uint di = mfast ? 1u : 0u, dk = 1u - di;
-  for (uint q = gl_LocalInvocationID.x; q < BM * BK / 4u; q += WG) {
+  for (uint t = 0u; t < AQ; ++t) {
+    uint q = gl_LocalInvocationID.x + t * WG;
     uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
     uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
     uint gi = row0 + i, gk = k0 + kk;
@@ -146,23 +156,34 @@ void stage_a(uint bi, uint row0, uint k0, uint k_end) {
       int off = int(gi) * pc.a_row + int(gk) * pc.a_col;
       v = BufE4(base + uint64_t(off) * 2u).v[0];
     } else {
-      for (uint t = 0u; t < 4u; ++t) {
-        uint ri = gi + t * di, rk = gk + t * dk;
-        if (ri < pc.m && rk < k_end) v[t] = A.v[int(ri) * pc.a_row + int(rk) * pc.a_col];
+      for (uint u = 0u; u < 4u; ++u) {
+        uint ri = gi + u * di, rk = gk + u * dk;
+        if (ri < pc.m && rk < k_end) v[u] = A.v[int(ri) * pc.a_row + int(rk) * pc.a_col];
       }
     }
-    for (uint t = 0u; t < 4u; ++t) As[(i + t * di) * AST + kk + t * dk] = v[t];
+    g_a[t] = v;
   }
 }
 
-// B[k0 .. k0+BK) x [col0 .. col0+BN) into Bs, zero outside k_end and n.
-void stage_b(uint bi, uint col0, uint k0, uint k_end) {
+void put_a() {
+  bool mfast = (pc.flags & F_A_MFAST) != 0u;
+  uint di = mfast ? 1u : 0u, dk = 1u - di;
+  for (uint t = 0u; t < AQ; ++t) {
+    uint q = gl_LocalInvocationID.x + t * WG;
+    uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
+    uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
+    for (uint u = 0u; u < 4u; ++u) As[(i + u * di) * AST + kk + u * dk] = g_a[t][u];
+  }
+}
+
+void fetch_b(uint bi, uint col0, uint k0, uint k_end) {
   uint64_t base = pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * 2u;
   BufE B = BufE(base);
   bool kfast = (pc.flags & F_B_KFAST) != 0u;
   bool vec = (pc.flags & F_B_VEC) != 0u;
   uint dk = kfast ? 1u : 0u, dj = 1u - dk;
-  for (uint q = gl_LocalInvocationID.x; q < BK * BN / 4u; q += WG) {
+  for (uint t = 0u; t < BQ; ++t) {
+    uint q = gl_LocalInvocationID.x + t * WG;
     uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
     uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
     uint gj = col0 + j, gk = k0 + kk;
@@ -171,12 +192,23 @@ void stage_b(uint bi, uint col0, uint k0, uint k_end) {
       int off = int(gk) * pc.b_row + int(gj) * pc.b_col;
       v = BufE4(base + uint64_t(off) * 2u).v[0];
     } else {
-      for (uint t = 0u; t < 4u; ++t) {
-        uint rk = gk + t * dk, rj = gj + t * dj;
-        if (rk < k_end && rj < pc.n) v[t] = B.v[int(rk) * pc.b_row + int(rj) * pc.b_col];
+      for (uint u = 0u; u < 4u; ++u) {
+        uint rk = gk + u * dk, rj = gj + u * dj;
+        if (rk < k_end && rj < pc.n) v[u] = B.v[int(rk) * pc.b_row + int(rj) * pc.b_col];
       }
     }
-    for (uint t = 0u; t < 4u; ++t) Bs[(kk + t * dk) * BST + j + t * dj] = v[t];
+    g_b[t] = v;
+  }
+}
+
+void put_b() {
+  bool kfast = (pc.flags & F_B_KFAST) != 0u;
+  uint dk = kfast ? 1u : 0u, dj = 1u - dk;
+  for (uint t = 0u; t < BQ; ++t) {
+    uint q = gl_LocalInvocationID.x + t * WG;
+    uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
+    uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
+    for (uint u = 0u; u < 4u; ++u) Bs[(kk + u * dk) * BST + j + u * dj] = g_b[t][u];
   }
 }
 
@@ -214,10 +246,18 @@ void main() {
     acc[f] = coopmat<float, gl_ScopeSubgroup, MM, MN, gl_MatrixUseAccumulator>(0.0);
 #endif
 
+  if (k_begin < k_end) {
+    fetch_a(bi, row0, k_begin, k_end);
+    fetch_b(bi, col0, k_begin, k_end);
+  }
   for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
-    stage_a(bi, row0, k0, k_end);
-    stage_b(bi, col0, k0, k_end);
+    put_a();
+    put_b();
     barrier();
+    if (k0 + BK < k_end) {
+      fetch_a(bi, row0, k0 + BK, k_end);
+      fetch_b(bi, col0, k0 + BK, k_end);
+    }
     for (uint kk = 0u; kk < BK; kk += MK) {
 #ifdef EMULATED
       for (uint f = 0u; f < FM * FN; ++f) {
