@@ -117,7 +117,8 @@ if [ "$left" -ge 40 ]; then
   echo "==> [$(elapsed)s] A/B: 64 x 64 scalar tiles, no matrix units (limit ${left}s)"
   set +e
   TORCH_VKML_GEMM_TILE=64 TORCH_VKML_COOPMAT=0 timeout -k 10 "$left" "$PY" -m torch_vkml.bench \
-    --out "$OUT/bench-ab" --cases 'gemm/fp32/4096x4096x4096,gemm/fp16/4096x4096x4096' \
+    --out "$OUT/bench-ab" \
+    --cases 'gemm/fp32/4096x4096x4096,gemm/fp16/4096x4096x4096,gemm/bf16/4096x4096x4096' \
     --time-budget $(( left - 20 )) >"$OUT/bench-ab.log" 2>&1
   rc=$?
   set -e
