@@ -1,6 +1,7 @@
 """Index bounds checks without host syncs: the values of an index tensor uploaded from
 the host, or made where their range is known (arange, randint, argmax, sort, gathers
-and cat of such tensors), are known without reading them back, and stay trusted only
+and cat of such tensors, integer arithmetic, clamps and remainders of known or
+bounded values), are known without reading them back, and stay trusted only
 until something could have changed them. A check that trusts stale
 bounds would let an out-of-range index through silently, so every way of changing the
 index below must still raise."""
@@ -182,3 +183,61 @@ def test_indices_gathered_or_joined_from_known_values_need_no_read_back():
     unknown = torch.full((8,), ROWS, device=VKML).add_(0)
     with pytest.raises(IndexError, match="index out of range in self"):
         F.embedding(torch.cat([data[:8], unknown]), torch.randn(ROWS, 3).to(VKML))
+
+
+def unknown_range(values):
+    """int64 device values whose range the host does not know (converted from float)."""
+    return torch.tensor(values, dtype=torch.float32).to(VKML).long()
+
+
+def test_indices_computed_on_the_device_keep_a_range():
+    """Positions plus an offset, a wrap-around shift, a clamp, a remainder, a mask or a
+    where: the host works out their range from their inputs' (or the op bounds it)."""
+    pos, cpos = torch.arange(6, device=VKML), torch.arange(6)
+    gathers_without_sync(pos + 3, cpos + 3)
+    gathers_without_sync((pos + 7) % ROWS, (cpos + 7) % ROWS)
+    gathers_without_sync((pos * 3 + 1) // 2, (cpos * 3 + 1) // 2)
+    # Ranges, not values: pos - pos is known only as [-5, 5], and a slice has the
+    # range of its whole tensor.
+    a, b = torch.arange(2, device=VKML), torch.arange(2, 4, device=VKML)
+    gathers_without_sync(torch.add(a, b, alpha=2), torch.add(a.cpu(), b.cpu(), alpha=2))
+    gathers_without_sync(torch.sub(b + 6, a, alpha=3), torch.sub(b.cpu() + 6, a.cpu(), alpha=3))
+    pos32 = torch.arange(6, device=VKML, dtype=torch.int32)
+    gathers_without_sync(pos32 + 4, torch.arange(6, dtype=torch.int32) + 4)
+    # Indices of unknown range, bounded by the op itself.
+    noisy = unknown_range([3, -40, 25, 7, 12, -1, 0, 9])
+    cnoisy = noisy.cpu()
+    gathers_without_sync(noisy.clamp(0, ROWS - 1), cnoisy.clamp(0, ROWS - 1))
+    gathers_without_sync(noisy.remainder(ROWS), cnoisy.remainder(ROWS))
+    gathers_without_sync(noisy % ROWS, cnoisy % ROWS)
+    gathers_without_sync(noisy & 7, cnoisy & 7)
+    gathers_without_sync(torch.clamp(noisy, min=pos[:1], max=pos[5:] + 2), cnoisy.clamp(0, 7))
+    nine, zero = torch.arange(9, 10, device=VKML), torch.arange(1, device=VKML)
+    gathers_without_sync(torch.where(noisy > 0, nine, zero), (cnoisy > 0) * 9)
+    inplace = noisy.clone()
+    inplace.clamp_(0, ROWS - 1)
+    gathers_without_sync(inplace, cnoisy.clamp(0, ROWS - 1))
+    inplace.sub_(1).clamp_min_(0)  # [0, 9] - 1, then bounded below: [0, 8]
+    gathers_without_sync(inplace, (cnoisy.clamp(0, ROWS - 1) - 1).clamp_min(0))
+
+
+def test_computed_indices_out_of_range_or_unbounded_are_checked_exactly():
+    w = torch.randn(ROWS, 3).to(VKML)
+    pos = torch.arange(6, device=VKML)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(pos + 5, w)  # [5, 10]: the exact check finds the 10
+    assert F.embedding(pos[:4] + 5, w).shape == (4, 3)  # in range: fine
+    noisy = unknown_range([3, -40, 25, 7])
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(noisy.clamp_min(0), w)  # unbounded above: checked exactly
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(noisy.abs() + ROWS, w)
+    # 2^62 * 4 + 1 wraps to 1, on the CPU too: no range is claimed, the check reads it.
+    big = torch.tensor([2**62]).to(VKML)
+    got = F.embedding(big * 4 + 1, w)
+    torch.testing.assert_close(got.cpu(), w.cpu()[1:2], rtol=0, atol=0)
+    idx32 = torch.tensor([70000], dtype=torch.int32).to(VKML)
+    wrapped = idx32 * idx32  # wraps at 32 bits, as on the CPU: no range claimed
+    assert wrapped.cpu().item() == (torch.tensor([70000], dtype=torch.int32) ** 2).item()
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(wrapped, w)

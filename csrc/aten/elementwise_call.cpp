@@ -6,7 +6,10 @@
 
 #include <c10/util/SmallVector.h>
 
+#include "value_bounds.h"
 #include "vkml/ops/elementwise.h"
+#include "vkml/ops/elementwise_range.h"
+#include "vkml/shaders/op_codes.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
@@ -56,6 +59,31 @@ bool has_kernel(const EwOp& op, at::ScalarType compute, at::Device device) {
   vkml::Device& dev = device_at(device.index());
   return vkml::ops::elementwise_supported(dev, vkml::DType::f64) &&
          vkml::ops::elementwise_has_op(vkml::DType::f64, op.code);
+}
+
+// The range of an integer result, from what the inputs are known to hold
+// (value_bounds.h): indices computed on the device then need no read-back to be
+// checked. Asked before the kernel, which may overwrite an input.
+std::optional<vkml::IntRange> result_range(const EwOp& op, at::ScalarType result, const Inputs& in,
+                                           const EwParams& params) {
+  vkml::ops::RangeArgs a;
+  a.op = op.code;
+  a.bits = result == at::kInt ? 32 : 64;
+  for (size_t k = 0; k < in.size() && k < 3; ++k) {
+    const at::Tensor& t = in[k];
+    if (!is_cpu_scalar(t)) {
+      a.in[k] = known_values(t);
+    } else if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) {
+      const int64_t v = t.item<int64_t>();
+      a.in[k] = vkml::IntRange{v, v};
+    }
+  }
+  if ((op.code == OP_ADD || op.code == OP_SUB) && params.s2) a.alpha = params.s2->toLong();
+  if (op.code == OP_CLAMP) {
+    if (params.flags & EW_HAS_MIN) a.min = params.s1->toLong();
+    if (params.flags & EW_HAS_MAX) a.max = params.s2->toLong();
+  }
+  return vkml::ops::elementwise_range(a);
 }
 
 }  // namespace
@@ -130,6 +158,10 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
   at::Tensor result = iter.output();
   if (iter.numel() == 0) return result;
 
+  std::optional<vkml::IntRange> range;
+  if (result_dtype == at::kLong || result_dtype == at::kInt)
+    range = result_range(op, result_dtype, in, params);
+
   vkml::ops::Elementwise e;
   e.op = op.code;
   e.dtype = to_vkml(compute == at::kBool ? at::kByte : compute);
@@ -168,6 +200,7 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
       e.layout.strides[k][d] = iter.ndim() ? iter.strides(k)[d] / elem : 1;
   }
   guarded([&] { vkml::ops::run_elementwise(vkml_device(result), e); });
+  if (range) note_values(result, range->lo, range->hi);
   return result;
 }
 

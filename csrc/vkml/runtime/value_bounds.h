@@ -2,8 +2,9 @@
 // What some integer tensors on the device are known to hold, so that index
 // bounds checks need not read values back (a host sync that lets the GPU run
 // dry). Bounds are noted where the host knows the values without looking: an
-// upload (the host had the data), arange, randint, argmax, sort indices, and
-// copies, gathers and cats of known values (the adapter's value_bounds.h). They
+// upload (the host had the data), arange, randint, argmax, sort indices,
+// copies, gathers and cats of known values (the adapter's value_bounds.h), and
+// integer elementwise results (ops/elementwise_range.h). They
 // describe bytes, not tensors: every command the stream records drops the
 // bounds of the memory it declares it writes, and a command that declares
 // nothing drops them all, so a noted range holds until something could have
