@@ -1,4 +1,5 @@
 // The asynchronous stream: batching of dispatches into submits, synchronize.
+#include <algorithm>
 #include <cstdlib>
 
 #include "vkml/ops/elementwise.h"
@@ -113,6 +114,33 @@ TEST_F(StreamTest, SyncsCountWaitsForUnfinishedWork) {
   EXPECT_EQ(s.sync_count(), n0 + 1);
   EXPECT_EQ(buf.read<int32_t>(), std::vector<int32_t>(16, 7));  // a read-back waits
   EXPECT_EQ(s.sync_count(), n0 + 2);
+}
+
+// A host far ahead of the GPU waits for the oldest batch once kMaxInFlight are
+// queued (one dispatch per batch here, each slow on lavapipe), rather than
+// holding ever more command buffers.
+TEST_F(StreamTest, QueuedBatchesAreBounded) {
+  Stream& s = dev().stream();
+  const int64_t n = 1 << 20;
+  Buffer buf(dev(), uint64_t(n) * 4);
+  TensorRef t = TensorRef::contiguous(buf.address(), DType::f32, {n});
+  s.synchronize();
+  s.set_batch_size(1);
+  const uint64_t syncs = s.sync_count();
+  size_t most = 0;
+  const int dispatches = int(Stream::kMaxInFlight) + 40;
+  for (int i = 0; i < dispatches; ++i) {
+    ops::fill(dev(), t, Scalar::of(double(i)));
+    most = std::max(most, s.in_flight());
+  }
+  EXPECT_LE(most, Stream::kMaxInFlight);
+  // Reaching the bound means the host waited (how far ahead it gets is timing).
+  if (most == Stream::kMaxInFlight) EXPECT_GT(s.sync_count(), syncs);
+  s.synchronize();
+  EXPECT_EQ(s.in_flight(), 0u);
+  std::vector<float> got = buf.read<float>();
+  EXPECT_EQ(got.front(), float(dispatches - 1));
+  EXPECT_EQ(got.back(), float(dispatches - 1));
 }
 
 TEST_F(StreamTest, SynchronizeWithNothingRecorded) {

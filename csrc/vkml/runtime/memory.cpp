@@ -51,6 +51,47 @@ MemoryPool::MemoryPool(Device& device, bool host_visible)
 
 MemoryPool::~MemoryPool() {
   for (auto& [addr, b] : blocks_) destroy_block(b);
+  for (Chunk* c : spare_chunks_) delete c;
+}
+
+MemoryPool::Chunk* MemoryPool::new_chunk(const Chunk& value) {
+  if (spare_chunks_.empty()) return new Chunk(value);
+  Chunk* c = spare_chunks_.back();
+  spare_chunks_.pop_back();
+  *c = value;
+  return c;
+}
+
+void MemoryPool::drop_chunk(Chunk* c) { spare_chunks_.push_back(c); }
+
+void MemoryPool::add_free(Chunk* c) {
+  FreeSet& pool = c->block->small ? free_small_ : free_large_;
+  if (spare_free_nodes_.empty()) {
+    pool.insert(c);
+    return;
+  }
+  FreeSet::node_type node = std::move(spare_free_nodes_.back());
+  spare_free_nodes_.pop_back();
+  node.value() = c;
+  pool.insert(std::move(node));
+}
+
+void MemoryPool::remove_free(Chunk* c) {
+  FreeSet& pool = c->block->small ? free_small_ : free_large_;
+  FreeSet::node_type node = pool.extract(c);
+  if (node) spare_free_nodes_.push_back(std::move(node));
+}
+
+void MemoryPool::add_live(uint64_t address, Chunk* c) {
+  if (spare_live_nodes_.empty()) {
+    live_[address] = c;
+    return;
+  }
+  LiveMap::node_type node = std::move(spare_live_nodes_.back());
+  spare_live_nodes_.pop_back();
+  node.key() = address;
+  node.mapped() = c;
+  live_.insert(std::move(node));
 }
 
 uint64_t MemoryPool::heap_size() const { return device_.info().heaps[heap_index_].size; }
@@ -98,7 +139,7 @@ MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small) {
   b->address = vk::vkGetBufferDeviceAddress(dev, &addr);
   // New memory may take a freed block's addresses, not its contents.
   device_.value_bounds().forget(Span{b->address, b->address + size});
-  b->first = new Chunk{b, 0, size, true, nullptr, nullptr};
+  b->first = new_chunk(Chunk{b, 0, size, true, nullptr, nullptr});
   blocks_[b->address] = b;
   stats_.reserved += size;
   stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
@@ -113,7 +154,7 @@ void MemoryPool::destroy_block(Block* b) {
   vk::vkFreeMemory(dev, b->memory, nullptr);
   for (Chunk* c = b->first; c;) {
     Chunk* next = c->next;
-    delete c;
+    drop_chunk(c);
     c = next;
   }
   delete b;
@@ -130,7 +171,7 @@ MemoryPool::Chunk* MemoryPool::take_free_chunk(uint64_t size, bool small) {
   // A huge free chunk serving a much smaller request would pin a whole block.
   if (!small && c->size > size + kMediumBlock && size > kMediumRequest && c->size > 2 * size)
     return nullptr;
-  pool.erase(it);
+  spare_free_nodes_.push_back(pool.extract(it));
   return c;
 }
 
@@ -138,11 +179,11 @@ MemoryPool::Chunk* MemoryPool::split(Chunk* c, uint64_t size) {
   uint64_t rest = c->size - size;
   uint64_t min_rest = c->block->small ? kAlignment : kSmallRequest;
   if (rest < min_rest) return c;
-  auto* tail = new Chunk{c->block, c->offset + size, rest, true, c, c->next};
+  Chunk* tail = new_chunk(Chunk{c->block, c->offset + size, rest, true, c, c->next});
   if (c->next) c->next->prev = tail;
   c->next = tail;
   c->size = size;
-  (c->block->small ? free_small_ : free_large_).insert(tail);
+  add_free(tail);
   return c;
 }
 
@@ -164,7 +205,7 @@ Allocation MemoryPool::allocate(uint64_t nbytes) {
         c = split(c, size);
         c->free = false;
         uint64_t address = c->block->address + c->offset;
-        live_[address] = c;
+        add_live(address, c);
         stats_.allocated += c->size;
         stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
         stats_.alloc_count++;
@@ -192,31 +233,30 @@ void MemoryPool::free(uint64_t address) {
 
 void MemoryPool::free_finished(uint64_t address) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = live_.find(address);
-  if (it == live_.end()) fail(ErrorKind::Internal, "vkml: free of an unknown address");
-  Chunk* c = it->second;
-  live_.erase(it);
+  LiveMap::node_type node = live_.extract(address);
+  if (!node) fail(ErrorKind::Internal, "vkml: free of an unknown address");
+  Chunk* c = node.mapped();
+  spare_live_nodes_.push_back(std::move(node));
   stats_.allocated -= c->size;
   c->free = true;
-  auto& pool = c->block->small ? free_small_ : free_large_;
   if (c->prev && c->prev->free) {
     Chunk* p = c->prev;
-    pool.erase(p);
+    remove_free(p);
     p->size += c->size;
     p->next = c->next;
     if (c->next) c->next->prev = p;
-    delete c;
+    drop_chunk(c);
     c = p;
   }
   if (c->next && c->next->free) {
     Chunk* n = c->next;
-    pool.erase(n);
+    remove_free(n);
     c->size += n->size;
     c->next = n->next;
     if (n->next) n->next->prev = c;
-    delete n;
+    drop_chunk(n);
   }
-  pool.insert(c);
+  add_free(c);
 }
 
 BufferSlice MemoryPool::find(uint64_t address) const {
@@ -259,7 +299,7 @@ void MemoryPool::empty_cache() {
   for (auto it = blocks_.begin(); it != blocks_.end();) {
     Block* b = it->second;
     if (b->first->free && !b->first->next) {
-      (b->small ? free_small_ : free_large_).erase(b->first);
+      remove_free(b->first);
       stats_.reserved -= b->size;
       stats_.block_free_count++;
       destroy_block(b);

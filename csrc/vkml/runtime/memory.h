@@ -2,11 +2,14 @@
 // The caching allocator: large Vulkan blocks, each one buffer with a device
 // address, sub-allocated into chunks. Freed chunks go back to size-ordered
 // free lists and are reused without any Vulkan call; adjacent free chunks merge.
+// The bookkeeping recycles its chunk records and container nodes, so a
+// steady-state loop of allocations and frees touches neither Vulkan nor the heap.
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include "vkml/runtime/vk_api.h"
 
@@ -90,6 +93,16 @@ class MemoryPool {
     }
   };
 
+  using FreeSet = std::set<Chunk*, BySize>;
+  using LiveMap = std::unordered_map<uint64_t, Chunk*>;
+
+  // Recycling of chunk records and nodes (mutex held).
+  Chunk* new_chunk(const Chunk& value);
+  void drop_chunk(Chunk* c);
+  void add_free(Chunk* c);
+  void remove_free(Chunk* c);
+  void add_live(uint64_t address, Chunk* c);
+
   Chunk* take_free_chunk(uint64_t size, bool small);
   Block* create_block(uint64_t size, bool small);  // nullptr when the driver is out of memory
   void destroy_block(Block* b);
@@ -101,9 +114,12 @@ class MemoryPool {
   uint32_t memory_type_ = 0;
   uint32_t heap_index_ = 0;
   mutable std::mutex mutex_;
-  std::set<Chunk*, BySize> free_small_;
-  std::set<Chunk*, BySize> free_large_;
-  std::unordered_map<uint64_t, Chunk*> live_;
+  FreeSet free_small_;
+  FreeSet free_large_;
+  LiveMap live_;
+  std::vector<Chunk*> spare_chunks_;
+  std::vector<FreeSet::node_type> spare_free_nodes_;
+  std::vector<LiveMap::node_type> spare_live_nodes_;
   std::map<uint64_t, Block*> blocks_;  // by device address
   MemoryStats stats_;
 };

@@ -171,12 +171,15 @@ uint64_t Stream::flush_locked() {
   submitted_value_ = value;
   ++total_submits_;
   batch_limit_ = batch_limit_ >= batch_size_ / 2 ? batch_size_ : batch_limit_ * 2;
-  in_flight_.push_back(Batch{cb, value, std::move(current_releases_)});
-  current_releases_.clear();
+  Batch& b = in_flight_.push_back();
+  b.cb = cb;
+  b.value = value;
+  b.releases.swap(current_releases_);  // current_ takes the slot's emptied list
   // Recycle what already finished without waiting.
   uint64_t done = 0;
   if (vk::vkGetSemaphoreCounterValue(device_.handle(), timeline_, &done) == VK_SUCCESS)
     retire(done);
+  if (in_flight_.size() > kMaxInFlight) wait_locked(in_flight_.front().value);
   return value;
 }
 
@@ -187,6 +190,7 @@ void Stream::retire(uint64_t completed) {
     vk::vkResetCommandBuffer(b.cb, 0);
     spare_.push_back(b.cb);
     for (auto& d : b.releases) d.pool->free_finished(d.address);
+    b.releases.clear();
     in_flight_.pop_front();
   }
 }
@@ -195,22 +199,30 @@ void Stream::wait(uint64_t value) {
   record_deferred();
   std::unique_lock<std::mutex> lock(mutex_);
   if (value > submitted_value_) flush_locked();
-  if (value > completed_value_) {
-    ++total_syncs_;
-    VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
-    wi.semaphoreCount = 1;
-    wi.pSemaphores = &timeline_;
-    wi.pValues = &value;
-    // Wait in slices so a lost device is reported instead of hanging forever.
-    for (;;) {
-      VkResult r = vk::vkWaitSemaphores(device_.handle(), &wi, 1000000000ull);
-      if (r == VK_SUCCESS) break;
-      if (r != VK_TIMEOUT) check_lost(r, "vkWaitSemaphores");
-    }
-    retire(value);
-  }
+  wait_locked(value);
   // All that was submitted has run: the GPU idles until the next submit.
   if (value >= submitted_value_) batch_limit_ = std::min(kFirstBatchAfterIdle, batch_size_);
+}
+
+void Stream::wait_locked(uint64_t value) {
+  if (value <= completed_value_) return;
+  ++total_syncs_;
+  VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+  wi.semaphoreCount = 1;
+  wi.pSemaphores = &timeline_;
+  wi.pValues = &value;
+  // Wait in slices so a lost device is reported instead of hanging forever.
+  for (;;) {
+    VkResult r = vk::vkWaitSemaphores(device_.handle(), &wi, 1000000000ull);
+    if (r == VK_SUCCESS) break;
+    if (r != VK_TIMEOUT) check_lost(r, "vkWaitSemaphores");
+  }
+  retire(value);
+}
+
+size_t Stream::in_flight() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_flight_.size();
 }
 
 void Stream::synchronize() {

@@ -4,11 +4,11 @@
 // the host records. The host waits only where it needs data (read-backs,
 // synchronize, memory pressure), on a timeline semaphore.
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <vector>
 
 #include "vkml/runtime/hazards.h"
+#include "vkml/runtime/ring.h"
 #include "vkml/runtime/vk_api.h"
 
 namespace vkml {
@@ -49,6 +49,8 @@ class Stream {
   // Waits for work the host had not yet seen finish (read-backs, .item(),
   // synchronize): each one lets the GPU run dry before the host queues more.
   uint64_t sync_count() const { return total_syncs_; }
+  // Submitted batches not yet seen finished (at most kMaxInFlight).
+  size_t in_flight();
 
   // Dispatches per submitted batch (TORCH_VKML_BATCH overrides). A batch is
   // also submitted early once it holds kFlushWorkgroups of work, so the GPU
@@ -58,6 +60,10 @@ class Stream {
   // of idling until a whole batch is recorded (a training loop's .item()).
   void set_batch_size(uint32_t n) { batch_size_ = batch_limit_ = n ? n : 1; }
   static constexpr uint64_t kFlushWorkgroups = 16384;
+  // Submitted batches the host may run ahead of the GPU by: past this a submit
+  // waits for the oldest one (counted as a sync), as CUDA's launch queue blocks
+  // when full, so command buffers and deferred frees stay bounded.
+  static constexpr size_t kMaxInFlight = 256;
   static constexpr uint32_t kFirstBatchAfterIdle = 4;
 
  private:
@@ -74,7 +80,8 @@ class Stream {
   void begin_if_needed();                  // mutex held
   void barrier_for(const Access* access);  // mutex held
   uint64_t flush_locked();
-  void retire(uint64_t completed);  // mutex held
+  void wait_locked(uint64_t value);  // mutex held; value submitted
+  void retire(uint64_t completed);   // mutex held
   void check_lost(VkResult r, const char* what);
 
   Device& device_;
@@ -95,7 +102,9 @@ class Stream {
   uint64_t total_barriers_ = 0;
   uint64_t total_syncs_ = 0;
   HazardTracker hazards_;
-  std::deque<Batch> in_flight_;
+  // Submitted batches, oldest first; a slot's release list keeps its storage and
+  // becomes the next batch's, so steady-state submissions allocate nothing.
+  Ring<Batch> in_flight_{kMaxInFlight + 1};
   std::vector<VkCommandBuffer> spare_;
 };
 
