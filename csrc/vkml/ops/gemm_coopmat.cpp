@@ -83,6 +83,8 @@ bool shape_for(Device& dev, CoopmatMode mode, DType dtype, Shape* s) {
 // Whether the kernel can run with subgroups of s.sg.
 bool runs_with(const DeviceInfo& info, const Shape& s) {
   if (s.sg == 0 || uint64_t(kSubgroups) * s.sg > info.max_workgroup_invocations) return false;
+  // Each thread stages a whole number of quads of the smaller tile (AQ, BQ in the shader).
+  if (uint64_t(kSmallTile) * kBK / 4 % (uint64_t(kSubgroups) * s.sg) != 0) return false;
   // Each lane of the emulation owns a whole number of fragment elements.
   return !s.emulated || (s.m * s.n) % s.sg == 0;
 }
