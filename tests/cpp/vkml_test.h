@@ -85,12 +85,12 @@ class Buffer {
 };
 
 // out = in + 1 over 256 floats (a small kernel with declared bytes).
-inline void plus_one(Device& dev, const Buffer& out, const Buffer& in) {
+inline void plus_one(Device& dev, uint64_t out, uint64_t in) {
   ops::Elementwise e;
   e.op = OP_ADD;
   e.ninputs = 2;
-  e.ptr[0] = out.address();
-  e.ptr[1] = in.address();
+  e.ptr[0] = out;
+  e.ptr[1] = in;
   e.scalar[1] = true;
   e.slot[1] = Scalar::of(1.0);
   e.slot[2] = Scalar::of(1.0);
@@ -98,6 +98,9 @@ inline void plus_one(Device& dev, const Buffer& out, const Buffer& in) {
   e.layout.sizes[0] = 256;
   e.layout.strides[0][0] = e.layout.strides[1][0] = 1;
   ops::run_elementwise(dev, e);
+}
+inline void plus_one(Device& dev, const Buffer& out, const Buffer& in) {
+  plus_one(dev, out.address(), in.address());
 }
 
 // IEEE half <-> float, round to nearest even.
