@@ -325,6 +325,15 @@ TEST_P(CoopmatKernel, ChosenForProductsOfSize) {
   ops::set_coopmat_mode(ops::CoopmatMode::kOff);
   EXPECT_FALSE(chosen(Case{1, 64, 64, 64}));
   EXPECT_STREQ(status(), "off");
+  // TORCH_VKML_COOPMAT=fp16: bf16 off, fp16 as when on.
+  ops::set_coopmat_mode(ops::CoopmatMode::kFp16Only);
+  if (dtype() == DType::bf16) {
+    EXPECT_FALSE(chosen(Case{1, 64, 64, 64}));
+    EXPECT_STREQ(status(), "off");
+  } else if (mode() == ops::CoopmatMode::kAuto) {
+    EXPECT_EQ(chosen(Case{1, 64, 64, 64}), expects_kernel());
+    EXPECT_STREQ(status(), expected_status());
+  }
   ops::set_coopmat_mode(mode());
 }
 

@@ -36,7 +36,9 @@ int mode_from_env() {
   if (!v || !*v || std::strcmp(v, "1") == 0) return int(CoopmatMode::kAuto);
   if (std::strcmp(v, "0") == 0) return int(CoopmatMode::kOff);
   if (std::strcmp(v, "emulate") == 0) return int(CoopmatMode::kEmulated);
-  std::fprintf(stderr, "torch-vkml: TORCH_VKML_COOPMAT=%s is not 0, 1 or emulate; using 1\n", v);
+  if (std::strcmp(v, "fp16") == 0) return int(CoopmatMode::kFp16Only);
+  std::fprintf(stderr, "torch-vkml: TORCH_VKML_COOPMAT=%s is not 0, 1, fp16 or emulate; using 1\n",
+               v);
   return int(CoopmatMode::kAuto);
 }
 
@@ -55,6 +57,10 @@ struct Shape {
   const char* shader = nullptr;
 };
 
+bool switched_off(CoopmatMode mode, DType dtype) {
+  return mode == CoopmatMode::kOff || (mode == CoopmatMode::kFp16Only && dtype == DType::bf16);
+}
+
 bool shape_for(Device& dev, CoopmatMode mode, DType dtype, Shape* s) {
   const DeviceInfo& info = dev.info();
   s->bf16 = dtype == DType::bf16;
@@ -62,7 +68,7 @@ bool shape_for(Device& dev, CoopmatMode mode, DType dtype, Shape* s) {
   static const char* const kShaders[2][2] = {{"gemm_coopmat_f16", "gemm_coopmat_emulated"},
                                              {"gemm_coopmat_bf16", "gemm_coopmat_emulated_bf16"}};
   s->shader = kShaders[s->bf16][s->emulated];
-  if (mode == CoopmatMode::kOff || !info.supports_fp16) return false;
+  if (switched_off(mode, dtype) || !info.supports_fp16) return false;
   if (s->bf16 && !info.supports_int16) return false;
   if (s->emulated) {
     s->m = s->n = s->k = 16;
@@ -294,12 +300,13 @@ const char* coopmat_status(Device& dev, DType dtype) {
       dtype == DType::f16 || dtype == DType::bf16,
       std::string("coopmat_status: the matrix-unit GEMM has no ") + dtype_name(dtype) + " kernel");
   const CoopmatMode mode = coopmat_mode();
-  if (mode == CoopmatMode::kOff) return "off";
+  if (switched_off(mode, dtype)) return "off";
   Shape s;
   if (!shape_for(dev, mode, dtype, &s)) {
     const DeviceInfo& info = dev.info();
     const uint32_t offered = dtype == DType::bf16 ? info.coopmat_bf16_m : info.coopmat_m;
-    if (mode == CoopmatMode::kAuto && offered != 0 && !find_shader(s.shader)) return "not built";
+    if (mode != CoopmatMode::kEmulated && offered != 0 && !find_shader(s.shader))
+      return "not built";
     return "unsupported";
   }
   std::atomic<uint32_t>* outcome = outcome_of(dev, s);

@@ -9,7 +9,9 @@
 // multiplies a small product with exact answers and compares; a driver that
 // gets it wrong is told on stderr and keeps the scalar kernel.
 //
-// TORCH_VKML_COOPMAT (read once): unset or "1" as above; "0" never;
+// TORCH_VKML_COOPMAT (read once): unset or "1" as above; "0" never; "fp16"
+// for fp16 only (bf16 products on the scalar kernel: a way around a driver
+// whose bf16 matrix units misbehave beyond what the start-up check catches);
 // "emulate" runs the kernel's emulated variants (plain arithmetic in place of
 // the matrix units) on any device with fp16 (and int16, for bf16), so tests
 // cover everything around the matrix units on lavapipe.
@@ -20,7 +22,7 @@
 
 namespace vkml::ops {
 
-enum class CoopmatMode { kOff, kAuto, kEmulated };
+enum class CoopmatMode { kOff, kAuto, kEmulated, kFp16Only };
 CoopmatMode coopmat_mode();
 void set_coopmat_mode(CoopmatMode mode);
 
