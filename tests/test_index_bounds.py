@@ -1,6 +1,6 @@
 """Index bounds checks without host syncs: the values of an index tensor uploaded from
-the host, or made where their range is known (arange, randint, argmax, sort, gathers
-and cat of such tensors, integer arithmetic, clamps and remainders of known or
+the host, or made where their range is known (fills, arange, randint, argmax, sort,
+gathers and cat of such tensors, integer arithmetic, clamps and remainders of known or
 bounded values), are known without reading them back, and stay trusted only
 until something could have changed them. A check that trusts stale
 bounds would let an out-of-range index through silently, so every way of changing the
@@ -20,6 +20,11 @@ ROWS = 10
 
 def syncs():
     return torch_vkml.memory_stats()["num_syncs"]
+
+
+def unknown_range(values):
+    """int64 device values whose range the host does not know (converted from float)."""
+    return torch.tensor(values, dtype=torch.float32).to(VKML).long()
 
 
 def gathers_without_sync(index_dev, index_cpu):
@@ -180,14 +185,9 @@ def test_indices_gathered_or_joined_from_known_values_need_no_read_back():
     gathers_without_sync(d_table[:2].gather(1, pick), table[:2].gather(1, pick.cpu()))
     gathers_without_sync(data.take(pick), tokens.take(pick.cpu()))
     # One input of unknown range makes the joined range unknown: checked exactly.
-    unknown = torch.full((8,), ROWS, device=VKML).add_(0)
+    unknown = unknown_range([ROWS] * 8)
     with pytest.raises(IndexError, match="index out of range in self"):
         F.embedding(torch.cat([data[:8], unknown]), torch.randn(ROWS, 3).to(VKML))
-
-
-def unknown_range(values):
-    """int64 device values whose range the host does not know (converted from float)."""
-    return torch.tensor(values, dtype=torch.float32).to(VKML).long()
 
 
 def test_indices_computed_on_the_device_keep_a_range():
@@ -219,6 +219,13 @@ def test_indices_computed_on_the_device_keep_a_range():
     gathers_without_sync(inplace, cnoisy.clamp(0, ROWS - 1))
     inplace.sub_(1).clamp_min_(0)  # [0, 9] - 1, then bounded below: [0, 8]
     gathers_without_sync(inplace, (cnoisy.clamp(0, ROWS - 1) - 1).clamp_min(0))
+    # Filled values (full, zeros, a padding index) are one known value.
+    gathers_without_sync(torch.full((3,), 4, device=VKML), torch.full((3,), 4))
+    gathers_without_sync(torch.zeros(2, 3, dtype=torch.long, device=VKML), torch.zeros(2, 3).long())
+    pad = torch.full_like(noisy, ROWS - 1)
+    gathers_without_sync(
+        torch.where(noisy > 0, noisy % ROWS, pad), torch.where(cnoisy > 0, cnoisy % ROWS, ROWS - 1)
+    )
 
 
 def test_computed_indices_out_of_range_or_unbounded_are_checked_exactly():

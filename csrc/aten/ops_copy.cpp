@@ -148,6 +148,11 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   auto t = self.scalar_type();
   if (has_elementwise_kernel(t)) {
     guarded([&] { vkml::ops::fill(vkml_device(self), ref(self), to_vkml_scalar(value, t)); });
+    // A filled index holds one known value (torch.full, zeros, a padding index).
+    if (at::isIntegralType(t, /*includeBool=*/false)) {
+      const int64_t v = value.toLong();
+      note_values(self, v, v);
+    }
     return self;
   }
   // Other dtypes: fill one element of a kernel dtype, convert by broadcast copy.

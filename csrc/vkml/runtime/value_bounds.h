@@ -2,7 +2,7 @@
 // What some integer tensors on the device are known to hold, so that index
 // bounds checks need not read values back (a host sync that lets the GPU run
 // dry). Bounds are noted where the host knows the values without looking: an
-// upload (the host had the data), arange, randint, argmax, sort indices,
+// upload (the host had the data), fills, arange, randint, argmax, sort indices,
 // copies, gathers and cats of known values (the adapter's value_bounds.h), and
 // integer elementwise results (ops/elementwise_range.h). They
 // describe bytes, not tensors: every command the stream records drops the
