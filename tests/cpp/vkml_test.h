@@ -139,18 +139,6 @@ inline float f16_to_f32(uint16_t h) {
   return f;
 }
 
-inline std::vector<uint16_t> to_f16(const std::vector<float>& v) {
-  std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = f32_to_f16(v[i]);
-  return out;
-}
-
-inline std::vector<float> from_f16(const std::vector<uint16_t>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = f16_to_f32(v[i]);
-  return out;
-}
-
 // bfloat16 <-> float (bfloat16 is float's upper half), round to nearest even.
 inline uint16_t f32_to_bf16(float f) {
   uint32_t x;
@@ -179,6 +167,10 @@ inline std::vector<float> from_16(DType dt, const std::vector<uint16_t>& v) {
   for (size_t i = 0; i < v.size(); ++i)
     out[i] = dt == DType::bf16 ? bf16_to_f32(v[i]) : f16_to_f32(v[i]);
   return out;
+}
+inline std::vector<uint16_t> to_f16(const std::vector<float>& v) { return to_16(DType::f16, v); }
+inline std::vector<float> from_f16(const std::vector<uint16_t>& v) {
+  return from_16(DType::f16, v);
 }
 inline std::vector<float> stored_as(DType dt, const std::vector<float>& v) {
   return dt == DType::f32 ? v : from_16(dt, to_16(dt, v));
