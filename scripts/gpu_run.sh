@@ -39,8 +39,42 @@ else
 fi
 export PYTHONPATH="$PWD/build/pypath:$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 
+# NVIDIA's Vulkan driver is in both its GLX and its EGL library. The GLX one will not
+# create an instance in a headless container (no X server): the loader then finds no
+# driver (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER). The EGL one works there, so when
+# vkml sees no NVIDIA device, the loader is pointed at a manifest naming it instead.
+sees_nvidia() {
+  TORCH_DEVICE_BACKEND_AUTOLOAD=0 timeout 60 "$PY" -c '
+import sys, torch_vkml
+names = [torch_vkml.device_name(i) for i in range(torch_vkml.device_count())]
+print("vkml devices:", names, "" if names else torch_vkml._C.unavailable_reason())
+sys.exit(0 if any("nvidia" in n.lower() for n in names) else 1)' 2>&1 | tail -3
+  return "${PIPESTATUS[0]}"
+}
+if ! sees_nvidia; then
+  glx_icd=$(ls /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json \
+    /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1 || true)
+  egl_lib=$(ls /usr/local/nvidia/lib64/libEGL_nvidia.so.0 \
+    /usr/lib/x86_64-linux-gnu/libEGL_nvidia.so.0 /usr/lib64/libEGL_nvidia.so.0 \
+    /usr/lib/libEGL_nvidia.so.0 2>/dev/null | head -1 || true)
+  if [ -n "$glx_icd" ] && [ -n "$egl_lib" ]; then
+    sed "s#\"library_path\" *: *\"[^\"]*\"#\"library_path\": \"$egl_lib\"#" "$glx_icd" \
+      >"$OUT/nvidia_egl_icd.json"
+    export VK_DRIVER_FILES=$OUT/nvidia_egl_icd.json VK_ICD_FILENAMES=$OUT/nvidia_egl_icd.json
+    echo "no NVIDIA device through $glx_icd: trying $egl_lib" | tee "$OUT/device.txt"
+    summary+=("Vulkan driver: NVIDIA's EGL library ($egl_lib), the GLX one found no device")
+  fi
+  if ! sees_nvidia; then
+    VK_LOADER_DEBUG=error,warn,driver TORCH_DEVICE_BACKEND_AUTOLOAD=0 timeout 60 "$PY" \
+      -c 'import torch_vkml; torch_vkml.device_count()' >"$OUT/loader.log" 2>&1 || true
+    tail -20 "$OUT/loader.log"
+    echo "vkml sees no NVIDIA device (loader messages: loader.log): stopping here"
+    exit 1
+  fi
+fi
+
 # vkml ranks discrete GPUs first, so device 0 is the NVIDIA one; say so in the logs.
-TORCH_DEVICE_BACKEND_AUTOLOAD=0 timeout 60 "$PY" - <<'PYEOF' | tee "$OUT/device.txt" || true
+TORCH_DEVICE_BACKEND_AUTOLOAD=0 timeout 60 "$PY" - <<'PYEOF' | tee -a "$OUT/device.txt" || true
 import torch, torch_vkml
 p = torch_vkml.get_device_properties(0)
 print("vkml devices:", [torch_vkml.device_name(i) for i in range(torch_vkml.device_count())])
