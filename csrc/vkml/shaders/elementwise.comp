@@ -317,11 +317,11 @@ float erfinv_f(float x) {
   return r;
 }
 
-// sin(pi r) and cos(pi r) for |r| <= 1/4 by Taylor series: the driver's
-// sin/tan are accurate in absolute terms only, and reflection formulas divide
-// by them near their zeros.
-float sinpi_small(float r) {
-  float t = PI * r, t2 = t * t;
+// sin t and cos t for |t| <= pi/4 by Taylor series (sin(pi r), cos(pi r) for
+// |r| <= 1/4): the driver's sin/tan are accurate in absolute terms only, and
+// reflection formulas divide by them near their zeros.
+float sin_taylor(float t) {
+  float t2 = t * t;
   float p = -1.0 / 39916800.0;
   p = p * t2 + 1.0 / 362880.0;
   p = p * t2 - 1.0 / 5040.0;
@@ -329,8 +329,9 @@ float sinpi_small(float r) {
   p = p * t2 - 1.0 / 6.0;
   return t + t * t2 * p;
 }
-float cospi_small(float r) {
-  float t = PI * r, t2 = t * t;
+float sinpi_small(float r) { return sin_taylor(PI * r); }
+float cos_taylor(float t) {
+  float t2 = t * t;
   float p = 1.0 / 479001600.0;
   p = p * t2 - 1.0 / 3628800.0;
   p = p * t2 + 1.0 / 40320.0;
@@ -339,6 +340,7 @@ float cospi_small(float r) {
   p = p * t2 - 0.5;
   return 1.0 + t2 * p;
 }
+float cospi_small(float r) { return cos_taylor(PI * r); }
 // sin(pi x) and pi / tan(pi x), from the exact reduction r = x - round(x) in
 // [-1/2, 1/2] (sin(pi r) = +-sin(pi x), tan has period pi).
 void sincospi_reduced(float x, out float s, out float c, out float r) {
@@ -384,8 +386,9 @@ float lgamma_f(float x) {
   if (x < 0.5) {
     // Reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x); sin(pi x) is
     // taken at x - round(x), which is exact, so that tiny |x| keeps its digits.
-    float s = abs(sin(PI * (x - roundEven(x))));
-    return log(PI / s) - lgamma_pos(1.0 - x);
+    // The polynomial, not the driver's sin: that is only absolutely accurate
+    // (NVIDIA's gives 0 for sin(3e-30), making lgamma(1e-30) infinite).
+    return log(PI / abs_sinpi(x)) - lgamma_pos(1.0 - x);
   }
   return lgamma_pos(x);
 }
@@ -747,9 +750,10 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_EXPM1: return expm1_f(a);
     case OP_SIGMOID: return sigmoid_f(a);
     case OP_TANH: return tanh_f(a);
-    case OP_SIN: return sin(a);
+    // Below pi/4 the series keeps the relative precision of small arguments.
+    case OP_SIN: return abs(a) <= 0.78539816 ? sin_taylor(a) : sin(a);
     case OP_COS: return cos(a);
-    case OP_TAN: return tan(a);
+    case OP_TAN: return abs(a) <= 0.78539816 ? sin_taylor(a) / cos_taylor(a) : tan(a);
     case OP_ASIN: return atan2_f(a, sqrt((1.0 - a) * (1.0 + a)));
     case OP_ACOS: return atan2_f(sqrt((1.0 - a) * (1.0 + a)), a);
     case OP_ATAN: return atan_f(a);
@@ -788,9 +792,13 @@ CT apply(CT a, CT b, CT c, uint i) {
     }
     case OP_ATANH: return 0.5 * log1p_f(2.0 * a / (1.0 - a));
     case OP_SINC: {
+      // sin(pi a) = (-1)^n sin(pi r), r = a - n, from the relatively accurate
+      // polynomial: the driver's sin loses all digits of tiny arguments.
       if (a == 0.0) return 1.0;
-      float p = PI * a;
-      return sin(p) / p;
+      float s, c, r;
+      sincospi_reduced(a, s, c, r);
+      float odd = mod(roundEven(a), 2.0);
+      return copy_sign(s, r) * (odd != 0.0 ? -1.0 : 1.0) / (PI * a);
     }
     case OP_ENTR:
       if (isnan(a)) return a;
