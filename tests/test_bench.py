@@ -143,6 +143,51 @@ def test_training_step_never_waits_for_the_gpu(make_case):
     assert engine["syncs"] == 0, engine
 
 
+def test_baseline_process_runs_cases_without_torch_vkml():
+    """CUDA baselines run in a child process: there, CUDA autograd works (PyTorch takes a
+    registered PrivateUse1 backend as the accelerator and breaks CUDA backward). The same
+    child with the CPU backend: it never imports torch_vkml, answers with the fields of an
+    in-process run, and comes back after a crash."""
+    from torch_vkml.bench import cases
+    from torch_vkml.bench.__main__ import PLANS
+    from torch_vkml.bench.baseline_process import BaselineProcess
+
+    micro = PLANS["smoke"][0]
+    remote = BaselineProcess("cpu", "smoke", False)
+    try:
+        remote.start()
+        assert remote.imported_torch_vkml is False and remote.device_name == "cpu"
+        name = cases.build("smoke", False)[0].name
+        res = remote.run(name, micro, 1)
+        assert res["status"] == "ok", res
+        _check_run(res, "TFLOP/s")
+        missing = remote.run("no/such/case", micro, 1)
+        assert missing["status"] == "error" and "no/such/case" in missing["message"]
+        remote.proc.kill()
+        remote.proc.wait()
+        assert remote.run(name, micro, 1)["status"] == "ok"  # a fresh child
+    finally:
+        remote.close()
+    assert remote.proc is None
+
+
+def test_bench_takes_the_last_baseline_from_the_child(tmp_path, monkeypatch):
+    """The wiring on a CUDA machine, with the child measuring the CPU in CUDA's place."""
+    from torch_vkml.bench import __main__ as bench
+    from torch_vkml.bench.baseline_process import BaselineProcess
+
+    monkeypatch.setattr(bench.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bench, "BaselineProcess", lambda _, p, b: BaselineProcess("cpu", p, b))
+    assert bench.main(["--smoke", "--out", str(tmp_path), "--cases", "gemm/fp32"]) == 0
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["baselines"] == ["cpu", "cuda"] and res["cuda_device"] == "cpu"
+    (case,) = res["cases"]
+    _check_run(case["runs"]["cuda"], case["unit"])
+    assert math.isclose(
+        case["ratios"]["cuda"], case["runs"]["cuda"]["time_s"] / case["runs"]["vkml"]["time_s"]
+    )
+
+
 def test_cpu_beside_cuda_runs_a_light_plan():
     """On a machine with CUDA the CPU baseline repeats less, so that the GPU cases fit
     the run; alone (here) it gets the profile's plan."""

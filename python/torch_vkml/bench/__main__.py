@@ -1,7 +1,8 @@
 """python -m torch_vkml.bench [--quick | --smoke] [--cases PATTERNS] [--device-index I]
 
-Runs each case on vkml and on the baselines (PyTorch CPU always, CUDA when available) in
-this process and writes results/<device>-<time>/{results.json, ratios.png} plus a table.
+Runs each case on vkml and on the baselines (PyTorch CPU always, in this process; CUDA
+when available, in a child process that has not imported torch_vkml) and writes
+results/<device>-<time>/{results.json, ratios.png} plus a table.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import argparse
 import dataclasses
 import datetime
 import fnmatch
-import gc
 import json
 import os
 import platform
@@ -28,8 +28,10 @@ import torch  # noqa: E402
 import torch_vkml  # noqa: E402
 
 from . import cases as case_lib  # noqa: E402
+from . import run  # noqa: E402
+from .baseline_process import BaselineProcess  # noqa: E402
 from .report import format_table, plot, write_json  # noqa: E402
-from .timing import Backend, Plan, measure, measure_host_overhead  # noqa: E402
+from .timing import Backend, Plan  # noqa: E402
 
 PLANS = {
     # profile: (micro plan, model plan, host-overhead repetitions)
@@ -58,54 +60,23 @@ def _on_term(signum, frame):
     raise _Stop()
 
 
-def _head(e: BaseException) -> str:
-    text = (str(e).strip().splitlines() or [""])[0]
-    return f"{type(e).__name__}: {text}"[:120]
-
-
-def _unsupported(e: BaseException) -> bool:
-    text = str(e).lower()
-    return (
-        isinstance(e, NotImplementedError) or "not supported" in text or ("not implemented" in text)
-    )
-
-
 def run_on(case: case_lib.Case, backend: Backend, plan: Plan, host_reps: int) -> dict:
-    """One case on one backend: figure, timing statistics, status, fallbacks."""
-    is_vkml = backend.name == "vkml"
-    if is_vkml:
-        torch_vkml.reset_fallback_counts()
-    res: dict = {"status": "ok"}
-    fn = None
-    try:
-        fn = case.setup(backend.device)
-        if case.clock == "host":
-            t = measure_host_overhead(fn, backend, case.inner, host_reps)
-            primary = t["thread"]
-        else:
-            t = measure(fn, backend, plan, case.inner)
-            primary = t["device"] if case.clock == "device" else t["wall"]
-        res.update(t)
-        res["time_s"] = primary["median"]
-        res["value"] = case.value(primary["median"])
-        res["spread"] = (primary["q3"] - primary["q1"]) / primary["median"]
-        if is_vkml and case.clock != "host":
-            res["engine"] = engine_counts(fn, backend)
-    except Exception as e:  # a failing case is reported, never fatal
-        res = {"status": "n/a" if _unsupported(e) else "error", "message": _head(e)}
-    finally:
-        del fn
-        gc.collect()
-        try:
-            backend.sync()
-            backend.empty_cache()
-        except Exception as e:
-            res.setdefault("message", _head(e))
-    if is_vkml:
-        fb = torch_vkml.fallback_counts()
-        res["fallbacks"] = fb
-        if fb and res["status"] == "ok":
-            res["status"] = "fallback"
+    """One case on vkml or the CPU, here: figure, timing statistics, status, and for vkml
+    the engine counts and CPU fallbacks."""
+    if backend.name != "vkml":
+        return run.run_on(case, backend, plan, host_reps)
+    torch_vkml.reset_fallback_counts()
+    probe = None
+    if case.clock != "host":
+
+        def probe(fn):
+            return {"engine": engine_counts(fn, backend)}
+
+    res = run.run_on(case, backend, plan, host_reps, probe)
+    fb = torch_vkml.fallback_counts()
+    res["fallbacks"] = fb
+    if fb and res["status"] == "ok":
+        res["status"] = "fallback"
     return res
 
 
@@ -132,8 +103,9 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "device"
 
 
-def _run_case(case, backends, baselines, plans, stop: list[str]) -> dict:
-    """All backends of one case; `stop` (a one-item list) is set once the run must end."""
+def _run_case(case, backends, baselines, plans, stop: list[str], remote=None) -> dict:
+    """All backends of one case; `stop` (a one-item list) is set once the run must end.
+    `remote`: a BaselineProcess for the last baseline (CUDA)."""
     host_reps = plans[2]
     entry = {
         "name": case.name,
@@ -143,18 +115,22 @@ def _run_case(case, backends, baselines, plans, stop: list[str]) -> dict:
         "runs": {},
         "ratios": {},
     }
-    for b in backends:
+    local = {b.name: b for b in backends}
+    for name in ["vkml", *baselines]:
         if stop:
-            entry["runs"][b.name] = {"status": "skipped", "message": stop[0]}
-        elif b.name in case.skip_baseline:
-            entry["runs"][b.name] = {"status": "skipped", "message": "too slow here"}
+            entry["runs"][name] = {"status": "skipped", "message": stop[0]}
+        elif name in case.skip_baseline:
+            entry["runs"][name] = {"status": "skipped", "message": "too slow here"}
         else:
             try:
-                plan = plan_for(case, b.name, baselines, plans)
-                entry["runs"][b.name] = run_on(case, b, plan, host_reps)
+                plan = plan_for(case, name, baselines, plans)
+                if name in local:
+                    entry["runs"][name] = run_on(case, local[name], plan, host_reps)
+                else:
+                    entry["runs"][name] = remote.run(case.name, plan, host_reps)
             except (_Stop, KeyboardInterrupt):
                 stop.append("interrupted")
-                entry["runs"][b.name] = {"status": "skipped", "message": "interrupted"}
+                entry["runs"][name] = {"status": "skipped", "message": "interrupted"}
     v = entry["runs"]["vkml"]
     for name in baselines:
         r = entry["runs"][name]
@@ -227,14 +203,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     backends = [Backend("vkml", torch.device("vkml", index)), Backend("cpu", torch.device("cpu"))]
+    baselines = ["cpu"]
+    remote = None
     if torch.cuda.is_available() and not args.no_cuda:
-        backends.append(Backend("cuda", torch.device("cuda", torch.cuda.current_device())))
-    baselines = [b.name for b in backends[1:]]
-    if "cuda" in baselines:
-        # Full fp32 on CUDA (PyTorch's default), stated in the results: TF32 would compare a
-        # lower-precision GEMM against vkml's fp32.
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        # Full fp32 there (PyTorch's default, TF32 off), stated in the results.
+        remote = BaselineProcess("cuda", profile, big)
+        try:
+            remote.start()
+            baselines.append("cuda")
+        except RuntimeError as e:
+            print(f"torch-vkml bench: no CUDA baseline: {e}", file=sys.stderr)
+            remote = None
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(args.out) if args.out else Path("results") / f"{_slug(props['name'])}-{stamp}"
@@ -244,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         "started": stamp,
         "device": {"index": index, **props},
         "baselines": baselines,
-        "cuda_device": torch.cuda.get_device_name() if "cuda" in baselines else None,
+        "cuda_device": remote.device_name if remote else None,
         "cuda_tf32": False if "cuda" in baselines else None,
         "cpu_plan": dataclasses.asdict(CPU_BESIDE_CUDA) if "cuda" in baselines else None,
         "torch": torch.__version__,
@@ -273,10 +252,10 @@ def main(argv: list[str] | None = None) -> int:
                 if time.perf_counter() - t_start > args.time_budget:
                     stop.append("time budget")
             try:
-                entry = _run_case(case, backends, baselines, PLANS[profile], stop)
+                entry = _run_case(case, backends, baselines, PLANS[profile], stop, remote)
             except (_Stop, KeyboardInterrupt):  # between two runs
                 stop.append("interrupted")
-                entry = _run_case(case, backends, baselines, PLANS[profile], stop)
+                entry = _run_case(case, backends, baselines, PLANS[profile], stop, remote)
             results["cases"].append(entry)
             results["elapsed_s"] = time.perf_counter() - t_start
             write_json(results, out / "results.json")  # after every case: a killed run keeps it
@@ -284,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {case.name:38s} {entry['status']:8s} {ratios}", flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if remote:
+            remote.close()
     # Whether fp16 and bf16 GEMMs ran on the matrix units: "active", or why not (after the
     # cases, so that the start-up checks have run).
     results["device"]["coopmat_status"] = torch_vkml._C.coopmat_status(index)
