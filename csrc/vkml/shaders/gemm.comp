@@ -27,6 +27,7 @@
 //! variant i32 -DST_I32
 //! variant u8 -DST_U8
 #include "common.glsl"
+#extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint BM = 64;
@@ -162,7 +163,7 @@ void fetch_a(uint64_t base, uint row0, uint k0, uint k_end, bool full) {
 #if !defined(ELEM)
   if ((pc.flags & F_A_VEC) != 0u) {
     uint di = mfast ? 1u : 0u, dk = 1u - di;
-    for (uint t = 0u; t < AE / 4u; ++t) {
+    [[unroll]] for (uint t = 0u; t < AE / 4u; ++t) {
       uint q = tid + t * WG;
       uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
       uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
@@ -172,17 +173,17 @@ void fetch_a(uint64_t base, uint row0, uint k0, uint k_end, bool full) {
         int off = int(gi) * pc.a_row + int(gk) * pc.a_col;
         v = QUAD(BufQ(base + uint64_t(off) * ESIZE).v[0]);
       } else {
-        for (uint u = 0u; u < 4u; ++u) {
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
           uint ri = gi + u * di, rk = gk + u * dk;
           if (ri < pc.m && rk < k_end) v[u] = LOADV(A.v[int(ri) * pc.a_row + int(rk) * pc.a_col]);
         }
       }
-      for (uint u = 0u; u < 4u; ++u) g_a[t * 4u + u] = v[u];
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) g_a[t * 4u + u] = v[u];
     }
     return;
   }
 #endif
-  for (uint t = 0u; t < AE; ++t) {
+  [[unroll]] for (uint t = 0u; t < AE; ++t) {
     uint e = tid + t * WG;
     uint i = mfast ? e % BM : e / BK;
     uint kk = mfast ? e / BM : e % BK;
@@ -199,16 +200,16 @@ void put_a() {
 #if !defined(ELEM)
   if ((pc.flags & F_A_VEC) != 0u) {
     uint di = mfast ? 1u : 0u, dk = 1u - di;
-    for (uint t = 0u; t < AE / 4u; ++t) {
+    [[unroll]] for (uint t = 0u; t < AE / 4u; ++t) {
       uint q = tid + t * WG;
       uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
       uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
-      for (uint u = 0u; u < 4u; ++u) As[(kk + u * dk) * AS + i + u * di] = g_a[t * 4u + u];
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) As[(kk + u * dk) * AS + i + u * di] = g_a[t * 4u + u];
     }
     return;
   }
 #endif
-  for (uint t = 0u; t < AE; ++t) {
+  [[unroll]] for (uint t = 0u; t < AE; ++t) {
     uint e = tid + t * WG;
     As[(mfast ? e / BM : e % BK) * AS + (mfast ? e % BM : e / BK)] = g_a[t];
   }
@@ -221,7 +222,7 @@ void fetch_b(uint64_t base, uint col0, uint k0, uint k_end, bool full) {
 #if !defined(ELEM)
   if ((pc.flags & F_B_VEC) != 0u) {
     uint dk = kfast ? 1u : 0u, dj = 1u - dk;
-    for (uint t = 0u; t < BE / 4u; ++t) {
+    [[unroll]] for (uint t = 0u; t < BE / 4u; ++t) {
       uint q = tid + t * WG;
       uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
       uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
@@ -231,17 +232,17 @@ void fetch_b(uint64_t base, uint col0, uint k0, uint k_end, bool full) {
         int off = int(gk) * pc.b_row + int(gj) * pc.b_col;
         v = QUAD(BufQ(base + uint64_t(off) * ESIZE).v[0]);
       } else {
-        for (uint u = 0u; u < 4u; ++u) {
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
           uint rk = gk + u * dk, rj = gj + u * dj;
           if (rk < k_end && rj < pc.n) v[u] = LOADV(B.v[int(rk) * pc.b_row + int(rj) * pc.b_col]);
         }
       }
-      for (uint u = 0u; u < 4u; ++u) g_b[t * 4u + u] = v[u];
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) g_b[t * 4u + u] = v[u];
     }
     return;
   }
 #endif
-  for (uint t = 0u; t < BE; ++t) {
+  [[unroll]] for (uint t = 0u; t < BE; ++t) {
     uint e = tid + t * WG;
     uint j = kfast ? e / BK : e % BN;
     uint kk = kfast ? e % BK : e / BN;
@@ -258,16 +259,16 @@ void put_b() {
 #if !defined(ELEM)
   if ((pc.flags & F_B_VEC) != 0u) {
     uint dk = kfast ? 1u : 0u, dj = 1u - dk;
-    for (uint t = 0u; t < BE / 4u; ++t) {
+    [[unroll]] for (uint t = 0u; t < BE / 4u; ++t) {
       uint q = tid + t * WG;
       uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
       uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
-      for (uint u = 0u; u < 4u; ++u) Bs[(kk + u * dk) * BS + j + u * dj] = g_b[t * 4u + u];
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) Bs[(kk + u * dk) * BS + j + u * dj] = g_b[t * 4u + u];
     }
     return;
   }
 #endif
-  for (uint t = 0u; t < BE; ++t) {
+  [[unroll]] for (uint t = 0u; t < BE; ++t) {
     uint e = tid + t * WG;
     Bs[(kfast ? e % BK : e / BN) * BS + (kfast ? e / BK : e % BN)] = g_b[t];
   }
@@ -318,8 +319,8 @@ void main() {
   uint tid = gl_LocalInvocationID.x;
   uint tx = tid % NTX, ty = tid / NTX;
   ACC acc[TM * TN];
-  for (uint i = 0; i < TM; ++i)
-    for (uint j = 0; j < TN; ++j) acc[i * TN + j] = ACC(0);
+  [[unroll]] for (uint i = 0; i < TM; ++i)
+    [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] = ACC(0);
 
   bool full_mn = row0 + BM <= pc.m && col0 + BN <= pc.n;
   if (k_begin < k_end) {
@@ -337,12 +338,12 @@ void main() {
       fetch_a(A, row0, kn, k_end, full);
       fetch_b(B, col0, kn, k_end, full);
     }
-    for (uint kk = 0; kk < BK; ++kk) {
+    [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
       ACC ra[TM], rb[TN];
-      for (uint i = 0; i < TM; ++i) ra[i] = As[kk * AS + ty + i * NTY];
-      for (uint j = 0; j < TN; ++j) rb[j] = Bs[kk * BS + tx + j * NTX];
-      for (uint i = 0; i < TM; ++i)
-        for (uint j = 0; j < TN; ++j) acc[i * TN + j] = MAD(ra[i], rb[j], acc[i * TN + j]);
+      [[unroll]] for (uint i = 0; i < TM; ++i) ra[i] = As[kk * AS + ty + i * NTY];
+      [[unroll]] for (uint j = 0; j < TN; ++j) rb[j] = Bs[kk * BS + tx + j * NTX];
+      [[unroll]] for (uint i = 0; i < TM; ++i)
+        [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] = MAD(ra[i], rb[j], acc[i * TN + j]);
     }
     barrier();
   }
@@ -351,10 +352,10 @@ void main() {
   if (split) {
     BufF32 parts = BufF32(pc.c);
     uint base = (slice * pc.batch + bi) * pc.m * pc.n;
-    for (uint i = 0; i < TM; ++i) {
+    [[unroll]] for (uint i = 0; i < TM; ++i) {
       uint gi = row0 + ty + i * NTY;
       if (gi >= pc.m) continue;
-      for (uint j = 0; j < TN; ++j) {
+      [[unroll]] for (uint j = 0; j < TN; ++j) {
         uint gj = col0 + tx + j * NTX;
         if (gj < pc.n) parts.v[base + gi * pc.n + gj] = acc[i * TN + j];
       }
@@ -362,10 +363,10 @@ void main() {
     return;
   }
 #endif
-  for (uint i = 0; i < TM; ++i) {
+  [[unroll]] for (uint i = 0; i < TM; ++i) {
     uint gi = row0 + ty + i * NTY;
     if (gi >= pc.m) continue;
-    for (uint j = 0; j < TN; ++j) {
+    [[unroll]] for (uint j = 0; j < TN; ++j) {
       uint gj = col0 + tx + j * NTX;
       if (gj >= pc.n) continue;
       store_c(bi, gi, gj, pc.k > 0u ? SCALAR(pc.alpha) * acc[i * TN + j] : ACC(0));

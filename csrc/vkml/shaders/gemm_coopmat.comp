@@ -42,6 +42,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #endif
 #include "common.glsl"
+#extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint BM = 64;
@@ -146,7 +147,7 @@ void fetch_a(uint bi, uint row0, uint k0, uint k_end) {
   bool mfast = (pc.flags & F_A_MFAST) != 0u;
   bool vec = (pc.flags & F_A_VEC) != 0u;
   uint di = mfast ? 1u : 0u, dk = 1u - di;
-  for (uint t = 0u; t < AQ; ++t) {
+  [[unroll]] for (uint t = 0u; t < AQ; ++t) {
     uint q = gl_LocalInvocationID.x + t * WG;
     uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
     uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
@@ -156,7 +157,7 @@ void fetch_a(uint bi, uint row0, uint k0, uint k_end) {
       int off = int(gi) * pc.a_row + int(gk) * pc.a_col;
       v = BufE4(base + uint64_t(off) * 2u).v[0];
     } else {
-      for (uint u = 0u; u < 4u; ++u) {
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) {
         uint ri = gi + u * di, rk = gk + u * dk;
         if (ri < pc.m && rk < k_end) v[u] = A.v[int(ri) * pc.a_row + int(rk) * pc.a_col];
       }
@@ -168,11 +169,11 @@ void fetch_a(uint bi, uint row0, uint k0, uint k_end) {
 void put_a() {
   bool mfast = (pc.flags & F_A_MFAST) != 0u;
   uint di = mfast ? 1u : 0u, dk = 1u - di;
-  for (uint t = 0u; t < AQ; ++t) {
+  [[unroll]] for (uint t = 0u; t < AQ; ++t) {
     uint q = gl_LocalInvocationID.x + t * WG;
     uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
     uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
-    for (uint u = 0u; u < 4u; ++u) As[(i + u * di) * AST + kk + u * dk] = g_a[t][u];
+    [[unroll]] for (uint u = 0u; u < 4u; ++u) As[(i + u * di) * AST + kk + u * dk] = g_a[t][u];
   }
 }
 
@@ -182,7 +183,7 @@ void fetch_b(uint bi, uint col0, uint k0, uint k_end) {
   bool kfast = (pc.flags & F_B_KFAST) != 0u;
   bool vec = (pc.flags & F_B_VEC) != 0u;
   uint dk = kfast ? 1u : 0u, dj = 1u - dk;
-  for (uint t = 0u; t < BQ; ++t) {
+  [[unroll]] for (uint t = 0u; t < BQ; ++t) {
     uint q = gl_LocalInvocationID.x + t * WG;
     uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
     uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
@@ -192,7 +193,7 @@ void fetch_b(uint bi, uint col0, uint k0, uint k_end) {
       int off = int(gk) * pc.b_row + int(gj) * pc.b_col;
       v = BufE4(base + uint64_t(off) * 2u).v[0];
     } else {
-      for (uint u = 0u; u < 4u; ++u) {
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) {
         uint rk = gk + u * dk, rj = gj + u * dj;
         if (rk < k_end && rj < pc.n) v[u] = B.v[int(rk) * pc.b_row + int(rj) * pc.b_col];
       }
@@ -204,11 +205,11 @@ void fetch_b(uint bi, uint col0, uint k0, uint k_end) {
 void put_b() {
   bool kfast = (pc.flags & F_B_KFAST) != 0u;
   uint dk = kfast ? 1u : 0u, dj = 1u - dk;
-  for (uint t = 0u; t < BQ; ++t) {
+  [[unroll]] for (uint t = 0u; t < BQ; ++t) {
     uint q = gl_LocalInvocationID.x + t * WG;
     uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
     uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
-    for (uint u = 0u; u < 4u; ++u) Bs[(kk + u * dk) * BST + j + u * dj] = g_b[t][u];
+    [[unroll]] for (uint u = 0u; u < 4u; ++u) Bs[(kk + u * dk) * BST + j + u * dj] = g_b[t][u];
   }
 }
 
@@ -242,7 +243,7 @@ void main() {
   for (uint e = 0u; e < FM * FN * EPL; ++e) acc[e] = 0.0;
 #else
   coopmat<float, gl_ScopeSubgroup, MM, MN, gl_MatrixUseAccumulator> acc[FM * FN];
-  for (uint f = 0u; f < FM * FN; ++f)
+  [[unroll]] for (uint f = 0u; f < FM * FN; ++f)
     acc[f] = coopmat<float, gl_ScopeSubgroup, MM, MN, gl_MatrixUseAccumulator>(0.0);
 #endif
 
@@ -258,9 +259,9 @@ void main() {
       fetch_a(bi, row0, k0 + BK, k_end);
       fetch_b(bi, col0, k0 + BK, k_end);
     }
-    for (uint kk = 0u; kk < BK; kk += MK) {
+    [[unroll]] for (uint kk = 0u; kk < BK; kk += MK) {
 #ifdef EMULATED
-      for (uint f = 0u; f < FM * FN; ++f) {
+      [[unroll]] for (uint f = 0u; f < FM * FN; ++f) {
         uint ar = wm0 + f / FN * MM, bc = wn0 + f % FN * MN;
         for (uint e = 0u; e < EPL; ++e) {
           uint idx = lane + e * SG, r = idx / MN, c = idx % MN;
@@ -274,12 +275,12 @@ void main() {
 #else
       coopmat<float16_t, gl_ScopeSubgroup, MM, MK, gl_MatrixUseA> fa[FM];
       coopmat<float16_t, gl_ScopeSubgroup, MK, MN, gl_MatrixUseB> fb[FN];
-      for (uint i = 0u; i < FM; ++i)
+      [[unroll]] for (uint i = 0u; i < FM; ++i)
         coopMatLoad(fa[i], As, (wm0 + i * MM) * AST + kk, AST, gl_CooperativeMatrixLayoutRowMajor);
-      for (uint j = 0u; j < FN; ++j)
+      [[unroll]] for (uint j = 0u; j < FN; ++j)
         coopMatLoad(fb[j], Bs, kk * BST + wn0 + j * MN, BST, gl_CooperativeMatrixLayoutRowMajor);
-      for (uint i = 0u; i < FM; ++i)
-        for (uint j = 0u; j < FN; ++j) acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);
+      [[unroll]] for (uint i = 0u; i < FM; ++i)
+        [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);
 #endif
     }
     barrier();
@@ -288,7 +289,7 @@ void main() {
   uint cbase = warp * MM * CST;
   BufF32 parts = BufF32(pc.c);
   uint part_base = (slice * pc.batch + bi) * pc.m * pc.n;
-  for (uint f = 0u; f < FM * FN; ++f) {
+  [[unroll]] for (uint f = 0u; f < FM * FN; ++f) {
 #ifdef EMULATED
     for (uint e = 0u; e < EPL; ++e) {
       uint idx = lane + e * SG;
