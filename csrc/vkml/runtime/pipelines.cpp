@@ -1,18 +1,14 @@
 #include "vkml/runtime/pipelines.h"
 
-#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
-
 #include <vector>
 
 #include "vkml/core/error.h"
 #include "vkml/runtime/device.h"
+#include "vkml/runtime/pipeline_cache_file.h"
 
 namespace vkml {
 
@@ -31,12 +27,9 @@ Pipelines::Pipelines(Device& device)
   li.pPushConstantRanges = &range;
   VKML_CHECK_VK(vk::vkCreatePipelineLayout(device.handle(), &li, nullptr, &layout_));
 
-  std::vector<char> initial;
+  std::string initial;
   std::string path = cache_path();
-  if (!path.empty()) {
-    std::ifstream in(path, std::ios::binary);
-    if (in) initial.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  if (!path.empty()) initial = pipeline_cache_file::read(path).value_or(std::string());
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   ci.initialDataSize = initial.size();
   ci.pInitialData = initial.empty() ? nullptr : initial.data();
@@ -183,40 +176,15 @@ void Pipelines::wait_prewarm() {
 }
 
 void Pipelines::save_manifest(const std::string& path) {
-  std::ostringstream out;
-  for (const auto& [key, pipeline] : pipelines_) {
-    out << key.shader->name << ' ' << key.spec.count;
-    for (uint32_t i = 0; i < key.spec.count; ++i) out << ' ' << key.spec.values[i];
-    if (key.spec.subgroup_size) out << " sg " << key.spec.subgroup_size;
-    out << '\n';
-  }
-  std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp);
-    if (!f) return;
-    f << out.str();
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
+  pipeline_cache_file::Keys keys;
+  keys.reserve(pipelines_.size());
+  for (const auto& [key, pipeline] : pipelines_) keys.emplace_back(key.shader->name, key.spec);
+  pipeline_cache_file::write(path, pipeline_cache_file::format_keys(keys));
 }
 
 std::vector<std::pair<std::string, SpecConstants>> Pipelines::load_manifest(
     const std::string& path) {
-  std::vector<std::pair<std::string, SpecConstants>> keys;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::string name;
-    SpecConstants spec;
-    if (!(ls >> name >> spec.count) || spec.count > spec.values.size()) continue;
-    bool ok = true;
-    for (uint32_t i = 0; i < spec.count && ok; ++i) ok = bool(ls >> spec.values[i]);
-    std::string tag;
-    if (ok && ls >> tag) ok = tag == "sg" && bool(ls >> spec.subgroup_size);
-    if (ok) keys.emplace_back(std::move(name), spec);
-  }
-  return keys;
+  return pipeline_cache_file::parse_keys(pipeline_cache_file::read(path).value_or(std::string()));
 }
 
 void Pipelines::save_cache() {
@@ -226,17 +194,10 @@ void Pipelines::save_cache() {
   if (path.empty()) return;
   size_t n = 0;
   if (vk::vkGetPipelineCacheData(device_.handle(), cache_, &n, nullptr) != VK_SUCCESS || !n) return;
-  std::vector<char> data(n);
+  std::string data(n, '\0');
   if (vk::vkGetPipelineCacheData(device_.handle(), cache_, &n, data.data()) != VK_SUCCESS) return;
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) return;
-    out.write(data.data(), std::streamsize(n));
-  }
-  std::filesystem::rename(tmp, path, ec);
+  data.resize(n);
+  if (!pipeline_cache_file::write(path, data)) return;
   save_manifest(path + ".keys");
   created_since_save_ = 0;
 }
