@@ -6,8 +6,10 @@
 #   run(command="source .gl/gpu-setup.sh && bash scripts/gpu_run.sh", carry=[".gl"],
 #       timeout_s=570)
 #
-# Writes under $OUT (or ./gpu-out): build.log, pytest.log, junit.xml, bench.log and the
-# bench folder (results.json, table.txt, ratios.png). Each step has its own time limit so
+# Writes under $OUT (or ./gpu-out): build.log, device.txt, diagnose.txt (crash probes),
+# pytest.log, junit.xml, bench.log and the bench folder (results.json, table.txt,
+# ratios.png), sweep.txt (matrix-unit GEMM configurations) and the A/B runs (bench-ab*).
+# Each step has its own time limit so
 # that the whole script stays under 9 minutes; a failing build stops it, failing tests do
 # not stop the bench. Knobs: STEP_BUILD_S, STEP_TEST_S, STEP_BENCH_S, BENCH_ARGS.
 set -euo pipefail
@@ -172,7 +174,7 @@ fi
 # What is left of the 9 minutes goes to the bench (at least 60 s), minus a margin for output
 # and the A/B run below. No case starts in its last 45 s; one still running at the limit is
 # cut by SIGTERM, and the bench still writes its table for the cases done.
-left=$(( 480 - $(elapsed) ))
+left=$(( 440 - $(elapsed) ))
 budget=$(( left < STEP_BENCH_S ? left : STEP_BENCH_S ))
 budget=$(( budget < 60 ? 60 : budget ))
 echo "==> [$(elapsed)s] bench (limit ${budget}s)"
@@ -183,6 +185,19 @@ rc=$?
 set -e
 tail -80 "$OUT/bench.log"
 summary+=("bench: rc=$rc")
+
+# The matrix-unit GEMM under each staging depth and output tile (their defaults were
+# chosen without a GPU), in one process on the device clock.
+left=$(( 490 - $(elapsed) ))
+if [ "$left" -ge 30 ]; then
+  echo "==> [$(elapsed)s] matrix-unit GEMM sweep (limit ${left}s)"
+  set +e
+  timeout -k 10 "$left" "$PY" scripts/gpu_gemm_sweep.py $(( left - 10 )) >"$OUT/sweep.txt" 2>&1
+  rc=$?
+  set -e
+  cat "$OUT/sweep.txt"
+  summary+=("sweep: rc=$rc")
+fi
 
 # A/B: the big half-precision GEMMs again on the scalar kernel (no matrix units), and fp32
 # on the 128 x 128 scalar tile that is now taken only when forced (it ran ten times

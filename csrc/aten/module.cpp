@@ -117,6 +117,14 @@ PYBIND11_MODULE(_C, m) {
         return std::string(guarded([&] { return vkml::ops::coopmat_status(dev(i), d); }));
       },
       py::arg("device") = py::none(), py::arg("dtype") = "float16");
+  // The sweep knobs of ops/gemm_coopmat.h, for scripts/gpu_gemm_sweep.py.
+  m.def("_set_coopmat_tuning", [](int bk, int tile) {
+    guarded([&] { vkml::ops::set_coopmat_tuning({bk, tile}); });
+  });
+  m.def("_coopmat_tuning", [] {
+    const vkml::ops::CoopmatTuning t = vkml::ops::coopmat_tuning();
+    return py::make_tuple(t.bk, t.tile);
+  });
   m.def("fallback_counts", [] { return fallback_counts(); });
   m.def("reset_fallback_counts", [] { reset_fallback_counts(); });
   m.def("has_shader", [](const std::string& name) { return vkml::find_shader(name) != nullptr; });

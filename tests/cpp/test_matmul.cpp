@@ -378,6 +378,25 @@ TEST_P(CoopmatKernel, UnalignedOperandsLoadElementwise) {
   run(Case{1, 35, 38, 42});  // row strides not a multiple of 4
 }
 
+// The sweep knobs (TORCH_VKML_COOPMAT_BK, TORCH_VKML_COOPMAT_TILE): other staging
+// depths and forced tiles compute the same products.
+TEST_P(CoopmatKernel, OtherStagingDepthsAndTiles) {
+  const ops::CoopmatTuning saved = ops::coopmat_tuning();
+  for (int32_t bk : {16, 64})
+    for (int32_t tile : {64, 128}) {
+      SCOPED_TRACE(testing::Message() << "bk " << bk << " tile " << tile);
+      ops::set_coopmat_tuning({bk, tile});
+      Case c{2, 130, 129, 67};
+      c.ta = true;
+      run(c);
+      run(Case{1, 50, 64, 700});  // split K: slices rounded to whole steps
+      run(Case{1, 35, 38, 42});   // element-wise loads
+    }
+  ops::set_coopmat_tuning(saved);
+  EXPECT_THROW(ops::set_coopmat_tuning({24, 0}), Error);
+  EXPECT_THROW(ops::set_coopmat_tuning({32, 96}), Error);
+}
+
 TEST_P(CoopmatKernel, SplitK) {
   // One 64 x 64 tile and a deep K: partial sums in K slices, added by gemm.comp.
   Case c{1, 50, 64, 2000};

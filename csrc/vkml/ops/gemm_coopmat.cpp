@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -24,7 +25,6 @@ namespace {
 
 using namespace gemm_detail;
 
-constexpr int32_t kBK = 32;
 constexpr int32_t kSubgroups = 4;  // 2 x 2, as gemm_coopmat.comp lays them out
 constexpr int64_t kLargeTile = 128, kSmallTile = 64;
 // Products smaller than this on any side stay on the scalar kernel: a 64 x 64
@@ -46,6 +46,24 @@ std::atomic<int>& mode_value() {
   static std::atomic<int> mode{mode_from_env()};
   return mode;
 }
+
+int32_t env_choice(const char* name, std::initializer_list<int32_t> allowed, int32_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  for (int32_t a : allowed)
+    if (std::atoi(v) == a) return a;
+  std::fprintf(stderr, "torch-vkml: %s=%s is not one of its values; ignored\n", name, v);
+  return fallback;
+}
+
+// The tuning as bk | tile << 8, one atomic so that a reader sees one setting.
+std::atomic<int32_t>& tuning_value() {
+  static std::atomic<int32_t> t{env_choice("TORCH_VKML_COOPMAT_BK", {16, 32, 64}, 32) |
+                                env_choice("TORCH_VKML_COOPMAT_TILE", {64, 128}, 0) << 8};
+  return t;
+}
+
+uint32_t bk_class(int32_t bk) { return bk == 16 ? 0 : bk == 32 ? 1 : 2; }
 
 // The fragment shape and subgroup size a device's pipelines are made for;
 // `required`: the pipeline requires that size (subgroup size control).
@@ -90,7 +108,8 @@ bool shape_for(Device& dev, CoopmatMode mode, DType dtype, Shape* s) {
 bool runs_with(const DeviceInfo& info, const Shape& s) {
   if (s.sg == 0 || uint64_t(kSubgroups) * s.sg > info.max_workgroup_invocations) return false;
   // Each thread stages a whole number of quads of the smaller tile (AQ, BQ in the shader).
-  if (uint64_t(kSmallTile) * kBK / 4 % (uint64_t(kSubgroups) * s.sg) != 0) return false;
+  const uint64_t bk = uint64_t(coopmat_tuning().bk);
+  if (uint64_t(kSmallTile) * bk / 4 % (uint64_t(kSubgroups) * s.sg) != 0) return false;
   // Each lane of the emulation owns a whole number of fragment elements.
   return !s.emulated || (s.m * s.n) % s.sg == 0;
 }
@@ -119,14 +138,14 @@ std::vector<Shape> candidates(const DeviceInfo& info, const Shape& base) {
   return out;
 }
 
-VkPipeline make_pipeline(Device& dev, const Shape& s, int32_t tile) {
-  return dev.pipelines().get(s.shader, {{tile, tile, kBK, int32_t(kSubgroups * s.sg), int32_t(s.m),
+VkPipeline make_pipeline(Device& dev, const Shape& s, int32_t tile, int32_t bk) {
+  return dev.pipelines().get(s.shader, {{tile, tile, bk, int32_t(kSubgroups * s.sg), int32_t(s.m),
                                          int32_t(s.n), int32_t(s.k), int32_t(s.sg)},
                                         s.required ? s.sg : 0u});
 }
 
-uint64_t shared_bytes(int64_t tile, const Shape& s) {
-  return uint64_t(tile * (kBK + 8) + kBK * (tile + 8)) * 2 +
+uint64_t shared_bytes(int64_t tile, int64_t bk, const Shape& s) {
+  return uint64_t(tile * (bk + 8) + bk * (tile + 8)) * 2 +
          uint64_t(kSubgroups) * s.m * (s.n + 4) * 4;
 }
 
@@ -267,6 +286,17 @@ bool checked_shape(Device& dev, Shape& s) {
 CoopmatMode coopmat_mode() { return CoopmatMode(mode_value().load()); }
 void set_coopmat_mode(CoopmatMode mode) { mode_value().store(int(mode)); }
 
+CoopmatTuning coopmat_tuning() {
+  const int32_t v = tuning_value().load();
+  return {v & 0xff, v >> 8};
+}
+void set_coopmat_tuning(CoopmatTuning t) {
+  VKML_CHECK_ARG(t.bk == 16 || t.bk == 32 || t.bk == 64, "coopmat tuning: bk must be 16, 32 or 64");
+  VKML_CHECK_ARG(t.tile == 0 || t.tile == 64 || t.tile == 128,
+                 "coopmat tuning: tile must be 0, 64 or 128");
+  tuning_value().store(t.bk | t.tile << 8);
+}
+
 CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
   if (g.dtype != DType::f16 && g.dtype != DType::bf16) return {};
   if (g.m < kMinSide || g.n < kMinSide || g.k < kMinSide) return {};
@@ -274,23 +304,28 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
   if (!shape_for(dev, coopmat_mode(), g.dtype, &s)) return {};
   // Large tiles where there are enough of them to fill a big GPU; the
   // emulation takes them as soon as they fit, so tests reach both.
+  const CoopmatTuning tuning = coopmat_tuning();
   const int64_t large_tiles = ceil_div(g.m, kLargeTile) * ceil_div(g.n, kLargeTile) * g.batch;
   bool large = s.emulated ? g.m >= kLargeTile && g.n >= kLargeTile : large_tiles >= 128;
+  if (tuning.tile) large = tuning.tile == kLargeTile;
   const uint32_t shared = dev.info().max_shared_memory;
-  if (large && shared_bytes(kLargeTile, s) > shared) large = false;
-  if (!large && shared_bytes(kSmallTile, s) > shared) return {};
+  if (large && shared_bytes(kLargeTile, tuning.bk, s) > shared) large = false;
+  if (!large && shared_bytes(kSmallTile, tuning.bk, s) > shared) return {};
   const bool checking = t_checking != nullptr;
   if (!checked_shape(dev, s)) return {};
 
   CoopmatKernel kernel;
   kernel.bm = kernel.bn = large ? kLargeTile : kSmallTile;
   const int32_t tile = int32_t(kernel.bm);
-  static const PipelineSlots slots({2, 2, 2});  // bf16, emulated, large
+  static const PipelineSlots slots({2, 2, 2, 3});  // bf16, emulated, large, bk
   // The check tries candidates: none of them may take the slot.
-  kernel.pipeline = checking
-                        ? make_pipeline(dev, s, tile)
-                        : slots.get(dev, {uint32_t(s.bf16), uint32_t(s.emulated), uint32_t(large)},
-                                    [&] { return make_pipeline(dev, s, tile); });
+  auto make = [&] { return make_pipeline(dev, s, tile, tuning.bk); };
+  kernel.pipeline =
+      checking
+          ? make()
+          : slots.get(
+                dev, {uint32_t(s.bf16), uint32_t(s.emulated), uint32_t(large), bk_class(tuning.bk)},
+                make);
   kernel.flags = quad_flags(g, 2);
   return kernel;
 }

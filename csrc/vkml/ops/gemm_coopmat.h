@@ -26,6 +26,17 @@ enum class CoopmatMode { kOff, kAuto, kEmulated, kFp16Only };
 CoopmatMode coopmat_mode();
 void set_coopmat_mode(CoopmatMode mode);
 
+// Benchmark knobs for sweeps on new hardware, read once from the environment:
+// TORCH_VKML_COOPMAT_BK, the K depth staged per step (16, 32 or 64; default 32), and
+// TORCH_VKML_COOPMAT_TILE, the output tile (64 or 128; default 0: 128 x 128 where there
+// are 128+ such tiles, else 64 x 64; never beyond the device's shared memory).
+struct CoopmatTuning {
+  int32_t bk = 32;
+  int32_t tile = 0;
+};
+CoopmatTuning coopmat_tuning();
+void set_coopmat_tuning(CoopmatTuning t);  // throws on values outside those above
+
 struct CoopmatKernel {
   VkPipeline pipeline = VK_NULL_HANDLE;  // null: use the scalar kernel
   int64_t bm = 0, bn = 0;                // output tile

@@ -1,0 +1,64 @@
+"""Times the matrix-unit GEMM under each staging depth and output tile, in one process, for
+scripts/gpu_run.sh: python3 scripts/gpu_gemm_sweep.py [SECONDS]
+
+The defaults of ops/gemm_coopmat.cpp (K depth 32, 128 x 128 tiles for big products) were
+chosen without a GPU; this measures the alternatives (TORCH_VKML_COOPMAT_BK / _TILE) on
+the device at hand, with the device clock, and checks each result against the default's.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import torch
+
+import torch_vkml
+
+SHAPES = [(4096, 4096, 4096), (1024, 1024, 1024), (4096, 512, 14336)]
+CONFIGS = [(bk, tile) for tile in (128, 64) for bk in (32, 16, 64)]
+
+
+def tflops(a, b, reps: int = 10) -> float:
+    torch.mm(a, b)  # pipeline creation, first use
+    start = torch_vkml.Event(enable_timing=True)
+    end = torch_vkml.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        torch.mm(a, b)
+    end.record()
+    end.synchronize()
+    seconds = start.elapsed_time(end) / 1e3 / reps
+    return 2.0 * a.shape[0] * a.shape[1] * b.shape[1] / seconds / 1e12
+
+
+def main() -> int:
+    budget = float(sys.argv[1]) if len(sys.argv) > 1 else 120.0
+    t0 = time.perf_counter()
+    print("matrix-unit GEMM sweep on", torch_vkml.device_name(), flush=True)
+    for dtype in (torch.float16, torch.bfloat16):
+        name = str(dtype).split(".")[1]
+        for m, k, n in SHAPES:
+            a = torch.randn(m, k, dtype=dtype, device="vkml")
+            b = torch.randn(k, n, dtype=dtype, device="vkml")
+            torch_vkml._C._set_coopmat_tuning(32, 0)
+            want = torch.mm(a, b).float()
+            if (m, k, n) == SHAPES[0]:  # after the first product: its start-up check
+                print(f"{name}: {torch_vkml._C.coopmat_status(0, name)}", flush=True)
+            row = []
+            for bk, tile in CONFIGS:
+                if time.perf_counter() - t0 > budget:
+                    print("  (time budget reached)")
+                    return 0
+                torch_vkml._C._set_coopmat_tuning(bk, tile)
+                err = (torch.mm(a, b).float() - want).abs().max().item()
+                ok = "" if err <= 1e-2 * want.abs().max().item() else f" DIFF {err:.3g}"
+                row.append(f"bk{bk}/t{tile} {tflops(a, b):.3g}{ok}")
+            print(f"  {m}x{k}x{n} TFLOP/s: " + " | ".join(row), flush=True)
+            del a, b, want
+    torch_vkml._C._set_coopmat_tuning(32, 0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
