@@ -102,8 +102,11 @@ def _load_bench_modules():
 
 
 def _child(argv: list[str]) -> int:
-    out = sys.stdout
-    sys.stdout = sys.stderr  # only protocol lines on the pipe
+    # Only protocol lines on the pipe: it moves to a descriptor of its own, and whatever
+    # else writes to stdout (Python or a library's C code) goes to stderr.
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     backend_name, profile = argv[0], argv[1]
     big = "big" in argv[2:]
     try:
