@@ -200,9 +200,9 @@ if [ "$left" -ge 30 ]; then
 fi
 
 # A/B: the big half-precision GEMMs again on the scalar kernel (no matrix units), and fp32
-# on the 128 x 128 scalar tile that is now taken only when forced (it ran ten times
-# slower than 64 x 64 on the H200), so that what each choice is worth shows in the same
-# session.
+# on the 128 x 128 scalar tile, taken only when forced (8 x 8 per thread now; its 16 x 4
+# form ran ten times slower than 64 x 64 on the H200), so that what each choice is worth
+# shows in the same session.
 left=$(( 530 - $(elapsed) ))
 if [ "$left" -ge 40 ]; then
   echo "==> [$(elapsed)s] A/B: no matrix units; fp32 on 128 x 128 tiles (limit ${left}s)"

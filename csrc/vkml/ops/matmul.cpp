@@ -21,15 +21,17 @@ namespace {
 using namespace gemm_detail;
 
 // Tile configurations (the specialization constants of shaders/gemm.comp):
-// BM x BN outputs per workgroup, BK-deep K slices, and the workgroup size;
-// each thread computes BM * BN / threads outputs, 4 wide (16 x 4 in the huge
-// tile, which reuses each staged value four times as often as the large one).
+// BM x BN outputs per workgroup, BK-deep K slices, the workgroup size, and TN:
+// each thread computes BM * BN / threads outputs, TN wide. 4 x 4 per thread
+// reads one shared value per two multiply-adds; the huge tile's 8 x 8 reads
+// one per four, which is what keeps a GPU's FMA units ahead of its shared
+// memory (its first form, 16 x 4, ran ten times slower than 64 x 64 on the H200).
 struct Tile {
-  int32_t bm, bn, bk, threads;
+  int32_t bm, bn, bk, threads, tn;
 };
-constexpr Tile kSmall{32, 32, 16, 64};
-constexpr Tile kLarge{64, 64, 16, 256};
-constexpr Tile kHuge{128, 128, 16, 256};
+constexpr Tile kSmall{32, 32, 16, 64, 4};
+constexpr Tile kLarge{64, 64, 16, 256, 4};
+constexpr Tile kHuge{128, 128, 16, 256, 8};
 constexpr Tile kTiles[] = {kSmall, kLarge, kHuge};  // index: the pipeline slot's tile class
 
 int tile_from_env() {
@@ -49,9 +51,9 @@ uint32_t shared_bytes(const Tile& t, size_t acc_bytes) {
 // The tile class for this product on this device: small tiles for small or
 // narrow outputs and integer products (int64 staging), large ones once there
 // are enough of them. Never beyond the device's limits. The huge tile is only
-// taken when forced (TORCH_VKML_GEMM_TILE=128): on an H200 it ran 4096^3 at
-// 2.2 TFLOP/s against 24 for the large one (its 64 accumulators per thread
-// spill), and it has not been measured faster on any device yet.
+// taken when forced (TORCH_VKML_GEMM_TILE=128): in its 16 x 4 form, before the
+// shader's loops were unrolled, it ran 4096^3 at 2.2 TFLOP/s on an H200
+// against 24 for the large one, and the 8 x 8 form is unmeasured.
 size_t choose_tile(const Device& dev, const GemmArgs& g, bool integer) {
   const DeviceInfo& info = dev.info();
   const size_t acc = integer ? 8 : 4;
@@ -149,7 +151,7 @@ void gemm(Device& dev, const GemmArgs& g) {
       const char* suffix = g.dtype == DType::bf16 ? "bf16" : variant_suffix(g.dtype);
       const Tile& tile = kTiles[c];
       return dev.pipelines().get(std::string("gemm_") + suffix,
-                                 {tile.bm, tile.bn, tile.bk, tile.threads});
+                                 {tile.bm, tile.bn, tile.bk, tile.threads, tile.tn});
     });
   };
   const VkPipeline pipeline = coop.pipeline ? coop.pipeline : scalar_pipeline(tile_class);

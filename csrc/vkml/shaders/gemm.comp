@@ -18,8 +18,8 @@
 // adding the slices in order (deterministic) and applying alpha, beta and the
 // bias on the way to C. That pass finds the scratch at pc.a.
 //
-// Specialization constants: 0 = BM, 1 = BN, 2 = BK, 3 = threads (local size).
-// TN is 4; TM = BM * BN / (threads * 4).
+// Specialization constants: 0 = BM, 1 = BN, 2 = BK, 3 = threads (local size),
+// 4 = TN (outputs per thread along n); TM = BM * BN / (threads * TN).
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
 //! variant bf16 -DST_BF16 -DNEED_F16 -DNEED_I16
@@ -35,7 +35,7 @@ layout(constant_id = 1) const uint BN = 64;
 layout(constant_id = 2) const uint BK = 16;
 layout(constant_id = 3) const uint WG = 256;
 
-const uint TN = 4;
+layout(constant_id = 4) const uint TN = 4;
 const uint TM = BM * BN / (WG * TN);
 const uint NTX = BN / TN;  // threads along n
 const uint NTY = BM / TM;  // threads along m
