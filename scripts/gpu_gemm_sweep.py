@@ -1,5 +1,6 @@
-"""Times the matrix-unit GEMM under each staging depth and output tile, in one process, for
-scripts/gpu_run.sh: python3 scripts/gpu_gemm_sweep.py [SECONDS]
+"""Times the matrix-unit GEMM under each staging depth and output tile, and the scalar fp32
+GEMM with its default and its 128 x 128 tile, in one process, for scripts/gpu_run.sh:
+python3 scripts/gpu_gemm_sweep.py [SECONDS]
 
 The defaults of ops/gemm_coopmat.cpp (K depth 32, 128 x 128 tiles for big products) were
 chosen without a GPU; this measures the alternatives (TORCH_VKML_COOPMAT_BK / _TILE) on
@@ -57,6 +58,23 @@ def main() -> int:
             print(f"  {m}x{k}x{n} TFLOP/s: " + " | ".join(row), flush=True)
             del a, b, want
     torch_vkml._C._set_coopmat_tuning(32, 0)
+    # The scalar kernel in fp32: the default tile (64 x 64 for these) against the forced
+    # 128 x 128 one (8 x 8 per thread).
+    for m, k, n in SHAPES:
+        if time.perf_counter() - t0 > budget:
+            print("  (time budget reached)")
+            break
+        a = torch.randn(m, k, device="vkml")
+        b = torch.randn(k, n, device="vkml")
+        want = a.cpu().double() @ b.cpu().double()
+        row = []
+        for tile in (0, 128):
+            torch_vkml._C._set_gemm_tile(tile)
+            err = (torch.mm(a, b).cpu().double() - want).abs().max().item()
+            ok = "" if err <= 1e-4 * want.abs().max().item() else f" DIFF {err:.3g}"
+            row.append(f"tile {tile or 'default'} {tflops(a, b):.3g}{ok}")
+        print(f"  fp32 {m}x{k}x{n} TFLOP/s: " + " | ".join(row), flush=True)
+    torch_vkml._C._set_gemm_tile(0)
     return 0
 
 

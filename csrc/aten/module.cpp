@@ -117,10 +117,12 @@ PYBIND11_MODULE(_C, m) {
         return std::string(guarded([&] { return vkml::ops::coopmat_status(dev(i), d); }));
       },
       py::arg("device") = py::none(), py::arg("dtype") = "float16");
-  // The sweep knobs of ops/gemm_coopmat.h, for scripts/gpu_gemm_sweep.py.
+  // The sweep knobs of ops/gemm_coopmat.h and ops/matmul.h (the scalar kernel's tile, 0
+  // for the default choice), for scripts/gpu_gemm_sweep.py.
   m.def("_set_coopmat_tuning", [](int bk, int tile) {
     guarded([&] { vkml::ops::set_coopmat_tuning({bk, tile}); });
   });
+  m.def("_set_gemm_tile", [](int tile) { vkml::ops::set_gemm_tile(tile); });
   m.def("_coopmat_tuning", [] {
     const vkml::ops::CoopmatTuning t = vkml::ops::coopmat_tuning();
     return py::make_tuple(t.bk, t.tile);
