@@ -27,6 +27,7 @@
 //! variant bf16 -DST_BF16 -DNEED_F16
 #include "common.glsl"
 #include "float_store.glsl"
+#extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const int MODE = 0;
@@ -118,7 +119,7 @@ void forward(uint bh, uint q0) {
     rowB[t] = 0.0;
   }
   float acc[16];
-  for (uint k = 0; k < PER; ++k) acc[k] = 0.0;
+  [[unroll]] for (uint k = 0; k < PER; ++k) acc[k] = 0.0;
   uint kend = pc.S;
   if ((pc.flags & 1u) != 0u) kend = min(kend, q0 + BR);
   for (uint k0 = 0; k0 < kend; k0 += BR) {
@@ -133,17 +134,17 @@ void forward(uint bh, uint q0) {
     barrier();
     if (t < BR) {
       float m_old = rowA[t], m = m_old;
-      for (uint c = 0; c < BR; ++c) m = max(m, tP[t * BR + c]);
+      [[unroll]] for (uint c = 0; c < BR; ++c) m = max(m, tP[t * BR + c]);
       float alpha = 1.0, sum = 0.0;
       if (m != NEG_INF) {
         alpha = exp(m_old - m);  // 0 on the first live tile (m_old = -inf)
-        for (uint c = 0; c < BR; ++c) {
+        [[unroll]] for (uint c = 0; c < BR; ++c) {
           float p = exp(tP[t * BR + c] - m);
           tP[t * BR + c] = p;
           sum += p;
         }
       } else {
-        for (uint c = 0; c < BR; ++c) tP[t * BR + c] = 0.0;
+        [[unroll]] for (uint c = 0; c < BR; ++c) tP[t * BR + c] = 0.0;
       }
       rowA[t] = m;
       rowB[t] = rowB[t] * alpha + sum;
@@ -151,10 +152,10 @@ void forward(uint bh, uint q0) {
     }
     barrier();
     float alpha = rowC[r];
-    for (uint k = 0; k < PER; ++k) {
+    [[unroll]] for (uint k = 0; k < PER; ++k) {
       uint d = lane + LANES * k;
       float a = acc[k] * alpha;
-      for (uint c = 0; c < BR; ++c) a += tP[r * BR + c] * tC[c * RS + d];
+      [[unroll]] for (uint c = 0; c < BR; ++c) a += tP[r * BR + c] * tC[c * RS + d];
       acc[k] = a;
     }
   }
@@ -164,7 +165,7 @@ void forward(uint bh, uint q0) {
   float l = rowB[r];
   // A fully masked row has no probabilities: its output is 0, as with _safe_softmax.
   float inv = l > 0.0 ? 1.0 / l : 0.0;
-  for (uint k = 0; k < PER; ++k) {
+  [[unroll]] for (uint k = 0; k < PER; ++k) {
     uint d = lane + LANES * k;
     if (d < pc.Ev) STORE(pc.dst, row_offset(F_TM_DST, bh, i, pc.L, pc.Ev) + d, acc[k] * inv);
   }
@@ -202,7 +203,7 @@ void key_value_grads(uint bh, uint k0) {
   LOAD_TILE(tA, pc.k, F_TM_K, bh, k0, pc.S, pc.E);
   LOAD_TILE(tB, pc.v, F_TM_V, bh, k0, pc.S, pc.Ev);
   float dk[16], dv[16];
-  for (uint k = 0; k < PER; ++k) {
+  [[unroll]] for (uint k = 0; k < PER; ++k) {
     dk[k] = 0.0;
     dv[k] = 0.0;
   }
@@ -216,10 +217,10 @@ void key_value_grads(uint bh, uint k0) {
     barrier();
     probabilities(bh, q0, k0);
     barrier();
-    for (uint k = 0; k < PER; ++k) {
+    [[unroll]] for (uint k = 0; k < PER; ++k) {
       uint d = lane + LANES * k;
       float a = dv[k], b = dk[k];
-      for (uint r = 0; r < BR; ++r) {
+      [[unroll]] for (uint r = 0; r < BR; ++r) {
         a += tP[r * BR + c] * tD[r * RS + d];
         b += tS[r * BR + c] * tC[r * RS + d];
       }
@@ -229,7 +230,7 @@ void key_value_grads(uint bh, uint k0) {
   }
   uint j = k0 + c;
   if (j >= pc.S) return;
-  for (uint k = 0; k < PER; ++k) {
+  [[unroll]] for (uint k = 0; k < PER; ++k) {
     uint d = lane + LANES * k;
     if (d < pc.E) STORE(pc.dst, row_offset(F_TM_DST, bh, j, pc.S, pc.E) + d, dk[k] * pc.scale);
     if (d < pc.Ev) STORE(pc.dst2, row_offset(F_TM_DST2, bh, j, pc.S, pc.Ev) + d, dv[k]);
@@ -242,7 +243,7 @@ void query_grad(uint bh, uint q0) {
   LOAD_TILE(tB, pc.g, F_TM_G, bh, q0, pc.L, pc.Ev);
   load_query_rows(bh, q0);
   float dq[16];
-  for (uint k = 0; k < PER; ++k) dq[k] = 0.0;
+  [[unroll]] for (uint k = 0; k < PER; ++k) dq[k] = 0.0;
   uint kend = pc.S;
   if ((pc.flags & 1u) != 0u) kend = min(kend, q0 + BR);
   for (uint k0 = 0; k0 < kend; k0 += BR) {
@@ -252,16 +253,16 @@ void query_grad(uint bh, uint q0) {
     barrier();
     probabilities(bh, q0, k0);
     barrier();
-    for (uint k = 0; k < PER; ++k) {
+    [[unroll]] for (uint k = 0; k < PER; ++k) {
       uint d = lane + LANES * k;
       float a = dq[k];
-      for (uint c = 0; c < BR; ++c) a += tS[r * BR + c] * tC[c * RS + d];
+      [[unroll]] for (uint c = 0; c < BR; ++c) a += tS[r * BR + c] * tC[c * RS + d];
       dq[k] = a;
     }
   }
   uint i = q0 + r;
   if (i >= pc.L) return;
-  for (uint k = 0; k < PER; ++k) {
+  [[unroll]] for (uint k = 0; k < PER; ++k) {
     uint d = lane + LANES * k;
     if (d < pc.E) STORE(pc.dst, row_offset(F_TM_DST, bh, i, pc.L, pc.E) + d, dq[k] * pc.scale);
   }
