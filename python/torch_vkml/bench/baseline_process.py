@@ -47,19 +47,24 @@ class BaselineProcess:
             text=True,
             env=env,
         )
-        hello = self._read()
-        if "error" in hello:
+        try:
+            hello = self._read()
+            if "error" in hello:
+                raise RuntimeError(hello["error"])
+            self.device_name = hello["device"]
+            self.imported_torch_vkml = hello["torch_vkml_imported"]
+        except Exception as e:  # its own error, an early exit, or a garbled line
             self.close()
-            raise RuntimeError(f"{self.backend} baseline process: {hello['error']}")
-        self.device_name = hello["device"]
-        self.imported_torch_vkml = hello["torch_vkml_imported"]
+            raise RuntimeError(f"{self.backend} baseline process: {e}") from e
 
     def run(self, case_name: str, plan, host_reps: int) -> dict:
         if self.proc is None or self.proc.poll() is not None:
             try:
                 self.start()
-            except Exception as e:
-                return {"status": "error", "message": f"{type(e).__name__}: {e}"[:120]}
+            except RuntimeError as e:
+                from .run import head  # the parent's side: a package module here
+
+                return {"status": "error", "message": head(e)}
         request = {"case": case_name, "plan": dataclasses.asdict(plan), "host_reps": host_reps}
         try:
             self.proc.stdin.write(json.dumps(request) + "\n")
