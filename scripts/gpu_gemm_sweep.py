@@ -15,22 +15,17 @@ import time
 import torch
 
 import torch_vkml
+from torch_vkml.bench.timing import Backend, Plan, measure
 
 SHAPES = [(4096, 4096, 4096), (1024, 1024, 1024), (4096, 512, 14336)]
+VKML = Backend("vkml", torch.device("vkml", 0))
 CONFIGS = [(bk, tile) for tile in (128, 64) for bk in (32, 16, 64)]
 
 
-def tflops(a, b, reps: int = 10) -> float:
-    torch.mm(a, b)  # pipeline creation, first use
-    start = torch_vkml.Event(enable_timing=True)
-    end = torch_vkml.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        torch.mm(a, b)
-    end.record()
-    end.synchronize()
-    seconds = start.elapsed_time(end) / 1e3 / reps
-    return 2.0 * a.shape[0] * a.shape[1] * b.shape[1] / seconds / 1e12
+def tflops(a, b) -> float:
+    """Median of the bench's device-clock repetitions (torch_vkml.bench.timing)."""
+    stats = measure(lambda: torch.mm(a, b), VKML, Plan(warmup=1, min_reps=3, max_reps=5), 2)
+    return 2.0 * a.shape[0] * a.shape[1] * b.shape[1] / stats["device"]["median"] / 1e12
 
 
 def main() -> int:
