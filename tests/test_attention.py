@@ -75,6 +75,12 @@ SHAPES = [
     (1, 1, 5, 70, 32, 40),
     (2, 2, 33, 33, 128, 128),
     (1, 4, 1, 9, 20, 20),
+    # several query and key tiles of each forward tiling (on lavapipe: 64 x 32 for head
+    # dims <= 32, 32 x 32 for 64, 32 x 16 for 96 and 128); L > S leaves causal rows
+    # that see every key
+    (1, 2, 150, 130, 32, 24),
+    (1, 2, 130, 150, 64, 64),
+    (1, 1, 97, 40, 96, 96),
 ]
 
 

@@ -21,34 +21,73 @@ struct Push {
 };
 static_assert(sizeof(Push) <= 128);
 
-// Flags of shaders/attention.comp: which operands are token-major.
+// Flags of shaders/attention_common.glsl: which operands are token-major.
 constexpr uint32_t kTokenMajorQ = 4, kTokenMajorK = 8, kTokenMajorV = 16, kTokenMajorG = 32,
                    kTokenMajorDst = 64, kTokenMajorDst2 = 128;
 
-constexpr int64_t kMaxHeadDim = 128;  // the shader's 16 accumulators x 8 lanes
-constexpr uint32_t kLanes = 8;
+constexpr int64_t kMaxHeadDim = 128;  // a thread's gradient columns: at most 4 vec4s x 8 lanes
+constexpr uint32_t kLanes = 8;        // NTX of the kernels' thread grids
 
+// A register-blocked tile of the kernels (attention_forward.comp,
+// attention_backward.comp): an NTY x 8 thread grid, each thread holding TM rows by TN
+// columns of scores; rows() owned rows against cols() streamed ones at a time.
 struct Tiling {
-  uint32_t rows = 0;  // BR; 0: no tiling fits the device
-  uint32_t ep = 0;    // head dims rounded up to a multiple of 8
+  uint32_t tm = 0, tn = 0, threads = 0;  // threads = 0: none fits the device
+  uint32_t ep = 0;                       // head dims rounded up to a multiple of 32
+  uint64_t rows() const { return threads / kLanes * tm; }
+  uint64_t cols() const { return kLanes * tn; }
 };
 
-// The largest tile (rows of queries and of keys) whose six shared arrays fit the
-// device: four [BR, EP + 1] operand tiles, two [BR, BR] score tiles, three row vectors.
-Tiling tiling(Device& dev, const AttentionShape& s) {
+// The largest candidate whose shared arrays (`floats` of a tiling) fit the device.
+template <typename Floats>
+Tiling choose(Device& dev, const AttentionShape& s, Floats floats) {
   int64_t e = std::max(s.E, s.Ev);
   if (e <= 0 || e > kMaxHeadDim) return {};
-  uint32_t ep = uint32_t((e + kLanes - 1) / kLanes * kLanes);
-  for (uint32_t br : {32u, 16u, 8u}) {
-    uint64_t bytes = 4ull * (4ull * br * (ep + 1) + 2ull * br * br + 3ull * br);
-    if (bytes <= dev.info().max_shared_memory &&
-        br * kLanes <= dev.info().max_workgroup_invocations)
-      return {br, ep};
+  uint32_t ep = uint32_t((e + 31) / 32 * 32);
+  for (Tiling t : {Tiling{4, 4, 128}, Tiling{4, 4, 64}, Tiling{4, 2, 64}, Tiling{2, 2, 64},
+                   Tiling{2, 1, 64}}) {
+    t.ep = ep;
+    if (4 * floats(t) <= dev.info().max_shared_memory &&
+        t.threads <= dev.info().max_workgroup_invocations)
+      return t;
   }
   return {};
 }
 
-int64_t tiles(int64_t n, uint32_t br) { return (n + br - 1) / br; }
+// Forward: q [rows, EP + 4], k [cols, EP + 4], v [cols, EP], the probabilities
+// [rows, cols + 4] and a [rows, 8] exchange of row maxima.
+Tiling forward_tiling(Device& dev, const AttentionShape& s) {
+  return choose(dev, s, [](const Tiling& t) {
+    return (t.rows() + t.cols()) * (t.ep + 4) + t.cols() * t.ep + t.rows() * (t.cols() + 4) +
+           t.rows() * kLanes;
+  });
+}
+
+// Backward (both modes): two owned and two streamed [n, EP + 4] operands and two
+// [rows, cols + 4] probability tiles.
+Tiling backward_tiling(Device& dev, const AttentionShape& s) {
+  return choose(dev, s, [](const Tiling& t) {
+    return 2 * (t.rows() + t.cols()) * (t.ep + 4) + 2 * t.rows() * (t.cols() + 4);
+  });
+}
+
+// The kernel's pipeline for this dtype and tiling: slots keyed by (dtype, mode, head-dim
+// class), the tiling following from those on a device. Mode 0 is the forward.
+VkPipeline pipeline(Device& dev, DType dtype, uint32_t mode, const Tiling& t) {
+  static const PipelineSlots slots({16, 3, kMaxHeadDim / 32 + 1});
+  return slots.get(dev, {uint32_t(dtype), mode, t.ep / 32}, [&] {
+    const char* variant = float_variant(dev, dtype, "scaled_dot_product_attention");
+    if (mode == 0) {
+      return dev.pipelines().get(std::string("attention_forward_") + variant,
+                                 {int32_t(t.tm), int32_t(t.tn), int32_t(t.ep), int32_t(t.threads)});
+    }
+    return dev.pipelines().get(
+        std::string("attention_backward_") + variant,
+        {int32_t(mode), int32_t(t.tm), int32_t(t.tn), int32_t(t.ep), int32_t(t.threads)});
+  });
+}
+
+int64_t tiles(int64_t n, uint64_t rows) { return (n + int64_t(rows) - 1) / int64_t(rows); }
 
 Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, float scale) {
   Push p{};
@@ -70,18 +109,12 @@ Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, 
   return p;
 }
 
-void run(Device& dev, DType dtype, int mode, const AttentionShape& s, const Push& p,
-         int64_t row_tiles, const Access& access) {
-  Tiling t = tiling(dev, s);
-  // Keyed by (dtype, mode, head-dim class); the row tile follows from those on a device.
-  static const PipelineSlots slots({16, 3, kMaxHeadDim / kLanes + 1});
-  VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), t.ep / kLanes}, [&] {
-    return dev.pipelines().get(
-        std::string("attention_") + float_variant(dev, dtype, "scaled_dot_product_attention"),
-        {mode, int32_t(t.rows), int32_t(t.ep), int32_t(t.rows * kLanes)});
-  });
-  dev.stream().dispatch(pipeline, &p, sizeof(p), uint32_t(row_tiles), uint32_t(s.B * s.H), 1,
-                        &access);
+void run_backward(Device& dev, DType dtype, uint32_t mode, const AttentionShape& s, const Push& p,
+                  const Access& access) {
+  Tiling t = backward_tiling(dev, s);
+  int64_t owned = mode == 1 ? s.S : s.L;
+  dev.stream().dispatch(pipeline(dev, dtype, mode, t), &p, sizeof(p),
+                        uint32_t(tiles(owned, t.rows())), uint32_t(s.B * s.H), 1, &access);
 }
 
 // Rows of a token-major operand are m times further apart than its own width.
@@ -107,14 +140,14 @@ void check(Device& dev, const AttentionShape& s, const AttentionBias& bias) {
 
 bool attention_supported(Device& dev, const AttentionShape& s) {
   if (s.B < 1 || s.H < 1 || s.L < 1 || s.S < 1 || s.E < 1 || s.Ev < 1) return false;
-  Tiling t = tiling(dev, s);
-  if (t.rows == 0) return false;
+  Tiling f = forward_tiling(dev, s), b = backward_tiling(dev, s);
+  if (f.threads == 0 || b.threads == 0) return false;
   uint64_t max_y = std::min<uint64_t>(dev.info().max_workgroup_count[1], 65535);
   uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
   int64_t rows = std::max(s.L, s.S);
   int64_t elems = s.B * s.H * rows * std::max(s.E, s.Ev);
-  return uint64_t(s.B * s.H) <= max_y && uint64_t(tiles(rows, t.rows)) <= max_x &&
-         elems < (int64_t(1) << 31);
+  return uint64_t(s.B * s.H) <= max_y &&
+         uint64_t(tiles(rows, std::min(f.rows(), b.rows()))) <= max_x && elems < (int64_t(1) << 31);
 }
 
 void attention_forward(Device& dev, DType dtype, const AttentionShape& s, uint64_t q, uint64_t k,
@@ -138,7 +171,9 @@ void attention_forward(Device& dev, DType dtype, const AttentionShape& s, uint64
   if (bias.address != 0) a.read(span_elems(bias.address, bias.span, is));
   a.write(span_elems(o, bh * s.L * s.Ev, is));
   a.write(span_elems(lse, bh * s.L, 4));
-  run(dev, dtype, 0, s, p, tiles(s.L, tiling(dev, s).rows), a);
+  Tiling t = forward_tiling(dev, s);
+  dev.stream().dispatch(pipeline(dev, dtype, 0, t), &p, sizeof(p), uint32_t(tiles(s.L, t.rows())),
+                        uint32_t(bh), 1, &a);
 }
 
 void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint64_t q, uint64_t k,
@@ -147,7 +182,6 @@ void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint6
   check(dev, s, bias);
   size_t is = itemsize(dtype);
   int64_t bh = s.B * s.H;
-  uint32_t br = tiling(dev, s).rows;
   Push p = make_push(s, bias, causal, scale);
   p.q = q;
   p.k = k;
@@ -172,14 +206,14 @@ void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint6
   p.dst2 = dv;
   const uint32_t base_flags = p.flags;
   p.flags = base_flags | (s.layout.k ? kTokenMajorDst : 0u) | (s.layout.v ? kTokenMajorDst2 : 0u);
-  run(dev, dtype, 1, s, p, tiles(s.S, br), kv);
+  run_backward(dev, dtype, 1, s, p, kv);
 
   Access qa = in;
   qa.write(span_elems(dq, bh * s.L * s.E, is));
   p.dst = dq;
   p.dst2 = 0;
   p.flags = base_flags | (s.layout.q ? kTokenMajorDst : 0u);
-  run(dev, dtype, 2, s, p, tiles(s.L, br), qa);
+  run_backward(dev, dtype, 2, s, p, qa);
 }
 
 }  // namespace vkml::ops

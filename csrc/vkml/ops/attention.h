@@ -1,5 +1,5 @@
 #pragma once
-// Fused scaled dot-product attention (shaders/attention.comp): forward and backward
+// Fused scaled dot-product attention (shaders/attention_*.comp): forward and backward
 // over [B, H, rows, dim] operands, never forming the [L, S] score matrix.
 #include <cstdint>
 

@@ -1,0 +1,66 @@
+// Shared by the attention kernels (attention_forward.comp, attention.comp): the push
+// constants of ops/attention.cpp and the operand addressing.
+//
+// Operands are in the storage dtype, each either contiguous [B, H, rows, dim] or
+// token-major (a flag bit each): row r of head h at (b * rows + r) * R + h * dim with
+// R = m * H * dim, m a byte of tm_mult (q, k, v, dO; 1 for outputs). That is what a
+// model's x.view(B, L, H, E).transpose(1, 2) gives (m = 1), or a slice of a packed
+// qkv projection (m = 3), read in place. lse and delta are float32 [BH, L]. The
+// optional additive bias is read through (b, h, i, j) element strides, so a broadcast
+// mask is never expanded.
+
+layout(push_constant, scalar) uniform PC {
+  uint64_t q, k, v;
+  uint64_t g;      // backward: grad of the output
+  uint64_t lse;    // forward: written; backward: read
+  uint64_t delta;  // backward
+  uint64_t bias;   // 0: none
+  uint64_t dst;    // forward: o; key/value grads: dk; query grad: dq
+  uint64_t dst2;   // key/value grads: dv
+  uint bs_b, bs_h, bs_i, bs_j;  // bias element strides
+  uint H, L, S, E, Ev;
+  uint flags;  // F_CAUSAL, F_BIAS, F_TM_*
+  float scale;
+  uint tm_mult;  // row-stride multiples of token-major q, k, v, dO: a byte each
+} pc;
+
+#define NEG_INF uintBitsToFloat(0xff800000u)
+#define F_CAUSAL 1u  // key j > query i masked
+#define F_BIAS 2u
+#define F_TM_Q 4u
+#define F_TM_K 8u
+#define F_TM_V 16u
+#define F_TM_G 32u
+#define F_TM_DST 64u
+#define F_TM_DST2 128u
+
+// Element offset of row `row` (of `rows`) of head bh in an operand `n` wide.
+uint row_offset(uint tm_flag, uint bh, uint row, uint rows, uint n) {
+  if ((pc.flags & tm_flag) == 0u) return (bh * rows + row) * n;
+  uint b = bh / pc.H, h = bh % pc.H;
+  uint shift = tm_flag == F_TM_Q ? 0u : tm_flag == F_TM_K ? 8u : tm_flag == F_TM_V ? 16u
+             : tm_flag == F_TM_G ? 24u : 32u;
+  uint m = shift < 32u ? max((pc.tm_mult >> shift) & 255u, 1u) : 1u;
+  return ((b * rows + row) * m * pc.H + h) * n;
+}
+
+// The additive bias of query i, key j in head bh.
+float bias_at(uint bh, uint i, uint j) {
+  uint b = bh / pc.H, h = bh % pc.H;
+  return LD(pc.bias, b * pc.bs_b + h * pc.bs_h + i * pc.bs_i + j * pc.bs_j);
+}
+
+// Rows [row0, row0 + NR) of head bh's [rows, n] operand into the vec4 tile TILE, PITCH
+// vec4s a row, zeros past its end; the kernel defines E4 (vec4s of head dims) and WG.
+// A macro: GLSL passes arrays by value, shared ones too.
+#define LOAD_TILE(TILE, PITCH, NR, BASE, TM_FLAG, BH, ROW0, ROWS, N)                 \
+  for (uint idx = gl_LocalInvocationID.x; idx < (NR) * E4; idx += WG) {              \
+    uint r_ = idx / E4, c_ = idx % E4 * 4u;                                          \
+    vec4 x_ = vec4(0.0);                                                             \
+    if ((ROW0) + r_ < (ROWS)) {                                                      \
+      uint o_ = row_offset(TM_FLAG, BH, (ROW0) + r_, ROWS, N);                       \
+      [[unroll]] for (uint w_ = 0u; w_ < 4u; ++w_)                                   \
+        if (c_ + w_ < (N)) x_[w_] = LD(BASE, o_ + c_ + w_);                          \
+    }                                                                                \
+    TILE[r_ * (PITCH) + idx % E4] = x_;                                              \
+  }
