@@ -22,10 +22,11 @@ using namespace gemm_detail;
 
 // Tile configurations (the specialization constants of shaders/gemm.comp):
 // BM x BN outputs per workgroup, BK-deep K slices, the workgroup size, and TN:
-// each thread computes BM * BN / threads outputs, TN wide. 4 x 4 per thread
-// reads one shared value per two multiply-adds; the huge tile's 8 x 8 reads
-// one per four, which is what keeps a GPU's FMA units ahead of its shared
-// memory (its first form, 16 x 4, ran ten times slower than 64 x 64 on the H200).
+// each thread computes BM * BN / threads outputs, TN wide. The float variants read
+// shared memory in vec4s: 4 x 4 outputs per thread take two reads per 16
+// multiply-adds, the huge tile's 8 x 8 four per 64, which is what keeps a GPU's FMA
+// units ahead of its shared memory (the huge tile's first form, 16 x 4 with scalar
+// reads, ran ten times slower than 64 x 64 on the H200).
 struct Tile {
   int32_t bm, bn, bk, threads, tn;
 };
@@ -43,9 +44,11 @@ std::atomic<int>& forced_tile() {
   return tile;
 }
 
-// Shared memory of gemm.comp: BK rows of A and B staged, padded by one.
+// Shared memory of gemm.comp: BK rows of A and B staged, padded by one vec4 (float
+// variants) or one int64 (integer ones).
 uint32_t shared_bytes(const Tile& t, size_t acc_bytes) {
-  return uint32_t(t.bk * (t.bm + 1 + t.bn + 1) * acc_bytes);
+  const int32_t pad = acc_bytes == 4 ? 4 : 1;
+  return uint32_t(t.bk * (t.bm + pad + t.bn + pad) * acc_bytes);
 }
 
 // The tile class for this product on this device: small tiles for small or

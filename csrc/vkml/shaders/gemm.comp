@@ -6,9 +6,9 @@
 // and beta are int32 values carried in the bits of the float push constants.
 //
 // A workgroup computes a BM x BN tile of C, walking K in BK-deep slices staged
-// in shared memory; each thread owns TM x TN outputs, strided by the thread
-// grid so that shared-memory reads and global writes are contiguous across
-// neighbouring threads. Tiles of all batches are numbered in one flat grid
+// in shared memory; each thread owns TM x TN outputs, spread over the tile by
+// the thread grid so that neighbouring threads read neighbouring shared memory
+// (in groups of four for the float variants, see As4 below). Tiles of all batches are numbered in one flat grid
 // (x, spilling into y), so no grid dimension limit applies.
 //
 // Split-K (float variants, for outputs too small to fill the GPU): with
@@ -106,12 +106,32 @@ layout(push_constant, scalar) uniform PC {
   uint splits;  // K slices (F_SPLIT, F_SPLIT_SUM)
 } pc;
 
-// [k][m] and [k][n], rows padded by one so that tile stores walking k hit
-// distinct banks.
+// The staged slices, [k][m] and [k][n]. Float variants keep them as vec4s and each
+// thread owns TM / 4 groups of four consecutive rows (and TN / 4 of columns), so one
+// 16-byte shared read feeds four rows: a 4 x 4 block of multiply-adds costs two
+// reads instead of eight, which keeps shared memory from capping the FMA rate (the
+// large tile's scalar reads were the bound on the H200). Rows are padded by one
+// vec4 (float variants) or one element (integer ones) against bank conflicts.
+#if !defined(ELEM)
+const uint AS4 = BM / 4 + 1;
+const uint BS4 = BN / 4 + 1;
+shared vec4 As4[BK * AS4];
+shared vec4 Bs4[BK * BS4];
+#define PUT_A(KK, I, V) As4[(KK) * AS4 + (I) / 4u][(I) % 4u] = (V)
+#define PUT_B(KK, J, V) Bs4[(KK) * BS4 + (J) / 4u][(J) % 4u] = (V)
+// Output row of a thread's i-th row (column likewise): group i / 4 of its groups.
+#define OUT_ROW(TY, I) ((((I) / 4u) * NTY + (TY)) * 4u + (I) % 4u)
+#define OUT_COL(TX, J) ((((J) / 4u) * NTX + (TX)) * 4u + (J) % 4u)
+#else
 const uint AS = BM + 1;
 const uint BS = BN + 1;
 shared ACC As[BK * AS];
 shared ACC Bs[BK * BS];
+#define PUT_A(KK, I, V) As[(KK) * AS + (I)] = (V)
+#define PUT_B(KK, J, V) Bs[(KK) * BS + (J)] = (V)
+#define OUT_ROW(TY, I) ((TY) + (I) * NTY)
+#define OUT_COL(TX, J) ((TX) + (J) * NTX)
+#endif
 
 void store_c(uint bi, uint gi, uint gj, ACC v) {
   BUF C = BUF(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * ESIZE);
@@ -204,14 +224,18 @@ void put_a() {
       uint q = tid + t * WG;
       uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
       uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
-      [[unroll]] for (uint u = 0u; u < 4u; ++u) As[(kk + u * dk) * AS + i + u * di] = g_a[t * 4u + u];
+      if (mfast) {
+        As4[kk * AS4 + i / 4u] = vec4(g_a[t * 4u], g_a[t * 4u + 1u], g_a[t * 4u + 2u], g_a[t * 4u + 3u]);
+      } else {
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) PUT_A(kk + u, i, g_a[t * 4u + u]);
+      }
     }
     return;
   }
 #endif
   [[unroll]] for (uint t = 0u; t < AE; ++t) {
     uint e = tid + t * WG;
-    As[(mfast ? e / BM : e % BK) * AS + (mfast ? e % BM : e / BK)] = g_a[t];
+    PUT_A(mfast ? e / BM : e % BK, mfast ? e % BM : e / BK, g_a[t]);
   }
 }
 
@@ -263,14 +287,18 @@ void put_b() {
       uint q = tid + t * WG;
       uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
       uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
-      [[unroll]] for (uint u = 0u; u < 4u; ++u) Bs[(kk + u * dk) * BS + j + u * dj] = g_b[t * 4u + u];
+      if (!kfast) {
+        Bs4[kk * BS4 + j / 4u] = vec4(g_b[t * 4u], g_b[t * 4u + 1u], g_b[t * 4u + 2u], g_b[t * 4u + 3u]);
+      } else {
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) PUT_B(kk + u, j, g_b[t * 4u + u]);
+      }
     }
     return;
   }
 #endif
   [[unroll]] for (uint t = 0u; t < BE; ++t) {
     uint e = tid + t * WG;
-    Bs[(kfast ? e % BK : e / BN) * BS + (kfast ? e / BK : e % BN)] = g_b[t];
+    PUT_B(kfast ? e % BK : e / BN, kfast ? e / BK : e % BN, g_b[t]);
   }
 }
 
@@ -339,11 +367,20 @@ void main() {
       fetch_b(B, col0, kn, k_end, full);
     }
     [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
+#if !defined(ELEM)
+      vec4 ra[TM / 4], rb[TN / 4];
+      [[unroll]] for (uint i = 0; i < TM / 4; ++i) ra[i] = As4[kk * AS4 + i * NTY + ty];
+      [[unroll]] for (uint j = 0; j < TN / 4; ++j) rb[j] = Bs4[kk * BS4 + j * NTX + tx];
+      [[unroll]] for (uint i = 0; i < TM; ++i)
+        [[unroll]] for (uint j = 0; j < TN; ++j)
+          acc[i * TN + j] = fma(ra[i / 4][i % 4], rb[j / 4][j % 4], acc[i * TN + j]);
+#else
       ACC ra[TM], rb[TN];
       [[unroll]] for (uint i = 0; i < TM; ++i) ra[i] = As[kk * AS + ty + i * NTY];
       [[unroll]] for (uint j = 0; j < TN; ++j) rb[j] = Bs[kk * BS + tx + j * NTX];
       [[unroll]] for (uint i = 0; i < TM; ++i)
         [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] = MAD(ra[i], rb[j], acc[i * TN + j]);
+#endif
     }
     barrier();
   }
@@ -353,10 +390,10 @@ void main() {
     BufF32 parts = BufF32(pc.c);
     uint base = (slice * pc.batch + bi) * pc.m * pc.n;
     [[unroll]] for (uint i = 0; i < TM; ++i) {
-      uint gi = row0 + ty + i * NTY;
+      uint gi = row0 + OUT_ROW(ty, i);
       if (gi >= pc.m) continue;
       [[unroll]] for (uint j = 0; j < TN; ++j) {
-        uint gj = col0 + tx + j * NTX;
+        uint gj = col0 + OUT_COL(tx, j);
         if (gj < pc.n) parts.v[base + gi * pc.n + gj] = acc[i * TN + j];
       }
     }
@@ -364,10 +401,10 @@ void main() {
   }
 #endif
   [[unroll]] for (uint i = 0; i < TM; ++i) {
-    uint gi = row0 + ty + i * NTY;
+    uint gi = row0 + OUT_ROW(ty, i);
     if (gi >= pc.m) continue;
     [[unroll]] for (uint j = 0; j < TN; ++j) {
-      uint gj = col0 + tx + j * NTX;
+      uint gj = col0 + OUT_COL(tx, j);
       if (gj >= pc.n) continue;
       store_c(bi, gi, gj, pc.k > 0u ? SCALAR(pc.alpha) * acc[i * TN + j] : ACC(0));
     }
