@@ -28,6 +28,7 @@
 //! variant bf16 -DST_BF16 -DNEED_F16
 #include "common.glsl"
 #include "float_store.glsl"
+#extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
@@ -55,8 +56,11 @@ bool inside(ivec3 c, ivec3 sz) {
   return all(greaterThanEqual(c, ivec3(0))) && all(lessThan(c, sz));
 }
 
-shared float sA[TK][TM];
-shared float sB[TK][TN];
+// Staged [k][m] and [k][n] as vec4s: a thread's four rows (columns) are one 16-byte
+// read, so a 4 x 4 block of multiply-adds costs two shared reads instead of eight.
+// Rows are padded by a vec4: stage() writes A down its k column.
+shared vec4 sA[TK][TM / 4 + 1];
+shared vec4 sB[TK][TN / 4 + 1];
 
 uint ispat, ospat, kvol, cig, cog, g;
 
@@ -186,7 +190,7 @@ void fetch(uint k0, uint k_end, uint m0, uint M, uint col, uint N, Digits a_col,
            Digits b_next, ivec3 b_sz) {
   uint tid = gl_LocalInvocationID.x;
   Digits kb_d = b_row;
-  for (uint r = 0; r < R; ++r) {
+  [[unroll]] for (uint r = 0; r < R; ++r) {
     uint e = tid + r * WG;
     uint kk = e % TK, mm = e / TK;  // A rows are contiguous in k for the forward
     uint m = m0 + mm, k = k0 + kk;
@@ -199,10 +203,11 @@ void fetch(uint k0, uint k_end, uint m0, uint M, uint col, uint N, Digits a_col,
 
 void stage(uint nn) {
   uint tid = gl_LocalInvocationID.x;
-  for (uint r = 0; r < R; ++r) {
+  [[unroll]] for (uint r = 0; r < R; ++r) {
     uint e = tid + r * WG;
-    sA[e % TK][e / TK] = ra[r];
-    sB[e / TN][nn] = rb[r];
+    uint m = e / TK;
+    sA[e % TK][m / 4u][m % 4u] = ra[r];
+    sB[e / TN][nn / 4u][nn % 4u] = rb[r];
   }
 }
 
@@ -252,9 +257,8 @@ void main() {
   uint m0 = mtile * TM, n0 = ntile * TN;
   if (n0 >= N) return;  // uniform: past this phase's columns
   uint tid = gl_LocalInvocationID.x, tx = tid % NT, ty = tid / NT;
-  float acc[4][4];
-  for (uint i = 0; i < 4; ++i)
-    for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
+  vec4 acc[4];  // acc[i][j]: row ty * 4 + i, column tx * 4 + j
+  [[unroll]] for (uint i = 0; i < 4; ++i) acc[i] = vec4(0.0);
   // B is loaded contiguous along columns (positions): this thread's column is fixed,
   // and its rows are tid / TN + r * WG / TN. A's column is k0 + tid % TK.
   uint nn = tid % TN, col = n0 + nn;
@@ -271,19 +275,16 @@ void main() {
     b_row = advance(b_row, b_step, b_sz);
     a_col = advance(a_col, a_step, a_sz);
     if (k0 + TK < k_end) fetch(k0 + TK, k_end, m0, M, col, N, a_col, b_row, b_next, b_sz);
-    for (uint kk = 0; kk < TK; ++kk) {
-      float a[4], b[4];
-      for (uint i = 0; i < 4; ++i) a[i] = sA[kk][ty * 4 + i];
-      for (uint j = 0; j < 4; ++j) b[j] = sB[kk][tx * 4 + j];
-      for (uint i = 0; i < 4; ++i)
-        for (uint j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+    [[unroll]] for (uint kk = 0; kk < TK; ++kk) {
+      vec4 a = sA[kk][ty], b = sB[kk][tx];
+      [[unroll]] for (uint i = 0; i < 4; ++i) acc[i] = fma(vec4(a[i]), b, acc[i]);
     }
     barrier();
   }
-  for (uint i = 0; i < 4; ++i) {
+  [[unroll]] for (uint i = 0; i < 4; ++i) {
     uint m = m0 + ty * 4 + i;
     if (m >= M) continue;
-    for (uint j = 0; j < 4; ++j) {
+    [[unroll]] for (uint j = 0; j < 4; ++j) {
       uint col = n0 + tx * 4 + j;
       if (col >= N) continue;
       if (MODE == 0) {
