@@ -8,10 +8,12 @@
 #
 # Writes under $OUT (or ./gpu-out): build.log, device.txt, diagnose.txt (crash probes),
 # pytest.log, junit.xml, bench.log and the bench folder (results.json, table.txt,
-# ratios.png), sweep.txt (matrix-unit GEMM configurations) and the A/B runs (bench-ab*).
+# ratios.png; each case's top kernels by device time), sweep.txt (matrix-unit GEMM
+# configurations) and the A/B runs (bench-ab*).
 # Each step has its own time limit so
 # that the whole script stays under 9 minutes; a failing build stops it, failing tests do
-# not stop the bench. Knobs: STEP_BUILD_S, STEP_TEST_S, STEP_BENCH_S, BENCH_ARGS, and
+# not stop the bench. Knobs: STEP_BUILD_S, STEP_TEST_S, STEP_BENCH_S, BENCH_ARGS,
+# BENCH_KERNELS (kernels listed per case, 0: none), and
 # GPU_RUN_ANY_DEVICE=1 (accept a device that is not NVIDIA's: a dry run on lavapipe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -181,11 +183,14 @@ budget=$(( left < STEP_BENCH_S ? left : STEP_BENCH_S ))
 budget=$(( budget < 60 ? 60 : budget ))
 echo "==> [$(elapsed)s] bench (limit ${budget}s)"
 set +e
+# --kernels: each case's vkml kernels by device time, one extra call under the profiler,
+# in bench.log and results.json: where the time goes, for the next round of kernel work.
 timeout -k 15 "$budget" "$PY" -m torch_vkml.bench --out "$OUT/bench" \
-  --time-budget $(( budget - 45 )) ${BENCH_ARGS:-} >"$OUT/bench.log" 2>&1
+  --time-budget $(( budget - 45 )) --kernels "${BENCH_KERNELS:-8}" ${BENCH_ARGS:-} \
+  >"$OUT/bench.log" 2>&1
 rc=$?
 set -e
-tail -80 "$OUT/bench.log"
+grep -v '^      ' "$OUT/bench.log" | tail -80  # the kernel tables stay in the log
 summary+=("bench: rc=$rc")
 
 # The matrix-unit GEMM under each staging depth and output tile (their defaults were

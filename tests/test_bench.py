@@ -77,7 +77,7 @@ def _check_run(run, unit):
 def test_bench_smoke(tmp_path, capsys):
     from torch_vkml.bench.__main__ import main
 
-    assert main(["--smoke", "--out", str(tmp_path)]) == 0
+    assert main(["--smoke", "--out", str(tmp_path), "--kernels", "3"]) == 0
     printed = capsys.readouterr().out
     res = json.loads((tmp_path / "results.json").read_text())
     assert res["profile"] == "smoke"
@@ -106,6 +106,11 @@ def test_bench_smoke(tmp_path, capsys):
         engine = c["runs"]["vkml"]["engine"]
         assert engine["dispatches"] >= 1 and engine["syncs"] == 0, (c["name"], engine)
         assert 0 <= engine["barriers"] <= engine["dispatches"]
+        # --kernels 3: one more call profiled, its kernels by device time, and printed.
+        kernels = c["runs"]["vkml"]["kernels"]
+        assert 1 <= len(kernels["top"]) <= 3 and kernels["total_ms"] > 0, kernels
+        assert all(k["calls"] >= 1 and k["total_ms"] > 0 for k in kernels["top"])
+        assert kernels["top"][0]["name"] in printed
     assert res.get("validation_messages", []) == []
     table = (tmp_path / "table.txt").read_text()
     assert table.startswith("case")

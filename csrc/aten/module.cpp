@@ -97,6 +97,28 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("device") = py::none());
   m.def("memory_stats", &memory_stats, py::arg("device") = py::none());
+  // torch_vkml.profile(): per-kernel device time (runtime/profiler.h).
+  m.def(
+      "_profile_start",
+      [](std::optional<int> i) {
+        py::gil_scoped_release no_gil;
+        guarded([&] { dev(i).start_profiling(); });
+      },
+      py::arg("device") = py::none());
+  m.def(
+      "_profile_stop",
+      [](std::optional<int> i) {
+        std::vector<vkml::Profiler::Kernel> kernels;
+        {
+          py::gil_scoped_release no_gil;
+          kernels = guarded([&] { return dev(i).stop_profiling(); });
+        }
+        py::list out;
+        for (const auto& k : kernels)
+          out.append(py::make_tuple(k.name, k.calls, k.workgroups, k.total_ns, k.max_ns));
+        return out;
+      },
+      py::arg("device") = py::none());
   m.def(
       "reset_peak_memory_stats", [](std::optional<int> i) { dev(i).memory().reset_peak(); },
       py::arg("device") = py::none());

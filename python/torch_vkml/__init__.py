@@ -43,6 +43,7 @@ from ._memory import (
     memory_stats,
     reset_peak_memory_stats,
 )
+from ._profile import KernelTime, profile
 from ._random import (
     get_rng_state,
     initial_seed,
@@ -54,6 +55,7 @@ from ._random import (
 
 __all__ = [
     "Event",
+    "KernelTime",
     "current_device",
     "default_device",
     "device",
@@ -72,6 +74,7 @@ __all__ = [
     "memory_allocated",
     "memory_reserved",
     "memory_stats",
+    "profile",
     "reset_fallback_counts",
     "reset_peak_memory_stats",
     "seed",

@@ -54,6 +54,7 @@ Device::Device(VkPhysicalDevice physical, const DeviceInfo& info, int index)
 Device::~Device() {
   if (device_) vk::vkDeviceWaitIdle(device_);
   stream_.reset();
+  profiler_.reset();
   timer_.reset();
   pipelines_.reset();
   staging_.reset();
@@ -64,6 +65,23 @@ Device::~Device() {
 Timer& Device::timer() {
   std::call_once(timer_once_, [this] { timer_ = std::make_unique<Timer>(*this); });
   return *timer_;
+}
+
+void Device::start_profiling() {
+  std::lock_guard<std::mutex> lock(profiler_mutex_);
+  auto next = std::make_unique<Profiler>(*this);
+  stream_->set_profiler(next.get());
+  stream_->synchronize();  // the old profiler's commands are done before it goes
+  profiler_ = std::move(next);
+}
+
+std::vector<Profiler::Kernel> Device::stop_profiling() {
+  std::lock_guard<std::mutex> lock(profiler_mutex_);
+  VKML_CHECK_ARG(profiler_ != nullptr, "vkml: the profiler was not started");
+  stream_->set_profiler(nullptr);
+  stream_->synchronize();
+  std::unique_ptr<Profiler> done = std::move(profiler_);
+  return done->collect();
 }
 
 void Device::release_cached_memory() {

@@ -7,6 +7,7 @@
 #include "vkml/runtime/device_info.h"
 #include "vkml/runtime/memory.h"
 #include "vkml/runtime/pipelines.h"
+#include "vkml/runtime/profiler.h"
 #include "vkml/runtime/stream.h"
 #include "vkml/runtime/timer.h"
 #include "vkml/runtime/value_bounds.h"
@@ -36,6 +37,11 @@ class Device {
   // Device-clock timestamps; the query pools are created on first use.
   Timer& timer();
 
+  // Per-kernel device time of the work recorded between the two calls (profiler.h).
+  // start_profiling() while profiling restarts the count.
+  void start_profiling();
+  std::vector<Profiler::Kernel> stop_profiling();
+
   // Waits for the GPU, then returns unused blocks of both pools to the driver.
   void release_cached_memory();
 
@@ -57,6 +63,8 @@ class Device {
   std::unique_ptr<Pipelines> pipelines_;
   std::once_flag timer_once_;
   std::unique_ptr<Timer> timer_;
+  std::mutex profiler_mutex_;
+  std::unique_ptr<Profiler> profiler_;
   std::atomic<bool> lost_{false};
 };
 

@@ -110,6 +110,21 @@ VkPipeline Pipelines::get(const ShaderBlob* blob, const SpecConstants& spec) {
   return it->second;
 }
 
+std::string Pipelines::name_of(VkPipeline pipeline) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [key, p] : pipelines_) {
+    if (p != pipeline) continue;
+    std::string name = key.shader->name;
+    name += '[';
+    for (uint32_t i = 0; i < key.spec.count; ++i) {
+      if (i) name += ',';
+      name += std::to_string(key.spec.values[i]);
+    }
+    return name + ']';
+  }
+  return "?";
+}
+
 VkPipeline Pipelines::create(const ShaderBlob* blob, const SpecConstants& spec) {
   VkDevice dev = device_.handle();
   VkShaderModule module = VK_NULL_HANDLE;

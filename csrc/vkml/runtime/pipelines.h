@@ -53,6 +53,9 @@ class Pipelines {
   VkPipeline get(const ShaderBlob* shader, const SpecConstants& spec = {});
   VkPipeline get(std::string_view shader_name, const SpecConstants& spec = {});
   size_t size() const;
+  // "shader[constants]" of a pipeline this cache made ("?" for another); a scan, for
+  // reports.
+  std::string name_of(VkPipeline pipeline) const;
   // Writes the driver's pipeline cache and the list of pipelines in use to disk
   // so the next process starts fast.
   void save_cache();

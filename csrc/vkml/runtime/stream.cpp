@@ -8,6 +8,7 @@
 #include "vkml/core/error.h"
 #include "vkml/runtime/device.h"
 #include "vkml/runtime/memory.h"
+#include "vkml/runtime/profiler.h"
 
 namespace vkml {
 
@@ -98,7 +99,9 @@ void Stream::dispatch(VkPipeline pipeline, const void* push, uint32_t push_size,
   if (push_size)
     vk::vkCmdPushConstants(current_, device_.pipelines().layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                            push_size, push);
+  if (profiler_) profiler_->before(current_);
   vk::vkCmdDispatch(current_, gx, gy, gz);
+  if (profiler_) profiler_->after(current_, pipeline, uint64_t(gx) * gy * gz);
   ++total_dispatches_;
   recorded_workgroups_ += uint64_t(gx) * gy * gz;
   if (++recorded_ >= batch_limit_ || recorded_workgroups_ >= kFlushWorkgroups) flush_locked();
@@ -112,7 +115,9 @@ void Stream::copy_buffer(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64
   begin_if_needed();
   barrier_for(access);
   VkBufferCopy region{src_offset, dst_offset, size};
+  if (profiler_) profiler_->before(current_);
   vk::vkCmdCopyBuffer(current_, src, dst, 1, &region);
+  if (profiler_) profiler_->after(current_, VK_NULL_HANDLE, 0);
   if (++recorded_ >= batch_limit_) flush_locked();
 }
 
@@ -137,6 +142,12 @@ uint64_t Stream::write_timestamp(VkQueryPool pool, uint32_t query) {
   vk::vkCmdResetQueryPool(current_, pool, query, 1);
   vk::vkCmdWriteTimestamp(current_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, query);
   return submitted_value_ + 1;
+}
+
+void Stream::set_profiler(Profiler* profiler) {
+  record_deferred();  // held-back work belongs to the period before
+  std::lock_guard<std::mutex> lock(mutex_);
+  profiler_ = profiler;
 }
 
 uint64_t Stream::flush() {

@@ -15,6 +15,7 @@ namespace vkml {
 
 class Device;
 class MemoryPool;
+class Profiler;
 
 class Stream {
  public:
@@ -36,6 +37,9 @@ class Stream {
   // all commands recorded so far have finished. Returns the timeline value after
   // which the result can be read (see Timer).
   uint64_t write_timestamp(VkQueryPool pool, uint32_t query);
+
+  // Times every command from now on (profiler.h); null stops. The caller owns it.
+  void set_profiler(Profiler* profiler);
 
   // Submits what was recorded; returns the timeline value that marks its end.
   uint64_t flush();
@@ -102,6 +106,7 @@ class Stream {
   uint64_t total_barriers_ = 0;
   uint64_t total_syncs_ = 0;
   HazardTracker hazards_;
+  Profiler* profiler_ = nullptr;
   // Submitted batches, oldest first; a slot's release list keeps its storage and
   // becomes the next batch's, so steady-state submissions allocate nothing.
   Ring<Batch> in_flight_{kMaxInFlight + 1};

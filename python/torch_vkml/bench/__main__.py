@@ -17,6 +17,7 @@ import platform
 import re
 import signal
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -60,9 +61,12 @@ def _on_term(signum, frame):
     raise _Stop()
 
 
-def run_on(case: case_lib.Case, backend: Backend, plan: Plan, host_reps: int) -> dict:
+def run_on(
+    case: case_lib.Case, backend: Backend, plan: Plan, host_reps: int, kernels: int = 0
+) -> dict:
     """One case on vkml or the CPU, here: figure, timing statistics, status, and for vkml
-    the engine counts and CPU fallbacks."""
+    the engine counts, CPU fallbacks and, with `kernels`, that many kernels of one more
+    call by device time (kernel_profile)."""
     if backend.name != "vkml":
         return run.run_on(case, backend, plan, host_reps)
     torch_vkml.reset_fallback_counts()
@@ -70,7 +74,10 @@ def run_on(case: case_lib.Case, backend: Backend, plan: Plan, host_reps: int) ->
     if case.clock != "host":
 
         def probe(fn):
-            return {"engine": engine_counts(fn, backend)}
+            found = {"engine": engine_counts(fn, backend)}
+            if kernels:
+                found["kernels"] = kernel_profile(fn, backend, kernels)
+            return found
 
     res = run.run_on(case, backend, plan, host_reps, probe)
     fb = torch_vkml.fallback_counts()
@@ -95,6 +102,19 @@ def engine_counts(fn, backend: Backend) -> dict:
     return counts
 
 
+def kernel_profile(fn, backend: Backend, top: int) -> dict:
+    """One call of `fn` under torch_vkml.profile: its `top` kernels by device time, each
+    kernel run alone (so their sum exceeds the case's own time by the overlap lost)."""
+    backend.sync()
+    with torch_vkml.profile() as prof:
+        fn()
+    return {
+        "total_ms": prof.total_ms,
+        "top": [dataclasses.asdict(k) for k in prof.kernels[:top]],
+        "table": prof.table(top),
+    }
+
+
 def _selected(name: str, patterns: list[str]) -> bool:
     return not patterns or any(p in name or fnmatch.fnmatch(name, p) for p in patterns)
 
@@ -103,9 +123,11 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "device"
 
 
-def _run_case(case, backends, baselines, plans, stop: list[str], remote=None) -> dict:
+def _run_case(
+    case, backends, baselines, plans, stop: list[str], remote=None, kernels: int = 0
+) -> dict:
     """All backends of one case; `stop` (a one-item list) is set once the run must end.
-    `remote`: a BaselineProcess for the last baseline (CUDA)."""
+    `remote`: a BaselineProcess for the last baseline (CUDA); `kernels`: see run_on."""
     host_reps = plans[2]
     entry = {
         "name": case.name,
@@ -125,7 +147,7 @@ def _run_case(case, backends, baselines, plans, stop: list[str], remote=None) ->
             try:
                 plan = plan_for(case, name, baselines, plans)
                 if name in local:
-                    entry["runs"][name] = run_on(case, local[name], plan, host_reps)
+                    entry["runs"][name] = run_on(case, local[name], plan, host_reps, kernels)
                 else:
                     entry["runs"][name] = remote.run(case.name, plan, host_reps)
             except (_Stop, KeyboardInterrupt):
@@ -171,6 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds; cases not started by then are reported as skipped",
     )
     ap.add_argument("--no-cuda", action="store_true", help="do not compare against CUDA")
+    ap.add_argument(
+        "--kernels",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after timing a case, profile one more vkml call and report its N kernels "
+        "with the most device time (torch_vkml.profile)",
+    )
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument(
         "--replot",
@@ -252,7 +282,9 @@ def main(argv: list[str] | None = None) -> int:
                 if time.perf_counter() - t_start > args.time_budget:
                     stop.append("time budget")
             try:
-                entry = _run_case(case, backends, baselines, PLANS[profile], stop, remote)
+                entry = _run_case(
+                    case, backends, baselines, PLANS[profile], stop, remote, args.kernels
+                )
             except (_Stop, KeyboardInterrupt):  # between two runs
                 stop.append("interrupted")
                 entry = _run_case(case, backends, baselines, PLANS[profile], stop, remote)
@@ -261,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
             write_json(results, out / "results.json")  # after every case: a killed run keeps it
             ratios = ", ".join(f"x {n} {r:.3g}" for n, r in entry["ratios"].items())
             print(f"  {case.name:38s} {entry['status']:8s} {ratios}", flush=True)
+            found = entry["runs"]["vkml"].get("kernels")
+            if found:
+                print(textwrap.indent(found["table"], "      "), flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
         if remote:
