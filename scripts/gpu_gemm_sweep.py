@@ -1,6 +1,7 @@
-"""Times the matrix-unit GEMM under each staging depth and output tile, and the scalar fp32
-GEMM with its default and its 128 x 128 tile, in one process, for scripts/gpu_run.sh:
-python3 scripts/gpu_gemm_sweep.py [SECONDS]
+"""Times the scalar fp32 GEMM with its default and its 128 x 128 tile, the implicit-GEMM
+convolution with its 32 and 64 tiles, and the matrix-unit GEMM under each staging depth
+and output tile, in one process, for scripts/gpu_run.sh (fp32 first: its targets matter
+most): python3 scripts/gpu_gemm_sweep.py [SECONDS]
 
 The defaults of ops/gemm_coopmat.cpp (K depth 32, 128 x 128 tiles for big products) were
 chosen without a GPU; this measures the alternatives (TORCH_VKML_COOPMAT_BK / _TILE) on
@@ -13,6 +14,7 @@ import sys
 import time
 
 import torch
+import torch.nn.functional as F
 
 import torch_vkml
 from torch_vkml.bench.timing import Backend, Plan, measure
@@ -20,18 +22,70 @@ from torch_vkml.bench.timing import Backend, Plan, measure
 SHAPES = [(4096, 4096, 4096), (1024, 1024, 1024), (4096, 512, 14336)]
 VKML = Backend("vkml", torch.device("vkml", 0))
 CONFIGS = [(bk, tile) for tile in (128, 64) for bk in (32, 16, 64)]
+# ResNet-50 layers at batch 32: (cin, hw, cout, k)
+CONVS = [(64, 56, 64, 3), (256, 56, 64, 1), (128, 28, 128, 3)]
+
+
+def timed(fn, flops: float) -> float:
+    """TFLOP/s at the median of the bench's device-clock repetitions (bench.timing)."""
+    stats = measure(fn, VKML, Plan(warmup=1, min_reps=3, max_reps=5), 2)
+    return flops / stats["device"]["median"] / 1e12
 
 
 def tflops(a, b) -> float:
-    """Median of the bench's device-clock repetitions (torch_vkml.bench.timing)."""
-    stats = measure(lambda: torch.mm(a, b), VKML, Plan(warmup=1, min_reps=3, max_reps=5), 2)
-    return 2.0 * a.shape[0] * a.shape[1] * b.shape[1] / stats["device"]["median"] / 1e12
+    return timed(lambda: torch.mm(a, b), 2.0 * a.shape[0] * a.shape[1] * b.shape[1])
+
+
+def scalar_fp32(t0: float, budget: float) -> bool:
+    """The scalar kernel in fp32: the default tile (64 x 64 for these) against the forced
+    128 x 128 one (8 x 8 per thread). False once the budget is spent."""
+    for m, k, n in SHAPES:
+        if time.perf_counter() - t0 > budget:
+            return False
+        a = torch.randn(m, k, device="vkml")
+        b = torch.randn(k, n, device="vkml")
+        want = a.cpu().double() @ b.cpu().double()
+        row = []
+        for tile in (0, 128):
+            torch_vkml._C._set_gemm_tile(tile)
+            err = (torch.mm(a, b).cpu().double() - want).abs().max().item()
+            ok = "" if err <= 1e-4 * want.abs().max().item() else f" DIFF {err:.3g}"
+            row.append(f"tile {tile or 'default'} {tflops(a, b):.3g}{ok}")
+        print(f"  fp32 {m}x{k}x{n} TFLOP/s: " + " | ".join(row), flush=True)
+    torch_vkml._C._set_gemm_tile(0)
+    return True
+
+
+def convolutions(t0: float, budget: float) -> bool:
+    """The implicit GEMM's 32 and 64 tiles (TORCH_VKML_GEMM_TILE reaches it too), forward."""
+    for cin, hw, cout, k in CONVS:
+        if time.perf_counter() - t0 > budget:
+            return False
+        x = torch.randn(32, cin, hw, hw, device="vkml")
+        w = torch.randn(cout, cin, k, k, device="vkml")
+        torch_vkml._C._set_gemm_tile(0)
+        want = F.conv2d(x, w, padding=k // 2).cpu()
+        flops = 2.0 * 32 * cout * hw * hw * cin * k * k
+        row = []
+        for tile in (32, 64):
+            torch_vkml._C._set_gemm_tile(tile)
+            got = F.conv2d(x, w, padding=k // 2).cpu()
+            err = (got - want).abs().max().item()
+            ok = "" if err <= 1e-4 * want.abs().max().item() else f" DIFF {err:.3g}"
+            rate = timed(lambda: F.conv2d(x, w, padding=k // 2), flops)  # noqa: B023
+            row.append(f"tile {tile} {rate:.3g}{ok}")
+        print(f"  conv fp32 {cin}->{cout} {k}x{k} @{hw} TFLOP/s: " + " | ".join(row), flush=True)
+    torch_vkml._C._set_gemm_tile(0)
+    return True
 
 
 def main() -> int:
     budget = float(sys.argv[1]) if len(sys.argv) > 1 else 120.0
     t0 = time.perf_counter()
-    print("matrix-unit GEMM sweep on", torch_vkml.device_name(), flush=True)
+    print("GEMM and convolution sweep on", torch_vkml.device_name(), flush=True)
+    if not scalar_fp32(t0, budget) or not convolutions(t0, budget):
+        print("  (time budget reached)")
+        return 0
     for dtype in (torch.float16, torch.bfloat16):
         name = str(dtype).split(".")[1]
         for m, k, n in SHAPES:
@@ -53,23 +107,6 @@ def main() -> int:
             print(f"  {m}x{k}x{n} TFLOP/s: " + " | ".join(row), flush=True)
             del a, b, want
     torch_vkml._C._set_coopmat_tuning(32, 0)
-    # The scalar kernel in fp32: the default tile (64 x 64 for these) against the forced
-    # 128 x 128 one (8 x 8 per thread).
-    for m, k, n in SHAPES:
-        if time.perf_counter() - t0 > budget:
-            print("  (time budget reached)")
-            break
-        a = torch.randn(m, k, device="vkml")
-        b = torch.randn(k, n, device="vkml")
-        want = a.cpu().double() @ b.cpu().double()
-        row = []
-        for tile in (0, 128):
-            torch_vkml._C._set_gemm_tile(tile)
-            err = (torch.mm(a, b).cpu().double() - want).abs().max().item()
-            ok = "" if err <= 1e-4 * want.abs().max().item() else f" DIFF {err:.3g}"
-            row.append(f"tile {tile or 'default'} {tflops(a, b):.3g}{ok}")
-        print(f"  fp32 {m}x{k}x{n} TFLOP/s: " + " | ".join(row), flush=True)
-    torch_vkml._C._set_gemm_tile(0)
     return 0
 
 

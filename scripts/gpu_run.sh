@@ -193,11 +193,12 @@ set -e
 grep -v '^      ' "$OUT/bench.log" | tail -80  # the kernel tables stay in the log
 summary+=("bench: rc=$rc")
 
-# The matrix-unit GEMM under each staging depth and output tile (their defaults were
-# chosen without a GPU), in one process on the device clock.
+# fp32 GEMM and convolution under each scalar tile, then the matrix-unit GEMM under each
+# staging depth and output tile (their defaults were chosen without a GPU), in one process
+# on the device clock.
 left=$(( 490 - $(elapsed) ))
 if [ "$left" -ge 30 ]; then
-  echo "==> [$(elapsed)s] matrix-unit GEMM sweep (limit ${left}s)"
+  echo "==> [$(elapsed)s] GEMM and convolution tile sweep (limit ${left}s)"
   set +e
   timeout -k 10 "$left" "$PY" scripts/gpu_gemm_sweep.py $(( left - 10 )) >"$OUT/sweep.txt" 2>&1
   rc=$?
