@@ -1,5 +1,5 @@
 """Times the scalar fp32 GEMM with its default and its 128 x 128 tile, the implicit-GEMM
-convolution with its 32 and 64 tiles, and the matrix-unit GEMM under each staging depth
+convolution with its 32, 64 and 128 tiles, and the matrix-unit GEMM under each staging depth
 and output tile, in one process, for scripts/gpu_run.sh (fp32 first: its targets matter
 most): python3 scripts/gpu_gemm_sweep.py [SECONDS]
 
@@ -57,7 +57,8 @@ def scalar_fp32(t0: float, budget: float) -> bool:
 
 
 def convolutions(t0: float, budget: float) -> bool:
-    """The implicit GEMM's 32 and 64 tiles (TORCH_VKML_GEMM_TILE reaches it too), forward."""
+    """The implicit GEMM's 32, 64 and 128 tiles (TORCH_VKML_GEMM_TILE reaches it too),
+    forward."""
     for cin, hw, cout, k in CONVS:
         if time.perf_counter() - t0 > budget:
             return False
@@ -67,7 +68,7 @@ def convolutions(t0: float, budget: float) -> bool:
         want = F.conv2d(x, w, padding=k // 2).cpu()
         flops = 2.0 * 32 * cout * hw * hw * cin * k * k
         row = []
-        for tile in (32, 64):
+        for tile in (32, 64, 128):
             torch_vkml._C._set_gemm_tile(tile)
             got = F.conv2d(x, w, padding=k // 2).cpu()
             err = (got - want).abs().max().item()

@@ -138,7 +138,7 @@ TEST_F(ConvTest, WeightGradSplitK) {
 // mode 3): kernels smaller than the stride (phases that receive nothing), strides
 // that do not divide the size, padding beyond the stride, mixed and 3-d strides.
 TEST_F(ConvTest, StridedDataGradByPhases) {
-  for (int tile : {32, 64}) {
+  for (int tile : {32, 64, 128}) {
     ops::set_gemm_tile(tile);
     check(dev(), shape2d(2, 8, 16, 1, 9, 10, 1, 2, 0, 1), DType::f32);  // 1x1 / 2
     check(dev(), shape2d(1, 8, 9, 1, 11, 13, 7, 2, 3, 1), DType::f32);  // the stem's 7x7 / 2
@@ -169,13 +169,17 @@ TEST_F(ConvTest, PointwiseOnGemm) {
   check(dev(), s, DType::f32);
 }
 
-// The 64 x 64 tiles (256 threads) that GPUs get for large convolutions.
+// The 64 x 64 tiles (256 threads, 4 x 4 each) that GPUs get for large convolutions, and
+// the 128 x 128 ones (8 x 8 each) taken only when forced.
 TEST_F(ConvTest, LargeImplicitGemmTiles) {
-  ops::set_gemm_tile(64);
-  check(dev(), shape2d(2, 16, 70, 1, 9, 8, 3, 1, 1, 1), DType::f32);
-  check(dev(), shape2d(1, 40, 36, 2, 7, 7, 3, 2, 1, 1), DType::f32);
-  check(dev(), shape2d(4, 8, 12, 1, 24, 24, 3, 1, 1, 1), DType::f32);  // with split-K
-  check(dev(), shape2d(2, 16, 20, 1, 6, 6, 3, 1, 1, 1), DType::f16);
+  for (int tile : {64, 128}) {
+    ops::set_gemm_tile(tile);
+    check(dev(), shape2d(2, 16, 70, 1, 9, 8, 3, 1, 1, 1), DType::f32);
+    check(dev(), shape2d(1, 40, 36, 2, 7, 7, 3, 2, 1, 1), DType::f32);
+    check(dev(), shape2d(4, 8, 12, 1, 24, 24, 3, 1, 1, 1), DType::f32);  // with split-K
+    check(dev(), shape2d(2, 16, 20, 1, 6, 6, 3, 1, 1, 1), DType::f16);
+    check(dev(), shape2d(1, 136, 130, 1, 12, 12, 3, 1, 1, 1), DType::f32);  // > 128 rows
+  }
   ops::set_gemm_tile(0);
 }
 

@@ -28,13 +28,14 @@ int64_t prod3(const int64_t* v) { return v[0] * v[1] * v[2]; }
 
 constexpr int64_t kGemmMinRows = 8;
 
-// The implicit GEMM's tile side: 64 (256 threads) for convolutions with enough such
-// tiles on GPUs, 32 (64 threads) otherwise; TORCH_VKML_GEMM_TILE (ops/matmul.h)
-// forces either.
+// The implicit GEMM's tile side: 64 (256 threads, 4 x 4 outputs each) for convolutions
+// with enough such tiles on GPUs, 32 (64 threads) otherwise. 128 (256 threads, 8 x 8
+// each) is taken only when TORCH_VKML_GEMM_TILE (ops/matmul.h) forces it, until a GPU
+// shows where it is faster; that variable forces the others too.
 int32_t conv_tile(const Device& dev, int64_t tiles64) {
   const DeviceInfo& info = dev.info();
   const bool fits = info.max_workgroup_invocations >= 256;
-  if (int forced = gemm_tile()) return forced >= 64 && fits ? 64 : 32;
+  if (int forced = gemm_tile()) return !fits ? 32 : forced >= 128 ? 128 : forced >= 64 ? 64 : 32;
   return info.device_type != "cpu" && fits && tiles64 >= 128 ? 64 : 32;
 }
 
@@ -104,9 +105,9 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     dispatch_groups(dev, pipeline, &p, sizeof(p), groups, &a);
   };
   int64_t cig = s.ci / s.groups, cog = s.co / s.groups;
-  // Keyed by (dtype, shader mode, kernel): the implicit GEMM with 32 (0) or 64 (4)
-  // tiles, or the direct one by tile (1-3).
-  static const PipelineSlots slots({16, 4, 5});
+  // Keyed by (dtype, shader mode, kernel): the implicit GEMM with 32 (0), 64 (4) or 128
+  // (5) tiles, or the direct one by tile (1-3).
+  static const PipelineSlots slots({16, 4, 6});
   // Rows of the implicit GEMM per group; with fewer than kGemmMinRows a 32-row tile
   // would be mostly idle, and the direct kernel does better (depthwise, tiny convs).
   int64_t rows = mode == 1 ? cig : cog;
@@ -129,11 +130,12 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
                                       : cig * prod3(s.kernel);
     if (shader_mode != 3) phases = 1;
     const int32_t bm = conv_tile(dev, phases * s.groups * ceil_div(rows, 64) * ceil_div(cols, 64));
-    const int32_t threads = (bm / 4) * (bm / 4);
-    VkPipeline pipeline =
-        slots.get(dev, {uint32_t(dtype), uint32_t(shader_mode), bm == 64 ? 4u : 0u}, [&] {
-          return dev.pipelines().get("conv_gemm_" + suffix, {shader_mode, threads, bm});
-        });
+    const int32_t per_thread = bm == 128 ? 8 : 4;  // outputs along each side
+    const int32_t threads = (bm / per_thread) * (bm / per_thread);
+    const uint32_t tile_class = bm == 128 ? 5 : bm == 64 ? 4 : 0;
+    VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(shader_mode), tile_class}, [&] {
+      return dev.pipelines().get("conv_gemm_" + suffix, {shader_mode, threads, bm, per_thread});
+    });
     const int64_t tiles = phases * s.groups * ceil_div(rows, bm) * ceil_div(cols, bm);
     const int64_t k = mode == 2 ? s.n * prod3(s.out) : 0;
     // Split-K (launch.h, conv_gemm.comp) for the weight grad, whose K is long.

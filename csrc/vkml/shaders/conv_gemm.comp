@@ -12,7 +12,8 @@
 //     (mode 1 would multiply stride^d - 1 zeros for every product it needs). The
 //     grid holds every phase's tiles; tiles past a phase's columns exit.
 // Each workgroup computes a BM x BM tile of C (32 with 64 threads, or 64 with 256 on
-// GPUs), 4 x 4 per thread, in K steps of 16; fp32 accumulation.
+// GPUs, 4 x 4 per thread; or 128 with 256, 8 x 8 per thread), in K steps of 16; fp32
+// accumulation. A thread's rows (and columns) are groups of four, NT groups apart.
 // Split-K (weight grad, whose K = N x positions is long while C is small): with
 // F_PARTIAL the grid repeats the tiles once per K slice and each workgroup writes raw
 // fp32 sums to scratch [splits][Co x Ci/g x kvol] at dst; a second dispatch with
@@ -32,9 +33,11 @@
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
-layout(constant_id = 1) const uint WG = 64;  // (BM / 4)^2 threads of 4 x 4 outputs
+layout(constant_id = 1) const uint WG = 64;  // (BM / TT)^2 threads of TT x TT outputs
 layout(constant_id = 2) const uint BM = 32;
-const uint TM = BM, TN = BM, TK = 16, NT = BM / 4;
+layout(constant_id = 3) const uint TT = 4;  // 4 or 8
+const uint TM = BM, TN = BM, TK = 16, NT = BM / TT;
+const uint TQ = TT / 4;  // groups of four rows (columns) per thread
 #define F_PARTIAL 1u
 #define F_SUM 2u
 
@@ -178,8 +181,8 @@ float load_b(Digits k) {
 }
 
 // Each thread stages R elements of each tile per K step (WG is a multiple of TK and
-// TN, so its A column and B column stay fixed). R <= 8: BM 32 with 64 threads, 64 with
-// 256.
+// TN, so its A column and B column stay fixed). R <= 8: BM 32 with 64 threads, 64 or 128
+// with 256.
 const uint R = (TM * TK) / WG;
 float ra[8], rb[8];
 
@@ -257,8 +260,10 @@ void main() {
   uint m0 = mtile * TM, n0 = ntile * TN;
   if (n0 >= N) return;  // uniform: past this phase's columns
   uint tid = gl_LocalInvocationID.x, tx = tid % NT, ty = tid / NT;
-  vec4 acc[4];  // acc[i][j]: row ty * 4 + i, column tx * 4 + j
-  [[unroll]] for (uint i = 0; i < 4; ++i) acc[i] = vec4(0.0);
+  // acc[i * TQ + q][w]: row i, column 4 * q + w of this thread's TT x TT outputs (their
+  // places in the tile: the stores below).
+  vec4 acc[TT * TQ];
+  [[unroll]] for (uint i = 0; i < TT * TQ; ++i) acc[i] = vec4(0.0);
   // B is loaded contiguous along columns (positions): this thread's column is fixed,
   // and its rows are tid / TN + r * WG / TN. A's column is k0 + tid % TK.
   uint nn = tid % TN, col = n0 + nn;
@@ -276,34 +281,40 @@ void main() {
     a_col = advance(a_col, a_step, a_sz);
     if (k0 + TK < k_end) fetch(k0 + TK, k_end, m0, M, col, N, a_col, b_row, b_next, b_sz);
     [[unroll]] for (uint kk = 0; kk < TK; ++kk) {
-      vec4 a = sA[kk][ty], b = sB[kk][tx];
-      [[unroll]] for (uint i = 0; i < 4; ++i) acc[i] = fma(vec4(a[i]), b, acc[i]);
+      vec4 a[TQ], b[TQ];
+      [[unroll]] for (uint q = 0; q < TQ; ++q) {
+        a[q] = sA[kk][q * NT + ty];
+        b[q] = sB[kk][q * NT + tx];
+      }
+      [[unroll]] for (uint i = 0; i < TT; ++i)
+        [[unroll]] for (uint q = 0; q < TQ; ++q)
+          acc[i * TQ + q] = fma(vec4(a[i / 4][i % 4]), b[q], acc[i * TQ + q]);
     }
     barrier();
   }
-  [[unroll]] for (uint i = 0; i < 4; ++i) {
-    uint m = m0 + ty * 4 + i;
+  [[unroll]] for (uint i = 0; i < TT; ++i) {
+    uint m = m0 + ((i / 4) * NT + ty) * 4 + i % 4;
     if (m >= M) continue;
-    [[unroll]] for (uint j = 0; j < 4; ++j) {
-      uint col = n0 + tx * 4 + j;
+    [[unroll]] for (uint j = 0; j < TT; ++j) {
+      uint col = n0 + ((j / 4) * NT + tx) * 4 + j % 4;
       if (col >= N) continue;
       if (MODE == 0) {
         uint c = g * cog + m, nn = col / ospat;
         float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
-        STORE(pc.dst, (nn * pc.co + c) * ospat + col % ospat, acc[i][j] + b);
+        STORE(pc.dst, (nn * pc.co + c) * ospat + col % ospat, acc[i * TQ + j / 4][j % 4] + b);
       } else if (MODE == 1) {
         uint c = g * cig + m, nn = col / ispat;
         float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
-        STORE(pc.dst, (nn * pc.ci + c) * ispat + col % ispat, acc[i][j] + b);
+        STORE(pc.dst, (nn * pc.ci + c) * ispat + col % ispat, acc[i * TQ + j / 4][j % 4] + b);
       } else if (MODE == 3) {
         uint c = g * cig + m;
         Digits d = split(col, ph_cnt);
         float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
-        STORE(pc.dst, (d.q * pc.ci + c) * ispat + flat3(ph_f + d.p * pc.str, pc.isz), acc[i][j] + b);
+        STORE(pc.dst, (d.q * pc.ci + c) * ispat + flat3(ph_f + d.p * pc.str, pc.isz), acc[i * TQ + j / 4][j % 4] + b);
       } else if (partial) {
-        BufF32(pc.dst).v[slice * total + (g * cog + m) * cig * kvol + col] = acc[i][j];
+        BufF32(pc.dst).v[slice * total + (g * cog + m) * cig * kvol + col] = acc[i * TQ + j / 4][j % 4];
       } else {
-        STORE(pc.dst, (g * cog + m) * cig * kvol + col, acc[i][j]);
+        STORE(pc.dst, (g * cog + m) * cig * kvol + col, acc[i * TQ + j / 4][j % 4]);
       }
     }
   }
