@@ -32,7 +32,7 @@ struct Tile {
 };
 constexpr Tile kSmall{32, 32, 16, 64, 4};
 constexpr Tile kLarge{64, 64, 16, 256, 4};
-constexpr Tile kHuge{128, 128, 16, 256, 8};
+constexpr Tile kHuge{128, 128, 8, 256, 8};
 constexpr Tile kTiles[] = {kSmall, kLarge, kHuge};  // index: the pipeline slot's tile class
 
 int tile_from_env() {
@@ -44,11 +44,11 @@ std::atomic<int>& forced_tile() {
   return tile;
 }
 
-// Shared memory of gemm.comp: BK rows of A and B staged, padded by one vec4 (float
-// variants) or one int64 (integer ones).
+// Shared memory of gemm.comp: two stages of BK rows of A and B, padded by one vec4
+// (float variants) or one int64 (integer ones).
 uint32_t shared_bytes(const Tile& t, size_t acc_bytes) {
   const int32_t pad = acc_bytes == 4 ? 4 : 1;
-  return uint32_t(t.bk * (t.bm + pad + t.bn + pad) * acc_bytes);
+  return uint32_t(2 * t.bk * (t.bm + pad + t.bn + pad) * acc_bytes);
 }
 
 // The tile class for this product on this device: small tiles for small or

@@ -111,12 +111,14 @@ layout(push_constant, scalar) uniform PC {
 // 16-byte shared read feeds four rows: a 4 x 4 block of multiply-adds costs two
 // reads instead of eight, which keeps shared memory from capping the FMA rate (the
 // large tile's scalar reads were the bound on the H200). Rows are padded by one
-// vec4 (float variants) or one element (integer ones) against bank conflicts.
+// vec4 (float variants) or one element (integer ones) against bank conflicts. Two
+// stages of each: a K step multiplies from one while the next step's slices are stored
+// into the other, so one barrier per step suffices.
 #if !defined(ELEM)
 const uint AS4 = BM / 4 + 1;
 const uint BS4 = BN / 4 + 1;
-shared vec4 As4[BK * AS4];
-shared vec4 Bs4[BK * BS4];
+shared vec4 As4[2 * BK * AS4];
+shared vec4 Bs4[2 * BK * BS4];
 #define PUT_A(KK, I, V) As4[(KK) * AS4 + (I) / 4u][(I) % 4u] = (V)
 #define PUT_B(KK, J, V) Bs4[(KK) * BS4 + (J) / 4u][(J) % 4u] = (V)
 // Output row of a thread's i-th row (column likewise): group i / 4 of its groups.
@@ -125,8 +127,8 @@ shared vec4 Bs4[BK * BS4];
 #else
 const uint AS = BM + 1;
 const uint BS = BN + 1;
-shared ACC As[BK * AS];
-shared ACC Bs[BK * BS];
+shared ACC As[2 * BK * AS];
+shared ACC Bs[2 * BK * BS];
 #define PUT_A(KK, I, V) As[(KK) * AS + (I)] = (V)
 #define PUT_B(KK, J, V) Bs[(KK) * BS + (J)] = (V)
 #define OUT_ROW(TY, I) ((TY) + (I) * NTY)
@@ -168,7 +170,7 @@ vec4 QUAD(u16vec4 q) {
 // Staging runs in two halves so that one K step's global loads are in flight while
 // the previous step multiplies: fetch_a() loads this thread's elements of the next A
 // tile (A[row0 .. row0+BM) x [k0 .. k0+BK), zero outside m and k_end) into g_a, and
-// put_a() stores them into As; B likewise. With F_A_VEC (float variants) a thread
+// put_a(st) stores them into stage st of As; B likewise. With F_A_VEC (float variants) a thread
 // moves four elements along A's contiguous side with one load, element-wise where the
 // quad crosses an edge; g_a then holds AE / 4 quads.
 const uint AE = BM * BK / WG;  // elements per thread of a tile (a multiple of 4)
@@ -214,7 +216,7 @@ void fetch_a(uint64_t base, uint row0, uint k0, uint k_end, bool full) {
   }
 }
 
-void put_a() {
+void put_a(uint st) {
   bool mfast = (pc.flags & F_A_MFAST) != 0u;
   uint tid = gl_LocalInvocationID.x;
 #if !defined(ELEM)
@@ -225,9 +227,10 @@ void put_a() {
       uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
       uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
       if (mfast) {
-        As4[kk * AS4 + i / 4u] = vec4(g_a[t * 4u], g_a[t * 4u + 1u], g_a[t * 4u + 2u], g_a[t * 4u + 3u]);
+        As4[(st * BK + kk) * AS4 + i / 4u] =
+            vec4(g_a[t * 4u], g_a[t * 4u + 1u], g_a[t * 4u + 2u], g_a[t * 4u + 3u]);
       } else {
-        [[unroll]] for (uint u = 0u; u < 4u; ++u) PUT_A(kk + u, i, g_a[t * 4u + u]);
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) PUT_A(st * BK + kk + u, i, g_a[t * 4u + u]);
       }
     }
     return;
@@ -235,7 +238,7 @@ void put_a() {
 #endif
   [[unroll]] for (uint t = 0u; t < AE; ++t) {
     uint e = tid + t * WG;
-    PUT_A(mfast ? e / BM : e % BK, mfast ? e % BM : e / BK, g_a[t]);
+    PUT_A(st * BK + (mfast ? e / BM : e % BK), mfast ? e % BM : e / BK, g_a[t]);
   }
 }
 
@@ -277,7 +280,7 @@ void fetch_b(uint64_t base, uint col0, uint k0, uint k_end, bool full) {
   }
 }
 
-void put_b() {
+void put_b(uint st) {
   bool kfast = (pc.flags & F_B_KFAST) != 0u;
   uint tid = gl_LocalInvocationID.x;
 #if !defined(ELEM)
@@ -288,9 +291,10 @@ void put_b() {
       uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
       uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
       if (!kfast) {
-        Bs4[kk * BS4 + j / 4u] = vec4(g_b[t * 4u], g_b[t * 4u + 1u], g_b[t * 4u + 2u], g_b[t * 4u + 3u]);
+        Bs4[(st * BK + kk) * BS4 + j / 4u] =
+            vec4(g_b[t * 4u], g_b[t * 4u + 1u], g_b[t * 4u + 2u], g_b[t * 4u + 3u]);
       } else {
-        [[unroll]] for (uint u = 0u; u < 4u; ++u) PUT_B(kk + u, j, g_b[t * 4u + u]);
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) PUT_B(st * BK + kk + u, j, g_b[t * 4u + u]);
       }
     }
     return;
@@ -298,7 +302,7 @@ void put_b() {
 #endif
   [[unroll]] for (uint t = 0u; t < BE; ++t) {
     uint e = tid + t * WG;
-    PUT_B(kfast ? e % BK : e / BN, kfast ? e / BK : e % BN, g_b[t]);
+    PUT_B(st * BK + (kfast ? e % BK : e / BN), kfast ? e / BK : e % BN, g_b[t]);
   }
 }
 
@@ -355,34 +359,43 @@ void main() {
     bool full = full_mn && k_begin + BK <= k_end;
     fetch_a(A, row0, k_begin, k_end, full);
     fetch_b(B, col0, k_begin, k_end, full);
-  }
-  for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
-    put_a();
-    put_b();
+    put_a(0u);
+    put_b(0u);
     barrier();
+  }
+  uint st = 0u;  // the stage this step multiplies from
+  for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
     uint kn = k0 + BK;  // the next step's loads, in flight during this one's products
-    if (kn < k_end) {
+    bool more = kn < k_end;  // uniform
+    if (more) {
       bool full = full_mn && kn + BK <= k_end;
       fetch_a(A, row0, kn, k_end, full);
       fetch_b(B, col0, kn, k_end, full);
     }
+    uint k_st = st * BK;
     [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
 #if !defined(ELEM)
       vec4 ra[TM / 4], rb[TN / 4];
-      [[unroll]] for (uint i = 0; i < TM / 4; ++i) ra[i] = As4[kk * AS4 + i * NTY + ty];
-      [[unroll]] for (uint j = 0; j < TN / 4; ++j) rb[j] = Bs4[kk * BS4 + j * NTX + tx];
+      [[unroll]] for (uint i = 0; i < TM / 4; ++i) ra[i] = As4[(k_st + kk) * AS4 + i * NTY + ty];
+      [[unroll]] for (uint j = 0; j < TN / 4; ++j) rb[j] = Bs4[(k_st + kk) * BS4 + j * NTX + tx];
       [[unroll]] for (uint i = 0; i < TM; ++i)
         [[unroll]] for (uint j = 0; j < TN; ++j)
           acc[i * TN + j] = fma(ra[i / 4][i % 4], rb[j / 4][j % 4], acc[i * TN + j]);
 #else
       ACC ra[TM], rb[TN];
-      [[unroll]] for (uint i = 0; i < TM; ++i) ra[i] = As[kk * AS + ty + i * NTY];
-      [[unroll]] for (uint j = 0; j < TN; ++j) rb[j] = Bs[kk * BS + tx + j * NTX];
+      [[unroll]] for (uint i = 0; i < TM; ++i) ra[i] = As[(k_st + kk) * AS + ty + i * NTY];
+      [[unroll]] for (uint j = 0; j < TN; ++j) rb[j] = Bs[(k_st + kk) * BS + tx + j * NTX];
       [[unroll]] for (uint i = 0; i < TM; ++i)
         [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] = MAD(ra[i], rb[j], acc[i * TN + j]);
 #endif
     }
+    // The other stage was last read before the previous barrier: fill it now.
+    if (more) {
+      put_a(st ^ 1u);
+      put_b(st ^ 1u);
+    }
     barrier();
+    st ^= 1u;
   }
 
 #if !defined(ELEM)
