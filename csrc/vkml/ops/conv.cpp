@@ -134,7 +134,8 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     const int32_t threads = (bm / per_thread) * (bm / per_thread);
     const uint32_t tile_class = bm == 128 ? 5 : bm == 64 ? 4 : 0;
     VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(shader_mode), tile_class}, [&] {
-      return dev.pipelines().get("conv_gemm_" + suffix, {shader_mode, threads, bm, per_thread});
+      return dev.pipelines().get("conv_gemm_" + suffix,
+                                 {shader_mode, threads, bm, per_thread, bm == 128 ? 8 : 16});
     });
     const int64_t tiles = phases * s.groups * ceil_div(rows, bm) * ceil_div(cols, bm);
     const int64_t k = mode == 2 ? s.n * prod3(s.out) : 0;

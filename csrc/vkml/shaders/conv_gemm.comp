@@ -12,8 +12,8 @@
 //     (mode 1 would multiply stride^d - 1 zeros for every product it needs). The
 //     grid holds every phase's tiles; tiles past a phase's columns exit.
 // Each workgroup computes a BM x BM tile of C (32 with 64 threads, or 64 with 256 on
-// GPUs, 4 x 4 per thread; or 128 with 256, 8 x 8 per thread), in K steps of 16; fp32
-// accumulation. A thread's rows (and columns) are groups of four, NT groups apart.
+// GPUs, 4 x 4 per thread, in K steps of 16; or 128 with 256, 8 x 8 per thread, in K
+// steps of 8); fp32 accumulation. A thread's rows (and columns) are groups of four, NT groups apart.
 // Split-K (weight grad, whose K = N x positions is long while C is small): with
 // F_PARTIAL the grid repeats the tiles once per K slice and each workgroup writes raw
 // fp32 sums to scratch [splits][Co x Ci/g x kvol] at dst; a second dispatch with
@@ -35,8 +35,9 @@ layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const uint WG = 64;  // (BM / TT)^2 threads of TT x TT outputs
 layout(constant_id = 2) const uint BM = 32;
-layout(constant_id = 3) const uint TT = 4;  // 4 or 8
-const uint TM = BM, TN = BM, TK = 16, NT = BM / TT;
+layout(constant_id = 3) const uint TT = 4;   // 4 or 8
+layout(constant_id = 4) const uint TK = 16;  // K step: 16, or 8 for the 128 tile
+const uint TM = BM, TN = BM, NT = BM / TT;
 const uint TQ = TT / 4;  // groups of four rows (columns) per thread
 #define F_PARTIAL 1u
 #define F_SUM 2u
@@ -61,9 +62,11 @@ bool inside(ivec3 c, ivec3 sz) {
 
 // Staged [k][m] and [k][n] as vec4s: a thread's four rows (columns) are one 16-byte
 // read, so a 4 x 4 block of multiply-adds costs two shared reads instead of eight.
-// Rows are padded by a vec4: stage() writes A down its k column.
-shared vec4 sA[TK][TM / 4 + 1];
-shared vec4 sB[TK][TN / 4 + 1];
+// Rows are padded by a vec4: stage() writes A down its k column. Two stages: a K step
+// multiplies from one while the next step's elements are stored into the other, so one
+// barrier per step suffices.
+shared vec4 sA[2][TK][TM / 4 + 1];
+shared vec4 sB[2][TK][TN / 4 + 1];
 
 uint ispat, ospat, kvol, cig, cog, g;
 
@@ -181,8 +184,8 @@ float load_b(Digits k) {
 }
 
 // Each thread stages R elements of each tile per K step (WG is a multiple of TK and
-// TN, so its A column and B column stay fixed). R <= 8: BM 32 with 64 threads, 64 or 128
-// with 256.
+// TN, so its A column and B column stay fixed): 8 for BM 32 with 64 threads, 4 for 64
+// with 256, and 4 for 128 with 256 in steps of 8.
 const uint R = (TM * TK) / WG;
 float ra[8], rb[8];
 
@@ -204,13 +207,13 @@ void fetch(uint k0, uint k_end, uint m0, uint M, uint col, uint N, Digits a_col,
   }
 }
 
-void stage(uint nn) {
+void stage(uint st, uint nn) {
   uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint r = 0; r < R; ++r) {
     uint e = tid + r * WG;
     uint m = e / TK;
-    sA[e % TK][m / 4u][m % 4u] = ra[r];
-    sB[e / TN][nn / 4u][nn % 4u] = rb[r];
+    sA[st][e % TK][m / 4u][m % 4u] = ra[r];
+    sB[st][e / TN][nn / 4u][nn % 4u] = rb[r];
   }
 }
 
@@ -273,24 +276,31 @@ void main() {
   Digits b_row = split(k_begin + tid / TN, b_sz), b_next = split(WG / TN, b_sz);
   Digits b_step = split(TK, b_sz);
   Digits a_col = split(k_begin + tid % TK, a_sz), a_step = split(TK, a_sz);
-  if (k_begin < k_end) fetch(k_begin, k_end, m0, M, col, N, a_col, b_row, b_next, b_sz);
-  for (uint k0 = k_begin; k0 < k_end; k0 += TK) {
-    stage(nn);
+  if (k_begin < k_end) {
+    fetch(k_begin, k_end, m0, M, col, N, a_col, b_row, b_next, b_sz);
+    stage(0u, nn);
     barrier();
+  }
+  uint st = 0u;  // the stage this step multiplies from
+  for (uint k0 = k_begin; k0 < k_end; k0 += TK) {
     b_row = advance(b_row, b_step, b_sz);
     a_col = advance(a_col, a_step, a_sz);
-    if (k0 + TK < k_end) fetch(k0 + TK, k_end, m0, M, col, N, a_col, b_row, b_next, b_sz);
+    bool more = k0 + TK < k_end;  // uniform
+    if (more) fetch(k0 + TK, k_end, m0, M, col, N, a_col, b_row, b_next, b_sz);
     [[unroll]] for (uint kk = 0; kk < TK; ++kk) {
       vec4 a[TQ], b[TQ];
       [[unroll]] for (uint q = 0; q < TQ; ++q) {
-        a[q] = sA[kk][q * NT + ty];
-        b[q] = sB[kk][q * NT + tx];
+        a[q] = sA[st][kk][q * NT + ty];
+        b[q] = sB[st][kk][q * NT + tx];
       }
       [[unroll]] for (uint i = 0; i < TT; ++i)
         [[unroll]] for (uint q = 0; q < TQ; ++q)
           acc[i * TQ + q] = fma(vec4(a[i / 4][i % 4]), b[q], acc[i * TQ + q]);
     }
+    // The other stage was last read before the previous barrier: fill it now.
+    if (more) stage(st ^ 1u, nn);
     barrier();
+    st ^= 1u;
   }
   [[unroll]] for (uint i = 0; i < TT; ++i) {
     uint m = m0 + ((i / 4) * NT + ty) * 4 + i % 4;
