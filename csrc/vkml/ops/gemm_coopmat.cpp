@@ -58,12 +58,12 @@ int32_t env_choice(const char* name, std::initializer_list<int32_t> allowed, int
 
 // The tuning as bk | tile << 8, one atomic so that a reader sees one setting.
 std::atomic<int32_t>& tuning_value() {
-  static std::atomic<int32_t> t{env_choice("TORCH_VKML_COOPMAT_BK", {16, 32, 64}, 32) |
+  static std::atomic<int32_t> t{env_choice("TORCH_VKML_COOPMAT_BK", {16, 32}, 32) |
                                 env_choice("TORCH_VKML_COOPMAT_TILE", {64, 128}, 0) << 8};
   return t;
 }
 
-uint32_t bk_class(int32_t bk) { return bk == 16 ? 0 : bk == 32 ? 1 : 2; }
+uint32_t bk_class(int32_t bk) { return bk == 16 ? 0 : 1; }
 
 // The fragment shape and subgroup size a device's pipelines are made for;
 // `required`: the pipeline requires that size (subgroup size control).
@@ -144,8 +144,10 @@ VkPipeline make_pipeline(Device& dev, const Shape& s, int32_t tile, int32_t bk) 
                                         s.required ? s.sg : 0u});
 }
 
+// Two stages of the A and B tiles (16-bit, rows padded by 8) and a float staging
+// fragment per subgroup.
 uint64_t shared_bytes(int64_t tile, int64_t bk, const Shape& s) {
-  return uint64_t(tile * (bk + 8) + bk * (tile + 8)) * 2 +
+  return 2 * uint64_t(tile * (bk + 8) + bk * (tile + 8)) * 2 +
          uint64_t(kSubgroups) * s.m * (s.n + 4) * 4;
 }
 
@@ -291,7 +293,7 @@ CoopmatTuning coopmat_tuning() {
   return {v & 0xff, v >> 8};
 }
 void set_coopmat_tuning(CoopmatTuning t) {
-  VKML_CHECK_ARG(t.bk == 16 || t.bk == 32 || t.bk == 64, "coopmat tuning: bk must be 16, 32 or 64");
+  VKML_CHECK_ARG(t.bk == 16 || t.bk == 32, "coopmat tuning: bk must be 16 or 32");
   VKML_CHECK_ARG(t.tile == 0 || t.tile == 64 || t.tile == 128,
                  "coopmat tuning: tile must be 0, 64 or 128");
   tuning_value().store(t.bk | t.tile << 8);
@@ -317,7 +319,7 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
   CoopmatKernel kernel;
   kernel.bm = kernel.bn = large ? kLargeTile : kSmallTile;
   const int32_t tile = int32_t(kernel.bm);
-  static const PipelineSlots slots({2, 2, 2, 3});  // bf16, emulated, large, bk
+  static const PipelineSlots slots({2, 2, 2, 2});  // bf16, emulated, large, bk
   // The check tries candidates: none of them may take the slot.
   auto make = [&] { return make_pipeline(dev, s, tile, tuning.bk); };
   kernel.pipeline =

@@ -27,7 +27,7 @@ CoopmatMode coopmat_mode();
 void set_coopmat_mode(CoopmatMode mode);
 
 // Benchmark knobs for sweeps on new hardware, read once from the environment:
-// TORCH_VKML_COOPMAT_BK, the K depth staged per step (16, 32 or 64; default 32), and
+// TORCH_VKML_COOPMAT_BK, the K depth of a step (16 or 32, two steps staged; default 32), and
 // TORCH_VKML_COOPMAT_TILE, the output tile (64 or 128; default 0: 128 x 128 where there
 // are 128+ such tiles, else 64 x 64; never beyond the device's shared memory).
 struct CoopmatTuning {

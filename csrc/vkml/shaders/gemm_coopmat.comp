@@ -10,7 +10,7 @@
 // tiles in shared memory in their own 16-bit type, four elements per load where
 // the operand is contiguous along the tile's fast side (F_A_VEC, F_B_VEC;
 // element-wise at the edges), the next step's loads in flight while each
-// subgroup multiplies its fragments MK deep. Results
+// subgroup multiplies its fragments MK deep, in two shared-memory stages. Results
 // pass through a shared staging fragment per subgroup, so that alpha, beta,
 // the bias, output strides and edges are handled per element, as in gemm.comp.
 //
@@ -81,8 +81,11 @@ const uint CST = MN + 4;
 #define BufE4 BufF16x4
 #define elem_value(x) float(x)
 #endif
-shared ELEM As[BM * AST];  // [m][k]
-shared ELEM Bs[BK * BST];  // [k][n]
+// Two stages of each: a K step multiplies from one while the next step's tiles are
+// stored into the other, so one barrier per step suffices.
+const uint A_STAGE = BM * AST, B_STAGE = BK * BST;
+shared ELEM As[2 * A_STAGE];  // [stage][m][k]
+shared ELEM Bs[2 * B_STAGE];  // [stage][k][n]
 shared float Cs[WARPS * MM * CST];
 
 #define F_BIAS 1u
@@ -166,14 +169,15 @@ void fetch_a(uint bi, uint row0, uint k0, uint k_end) {
   }
 }
 
-void put_a() {
+void put_a(uint st) {
   bool mfast = (pc.flags & F_A_MFAST) != 0u;
   uint di = mfast ? 1u : 0u, dk = 1u - di;
   [[unroll]] for (uint t = 0u; t < AQ; ++t) {
     uint q = gl_LocalInvocationID.x + t * WG;
     uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
     uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
-    [[unroll]] for (uint u = 0u; u < 4u; ++u) As[(i + u * di) * AST + kk + u * dk] = g_a[t][u];
+    [[unroll]] for (uint u = 0u; u < 4u; ++u)
+      As[st * A_STAGE + (i + u * di) * AST + kk + u * dk] = g_a[t][u];
   }
 }
 
@@ -202,14 +206,15 @@ void fetch_b(uint bi, uint col0, uint k0, uint k_end) {
   }
 }
 
-void put_b() {
+void put_b(uint st) {
   bool kfast = (pc.flags & F_B_KFAST) != 0u;
   uint dk = kfast ? 1u : 0u, dj = 1u - dk;
   [[unroll]] for (uint t = 0u; t < BQ; ++t) {
     uint q = gl_LocalInvocationID.x + t * WG;
     uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
     uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
-    [[unroll]] for (uint u = 0u; u < 4u; ++u) Bs[(kk + u * dk) * BST + j + u * dj] = g_b[t][u];
+    [[unroll]] for (uint u = 0u; u < 4u; ++u)
+      Bs[st * B_STAGE + (kk + u * dk) * BST + j + u * dj] = g_b[t][u];
   }
 }
 
@@ -250,15 +255,18 @@ void main() {
   if (k_begin < k_end) {
     fetch_a(bi, row0, k_begin, k_end);
     fetch_b(bi, col0, k_begin, k_end);
-  }
-  for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
-    put_a();
-    put_b();
+    put_a(0u);
+    put_b(0u);
     barrier();
-    if (k0 + BK < k_end) {
+  }
+  uint st = 0u;  // the stage this step multiplies from
+  for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+    bool more = k0 + BK < k_end;  // uniform
+    if (more) {
       fetch_a(bi, row0, k0 + BK, k_end);
       fetch_b(bi, col0, k0 + BK, k_end);
     }
+    uint a_st = st * A_STAGE, b_st = st * B_STAGE;
     [[unroll]] for (uint kk = 0u; kk < BK; kk += MK) {
 #ifdef EMULATED
       [[unroll]] for (uint f = 0u; f < FM * FN; ++f) {
@@ -267,8 +275,8 @@ void main() {
           uint idx = lane + e * SG, r = idx / MN, c = idx % MN;
           float s = acc[f * EPL + e];
           for (uint t = 0u; t < MK; ++t)
-            s = fma(elem_value(As[(ar + r) * AST + kk + t]),
-                    elem_value(Bs[(kk + t) * BST + bc + c]), s);
+            s = fma(elem_value(As[a_st + (ar + r) * AST + kk + t]),
+                    elem_value(Bs[b_st + (kk + t) * BST + bc + c]), s);
           acc[f * EPL + e] = s;
         }
       }
@@ -276,14 +284,20 @@ void main() {
       coopmat<float16_t, gl_ScopeSubgroup, MM, MK, gl_MatrixUseA> fa[FM];
       coopmat<float16_t, gl_ScopeSubgroup, MK, MN, gl_MatrixUseB> fb[FN];
       [[unroll]] for (uint i = 0u; i < FM; ++i)
-        coopMatLoad(fa[i], As, (wm0 + i * MM) * AST + kk, AST, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatLoad(fa[i], As, a_st + (wm0 + i * MM) * AST + kk, AST, gl_CooperativeMatrixLayoutRowMajor);
       [[unroll]] for (uint j = 0u; j < FN; ++j)
-        coopMatLoad(fb[j], Bs, kk * BST + wn0 + j * MN, BST, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatLoad(fb[j], Bs, b_st + kk * BST + wn0 + j * MN, BST, gl_CooperativeMatrixLayoutRowMajor);
       [[unroll]] for (uint i = 0u; i < FM; ++i)
         [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);
 #endif
     }
+    // The other stage was last read before the previous barrier: fill it now.
+    if (more) {
+      put_a(st ^ 1u);
+      put_b(st ^ 1u);
+    }
     barrier();
+    st ^= 1u;
   }
 
   uint cbase = warp * MM * CST;
