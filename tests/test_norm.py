@@ -47,6 +47,27 @@ def test_batch_norm_functional(shape, training, affine, dtype):
     assert_same(vk_stats[1], cpu_stats[1], **TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("shape", [(4, 2, 96, 96), (3, 5, 70, 111)], ids=["8-parts", "ragged"])
+def test_batch_norm_split_over_parts(shape, dtype):
+    """Few channels of many elements: statistics and backward sums split into parts
+    per channel (norm.comp modes 6-10), added in order. An offset of 100 checks that the
+    variance still comes from squared deviations (two passes), not from sums of squares."""
+    c = shape[1]
+    x = (make(shape, dtype) + 100.0).to(dtype).requires_grad_()
+    w, b = _leaf(c, dtype, low=0.5, high=2), _leaf(c, dtype)
+    rm, rv = make(c, dtype), make(c, dtype, low=0.5, high=2)
+    stats = {"cpu": (rm, rv), "vkml": to_device((rm, rv), "vkml")}
+
+    def fn(x, w, b):
+        m, v = stats[x.device.type]
+        return F.batch_norm(x, m, v, w, b, training=True, momentum=0.3, eps=1e-3)
+
+    assert_grads_close_to_cpu(fn, x, w, b, **TOL[dtype])
+    assert_same(stats["vkml"][0], stats["cpu"][0], **TOL[dtype])
+    assert_same(stats["vkml"][1], stats["cpu"][1], **TOL[dtype])
+
+
 def test_batch_norm_without_running_stats():
     x, w, b = _leaf((3, 4, 5)), _leaf(4), _leaf(4)
     assert_grads_close_to_cpu(

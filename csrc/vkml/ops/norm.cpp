@@ -1,6 +1,7 @@
 #include "vkml/ops/norm.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
 
 #include "vkml/core/error.h"
@@ -15,11 +16,26 @@ struct Push {
   uint64_t x, gy, w, b, mean, rstd, out, sa, sb;
   uint32_t outer, c, inner, sdiv, smod, adiv, amod;
   float eps, count;
+  uint32_t parts;
+  uint64_t part;  // modes 6-10: [2][c][parts] fp32 scratch (at 112: no padding before it)
 };
+static_assert(offsetof(Push, part) == 112);
 static_assert(sizeof(Push) <= 128);
 
 // Row elements a thread of modes 4 and 5 keeps in registers (R in norm.comp).
 constexpr int64_t kRowRegisters = 16;
+
+// Per-c reductions (modes 0 and 1) split into parts (modes 6-10 of norm.comp) until
+// there are about kTargetGroups workgroups, each part at least kPartElements long:
+// batch norm has few channels of many elements, and one workgroup per channel would
+// leave most of a GPU idle (64 workgroups for ResNet's first layers).
+constexpr int64_t kTargetGroups = 2048, kPartElements = 8192, kMaxParts = 256;
+
+int64_t parts_for(const NormView& v) {
+  const int64_t by_size = v.outer * v.inner / kPartElements;
+  const int64_t by_groups = (kTargetGroups + v.c - 1) / v.c;
+  return std::clamp<int64_t>(std::min(by_size, by_groups), 1, kMaxParts);
+}
 
 void check_rows(const NormView& v) {
   VKML_CHECK_ARG(v.outer == 1 && v.sdiv == v.inner && v.smod == v.c,
@@ -41,8 +57,8 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
   // array (fp32) is given the largest of its possible lengths.
   size_t is = itemsize(dtype);
   int64_t per = std::max({v.c, v.smod, v.amod});
-  bool writes_stats = mode == 0 || mode == 4;  // mean, rstd, sa (the variance)
-  bool writes_sums = mode == 1;                // sa, sb
+  bool writes_stats = mode == 0 || mode == 4 || mode == 8;  // mean, rstd, sa (the variance)
+  bool writes_sums = mode == 1 || mode == 10;               // sa, sb
   Access a;
   a.read(span_elems(p.x, numel, is));
   if (p.gy) a.read(span_elems(p.gy, numel, is));
@@ -56,23 +72,52 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
     (writes_stats || writes_sums ? a.write(span_elems(p.sa, per, 4))
                                  : a.read(span_elems(p.sa, per, 4)));
   if (p.sb) (writes_sums ? a.write(span_elems(p.sb, per, 4)) : a.read(span_elems(p.sb, per, 4)));
-  if (mode >= 2) a.write(span_elems(p.out, numel, is));
+  if (mode >= 2 && mode <= 5) a.write(span_elems(p.out, numel, is));
+  if (p.part) {  // modes 6-10 read and write their scratch
+    a.read(span_elems(p.part, 2 * v.c * p.parts, 4));
+    a.write(span_elems(p.part, 2 * v.c * p.parts, 4));
+  }
   // Modes 0, 1, 4 and 5 run one workgroup per c, narrow ones (64 threads) for short
-  // reductions: in modes 4 and 5, rows that fit in their registers.
-  const bool per_c = mode <= 1 || mode >= 4;
+  // reductions: in modes 4 and 5, rows that fit in their registers. Modes 6, 7 and 9
+  // run a wide workgroup per part, modes 8 and 10 a thread per c.
+  const bool per_c = mode <= 1 || mode == 4 || mode == 5;
+  const bool per_part = mode == 6 || mode == 7 || mode == 9;
+  const bool combine = mode == 8 || mode == 10;
   const int64_t reduced = v.outer * v.inner;
-  const bool wide = !per_c || (mode >= 4 ? reduced > 64 * kRowRegisters : reduced >= 1024);
+  const bool wide = per_part || (!per_c && !combine) ||
+                    (per_c && (mode >= 4 ? reduced > 64 * kRowRegisters : reduced >= 1024));
   uint32_t wg = wide ? 256 : 64;
-  while (per_c && wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
-  static const PipelineSlots slots({16, 8, 2});  // dtype, mode, wide
+  while ((per_c || per_part) && wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
+  static const PipelineSlots slots({16, 11, 2});  // dtype, mode, wide
   VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), wide}, [&] {
     return dev.pipelines().get(std::string("norm_") + float_variant(dev, dtype, "norm"),
                                {mode, int32_t(wg)});
   });
   if (per_c)
     dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(v.c), &a);
+  else if (per_part)
+    dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(v.c) * p.parts, &a);
   else
-    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &a);
+    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(combine ? v.c : numel), wg, &a);
+}
+
+// Mode 0 or 1, split into parts where that fills the GPU better (parts_for).
+void per_channel(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
+  const int64_t parts = parts_for(v);
+  if (parts <= 1 || v.outer * v.c * v.inner == 0) {
+    launch(dev, dtype, mode, p, v);
+    return;
+  }
+  // The stream orders later work after these dispatches, so the scratch is freed at once.
+  Allocation scratch = dev.memory().allocate(uint64_t(2 * v.c * parts) * 4);
+  p.part = scratch.address;
+  p.parts = uint32_t(parts);
+  if (mode == 0) {
+    for (int m : {6, 7, 8}) launch(dev, dtype, m, p, v);
+  } else {
+    for (int m : {9, 10}) launch(dev, dtype, m, p, v);
+  }
+  dev.memory().free(scratch.address);
 }
 
 }  // namespace
@@ -94,7 +139,7 @@ void norm_rows_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint
 
 void norm_stats(Device& dev, DType dtype, uint64_t x, uint64_t mean, uint64_t rstd, uint64_t var,
                 const NormView& v, float eps) {
-  launch(dev, dtype, 0, {.x = x, .mean = mean, .rstd = rstd, .sa = var, .eps = eps}, v);
+  per_channel(dev, dtype, 0, {.x = x, .mean = mean, .rstd = rstd, .sa = var, .eps = eps}, v);
 }
 
 void norm_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, uint64_t mean,
@@ -104,8 +149,8 @@ void norm_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, 
 
 void norm_backward_sums(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
                         uint64_t mean, uint64_t rstd, uint64_t sa, uint64_t sb, const NormView& v) {
-  launch(dev, dtype, 1, {.x = x, .gy = gy, .w = w, .mean = mean, .rstd = rstd, .sa = sa, .sb = sb},
-         v);
+  per_channel(dev, dtype, 1,
+              {.x = x, .gy = gy, .w = w, .mean = mean, .rstd = rstd, .sa = sa, .sb = sb}, v);
 }
 
 void norm_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w, uint64_t mean,

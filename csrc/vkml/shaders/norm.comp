@@ -19,6 +19,13 @@
 //           (layer and group norm): one workgroup per row computes mean and rstd and
 //           writes y, reading x once (kept in registers up to R * WG elements)
 //   mode 5, rows data grad: per row, the sums of mode 1 and gx of mode 3 in one pass
+// Modes 0 and 1 split over `parts` workgroups per c where one workgroup per c would
+// leave a GPU mostly idle (batch norm's few channels of many elements). Each part
+// reduces a contiguous range of (outer, inner) into fp32 scratch at pc.part, and a
+// thread per c adds the parts in order (deterministic):
+//   mode 6: part sums of x; mode 7: the mean from those, then part sums of squared
+//           deviations (two passes, as mode 0); mode 8: mean, rstd and variance
+//   mode 9: part sums of mode 1's two sums; mode 10: sa, sb
 //! variant f32 -DST_F32
 //! variant f16 -DST_F16 -DNEED_F16
 //! variant bf16 -DST_BF16 -DNEED_F16
@@ -36,6 +43,8 @@ layout(push_constant, scalar) uniform PC {
   uint sdiv, smod, adiv, amod;
   float eps;   // mode 0
   float count; // mode 3: elements per statistic
+  uint parts;
+  uint64_t part;  // modes 6-10: scratch, [2][c][parts] floats
 } pc;
 
 float ld(uint64_t p, uint off) { return LD(p, off); }
@@ -140,7 +149,81 @@ void rows_data_grad(uint row) {
   }
 }
 
+// This part's range of the (outer, inner) elements of channel ch.
+void part_range(uint wid, out uint ch, out uint lo, out uint hi) {
+  ch = wid / pc.parts;
+  uint total = pc.outer * pc.inner, per = (total + pc.parts - 1u) / pc.parts;
+  lo = min((wid % pc.parts) * per, total);
+  hi = min(lo + per, total);
+}
+
+uint element(uint ch, uint j) {
+  uint o = j / pc.inner;
+  return (o * pc.c + ch) * pc.inner + (j - o * pc.inner);
+}
+
+// The sum of scratch row `row` (c * parts floats from row * c * parts) for channel ch.
+float sum_parts(uint row, uint ch) {
+  BufF32 part = BufF32(pc.part);
+  float s = 0.0;
+  for (uint p = 0u; p < pc.parts; ++p) s += part.v[(row * pc.c + ch) * pc.parts + p];
+  return s;
+}
+
+void split_parts(uint wid) {
+  uint ch, lo, hi;
+  part_range(wid, ch, lo, hi);
+  uint tid = gl_LocalInvocationID.x;
+  float a = 0.0, b = 0.0;
+  if (MODE == 6) {
+    for (uint j = lo + tid; j < hi; j += WG) a += ld(pc.x, element(ch, j));
+  } else if (MODE == 7) {
+    float m = sum_parts(0u, ch) / float(pc.outer * pc.inner);
+    for (uint j = lo + tid; j < hi; j += WG) {
+      float d = ld(pc.x, element(ch, j)) - m;
+      b += d * d;
+    }
+  } else {  // 9
+    for (uint j = lo + tid; j < hi; j += WG) {
+      uint e = element(ch, j), st = stat_of(e);
+      float g = ld(pc.gy, e) * (pc.w != 0 ? ldf(pc.w, aff_of(e)) : 1.0);
+      float xh = (ld(pc.x, e) - ldf(pc.mean, st)) * ldf(pc.rstd, st);
+      a += g;
+      b += g * xh;
+    }
+  }
+  reduce2(a, b);
+  if (tid == 0u) {
+    BufF32 part = BufF32(pc.part);
+    if (MODE != 7) part.v[wid] = a;
+    if (MODE != 6) part.v[pc.c * pc.parts + wid] = b;
+  }
+}
+
+void combine_parts(uint ch) {
+  if (MODE == 8) {
+    float total = float(pc.outer * pc.inner);
+    float var = sum_parts(1u, ch) / total;
+    BufF32(pc.mean).v[ch] = sum_parts(0u, ch) / total;
+    BufF32(pc.rstd).v[ch] = inversesqrt(var + pc.eps);
+    if (pc.sa != 0) BufF32(pc.sa).v[ch] = var;
+  } else {  // 10
+    BufF32(pc.sa).v[ch] = sum_parts(0u, ch);
+    BufF32(pc.sb).v[ch] = sum_parts(1u, ch);
+  }
+}
+
 void main() {
+  if (MODE >= 6) {
+    uint wid = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (MODE == 8 || MODE == 10) {
+      uint ch = wid * WG + gl_LocalInvocationID.x;
+      if (ch < pc.c) combine_parts(ch);
+    } else if (wid < pc.c * pc.parts) {  // uniform across the workgroup
+      split_parts(wid);
+    }
+    return;
+  }
   if (MODE >= 4) {
     uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     if (row >= pc.c) return;  // uniform across the workgroup
