@@ -1,7 +1,8 @@
 """Times the scalar fp32 GEMM with its default and its 128 x 128 tile, the implicit-GEMM
-convolution with its 32, 64 and 128 tiles, and the matrix-unit GEMM under each staging depth
-and output tile, in one process, for scripts/gpu_run.sh (fp32 first: its targets matter
-most): python3 scripts/gpu_gemm_sweep.py [SECONDS]
+convolution with its 32, 64 and 128 tiles, fused attention under each register tiling, and
+the matrix-unit GEMM under each staging depth and output tile, in one process, for
+scripts/gpu_run.sh (fp32 first: its targets matter most):
+python3 scripts/gpu_gemm_sweep.py [SECONDS]
 
 The defaults of ops/gemm_coopmat.cpp (K depth 32, 128 x 128 tiles for big products) were
 chosen without a GPU; this measures the alternatives (TORCH_VKML_COOPMAT_BK / _TILE) on
@@ -80,11 +81,41 @@ def convolutions(t0: float, budget: float) -> bool:
     return True
 
 
+def attention(t0: float, budget: float) -> bool:
+    """Causal fp32 attention, forward and forward + backward, under each register tiling
+    (TORCH_VKML_ATTENTION_TILE 1..5; one that does not fit runs the automatic choice)."""
+    b, h, seq, e = 8, 12, 2048, 64
+    q, k, v, g = (torch.randn(b, h, seq, e, device="vkml") for _ in range(4))
+    for t in (q, k, v):
+        t.requires_grad_()
+    flops = 2.0 * b * h * seq * seq * e  # causal: half of q k^T and P v
+
+    def fwd():
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def fwd_bwd():
+        return torch.autograd.grad(fwd(), (q, k, v), g)
+
+    torch_vkml._C._set_attention_tiling(0)
+    want = fwd().cpu()
+    row = []
+    for tiling in range(1, 6):
+        if time.perf_counter() - t0 > budget:
+            return False
+        torch_vkml._C._set_attention_tiling(tiling)
+        err = (fwd().cpu() - want).abs().max().item()
+        ok = "" if err <= 1e-4 else f" DIFF {err:.3g}"
+        row.append(f"t{tiling} {timed(fwd, flops):.3g}/{timed(fwd_bwd, 3.5 * flops):.3g}{ok}")
+    torch_vkml._C._set_attention_tiling(0)
+    print(f"  sdpa fp32 causal {b}x{h}x{seq}x{e} TFLOP/s fwd/fwd+bwd: " + " | ".join(row))
+    return True
+
+
 def main() -> int:
     budget = float(sys.argv[1]) if len(sys.argv) > 1 else 120.0
     t0 = time.perf_counter()
     print("GEMM and convolution sweep on", torch_vkml.device_name(), flush=True)
-    if not scalar_fp32(t0, budget) or not convolutions(t0, budget):
+    if not scalar_fp32(t0, budget) or not convolutions(t0, budget) or not attention(t0, budget):
         print("  (time budget reached)")
         return 0
     for dtype in (torch.float16, torch.bfloat16):

@@ -91,6 +91,21 @@ def test_fused_matches_cpu(shape, causal, no_fallback):
     _compare(q, k, v, torch.float32, is_causal=causal)
 
 
+@pytest.mark.parametrize("tiling", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("shape", [(1, 2, 70, 90, 32, 32), (1, 1, 45, 40, 64, 48)], ids=str)
+def test_every_register_tiling(tiling, shape, no_fallback):
+    """The tilings the kernels choose from by shared memory, each forced in turn (the
+    sweep's knob, TORCH_VKML_ATTENTION_TILE); one that does not fit falls back."""
+    torch_vkml._C._set_attention_tiling(tiling)
+    try:
+        for causal in (False, True):
+            _compare(*_inputs(*shape, torch.float32), torch.float32, is_causal=causal)
+    finally:
+        torch_vkml._C._set_attention_tiling(0)
+    with pytest.raises(ValueError, match="attention tiling"):
+        torch_vkml._C._set_attention_tiling(6)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_fused_16bit(dtype, causal, no_fallback):

@@ -7,6 +7,7 @@
 
 #include "fallback.h"
 #include "generator.h"
+#include "vkml/ops/attention.h"
 #include "vkml/ops/gemm_coopmat.h"
 #include "vkml/runtime/shader_registry.h"
 #include "vkml_tensor.h"
@@ -139,8 +140,10 @@ PYBIND11_MODULE(_C, m) {
         return std::string(guarded([&] { return vkml::ops::coopmat_status(dev(i), d); }));
       },
       py::arg("device") = py::none(), py::arg("dtype") = "float16");
-  // The sweep knobs of ops/gemm_coopmat.h and ops/matmul.h (the scalar kernel's tile, 0
-  // for the default choice), for scripts/gpu_gemm_sweep.py.
+  // The sweep knobs of ops/attention.h, ops/gemm_coopmat.h and ops/matmul.h (the scalar
+  // kernel's tile, 0 for the default choice), for scripts/gpu_gemm_sweep.py.
+  m.def("_set_attention_tiling",
+        [](int tiling) { guarded([&] { vkml::ops::set_attention_tiling(tiling); }); });
   m.def("_set_coopmat_tuning", [](int bk, int tile) {
     guarded([&] { vkml::ops::set_coopmat_tuning({bk, tile}); });
   });

@@ -1,6 +1,9 @@
 #include "vkml/ops/attention.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include "vkml/core/error.h"
@@ -34,22 +37,44 @@ constexpr uint32_t kLanes = 8;        // NTX of the kernels' thread grids
 struct Tiling {
   uint32_t tm = 0, tn = 0, threads = 0;  // threads = 0: none fits the device
   uint32_t ep = 0;                       // head dims rounded up to a multiple of 32
+  uint32_t index = 0;                    // in kTilings
   uint64_t rows() const { return threads / kLanes * tm; }
   uint64_t cols() const { return kLanes * tn; }
 };
+constexpr Tiling kTilings[] = {{4, 4, 128}, {4, 4, 64}, {4, 2, 64}, {2, 2, 64}, {2, 1, 64}};
+constexpr int kTilingCount = int(std::size(kTilings));
 
-// The largest candidate whose shared arrays (`floats` of a tiling) fit the device.
+int tiling_from_env() {
+  const char* v = std::getenv("TORCH_VKML_ATTENTION_TILE");
+  int i = v ? std::atoi(v) : 0;
+  return i >= 0 && i <= kTilingCount ? i : 0;
+}
+std::atomic<int>& forced_tiling() {
+  static std::atomic<int> forced{tiling_from_env()};
+  return forced;
+}
+
+// The largest candidate whose shared arrays (`floats` of a tiling) fit the device, or
+// the forced one (set_attention_tiling) where it fits.
 template <typename Floats>
 Tiling choose(Device& dev, const AttentionShape& s, Floats floats) {
   int64_t e = std::max(s.E, s.Ev);
   if (e <= 0 || e > kMaxHeadDim) return {};
-  uint32_t ep = uint32_t((e + 31) / 32 * 32);
-  for (Tiling t : {Tiling{4, 4, 128}, Tiling{4, 4, 64}, Tiling{4, 2, 64}, Tiling{2, 2, 64},
-                   Tiling{2, 1, 64}}) {
-    t.ep = ep;
-    if (4 * floats(t) <= dev.info().max_shared_memory &&
-        t.threads <= dev.info().max_workgroup_invocations)
-      return t;
+  auto fitted = [&](int i) {
+    Tiling t = kTilings[i];
+    t.ep = uint32_t((e + 31) / 32 * 32);
+    t.index = uint32_t(i);
+    bool fits = 4 * floats(t) <= dev.info().max_shared_memory &&
+                t.threads <= dev.info().max_workgroup_invocations;
+    return fits ? t : Tiling{};
+  };
+  if (int forced = forced_tiling().load()) {
+    Tiling t = fitted(forced - 1);
+    if (t.threads) return t;
+  }
+  for (int i = 0; i < kTilingCount; ++i) {
+    Tiling t = fitted(i);
+    if (t.threads) return t;
   }
   return {};
 }
@@ -72,10 +97,10 @@ Tiling backward_tiling(Device& dev, const AttentionShape& s) {
 }
 
 // The kernel's pipeline for this dtype and tiling: slots keyed by (dtype, mode, head-dim
-// class), the tiling following from those on a device. Mode 0 is the forward.
+// class, tiling). Mode 0 is the forward.
 VkPipeline pipeline(Device& dev, DType dtype, uint32_t mode, const Tiling& t) {
-  static const PipelineSlots slots({16, 3, kMaxHeadDim / 32 + 1});
-  return slots.get(dev, {uint32_t(dtype), mode, t.ep / 32}, [&] {
+  static const PipelineSlots slots({16, 3, kMaxHeadDim / 32 + 1, uint32_t(kTilingCount)});
+  return slots.get(dev, {uint32_t(dtype), mode, t.ep / 32, t.index}, [&] {
     const char* variant = float_variant(dev, dtype, "scaled_dot_product_attention");
     if (mode == 0) {
       return dev.pipelines().get(std::string("attention_forward_") + variant,
@@ -137,6 +162,13 @@ void check(Device& dev, const AttentionShape& s, const AttentionBias& bias) {
 }
 
 }  // namespace
+
+void set_attention_tiling(int tiling) {
+  VKML_CHECK_ARG(tiling >= 0 && tiling <= kTilingCount,
+                 "attention tiling: 0 (automatic) or 1.." + std::to_string(kTilingCount));
+  forced_tiling().store(tiling);
+}
+int attention_tiling() { return forced_tiling().load(); }
 
 bool attention_supported(Device& dev, const AttentionShape& s) {
   if (s.B < 1 || s.H < 1 || s.L < 1 || s.S < 1 || s.E < 1 || s.Ev < 1) return false;

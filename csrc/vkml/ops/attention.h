@@ -35,6 +35,13 @@ struct AttentionBias {
   int64_t span = 0;  // elements from the first to one past the last reachable
 };
 
+// A benchmark knob, TORCH_VKML_ATTENTION_TILE at start-up: 0 lets each kernel take the
+// largest register tiling whose shared arrays fit the device; 1..5 force one of them
+// (64 x 32 query rows by keys with 128 threads, 32 x 32, 32 x 16, 16 x 16, 16 x 8 with
+// 64) where it fits, for scripts/gpu_gemm_sweep.py.
+void set_attention_tiling(int tiling);
+int attention_tiling();
+
 // Whether the fused kernels take this shape on this device (head dims, grid and
 // shared-memory limits); the caller uses another path otherwise.
 bool attention_supported(Device& dev, const AttentionShape& s);
