@@ -24,6 +24,9 @@ def test_profile_names_counts_and_times_each_kernel(no_fallback):
     assert len(gemm) == 1 and gemm[0].calls == 1 and gemm[0].workgroups >= 1, by_name
     elementwise = [k for k in prof.kernels if k.name.startswith("elementwise_f32")]
     assert sum(k.calls for k in elementwise) == 3, by_name
+    # Elementwise kernels carry their op's name (op_codes.h, named at build time).
+    ops = {k.name.rsplit(" ", 1)[-1] for k in elementwise}
+    assert {"add", "mul"} <= ops, by_name
     assert all(k.total_ms > 0 and k.max_ms <= k.total_ms + 1e-9 for k in prof.kernels)
     totals = [k.total_ms for k in prof.kernels]
     assert totals == sorted(totals, reverse=True)

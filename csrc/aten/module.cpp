@@ -5,9 +5,13 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "fallback.h"
 #include "generator.h"
 #include "vkml/ops/attention.h"
+#include "vkml/ops/elementwise.h"
 #include "vkml/ops/gemm_coopmat.h"
 #include "vkml/runtime/shader_registry.h"
 #include "vkml_tensor.h"
@@ -54,6 +58,16 @@ py::dict properties(int index) {
   d["cooperative_matrix"] = shape(i.coopmat_m, i.coopmat_n, i.coopmat_k);
   d["cooperative_matrix_bf16"] = shape(i.coopmat_bf16_m, i.coopmat_bf16_n, i.coopmat_bf16_k);
   return d;
+}
+
+// An elementwise kernel's profile name with its op spelled out: the op code is its first
+// specialization constant ("elementwise_f32[200]" -> "elementwise_f32[200] add").
+std::string with_op_name(const std::string& name) {
+  if (name.rfind("elementwise", 0) != 0) return name;
+  size_t open = name.find('[');
+  if (open == std::string::npos) return name;
+  const char* op = vkml::ops::op_code_name(std::atoi(name.c_str() + open + 1));
+  return op ? name + " " + op : name;
 }
 
 py::dict memory_stats(std::optional<int> index) {
@@ -116,7 +130,8 @@ PYBIND11_MODULE(_C, m) {
         }
         py::list out;
         for (const auto& k : kernels)
-          out.append(py::make_tuple(k.name, k.calls, k.workgroups, k.total_ns, k.max_ns));
+          out.append(
+              py::make_tuple(with_op_name(k.name), k.calls, k.workgroups, k.total_ns, k.max_ns));
         return out;
       },
       py::arg("device") = py::none());

@@ -37,4 +37,8 @@ void fill(Device& dev, const TensorRef& t, Scalar value);
 // out[i] = start + i * step over a contiguous tensor.
 void arange(Device& dev, const TensorRef& out, Scalar start, Scalar step);
 
+// The name of an op code of shaders/op_codes.h in lower case ("add"), or null; the
+// table is generated from that header at build time (tools/op_names.py).
+const char* op_code_name(int32_t code);
+
 }  // namespace vkml::ops

@@ -149,3 +149,13 @@ add_custom_command(
   DEPENDS ${VKML_SPV_FILES} "${CMAKE_CURRENT_SOURCE_DIR}/tools/embed_spirv.py"
   COMMENT "embedding SPIR-V"
   VERBATIM)
+
+# The elementwise op codes' names, for reports (ops/elementwise.h: op_code_name).
+set(VKML_OP_NAMES "${VKML_SHADER_INCLUDE_DIR}/op_names.cpp")
+add_custom_command(
+  OUTPUT "${VKML_OP_NAMES}"
+  COMMAND ${Python_EXECUTABLE} "${CMAKE_CURRENT_SOURCE_DIR}/tools/op_names.py"
+          "${VKML_SHADER_DIR}/op_codes.h" "${VKML_OP_NAMES}"
+  DEPENDS "${VKML_SHADER_DIR}/op_codes.h" "${CMAKE_CURRENT_SOURCE_DIR}/tools/op_names.py"
+  COMMENT "naming the elementwise op codes"
+  VERBATIM)
