@@ -8,17 +8,10 @@
 
 namespace vkml {
 
-Profiler::Profiler(Device& device) : device_(device) {
-  uint32_t n = 0;
-  vk::vkGetPhysicalDeviceQueueFamilyProperties(device.physical(), &n, nullptr);
-  std::vector<VkQueueFamilyProperties> families(n);
-  vk::vkGetPhysicalDeviceQueueFamilyProperties(device.physical(), &n, families.data());
-  uint32_t bits =
-      device.queue_family() < n ? families[device.queue_family()].timestampValidBits : 0;
-  VKML_CHECK_ARG(bits != 0, device.info().name +
-                                " has no timestamps on its compute queue: kernels cannot be timed");
-  if (bits < 64) valid_mask_ = (uint64_t(1) << bits) - 1;
-  if (device.info().timestamp_period_ns > 0) period_ns_ = device.info().timestamp_period_ns;
+Profiler::Profiler(Device& device) : device_(device), timer_(device.timer()) {
+  VKML_CHECK_ARG(
+      timer_.supported(),
+      device.info().name + " has no timestamps on its compute queue: kernels cannot be timed");
 }
 
 Profiler::~Profiler() {
@@ -32,21 +25,8 @@ void Profiler::before(VkCommandBuffer cb) {
   }
   uint32_t query = uint32_t(commands_.size()) * 2;
   if (query / kQueriesPerPool >= pools_.size()) {
-    VkQueryPoolCreateInfo ci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-    ci.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    ci.queryCount = kQueriesPerPool;
-    VkQueryPool pool = VK_NULL_HANDLE;
-    VKML_CHECK_VK(vk::vkCreateQueryPool(device_.handle(), &ci, nullptr, &pool));
-    pools_.push_back(pool);
+    pools_.push_back(timer_.create_pool(kQueriesPerPool));
   }
-  // Everything recorded before has finished before this command starts: its time
-  // is its own.
-  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  vk::vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-                           VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
   VkQueryPool pool = pools_[query / kQueriesPerPool];
   uint32_t q = query % kQueriesPerPool;
   vk::vkCmdResetQueryPool(cb, pool, q, 2);
@@ -72,11 +52,12 @@ std::vector<Profiler::Kernel> Profiler::collect() {
         device_.handle(), pools_[first / kQueriesPerPool], 0, count, count * sizeof(uint64_t),
         ticks.data() + first, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
   }
+  const uint64_t mask = timer_.tick_mask();
   std::map<VkPipeline, Kernel> by_pipeline;
   for (size_t i = 0; i < commands_.size(); ++i) {
     const Command& c = commands_[i];
     Kernel& k = by_pipeline[c.pipeline];
-    double ns = double((ticks[2 * i + 1] - ticks[2 * i]) & valid_mask_) * period_ns_;
+    double ns = double((ticks[2 * i + 1] - ticks[2 * i]) & mask) * timer_.period_ns();
     ++k.calls;
     k.workgroups += c.workgroups;
     k.total_ns += ns;

@@ -1,9 +1,10 @@
 #pragma once
 // Per-kernel device time (torch_vkml.profile): while a Profiler is attached, the
-// stream puts a full barrier before each command and device-clock timestamps on both
-// sides of it, so each kernel's time is its own, measured alone, as a CUDA stream
-// runs kernels one after another. Serialising costs the overlap the hazard tracker
-// normally allows; the per-kernel breakdown is the point, not the total.
+// stream puts its barrier before every command (not only where the hazard tracker
+// sees a dependency) and the Profiler device-clock timestamps on both sides of it, so
+// each kernel's time is its own, measured alone, as a CUDA stream runs kernels one
+// after another. Serialising costs the overlap the hazard tracker normally allows; the
+// per-kernel breakdown is the point, not the total.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 namespace vkml {
 
 class Device;
+class Timer;
 
 class Profiler {
  public:
@@ -48,8 +50,7 @@ class Profiler {
   static constexpr uint32_t kQueriesPerPool = 4096;  // two per command
 
   Device& device_;
-  double period_ns_ = 1.0;
-  uint64_t valid_mask_ = ~uint64_t(0);
+  Timer& timer_;  // the device's: timestamp support, tick period and mask, query pools
   std::vector<VkQueryPool> pools_;
   std::vector<Command> commands_;
   bool open_ = false;  // before() wrote a start not yet closed by after()

@@ -67,9 +67,10 @@ void Stream::begin_if_needed() {
 
 // A global memory barrier where the hazard tracker sees a dependency: cheaper
 // to record than per-buffer barriers, and the only kind that covers memory
-// reached through device addresses.
+// reached through device addresses. While profiling, before every command, so that
+// each one runs alone (profiler.h).
 void Stream::barrier_for(const Access* access) {
-  if (hazards_.needs_barrier(access)) {
+  if (profiler_ || hazards_.needs_barrier(access)) {
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     // Write-after-read needs only the execution dependency the stages give.
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;

@@ -24,12 +24,17 @@ Timer::~Timer() {
   for (VkQueryPool p : pools_) vk::vkDestroyQueryPool(device_.handle(), p, nullptr);
 }
 
-void Timer::grow() {
+VkQueryPool Timer::create_pool(uint32_t count) {
   VkQueryPoolCreateInfo ci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
   ci.queryType = VK_QUERY_TYPE_TIMESTAMP;
-  ci.queryCount = kSlotsPerPool;
+  ci.queryCount = count;
   VkQueryPool pool = VK_NULL_HANDLE;
   VKML_CHECK_VK(vk::vkCreateQueryPool(device_.handle(), &ci, nullptr, &pool));
+  return pool;
+}
+
+void Timer::grow() {
+  VkQueryPool pool = create_pool(kSlotsPerPool);
   uint32_t base = uint32_t(pools_.size()) * kSlotsPerPool;
   pools_.push_back(pool);
   recorded_at_.resize(recorded_at_.size() + kSlotsPerPool, 0);
@@ -102,8 +107,7 @@ uint64_t Timer::ticks(uint32_t slot) {
 
 double Timer::elapsed_ns(uint32_t start, uint32_t end) {
   uint64_t t0 = ticks(start), t1 = ticks(end);
-  // Only the low timestampValidBits bits count; the difference wraps within them.
-  uint64_t mask = valid_bits_ >= 64 ? ~0ull : (1ull << valid_bits_) - 1;
+  uint64_t mask = tick_mask();
   uint64_t d = (t1 - t0) & mask;
   // A start recorded after the end reads as a huge wrapped value; report it negative.
   if (d > mask / 2) return -double((t0 - t1) & mask) * period_ns_;

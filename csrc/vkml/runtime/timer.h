@@ -24,6 +24,11 @@ class Timer {
   // every other call then throws InvalidArgument.
   bool supported() const { return valid_bits_ != 0; }
   double period_ns() const { return period_ns_; }
+  // The tick bits that count (timestampValidBits); a difference wraps within them.
+  uint64_t tick_mask() const { return valid_bits_ >= 64 ? ~0ull : (1ull << valid_bits_) - 1; }
+  // A timestamp query pool of `count` queries on this device (the Profiler's too); the
+  // caller destroys it.
+  VkQueryPool create_pool(uint32_t count);
 
   // A slot of the query pool, owned by the caller until release().
   uint32_t acquire();
