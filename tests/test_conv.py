@@ -149,6 +149,14 @@ def test_noncontiguous_input_and_unbatched():
     check_conv(lambda x, w, b: F.conv2d(x[0].permute(2, 0, 1), w, b), x, w, b)
 
 
+def test_weight_grad_long_k():
+    """A weight grad with few output tiles and a long K (batch x positions = 16384): split
+    into K slices, on 32 x 32 tiles on CPU devices and 64 x 64 ones on GPUs
+    (ops/launch.h). Sums of 16384 products: tolerance scaled to match."""
+    x, w = _leaf((16, 16, 32, 32)), _leaf((32, 16, 3, 3))
+    assert_grads_close_to_cpu(lambda a, b: F.conv2d(a, b, padding=1), x, w, atol=2e-3, rtol=1e-3)
+
+
 def test_grad_of_input_only():
     """output_mask: weights and bias that need no gradient get none."""
     x, w, b = make((2, 3, 6, 6)).requires_grad_(), make((4, 3, 3, 3)), make(4)

@@ -129,7 +129,11 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
                    : mode == 1        ? s.n * prod3(s.in)
                                       : cig * prod3(s.kernel);
     if (shader_mode != 3) phases = 1;
-    const int32_t bm = conv_tile(dev, phases * s.groups * ceil_div(rows, 64) * ceil_div(cols, 64));
+    const int64_t k = mode == 2 ? s.n * prod3(s.out) : 0;
+    // The weight grad's split-K (launch.h, conv_gemm.comp) multiplies its few tiles.
+    const int64_t tiles64 = phases * s.groups * ceil_div(rows, 64) * ceil_div(cols, 64);
+    const int64_t splits64 = mode == 2 ? k_splits(dev, tiles64, k, w_numel) : 1;
+    const int32_t bm = conv_tile(dev, tiles64 * splits64);
     const int32_t per_thread = bm == 128 ? 8 : 4;  // outputs along each side
     const int32_t threads = (bm / per_thread) * (bm / per_thread);
     const uint32_t tile_class = bm == 128 ? 5 : bm == 64 ? 4 : 0;
@@ -138,9 +142,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
                                  {shader_mode, threads, bm, per_thread, bm == 128 ? 8 : 16});
     });
     const int64_t tiles = phases * s.groups * ceil_div(rows, bm) * ceil_div(cols, bm);
-    const int64_t k = mode == 2 ? s.n * prod3(s.out) : 0;
-    // Split-K (launch.h, conv_gemm.comp) for the weight grad, whose K is long.
-    const int64_t splits = mode == 2 ? k_splits(tiles, k, w_numel) : 1;
+    const int64_t splits = mode == 2 ? k_splits(dev, tiles, k, w_numel) : 1;
     if (splits == 1) {
       dispatch_tiles(pipeline, uint64_t(tiles));
       return;

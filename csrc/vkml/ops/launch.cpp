@@ -7,11 +7,12 @@
 
 namespace vkml::ops {
 
-int64_t k_splits(int64_t tiles, int64_t k, int64_t outputs) {
-  constexpr int64_t kTargetGroups = 256, kMinSliceK = 256, kMaxSplits = 64;
+int64_t k_splits(const Device& dev, int64_t tiles, int64_t k, int64_t outputs) {
+  constexpr int64_t kMinSliceK = 256, kMaxSplits = 64;
   constexpr uint64_t kMaxScratch = 64ull << 20;
-  if (tiles >= kTargetGroups / 2 || k < 2 * kMinSliceK) return 1;
-  int64_t s = std::min({ceil_div(kTargetGroups, tiles), k / kMinSliceK, kMaxSplits});
+  const int64_t target = dev.info().device_type == "cpu" ? 256 : 1024;
+  if (tiles >= 128 || k < 2 * kMinSliceK) return 1;
+  int64_t s = std::min({ceil_div(target, tiles), k / kMinSliceK, kMaxSplits});
   while (s > 1 && uint64_t(s * outputs) * 4 > kMaxScratch) --s;
   return s * outputs >= (int64_t(1) << 31) ? 1 : s;
 }

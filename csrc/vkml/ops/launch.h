@@ -18,7 +18,10 @@ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // to run as separate workgroups, whose fp32 partial sums of the `outputs` elements a
 // second pass adds. Slices stay at least 256 deep, so that pass stays small next to
 // the product; the partials stay within 64 MiB and 32-bit indexing. 1: no split.
-int64_t k_splits(int64_t tiles, int64_t k, int64_t outputs);
+// Products of 128 tiles or more are not split. The split grid is larger on GPUs
+// (about a thousand workgroups: an H200's 132 SMs each hold several) than on CPU
+// devices, whose few cores a few hundred keep busy.
+int64_t k_splits(const Device& dev, int64_t tiles, int64_t k, int64_t outputs);
 
 // Dispatches enough workgroups of `wg` threads for `threads` invocations,
 // spilling into the y dimension beyond maxComputeWorkGroupCount[0]; shaders
