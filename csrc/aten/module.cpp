@@ -163,6 +163,9 @@ PYBIND11_MODULE(_C, m) {
     guarded([&] { vkml::ops::set_coopmat_tuning({bk, tile}); });
   });
   m.def("_set_gemm_tile", [](int tile) { vkml::ops::set_gemm_tile(tile); });
+  m.def("_set_gemm_config", [](int bm, int bn, int bk, int threads, int tn) {
+    guarded([&] { vkml::ops::set_gemm_config(bm, bn, bk, threads, tn); });
+  });
   m.def("_coopmat_tuning", [] {
     const vkml::ops::CoopmatTuning t = vkml::ops::coopmat_tuning();
     return py::make_tuple(t.bk, t.tile);

@@ -248,6 +248,29 @@ TEST_F(MatmulTest, HugeTiles) {
   ops::set_gemm_tile(0);
 }
 
+// The sweep's tiles (set_gemm_config): other shapes of thread grid and staging compute
+// the same products, through every output chunk of the shared-memory epilogue; tiles
+// the shader cannot run are refused.
+TEST_F(MatmulTest, SweepConfigs) {
+  const int32_t configs[][5] = {
+      {128, 64, 16, 256, 4}, {64, 128, 16, 256, 4}, {64, 64, 16, 128, 4}, {128, 128, 16, 256, 8}};
+  for (const auto& t : configs) {
+    SCOPED_TRACE(testing::Message()
+                 << t[0] << "x" << t[1] << "x" << t[2] << " " << t[3] << " " << t[4]);
+    ops::set_gemm_config(t[0], t[1], t[2], t[3], t[4]);
+    Case c{2, 257, 131, 40};  // ragged in m, n and k
+    c.ta = true;
+    c.bias = BiasKind::Row;
+    c.beta = 0.5f;
+    run_case(dev(), c, DType::f32);
+    run_case(dev(), Case{1, 40, 60, 3000}, DType::f32);  // split K
+  }
+  ops::set_gemm_config(0, 0, 0, 0, 0);
+  EXPECT_THROW(ops::set_gemm_config(64, 64, 16, 256, 3), Error);  // TN not whole vec4s
+  EXPECT_THROW(ops::set_gemm_config(64, 64, 4, 256, 4), Error);   // a slice short of a quad each
+  EXPECT_THROW(ops::set_gemm_config(64, 64, 16, 100, 4), Error);  // outputs not per thread
+}
+
 // The matrix-unit kernel (ops/gemm_coopmat.h), for fp16 and bf16, in two modes.
 // Emulated: plain arithmetic in place of the matrix units, with the real kernel's
 // tiling, staging, vector loads, edges, epilogue and split-K, and its start-up check,

@@ -51,6 +51,35 @@ uint32_t shared_bytes(const Tile& t, size_t acc_bytes) {
   return uint32_t(2 * t.bk * (t.bm + pad + t.bn + pad) * acc_bytes);
 }
 
+// Whether gemm.comp's float variants run this tile: whole vec4 groups of rows and
+// columns per thread, whole quads of each staged slice per thread, and an output chunk
+// (4 * NTY rows by NTX quads) whose halves fit the A and B stages it reuses.
+constexpr bool float_tile_valid(const Tile& t) {
+  if (t.bm <= 0 || t.bn <= 0 || t.bk <= 0 || t.threads <= 0 || t.tn <= 0) return false;
+  if (t.bm % 4 || t.bn % 4 || t.bk % 4 || t.tn % 4 || t.bn % t.tn) return false;
+  if (int64_t(t.bm) * t.bn % (int64_t(t.threads) * t.tn)) return false;
+  const int64_t tm = int64_t(t.bm) * t.bn / (int64_t(t.threads) * t.tn);
+  if (tm % 4 || t.bm % tm) return false;
+  if (int64_t(t.bm) * t.bk % (4 * t.threads) || int64_t(t.bn) * t.bk % (4 * t.threads))
+    return false;
+  const int64_t half = 4 * (t.bm / tm) * (t.bn / t.tn) / 2;
+  return half <= 2 * t.bk * (t.bm / 4 + 1) && half <= 2 * t.bk * (t.bn / 4 + 1);
+}
+static_assert(float_tile_valid(kSmall) && float_tile_valid(kLarge) && float_tile_valid(kHuge));
+
+// A whole tile for sweeps (set_gemm_config): fp32 products take it while set. Packed
+// into one atomic so that a reader sees one setting; 0 when unset.
+std::atomic<uint64_t>& custom_value() {
+  static std::atomic<uint64_t> v{0};
+  return v;
+}
+Tile custom_tile() {
+  const uint64_t v = custom_value().load();
+  auto field = [&](int i) { return int32_t((v >> (12 * i)) & 0xfff); };
+  return {field(0), field(1), field(2), field(3), field(4)};
+}
+constexpr size_t kCustomClass = std::size(kTiles);
+
 // The tile class for this product on this device: small tiles for small or
 // narrow outputs and integer products (int64 staging), large ones once there
 // are enough of them. Never beyond the device's limits. The huge tile is only
@@ -64,11 +93,21 @@ size_t choose_tile(const Device& dev, const GemmArgs& g, bool integer) {
     return uint32_t(kTiles[c].threads) <= info.max_workgroup_invocations &&
            shared_bytes(kTiles[c], acc) <= info.max_shared_memory;
   };
+  if (!integer && g.dtype == DType::f32 && custom_value().load()) {
+    const Tile t = custom_tile();
+    if (uint32_t(t.threads) <= info.max_workgroup_invocations &&
+        shared_bytes(t, acc) <= info.max_shared_memory)
+      return kCustomClass;
+  }
   if (int forced = forced_tile().load())
     for (size_t c = 0; c < std::size(kTiles); ++c)
       if (kTiles[c].bm == forced && fits(c)) return c;
   if (integer || g.m <= 32 || g.n <= 32) return 0;
-  if (ceil_div(g.m, kLarge.bm) * ceil_div(g.n, kLarge.bn) * g.batch < 128) return 0;
+  // Split-K (launch.h) multiplies a few large tiles into enough workgroups on a GPU.
+  const int64_t tiles = ceil_div(g.m, kLarge.bm) * ceil_div(g.n, kLarge.bn) * g.batch;
+  const int64_t splits =
+      info.device_type == "cpu" ? 1 : k_splits(dev, tiles, g.k, g.batch * g.m * g.n);
+  if (tiles * splits < 128) return 0;
   return fits(1) ? 1 : 0;
 }
 
@@ -81,6 +120,19 @@ int64_t max_offset(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_s
 
 void set_gemm_tile(int tile) { forced_tile().store(tile); }
 int gemm_tile() { return forced_tile().load(); }
+
+void set_gemm_config(int32_t bm, int32_t bn, int32_t bk, int32_t threads, int32_t tn) {
+  if (bm == 0 && bn == 0 && bk == 0 && threads == 0 && tn == 0) {
+    custom_value().store(0);
+    return;
+  }
+  const Tile t{bm, bn, bk, threads, tn};
+  VKML_CHECK_ARG(float_tile_valid(t) && bm < 4096 && bn < 4096 && bk < 4096 && threads < 4096,
+                 "gemm config: not a tile gemm.comp runs (see float_tile_valid)");
+  uint64_t v = 0;
+  for (int32_t f : {tn, threads, bk, bn, bm}) v = v << 12 | uint64_t(f);
+  custom_value().store(v);
+}
 
 void gemm(Device& dev, const GemmArgs& g) {
   bool integer = g.dtype == DType::i64 || g.dtype == DType::i32 || g.dtype == DType::u8;
@@ -104,7 +156,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   if (bias) check_32bit_indexing(g.m * g.n, max_offset(g.m, g.n, g.bias_row, g.bias_col), op);
 
   const size_t tile_class = choose_tile(dev, g, integer);
-  const Tile t = kTiles[tile_class];
+  const Tile t = tile_class == kCustomClass ? custom_tile() : kTiles[tile_class];
   // fp16 products on the matrix units where the device has them.
   const CoopmatKernel coop = g.k > 0 ? coopmat_kernel(dev, g) : CoopmatKernel{};
   const int64_t bm = coop.pipeline ? coop.bm : t.bm, bn = coop.pipeline ? coop.bn : t.bn;
@@ -147,15 +199,16 @@ void gemm(Device& dev, const GemmArgs& g) {
                            : quad_flags(g, itemsize(g.dtype)));
 
   // Split-K (launch.h) for float products: the partial sums are fp32.
-  const int64_t splits = integer ? 1 : k_splits(tiles, g.k, g.batch * g.m * g.n);
+  const int64_t splits = integer ? 1 : k_splits(dev, tiles, g.k, g.batch * g.m * g.n);
   static const PipelineSlots slots({16, uint32_t(std::size(kTiles))});  // dtype, tile class
+  auto make_scalar = [&](const Tile& tile) {
+    const char* suffix = g.dtype == DType::bf16 ? "bf16" : variant_suffix(g.dtype);
+    return dev.pipelines().get(std::string("gemm_") + suffix,
+                               {tile.bm, tile.bn, tile.bk, tile.threads, tile.tn});
+  };
   auto scalar_pipeline = [&](size_t c) {
-    return slots.get(dev, {uint32_t(g.dtype), uint32_t(c)}, [&] {
-      const char* suffix = g.dtype == DType::bf16 ? "bf16" : variant_suffix(g.dtype);
-      const Tile& tile = kTiles[c];
-      return dev.pipelines().get(std::string("gemm_") + suffix,
-                                 {tile.bm, tile.bn, tile.bk, tile.threads, tile.tn});
-    });
+    if (c == kCustomClass) return make_scalar(t);  // a sweep's: not kept in the slots
+    return slots.get(dev, {uint32_t(g.dtype), uint32_t(c)}, [&] { return make_scalar(kTiles[c]); });
   };
   const VkPipeline pipeline = coop.pipeline ? coop.pipeline : scalar_pipeline(tile_class);
   const size_t item = itemsize(g.dtype);
@@ -205,7 +258,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   second.write(c_span);
   if (bias) second.read(bias_span);
   dispatch_1d(dev, scalar_pipeline(sum_class), &sum, sizeof(sum), uint64_t(outputs),
-              uint32_t(kTiles[sum_class].threads), &second);
+              uint32_t(sum_class == kCustomClass ? t.threads : kTiles[sum_class].threads), &second);
   dev.memory().free(scratch.address);
 }
 

@@ -36,4 +36,9 @@ void gemm(Device& dev, const GemmArgs& args);
 void set_gemm_tile(int tile);
 int gemm_tile();
 
+// Sets a whole tile of shaders/gemm.comp for fp32 products (BM, BN, BK, threads, TN),
+// overriding the choice above; all zeros clears it. For sweeps on new hardware
+// (scripts/gpu_gemm_sweep.py); throws on a tile the shader cannot run.
+void set_gemm_config(int32_t bm, int32_t bn, int32_t bk, int32_t threads, int32_t tn);
+
 }  // namespace vkml::ops

@@ -217,6 +217,48 @@ void stage(uint st, uint nn) {
   }
 }
 
+// The output chunk of main()'s epilogue, element e of 4 NT x NT quads: the first half in
+// sA, the second in sB, each read as its flat [2][TK][TM / 4 + 1] layout.
+const uint SROW = TM / 4 + 1;
+void chunk_put(uint e, vec4 v) {
+  const uint half_ = 2u * NT * NT;
+  if (e < half_) {
+    sA[e / (TK * SROW)][e / SROW % TK][e % SROW] = v;
+  } else {
+    e -= half_;
+    sB[e / (TK * SROW)][e / SROW % TK][e % SROW] = v;
+  }
+}
+vec4 chunk_get(uint e) {
+  const uint half_ = 2u * NT * NT;
+  if (e < half_) return sA[e / (TK * SROW)][e / SROW % TK][e % SROW];
+  e -= half_;
+  return sB[e / (TK * SROW)][e / SROW % TK][e % SROW];
+}
+
+// Output (m, col) of the implicit GEMM, with its bias, to its place in y, gx or gw (or
+// the split-K partials).
+void store_out(uint m, uint col, float v, uint slice, bool partial, uint total) {
+  if (MODE == 0) {
+    uint c = g * cog + m, nn = col / ospat;
+    float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
+    STORE(pc.dst, (nn * pc.co + c) * ospat + col % ospat, v + b);
+  } else if (MODE == 1) {
+    uint c = g * cig + m, nn = col / ispat;
+    float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
+    STORE(pc.dst, (nn * pc.ci + c) * ispat + col % ispat, v + b);
+  } else if (MODE == 3) {
+    uint c = g * cig + m;
+    Digits d = split(col, ph_cnt);
+    float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
+    STORE(pc.dst, (d.q * pc.ci + c) * ispat + flat3(ph_f + d.p * pc.str, pc.isz), v + b);
+  } else if (partial) {
+    BufF32(pc.dst).v[slice * total + (g * cog + m) * cig * kvol + col] = v;
+  } else {
+    STORE(pc.dst, (g * cog + m) * cig * kvol + col, v);
+  }
+}
+
 void main() {
   ispat = uint(pc.isz.x * pc.isz.y * pc.isz.z);
   ospat = uint(pc.osz.x * pc.osz.y * pc.osz.z);
@@ -302,30 +344,39 @@ void main() {
     barrier();
     st ^= 1u;
   }
-  [[unroll]] for (uint i = 0; i < TT; ++i) {
-    uint m = m0 + ((i / 4) * NT + ty) * 4 + i % 4;
-    if (m >= M) continue;
-    [[unroll]] for (uint j = 0; j < TT; ++j) {
-      uint col = n0 + ((j / 4) * NT + tx) * 4 + j % 4;
-      if (col >= N) continue;
-      if (MODE == 0) {
-        uint c = g * cog + m, nn = col / ospat;
-        float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
-        STORE(pc.dst, (nn * pc.co + c) * ospat + col % ospat, acc[i * TQ + j / 4][j % 4] + b);
-      } else if (MODE == 1) {
-        uint c = g * cig + m, nn = col / ispat;
-        float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
-        STORE(pc.dst, (nn * pc.ci + c) * ispat + col % ispat, acc[i * TQ + j / 4][j % 4] + b);
-      } else if (MODE == 3) {
-        uint c = g * cig + m;
-        Digits d = split(col, ph_cnt);
-        float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
-        STORE(pc.dst, (d.q * pc.ci + c) * ispat + flat3(ph_f + d.p * pc.str, pc.isz), acc[i * TQ + j / 4][j % 4] + b);
-      } else if (partial) {
-        BufF32(pc.dst).v[slice * total + (g * cog + m) * cig * kvol + col] = acc[i * TQ + j / 4][j % 4];
-      } else {
-        STORE(pc.dst, (g * cog + m) * cig * kvol + col, acc[i * TQ + j / 4][j % 4]);
+  if (TT == 4u) {  // 4 x 4 outputs per thread: stored directly
+    [[unroll]] for (uint i = 0; i < TT; ++i) {
+      uint m = m0 + ty * 4 + i;
+      if (m >= M) continue;
+      [[unroll]] for (uint j = 0; j < TT; ++j) {
+        uint col = n0 + tx * 4 + j;
+        if (col < N) store_out(m, col, acc[i][j], slice, partial, total);
       }
+    }
+    return;
+  }
+  // 8 x 8 outputs per thread leave through shared memory, a chunk of 4 NT rows by NT
+  // quads at a time (one row group of every thread by one column group), as in gemm.comp:
+  // the accumulators are read only by unrolled one-store loops, so they stay in registers
+  // whatever the compiler makes of store_out's index arithmetic; and a warp's global
+  // writes cover consecutive positions. The chunk's halves reuse sA and sB (each holds
+  // one for the 128 tile's TK of 8), which the K loop's last barrier freed.
+  const uint HALF = 2u * NT * NT;
+  [[unroll]] for (uint r = 0u; r < TQ; ++r) {
+    [[unroll]] for (uint c = 0u; c < TQ; ++c) {
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) chunk_put((ty * 4u + u) * NT + tx, acc[(r * 4u + u) * TQ + c]);
+      barrier();
+      for (uint e = tid; e < 2u * HALF; e += WG) {
+        vec4 v = chunk_get(e);
+        uint m = m0 + r * 4u * NT + e / NT;
+        uint col0 = n0 + (c * NT + e % NT) * 4u;
+        if (m >= M) continue;
+        [[unroll]] for (uint w = 0u; w < 4u; ++w) {
+          if (col0 + w >= N) break;
+          store_out(m, col0 + w, v[w], slice, partial, total);
+        }
+      }
+      barrier();
     }
   }
 }

@@ -350,9 +350,17 @@ void main() {
 
   uint tid = gl_LocalInvocationID.x;
   uint tx = tid % NTX, ty = tid / NTX;
+#if !defined(ELEM)
+  // Float variants: row i's column quad q at acc[i * TQ + q]. Sixteen vec4s rather than
+  // 64 scalars for 8 x 8 outputs, in case a compiler keeps only small arrays in registers.
+  const uint TQ = TN / 4u;
+  vec4 acc[TM * TQ];
+  [[unroll]] for (uint e = 0; e < TM * TQ; ++e) acc[e] = vec4(0.0);
+#else
   ACC acc[TM * TN];
   [[unroll]] for (uint i = 0; i < TM; ++i)
     [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] = ACC(0);
+#endif
 
   bool full_mn = row0 + BM <= pc.m && col0 + BN <= pc.n;
   if (k_begin < k_end) {
@@ -379,8 +387,8 @@ void main() {
       [[unroll]] for (uint i = 0; i < TM / 4; ++i) ra[i] = As4[(k_st + kk) * AS4 + i * NTY + ty];
       [[unroll]] for (uint j = 0; j < TN / 4; ++j) rb[j] = Bs4[(k_st + kk) * BS4 + j * NTX + tx];
       [[unroll]] for (uint i = 0; i < TM; ++i)
-        [[unroll]] for (uint j = 0; j < TN; ++j)
-          acc[i * TN + j] = fma(ra[i / 4][i % 4], rb[j / 4][j % 4], acc[i * TN + j]);
+        [[unroll]] for (uint q = 0; q < TQ; ++q)
+          acc[i * TQ + q] = fma(vec4(ra[i / 4][i % 4]), rb[q], acc[i * TQ + q]);
 #else
       ACC ra[TM], rb[TN];
       [[unroll]] for (uint i = 0; i < TM; ++i) ra[i] = As[(k_st + kk) * AS + ty + i * NTY];
@@ -399,20 +407,67 @@ void main() {
   }
 
 #if !defined(ELEM)
-  if (split) {
-    BufF32 parts = BufF32(pc.c);
-    uint base = (slice * pc.batch + bi) * pc.m * pc.n;
+  BufF32 parts = BufF32(pc.c);
+  uint part_base = (slice * pc.batch + bi) * pc.m * pc.n;
+  ACC alpha = pc.k > 0u ? SCALAR(pc.alpha) : ACC(0);
+  if (TM * TN <= 16u) {  // 4 x 4 outputs per thread: stored directly
     [[unroll]] for (uint i = 0; i < TM; ++i) {
       uint gi = row0 + OUT_ROW(ty, i);
       if (gi >= pc.m) continue;
       [[unroll]] for (uint j = 0; j < TN; ++j) {
         uint gj = col0 + OUT_COL(tx, j);
-        if (gj < pc.n) parts.v[base + gi * pc.n + gj] = acc[i * TN + j];
+        if (gj >= pc.n) continue;
+        float v = acc[i * TQ + j / 4u][j % 4u];
+        if (split) {
+          parts.v[part_base + gi * pc.n + gj] = v;
+        } else {
+          store_c(bi, gi, gj, alpha * v);
+        }
       }
     }
     return;
   }
-#endif
+  // Larger blocks leave through shared memory, a chunk of CH_M x 4 CH_Q at a time: one
+  // row group (four rows) of every thread by one column group. The accumulators are read
+  // only in unrolled loops whose bodies are one shared store, so they stay in registers
+  // whatever the compiler makes of the output loop below (its bounds checks, bias and
+  // conversions); and a warp's global writes cover consecutive columns. (The 128 x 128
+  // tile with direct stores ran ten times slower than 64 x 64 on the H200, for a reason
+  // not yet known; register spills of its 64 accumulators would explain it.) The chunk's
+  // first half lives in As4, its second in Bs4 (the launcher checks that they hold it);
+  // the K loop's last barrier freed both.
+  const uint CH_M = 4u * NTY, CH_Q = NTX, HALF = CH_M * CH_Q / 2u;
+  [[unroll]] for (uint r = 0u; r < TM / 4u; ++r) {
+    [[unroll]] for (uint c = 0u; c < TN / 4u; ++c) {
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+        vec4 v = acc[(r * 4u + u) * TQ + c];
+        uint idx = (ty * 4u + u) * CH_Q + tx;
+        if (idx < HALF) {
+          As4[idx] = v;
+        } else {
+          Bs4[idx - HALF] = v;
+        }
+      }
+      barrier();
+      for (uint e = tid; e < CH_M * CH_Q; e += WG) {
+        vec4 v = e < HALF ? As4[e] : Bs4[e - HALF];
+        uint gi = row0 + r * CH_M + e / CH_Q;
+        uint gj0 = col0 + (c * CH_Q + e % CH_Q) * 4u;
+        if (gi >= pc.m) continue;
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+          uint gj = gj0 + u;
+          if (gj >= pc.n) break;
+          if (split) {
+            parts.v[part_base + gi * pc.n + gj] = v[u];
+          } else {
+            store_c(bi, gi, gj, alpha * v[u]);
+          }
+        }
+      }
+      barrier();
+    }
+  }
+#else
   [[unroll]] for (uint i = 0; i < TM; ++i) {
     uint gi = row0 + OUT_ROW(ty, i);
     if (gi >= pc.m) continue;
@@ -422,4 +477,5 @@ void main() {
       store_c(bi, gi, gj, pc.k > 0u ? SCALAR(pc.alpha) * acc[i * TN + j] : ACC(0));
     }
   }
+#endif
 }
