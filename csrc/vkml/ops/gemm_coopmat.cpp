@@ -58,7 +58,7 @@ int32_t env_choice(const char* name, std::initializer_list<int32_t> allowed, int
 
 // The tuning as bk | tile << 8, one atomic so that a reader sees one setting.
 std::atomic<int32_t>& tuning_value() {
-  static std::atomic<int32_t> t{env_choice("TORCH_VKML_COOPMAT_BK", {16, 32}, 32) |
+  static std::atomic<int32_t> t{env_choice("TORCH_VKML_COOPMAT_BK", {16, 32}, 0) |
                                 env_choice("TORCH_VKML_COOPMAT_TILE", {64, 128}, 0) << 8};
   return t;
 }
@@ -107,8 +107,9 @@ bool shape_for(Device& dev, CoopmatMode mode, DType dtype, Shape* s) {
 // Whether the kernel can run with subgroups of s.sg.
 bool runs_with(const DeviceInfo& info, const Shape& s) {
   if (s.sg == 0 || uint64_t(kSubgroups) * s.sg > info.max_workgroup_invocations) return false;
-  // Each thread stages a whole number of quads of the smaller tile (AQ, BQ in the shader).
-  const uint64_t bk = uint64_t(coopmat_tuning().bk);
+  // Each thread stages a whole number of quads of the smaller tile (AQ, BQ in the shader),
+  // at the forced depth or, automatic, at the shallower one.
+  const uint64_t bk = uint64_t(coopmat_tuning().bk ? coopmat_tuning().bk : 16);
   if (uint64_t(kSmallTile) * bk / 4 % (uint64_t(kSubgroups) * s.sg) != 0) return false;
   // Each lane of the emulation owns a whole number of fragment elements.
   return !s.emulated || (s.m * s.n) % s.sg == 0;
@@ -293,7 +294,8 @@ CoopmatTuning coopmat_tuning() {
   return {v & 0xff, v >> 8};
 }
 void set_coopmat_tuning(CoopmatTuning t) {
-  VKML_CHECK_ARG(t.bk == 16 || t.bk == 32, "coopmat tuning: bk must be 16 or 32");
+  VKML_CHECK_ARG(t.bk == 0 || t.bk == 16 || t.bk == 32,
+                 "coopmat tuning: bk must be 0 (automatic), 16 or 32");
   VKML_CHECK_ARG(t.tile == 0 || t.tile == 64 || t.tile == 128,
                  "coopmat tuning: tile must be 0, 64 or 128");
   tuning_value().store(t.bk | t.tile << 8);
@@ -304,12 +306,19 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
   if (g.m < kMinSide || g.n < kMinSide || g.k < kMinSide) return {};
   Shape s;
   if (!shape_for(dev, coopmat_mode(), g.dtype, &s)) return {};
-  // Large tiles where there are enough of them to fill a big GPU; the
-  // emulation takes them as soon as they fit, so tests reach both.
-  const CoopmatTuning tuning = coopmat_tuning();
+  // Measured on an H200 (scripts/gpu_gemm_sweep.py, 2026-12-04): fp16 ran fastest on
+  // 128 x 128 tiles two 32-deep steps at a time where there are enough tiles and K is
+  // long (4096^3: 60 TFLOP/s against 52 on 64 x 64), on 64 x 64 tiles otherwise (1024^3:
+  // 45 against 23), 16 deep for short K (4096 x 512 x 14336: 57 against 50). bf16 ran
+  // fastest on 64 x 64 tiles, 16 deep, at every size. The emulation takes the large
+  // tiles as soon as they fit, so tests reach both.
+  CoopmatTuning tuning = coopmat_tuning();
   const int64_t large_tiles = ceil_div(g.m, kLargeTile) * ceil_div(g.n, kLargeTile) * g.batch;
-  bool large = s.emulated ? g.m >= kLargeTile && g.n >= kLargeTile : large_tiles >= 128;
+  const bool long_k = g.k >= 1024;
+  bool large =
+      s.emulated ? g.m >= kLargeTile && g.n >= kLargeTile : !s.bf16 && long_k && large_tiles >= 256;
   if (tuning.tile) large = tuning.tile == kLargeTile;
+  if (!tuning.bk) tuning.bk = s.bf16 || !long_k ? 16 : 32;
   const uint32_t shared = dev.info().max_shared_memory;
   if (large && shared_bytes(kLargeTile, tuning.bk, s) > shared) large = false;
   if (!large && shared_bytes(kSmallTile, tuning.bk, s) > shared) return {};
