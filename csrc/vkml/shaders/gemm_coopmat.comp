@@ -84,8 +84,14 @@ const uint CST = MN + 4;
 // Two stages of each: a K step multiplies from one while the next step's tiles are
 // stored into the other, so one barrier per step suffices.
 const uint A_STAGE = BM * AST, B_STAGE = BK * BST;
-shared ELEM As[2 * A_STAGE];  // [stage][m][k]
-shared ELEM Bs[2 * B_STAGE];  // [stage][k][n]
+// Staged as quads: a quad loaded along the staged rows' fast side (A along k, B along n,
+// the common layouts) is one 8-byte shared store instead of four 2-byte ones, which
+// otherwise outnumber the matrix-unit instructions. Strides and fragment offsets are
+// multiples of four elements, so coopMatLoad reads the quads directly (its element and
+// stride count quads).
+shared ELEM4 As[2 * A_STAGE / 4u];  // [stage][m][k]
+shared ELEM4 Bs[2 * B_STAGE / 4u];  // [stage][k][n]
+#define staged(ARR, IDX) ARR[(IDX) / 4u][(IDX) % 4u]  // one element
 shared float Cs[WARPS * MM * CST];
 
 #define F_BIAS 1u
@@ -171,13 +177,16 @@ void fetch_a(uint bi, uint row0, uint k0, uint k_end) {
 
 void put_a(uint st) {
   bool mfast = (pc.flags & F_A_MFAST) != 0u;
-  uint di = mfast ? 1u : 0u, dk = 1u - di;
   [[unroll]] for (uint t = 0u; t < AQ; ++t) {
     uint q = gl_LocalInvocationID.x + t * WG;
     uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
     uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
-    [[unroll]] for (uint u = 0u; u < 4u; ++u)
-      As[st * A_STAGE + (i + u * di) * AST + kk + u * dk] = g_a[t][u];
+    uint at = st * A_STAGE + i * AST + kk;
+    if (mfast) {
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) As[(at + u * AST) / 4u][kk % 4u] = g_a[t][u];
+    } else {
+      As[at / 4u] = g_a[t];
+    }
   }
 }
 
@@ -208,13 +217,16 @@ void fetch_b(uint bi, uint col0, uint k0, uint k_end) {
 
 void put_b(uint st) {
   bool kfast = (pc.flags & F_B_KFAST) != 0u;
-  uint dk = kfast ? 1u : 0u, dj = 1u - dk;
   [[unroll]] for (uint t = 0u; t < BQ; ++t) {
     uint q = gl_LocalInvocationID.x + t * WG;
     uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
     uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
-    [[unroll]] for (uint u = 0u; u < 4u; ++u)
-      Bs[st * B_STAGE + (kk + u * dk) * BST + j + u * dj] = g_b[t][u];
+    uint at = st * B_STAGE + kk * BST + j;
+    if (kfast) {
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) Bs[(at + u * BST) / 4u][j % 4u] = g_b[t][u];
+    } else {
+      Bs[at / 4u] = g_b[t];
+    }
   }
 }
 
@@ -275,8 +287,8 @@ void main() {
           uint idx = lane + e * SG, r = idx / MN, c = idx % MN;
           float s = acc[f * EPL + e];
           for (uint t = 0u; t < MK; ++t)
-            s = fma(elem_value(As[a_st + (ar + r) * AST + kk + t]),
-                    elem_value(Bs[b_st + (kk + t) * BST + bc + c]), s);
+            s = fma(elem_value(staged(As, a_st + (ar + r) * AST + kk + t)),
+                    elem_value(staged(Bs, b_st + (kk + t) * BST + bc + c)), s);
           acc[f * EPL + e] = s;
         }
       }
@@ -284,9 +296,9 @@ void main() {
       coopmat<float16_t, gl_ScopeSubgroup, MM, MK, gl_MatrixUseA> fa[FM];
       coopmat<float16_t, gl_ScopeSubgroup, MK, MN, gl_MatrixUseB> fb[FN];
       [[unroll]] for (uint i = 0u; i < FM; ++i)
-        coopMatLoad(fa[i], As, a_st + (wm0 + i * MM) * AST + kk, AST, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatLoad(fa[i], As, (a_st + (wm0 + i * MM) * AST + kk) / 4u, AST / 4u, gl_CooperativeMatrixLayoutRowMajor);
       [[unroll]] for (uint j = 0u; j < FN; ++j)
-        coopMatLoad(fb[j], Bs, b_st + kk * BST + wn0 + j * MN, BST, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatLoad(fb[j], Bs, (b_st + kk * BST + wn0 + j * MN) / 4u, BST / 4u, gl_CooperativeMatrixLayoutRowMajor);
       [[unroll]] for (uint i = 0u; i < FM; ++i)
         [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);
 #endif
