@@ -11,6 +11,7 @@ the device at hand, with the device clock, and checks each result against the de
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -37,9 +38,20 @@ def tflops(a, b) -> float:
     return timed(lambda: torch.mm(a, b), 2.0 * a.shape[0] * a.shape[1] * b.shape[1])
 
 
+# Whole tiles of shaders/gemm.comp (BM, BN, BK, threads, TN) set through _set_gemm_config.
+FP32_CONFIGS = [
+    (128, 64, 16, 256, 4),
+    (64, 128, 16, 256, 4),
+    (64, 64, 16, 128, 4),
+    (128, 128, 16, 256, 8),
+    (64, 64, 8, 64, 8),
+]
+
+
 def scalar_fp32(t0: float, budget: float) -> bool:
-    """The scalar kernel in fp32: the default tile (64 x 64 for these) against the forced
-    128 x 128 one (8 x 8 per thread). False once the budget is spent."""
+    """The scalar kernel in fp32: the default tile (64 x 64 for these), the forced 128 x 128
+    one (8 x 8 per thread) and the other configurations above. False once the budget is
+    spent."""
     for m, k, n in SHAPES:
         if time.perf_counter() - t0 > budget:
             return False
@@ -47,13 +59,19 @@ def scalar_fp32(t0: float, budget: float) -> bool:
         b = torch.randn(k, n, device="vkml")
         want = a.cpu().double() @ b.cpu().double()
         row = []
-        for tile in (0, 128):
-            torch_vkml._C._set_gemm_tile(tile)
+        for tile in [0, 128, *FP32_CONFIGS]:
+            if isinstance(tile, tuple):
+                torch_vkml._C._set_gemm_config(*tile)
+                label = "x".join(map(str, tile[:3])) + f"/{tile[3]}t/tn{tile[4]}"
+            else:
+                torch_vkml._C._set_gemm_tile(tile)
+                label = f"tile {tile or 'default'}"
             err = (torch.mm(a, b).cpu().double() - want).abs().max().item()
             ok = "" if err <= 1e-4 * want.abs().max().item() else f" DIFF {err:.3g}"
-            row.append(f"tile {tile or 'default'} {tflops(a, b):.3g}{ok}")
+            row.append(f"{label} {tflops(a, b):.3g}{ok}")
+            torch_vkml._C._set_gemm_tile(0)
+            torch_vkml._C._set_gemm_config(0, 0, 0, 0, 0)
         print(f"  fp32 {m}x{k}x{n} TFLOP/s: " + " | ".join(row), flush=True)
-    torch_vkml._C._set_gemm_tile(0)
     return True
 
 
@@ -115,15 +133,20 @@ def main() -> int:
     budget = float(sys.argv[1]) if len(sys.argv) > 1 else 120.0
     t0 = time.perf_counter()
     print("GEMM and convolution sweep on", torch_vkml.device_name(), flush=True)
-    if not scalar_fp32(t0, budget) or not convolutions(t0, budget) or not attention(t0, budget):
-        print("  (time budget reached)")
+    # SWEEP_PARTS: which of fp32, conv, attention, coopmat to run (default: all, in order).
+    parts = os.environ.get("SWEEP_PARTS", "fp32,conv,attention,coopmat").split(",")
+    for part, fn in (("fp32", scalar_fp32), ("conv", convolutions), ("attention", attention)):
+        if part in parts and not fn(t0, budget):
+            print("  (time budget reached)")
+            return 0
+    if "coopmat" not in parts:
         return 0
     for dtype in (torch.float16, torch.bfloat16):
         name = str(dtype).split(".")[1]
         for m, k, n in SHAPES:
             a = torch.randn(m, k, dtype=dtype, device="vkml")
             b = torch.randn(k, n, dtype=dtype, device="vkml")
-            torch_vkml._C._set_coopmat_tuning(32, 0)
+            torch_vkml._C._set_coopmat_tuning(0, 0)  # the automatic choice
             want = torch.mm(a, b).float()
             if (m, k, n) == SHAPES[0]:  # after the first product: its start-up check
                 print(f"{name}: {torch_vkml._C.coopmat_status(0, name)}", flush=True)
@@ -138,7 +161,7 @@ def main() -> int:
                 row.append(f"bk{bk}/t{tile} {tflops(a, b):.3g}{ok}")
             print(f"  {m}x{k}x{n} TFLOP/s: " + " | ".join(row), flush=True)
             del a, b, want
-    torch_vkml._C._set_coopmat_tuning(32, 0)
+    torch_vkml._C._set_coopmat_tuning(0, 0)
     return 0
 
 

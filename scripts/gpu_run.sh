@@ -7,13 +7,15 @@
 #       timeout_s=570)
 #
 # Writes under $OUT (or ./gpu-out): build.log, device.txt, diagnose.txt (crash probes),
-# pytest.log, junit.xml, bench.log and the bench folder (results.json, table.txt,
-# ratios.png; each case's top kernels by device time), sweep.txt (matrix-unit GEMM
-# configurations) and the A/B runs (bench-ab*).
+# pytest.log, bench.log, sweep.txt (tile sweeps), bench-ab.log, and results.tgz with the
+# rest (the bench folders: results.json, table.txt, ratios.png; junit.xml): the device
+# tool brings back 8 files at most.
 # Each step has its own time limit so
 # that the whole script stays under 9 minutes; a failing build stops it, failing tests do
-# not stop the bench. Knobs: STEP_BUILD_S, STEP_TEST_S, STEP_BENCH_S, BENCH_ARGS,
-# BENCH_KERNELS (kernels listed per case, 0: none), and
+# not stop the bench. Knobs: STEP_BUILD_S, STEP_TEST_S (0: no tests), TEST_ARGS (pytest
+# selection, default the whole suite), STEP_BENCH_S, BENCH_ARGS, BENCH_KERNELS (kernels
+# listed per case, 0: none), SWEEP_PARTS (see gpu_gemm_sweep.py), SWEEP_END (seconds
+# into the run by which the sweep stops, default 490), AB=0 (no A/B runs), and
 # GPU_RUN_ANY_DEVICE=1 (accept a device that is not NVIDIA's: a dry run on lavapipe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -94,13 +96,37 @@ PYEOF
 
 # Probes of the process crashes of the first H200 run (scripts/gpu_diagnose.py), with a
 # SIGSEGV reporter preloaded where a C compiler is at hand (the image has no gdb).
+tools=$(mktemp -d)
 shim=""
 if command -v gcc >/dev/null && gcc -shared -fPIC -O1 scripts/segv_where.c \
-    -o "$OUT/segv_where.so" -ldl 2>/dev/null; then
-  shim="$OUT/segv_where.so"
+    -o "$tools/segv_where.so" -ldl 2>/dev/null; then
+  shim="$tools/segv_where.so"
 fi
 echo "==> [$(elapsed)s] crash probes"
-timeout 240 "$PY" scripts/gpu_diagnose.py $shim >"$OUT/diagnose.txt" 2>&1 || true
+timeout 120 "$PY" scripts/gpu_diagnose.py $shim >"$OUT/diagnose.txt" 2>&1 || true
+{
+  # The same question without PyTorch: a C++ program that throws after each Vulkan step.
+  if command -v g++ >/dev/null && g++ -O1 scripts/vk_throw.cpp -o "$tools/vk_throw" -ldl; then
+    echo "== vk_throw"
+    timeout 60 "$tools/vk_throw" 2>&1 | tail -20; echo "    exit ${PIPESTATUS[0]}"
+    if [ -n "$shim" ]; then
+      echo "== vk_throw, shim preloaded"
+      LD_PRELOAD=$shim timeout 60 "$tools/vk_throw" 2>&1 | tail -40; echo "    exit ${PIPESTATUS[0]}"
+    fi
+  else
+    echo "== vk_throw: no g++"
+  fi
+  # Which of the driver's libraries define or import the unwinder's entry points.
+  if command -v nm >/dev/null; then
+    for lib in $(ls /usr/lib/x86_64-linux-gnu/libnvidia-*.so.* /usr/lib/libnvidia-*.so.* \
+        /usr/lib/libEGL_nvidia.so.0 /usr/lib/x86_64-linux-gnu/libEGL_nvidia.so.0 2>/dev/null); do
+      hits=$(nm -D "$lib" 2>/dev/null | grep -E '__register_frame|__deregister_frame|_Unwind_|__cxa_throw|__gxx_personality' | head -12)
+      [ -n "$hits" ] && printf '== symbols of %s\n%s\n' "$lib" "$hits"
+    done
+  else
+    echo "== no nm"
+  fi
+} >>"$OUT/diagnose.txt" 2>&1 || true
 grep '^==' "$OUT/diagnose.txt" || true
 
 # The matrix-unit GEMMs, each dtype in its own process (the first product runs the
@@ -155,7 +181,9 @@ if [ -d .gl/wheels ]; then
   done
   if [ -d .gl/pylib ]; then export PYTHONPATH="$PYTHONPATH:$PWD/.gl/pylib"; fi
 fi
-if "$PY" -c "import pytest" 2>/dev/null; then
+if [ "$STEP_TEST_S" = 0 ]; then
+  summary+=("pytest: skipped (STEP_TEST_S=0)")
+elif "$PY" -c "import pytest" 2>/dev/null; then
   # 16 cores: tests in parallel processes, each with its own Vulkan device.
   xdist=""
   if "$PY" -c "import xdist" 2>/dev/null; then xdist="-n ${TEST_JOBS:-8}"; fi
@@ -164,7 +192,7 @@ if "$PY" -c "import pytest" 2>/dev/null; then
   # report that it is missing. SIGINT at the limit still lets pytest write junit.xml.
   LP_NUM_THREADS=0 TORCH_VKML_VALIDATION=${TORCH_VKML_VALIDATION:-0} timeout -s INT -k 15 "$STEP_TEST_S" \
     "$PY" -m pytest -q $xdist --maxfail=30 -p no:cacheprovider --continue-on-collection-errors \
-    --junitxml="$OUT/junit.xml" tests \
+    --junitxml="$OUT/junit.xml" ${TEST_ARGS:-tests} \
     >"$OUT/pytest.log" 2>&1
   rc=$?
   set -e
@@ -196,7 +224,7 @@ summary+=("bench: rc=$rc")
 # fp32 GEMM and convolution under each scalar tile, then the matrix-unit GEMM under each
 # staging depth and output tile (their defaults were chosen without a GPU), in one process
 # on the device clock.
-left=$(( 490 - $(elapsed) ))
+left=$(( ${SWEEP_END:-490} - $(elapsed) ))
 if [ "$left" -ge 30 ]; then
   echo "==> [$(elapsed)s] GEMM and convolution tile sweep (limit ${left}s)"
   set +e
@@ -212,7 +240,7 @@ fi
 # form ran ten times slower than 64 x 64 on the H200), so that what each choice is worth
 # shows in the same session.
 left=$(( 530 - $(elapsed) ))
-if [ "$left" -ge 40 ]; then
+if [ "${AB:-1}" != 0 ] && [ "$left" -ge 40 ]; then
   echo "==> [$(elapsed)s] A/B: no matrix units; fp32 on 128 x 128 tiles (limit ${left}s)"
   set +e
   TORCH_VKML_COOPMAT=0 timeout -k 10 $(( left / 2 )) "$PY" -m torch_vkml.bench --no-cuda \
@@ -233,4 +261,9 @@ fi
 
 echo "==> [$(elapsed)s] summary"
 printf '  %s\n' "${summary[@]}"
-ls -la "$OUT" "$OUT/bench" 2>/dev/null || true
+# At most 8 files come back: the logs stay loose, the rest goes into one archive.
+packed=$(cd "$OUT" && ls -d bench bench-ab bench-ab128 junit.xml nvidia_egl_icd.json loader.log 2>/dev/null || true)
+if [ -n "$packed" ]; then
+  (cd "$OUT" && tar czf results.tgz $packed && rm -rf $packed)
+fi
+ls -la "$OUT" 2>/dev/null || true
