@@ -275,6 +275,14 @@ float erf_f(float x) {
   float r = 1.0 - erfc_pos(abs(x));
   return x >= 0.0 ? r : -r;
 }
+// The standard normal CDF for GELU and its gradient, without erf_f's branch on small
+// arguments: half of erfc at |x| / sqrt(2) (relative error about 1e-7 everywhere, so
+// x * cdf keeps it too), chosen by sign. A warp of mixed small and large inputs then
+// runs one path, not both (GELU ran at 0.85x CUDA's bandwidth on the H200).
+float normal_cdf(float x) {
+  float h = 0.5 * erfc_pos(abs(x) * 0.70710678118654752);
+  return x >= 0.0 ? 1.0 - h : h;
+}
 float erfc_f(float x) {
   if (isnan(x)) return x;
   if (abs(x) < 0.5) return 1.0 - erf_f(x);
@@ -816,7 +824,7 @@ CT apply(CT a, CT b, CT c, uint i) {
       return x == 1.0 ? INF_F : log_f(x / (1.0 - x));
     }
     case OP_SILU: return a / (1.0 + exp(-a));
-    case OP_GELU: return 0.5 * a * (1.0 + erf_f(a * 0.70710678118654752));
+    case OP_GELU: return a * normal_cdf(a);
     case OP_GELU_TANH: {
       float inner = 0.7978845608028654 * (a + 0.044715 * a * a * a);
       return 0.5 * a * (1.0 + tanh_f(inner));
@@ -901,7 +909,7 @@ CT apply(CT a, CT b, CT c, uint i) {
       return a * s * (1.0 + b * (1.0 - s));
     }
     case OP_GELU_BACKWARD: {                                // grad, input (erf form)
-      float cdf = 0.5 * (1.0 + erf_f(b * 0.70710678118654752));
+      float cdf = normal_cdf(b);
       float pdf = 0.3989422804014327 * exp(-0.5 * b * b);
       return a * (cdf + b * pdf);
     }
