@@ -161,6 +161,9 @@ std::array<std::array<std::atomic<uint32_t>, 4>, kMaxDevices> g_outcomes{};
 std::mutex g_check_mutex;
 // During a check, the candidate the check's own product runs with.
 thread_local const Shape* t_checking = nullptr;
+// The staging depth the check's product runs with: it checks both, since products
+// take either (coopmat_kernel).
+thread_local int32_t t_checking_bk = 0;
 
 std::atomic<uint32_t>* outcome_of(Device& dev, const Shape& s) {
   int i = dev.index();
@@ -203,7 +206,7 @@ float round_bf16(float f) {
 // partial sum is exact in fp32 (and in fp16), so the answer must be exact in
 // any summation order, up to the one rounding of the bf16 store. The sizes
 // cover full and ragged tiles and K slices, and the row strides allow the
-// vector loads. C starts as NaN.
+// vector loads. C starts as NaN. The product runs at both staging depths.
 bool self_check(Device& dev, bool bf16) {
   const int64_t m = 101, n = 84, k = 100;
   auto value = [](int64_t i, int64_t salt) { return float((i * 7 + salt) % 5 - 2) * 0.5f; };
@@ -225,17 +228,26 @@ bool self_check(Device& dev, bool bf16) {
     g.a = addr[0], g.a_batch = m * k, g.a_row = k, g.a_col = 1;
     g.b = addr[1], g.b_batch = k * n, g.b_row = n, g.b_col = 1;
     g.c = addr[2], g.c_batch = m * n, g.c_row = n, g.c_col = 1;
-    gemm(dev, g);
-    download(dev, c.data(), addr[2], c.size() * 2);
     ok = true;
-    for (int64_t i = 0; i < m && ok; ++i)
-      for (int64_t j = 0; j < n && ok; ++j) {
-        double want = 0;
-        for (int64_t kk = 0; kk < k; ++kk)
-          want += double(value(i * k + kk, 3)) * double(value(kk * n + j, 1));
-        ok = value16(c[size_t(i * n + j)], bf16) == (bf16 ? round_bf16(float(want)) : float(want));
-      }
+    for (int32_t bk : {16, 32}) {
+      if (!ok) break;
+      upload(dev, addr[2], c.data(), c.size() * 2);  // NaN again
+      t_checking_bk = bk;
+      gemm(dev, g);
+      t_checking_bk = 0;
+      std::vector<uint16_t> got(c.size());
+      download(dev, got.data(), addr[2], got.size() * 2);
+      for (int64_t i = 0; i < m && ok; ++i)
+        for (int64_t j = 0; j < n && ok; ++j) {
+          double want = 0;
+          for (int64_t kk = 0; kk < k; ++kk)
+            want += double(value(i * k + kk, 3)) * double(value(kk * n + j, 1));
+          ok = value16(got[size_t(i * n + j)], bf16) ==
+               (bf16 ? round_bf16(float(want)) : float(want));
+        }
+    }
   } catch (const std::exception& e) {
+    t_checking_bk = 0;
     std::fprintf(stderr, "torch-vkml: cooperative-matrix GEMM check: %s\n", e.what());
     ok = false;
   }
@@ -319,6 +331,7 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
       s.emulated ? g.m >= kLargeTile && g.n >= kLargeTile : !s.bf16 && long_k && large_tiles >= 256;
   if (tuning.tile) large = tuning.tile == kLargeTile;
   if (!tuning.bk) tuning.bk = s.bf16 || !long_k ? 16 : 32;
+  if (t_checking_bk) tuning.bk = t_checking_bk;
   const uint32_t shared = dev.info().max_shared_memory;
   if (large && shared_bytes(kLargeTile, tuning.bk, s) > shared) large = false;
   if (!large && shared_bytes(kSmallTile, tuning.bk, s) > shared) return {};
