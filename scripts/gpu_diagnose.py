@@ -2,20 +2,27 @@
 once, for scripts/gpu_run.sh: python3 scripts/gpu_diagnose.py [segv_where.so]
 
 With NVIDIA's driver loaded through its EGL library, the second H200 run (2026-12-04)
-saw every C++ exception kill the process: SIGFPE for a CPU torch error once torch_vkml
-was imported, SIGSEGV for a vkml shape error after a kernel; the thread's locale was
-unchanged (the first run's guess). The probes now test the next guesses: a driver that
+saw C++ exceptions kill the process: the test workers died of SIGSEGV in CPU torch
+errors (group_norm's channel check, nll_loss's shape check) once they had used the
+device, and a vkml shape error after a kernel died the same way; torch.arange with a
+step cast to 0 died of SIGFPE even before the device was used (torch_vkml's import
+loads no driver: perhaps torch 2.11's own integer division). The thread's locale, the
+first run's guess, was unchanged. The probes test the next guesses: a driver that
 registers bogus unwind tables (the shim logs every frame registration and can skip
 NVIDIA's), one that unmasks floating-point exceptions (the shim prints the control
-words; one probe restores the default environment), lazy binding, and a baseline with
-torch alone. scripts/vk_throw.cpp, run by gpu_run.sh, takes PyTorch out of the picture.
+words; one probe restores the default environment), a driver library whose C++ runtime
+captures lazily bound symbols (LD_BIND_NOW; throwing before the driver loads; the
+LD_DEBUG bindings of the runtime's entry points), and torch alone.
+scripts/vk_throw.cpp, run by gpu_run.sh, takes PyTorch out of the picture.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 PRELUDE = """
@@ -26,9 +33,14 @@ def fpu(when):
         libc.segv_where_fpu(when.encode())
 def cpu_error():
     try:
-        torch.arange(0, 5, 0.5, dtype=torch.long)
+        torch.nn.functional.group_norm(torch.ones(2, 6, 4), 4)  # 6 channels in 4 groups
     except Exception as e:
         print("cpu error raised:", str(e).splitlines()[0][:60], flush=True)
+def arange_error():  # an integer step of 0: SIGFPE inside torch 2.11 itself?
+    try:
+        torch.arange(0, 5, 0.5, dtype=torch.long)
+    except Exception as e:
+        print("arange error raised:", str(e).splitlines()[0][:60], flush=True)
 def kernel():
     print("kernel:", (torch.ones(4, device="vkml") + 1).cpu().tolist(), flush=True)
 def vkml_error():
@@ -45,6 +57,7 @@ VKML = "fpu('before import'); import torch_vkml; fpu('after import'); "
 # name: (body, extra environment)
 PROBES = {
     "cpu error, torch only (no torch_vkml)": ("fpu('start'); cpu_error()", {}),
+    "arange with a step cast to 0, torch only": ("arange_error()", {}),
     "cpu error, vkml imported, device unused": (VKML + "cpu_error()", {}),
     "cpu error after a kernel": (VKML + "kernel(); fpu('after kernel'); cpu_error()", {}),
     "vkml error after a kernel": (VKML + "kernel(); fpu('after kernel'); vkml_error()", {}),
@@ -66,11 +79,56 @@ PROBES = {
         {},
     ),
     "exit after a kernel (pipeline cache save)": (VKML + "kernel()", {}),
+    # Lazy binding: a library's first call of __cxa_throw, __cxa_begin_catch,
+    # _Unwind_Resume ... binds then, to the first definition in the global scope; a
+    # driver library in that scope that defines them (a static C++ runtime) would then
+    # capture every library that had not thrown before it loaded. Throwing through
+    # torch and torch_vkml before the first kernel binds those slots early.
+    "vkml and cpu errors after a kernel, exceptions thrown before the driver loaded": (
+        "import torch_vkml\n"
+        "for f in (lambda: torch.empty(-1), lambda: torch_vkml._C._set_coopmat_tuning(3, 0)):\n"
+        "    try:\n        f()\n    except Exception:\n        pass\n"
+        "kernel(); vkml_error(); cpu_error()",
+        {},
+    ),
+    "symbol bindings of the unwinder after a kernel (LD_DEBUG)": (
+        VKML + "kernel(); vkml_error()",
+        {"LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": "@LDDEBUG@"},
+    ),
 }
+
+# The C++ runtime's entry points, as LD_DEBUG=bindings names them.
+UNWIND_SYMBOLS = (
+    "__cxa_throw",
+    "__cxa_begin_catch",
+    "__cxa_end_catch",
+    "_Unwind_Resume",
+    "_Unwind_RaiseException",
+    "__cxa_allocate_exception",
+    "__gxx_personality",
+)
+
+
+def bindings(prefix: str) -> list[str]:
+    """The LD_DEBUG lines that bind the C++ runtime's entry points to a library other
+    than libstdc++ / libgcc_s, or from an NVIDIA library; at most 40."""
+    out = []
+    for path in glob.glob(prefix + ".*"):
+        with open(path, errors="replace") as f:
+            for line in f:
+                if not any(s in line for s in UNWIND_SYMBOLS):
+                    continue
+                to = line.split(" to ")[-1] if " to " in line else ""
+                if "nvidia" in line.lower() or not ("libstdc++" in to or "libgcc_s" in to):
+                    out.append(line.strip())
+    return out[:40] or ["(no binding of those symbols outside libstdc++ and libgcc_s)"]
 
 
 def run_probe(name: str, body: str, extra: dict, shim: str | None) -> str:
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0", **extra)
+    ld_prefix = None
+    if env.get("LD_DEBUG_OUTPUT") == "@LDDEBUG@":
+        ld_prefix = env["LD_DEBUG_OUTPUT"] = os.path.join(tempfile.mkdtemp(), "ld")
     if shim:
         env["LD_PRELOAD"] = shim
     try:
@@ -94,6 +152,8 @@ def run_probe(name: str, body: str, extra: dict, shim: str | None) -> str:
         lines.append(line)
     if reg > 12:
         lines.append(f"({reg - 12} more frame-registration lines)")
+    if ld_prefix:
+        lines += bindings(ld_prefix)
     return f"== {name}: exit {status}\n" + "".join(f"    {line}\n" for line in lines[-80:])
 
 
