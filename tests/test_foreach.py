@@ -120,6 +120,22 @@ def test_one_dispatch_per_list():
     _close(da, want, torch.float32)
 
 
+def test_large_lists_take_their_table_from_device_memory():
+    """Lists of 256+ workgroups (1024 elements each) copy their table to device memory
+    first (ops/elementwise_batch.cpp); consecutive ops reuse that memory in order."""
+    g = torch.Generator().manual_seed(1)
+    sizes = [(100_000,), (70_001,), (131_072,), (3, 333)]
+    a, b, c = ([torch.randn(s, generator=g) for s in sizes] for _ in range(3))
+    da, db, dc = _dev(a), _dev(b), _dev(c)
+    before = torch_vkml.memory_stats()["num_dispatches"]
+    torch._foreach_addcmul_(da, db, dc, value=0.5)
+    torch._foreach_mul_(da, 2.0)
+    torch._foreach_add_(da, db)
+    assert torch_vkml.memory_stats()["num_dispatches"] - before == 3
+    want = [(x + 0.5 * y * z) * 2.0 + y for x, y, z in zip(a, b, c, strict=True)]
+    _close(da, want, torch.float32)
+
+
 def test_views_non_contiguous_and_tensor_scalar():
     """Unaligned offsets go element-wise inside the table; a transposed tensor is
     launched on its own; a 0-dim device tensor is read as one element for every output."""
