@@ -47,6 +47,16 @@ def test_fused_adam_matches_cpu(opt_cls, case, no_fallback):
     assert float(state["step"]) == 4.0
 
 
+def test_fused_adamw_large_list_matches_cpu(no_fallback):
+    """256+ blocks of 1024 elements: the kernel reads its table from device memory
+    (ops/optim.cpp)."""
+    params = [make(s, torch.float32, low=-1, high=1) for s in [(300, 700), (50_001,), (7,)]]
+    want, _ = _run(torch.optim.AdamW, params, "cpu", 3, lr=1e-2, weight_decay=0.1)
+    got, _ = _run(torch.optim.AdamW, params, VKML, 3, lr=1e-2, weight_decay=0.1)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+
+
 SGD_CASES = {
     "plain": dict(lr=0.1),
     "momentum": dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01),

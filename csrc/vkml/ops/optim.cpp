@@ -5,6 +5,7 @@
 #include <string>
 
 #include "vkml/core/error.h"
+#include "vkml/ops/copy.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/memory.h"
 
@@ -79,13 +80,23 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   }
   if (table.empty()) return;
   VKML_CHECK_ARG(blocks < (uint64_t(1) << 32), "fused optimizer: too many elements in one list");
-  // The table is read by the kernel straight from host-visible staging memory.
+  // Every workgroup searches the table: from 256 workgroups on it goes to device memory
+  // first (as multi-tensor elementwise tables do, ops/elementwise_batch.cpp), smaller
+  // ones are read straight from host-visible staging memory.
   const uint64_t bytes = table.size() * sizeof(Record);
-  Allocation staging = dev.staging().allocate(bytes);
-  std::memcpy(staging.host, table.data(), bytes);
+  const bool on_device = blocks >= 256;
+  Allocation table_mem;
+  if (on_device) {
+    table_mem = dev.memory().allocate(bytes);
+    upload(dev, table_mem.address, table.data(), bytes);
+    reads.push_back(span_elems(table_mem.address, int64_t(bytes), 1));
+  } else {
+    table_mem = dev.staging().allocate(bytes);
+    std::memcpy(table_mem.host, table.data(), bytes);
+  }
 
   Push pc{};
-  pc.table = staging.address;
+  pc.table = table_mem.address;
   pc.lr_ptr = h.lr_tensor;
   pc.grad_scale = h.grad_scale;
   pc.found_inf = h.found_inf;
@@ -100,7 +111,11 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   VkPipeline pipeline = dev.pipelines().get(name, {int32_t(rule)});
   const Access access = Access::of_lists(reads, writes);
   dispatch_groups(dev, pipeline, &pc, sizeof(pc), blocks, &access);
-  dev.stream().free_after_use(dev.staging(), staging.address);
+  if (on_device) {
+    dev.memory().free(table_mem.address);  // the stream orders later users after this one
+  } else {
+    dev.stream().free_after_use(dev.staging(), table_mem.address);
+  }
 }
 
 }  // namespace vkml::ops
