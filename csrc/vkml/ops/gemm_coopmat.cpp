@@ -145,11 +145,11 @@ VkPipeline make_pipeline(Device& dev, const Shape& s, int32_t tile, int32_t bk) 
                                         s.required ? s.sg : 0u});
 }
 
-// Two stages of the A and B tiles (16-bit, rows padded by 8) and a float staging
+// Two stages of the A and B tiles (16-bit, rows padded by 8; each stage holds its
+// operand as [tile][bk] or [bk][tile], the first being the larger) and a float staging
 // fragment per subgroup.
 uint64_t shared_bytes(int64_t tile, int64_t bk, const Shape& s) {
-  return 2 * uint64_t(tile * (bk + 8) + bk * (tile + 8)) * 2 +
-         uint64_t(kSubgroups) * s.m * (s.n + 4) * 4;
+  return 2 * uint64_t(2 * tile * (bk + 8)) * 2 + uint64_t(kSubgroups) * s.m * (s.n + 4) * 4;
 }
 
 // Start-up check outcomes, per device and kernel (fp16 / bf16, real / emulated):

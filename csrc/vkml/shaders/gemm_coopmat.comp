@@ -63,8 +63,13 @@ const uint FM = WM / MM;
 const uint FN = WN / MN;
 // Shared rows padded by 8 halves (4 floats): fragment loads and stores need
 // 16-byte aligned rows, and the padding moves successive rows to other banks.
-const uint AST = BK + 8;
-const uint BST = BN + 8;
+// An operand is staged with its contiguous side along the stage's rows, so that each
+// quad it loads is one store: A as [m][k] (AST apart) or, when it is contiguous along m
+// (F_A_MFAST), as [k][m] (ATS apart); B as [k][n] (BST) or, contiguous along k
+// (F_B_KFAST: x @ w^T in a linear layer), as [n][k] (BTS). The fragment loads then read
+// the second forms column-major.
+const uint AST = BK + 8, ATS = BM + 8;
+const uint BST = BN + 8, BTS = BK + 8;
 const uint CST = MN + 4;
 
 // The staged element type, and its value as a float in the emulation.
@@ -82,15 +87,15 @@ const uint CST = MN + 4;
 #define elem_value(x) float(x)
 #endif
 // Two stages of each: a K step multiplies from one while the next step's tiles are
-// stored into the other, so one barrier per step suffices.
-const uint A_STAGE = BM * AST, B_STAGE = BK * BST;
-// Staged as quads: a quad loaded along the staged rows' fast side (A along k, B along n,
-// the common layouts) is one 8-byte shared store instead of four 2-byte ones, which
+// stored into the other, so one barrier per step suffices. A stage holds either form
+// (BM, BN >= BK: the [m][k] and [n][k] forms are the larger).
+const uint A_STAGE = BM * AST, B_STAGE = BN * BTS;
+// Staged as quads: a quad is one 8-byte shared store instead of four 2-byte ones, which
 // otherwise outnumber the matrix-unit instructions. Strides and fragment offsets are
 // multiples of four elements, so coopMatLoad reads the quads directly (its element and
 // stride count quads).
-shared ELEM4 As[2 * A_STAGE / 4u];  // [stage][m][k]
-shared ELEM4 Bs[2 * B_STAGE / 4u];  // [stage][k][n]
+shared ELEM4 As[2 * A_STAGE / 4u];  // [stage][m][k], or [stage][k][m] (F_A_MFAST)
+shared ELEM4 Bs[2 * B_STAGE / 4u];  // [stage][k][n], or [stage][n][k] (F_B_KFAST)
 #define staged(ARR, IDX) ARR[(IDX) / 4u][(IDX) % 4u]  // one element
 shared float Cs[WARPS * MM * CST];
 
@@ -181,12 +186,7 @@ void put_a(uint st) {
     uint q = gl_LocalInvocationID.x + t * WG;
     uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
     uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
-    uint at = st * A_STAGE + i * AST + kk;
-    if (mfast) {
-      [[unroll]] for (uint u = 0u; u < 4u; ++u) As[(at + u * AST) / 4u][kk % 4u] = g_a[t][u];
-    } else {
-      As[at / 4u] = g_a[t];
-    }
+    As[(st * A_STAGE + (mfast ? kk * ATS + i : i * AST + kk)) / 4u] = g_a[t];
   }
 }
 
@@ -221,12 +221,7 @@ void put_b(uint st) {
     uint q = gl_LocalInvocationID.x + t * WG;
     uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
     uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
-    uint at = st * B_STAGE + kk * BST + j;
-    if (kfast) {
-      [[unroll]] for (uint u = 0u; u < 4u; ++u) Bs[(at + u * BST) / 4u][j % 4u] = g_b[t][u];
-    } else {
-      Bs[at / 4u] = g_b[t];
-    }
+    Bs[(st * B_STAGE + (kfast ? j * BTS + kk : kk * BST + j)) / 4u] = g_b[t];
   }
 }
 
@@ -252,6 +247,7 @@ void main() {
   uint bi = rest / tiles_m;
   uint row0 = tm * BM, col0 = tn * BN;
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  bool mfast = (pc.flags & F_A_MFAST) != 0u, kfast = (pc.flags & F_B_KFAST) != 0u;
   uint wm0 = warp % WARPS_M * WM, wn0 = warp / WARPS_M * WN;
 
 #ifdef EMULATED
@@ -279,6 +275,9 @@ void main() {
       fetch_b(bi, col0, k0 + BK, k_end);
     }
     uint a_st = st * A_STAGE, b_st = st * B_STAGE;
+    // Where element (row, k) of A and (k, col) of B are staged (see AST above).
+    uint a_row = mfast ? 1u : AST, a_k = mfast ? ATS : 1u;
+    uint b_k = kfast ? 1u : BST, b_col = kfast ? BTS : 1u;
     [[unroll]] for (uint kk = 0u; kk < BK; kk += MK) {
 #ifdef EMULATED
       [[unroll]] for (uint f = 0u; f < FM * FN; ++f) {
@@ -287,18 +286,28 @@ void main() {
           uint idx = lane + e * SG, r = idx / MN, c = idx % MN;
           float s = acc[f * EPL + e];
           for (uint t = 0u; t < MK; ++t)
-            s = fma(elem_value(staged(As, a_st + (ar + r) * AST + kk + t)),
-                    elem_value(staged(Bs, b_st + (kk + t) * BST + bc + c)), s);
+            s = fma(elem_value(staged(As, a_st + (ar + r) * a_row + (kk + t) * a_k)),
+                    elem_value(staged(Bs, b_st + (kk + t) * b_k + (bc + c) * b_col)), s);
           acc[f * EPL + e] = s;
         }
       }
 #else
       coopmat<float16_t, gl_ScopeSubgroup, MM, MK, gl_MatrixUseA> fa[FM];
       coopmat<float16_t, gl_ScopeSubgroup, MK, MN, gl_MatrixUseB> fb[FN];
-      [[unroll]] for (uint i = 0u; i < FM; ++i)
-        coopMatLoad(fa[i], As, (a_st + (wm0 + i * MM) * AST + kk) / 4u, AST / 4u, gl_CooperativeMatrixLayoutRowMajor);
-      [[unroll]] for (uint j = 0u; j < FN; ++j)
-        coopMatLoad(fb[j], Bs, (b_st + kk * BST + wn0 + j * MN) / 4u, BST / 4u, gl_CooperativeMatrixLayoutRowMajor);
+      [[unroll]] for (uint i = 0u; i < FM; ++i) {
+        uint at = (a_st + (wm0 + i * MM) * a_row + kk * a_k) / 4u;
+        if (mfast)
+          coopMatLoad(fa[i], As, at, ATS / 4u, gl_CooperativeMatrixLayoutColumnMajor);
+        else
+          coopMatLoad(fa[i], As, at, AST / 4u, gl_CooperativeMatrixLayoutRowMajor);
+      }
+      [[unroll]] for (uint j = 0u; j < FN; ++j) {
+        uint at = (b_st + kk * b_k + (wn0 + j * MN) * b_col) / 4u;
+        if (kfast)
+          coopMatLoad(fb[j], Bs, at, BTS / 4u, gl_CooperativeMatrixLayoutColumnMajor);
+        else
+          coopMatLoad(fb[j], Bs, at, BST / 4u, gl_CooperativeMatrixLayoutRowMajor);
+      }
       [[unroll]] for (uint i = 0u; i < FM; ++i)
         [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);
 #endif
