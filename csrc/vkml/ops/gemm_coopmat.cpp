@@ -206,7 +206,9 @@ float round_bf16(float f) {
 // partial sum is exact in fp32 (and in fp16), so the answer must be exact in
 // any summation order, up to the one rounding of the bf16 store. The sizes
 // cover full and ragged tiles and K slices, and the row strides allow the
-// vector loads. C starts as NaN. The product runs at both staging depths.
+// vector loads. C starts as NaN. The product runs at both staging depths, with the
+// operands as given and transposed (staged in the other layout, read as column-major
+// fragments).
 bool self_check(Device& dev, bool bf16) {
   const int64_t m = 101, n = 84, k = 100;
   auto value = [](int64_t i, int64_t salt) { return float((i * 7 + salt) % 5 - 2) * 0.5f; };
@@ -214,14 +216,23 @@ bool self_check(Device& dev, bool bf16) {
   std::vector<uint16_t> c(size_t(m * n), bf16 ? 0x7fc0 : 0x7e00);
   for (int64_t i = 0; i < m * k; ++i) a[size_t(i)] = bits16(value(i, 3), bf16);
   for (int64_t i = 0; i < k * n; ++i) b[size_t(i)] = bits16(value(i, 1), bf16);
-  uint64_t addr[3] = {0, 0, 0};
+  std::vector<uint16_t> at(a.size()), bt(b.size());  // [k][m] and [n][k]
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t kk = 0; kk < k; ++kk) at[size_t(kk * m + i)] = a[size_t(i * k + kk)];
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t j = 0; j < n; ++j) bt[size_t(j * k + kk)] = b[size_t(kk * n + j)];
+  uint64_t addr[5] = {0, 0, 0, 0, 0};
   bool ok = false;
   try {
     addr[0] = dev.memory().allocate(a.size() * 2).address;
     addr[1] = dev.memory().allocate(b.size() * 2).address;
     addr[2] = dev.memory().allocate(c.size() * 2).address;
+    addr[3] = dev.memory().allocate(at.size() * 2).address;
+    addr[4] = dev.memory().allocate(bt.size() * 2).address;
     upload(dev, addr[0], a.data(), a.size() * 2);
     upload(dev, addr[1], b.data(), b.size() * 2);
+    upload(dev, addr[3], at.data(), at.size() * 2);
+    upload(dev, addr[4], bt.data(), bt.size() * 2);
     GemmArgs g;
     g.dtype = bf16 ? DType::bf16 : DType::f16;
     g.m = m, g.n = n, g.k = k;
@@ -229,8 +240,12 @@ bool self_check(Device& dev, bool bf16) {
     g.b = addr[1], g.b_batch = k * n, g.b_row = n, g.b_col = 1;
     g.c = addr[2], g.c_batch = m * n, g.c_row = n, g.c_col = 1;
     ok = true;
-    for (int32_t bk : {16, 32}) {
-      if (!ok) break;
+    for (int variant = 0; variant < 4 && ok; ++variant) {
+      const int32_t bk = variant % 2 ? 32 : 16;
+      if (variant == 2) {  // transposed: A contiguous along m, B along k
+        g.a = addr[3], g.a_row = 1, g.a_col = m;
+        g.b = addr[4], g.b_row = 1, g.b_col = k;
+      }
       upload(dev, addr[2], c.data(), c.size() * 2);  // NaN again
       t_checking_bk = bk;
       gemm(dev, g);
