@@ -11,6 +11,7 @@ the device at hand, with the device clock, and checks each result against the de
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -48,10 +49,40 @@ FP32_CONFIGS = [
 ]
 
 
+# The tiles the defaults take for these shapes, as configurations (ops/matmul.cpp).
+DEFAULT_FP32 = (64, 64, 16, 256, 4)
+HUGE_FP32 = (128, 128, 8, 256, 8)
+
+
+def best_line(name: str, rates: dict, default) -> None:
+    """A machine-readable verdict for gpu_run.sh: the candidate with the best geometric
+    mean over the shapes that every candidate ran, and its gain over the default."""
+    runs = [r for r in rates.values() if r]
+    shapes = min(len(r) for r in runs) if runs else 0
+    if not shapes or not rates.get(default):
+        return
+
+    def gmean(r):
+        return math.prod(r[:shapes]) ** (1.0 / shapes)
+
+    best = max((c for c in rates if len(rates[c]) >= shapes), key=lambda c: gmean(rates[c]))
+    value = ",".join(map(str, best)) if isinstance(best, tuple) else str(best)
+    gain = gmean(rates[best]) / gmean(rates[default])
+    print(f"BEST {name}: {value} (x{gain:.2f} over the default, {shapes} shapes)", flush=True)
+
+
 def scalar_fp32(t0: float, budget: float) -> bool:
     """The scalar kernel in fp32: the default tile (64 x 64 for these), the forced 128 x 128
     one (8 x 8 per thread) and the other configurations above. False once the budget is
     spent."""
+    rates = {c: [] for c in [DEFAULT_FP32, HUGE_FP32, *FP32_CONFIGS]}
+    try:
+        return _scalar_fp32(t0, budget, rates)
+    finally:
+        best_line("fp32-gemm", rates, DEFAULT_FP32)
+
+
+def _scalar_fp32(t0: float, budget: float, rates: dict) -> bool:
     for m, k, n in SHAPES:
         if time.perf_counter() - t0 > budget:
             return False
@@ -68,7 +99,11 @@ def scalar_fp32(t0: float, budget: float) -> bool:
                 label = f"tile {tile or 'default'}"
             err = (torch.mm(a, b).cpu().double() - want).abs().max().item()
             ok = "" if err <= 1e-4 * want.abs().max().item() else f" DIFF {err:.3g}"
-            row.append(f"{label} {tflops(a, b):.3g}{ok}")
+            rate = tflops(a, b)
+            row.append(f"{label} {rate:.3g}{ok}")
+            config = tile if isinstance(tile, tuple) else HUGE_FP32 if tile else DEFAULT_FP32
+            if not ok:
+                rates[config].append(rate)
             torch_vkml._C._set_gemm_tile(0)
             torch_vkml._C._set_gemm_config(0, 0, 0, 0, 0)
         print(f"  fp32 {m}x{k}x{n} TFLOP/s: " + " | ".join(row), flush=True)
@@ -78,6 +113,14 @@ def scalar_fp32(t0: float, budget: float) -> bool:
 def convolutions(t0: float, budget: float) -> bool:
     """The implicit GEMM's 32, 64 and 128 tiles (TORCH_VKML_GEMM_TILE reaches it too),
     forward."""
+    rates = {32: [], 64: [], 128: []}
+    try:
+        return _convolutions(t0, budget, rates)
+    finally:
+        best_line("conv-tile", rates, 64)
+
+
+def _convolutions(t0: float, budget: float, rates: dict) -> bool:
     for cin, hw, cout, k in CONVS:
         if time.perf_counter() - t0 > budget:
             return False
@@ -94,6 +137,8 @@ def convolutions(t0: float, budget: float) -> bool:
             ok = "" if err <= 1e-4 * want.abs().max().item() else f" DIFF {err:.3g}"
             rate = timed(lambda: F.conv2d(x, w, padding=k // 2), flops)  # noqa: B023
             row.append(f"tile {tile} {rate:.3g}{ok}")
+            if not ok:
+                rates[tile].append(rate)
         print(f"  conv fp32 {cin}->{cout} {k}x{k} @{hw} TFLOP/s: " + " | ".join(row), flush=True)
     torch_vkml._C._set_gemm_tile(0)
     return True

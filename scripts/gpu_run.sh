@@ -4,18 +4,19 @@
 # `source .gl/gpu-setup.sh` there:
 #
 #   run(command="source .gl/gpu-setup.sh && bash scripts/gpu_run.sh", carry=[".gl"],
-#       timeout_s=570)
+#       timeout_s=590)
 #
 # Writes under $OUT (or ./gpu-out): build.log, device.txt, diagnose.txt (crash probes),
 # pytest.log, bench.log, sweep.txt (tile sweeps), bench-ab.log, and results.tgz with the
 # rest (the bench folders: results.json, table.txt, ratios.png; junit.xml): the device
 # tool brings back 8 files at most.
 # Each step has its own time limit so
-# that the whole script stays under 9 minutes; a failing build stops it, failing tests do
+# that the whole script ends by about 555 s; a failing build stops it, failing tests do
 # not stop the bench. Knobs: STEP_BUILD_S, STEP_TEST_S (0: no tests), TEST_ARGS (pytest
 # selection, default the whole suite), STEP_BENCH_S, BENCH_ARGS, BENCH_KERNELS (kernels
 # listed per case, 0: none), SWEEP_PARTS (see gpu_gemm_sweep.py), SWEEP_END (seconds
-# into the run by which the sweep stops, default 490), AB=0 (no A/B runs), and
+# into the run by which the sweep stops, default 470), AB=0 (no A/B runs), AB_END (by
+# which they stop, default 550), and
 # GPU_RUN_ANY_DEVICE=1 (accept a device that is not NVIDIA's: a dry run on lavapipe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -224,7 +225,7 @@ summary+=("bench: rc=$rc")
 # fp32 GEMM and convolution under each scalar tile, then the matrix-unit GEMM under each
 # staging depth and output tile (their defaults were chosen without a GPU), in one process
 # on the device clock.
-left=$(( ${SWEEP_END:-490} - $(elapsed) ))
+left=$(( ${SWEEP_END:-470} - $(elapsed) ))
 if [ "$left" -ge 30 ]; then
   echo "==> [$(elapsed)s] GEMM and convolution tile sweep (limit ${left}s)"
   set +e
@@ -235,24 +236,36 @@ if [ "$left" -ge 30 ]; then
   summary+=("sweep: rc=$rc")
 fi
 
-# A/B: the big half-precision GEMMs again on the scalar kernel (no matrix units), and fp32
-# on the 128 x 128 scalar tile, taken only when forced (8 x 8 per thread now; its 16 x 4
-# form ran ten times slower than 64 x 64 on the H200), so that what each choice is worth
-# shows in the same session.
-left=$(( 530 - $(elapsed) ))
-if [ "${AB:-1}" != 0 ] && [ "$left" -ge 40 ]; then
-  echo "==> [$(elapsed)s] A/B: no matrix units; fp32 on 128 x 128 tiles (limit ${left}s)"
+# A/B: where the sweep found a tile better than the default (its BEST lines), the cases
+# that tile would change again with that tile, so that what it is worth in a training
+# step shows in the same run: the fp32 GEMM's tile (TORCH_VKML_GEMM_CONFIG) on the GEMM
+# and LM cases, the convolution's 128 tile (TORCH_VKML_GEMM_TILE=128) on the conv and
+# ResNet cases. Compare with the main bench's figures.
+left=$(( ${AB_END:-550} - $(elapsed) ))
+best_gemm=$(sed -n 's/^BEST fp32-gemm: \([0-9,]*\) .*/\1/p' "$OUT/sweep.txt" 2>/dev/null || true)
+best_conv=$(sed -n 's/^BEST conv-tile: \([0-9]*\) .*/\1/p' "$OUT/sweep.txt" 2>/dev/null || true)
+ab=()
+if [ -n "$best_gemm" ] && [ "$best_gemm" != "64,64,16,256,4" ]; then ab+=(gemm); fi
+if [ "$best_conv" = 128 ]; then ab+=(conv); fi
+if [ "${AB:-1}" != 0 ] && [ "${#ab[@]}" -gt 0 ] && [ "$left" -ge 40 ]; then
+  each=$(( left / ${#ab[@]} ))
+  echo "==> [$(elapsed)s] A/B: ${ab[*]} with the sweep's best tiles (limit ${left}s)"
   set +e
-  TORCH_VKML_COOPMAT=0 timeout -k 10 $(( left / 2 )) "$PY" -m torch_vkml.bench --no-cuda \
-    --out "$OUT/bench-ab" --cases 'gemm/fp16/4096x4096x4096,gemm/bf16/4096x4096x4096' \
-    --time-budget $(( left / 2 - 10 )) >"$OUT/bench-ab.log" 2>&1
-  TORCH_VKML_GEMM_TILE=128 timeout -k 10 $(( left / 2 )) "$PY" -m torch_vkml.bench --no-cuda \
-    --out "$OUT/bench-ab128" --cases 'gemm/fp32/4096x4096x4096' \
-    --time-budget $(( left / 2 - 20 )) >>"$OUT/bench-ab.log" 2>&1
-  rc=$?
+  for what in "${ab[@]}"; do
+    if [ "$what" = gemm ]; then
+      env TORCH_VKML_GEMM_CONFIG="$best_gemm" timeout -k 10 "$each" "$PY" -m torch_vkml.bench \
+        --no-cuda --out "$OUT/bench-ab-gemm" --cases 'gemm/fp32,train/lm,infer/lm' \
+        --time-budget $(( each - 20 )) >>"$OUT/bench-ab.log" 2>&1
+    else
+      env TORCH_VKML_GEMM_TILE=128 timeout -k 10 "$each" "$PY" -m torch_vkml.bench --no-cuda \
+        --out "$OUT/bench-ab-conv" --cases 'conv2d,train/resnet18,infer/resnet18' \
+        --time-budget $(( each - 20 )) >>"$OUT/bench-ab.log" 2>&1
+    fi
+    rc=$?
+    summary+=("bench A/B $what: rc=$rc")
+  done
   set -e
-  grep "^gemm/" "$OUT/bench-ab.log" || true
-  summary+=("bench A/B: rc=$rc")
+  grep -E "^(gemm|conv2d|train|infer)" "$OUT/bench-ab.log" || true
 fi
 
 if [ ! -f "$OUT/bench/ratios.png" ] && [ -f "$OUT/bench/results.json" ]; then
@@ -262,7 +275,7 @@ fi
 echo "==> [$(elapsed)s] summary"
 printf '  %s\n' "${summary[@]}"
 # At most 8 files come back: the logs stay loose, the rest goes into one archive.
-packed=$(cd "$OUT" && ls -d bench bench-ab bench-ab128 junit.xml nvidia_egl_icd.json loader.log 2>/dev/null || true)
+packed=$(cd "$OUT" && ls -d bench bench-ab-gemm bench-ab-conv junit.xml nvidia_egl_icd.json loader.log 2>/dev/null || true)
 if [ -n "$packed" ]; then
   (cd "$OUT" && tar czf results.tgz $packed && rm -rf $packed)
 fi

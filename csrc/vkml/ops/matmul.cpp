@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -67,10 +68,32 @@ constexpr bool float_tile_valid(const Tile& t) {
 }
 static_assert(float_tile_valid(kSmall) && float_tile_valid(kLarge) && float_tile_valid(kHuge));
 
+uint64_t pack_tile(const Tile& t) {
+  uint64_t v = 0;
+  for (int32_t f : {t.tn, t.threads, t.bk, t.bn, t.bm}) v = v << 12 | uint64_t(f);
+  return v;
+}
+bool custom_in_range(const Tile& t) {
+  return float_tile_valid(t) && t.bm < 4096 && t.bn < 4096 && t.bk < 4096 && t.threads < 4096;
+}
+
+// TORCH_VKML_GEMM_CONFIG=bm,bn,bk,threads,tn at start-up: a benchmark A/B of a whole tile.
+uint64_t custom_from_env() {
+  const char* v = std::getenv("TORCH_VKML_GEMM_CONFIG");
+  if (!v || !*v) return 0;
+  Tile t{};
+  if (std::sscanf(v, "%d,%d,%d,%d,%d", &t.bm, &t.bn, &t.bk, &t.threads, &t.tn) == 5 &&
+      custom_in_range(t))
+    return pack_tile(t);
+  std::fprintf(stderr,
+               "torch-vkml: TORCH_VKML_GEMM_CONFIG=%s is not a tile gemm.comp runs; ignored\n", v);
+  return 0;
+}
+
 // A whole tile for sweeps (set_gemm_config): fp32 products take it while set. Packed
 // into one atomic so that a reader sees one setting; 0 when unset.
 std::atomic<uint64_t>& custom_value() {
-  static std::atomic<uint64_t> v{0};
+  static std::atomic<uint64_t> v{custom_from_env()};
   return v;
 }
 Tile custom_tile() {
@@ -127,11 +150,9 @@ void set_gemm_config(int32_t bm, int32_t bn, int32_t bk, int32_t threads, int32_
     return;
   }
   const Tile t{bm, bn, bk, threads, tn};
-  VKML_CHECK_ARG(float_tile_valid(t) && bm < 4096 && bn < 4096 && bk < 4096 && threads < 4096,
+  VKML_CHECK_ARG(custom_in_range(t),
                  "gemm config: not a tile gemm.comp runs (see float_tile_valid)");
-  uint64_t v = 0;
-  for (int32_t f : {tn, threads, bk, bn, bm}) v = v << 12 | uint64_t(f);
-  custom_value().store(v);
+  custom_value().store(pack_tile(t));
 }
 
 void gemm(Device& dev, const GemmArgs& g) {

@@ -39,6 +39,7 @@ int gemm_tile();
 // Sets a whole tile of shaders/gemm.comp for fp32 products (BM, BN, BK, threads, TN),
 // overriding the choice above; all zeros clears it. For sweeps on new hardware
 // (scripts/gpu_gemm_sweep.py); throws on a tile the shader cannot run.
+// TORCH_VKML_GEMM_CONFIG=bm,bn,bk,threads,tn sets it at start-up.
 void set_gemm_config(int32_t bm, int32_t bn, int32_t bk, int32_t threads, int32_t tn);
 
 }  // namespace vkml::ops
