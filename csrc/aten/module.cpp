@@ -13,6 +13,7 @@
 #include "vkml/ops/attention.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/gemm_coopmat.h"
+#include "vkml/ops/launch.h"
 #include "vkml/runtime/shader_registry.h"
 #include "vkml_tensor.h"
 
@@ -163,6 +164,7 @@ PYBIND11_MODULE(_C, m) {
     guarded([&] { vkml::ops::set_coopmat_tuning({bk, tile}); });
   });
   m.def("_set_gemm_tile", [](int tile) { vkml::ops::set_gemm_tile(tile); });
+  m.def("_set_gpu_choices", [](bool on) { vkml::ops::set_gpu_choices(on); });
   m.def("_set_gemm_config", [](int bm, int bn, int bk, int threads, int tn) {
     guarded([&] { vkml::ops::set_gemm_config(bm, bn, bk, threads, tn); });
   });

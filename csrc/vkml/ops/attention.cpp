@@ -97,8 +97,7 @@ Tiling forward_tiling(Device& dev, const AttentionShape& s) {
 // TFLOP/s with 2 x 1 x 64 against 3.7 with 4 x 4 x 64. CPU devices keep the largest.
 Tiling backward_tiling(Device& dev, const AttentionShape& s) {
   static constexpr int kLargestFirst[] = {0, 1, 2, 3, 4}, kSmallestFirst[] = {4, 3, 2, 1, 0};
-  const bool cpu = dev.info().device_type == "cpu";
-  return choose(dev, s, cpu ? kLargestFirst : kSmallestFirst, [](const Tiling& t) {
+  return choose(dev, s, gpu_choices(dev) ? kSmallestFirst : kLargestFirst, [](const Tiling& t) {
     return 2 * (t.rows() + t.cols()) * (t.ep + 4) + 2 * t.rows() * (t.cols() + 4);
   });
 }

@@ -36,7 +36,7 @@ int32_t conv_tile(const Device& dev, int64_t tiles64) {
   const DeviceInfo& info = dev.info();
   const bool fits = info.max_workgroup_invocations >= 256;
   if (int forced = gemm_tile()) return !fits ? 32 : forced >= 128 ? 128 : forced >= 64 ? 64 : 32;
-  return info.device_type != "cpu" && fits && tiles64 >= 128 ? 64 : 32;
+  return gpu_choices(dev) && fits && tiles64 >= 128 ? 64 : 32;
 }
 
 // A pointwise convolution (1 x 1 kernel, stride 1, no padding, one group) is a

@@ -1,16 +1,26 @@
 #include "vkml/ops/launch.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "vkml/core/error.h"
 
 namespace vkml::ops {
 
+namespace {
+std::atomic<bool> g_gpu_choices{false};
+}  // namespace
+
+bool gpu_choices(const Device& dev) {
+  return g_gpu_choices.load(std::memory_order_relaxed) || dev.info().device_type != "cpu";
+}
+void set_gpu_choices(bool on) { g_gpu_choices.store(on); }
+
 int64_t k_splits(const Device& dev, int64_t tiles, int64_t k, int64_t outputs) {
   constexpr int64_t kMinSliceK = 256, kMaxSplits = 64;
   constexpr uint64_t kMaxScratch = 64ull << 20;
-  const int64_t target = dev.info().device_type == "cpu" ? 256 : 1024;
+  const int64_t target = gpu_choices(dev) ? 1024 : 256;
   if (tiles >= 128 || k < 2 * kMinSliceK) return 1;
   int64_t s = std::min({ceil_div(target, tiles), k / kMinSliceK, kMaxSplits});
   while (s > 1 && uint64_t(s * outputs) * 4 > kMaxScratch) --s;

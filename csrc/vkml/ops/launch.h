@@ -23,6 +23,12 @@ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // devices, whose few cores a few hundred keep busy.
 int64_t k_splits(const Device& dev, int64_t tiles, int64_t k, int64_t outputs);
 
+// Whether tiles, split-K grids and kernel tilings are chosen as for a GPU: the device is
+// not a CPU one, or set_gpu_choices(true) asked for it, so that tests on lavapipe reach
+// the choices every GPU takes by default.
+bool gpu_choices(const Device& dev);
+void set_gpu_choices(bool on);
+
 // Dispatches enough workgroups of `wg` threads for `threads` invocations,
 // spilling into the y dimension beyond maxComputeWorkGroupCount[0]; shaders
 // use linear_id() from common.glsl.

@@ -128,8 +128,7 @@ size_t choose_tile(const Device& dev, const GemmArgs& g, bool integer) {
   if (integer || g.m <= 32 || g.n <= 32) return 0;
   // Split-K (launch.h) multiplies a few large tiles into enough workgroups on a GPU.
   const int64_t tiles = ceil_div(g.m, kLarge.bm) * ceil_div(g.n, kLarge.bn) * g.batch;
-  const int64_t splits =
-      info.device_type == "cpu" ? 1 : k_splits(dev, tiles, g.k, g.batch * g.m * g.n);
+  const int64_t splits = gpu_choices(dev) ? k_splits(dev, tiles, g.k, g.batch * g.m * g.n) : 1;
   if (tiles * splits < 128) return 0;
   return fits(1) ? 1 : 0;
 }
