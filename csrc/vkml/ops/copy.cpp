@@ -154,4 +154,29 @@ void copy_device_to_pinned(Device& dev, uint64_t pinned_address, uint64_t src_ad
   record_copy(dev, dev.staging(), pinned_address, dev.memory(), src_address, nbytes);
 }
 
+KernelTable put_kernel_table(Device& dev, const void* records, uint64_t nbytes, uint64_t groups,
+                             std::vector<Span>& reads) {
+  constexpr uint64_t kDeviceTableGroups = 256;
+  KernelTable t;
+  t.on_device = groups >= kDeviceTableGroups;
+  if (t.on_device) {
+    t.address = dev.memory().allocate(nbytes).address;
+    upload(dev, t.address, records, nbytes);
+    reads.push_back(Span{t.address, t.address + nbytes});
+  } else {
+    Allocation staging = dev.staging().allocate(nbytes);
+    std::memcpy(staging.host, records, nbytes);
+    t.address = staging.address;
+  }
+  return t;
+}
+
+void release_kernel_table(Device& dev, const KernelTable& table) {
+  if (table.on_device) {
+    dev.memory().free(table.address);
+  } else {
+    dev.stream().free_after_use(dev.staging(), table.address);
+  }
+}
+
 }  // namespace vkml::ops

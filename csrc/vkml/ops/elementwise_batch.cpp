@@ -1,6 +1,5 @@
 #include "vkml/ops/elementwise_batch.h"
 
-#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -8,7 +7,6 @@
 #include "vkml/ops/elementwise_push.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/deferred.h"
-#include "vkml/runtime/memory.h"
 #include "vkml/shaders/op_codes.h"
 
 namespace vkml::ops {
@@ -26,12 +24,6 @@ static_assert(sizeof(Record) == 72);
 
 constexpr uint64_t kGroupElements = 256 * 4;  // WG of elementwise.comp, 4 elements a thread
 constexpr size_t kMaxRecords = 4096;
-// Every workgroup binary-searches the table. Read from host-visible staging memory, each
-// of those reads crosses the bus on a discrete GPU (system memory), so from this many
-// workgroups on, the table is copied to device memory first. (On the H200, AdamW's
-// foreach kernels over 150 tensors of 256K elements moved 1.7-3 TB/s against 3.4-4.1 for
-// single-tensor ones.)
-constexpr uint64_t kDeviceTableGroups = 256;
 
 bool overlaps_any(const Span& s, const std::vector<Span>& set) {
   for (const Span& t : set)
@@ -91,17 +83,8 @@ class Batch final : public DeferredWork {
     const uint64_t groups = groups_;
     groups_ = 0;
     Device& dev = *dev_;
-    const uint64_t bytes = records.size() * sizeof(Record);
-    const bool on_device = groups >= kDeviceTableGroups;
-    Allocation table;
-    if (on_device) {
-      table = dev.memory().allocate(bytes);
-      upload(dev, table.address, records.data(), bytes);
-      reads.push_back(span_elems(table.address, int64_t(bytes), 1));
-    } else {  // read straight from host-visible staging memory
-      table = dev.staging().allocate(bytes);
-      std::memcpy(table.host, records.data(), bytes);
-    }
+    const KernelTable table =
+        put_kernel_table(dev, records.data(), records.size() * sizeof(Record), groups, reads);
     elementwise_detail::Push p{};
     p.ptr[0] = table.address;
     p.numel = uint32_t(records.size());
@@ -109,11 +92,7 @@ class Batch final : public DeferredWork {
     p.flags = flags_;
     const Access access = Access::of_lists(reads, writes);
     dispatch_groups(dev, pipeline_, &p, sizeof(p), groups, &access);
-    if (on_device) {
-      dev.memory().free(table.address);  // the stream orders later users after this one
-    } else {
-      dev.stream().free_after_use(dev.staging(), table.address);
-    }
+    release_kernel_table(dev, table);
   }
 
  private:

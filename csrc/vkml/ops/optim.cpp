@@ -1,13 +1,11 @@
 #include "vkml/ops/optim.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "vkml/core/error.h"
 #include "vkml/ops/copy.h"
 #include "vkml/ops/launch.h"
-#include "vkml/runtime/memory.h"
 
 namespace vkml::ops {
 
@@ -80,20 +78,8 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   }
   if (table.empty()) return;
   VKML_CHECK_ARG(blocks < (uint64_t(1) << 32), "fused optimizer: too many elements in one list");
-  // Every workgroup searches the table: from 256 workgroups on it goes to device memory
-  // first (as multi-tensor elementwise tables do, ops/elementwise_batch.cpp), smaller
-  // ones are read straight from host-visible staging memory.
-  const uint64_t bytes = table.size() * sizeof(Record);
-  const bool on_device = blocks >= 256;
-  Allocation table_mem;
-  if (on_device) {
-    table_mem = dev.memory().allocate(bytes);
-    upload(dev, table_mem.address, table.data(), bytes);
-    reads.push_back(span_elems(table_mem.address, int64_t(bytes), 1));
-  } else {
-    table_mem = dev.staging().allocate(bytes);
-    std::memcpy(table_mem.host, table.data(), bytes);
-  }
+  const KernelTable table_mem =
+      put_kernel_table(dev, table.data(), table.size() * sizeof(Record), blocks, reads);
 
   Push pc{};
   pc.table = table_mem.address;
@@ -111,11 +97,7 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   VkPipeline pipeline = dev.pipelines().get(name, {int32_t(rule)});
   const Access access = Access::of_lists(reads, writes);
   dispatch_groups(dev, pipeline, &pc, sizeof(pc), blocks, &access);
-  if (on_device) {
-    dev.memory().free(table_mem.address);  // the stream orders later users after this one
-  } else {
-    dev.stream().free_after_use(dev.staging(), table_mem.address);
-  }
+  release_kernel_table(dev, table_mem);
 }
 
 }  // namespace vkml::ops

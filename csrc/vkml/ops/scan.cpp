@@ -85,15 +85,11 @@ void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
          uint32_t(chunk),
          uint32_t(nchunks)};
   uint64_t groups = uint64_t(a.outer * nchunks);
-  uint64_t max_x = std::min<uint64_t>(dev.info().max_workgroup_count[0], 65535);
-  uint32_t gx = uint32_t(std::min(groups, max_x));
-  uint32_t gy = uint32_t((groups + gx - 1) / gx);
   const int64_t numel = a.outer * a.n;
   Access chunks = line_access(a, dt, numel);  // and the chunk totals
   chunks.write(span_elems(part.address, slots, itemsize(pdt)));
   chunks.write(span_elems(part_idx.address, with_idx ? slots : 0, 8));
-  dev.stream().dispatch(pipeline_for(dev, dt, a.op, kChunks, wg), &p, sizeof(p), gx, gy, 1,
-                        &chunks);
+  dispatch_groups(dev, pipeline_for(dev, dt, a.op, kChunks, wg), &p, sizeof(p), groups, &chunks);
   if (nchunks == 1) return;
   ScanArgs totals;
   totals.op = a.op;
