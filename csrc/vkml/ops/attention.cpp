@@ -43,6 +43,8 @@ struct Tiling {
 };
 constexpr Tiling kTilings[] = {{4, 4, 128}, {4, 4, 64}, {4, 2, 64}, {2, 2, 64}, {2, 1, 64}};
 constexpr int kTilingCount = int(std::size(kTilings));
+// Orders in which choose() tries them (indices into kTilings).
+constexpr int kLargestFirst[] = {0, 1, 2, 3, 4}, kSmallestFirst[] = {4, 3, 2, 1, 0};
 
 int tiling_from_env() {
   const char* v = std::getenv("TORCH_VKML_ATTENTION_TILE");
@@ -83,7 +85,6 @@ Tiling choose(Device& dev, const AttentionShape& s, const int (&order)[kTilingCo
 // Forward: q [rows, EP + 4], k [cols, EP + 4], v [cols, EP], the probabilities
 // [rows, cols + 4] and a [rows, 8] exchange of row maxima.
 Tiling forward_tiling(Device& dev, const AttentionShape& s) {
-  static constexpr int kLargestFirst[] = {0, 1, 2, 3, 4};
   return choose(dev, s, kLargestFirst, [](const Tiling& t) {
     return (t.rows() + t.cols()) * (t.ep + 4) + t.cols() * t.ep + t.rows() * (t.cols() + 4) +
            t.rows() * kLanes;
@@ -96,7 +97,6 @@ Tiling forward_tiling(Device& dev, const AttentionShape& s) {
 // and on the H200 (causal fp32, 8 x 12 x 2048 x 64) forward + backward ran at 5.7
 // TFLOP/s with 2 x 1 x 64 against 3.7 with 4 x 4 x 64. CPU devices keep the largest.
 Tiling backward_tiling(Device& dev, const AttentionShape& s) {
-  static constexpr int kLargestFirst[] = {0, 1, 2, 3, 4}, kSmallestFirst[] = {4, 3, 2, 1, 0};
   return choose(dev, s, gpu_choices(dev) ? kSmallestFirst : kLargestFirst, [](const Tiling& t) {
     return 2 * (t.rows() + t.cols()) * (t.ep + 4) + 2 * t.rows() * (t.cols() + 4);
   });

@@ -106,31 +106,27 @@ constexpr size_t kCustomClass = std::size(kTiles);
 // The tile class for this product on this device: small tiles for small or
 // narrow outputs and integer products (int64 staging), large ones once there
 // are enough of them. Never beyond the device's limits. The huge tile is only
-// taken when forced (TORCH_VKML_GEMM_TILE=128): in its 16 x 4 form, before the
-// shader's loops were unrolled, it ran 4096^3 at 2.2 TFLOP/s on an H200
-// against 24 for the large one, and the 8 x 8 form is unmeasured.
+// taken when forced (TORCH_VKML_GEMM_TILE=128): on an H200 it ran 4096^3 at 2.2-2.3
+// TFLOP/s against 24 for the large one, in its 16 x 4 and 8 x 8 forms alike (before
+// 8 x 8 blocks left through shared memory, see gemm.comp).
 size_t choose_tile(const Device& dev, const GemmArgs& g, bool integer) {
   const DeviceInfo& info = dev.info();
   const size_t acc = integer ? 8 : 4;
-  auto fits = [&](size_t c) {
-    return uint32_t(kTiles[c].threads) <= info.max_workgroup_invocations &&
-           shared_bytes(kTiles[c], acc) <= info.max_shared_memory;
+  auto fits = [&](const Tile& t) {
+    return uint32_t(t.threads) <= info.max_workgroup_invocations &&
+           shared_bytes(t, acc) <= info.max_shared_memory;
   };
-  if (!integer && g.dtype == DType::f32 && custom_value().load()) {
-    const Tile t = custom_tile();
-    if (uint32_t(t.threads) <= info.max_workgroup_invocations &&
-        shared_bytes(t, acc) <= info.max_shared_memory)
-      return kCustomClass;
-  }
+  if (!integer && g.dtype == DType::f32 && custom_value().load() && fits(custom_tile()))
+    return kCustomClass;
   if (int forced = forced_tile().load())
     for (size_t c = 0; c < std::size(kTiles); ++c)
-      if (kTiles[c].bm == forced && fits(c)) return c;
+      if (kTiles[c].bm == forced && fits(kTiles[c])) return c;
   if (integer || g.m <= 32 || g.n <= 32) return 0;
   // Split-K (launch.h) multiplies a few large tiles into enough workgroups on a GPU.
   const int64_t tiles = ceil_div(g.m, kLarge.bm) * ceil_div(g.n, kLarge.bn) * g.batch;
   const int64_t splits = gpu_choices(dev) ? k_splits(dev, tiles, g.k, g.batch * g.m * g.n) : 1;
   if (tiles * splits < 128) return 0;
-  return fits(1) ? 1 : 0;
+  return fits(kLarge) ? 1 : 0;
 }
 
 int64_t max_offset(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
