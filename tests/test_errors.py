@@ -2,6 +2,8 @@
 
 import json
 import re
+import shutil
+import subprocess
 
 import pytest
 import torch
@@ -233,3 +235,33 @@ def test_fallback_counts_api():
     counts = torch_vkml.fallback_counts()
     assert isinstance(counts, dict)
     assert counts == {}
+
+
+# ------------------------------------------------------ the C++ runtime
+
+
+def test_error_message_formats_numbers():
+    # A second libstdc++ inside the module (a compiler with only a static one) formats
+    # numbers through the other copy's locale: the message stopped at "(" here, and the
+    # process died on the GPU machine.
+    a, b = torch.ones(2, 2, device=VKML), torch.ones(3, 3, device=VKML)
+    with pytest.raises(RuntimeError, match=re.escape("(2x2 and 3x3)")):
+        torch.mm(a, b)
+
+
+def test_module_exports_no_cpp_runtime():
+    nm = shutil.which("nm")
+    assert nm, "nm (binutils) is needed to read the module's symbol table"
+    out = subprocess.run(
+        [nm, "-D", "--defined-only", torch_vkml._C.__file__],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    # std::locale and the stream inserters live in torch's libstdc++.so only.
+    runtime = [
+        line.split()[-1]
+        for line in out.splitlines()
+        if re.search(r" _ZNSt6locale|_ZNSo9_M_insert|__cxa_throw$", line)
+    ]
+    assert not runtime, f"the module defines C++ runtime symbols: {runtime[:5]}"

@@ -2,9 +2,8 @@
 // The files that persist pipelines between processes: the driver's pipeline-cache data
 // and the list of pipeline keys that the next process creates ahead of use.
 //
-// Plain C stdio and std::to_chars/from_chars, no iostreams: on the H200 (NVIDIA's
-// driver through its EGL library) iostream number formatting crashed the process once
-// the driver was loaded, while stdio and unformatted writes kept working.
+// Plain C stdio and std::to_chars/from_chars: no locale is involved, and the files are
+// the same whatever locale the process runs under.
 
 #include <optional>
 #include <string>
