@@ -93,9 +93,14 @@ def test_arange(args, kwargs):
 
 @pytest.mark.parametrize("step", [0, 0.5], ids=repr)
 def test_arange_step_cast_to_zero(step):
-    with pytest.raises(Exception) as cpu:
-        torch.arange(0, 5, step, dtype=torch.long)
-    with pytest.raises(cpu.type, match="step must be nonzero"):
+    # The CPU is asked only about a zero step: torch 2.11's CPU arange divides by a step
+    # of 0.5 cast to long, and the process dies of SIGFPE. torch 2.13's raises ValueError.
+    expected = ValueError
+    if step == 0:
+        with pytest.raises(Exception) as cpu:
+            torch.arange(0, 5, step, dtype=torch.long)
+        expected = cpu.type
+    with pytest.raises(expected, match="step must be nonzero"):
         torch.arange(0, 5, step, dtype=torch.long, device=VKML)
 
 
