@@ -6,14 +6,14 @@
 #   run(command="source .gl/gpu-setup.sh && bash scripts/gpu_run.sh", carry=[".gl"],
 #       timeout_s=590)
 #
-# Writes under $OUT (or ./gpu-out): build.log, device.txt, diagnose.txt (crash probes),
-# pytest.log, bench.log, sweep.txt (tile sweeps), bench-ab.log, and results.tgz with the
-# rest (the bench folders: results.json, table.txt, ratios.png; junit.xml): the device
-# tool brings back 8 files at most.
+# Writes under $OUT (or ./gpu-out): build.log, device.txt (with the C++ runtime the
+# module links), pytest.log, bench.log, sweep.txt (tile sweeps), bench-ab.log, and
+# results.tgz with the rest (the bench folders: results.json, table.txt, ratios.png;
+# junit.xml): the device tool brings back 8 files at most.
 # Each step has its own time limit so
 # that the whole script ends by about 555 s; a failing build stops it, failing tests do
 # not stop the bench. Knobs: STEP_BUILD_S, STEP_TEST_S (0: no tests), TEST_ARGS (pytest
-# selection, default the whole suite), STEP_BENCH_S, BENCH_ARGS, BENCH_KERNELS (kernels
+# selection, default the whole suite), STEP_BENCH_S (0: no bench), BENCH_ARGS, BENCH_KERNELS (kernels
 # listed per case, 0: none), SWEEP_PARTS (see gpu_gemm_sweep.py), SWEEP_END (seconds
 # into the run by which the sweep stops, default 470), AB=0 (no A/B runs), AB_END (by
 # which they stop, default 550), and
@@ -46,6 +46,17 @@ else
   exit 1
 fi
 export PYTHONPATH="$PWD/build/pypath:$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+# Which C++ runtime the module uses: a second libstdc++ linked into it crashed the first
+# H200 runs (see CMakeLists.txt).
+{
+  module=$(ls python/torch_vkml/_C*.so)
+  cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' build/CMakeCache.txt)
+  echo "$cxx's libstdc++.so: $("$cxx" -print-file-name=libstdc++.so 2>&1)"
+  ldd "$module" | grep -E 'libstdc|libgcc' || true
+  echo "C++ runtime symbols the module defines:" \
+    "$(nm -D --defined-only "$module" 2>/dev/null | grep -cE ' _ZNSt6locale|_ZNSo9_M_insert')"
+} >>"$OUT/device.txt" 2>&1
+grep -E "libstdc|runtime symbols|linking torch's" "$OUT/device.txt" "$OUT/build.log" || true
 
 # NVIDIA's Vulkan driver is in both its GLX and its EGL library. The GLX one will not
 # create an instance in a headless container (no X server): the loader then finds no
@@ -94,41 +105,6 @@ print("cooperative matrix shapes: fp16", p.cooperative_matrix or "none",
 if "nvidia" not in p.name.lower():
     print("WARNING: vkml:0 is not the NVIDIA device")
 PYEOF
-
-# Probes of the process crashes of the first H200 run (scripts/gpu_diagnose.py), with a
-# SIGSEGV reporter preloaded where a C compiler is at hand (the image has no gdb).
-tools=$(mktemp -d)
-shim=""
-if command -v gcc >/dev/null && gcc -shared -fPIC -O1 scripts/segv_where.c \
-    -o "$tools/segv_where.so" -ldl 2>/dev/null; then
-  shim="$tools/segv_where.so"
-fi
-echo "==> [$(elapsed)s] crash probes"
-timeout 120 "$PY" scripts/gpu_diagnose.py $shim >"$OUT/diagnose.txt" 2>&1 || true
-{
-  # The same question without PyTorch: a C++ program that throws after each Vulkan step.
-  if command -v g++ >/dev/null && g++ -O1 scripts/vk_throw.cpp -o "$tools/vk_throw" -ldl; then
-    echo "== vk_throw"
-    timeout 60 "$tools/vk_throw" 2>&1 | tail -20; echo "    exit ${PIPESTATUS[0]}"
-    if [ -n "$shim" ]; then
-      echo "== vk_throw, shim preloaded"
-      LD_PRELOAD=$shim timeout 60 "$tools/vk_throw" 2>&1 | tail -40; echo "    exit ${PIPESTATUS[0]}"
-    fi
-  else
-    echo "== vk_throw: no g++"
-  fi
-  # Which of the driver's libraries define or import the unwinder's entry points.
-  if command -v nm >/dev/null; then
-    for lib in $(ls /usr/lib/x86_64-linux-gnu/libnvidia-*.so.* /usr/lib/libnvidia-*.so.* \
-        /usr/lib/libEGL_nvidia.so.0 /usr/lib/x86_64-linux-gnu/libEGL_nvidia.so.0 2>/dev/null); do
-      hits=$(nm -D "$lib" 2>/dev/null | grep -E '__register_frame|__deregister_frame|_Unwind_|__cxa_throw|__gxx_personality' | head -12)
-      [ -n "$hits" ] && printf '== symbols of %s\n%s\n' "$lib" "$hits"
-    done
-  else
-    echo "== no nm"
-  fi
-} >>"$OUT/diagnose.txt" 2>&1 || true
-grep '^==' "$OUT/diagnose.txt" || true
 
 # The matrix-unit GEMMs, each dtype in its own process (the first product runs the
 # start-up check): a driver that crashes on one (the bf16 kernel had run on no hardware
@@ -210,17 +186,21 @@ fi
 left=$(( 440 - $(elapsed) ))
 budget=$(( left < STEP_BENCH_S ? left : STEP_BENCH_S ))
 budget=$(( budget < 60 ? 60 : budget ))
-echo "==> [$(elapsed)s] bench (limit ${budget}s)"
-set +e
-# --kernels: each case's vkml kernels by device time, one extra call under the profiler,
-# in bench.log and results.json: where the time goes, for the next round of kernel work.
-timeout -k 15 "$budget" "$PY" -m torch_vkml.bench --out "$OUT/bench" \
-  --time-budget $(( budget - 45 )) --kernels "${BENCH_KERNELS:-8}" ${BENCH_ARGS:-} \
-  >"$OUT/bench.log" 2>&1
-rc=$?
-set -e
-grep -v '^      ' "$OUT/bench.log" | tail -80  # the kernel tables stay in the log
-summary+=("bench: rc=$rc")
+if [ "$STEP_BENCH_S" = 0 ]; then
+  summary+=("bench: skipped (STEP_BENCH_S=0)")
+else
+  echo "==> [$(elapsed)s] bench (limit ${budget}s)"
+  set +e
+  # --kernels: each case's vkml kernels by device time, one extra call under the profiler,
+  # in bench.log and results.json: where the time goes, for the next round of kernel work.
+  timeout -k 15 "$budget" "$PY" -m torch_vkml.bench --out "$OUT/bench" \
+    --time-budget $(( budget - 45 )) --kernels "${BENCH_KERNELS:-8}" ${BENCH_ARGS:-} \
+    >"$OUT/bench.log" 2>&1
+  rc=$?
+  set -e
+  grep -v '^      ' "$OUT/bench.log" | tail -80  # the kernel tables stay in the log
+  summary+=("bench: rc=$rc")
+fi
 
 # fp32 GEMM and convolution under each scalar tile, then the matrix-unit GEMM under each
 # staging depth and output tile (their defaults were chosen without a GPU), in one process

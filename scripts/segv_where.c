@@ -1,5 +1,6 @@
-// LD_PRELOAD diagnostic for the GPU machine (scripts/gpu_diagnose.py), which has no gdb.
-// Not part of the build.
+// LD_PRELOAD diagnostic for native crashes on a machine without gdb (the GPU machine's
+// image). Not part of the build. It located the H200 crashes of December 2026: a second
+// libstdc++ linked into the module (see CMakeLists.txt).
 //
 //   gcc -shared -fPIC -O1 scripts/segv_where.c -o segv_where.so -ldl
 //   LD_PRELOAD=$PWD/segv_where.so python3 ...
