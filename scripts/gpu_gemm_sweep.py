@@ -7,6 +7,10 @@ python3 scripts/gpu_gemm_sweep.py [SECONDS]
 The defaults of ops/gemm_coopmat.cpp (K depth 32, 128 x 128 tiles for big products) were
 chosen without a GPU; this measures the alternatives (TORCH_VKML_COOPMAT_BK / _TILE) on
 the device at hand, with the device clock, and checks each result against the default's.
+
+Where the driver reports its compiler's statistics (VK_KHR_pipeline_executable_properties),
+the sweep ends with them for every GEMM, convolution and attention pipeline it made
+("STATS" lines: registers, spills and the like, named as the driver names them).
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import math
 import os
 import sys
 import time
+
+# Read when the device is first used, which is after these imports.
+os.environ.setdefault("TORCH_VKML_PIPELINE_STATS", "1")
 
 import torch
 import torch.nn.functional as F
@@ -174,8 +181,27 @@ def attention(t0: float, budget: float) -> bool:
     return True
 
 
+def statistics() -> None:
+    """The driver's compiler statistics of the kernels swept, one line per pipeline."""
+    if not torch_vkml.get_device_properties().pipeline_statistics:
+        print("(no compiler statistics: the driver lacks VK_KHR_pipeline_executable_properties)")
+        return
+    swept = ("gemm", "conv_gemm", "attention")
+    for name, stats in sorted(torch_vkml._C._pipeline_statistics().items()):
+        if name.startswith(swept):
+            values = ", ".join(f"{k}={v:g}" for k, v in stats.items())
+            print(f"STATS {name}: {values}", flush=True)
+
+
 def main() -> int:
     budget = float(sys.argv[1]) if len(sys.argv) > 1 else 120.0
+    try:
+        return sweep(budget)
+    finally:
+        statistics()
+
+
+def sweep(budget: float) -> int:
     t0 = time.perf_counter()
     print("GEMM and convolution sweep on", torch_vkml.device_name(), flush=True)
     # SWEEP_PARTS: which of fp32, conv, attention, coopmat to run (default: all, in order).

@@ -66,11 +66,47 @@ def test_device_properties():
     subgroup = props.subgroup_size
     assert isinstance(subgroup, int) and subgroup >= 1
     assert subgroup & (subgroup - 1) == 0, "subgroup size is a power of two"
-    for attr in ("supports_fp16", "supports_fp64", "supports_int64"):
+    for attr in ("supports_fp16", "supports_fp64", "supports_int64", "pipeline_statistics"):
         assert isinstance(getattr(props, attr), bool), attr
     same = torch_vkml.get_device_properties(torch_vkml.current_device())
     assert same.name == props.name
     assert same.total_memory == props.total_memory
+
+
+PIPELINE_STATISTICS = """
+import json
+import torch
+import torch_vkml
+
+a = torch.ones(64, 64, device="vkml")
+(a @ a).cpu()
+result = {"supported": torch_vkml.get_device_properties().pipeline_statistics}
+try:
+    result["stats"] = torch_vkml._C._pipeline_statistics()
+except RuntimeError as e:
+    result["error"] = str(e)
+print("RESULT " + json.dumps(result))
+"""
+
+
+@pytest.mark.parametrize("captured", [False, True], ids=["off", "on"])
+def test_pipeline_statistics(captured):
+    proc = run_python(
+        PIPELINE_STATISTICS, env={"TORCH_VKML_PIPELINE_STATS": "1" if captured else "0"}
+    )
+    assert proc.returncode == 0, describe(proc)
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
+    result = json.loads(line.removeprefix("RESULT "))
+    if captured and result["supported"]:
+        # The driver's own statistic names; every pipeline made reports some.
+        gemm = [name for name in result["stats"] if name.startswith("gemm_f32[")]
+        assert gemm, result["stats"].keys()
+        assert result["stats"][gemm[0]], "no statistics for the GEMM pipeline"
+        assert all(isinstance(v, float) for v in result["stats"][gemm[0]].values())
+    else:
+        assert "stats" not in result
+        assert "TORCH_VKML_PIPELINE_STATS=1" in result["error"]
+        assert ("has it" if result["supported"] else "has not") in result["error"]
 
 
 def test_set_device_roundtrip():

@@ -58,6 +58,7 @@ py::dict properties(int index) {
   };
   d["cooperative_matrix"] = shape(i.coopmat_m, i.coopmat_n, i.coopmat_k);
   d["cooperative_matrix_bf16"] = shape(i.coopmat_bf16_m, i.coopmat_bf16_n, i.coopmat_bf16_k);
+  d["pipeline_statistics"] = i.pipeline_statistics;
   return d;
 }
 
@@ -168,6 +169,21 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_gemm_config", [](int bm, int bn, int bk, int threads, int tn) {
     guarded([&] { vkml::ops::set_gemm_config(bm, bn, bk, threads, tn); });
   });
+  // {"shader[constants]": {statistic: value}} of every pipeline made on the device, as
+  // its driver's compiler reports them (TORCH_VKML_PIPELINE_STATS=1; for the sweeps).
+  m.def(
+      "_pipeline_statistics",
+      [](std::optional<int> i) {
+        auto all = guarded([&] { return dev(i).pipelines().statistics(); });
+        py::dict out;
+        for (const auto& [name, stats] : all) {
+          py::dict d;
+          for (const auto& s : stats) d[py::str(s.name)] = s.value;
+          out[py::str(name)] = d;
+        }
+        return out;
+      },
+      py::arg("device") = py::none());
   m.def("_coopmat_tuning", [] {
     const vkml::ops::CoopmatTuning t = vkml::ops::coopmat_tuning();
     return py::make_tuple(t.bk, t.tile);

@@ -88,6 +88,9 @@ class DeviceProperties:
     cooperative_matrix: str
     # Likewise for bf16 (VK_KHR_shader_bfloat16's matrix types)
     cooperative_matrix_bf16: str
+    # The driver reports its compiler's statistics per pipeline
+    # (VK_KHR_pipeline_executable_properties; TORCH_VKML_PIPELINE_STATS=1 captures them)
+    pipeline_statistics: bool
 
     def __str__(self) -> str:
         gib = self.total_memory / 2**30

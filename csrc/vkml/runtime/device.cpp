@@ -1,5 +1,7 @@
 #include "vkml/runtime/device.h"
 
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "vkml/core/error.h"
@@ -28,13 +30,19 @@ Device::Device(VkPhysicalDevice physical, const DeviceInfo& info, int index)
   qi.queueCount = 1;
   qi.pQueuePriorities = &priority;
 
+  // Compiler statistics only on request: a driver may compile differently, or skip its
+  // caches, for pipelines that capture them.
+  const char* stats = std::getenv("TORCH_VKML_PIPELINE_STATS");
+  captures_statistics_ = info.pipeline_statistics && stats && std::string(stats) == "1";
   EnabledFeatures features;
-  choose_features(physical, info, features);
+  choose_features(physical, info, features, captures_statistics_);
   std::vector<const char*> extensions;
   if (info.supports_memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   if (info.coopmat_m != 0 || info.coopmat_bf16_m != 0)
     extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (info.coopmat_bf16_m != 0) extensions.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+  if (captures_statistics_)
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   ci.pNext = &features.base;

@@ -27,6 +27,9 @@ class Device {
   uint32_t queue_family() const { return queue_family_; }
   const DeviceInfo& info() const { return info_; }
   int index() const { return index_; }
+  // Pipelines are created with their compiler statistics captured
+  // (TORCH_VKML_PIPELINE_STATS=1 on a device with DeviceInfo::pipeline_statistics).
+  bool captures_statistics() const { return captures_statistics_; }
 
   MemoryPool& memory() { return *memory_; }
   MemoryPool& staging() { return *staging_; }
@@ -53,6 +56,7 @@ class Device {
   VkPhysicalDevice physical_;
   DeviceInfo info_;
   int index_;
+  bool captures_statistics_ = false;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;

@@ -43,6 +43,9 @@ struct DeviceInfo {
   uint32_t coopmat_m = 0, coopmat_n = 0, coopmat_k = 0;
   // Likewise for bf16 x bf16 -> fp32 (VK_KHR_shader_bfloat16's matrix types).
   uint32_t coopmat_bf16_m = 0, coopmat_bf16_n = 0, coopmat_bf16_k = 0;
+  // VK_KHR_pipeline_executable_properties: the driver reports its compiler's statistics
+  // per pipeline (registers, spills, ...; TORCH_VKML_PIPELINE_STATS=1 turns it on).
+  bool pipeline_statistics = false;
   // Empty when the device has what torch-vkml needs; otherwise why not.
   std::string unsupported_reason;
 };

@@ -8,25 +8,21 @@ namespace vkml {
 
 EnabledFeatures::EnabledFeatures() { chain(false, false, false); }
 
-void EnabledFeatures::chain(bool with_v13, bool with_coopmat, bool with_bf16) {
+void EnabledFeatures::chain(bool with_v13, bool with_coopmat, bool with_bf16,
+                            bool with_executables) {
   base.pNext = &v11;
   v11.pNext = &v12;
   void** tail = &v12.pNext;
   *tail = nullptr;
-  if (with_v13) {
-    *tail = &v13;
-    tail = &v13.pNext;
+  auto append = [&tail](auto& next) {
+    *tail = &next;
+    tail = &next.pNext;
     *tail = nullptr;
-  }
-  if (with_coopmat) {
-    *tail = &coopmat;
-    tail = &coopmat.pNext;
-    *tail = nullptr;
-  }
-  if (with_bf16) {
-    *tail = &bf16;
-    bf16.pNext = nullptr;
-  }
+  };
+  if (with_v13) append(v13);
+  if (with_coopmat) append(coopmat);
+  if (with_bf16) append(bf16);
+  if (with_executables) append(executables);
 }
 
 namespace {
@@ -184,9 +180,12 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   const bool coopmat = vk::vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR &&
                        has_extension(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   const bool bf16 = coopmat && has_extension(pd, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+  const bool executables = vk::vkGetPipelineExecutableStatisticsKHR &&
+                           has_extension(pd, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   EnabledFeatures f;
-  f.chain(api13, coopmat, bf16);
+  f.chain(api13, coopmat, bf16, executables);
   vk::vkGetPhysicalDeviceFeatures2(pd, &f.base);
+  info.pipeline_statistics = executables && f.executables.pipelineExecutableInfo;
   info.supports_fp64 = f.base.features.shaderFloat64;
   info.supports_int64 = f.base.features.shaderInt64;
   info.supports_int16 = f.base.features.shaderInt16;
@@ -210,7 +209,8 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   return info;
 }
 
-void choose_features(VkPhysicalDevice pd, const DeviceInfo& info, EnabledFeatures& out) {
+void choose_features(VkPhysicalDevice pd, const DeviceInfo& info, EnabledFeatures& out,
+                     bool statistics) {
   EnabledFeatures has;
   vk::vkGetPhysicalDeviceFeatures2(pd, &has.base);
   auto& b = out.base.features;
@@ -227,7 +227,9 @@ void choose_features(VkPhysicalDevice pd, const DeviceInfo& info, EnabledFeature
   out.v12.hostQueryReset = has.v12.hostQueryReset;
   const bool coopmat = info.coopmat_m != 0 || info.coopmat_bf16_m != 0;
   const bool bf16 = info.coopmat_bf16_m != 0;
-  out.chain(info.subgroup_size_control, coopmat, bf16);
+  statistics = statistics && info.pipeline_statistics;
+  out.chain(info.subgroup_size_control, coopmat, bf16, statistics);
+  out.executables.pipelineExecutableInfo = statistics;
   if (info.subgroup_size_control) {
     out.v13.subgroupSizeControl = VK_TRUE;
     out.v13.computeFullSubgroups = VK_TRUE;

@@ -21,15 +21,18 @@ struct EnabledFeatures {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
   VkPhysicalDeviceShaderBfloat16FeaturesKHR bf16{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   EnabledFeatures();
-  // Links base -> v11 -> v12 [-> v13] [-> coopmat] [-> bf16].
-  void chain(bool with_v13, bool with_coopmat, bool with_bf16);
+  // Links base -> v11 -> v12 [-> v13] [-> coopmat] [-> bf16] [-> executables].
+  void chain(bool with_v13, bool with_coopmat, bool with_bf16, bool with_executables = false);
   EnabledFeatures(const EnabledFeatures&) = delete;
 };
 
 // Fills `out` with the subset of the device's features torch-vkml enables, with
 // subgroup size control, VK_KHR_cooperative_matrix's and VK_KHR_shader_bfloat16's where
-// `info` says the device has them.
-void choose_features(VkPhysicalDevice pd, const DeviceInfo& info, EnabledFeatures& out);
+// `info` says the device has them, and pipeline executable info if `statistics`.
+void choose_features(VkPhysicalDevice pd, const DeviceInfo& info, EnabledFeatures& out,
+                     bool statistics = false);
 
 }  // namespace vkml

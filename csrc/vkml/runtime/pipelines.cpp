@@ -110,19 +110,71 @@ VkPipeline Pipelines::get(const ShaderBlob* blob, const SpecConstants& spec) {
   return it->second;
 }
 
+namespace {
+
+std::string pipeline_name(const char* shader, const SpecConstants& spec) {
+  std::string name = shader;
+  name += '[';
+  for (uint32_t i = 0; i < spec.count; ++i) {
+    if (i) name += ',';
+    name += std::to_string(spec.values[i]);
+  }
+  return name + ']';
+}
+
+double statistic_value(const VkPipelineExecutableStatisticKHR& s) {
+  switch (s.format) {
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+      return s.value.b32 ? 1.0 : 0.0;
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+      return double(s.value.i64);
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+      return double(s.value.u64);
+    default:
+      return s.value.f64;
+  }
+}
+
+}  // namespace
+
 std::string Pipelines::name_of(VkPipeline pipeline) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [key, p] : pipelines_) {
-    if (p != pipeline) continue;
-    std::string name = key.shader->name;
-    name += '[';
-    for (uint32_t i = 0; i < key.spec.count; ++i) {
-      if (i) name += ',';
-      name += std::to_string(key.spec.values[i]);
-    }
-    return name + ']';
-  }
+  for (const auto& [key, p] : pipelines_)
+    if (p == pipeline) return pipeline_name(key.shader->name, key.spec);
   return "?";
+}
+
+std::vector<std::pair<std::string, std::vector<Pipelines::Statistic>>> Pipelines::statistics()
+    const {
+  if (!device_.captures_statistics())
+    fail(ErrorKind::Unavailable,
+         "vkml: pipeline statistics need TORCH_VKML_PIPELINE_STATS=1 before the device is "
+         "first used, and a driver with VK_KHR_pipeline_executable_properties (" +
+             device_.info().name + (device_.info().pipeline_statistics ? " has it)" : " has not)"));
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<std::string, std::vector<Statistic>>> out;
+  for (const auto& [key, pipeline] : pipelines_) {
+    std::vector<Statistic> stats;
+    VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+    pi.pipeline = pipeline;
+    uint32_t executables = 0;
+    VKML_CHECK_VK(
+        vk::vkGetPipelineExecutablePropertiesKHR(device_.handle(), &pi, &executables, nullptr));
+    for (uint32_t e = 0; e < executables; ++e) {  // one for a compute pipeline
+      VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+      ei.pipeline = pipeline;
+      ei.executableIndex = e;
+      uint32_t n = 0;
+      VKML_CHECK_VK(vk::vkGetPipelineExecutableStatisticsKHR(device_.handle(), &ei, &n, nullptr));
+      std::vector<VkPipelineExecutableStatisticKHR> got(
+          n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+      VKML_CHECK_VK(
+          vk::vkGetPipelineExecutableStatisticsKHR(device_.handle(), &ei, &n, got.data()));
+      for (uint32_t i = 0; i < n; ++i) stats.push_back({got[i].name, statistic_value(got[i])});
+    }
+    out.emplace_back(pipeline_name(key.shader->name, key.spec), std::move(stats));
+  }
+  return out;
 }
 
 VkPipeline Pipelines::create(const ShaderBlob* blob, const SpecConstants& spec) {
@@ -159,6 +211,7 @@ VkPipeline Pipelines::create(const ShaderBlob* blob, const SpecConstants& spec) 
     ci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
   }
   ci.layout = layout_;
+  if (device_.captures_statistics()) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline pipeline = VK_NULL_HANDLE;
   // The pipeline cache is internally synchronized: no lock around the compile.
   VKML_CHECK_VK(vk::vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &pipeline));

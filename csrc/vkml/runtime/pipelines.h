@@ -56,6 +56,14 @@ class Pipelines {
   // "shader[constants]" of a pipeline this cache made ("?" for another); a scan, for
   // reports.
   std::string name_of(VkPipeline pipeline) const;
+  // What the driver's compiler reports of each pipeline made so far (register count,
+  // spills, ...: names and values are the driver's own), by name_of(); throws
+  // (Unavailable) unless the device captures statistics (Device::captures_statistics).
+  struct Statistic {
+    std::string name;
+    double value;
+  };
+  std::vector<std::pair<std::string, std::vector<Statistic>>> statistics() const;
   // Writes the driver's pipeline cache and the list of pipelines in use to disk
   // so the next process starts fast.
   void save_cache();
