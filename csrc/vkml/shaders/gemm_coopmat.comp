@@ -7,7 +7,7 @@
 // A workgroup computes a BM x BN tile of C with WARPS_M x WARPS_N subgroups;
 // each subgroup owns a WM x WN block of it, held as FM x FN accumulator
 // fragments of MM x MN. K advances BK at a time: all threads stage the A and B
-// tiles in shared memory in their own 16-bit type, four elements per load where
+// tiles in shared memory as 16-bit values (bf16 as bits), four elements per load where
 // the operand is contiguous along the tile's fast side (F_A_VEC, F_B_VEC;
 // element-wise at the edges), the next step's loads in flight while each
 // subgroup multiplies its fragments MK deep, in two shared-memory stages. Results
@@ -27,7 +27,10 @@
 // because float16_t values here are never computed with: they are loaded,
 // stored and multiplied on the matrix units; the retyping checks this. C and
 // the bias are read and written as bf16 bits, rounded to nearest even in
-// integer steps. The `emulated_bf16` variant stages the same bits as uint16_t.
+// integer steps. Both bf16 variants stage the operands as uint16_t bits, so that
+// only the matrix fragments have the bfloat16 type: coopMatLoad reinterprets the
+// staged bits. (Staged as retyped bfloat16 vectors, the same kernel ran 4x slower than
+// fp16 on the H200; whether the bits help there is still to be measured.)
 //
 // Specialization constants: 0 = BM, 1 = BN, 2 = BK, 3 = WG (threads),
 // 4 = MM, 5 = MN, 6 = MK (the fragment shape), 7 = SG (subgroup size).
@@ -73,7 +76,7 @@ const uint BST = BN + 8, BTS = BK + 8;
 const uint CST = MN + 4;
 
 // The staged element type, and its value as a float in the emulation.
-#if defined(BF16) && defined(EMULATED)
+#if defined(BF16)
 #define ELEM uint16_t
 #define ELEM4 u16vec4
 #define BufE BufU16
@@ -107,7 +110,7 @@ shared float Cs[WARPS * MM * CST];
 #define F_B_VEC 64u
 
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF16x4 { f16vec4 v[]; };
-#if defined(BF16) && defined(EMULATED)
+#if defined(BF16)
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufU16x4 { u16vec4 v[]; };
 #endif
 
