@@ -252,8 +252,8 @@ TEST_F(MatmulTest, HugeTiles) {
 // the same products, through every output chunk of the shared-memory epilogue; tiles
 // the shader cannot run are refused.
 TEST_F(MatmulTest, SweepConfigs) {
-  const int32_t configs[][5] = {
-      {128, 64, 16, 256, 4}, {64, 128, 16, 256, 4}, {64, 64, 16, 128, 4}, {128, 128, 16, 256, 8}};
+  const int32_t configs[][5] = {{128, 64, 16, 256, 4},  {64, 128, 16, 256, 4}, {64, 64, 16, 128, 4},
+                                {128, 128, 16, 256, 8}, {64, 64, 8, 64, 8},    {32, 64, 16, 64, 8}};
   for (const auto& t : configs) {
     SCOPED_TRACE(testing::Message()
                  << t[0] << "x" << t[1] << "x" << t[2] << " " << t[3] << " " << t[4]);
@@ -267,6 +267,7 @@ TEST_F(MatmulTest, SweepConfigs) {
   }
   ops::set_gemm_config(0, 0, 0, 0, 0);
   EXPECT_THROW(ops::set_gemm_config(64, 64, 16, 256, 3), Error);  // TN not whole vec4s
+  EXPECT_THROW(ops::set_gemm_config(64, 64, 16, 64, 16), Error);  // more than two vec4s of TN
   EXPECT_THROW(ops::set_gemm_config(64, 64, 4, 256, 4), Error);   // a slice short of a quad each
   EXPECT_THROW(ops::set_gemm_config(64, 64, 16, 100, 4), Error);  // outputs not per thread
 }

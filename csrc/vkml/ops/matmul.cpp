@@ -53,11 +53,12 @@ uint32_t shared_bytes(const Tile& t, size_t acc_bytes) {
 }
 
 // Whether gemm.comp's float variants run this tile: whole vec4 groups of rows and
-// columns per thread, whole quads of each staged slice per thread, and an output chunk
-// (4 * NTY rows by NTX quads) whose halves fit the A and B stages it reuses.
+// columns per thread (one or two column groups), whole quads of each staged slice per thread, and
+// an output chunk (4 * NTY rows by NTX quads) whose halves fit the A and B stages it reuses.
 constexpr bool float_tile_valid(const Tile& t) {
   if (t.bm <= 0 || t.bn <= 0 || t.bk <= 0 || t.threads <= 0 || t.tn <= 0) return false;
-  if (t.bm % 4 || t.bn % 4 || t.bk % 4 || t.tn % 4 || t.bn % t.tn) return false;
+  if (t.bm % 4 || t.bn % 4 || t.bk % 4 || t.bn % t.tn) return false;
+  if (t.tn != 4 && t.tn != 8) return false;
   if (int64_t(t.bm) * t.bn % (int64_t(t.threads) * t.tn)) return false;
   const int64_t tm = int64_t(t.bm) * t.bn / (int64_t(t.threads) * t.tn);
   if (tm % 4 || t.bm % tm) return false;

@@ -351,11 +351,18 @@ void main() {
   uint tid = gl_LocalInvocationID.x;
   uint tx = tid % NTX, ty = tid / NTX;
 #if !defined(ELEM)
-  // Float variants: row i's column quad q at acc[i * TQ + q]. Sixteen vec4s rather than
-  // 64 scalars for 8 x 8 outputs, in case a compiler keeps only small arrays in registers.
+  // Float variants: row i's column quad q in acc0[i] (q = 0) or acc1[i] (q = 1; TN is 4 or
+  // 8), two arrays of TM vec4s rather than one of TM * TN / 4. On the H200 every block
+  // of eight vec4s (4 x 8, 8 x 4) ran at 17-22 TFLOP/s and every 8 x 8 block, one array
+  // of sixteen, at 2.3: a compiler that keeps only small arrays in registers would
+  // explain it. Indices are constant once the loops are unrolled.
   const uint TQ = TN / 4u;
-  vec4 acc[TM * TQ];
-  [[unroll]] for (uint e = 0; e < TM * TQ; ++e) acc[e] = vec4(0.0);
+  vec4 acc0[TM], acc1[TM];
+#define ACCQ(I, Q) ((Q) == 0u ? acc0[I] : acc1[I])
+  [[unroll]] for (uint i = 0; i < TM; ++i) {
+    acc0[i] = vec4(0.0);
+    acc1[i] = vec4(0.0);
+  }
 #else
   ACC acc[TM * TN];
   [[unroll]] for (uint i = 0; i < TM; ++i)
@@ -386,9 +393,10 @@ void main() {
       vec4 ra[TM / 4], rb[TN / 4];
       [[unroll]] for (uint i = 0; i < TM / 4; ++i) ra[i] = As4[(k_st + kk) * AS4 + i * NTY + ty];
       [[unroll]] for (uint j = 0; j < TN / 4; ++j) rb[j] = Bs4[(k_st + kk) * BS4 + j * NTX + tx];
-      [[unroll]] for (uint i = 0; i < TM; ++i)
-        [[unroll]] for (uint q = 0; q < TQ; ++q)
-          acc[i * TQ + q] = fma(vec4(ra[i / 4][i % 4]), rb[q], acc[i * TQ + q]);
+      [[unroll]] for (uint i = 0; i < TM; ++i) {
+        acc0[i] = fma(vec4(ra[i / 4][i % 4]), rb[0], acc0[i]);
+        if (TQ > 1u) acc1[i] = fma(vec4(ra[i / 4][i % 4]), rb[TQ - 1u], acc1[i]);
+      }
 #else
       ACC ra[TM], rb[TN];
       [[unroll]] for (uint i = 0; i < TM; ++i) ra[i] = As[(k_st + kk) * AS + ty + i * NTY];
@@ -417,7 +425,7 @@ void main() {
       [[unroll]] for (uint j = 0; j < TN; ++j) {
         uint gj = col0 + OUT_COL(tx, j);
         if (gj >= pc.n) continue;
-        float v = acc[i * TQ + j / 4u][j % 4u];
+        float v = ACCQ(i, j / 4u)[j % 4u];
         if (split) {
           parts.v[part_base + gi * pc.n + gj] = v;
         } else {
@@ -440,7 +448,7 @@ void main() {
   [[unroll]] for (uint r = 0u; r < TM / 4u; ++r) {
     [[unroll]] for (uint c = 0u; c < TN / 4u; ++c) {
       [[unroll]] for (uint u = 0u; u < 4u; ++u) {
-        vec4 v = acc[(r * 4u + u) * TQ + c];
+        vec4 v = ACCQ(r * 4u + u, c);
         uint idx = (ty * 4u + u) * CH_Q + tx;
         if (idx < HALF) {
           As4[idx] = v;
