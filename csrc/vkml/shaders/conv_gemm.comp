@@ -305,10 +305,15 @@ void main() {
   uint m0 = mtile * TM, n0 = ntile * TN;
   if (n0 >= N) return;  // uniform: past this phase's columns
   uint tid = gl_LocalInvocationID.x, tx = tid % NT, ty = tid / NT;
-  // acc[i * TQ + q][w]: row i, column 4 * q + w of this thread's TT x TT outputs (their
-  // places in the tile: the stores below).
-  vec4 acc[TT * TQ];
-  [[unroll]] for (uint i = 0; i < TT * TQ; ++i) acc[i] = vec4(0.0);
+  // ACCQ(i, q)[w]: row i, column 4 * q + w of this thread's TT x TT outputs (their
+  // places in the tile: the stores below), one array of TT vec4s per column group, as in
+  // gemm.comp (no register array over eight vec4s).
+  vec4 acc0[TT], acc1[TT];
+#define ACCQ(I, Q) ((Q) == 0u ? acc0[I] : acc1[I])
+  [[unroll]] for (uint i = 0; i < TT; ++i) {
+    acc0[i] = vec4(0.0);
+    acc1[i] = vec4(0.0);
+  }
   // B is loaded contiguous along columns (positions): this thread's column is fixed,
   // and its rows are tid / TN + r * WG / TN. A's column is k0 + tid % TK.
   uint nn = tid % TN, col = n0 + nn;
@@ -335,9 +340,10 @@ void main() {
         a[q] = sA[st][kk][q * NT + ty];
         b[q] = sB[st][kk][q * NT + tx];
       }
-      [[unroll]] for (uint i = 0; i < TT; ++i)
-        [[unroll]] for (uint q = 0; q < TQ; ++q)
-          acc[i * TQ + q] = fma(vec4(a[i / 4][i % 4]), b[q], acc[i * TQ + q]);
+      [[unroll]] for (uint i = 0; i < TT; ++i) {
+        acc0[i] = fma(vec4(a[i / 4][i % 4]), b[0], acc0[i]);
+        if (TQ > 1u) acc1[i] = fma(vec4(a[i / 4][i % 4]), b[TQ - 1u], acc1[i]);
+      }
     }
     // The other stage was last read before the previous barrier: fill it now.
     if (more) stage(st ^ 1u, nn);
@@ -350,7 +356,7 @@ void main() {
       if (m >= M) continue;
       [[unroll]] for (uint j = 0; j < TT; ++j) {
         uint col = n0 + tx * 4 + j;
-        if (col < N) store_out(m, col, acc[i][j], slice, partial, total);
+        if (col < N) store_out(m, col, acc0[i][j], slice, partial, total);
       }
     }
     return;
@@ -364,7 +370,7 @@ void main() {
   const uint HALF = 2u * NT * NT;
   [[unroll]] for (uint r = 0u; r < TQ; ++r) {
     [[unroll]] for (uint c = 0u; c < TQ; ++c) {
-      [[unroll]] for (uint u = 0u; u < 4u; ++u) chunk_put((ty * 4u + u) * NT + tx, acc[(r * 4u + u) * TQ + c]);
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) chunk_put((ty * 4u + u) * NT + tx, ACCQ(r * 4u + u, c));
       barrier();
       for (uint e = tid; e < 2u * HALF; e += WG) {
         vec4 v = chunk_get(e);
