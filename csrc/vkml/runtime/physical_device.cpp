@@ -180,7 +180,8 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   const bool coopmat = vk::vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR &&
                        has_extension(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   const bool bf16 = coopmat && has_extension(pd, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
-  const bool executables = vk::vkGetPipelineExecutableStatisticsKHR &&
+  const bool executables = vk::vkGetPipelineExecutablePropertiesKHR &&
+                           vk::vkGetPipelineExecutableStatisticsKHR &&
                            has_extension(pd, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   EnabledFeatures f;
   f.chain(api13, coopmat, bf16, executables);
