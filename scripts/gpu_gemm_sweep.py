@@ -4,9 +4,10 @@ the matrix-unit GEMM under each staging depth and output tile, in one process, f
 scripts/gpu_run.sh (fp32 first: its targets matter most):
 python3 scripts/gpu_gemm_sweep.py [SECONDS]
 
-The defaults of ops/gemm_coopmat.cpp (K depth 32, 128 x 128 tiles for big products) were
-chosen without a GPU; this measures the alternatives (TORCH_VKML_COOPMAT_BK / _TILE) on
-the device at hand, with the device clock, and checks each result against the default's.
+The tile defaults of ops/matmul.cpp, ops/conv.cpp, ops/attention.cpp and
+ops/gemm_coopmat.cpp come from such sweeps on an H200; this measures the alternatives
+(TORCH_VKML_COOPMAT_BK / _TILE among them) on the device at hand, with the device clock,
+and checks each result against the default's.
 
 Where the driver reports its compiler's statistics (VK_KHR_pipeline_executable_properties),
 the sweep ends with them for every GEMM, convolution and attention pipeline it made

@@ -13,8 +13,8 @@
 # Each step has its own time limit so
 # that the whole script ends by about 555 s; a failing build stops it, failing tests do
 # not stop the bench. Knobs: STEP_BUILD_S, STEP_TEST_S (0: no tests), TEST_ARGS (pytest
-# selection, default the whole suite), STEP_BENCH_S (0: no bench), BENCH_ARGS, BENCH_KERNELS (kernels
-# listed per case, 0: none), SWEEP_PARTS (see gpu_gemm_sweep.py), SWEEP_END (seconds
+# selection, default the whole suite), STEP_BENCH_S (0: no bench), BENCH_ARGS,
+# BENCH_KERNELS (kernels listed per case, 0: none), SWEEP_PARTS (see gpu_gemm_sweep.py), SWEEP_END (seconds
 # into the run by which the sweep stops, default 470), AB=0 (no A/B runs), AB_END (by
 # which they stop, default 550), and
 # GPU_RUN_ANY_DEVICE=1 (accept a device that is not NVIDIA's: a dry run on lavapipe).

@@ -108,8 +108,8 @@ constexpr size_t kCustomClass = std::size(kTiles);
 // narrow outputs and integer products (int64 staging), large ones once there
 // are enough of them. Never beyond the device's limits. The huge tile is only
 // taken when forced (TORCH_VKML_GEMM_TILE=128): on an H200 it ran 4096^3 at 2.2-2.3
-// TFLOP/s against 24 for the large one, in its 16 x 4 and 8 x 8 forms alike (before
-// 8 x 8 blocks left through shared memory, see gemm.comp).
+// TFLOP/s against 24 for the large one, in its 16 x 4 and 8 x 8 forms alike, with
+// direct and staged stores (before the accumulators were split, see gemm.comp).
 size_t choose_tile(const Device& dev, const GemmArgs& g, bool integer) {
   const DeviceInfo& info = dev.info();
   const size_t acc = integer ? 8 : 4;

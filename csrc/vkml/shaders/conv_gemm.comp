@@ -220,19 +220,18 @@ void stage(uint st, uint nn) {
 // The output chunk of main()'s epilogue, element e of 4 NT x NT quads: the first half in
 // sA, the second in sB, each read as its flat [2][TK][TM / 4 + 1] layout.
 const uint SROW = TM / 4 + 1;
+const uint CHUNK_HALF = 2u * NT * NT;
 void chunk_put(uint e, vec4 v) {
-  const uint half_ = 2u * NT * NT;
-  if (e < half_) {
+  if (e < CHUNK_HALF) {
     sA[e / (TK * SROW)][e / SROW % TK][e % SROW] = v;
   } else {
-    e -= half_;
+    e -= CHUNK_HALF;
     sB[e / (TK * SROW)][e / SROW % TK][e % SROW] = v;
   }
 }
 vec4 chunk_get(uint e) {
-  const uint half_ = 2u * NT * NT;
-  if (e < half_) return sA[e / (TK * SROW)][e / SROW % TK][e % SROW];
-  e -= half_;
+  if (e < CHUNK_HALF) return sA[e / (TK * SROW)][e / SROW % TK][e % SROW];
+  e -= CHUNK_HALF;
   return sB[e / (TK * SROW)][e / SROW % TK][e % SROW];
 }
 
@@ -367,12 +366,11 @@ void main() {
   // whatever the compiler makes of store_out's index arithmetic; and a warp's global
   // writes cover consecutive positions. The chunk's halves reuse sA and sB (each holds
   // one for the 128 tile's TK of 8), which the K loop's last barrier freed.
-  const uint HALF = 2u * NT * NT;
   [[unroll]] for (uint r = 0u; r < TQ; ++r) {
     [[unroll]] for (uint c = 0u; c < TQ; ++c) {
       [[unroll]] for (uint u = 0u; u < 4u; ++u) chunk_put((ty * 4u + u) * NT + tx, ACCQ(r * 4u + u, c));
       barrier();
-      for (uint e = tid; e < 2u * HALF; e += WG) {
+      for (uint e = tid; e < 2u * CHUNK_HALF; e += WG) {
         vec4 v = chunk_get(e);
         uint m = m0 + r * 4u * NT + e / NT;
         uint col0 = n0 + (c * NT + e % NT) * 4u;

@@ -307,6 +307,16 @@ void put_b(uint st) {
 }
 
 #if !defined(ELEM)
+// One fp32 result of this workgroup's tile: its raw partial sum to the split-K scratch
+// (part_base: this slice and batch), or alpha times it to C.
+void put_result(bool split, uint part_base, uint bi, uint gi, uint gj, float alpha, float v) {
+  if (split) {
+    BufF32(pc.c).v[part_base + gi * pc.n + gj] = v;
+  } else {
+    store_c(bi, gi, gj, alpha * v);
+  }
+}
+
 void sum_slices(uint group) {
   uint id = group * WG + gl_LocalInvocationID.x;
   uint per = pc.m * pc.n;
@@ -415,7 +425,6 @@ void main() {
   }
 
 #if !defined(ELEM)
-  BufF32 parts = BufF32(pc.c);
   uint part_base = (slice * pc.batch + bi) * pc.m * pc.n;
   ACC alpha = pc.k > 0u ? SCALAR(pc.alpha) : ACC(0);
   if (TM * TN <= 16u) {  // 4 x 4 outputs per thread: stored directly
@@ -424,13 +433,7 @@ void main() {
       if (gi >= pc.m) continue;
       [[unroll]] for (uint j = 0; j < TN; ++j) {
         uint gj = col0 + OUT_COL(tx, j);
-        if (gj >= pc.n) continue;
-        float v = ACCQ(i, j / 4u)[j % 4u];
-        if (split) {
-          parts.v[part_base + gi * pc.n + gj] = v;
-        } else {
-          store_c(bi, gi, gj, alpha * v);
-        }
+        if (gj < pc.n) put_result(split, part_base, bi, gi, gj, alpha, ACCQ(i, j / 4u)[j % 4u]);
       }
     }
     return;
@@ -439,11 +442,11 @@ void main() {
   // row group (four rows) of every thread by one column group. The accumulators are read
   // only in unrolled loops whose bodies are one shared store, so they stay in registers
   // whatever the compiler makes of the output loop below (its bounds checks, bias and
-  // conversions); and a warp's global writes cover consecutive columns. (The 128 x 128
-  // tile with direct stores ran ten times slower than 64 x 64 on the H200, for a reason
-  // not yet known; register spills of its 64 accumulators would explain it.) The chunk's
-  // first half lives in As4, its second in Bs4 (the launcher checks that they hold it);
-  // the K loop's last barrier freed both.
+  // conversions); and a warp's global writes cover consecutive columns. (On the H200
+  // the 128 x 128 tile ran ten times slower than 64 x 64 with direct stores and with
+  // these alike: see the accumulators above.) The chunk's first half lives in As4, its
+  // second in Bs4 (the launcher checks that they hold it); the K loop's last barrier
+  // freed both.
   const uint CH_M = 4u * NTY, CH_Q = NTX, HALF = CH_M * CH_Q / 2u;
   [[unroll]] for (uint r = 0u; r < TM / 4u; ++r) {
     [[unroll]] for (uint c = 0u; c < TN / 4u; ++c) {
@@ -463,13 +466,8 @@ void main() {
         uint gj0 = col0 + (c * CH_Q + e % CH_Q) * 4u;
         if (gi >= pc.m) continue;
         [[unroll]] for (uint u = 0u; u < 4u; ++u) {
-          uint gj = gj0 + u;
-          if (gj >= pc.n) break;
-          if (split) {
-            parts.v[part_base + gi * pc.n + gj] = v[u];
-          } else {
-            store_c(bi, gi, gj, alpha * v[u]);
-          }
+          if (gj0 + u >= pc.n) break;
+          put_result(split, part_base, bi, gi, gj0 + u, alpha, v[u]);
         }
       }
       barrier();
