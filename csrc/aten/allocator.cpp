@@ -16,7 +16,8 @@ constexpr int kMaxDevices = 16;
 
 template <int D>
 void free_on(void* ptr) {
-  if (!ptr) return;
+  // A forked child inherits the parent's tensors but not its device: leak them.
+  if (!ptr || vkml::Runtime::in_bad_fork()) return;
   try {
     vkml::Runtime::get().device(D).memory().free(reinterpret_cast<uint64_t>(ptr));
   } catch (...) {

@@ -99,6 +99,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("is_available", [] { return vkml::Runtime::get().available(); });
   m.def("unavailable_reason", [] { return vkml::Runtime::get().unavailable_reason(); });
   m.def("device_count", [] { return vkml::Runtime::get().device_count(); });
+  m.def("in_bad_fork", [] { return vkml::Runtime::in_bad_fork(); });
   m.def("check_index", [](int i) { guarded([&] { vkml::Runtime::get().check_index(i); }); });
   m.def("get_device_properties", &properties);
   m.def("current_device", [] { return int(current_device()); });

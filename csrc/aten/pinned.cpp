@@ -19,7 +19,8 @@ void free_pinned(void* ctx) {
   if (!b) return;
   try {
     // Copies recorded from or into it may still be queued: free once they ran.
-    if (vkml::Runtime::existing())
+    // In a forked child the parent's device is gone: leak (the child exits soon).
+    if (vkml::Runtime::existing() && !vkml::Runtime::in_bad_fork())
       b->device->stream().free_after_use(b->device->staging(), b->address);
   } catch (...) {
     // Deleters must not throw; a failed free leaks the chunk.

@@ -103,7 +103,8 @@ def validation_messages() -> list[str]:
 
 # What torch expects of a device module (torch.vkml): seeding and fork checks.
 def _is_in_bad_fork() -> bool:
-    return False
+    """True in a process forked after vkml was initialised: vkml raises there (use spawn)."""
+    return bool(_C.in_bad_fork())
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:

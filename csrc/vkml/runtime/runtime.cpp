@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#ifndef _WIN32
+#include <pthread.h>  // pthread_atfork (Windows has no fork)
+#endif
 
 #include "vkml/core/error.h"
 #include "vkml/runtime/device.h"
@@ -73,7 +76,12 @@ const char* k_validation_layer = "VK_LAYER_KHRONOS_validation";
 
 namespace {
 std::atomic<Runtime*> g_runtime{nullptr};
-}
+std::atomic<bool> g_bad_fork{false};
+
+// Runs in the child of a fork(): the Vulkan instance, device, queue and the
+// driver's threads belong to the parent. Nothing here may take a lock.
+void mark_bad_fork() { g_bad_fork.store(true); }
+}  // namespace
 
 Runtime& Runtime::get() {
   // Deliberately leaked: tensors freed during interpreter shutdown still need
@@ -81,12 +89,17 @@ Runtime& Runtime::get() {
   static Runtime* runtime = [] {
     auto* r = new Runtime();
     g_runtime.store(r);
+#ifndef _WIN32
+    pthread_atfork(nullptr, nullptr, &mark_bad_fork);
+#endif
     return r;
   }();
   return *runtime;
 }
 
 Runtime* Runtime::existing() { return g_runtime.load(); }
+
+bool Runtime::in_bad_fork() { return g_bad_fork.load(); }
 
 Runtime::Runtime() {
   try {
@@ -219,6 +232,12 @@ void Runtime::check_index(int index) const {
 }
 
 Device& Runtime::device(int index) {
+  if (in_bad_fork())
+    fail(ErrorKind::Unavailable,
+         "torch-vkml: cannot use the vkml device in a forked subprocess: the parent process "
+         "had initialised Vulkan before fork(). To use vkml in subprocesses, use the 'spawn' "
+         "start method (torch.multiprocessing.set_start_method('spawn'), or "
+         "DataLoader(..., multiprocessing_context='spawn'))");
   check_index(index);
   std::lock_guard<std::mutex> lock(device_mutex_);
   Entry& e = devices_[index];
@@ -227,7 +246,7 @@ Device& Runtime::device(int index) {
 }
 
 Device* Runtime::created_device(int index) {
-  if (index < 0 || index >= device_count()) return nullptr;
+  if (in_bad_fork() || index < 0 || index >= device_count()) return nullptr;
   std::lock_guard<std::mutex> lock(device_mutex_);
   return devices_[index].device.get();
 }

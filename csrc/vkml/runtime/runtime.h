@@ -18,16 +18,21 @@ class Runtime {
   static Runtime& get();
   // The runtime if something already created it, else nullptr (creates nothing).
   static Runtime* existing();
+  // True in the child of a fork() made after the runtime was created: Vulkan
+  // objects do not survive a fork, so device() throws there and deleters leak.
+  static bool in_bad_fork();
 
   bool available() const { return !devices_.empty(); }
   // Why no device can be used, with what to install; empty when available.
   const std::string& unavailable_reason() const { return unavailable_reason_; }
   int device_count() const { return static_cast<int>(devices_.size()); }
   const DeviceInfo& info(int index) const;
-  // Creates the logical device on first use. Throws for a bad index.
+  // Creates the logical device on first use. Throws for a bad index, and in a
+  // forked child (in_bad_fork()).
   Device& device(int index);
   void check_index(int index) const;
-  // The logical device if it was already created, else nullptr (never creates one).
+  // The logical device if it was already created, else nullptr (never creates
+  // one; nullptr in a forked child).
   Device* created_device(int index);
 
   // Validation-layer messages (warnings and errors) since the last call.
