@@ -20,6 +20,7 @@
 namespace vkml_aten {
 void register_hooks();
 void register_event(pybind11::module& m);
+void register_module_conversion(pybind11::module& m);
 }  // namespace vkml_aten
 
 namespace py = pybind11;
@@ -96,9 +97,11 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch-vkml native module";
   register_hooks();
   register_event(m);
+  register_module_conversion(m);
   m.def("is_available", [] { return vkml::Runtime::get().available(); });
   m.def("unavailable_reason", [] { return vkml::Runtime::get().unavailable_reason(); });
   m.def("device_count", [] { return vkml::Runtime::get().device_count(); });
+  m.def("in_bad_fork", [] { return vkml::Runtime::in_bad_fork(); });
   m.def("in_bad_fork", [] { return vkml::Runtime::in_bad_fork(); });
   m.def("check_index", [](int i) { guarded([&] { vkml::Runtime::get().check_index(i); }); });
   m.def("get_device_properties", &properties);
