@@ -75,3 +75,32 @@ def test_large_download_in_overlapped_chunks():
     host = d.cpu()
     assert host[0].item() == 0 and host[-1].item() == n - 1
     assert host[2**24 + 3].item() == 2**24 + 3
+
+
+def _arrives(check, seconds=10.0):
+    """Polls `check` without ever synchronizing, as a program polling an event would."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_non_blocking_copy_to_the_cpu_arrives_without_a_synchronize(no_fallback):
+    x = make((257,))
+    d = x.to(VKML) * 3  # recorded work, not yet submitted
+    y = d.to("cpu", non_blocking=True)
+    assert y.is_pinned()  # as on CUDA: the destination is pinned memory
+    # Submitted at once: it completes as soon as the GPU reaches it.
+    assert _arrives(lambda: torch.equal(y, x * 3)), "the copy waited in an unsubmitted batch"
+
+
+def test_an_event_completes_without_a_synchronize():
+    x = torch.ones(64, device=VKML)
+    (x * 2).sum()
+    e = torch_vkml.Event()
+    e.record()
+    assert _arrives(e.query), "the event waited in an unsubmitted batch"

@@ -147,11 +147,17 @@ void download(Device& dev, void* dst, uint64_t src_address, uint64_t nbytes, uin
 void copy_pinned_to_device(Device& dev, uint64_t dst_address, uint64_t pinned_address,
                            uint64_t nbytes) {
   record_copy(dev, dev.memory(), dst_address, dev.staging(), pinned_address, nbytes);
+  // Submitted at once, as on a CUDA stream: the GPU starts the transfer as soon as it
+  // reaches it, and the caller's next synchronize finds it under way.
+  dev.stream().flush();
 }
 
 void copy_device_to_pinned(Device& dev, uint64_t pinned_address, uint64_t src_address,
                            uint64_t nbytes) {
   record_copy(dev, dev.staging(), pinned_address, dev.memory(), src_address, nbytes);
+  // Submitted at once: the host reads these bytes without telling us when (after an
+  // event or a synchronize, or by polling), so they must not wait in an open batch.
+  dev.stream().flush();
 }
 
 KernelTable put_kernel_table(Device& dev, const void* records, uint64_t nbytes, uint64_t groups,

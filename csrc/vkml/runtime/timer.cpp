@@ -71,6 +71,9 @@ uint64_t Timer::record(uint32_t slot) {
     pool = pools_[slot / kSlotsPerPool];
   }
   uint64_t value = device_.stream().write_timestamp(pool, slot % kSlotsPerPool);
+  // Submitted at once, so query() turns true as soon as the GPU passes the event
+  // rather than when a later batch happens to fill up.
+  device_.stream().flush();
   std::lock_guard<std::mutex> lock(mutex_);
   recorded_at_[slot] = value;
   return value;
