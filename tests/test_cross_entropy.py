@@ -101,14 +101,17 @@ def test_all_ignored_mean_is_nan_and_empty_sum_is_zero():
     assert_grads_close_to_cpu(lambda a, b: F.cross_entropy(a, b, reduction="sum"), e, t[:0])
 
 
-def test_out_of_range_target_gives_nan():
-    # The CPU raises; the device cannot without waiting for the kernel, so the row's
-    # loss is NaN (as the nll_loss kernel gives), never a silently wrong number.
+def test_out_of_range_target_raises_at_the_next_read():
+    # The CPU raises at once; the kernel notes the target in the device error record
+    # and the host raises the CPU's IndexError at its next read (test_device_errors.py).
+    # The row's loss is NaN meanwhile, never a silently wrong number.
     x = make((3, 4)).to(VKML)
     t = torch.tensor([0, 9, 1], device=VKML)
-    out = F.cross_entropy(x, t, reduction="none").cpu()
-    assert not out[0].isnan() and out[1].isnan() and not out[2].isnan()
-    assert F.cross_entropy(x, t).cpu().isnan()
+    out = F.cross_entropy(x, t, reduction="none")
+    with pytest.raises(IndexError, match="Target 9 is out of bounds."):
+        out.cpu()
+    with pytest.raises(IndexError, match="Target 9 is out of bounds."):
+        F.cross_entropy(x, t).cpu()
 
 
 def test_double_backward():

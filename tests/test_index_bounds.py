@@ -4,7 +4,9 @@ gathers and cat of such tensors, integer arithmetic, clamps and remainders of kn
 bounded values), are known without reading them back, and stay trusted only
 until something could have changed them. A check that trusts stale
 bounds would let an out-of-range index through silently, so every way of changing the
-index below must still raise."""
+index below must still raise. Indices of unknown range are checked by a kernel on the
+device, which notes an offending index; it is raised at the next read of the device (as
+CUDA raises its device-side asserts), so the raising blocks below read the result."""
 
 import pytest
 import torch
@@ -71,13 +73,13 @@ def test_negative_indices_where_allowed():
     assert syncs() == before
     torch.testing.assert_close(out.cpu(), x.take(idx), rtol=0, atol=0)
     with pytest.raises(IndexError, match="out of range: tried to access index -21"):
-        x_dev.take(torch.tensor([0, -21]).to(VKML))
+        x_dev.take(torch.tensor([0, -21]).to(VKML)).cpu()
 
 
 def test_known_out_of_range_values_still_raise_with_the_offending_index():
     w = torch.randn(ROWS, 3).to(VKML)
     with pytest.raises(IndexError, match="index out of range in self"):
-        F.embedding(torch.arange(ROWS + 1, device=VKML), w)
+        F.embedding(torch.arange(ROWS + 1, device=VKML), w).cpu()
     # Known bounds are those of the whole upload; a slice within range is checked exactly.
     d = torch.tensor([0, 5, 12]).to(VKML)
     torch.testing.assert_close(F.embedding(d[:2], w).cpu(), F.embedding(d[:2].cpu(), w.cpu()))
@@ -85,7 +87,7 @@ def test_known_out_of_range_values_still_raise_with_the_offending_index():
     with pytest.raises(RuntimeError, match=message):
         w.cpu().gather(0, d.cpu().view(3, 1).expand(3, 3))
     with pytest.raises(RuntimeError, match=message):
-        w.gather(0, d.view(3, 1).expand(3, 3))
+        w.gather(0, d.view(3, 1).expand(3, 3)).cpu()
 
 
 # Each changes the uploaded index [1, 4, 2, 3, 4, 0] so that some value reaches 10 or more.
@@ -118,7 +120,7 @@ def test_changed_indices_are_checked_again(change):
     with pytest.raises(IndexError, match="index out of range in self"):
         F.embedding(idx, w)
     with pytest.raises(IndexError, match="index out of range in self"):
-        F.embedding(d, w_dev)
+        F.embedding(d, w_dev).cpu()
     # The device stays usable.
     assert F.embedding(d.clamp(0, ROWS - 1), w_dev).cpu().shape == (6, 3)
 
@@ -130,7 +132,7 @@ def test_memory_reused_by_another_tensor_is_checked():
     del d
     e = torch.empty(4, dtype=torch.int64, device=VKML).fill_(ROWS)  # may take d's bytes
     with pytest.raises(IndexError, match="index out of range in self"):
-        F.embedding(e, w)
+        F.embedding(e, w).cpu()
 
 
 def test_positions_computed_on_the_device_need_no_read_back():
@@ -187,7 +189,7 @@ def test_indices_gathered_or_joined_from_known_values_need_no_read_back():
     # One input of unknown range makes the joined range unknown: checked exactly.
     unknown = unknown_range([ROWS] * 8)
     with pytest.raises(IndexError, match="index out of range in self"):
-        F.embedding(torch.cat([data[:8], unknown]), torch.randn(ROWS, 3).to(VKML))
+        F.embedding(torch.cat([data[:8], unknown]), torch.randn(ROWS, 3).to(VKML)).cpu()
 
 
 def test_indices_computed_on_the_device_keep_a_range():
@@ -232,13 +234,13 @@ def test_computed_indices_out_of_range_or_unbounded_are_checked_exactly():
     w = torch.randn(ROWS, 3).to(VKML)
     pos = torch.arange(6, device=VKML)
     with pytest.raises(IndexError, match="index out of range in self"):
-        F.embedding(pos + 5, w)  # [5, 10]: the exact check finds the 10
+        F.embedding(pos + 5, w).cpu()  # [5, 10]: the exact check finds the 10
     assert F.embedding(pos[:4] + 5, w).shape == (4, 3)  # in range: fine
     noisy = unknown_range([3, -40, 25, 7])
     with pytest.raises(IndexError, match="index out of range in self"):
-        F.embedding(noisy.clamp_min(0), w)  # unbounded above: checked exactly
+        F.embedding(noisy.clamp_min(0), w).cpu()  # unbounded above: checked exactly
     with pytest.raises(IndexError, match="index out of range in self"):
-        F.embedding(noisy.abs() + ROWS, w)
+        F.embedding(noisy.abs() + ROWS, w).cpu()
     # 2^62 * 4 + 1 wraps to 1, on the CPU too: no range is claimed, the check reads it.
     big = torch.tensor([2**62]).to(VKML)
     got = F.embedding(big * 4 + 1, w)
@@ -247,4 +249,29 @@ def test_computed_indices_out_of_range_or_unbounded_are_checked_exactly():
     wrapped = idx32 * idx32  # wraps at 32 bits, as on the CPU: no range claimed
     assert wrapped.cpu().item() == (torch.tensor([70000], dtype=torch.int32) ** 2).item()
     with pytest.raises(IndexError, match="index out of range in self"):
-        F.embedding(wrapped, w)
+        F.embedding(wrapped, w).cpu()
+
+
+def test_unknown_indices_are_checked_on_the_device_without_a_wait():
+    w = torch.randn(ROWS, 3)
+    w_dev = w.to(VKML)
+    good, bad = unknown_range([1, 9, 0]), unknown_range([1, ROWS, 0])
+    torch_vkml.synchronize()
+    before = syncs()
+    out = F.embedding(good, w_dev)
+    wrong = F.embedding(bad, w_dev)
+    gathered = w_dev.gather(0, bad.view(3, 1).expand(3, 3))
+    assert syncs() == before, "an index check waited for the GPU"
+    # The first offending op is the one raised, at the read, with the CPU's words.
+    with pytest.raises(IndexError, match="index out of range in self"):
+        wrong.cpu()
+    # Raised once: the device and the next reads are fine.
+    torch.testing.assert_close(out.cpu(), F.embedding(good.cpu(), w), rtol=0, atol=0)
+    assert gathered.shape == (3, 3)
+    with pytest.raises(
+        RuntimeError, match="index 10 is out of bounds for dimension 0 with size 10"
+    ):
+        w_dev.gather(0, bad.view(3, 1).expand(3, 3)).sum().item()
+    with pytest.raises(IndexError, match="index 10 is out of bounds for dimension 0 with size 10"):
+        w_dev[bad]
+        torch_vkml.synchronize()

@@ -51,10 +51,10 @@ struct VkmlGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return dev.stream().completed_value() >= dev.stream().flush();
   }
   void synchronizeStream(const c10::Stream& s) const override {
-    guarded([&] { device_at(s.device_index()).stream().synchronize(); });
+    guarded([&] { device_at(s.device_index()).synchronize(); });
   }
   void synchronizeDevice(const c10::DeviceIndex index) const override {
-    guarded([&] { device_at(index).stream().synchronize(); });
+    guarded([&] { device_at(index).synchronize(); });
   }
   void synchronizeEvent(void*) const override {}
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}

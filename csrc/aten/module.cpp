@@ -102,7 +102,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("unavailable_reason", [] { return vkml::Runtime::get().unavailable_reason(); });
   m.def("device_count", [] { return vkml::Runtime::get().device_count(); });
   m.def("in_bad_fork", [] { return vkml::Runtime::in_bad_fork(); });
-  m.def("in_bad_fork", [] { return vkml::Runtime::in_bad_fork(); });
   m.def("check_index", [](int i) { guarded([&] { vkml::Runtime::get().check_index(i); }); });
   m.def("get_device_properties", &properties);
   m.def("current_device", [] { return int(current_device()); });
@@ -114,7 +113,7 @@ PYBIND11_MODULE(_C, m) {
       "synchronize",
       [](std::optional<int> i) {
         py::gil_scoped_release no_gil;
-        guarded([&] { dev(i).stream().synchronize(); });
+        guarded([&] { dev(i).synchronize(); });
       },
       py::arg("device") = py::none());
   m.def("memory_stats", &memory_stats, py::arg("device") = py::none());
@@ -165,9 +164,8 @@ PYBIND11_MODULE(_C, m) {
   // kernel's tile, 0 for the default choice), for scripts/gpu_gemm_sweep.py.
   m.def("_set_attention_tiling",
         [](int tiling) { guarded([&] { vkml::ops::set_attention_tiling(tiling); }); });
-  m.def("_set_coopmat_tuning", [](int bk, int tile) {
-    guarded([&] { vkml::ops::set_coopmat_tuning({bk, tile}); });
-  });
+  m.def("_set_coopmat_tuning",
+        [](int bk, int tile) { guarded([&] { vkml::ops::set_coopmat_tuning({bk, tile}); }); });
   m.def("_set_gemm_tile", [](int tile) { vkml::ops::set_gemm_tile(tile); });
   m.def("_set_gpu_choices", [](bool on) { vkml::ops::set_gpu_choices(on); });
   m.def("_set_gemm_config", [](int bm, int bn, int bk, int threads, int tn) {

@@ -10,6 +10,9 @@
 #include <tuple>
 
 #include "fallback.h"
+#include "vkml/ops/value_check.h"
+#include "vkml/shaders/device_error.h"
+#include "vkml_tensor.h"
 
 namespace vkml_aten {
 namespace {
@@ -35,7 +38,20 @@ Bags make_bags(const at::Tensor& indices, const at::Tensor& offsets, bool includ
   TORCH_CHECK(b.bags >= 0, "include_last_offset: number of offsets should be at least 1");
   int64_t n = indices.numel();
   at::Tensor idx = indices.to(at::kLong);
-  at::Tensor offs = offsets.to(at::kLong).narrow(0, 0, b.bags);
+  at::Tensor all_offs = offsets.to(at::kLong).contiguous();
+  if (int64_t k = all_offs.numel(); k > 0) {
+    // The CPU's checks of the first and last offsets, made on the device: raised at
+    // the next read of the device, with no wait here.
+    vkml::Device& dev = vkml_device(all_offs);
+    guarded([&] {
+      vkml::ops::check_int_range(dev, ref(all_offs.narrow(0, 0, 1)), 0, 0,
+                                 DEVICE_ERROR_BAG_FIRST_OFFSET, DEVICE_ERROR_BAG_FIRST_OFFSET);
+      vkml::ops::check_int_range(dev, ref(all_offs.narrow(0, k - 1, 1)),
+                                 std::numeric_limits<int64_t>::min(), n,
+                                 DEVICE_ERROR_BAG_LAST_OFFSET, DEVICE_ERROR_BAG_LAST_OFFSET, n);
+    });
+  }
+  at::Tensor offs = all_offs.narrow(0, 0, b.bags);
   at::Tensor pos = at::arange(n, idx.options());
   b.offset2bag = b.bags == 0 ? at::zeros({n}, idx.options())
                              : (at::searchsorted(offs, pos, false, true) - 1).clamp_min(0);

@@ -25,6 +25,8 @@
 
 #include "value_bounds.h"
 #include "vkml/ops/index.h"
+#include "vkml/ops/value_check.h"
+#include "vkml/shaders/device_error.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
@@ -116,62 +118,64 @@ bool index_checks_enabled() {
   return !(v && std::string(v) == "0");
 }
 
-// One transfer for the minima and maxima of all the index tensors.
+uint32_t error_code(Style style) {
+  switch (style) {
+    case Style::InSelf:
+      return DEVICE_ERROR_INDEX_IN_SELF;
+    case Style::Bounds:
+      return DEVICE_ERROR_INDEX_BOUNDS;
+    case Style::BoundsIdx:
+      return DEVICE_ERROR_INDEX_BOUNDS_INDEX_ERROR;
+    case Style::Take:
+      return DEVICE_ERROR_INDEX_TAKE;
+  }
+  return DEVICE_ERROR_INDEX_IN_SELF;
+}
+
+[[noreturn]] void raise_out_of_range(Style style, int64_t bad, int64_t d, int64_t n) {
+  switch (style) {
+    case Style::InSelf:
+      TORCH_CHECK_INDEX(false, "index out of range in self");
+    case Style::Bounds:
+      TORCH_CHECK(false, "index ", bad, " is out of bounds for dimension ", d, " with size ", n);
+    case Style::BoundsIdx:
+      TORCH_CHECK_INDEX(false, "index ", bad, " is out of bounds for dimension ", d, " with size ",
+                        n);
+    case Style::Take:
+      TORCH_CHECK_INDEX(false, "out of range: tried to access index ", bad, " on a tensor of ", n,
+                        " elements.");
+  }
+  TORCH_CHECK(false, "index out of range");
+}
+
+// Index tensors on the CPU are checked there, at once. Device indices whose values are
+// known in range (noted at upload, arange, randint, ... and unchanged since) need no
+// check; the others are checked by a kernel on the device, which notes an offending
+// index in the device error record: it is raised, in the CPU's words, at the next read
+// of the device (item(), .cpu(), synchronize()), as CUDA raises its device-side
+// asserts, and the host never waits for it. The kernels themselves read 0 for an
+// index out of range and drop writes through it.
 void check_ranges(const std::vector<RangeCheck>& checks, bool allow_negative, Style style) {
   if (!index_checks_enabled()) return;
-  // Index tensors still on the CPU are checked there, without a device round trip.
-  std::vector<at::Tensor> parts;
-  std::vector<const RangeCheck*> live;
-  std::vector<int64_t> cpu_minmax;
-  std::vector<const RangeCheck*> cpu_live;
   for (const RangeCheck& c : checks) {
     if (c.index.numel() == 0) continue;
-    if (!c.index.is_cpu()) {
-      // Values noted at upload, arange or randint and unchanged since: no read-back.
-      // Out of range, the exact check below finds the offending value.
-      std::optional<vkml::IntRange> known = known_values(c.index);
-      if (known && known->lo >= (allow_negative ? -c.size : 0) && known->hi < c.size) continue;
-    }
-    at::Tensor i = c.index.scalar_type() == at::kLong ? c.index : c.index.to(at::kLong);
-    if (i.is_cpu()) {
-      cpu_minmax.push_back(i.min().item<int64_t>());
-      cpu_minmax.push_back(i.max().item<int64_t>());
-      cpu_live.push_back(&c);
+    const int64_t n = c.size, lo = allow_negative ? -n : 0;
+    if (c.index.is_cpu()) {
+      at::Tensor i = c.index.scalar_type() == at::kLong ? c.index : c.index.to(at::kLong);
+      int64_t min = i.min().item<int64_t>(), max = i.max().item<int64_t>();
+      if (min < lo) raise_out_of_range(style, min, c.dim, n);
+      if (max >= n) raise_out_of_range(style, max, c.dim, n);
       continue;
     }
-    parts.push_back(i.min().reshape({1}));
-    parts.push_back(i.max().reshape({1}));
-    live.push_back(&c);
-  }
-  std::vector<int64_t> v = cpu_minmax;
-  if (!parts.empty()) {
-    at::Tensor mm = at::cat(parts).cpu();
-    v.insert(v.end(), mm.const_data_ptr<int64_t>(), mm.const_data_ptr<int64_t>() + mm.numel());
-  }
-  live.insert(live.begin(), cpu_live.begin(), cpu_live.end());
-  for (size_t k = 0; k < live.size(); ++k) {
-    int64_t lo = v[2 * k], hi = v[2 * k + 1], n = live[k]->size;
-    int64_t bad;
-    if (lo < (allow_negative ? -n : 0)) {
-      bad = lo;
-    } else if (hi >= n) {
-      bad = hi;
-    } else {
-      continue;
-    }
-    int64_t d = live[k]->dim;
-    switch (style) {
-      case Style::InSelf:
-        TORCH_CHECK_INDEX(false, "index out of range in self");
-      case Style::Bounds:
-        TORCH_CHECK(false, "index ", bad, " is out of bounds for dimension ", d, " with size ", n);
-      case Style::BoundsIdx:
-        TORCH_CHECK_INDEX(false, "index ", bad, " is out of bounds for dimension ", d,
-                          " with size ", n);
-      case Style::Take:
-        TORCH_CHECK_INDEX(false, "out of range: tried to access index ", bad, " on a tensor of ", n,
-                          " elements.");
-    }
+    std::optional<vkml::IntRange> known = known_values(c.index);
+    if (known && known->lo >= lo && known->hi < n) continue;
+    at::Tensor i = c.index;
+    if (i.scalar_type() != at::kLong && i.scalar_type() != at::kInt) i = i.to(at::kLong);
+    i = i.contiguous();
+    const uint32_t code = error_code(style);
+    guarded([&] {
+      vkml::ops::check_int_range(vkml_device(i), ref(i), lo, n - 1, code, code, n, uint32_t(c.dim));
+    });
   }
 }
 

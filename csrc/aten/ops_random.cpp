@@ -11,6 +11,8 @@
 #include "generator.h"
 #include "value_bounds.h"
 #include "vkml/ops/random.h"
+#include "vkml/ops/value_check.h"
+#include "vkml/shaders/device_error.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
@@ -189,13 +191,17 @@ at::Tensor& multinomial_out(const at::Tensor& self, int64_t n_sample, bool with_
       self.dim() == 1 ? std::vector<int64_t>{n_sample} : std::vector<int64_t>{rows, n_sample};
   at::native::resize_output(result, shape);
   if (rows == 0) return result;
-  // One read for the validity checks, as on the CPU.
-  at::Tensor checks =
-      at::stack({p.max().lt(INFINITY).logical_and(p.min().ge(0)), p.sum(-1).eq(0).any()}).cpu();
-  TORCH_CHECK(checks[0].item<bool>(),
-              "probability tensor contains either `inf`, `nan` or element < 0");
-  TORCH_CHECK(!checks[1].item<bool>(),
-              "invalid multinomial distribution (sum of probabilities <= 0)");
+  // The CPU's validity checks, made on the device: a failure is raised at the next
+  // read of the device, with the CPU's message, and costs no wait here.
+  {
+    at::Tensor probs = p.contiguous();
+    at::Tensor sums = probs.sum(-1);
+    vkml::Device& dev = vkml_device(p);
+    guarded([&] {
+      vkml::ops::check_float_values(dev, ref(probs), false, DEVICE_ERROR_MULTINOMIAL_PROBABILITY);
+      vkml::ops::check_float_values(dev, ref(sums), true, DEVICE_ERROR_MULTINOMIAL_SUM);
+    });
+  }
   at::Tensor samples;
   if (!with_replacement || n_sample == 1) {
     at::Tensor q = at::empty(p.sizes(), p.options());

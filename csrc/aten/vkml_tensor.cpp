@@ -79,11 +79,14 @@ void rethrow(const vkml::Error& e) {
   switch (e.kind()) {
     case vkml::ErrorKind::InvalidArgument:
       TORCH_CHECK_VALUE(false, e.what());
+    case vkml::ErrorKind::IndexOutOfRange:
+      TORCH_CHECK_INDEX(false, e.what());
     case vkml::ErrorKind::OutOfMemory:
       TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
     case vkml::ErrorKind::Unavailable:
     case vkml::ErrorKind::DeviceLost:
     case vkml::ErrorKind::Internal:
+    case vkml::ErrorKind::ValueCheck:
       TORCH_CHECK(false, e.what());
   }
   TORCH_CHECK(false, e.what());

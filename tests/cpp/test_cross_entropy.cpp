@@ -134,7 +134,7 @@ TEST_F(CrossEntropyTest, EmptyBatchAndSpecialRows) {
   EXPECT_TRUE(std::isnan(bout.read<float>(1)[0]));
 
   // -inf scores count nothing; NaN, +inf, an all -inf row and a target out of
-  // range give NaN.
+  // range give NaN, and the target out of range is raised by the next read.
   const float inf = INFINITY;
   std::vector<float> x = {0, -inf, 1, NAN, 0, 1, inf, 0, 1, -inf, -inf, -inf, 0, 1, 2};
   Buffer bx(dev(), x), bt5(dev(), std::vector<int64_t>{0, 1, 1, 2, 7}), blse(dev(), 20),
@@ -146,6 +146,13 @@ TEST_F(CrossEntropyTest, EmptyBatchAndSpecialRows) {
   a.c = 3;
   a.reduction = Reduction::None;
   ops::cross_entropy_forward(dev(), a, bo.address(), 0);
+  try {
+    dev().synchronize();
+    ADD_FAILURE() << "the target out of range was not raised";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::IndexOutOfRange);
+    EXPECT_STREQ(e.what(), "Target 7 is out of bounds.");
+  }
   auto out = bo.read<float>(5);
   EXPECT_NEAR(out[0], std::log(1 + std::exp(1.0)), 1e-6);
   for (int i = 1; i < 5; ++i) EXPECT_TRUE(std::isnan(out[i])) << i;

@@ -100,7 +100,8 @@ TEST_F(LossTest, EverythingIgnored) {
   run_case(dev(), k, DType::f32);  // 0 / 0 = NaN
 }
 
-TEST_F(LossTest, OutOfRangeTargetGivesNaN) {
+// A target out of range gives NaN and is raised (once) by the next read of the device.
+TEST_F(LossTest, OutOfRangeTargetGivesNaNAndIsRaised) {
   std::vector<float> input = {-1, -2, -3, -4};
   std::vector<int64_t> target = {1, 7};
   Buffer bin(dev(), input), bt(dev(), target), bout(dev(), 8), btw(dev(), 4);
@@ -111,13 +112,24 @@ TEST_F(LossTest, OutOfRangeTargetGivesNaN) {
   a.c = 2;
   a.output = bout.address();
   a.total_weight = btw.address();
+  auto expect_raised = [&] {
+    try {
+      dev().synchronize();
+      ADD_FAILURE() << "the target out of range was not raised";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::IndexOutOfRange);
+      EXPECT_STREQ(e.what(), "Target 7 is out of bounds.");
+    }
+  };
   for (Reduction r : {Reduction::Sum, Reduction::Mean}) {
     a.reduction = r;
     ops::nll_loss_forward(dev(), a);
+    expect_raised();
     EXPECT_TRUE(std::isnan(bout.read<float>(1)[0]));
   }
   a.reduction = Reduction::None;
   ops::nll_loss_forward(dev(), a);
+  expect_raised();
   auto out = bout.read<float>(2);
   EXPECT_EQ(out[0], 2.0f);
   EXPECT_TRUE(std::isnan(out[1]));

@@ -12,6 +12,8 @@ enum class ErrorKind {
   OutOfMemory,      // torch.OutOfMemoryError
   DeviceLost,       // RuntimeError; the device is unusable afterwards
   Internal,         // a Vulkan call failed unexpectedly
+  IndexOutOfRange,  // a value used as an index or class is out of range: IndexError
+  ValueCheck,       // a value check PyTorch reports as RuntimeError, in its words
 };
 
 class Error : public std::runtime_error {

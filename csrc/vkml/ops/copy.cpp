@@ -142,6 +142,8 @@ void download(Device& dev, void* dst, uint64_t src_address, uint64_t nbytes, uin
     current = next;
   }
   finish(current);
+  // The host reads the device: what the kernels before it found is raised here.
+  dev.errors().raise_pending();
 }
 
 void copy_pinned_to_device(Device& dev, uint64_t dst_address, uint64_t pinned_address,

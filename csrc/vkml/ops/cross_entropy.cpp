@@ -22,6 +22,7 @@ struct Push {
   int32_t reduction;
   uint32_t flags;
   float smoothing;
+  uint64_t errors;
 };
 static_assert(sizeof(Push) <= 128);
 
@@ -49,6 +50,7 @@ Push make_push(Device& dev, const CrossEntropyArgs& a) {
   p.reduction = int32_t(a.reduction);
   p.flags = (a.weight ? kWeight : 0) | (a.weight && a.label_smoothing != 0.0f ? kWeightSum : 0);
   p.smoothing = a.label_smoothing;
+  p.errors = dev.errors().address();
   return p;
 }
 

@@ -198,7 +198,25 @@ void launch_outer(Device& dev, VkPipeline pipeline, const Elementwise& e, uint64
 
 }  // namespace
 
+namespace {
+
+bool divides_integers(const Elementwise& e) {
+  return !is_floating(e.dtype) && e.ninputs == 2 &&
+         (e.op == OP_DIV_TRUNC || e.op == OP_DIV_FLOOR || e.op == OP_REMAINDER || e.op == OP_FMOD);
+}
+
+}  // namespace
+
 void run_elementwise(Device& dev, Elementwise e) {
+  if (divides_integers(e)) {
+    // A divisor given by value is checked here; a tensor's, by the kernel, which
+    // notes a zero in the device error record (ptr[3], unused by binary ops).
+    if (e.scalar[1]) {
+      if (e.slot[1].i == 0) fail(ErrorKind::ValueCheck, "ZeroDivisionError");
+    } else {
+      e.ptr[3] = dev.errors().address();
+    }
+  }
   e.layout.noperands = e.ninputs + 1;
   for (int k = 0; k < e.ninputs; ++k)
     if (e.scalar[k])

@@ -18,6 +18,7 @@ struct Push {
   uint32_t n, c;
   int32_t reduction;
   uint32_t flags;
+  uint64_t errors;
 };
 static_assert(sizeof(Push) <= 128);
 
@@ -39,6 +40,7 @@ Push make_push(Device& dev, const NllLossArgs& a) {
   p.c = uint32_t(a.c);
   p.reduction = int32_t(a.reduction);
   p.flags = a.weight ? kWeight : 0;
+  p.errors = dev.errors().address();
   return p;
 }
 

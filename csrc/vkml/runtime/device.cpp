@@ -55,6 +55,7 @@ Device::Device(VkPhysicalDevice physical, const DeviceInfo& info, int index)
 
   memory_ = std::make_unique<MemoryPool>(*this, false);
   staging_ = std::make_unique<MemoryPool>(*this, true);
+  errors_ = std::make_unique<DeviceErrors>(*staging_);
   pipelines_ = std::make_unique<Pipelines>(*this);
   stream_ = std::make_unique<Stream>(*this);
 }
@@ -65,6 +66,7 @@ Device::~Device() {
   profiler_.reset();
   timer_.reset();
   pipelines_.reset();
+  errors_.reset();
   staging_.reset();
   memory_.reset();
   if (device_) vk::vkDestroyDevice(device_, nullptr);
@@ -90,6 +92,11 @@ std::vector<Profiler::Kernel> Device::stop_profiling() {
   stream_->synchronize();
   std::unique_ptr<Profiler> done = std::move(profiler_);
   return done->collect();
+}
+
+void Device::synchronize() {
+  stream_->synchronize();
+  errors_->raise_pending();
 }
 
 void Device::release_cached_memory() {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 
+#include "vkml/runtime/device_errors.h"
 #include "vkml/runtime/device_info.h"
 #include "vkml/runtime/memory.h"
 #include "vkml/runtime/pipelines.h"
@@ -34,6 +35,10 @@ class Device {
   MemoryPool& memory() { return *memory_; }
   MemoryPool& staging() { return *staging_; }
   Stream& stream() { return *stream_; }
+  // Value checks noted by kernels, raised at the host's next read (device_errors.h).
+  DeviceErrors& errors() { return *errors_; }
+  // Waits for all recorded work, then raises what its kernels' value checks found.
+  void synchronize();
   Pipelines& pipelines() { return *pipelines_; }
   // Known ranges of integer tensors' values (index bounds checks without a sync).
   ValueBounds& value_bounds() { return value_bounds_; }
@@ -63,6 +68,7 @@ class Device {
   ValueBounds value_bounds_;  // before the pools and the stream, which use it
   std::unique_ptr<MemoryPool> memory_;
   std::unique_ptr<MemoryPool> staging_;
+  std::unique_ptr<DeviceErrors> errors_;
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<Pipelines> pipelines_;
   std::once_flag timer_once_;

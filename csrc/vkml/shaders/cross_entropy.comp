@@ -22,6 +22,7 @@
 //! variant f16 -DST_F16 -DNEED_F16
 //! variant bf16 -DST_BF16 -DNEED_F16
 #include "common.glsl"
+#include "device_error.glsl"
 #include "float_store.glsl"
 
 layout(local_size_x_id = 1) in;
@@ -51,6 +52,7 @@ layout(push_constant, scalar) uniform PC {
   int reduction;
   uint flags;
   float smoothing;
+  uint64_t errors;  // the device error record: a target out of range is noted there
 } pc;
 
 float weight_of(uint j) { return (pc.flags & F_WEIGHT) != 0u ? LD(pc.weight, j) : 1.0; }
@@ -130,6 +132,8 @@ void rows_forward() {
   float loss = 0.0;
   if (t != pc.ignore_index) {
     float wt = target_weight(t);
+    if (gl_LocalInvocationID.x == 0u && (t < 0 || t >= int64_t(pc.c)))
+      report_device_error(pc.errors, DEVICE_ERROR_TARGET, t, int64_t(pc.c), 0u);
     float xt = isnan(wt) ? NAN_F : LD(pc.scores, base + uint(t));
     loss = (1.0 - pc.smoothing) * wt * (lse - xt);
     if (smoothed) loss += pc.smoothing / float(pc.c) * (weight_total() * lse - s_x[0]);

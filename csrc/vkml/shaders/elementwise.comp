@@ -29,6 +29,7 @@
 //! variant bf16_table -DST_BF16 -DNEED_F16 -DNEED_I16 -DTABLE
 #include "common.glsl"
 #include "op_codes.h"
+#include "device_error.glsl"
 
 const uint WG = 256;
 layout(local_size_x = WG) in;
@@ -628,6 +629,14 @@ CT int_pow(CT a, CT b) {
 // SPIR-V too: PyTorch's CPU raises, but checking would need a device read, so the
 // result is unspecified (lavapipe does not trap).
 CT int_fmod(CT a, CT b) { return a - b * (a / b); }
+// An integer division by zero, which the CPU raises as ZeroDivisionError: noted in
+// the device error record (OPERAND(3): binary ops have no third input, and the
+// launcher puts the record there for these ops); the result is 0.
+bool zero_divisor(CT b) {
+  if (b != CT(0)) return false;
+  report_device_error(OPERAND(3), DEVICE_ERROR_ZERO_DIVISION, 0l, 0l, 0u);
+  return true;
+}
 #endif
 
 CT apply(CT a, CT b, CT c, uint i) {
@@ -965,16 +974,18 @@ CT apply(CT a, CT b, CT c, uint i) {
       CT g = gcd_i(a, b);
       return g == CT(0) ? CT(0) : abs(a / g * b);
     }
-    case OP_DIV_TRUNC: return a / b;
+    case OP_DIV_TRUNC: return zero_divisor(b) ? CT(0) : a / b;
     case OP_DIV_FLOOR: {
+      if (zero_divisor(b)) return CT(0);
       CT q = a / b;
       return (q * b != a && ((a < CT(0)) != (b < CT(0)))) ? q - CT(1) : q;
     }
     case OP_REMAINDER: {
+      if (zero_divisor(b)) return CT(0);
       CT r = int_fmod(a, b);
       return (r != CT(0) && ((r < CT(0)) != (b < CT(0)))) ? r + b : r;
     }
-    case OP_FMOD: return int_fmod(a, b);
+    case OP_FMOD: return zero_divisor(b) ? CT(0) : int_fmod(a, b);
     case OP_CLAMP_TENSOR: return min(max(a, b), c);
     case OP_ISNAN: case OP_ISINF: case OP_ISPOSINF: case OP_ISNEGINF: return CT(0);
     case OP_ISFINITE: return CT(1);

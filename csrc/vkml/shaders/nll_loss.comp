@@ -8,6 +8,7 @@
 //! variant f16 -DST_F16 -DNEED_F16
 //! variant bf16 -DST_BF16 -DNEED_F16
 #include "common.glsl"
+#include "device_error.glsl"
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
@@ -47,6 +48,7 @@ layout(push_constant, scalar) uniform PC {
   uint c;
   int reduction;
   uint flags;
+  uint64_t errors;  // the device error record: a target out of range is noted there
 } pc;
 
 float weight_of(int64_t t) {
@@ -69,6 +71,7 @@ void main() {
         if (t < 0 || t >= int64_t(pc.c)) {
           bad = 1u;
           li = NAN_F;
+          report_device_error(pc.errors, DEVICE_ERROR_TARGET, t, int64_t(pc.c), 0u);
         } else {
           float w = weight_of(t);
           li = -w * LDV(BUF(pc.scores).v[i * pc.c + uint(t)]);

@@ -1,0 +1,89 @@
+#include "vkml/runtime/device_errors.h"
+
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/shaders/device_error.h"
+
+namespace vkml {
+
+namespace {
+
+struct Record {
+  uint32_t code;
+  uint32_t aux;
+  int64_t value;
+  int64_t bound;
+};
+static_assert(sizeof(Record) == DEVICE_ERROR_RECORD_BYTES);
+
+// The message and exception type PyTorch's CPU kernels raise for the same input.
+[[noreturn]] void raise(const Record& r) {
+  const std::string v = std::to_string(r.value);
+  switch (r.code) {
+    case DEVICE_ERROR_TARGET:
+      fail(ErrorKind::IndexOutOfRange, "Target " + v + " is out of bounds.");
+    case DEVICE_ERROR_ZERO_DIVISION:
+      fail(ErrorKind::ValueCheck, "ZeroDivisionError");
+    case DEVICE_ERROR_ONE_HOT_NEGATIVE:
+      fail(ErrorKind::ValueCheck, "Class values must be non-negative.");
+    case DEVICE_ERROR_ONE_HOT_CLASSES:
+      fail(ErrorKind::ValueCheck, "Class values must be smaller than num_classes.");
+    case DEVICE_ERROR_BAG_FIRST_OFFSET:
+      fail(ErrorKind::ValueCheck,
+           "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+           "from position 0. However, got " +
+               v);
+    case DEVICE_ERROR_BAG_LAST_OFFSET:
+      fail(ErrorKind::ValueCheck, "offsets[-1] can not be greater than input's length " +
+                                      std::to_string(r.bound) + " but got offsets[-1] of " + v);
+    case DEVICE_ERROR_MULTINOMIAL_PROBABILITY:
+      fail(ErrorKind::ValueCheck, "probability tensor contains either `inf`, `nan` or element < 0");
+    case DEVICE_ERROR_MULTINOMIAL_SUM:
+      fail(ErrorKind::ValueCheck, "invalid multinomial distribution (sum of probabilities <= 0)");
+    case DEVICE_ERROR_INDEX_IN_SELF:
+      fail(ErrorKind::IndexOutOfRange, "index out of range in self");
+    case DEVICE_ERROR_INDEX_BOUNDS:
+    case DEVICE_ERROR_INDEX_BOUNDS_INDEX_ERROR:
+      fail(r.code == DEVICE_ERROR_INDEX_BOUNDS ? ErrorKind::ValueCheck : ErrorKind::IndexOutOfRange,
+           "index " + v + " is out of bounds for dimension " + std::to_string(r.aux) +
+               " with size " + std::to_string(r.bound));
+    case DEVICE_ERROR_INDEX_TAKE:
+      fail(ErrorKind::IndexOutOfRange, "out of range: tried to access index " + v +
+                                           " on a tensor of " + std::to_string(r.bound) +
+                                           " elements.");
+    default:
+      fail(ErrorKind::Internal,
+           "a vkml kernel reported an unknown error code " + std::to_string(r.code));
+  }
+}
+
+}  // namespace
+
+DeviceErrors::DeviceErrors(MemoryPool& staging)
+    : staging_(staging), record_(staging.allocate(sizeof(Record))) {
+  std::memset(record_.host, 0, sizeof(Record));
+}
+
+DeviceErrors::~DeviceErrors() {
+  try {
+    staging_.free(record_.address);
+  } catch (...) {
+  }
+}
+
+void DeviceErrors::raise_pending() {
+  // The memory is host-coherent and each batch ends with a barrier that makes
+  // shader writes visible to the host; the acquire keeps the fields' reads
+  // after the code's.
+  auto* code = reinterpret_cast<uint32_t*>(record_.host);
+  if (std::atomic_ref<uint32_t>(*code).load(std::memory_order_acquire) == 0) return;
+  Record r;
+  std::memcpy(&r, record_.host, sizeof(r));
+  std::memset(record_.host, 0, sizeof(Record));
+  raise(r);
+}
+
+}  // namespace vkml
