@@ -61,6 +61,10 @@ FAMILIES = {
         F + ", bfloat16 (in float32), float64 (where the device has shaderFloat64)",
     ),
     "ops_loss.cpp": ("Losses", FB + " (bfloat16 in float32)"),
+    "ops_ctc_loss.cpp": (
+        "CTC loss (_ctc_loss, backward; lengths as lists or tensors)",
+        "float32, float64 (where the device has shaderFloat64)",
+    ),
     "ops_cross_entropy.cpp": (
         "Fused cross entropy (forward, backward; autograd and inference mode)",
         FB + " scores with int64 class targets, in float32 (probability targets and float64 "
@@ -115,24 +119,34 @@ FAMILIES = {
         "float32, float16, bfloat16 (4-d q/k/v, equal heads, head dims up to 128, no "
         "dropout, a mask that needs no grad; other calls take PyTorch's math path, native)",
     ),
+    "composite/one_hot.cpp": (
+        "One-hot encoding (class checks on the device, raised at the next read)",
+        "int64 classes",
+    ),
+    "composite/weight_norm.cpp": (
+        "Weight normalization (composed of native norms, sums and elementwise ops)",
+        FB + " (16-bit in float32); float64 on the CPU, counted",
+    ),
 }
 
 
 def family_of_sources() -> dict[str, str]:
-    """Maps each registered op name (as written in the sources) to its file."""
+    """Maps each registered op name (as written in the sources) to its file, relative
+    to csrc/aten (composite/*.cpp: ops composed of other native ops)."""
     owner: dict[str, str] = {}
-    for path in sorted(ATEN.glob("ops_*.cpp")):
+    for path in sorted(ATEN.glob("ops_*.cpp")) + sorted(ATEN.glob("composite/*.cpp")):
         text = path.read_text()
+        key = path.relative_to(ATEN).as_posix()
         for name in re.findall(r'm\.impl\("([^"]+)"', text):
-            owner[name] = path.name
+            owner[name] = key
         # Registration macros: VKML_REGISTER_UNARY(m, "neg", ...) and friends.
         for base in re.findall(r'VKML_REGISTER_\w+\(m, "([^"]+)"', text):
-            owner.setdefault(base, path.name)
+            owner.setdefault(base, key)
         # VKML_REGISTER_SPECIAL(m, special_i0e): the name unquoted (stringised by the macro).
         for base in re.findall(r"VKML_REGISTER_SPECIAL\(m, (\w+)\)", text):
-            owner.setdefault(base, path.name)
+            owner.setdefault(base, key)
         for base in re.findall(r'VKML_FOREACH(?:_UNARY)?\("([^"]+)"', text):
-            owner.setdefault("_foreach_" + base, path.name)
+            owner.setdefault("_foreach_" + base, key)
     return owner
 
 
