@@ -114,6 +114,12 @@ def test_integer_division_by_zero(op, dtype):
     # A divisor given by value is checked on the host, at once, as on the CPU.
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         op(a.to(VKML), 0)
+    wraps_to_zero = 256 if dtype == torch.uint8 else 2**32  # as the dtype stores it
+    if dtype != torch.int64:
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            op(a, wraps_to_zero)
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            op(a.to(VKML), wraps_to_zero)
     # Nonzero divisors: the CPU's results.
     good = torch.tensor([2, 5, 3], dtype=dtype)
     assert op(a.to(VKML), good.to(VKML)).cpu().tolist() == op(a, good).tolist()

@@ -209,13 +209,12 @@ bool divides_integers(const Elementwise& e) {
 
 void run_elementwise(Device& dev, Elementwise e) {
   if (divides_integers(e)) {
-    // A divisor given by value is checked here; a tensor's, by the kernel, which
-    // notes a zero in the device error record (ptr[3], unused by binary ops).
-    if (e.scalar[1]) {
-      if (e.slot[1].i == 0) fail(ErrorKind::ValueCheck, "ZeroDivisionError");
-    } else {
-      e.ptr[3] = dev.errors().address();
-    }
+    // A divisor given by value is checked here, as the kernel will see it (256 is 0
+    // for uint8, as on the CPU); a tensor's by the kernel, which notes a zero in the
+    // device error record (ptr[3], unused by binary ops).
+    if (e.scalar[1] && encode(e.dtype, e.slot[1]) == 0)
+      fail(ErrorKind::ValueCheck, "ZeroDivisionError");
+    e.ptr[3] = dev.errors().address();
   }
   e.layout.noperands = e.ninputs + 1;
   for (int k = 0; k < e.ninputs; ++k)
