@@ -95,6 +95,21 @@ def test_nll_loss_targets_out_of_range(reduction):
     )
 
 
+def test_margin_loss_targets_out_of_range():
+    check_raises_later(F.multi_margin_loss, LOGITS, torch.tensor([0, 1, 3, 2]))
+    check_raises_later(F.multi_margin_loss, LOGITS, torch.tensor([0, -1, 2, 2]))
+    check_raises_later(
+        F.multilabel_margin_loss,
+        LOGITS,
+        torch.tensor([[0, 3, -1], [1, -1, 0], [2, 1, 0], [0, -1, 1]]),
+    )
+    check_raises_later(
+        F.multilabel_margin_loss,
+        LOGITS,
+        torch.tensor([[0, -2, -1], [1, -1, 0], [2, 1, 0], [0, 1, 2]]),
+    )
+
+
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
 @pytest.mark.parametrize(
     "op",

@@ -5,6 +5,8 @@
 #include <torch/library.h>
 
 #include "vkml/ops/loss.h"
+#include "vkml/ops/value_check.h"
+#include "vkml/shaders/device_error.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
@@ -322,13 +324,12 @@ void check_margin_dtype(const char* op, const at::Tensor& self) {
       " on vkml supports float32, float16 and bfloat16, got ", self.scalar_type());
 }
 
-// Reads the target range in one transfer; out-of-range targets raise as on the CPU.
-void check_target_range(const char* op, const at::Tensor& target, int64_t lo, int64_t c) {
+// Targets outside [lo, c) are noted on the device and raised, with the CPU's message
+// (`code`, shaders/device_error.h), at the next read of the device: no wait here.
+void check_target_range(const at::Tensor& target, int64_t lo, int64_t c, uint32_t code) {
   if (target.numel() == 0) return;
-  at::Tensor mm = at::stack({target.min(), target.max()}).cpu();
-  int64_t mn = mm[0].item<int64_t>(), mx = mm[1].item<int64_t>();
-  TORCH_CHECK(mn >= lo && mx < c, op, ": target out of range (got values in [", mn, ", ", mx,
-              "] for ", c, " classes)");
+  at::Tensor t = target.to(at::kLong).contiguous();
+  guarded([&] { vkml::ops::check_int_range(vkml_device(t), ref(t), lo, c - 1, code, code); });
 }
 
 struct MarginRows {
@@ -352,7 +353,7 @@ MarginRows multi_rows(const at::Tensor& self, const at::Tensor& target) {
   r.n = self.dim() <= 1 ? 1 : self.size(0);
   TORCH_CHECK(target.dim() <= 1 && target.numel() == r.n, "inconsistent target size, expected ",
               r.n, " but got ", target.sizes());
-  check_target_range("multi_margin_loss", target, 0, r.c);
+  check_target_range(target, 0, r.c, DEVICE_ERROR_MULTI_MARGIN_TARGET);
   r.x = self.to(at::kFloat).reshape({r.n, r.c}).contiguous();
   r.target = target.to(at::kLong).reshape({r.n}).contiguous();
   return r;
@@ -443,7 +444,7 @@ MarginRows multilabel_rows(const at::Tensor& self, const at::Tensor& target) {
                             : target.dim() == 2 && target.size(0) == r.n && target.size(1) == r.c;
   TORCH_CHECK(ok, "inconsistent target size: ", target.sizes(),
               " for input of size: ", self.sizes());
-  check_target_range("multilabel_margin_loss", target, -1, r.c);
+  check_target_range(target, -1, r.c, DEVICE_ERROR_MULTILABEL_MARGIN_TARGET);
   r.x = self.to(at::kFloat).reshape({r.n, r.c}).contiguous();
   r.target = target.to(at::kLong).reshape({r.n, r.c}).contiguous();
   return r;

@@ -50,6 +50,10 @@ static_assert(sizeof(Record) == DEVICE_ERROR_RECORD_BYTES);
       fail(r.code == DEVICE_ERROR_INDEX_BOUNDS ? ErrorKind::ValueCheck : ErrorKind::IndexOutOfRange,
            "index " + v + " is out of bounds for dimension " + std::to_string(r.aux) +
                " with size " + std::to_string(r.bound));
+    case DEVICE_ERROR_MULTI_MARGIN_TARGET:
+      fail(ErrorKind::ValueCheck, "target out of range");
+    case DEVICE_ERROR_MULTILABEL_MARGIN_TARGET:
+      fail(ErrorKind::ValueCheck, "argument #2 'target' is out of range");
     case DEVICE_ERROR_INDEX_TAKE:
       fail(ErrorKind::IndexOutOfRange, "out of range: tried to access index " + v +
                                            " on a tensor of " + std::to_string(r.bound) +

@@ -35,5 +35,9 @@
 #define DEVICE_ERROR_INDEX_BOUNDS_INDEX_ERROR 11
 // IndexError "out of range: tried to access index <value> on a tensor of <bound> elements."
 #define DEVICE_ERROR_INDEX_TAKE 12
+// RuntimeError "target out of range" (multi_margin_loss)
+#define DEVICE_ERROR_MULTI_MARGIN_TARGET 13
+// RuntimeError "argument #2 'target' is out of range" (multilabel_margin_loss)
+#define DEVICE_ERROR_MULTILABEL_MARGIN_TARGET 14
 
 #endif
