@@ -21,32 +21,22 @@ TensorRef contiguous(const Buffer& b, DType dt, int64_t n) {
   return r;
 }
 
-// The error raised by the next synchronize, with its kind; nothing: empty message.
-std::pair<ErrorKind, std::string> raised(Device& dev) {
-  try {
-    dev.synchronize();
-  } catch (const Error& e) {
-    return {e.kind(), e.what()};
-  }
-  return {ErrorKind::Internal, ""};
-}
-
 TEST_F(ValueCheckTest, IntegersInRangePassAndTheFirstOutOfRangeIsNoted) {
   Device& d = dev();
   std::vector<int64_t> ok = {0, 3, 9, 4};
   Buffer b_ok(d, ok);
   ops::check_int_range(d, contiguous(b_ok, DType::i64, 4), 0, 9, DEVICE_ERROR_INDEX_IN_SELF,
                        DEVICE_ERROR_INDEX_IN_SELF);
-  EXPECT_EQ(raised(d).second, "");
+  EXPECT_EQ(raised_device_error(d).second, "");
 
   std::vector<int32_t> bad = {1, 12, 2};
   Buffer b_bad(d, bad);
   ops::check_int_range(d, contiguous(b_bad, DType::i32, 3), -10, 9, DEVICE_ERROR_INDEX_BOUNDS,
                        DEVICE_ERROR_INDEX_BOUNDS, 10, 1);
-  auto [kind, message] = raised(d);
+  auto [kind, message] = raised_device_error(d);
   EXPECT_EQ(kind, ErrorKind::ValueCheck);
   EXPECT_EQ(message, "index 12 is out of bounds for dimension 1 with size 10");
-  EXPECT_EQ(raised(d).second, "") << "the record is cleared once raised";
+  EXPECT_EQ(raised_device_error(d).second, "") << "the record is cleared once raised";
 }
 
 TEST_F(ValueCheckTest, ChecksKeepTheirOrder) {
@@ -59,7 +49,7 @@ TEST_F(ValueCheckTest, ChecksKeepTheirOrder) {
                        DEVICE_ERROR_ONE_HOT_NEGATIVE);
   ops::check_int_range(d, contiguous(b, DType::i64, 2), kMin, 2, DEVICE_ERROR_ONE_HOT_CLASSES,
                        DEVICE_ERROR_ONE_HOT_CLASSES);
-  EXPECT_EQ(raised(d).second, "Class values must be non-negative.");
+  EXPECT_EQ(raised_device_error(d).second, "Class values must be non-negative.");
 }
 
 TEST_F(ValueCheckTest, FloatValues) {
@@ -71,18 +61,18 @@ TEST_F(ValueCheckTest, FloatValues) {
     Buffer b(d, v);
     ops::check_float_values(d, contiguous(b, DType::f32, 3), false,
                             DEVICE_ERROR_MULTINOMIAL_PROBABILITY);
-    EXPECT_EQ(raised(d).second, "probability tensor contains either `inf`, `nan` or element < 0")
+    EXPECT_EQ(raised_device_error(d).second, "probability tensor contains either `inf`, `nan` or element < 0")
         << bad;
   }
   std::vector<float> sums = {1.0f, 0.0f};
   Buffer bs(d, sums);
   ops::check_float_values(d, contiguous(bs, DType::f32, 2), true, DEVICE_ERROR_MULTINOMIAL_SUM);
-  EXPECT_EQ(raised(d).second, "invalid multinomial distribution (sum of probabilities <= 0)");
+  EXPECT_EQ(raised_device_error(d).second, "invalid multinomial distribution (sum of probabilities <= 0)");
   std::vector<float> good = {0.0f, 2.0f};
   Buffer bg(d, good);
   ops::check_float_values(d, contiguous(bg, DType::f32, 2), false,
                           DEVICE_ERROR_MULTINOMIAL_PROBABILITY);
-  EXPECT_EQ(raised(d).second, "");
+  EXPECT_EQ(raised_device_error(d).second, "");
 }
 
 TEST_F(ValueCheckTest, ADownloadRaisesWhatTheKernelsBeforeItNoted) {

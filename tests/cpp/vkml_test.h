@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vkml/core/error.h"
@@ -27,6 +28,17 @@ inline void expect_no_validation_messages(const char* when) {
     ADD_FAILURE() << "Vulkan validation message (" << when << "): " << m;
 }
 
+// The error that kernels noted in the device error record (runtime/device_errors.h),
+// as the next synchronize raises it: its kind and message; "" when none was noted.
+inline std::pair<ErrorKind, std::string> raised_device_error(Device& dev) {
+  try {
+    dev.synchronize();
+  } catch (const Error& e) {
+    return {e.kind(), e.what()};
+  }
+  return {ErrorKind::Internal, ""};
+}
+
 class VkmlTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -36,7 +48,8 @@ class VkmlTest : public ::testing::Test {
     expect_no_validation_messages("before the test");
   }
   void TearDown() override {
-    if (Runtime::get().available()) device().stream().synchronize();
+    // Raises what kernels noted in the device error record and no test read.
+    if (Runtime::get().available()) device().synchronize();
     expect_no_validation_messages("during the test");
   }
   Device& dev() { return device(); }
