@@ -1,8 +1,9 @@
 #include "vkml/runtime/memory.h"
 
-#include "vkml/runtime/deferred.h"
-
+#include <memory>
 #include <string>
+
+#include "vkml/runtime/deferred.h"
 
 #include "vkml/core/error.h"
 #include "vkml/runtime/device.h"
@@ -102,20 +103,20 @@ MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small) {
   if (device_.info().max_allocation_size && size > device_.info().max_allocation_size)
     return nullptr;
   VkDevice dev = device_.handle();
-  auto* b = new Block();
+  // Owned from creation: a failed allocation, bind or map below leaks nothing.
+  auto b = std::make_unique<Block>();
   b->size = size;
   b->small = small;
+  b->buffer = VkOwned<VkBuffer>(dev);
+  b->memory = VkOwned<VkDeviceMemory>(dev);
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = size;
   bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
              VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  if (vk::vkCreateBuffer(dev, &bi, nullptr, &b->buffer) != VK_SUCCESS) {
-    delete b;
-    return nullptr;
-  }
+  if (vk::vkCreateBuffer(dev, &bi, nullptr, b->buffer.put()) != VK_SUCCESS) return nullptr;
   VkMemoryRequirements req;
-  vk::vkGetBufferMemoryRequirements(dev, b->buffer, &req);
+  vk::vkGetBufferMemoryRequirements(dev, b->buffer.get(), &req);
   VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
   flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
@@ -123,35 +124,29 @@ MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small) {
   ai.allocationSize = req.size;
   ai.memoryTypeIndex = memory_type_;
   if (!(req.memoryTypeBits & (1u << memory_type_)) ||
-      vk::vkAllocateMemory(dev, &ai, nullptr, &b->memory) != VK_SUCCESS) {
-    vk::vkDestroyBuffer(dev, b->buffer, nullptr);
-    delete b;
+      vk::vkAllocateMemory(dev, &ai, nullptr, b->memory.put()) != VK_SUCCESS)
     return nullptr;
-  }
-  VKML_CHECK_VK(vk::vkBindBufferMemory(dev, b->buffer, b->memory, 0));
+  VKML_CHECK_VK(vk::vkBindBufferMemory(dev, b->buffer.get(), b->memory.get(), 0));
   if (host_visible_) {
     void* p = nullptr;
-    VKML_CHECK_VK(vk::vkMapMemory(dev, b->memory, 0, VK_WHOLE_SIZE, 0, &p));
+    VKML_CHECK_VK(vk::vkMapMemory(dev, b->memory.get(), 0, VK_WHOLE_SIZE, 0, &p));
     b->mapped = static_cast<char*>(p);
   }
   VkBufferDeviceAddressInfo addr{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
-  addr.buffer = b->buffer;
+  addr.buffer = b->buffer.get();
   b->address = vk::vkGetBufferDeviceAddress(dev, &addr);
   // New memory may take a freed block's addresses, not its contents.
   device_.value_bounds().forget(Span{b->address, b->address + size});
-  b->first = new_chunk(Chunk{b, 0, size, true, nullptr, nullptr});
-  blocks_[b->address] = b;
+  b->first = new_chunk(Chunk{b.get(), 0, size, true, nullptr, nullptr});
+  blocks_[b->address] = b.get();
   stats_.reserved += size;
   stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
   stats_.block_alloc_count++;
-  return b;
+  return b.release();
 }
 
 void MemoryPool::destroy_block(Block* b) {
-  VkDevice dev = device_.handle();
-  if (b->mapped) vk::vkUnmapMemory(dev, b->memory);
-  vk::vkDestroyBuffer(dev, b->buffer, nullptr);
-  vk::vkFreeMemory(dev, b->memory, nullptr);
+  // Its buffer and memory destroy themselves (freeing the memory unmaps it).
   for (Chunk* c = b->first; c;) {
     Chunk* next = c->next;
     drop_chunk(c);
@@ -267,7 +262,7 @@ BufferSlice MemoryPool::find(uint64_t address) const {
   Block* b = it->second;
   if (address >= b->address + b->size) fail(ErrorKind::Internal, "vkml: address outside any block");
   uint64_t off = address - b->address;
-  return {b->buffer, off, b->mapped ? b->mapped + off : nullptr};
+  return {b->buffer.get(), off, b->mapped ? b->mapped + off : nullptr};
 }
 
 uint64_t MemoryPool::address_of_host(const void* p) const {

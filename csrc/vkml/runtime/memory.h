@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "vkml/runtime/vk_api.h"
+#include "vkml/runtime/vk_owned.h"
 
 namespace vkml {
 
@@ -78,8 +79,8 @@ class MemoryPool {
     Chunk* next;
   };
   struct Block {
-    VkDeviceMemory memory = VK_NULL_HANDLE;
-    VkBuffer buffer = VK_NULL_HANDLE;
+    VkOwned<VkDeviceMemory> memory;  // declared first: the buffer goes before its memory
+    VkOwned<VkBuffer> buffer;
     uint64_t address = 0;
     uint64_t size = 0;
     char* mapped = nullptr;

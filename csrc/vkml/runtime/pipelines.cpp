@@ -25,7 +25,8 @@ Pipelines::Pipelines(Device& device)
   VkPipelineLayoutCreateInfo li{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   li.pushConstantRangeCount = 1;
   li.pPushConstantRanges = &range;
-  VKML_CHECK_VK(vk::vkCreatePipelineLayout(device.handle(), &li, nullptr, &layout_));
+  layout_ = VkOwned<VkPipelineLayout>(device.handle());
+  VKML_CHECK_VK(vk::vkCreatePipelineLayout(device.handle(), &li, nullptr, layout_.put()));
 
   std::string initial;
   std::string path = cache_path();
@@ -34,10 +35,11 @@ Pipelines::Pipelines(Device& device)
   ci.initialDataSize = initial.size();
   ci.pInitialData = initial.empty() ? nullptr : initial.data();
   // A stale or foreign cache file is ignored by the driver; retry empty if it errors.
-  if (vk::vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_) != VK_SUCCESS) {
+  cache_ = VkOwned<VkPipelineCache>(device.handle());
+  if (vk::vkCreatePipelineCache(device.handle(), &ci, nullptr, cache_.put()) != VK_SUCCESS) {
     ci.initialDataSize = 0;
     ci.pInitialData = nullptr;
-    VKML_CHECK_VK(vk::vkCreatePipelineCache(device.handle(), &ci, nullptr, &cache_));
+    VKML_CHECK_VK(vk::vkCreatePipelineCache(device.handle(), &ci, nullptr, cache_.put()));
   }
   const char* env = std::getenv("TORCH_VKML_PREWARM");
   bool warm = env ? std::string(env) != "0" : device.info().device_type != "cpu";
@@ -50,11 +52,7 @@ Pipelines::Pipelines(Device& device)
 Pipelines::~Pipelines() {
   stop_prewarm();
   save_cache();
-  VkDevice dev = device_.handle();
-  for (auto& [k, p] : pipelines_) vk::vkDestroyPipeline(dev, p, nullptr);
-  for (auto& [s, m] : modules_) vk::vkDestroyShaderModule(dev, m, nullptr);
-  vk::vkDestroyPipelineCache(dev, cache_, nullptr);
-  vk::vkDestroyPipelineLayout(dev, layout_, nullptr);
+  // The pipelines, modules, cache and layout destroy themselves, in that order.
 }
 
 std::string Pipelines::cache_path() const {
@@ -97,17 +95,14 @@ VkPipeline Pipelines::get(const ShaderBlob* blob, const SpecConstants& spec) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = pipelines_.find(key);
-    if (it != pipelines_.end()) return it->second;
+    if (it != pipelines_.end()) return it->second.get();
   }
-  VkPipeline pipeline = create(blob, spec);
+  VkOwned<VkPipeline> pipeline = create(blob, spec);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto [it, inserted] = pipelines_.emplace(key, pipeline);
-  if (inserted) {
-    ++created_since_save_;
-  } else {  // another thread created the same pipeline meanwhile
-    vk::vkDestroyPipeline(device_.handle(), pipeline, nullptr);
-  }
-  return it->second;
+  // If another thread created the same pipeline meanwhile, ours is destroyed here.
+  auto [it, inserted] = pipelines_.try_emplace(key, std::move(pipeline));
+  if (inserted) ++created_since_save_;
+  return it->second.get();
 }
 
 namespace {
@@ -140,7 +135,7 @@ double statistic_value(const VkPipelineExecutableStatisticKHR& s) {
 std::string Pipelines::name_of(VkPipeline pipeline) const {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [key, p] : pipelines_)
-    if (p == pipeline) return pipeline_name(key.shader->name, key.spec);
+    if (p.get() == pipeline) return pipeline_name(key.shader->name, key.spec);
   return "?";
 }
 
@@ -156,13 +151,13 @@ std::vector<std::pair<std::string, std::vector<Pipelines::Statistic>>> Pipelines
   for (const auto& [key, pipeline] : pipelines_) {
     std::vector<Statistic> stats;
     VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
-    pi.pipeline = pipeline;
+    pi.pipeline = pipeline.get();
     uint32_t executables = 0;
     VKML_CHECK_VK(
         vk::vkGetPipelineExecutablePropertiesKHR(device_.handle(), &pi, &executables, nullptr));
     for (uint32_t e = 0; e < executables; ++e) {  // one for a compute pipeline
       VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
-      ei.pipeline = pipeline;
+      ei.pipeline = pipeline.get();
       ei.executableIndex = e;
       uint32_t n = 0;
       VKML_CHECK_VK(vk::vkGetPipelineExecutableStatisticsKHR(device_.handle(), &ei, &n, nullptr));
@@ -177,19 +172,20 @@ std::vector<std::pair<std::string, std::vector<Pipelines::Statistic>>> Pipelines
   return out;
 }
 
-VkPipeline Pipelines::create(const ShaderBlob* blob, const SpecConstants& spec) {
+VkOwned<VkPipeline> Pipelines::create(const ShaderBlob* blob, const SpecConstants& spec) {
   VkDevice dev = device_.handle();
   VkShaderModule module = VK_NULL_HANDLE;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    VkShaderModule& slot = modules_[blob];
+    VkOwned<VkShaderModule>& slot = modules_[blob];
     if (!slot) {
       VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
       mi.codeSize = blob->bytes;
       mi.pCode = blob->code;
-      VKML_CHECK_VK(vk::vkCreateShaderModule(dev, &mi, nullptr, &slot));
+      slot = VkOwned<VkShaderModule>(dev);
+      VKML_CHECK_VK(vk::vkCreateShaderModule(dev, &mi, nullptr, slot.put()));
     }
-    module = slot;
+    module = slot.get();
   }
   VkSpecializationMapEntry entries[std::tuple_size_v<decltype(spec.values)>];
   for (uint32_t i = 0; i < spec.count; ++i)
@@ -210,11 +206,11 @@ VkPipeline Pipelines::create(const ShaderBlob* blob, const SpecConstants& spec) 
     ci.stage.pNext = &required;
     ci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
   }
-  ci.layout = layout_;
+  ci.layout = layout_.get();
   if (device_.captures_statistics()) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
-  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkOwned<VkPipeline> pipeline(dev);
   // The pipeline cache is internally synchronized: no lock around the compile.
-  VKML_CHECK_VK(vk::vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &pipeline));
+  VKML_CHECK_VK(vk::vkCreateComputePipelines(dev, cache_.get(), 1, &ci, nullptr, pipeline.put()));
   return pipeline;
 }
 
@@ -261,9 +257,11 @@ void Pipelines::save_cache() {
   std::string path = cache_path();
   if (path.empty()) return;
   size_t n = 0;
-  if (vk::vkGetPipelineCacheData(device_.handle(), cache_, &n, nullptr) != VK_SUCCESS || !n) return;
+  if (vk::vkGetPipelineCacheData(device_.handle(), cache_.get(), &n, nullptr) != VK_SUCCESS || !n)
+    return;
   std::string data(n, '\0');
-  if (vk::vkGetPipelineCacheData(device_.handle(), cache_, &n, data.data()) != VK_SUCCESS) return;
+  if (vk::vkGetPipelineCacheData(device_.handle(), cache_.get(), &n, data.data()) != VK_SUCCESS)
+    return;
   data.resize(n);
   if (!pipeline_cache_file::write(path, data)) return;
   save_manifest(path + ".keys");

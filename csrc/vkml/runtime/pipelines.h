@@ -22,6 +22,7 @@
 
 #include "vkml/runtime/shader_registry.h"
 #include "vkml/runtime/vk_api.h"
+#include "vkml/runtime/vk_owned.h"
 
 namespace vkml {
 
@@ -48,7 +49,7 @@ class Pipelines {
   ~Pipelines();
   Pipelines(const Pipelines&) = delete;
 
-  VkPipelineLayout layout() const { return layout_; }
+  VkPipelineLayout layout() const { return layout_.get(); }
   // Throws if no shader of that name was built.
   VkPipeline get(const ShaderBlob* shader, const SpecConstants& spec = {});
   VkPipeline get(std::string_view shader_name, const SpecConstants& spec = {});
@@ -99,16 +100,19 @@ class Pipelines {
     size_t operator()(const Key& k) const;
   };
   std::string cache_path() const;
-  VkPipeline create(const ShaderBlob* shader, const SpecConstants& spec);
+  VkOwned<VkPipeline> create(const ShaderBlob* shader, const SpecConstants& spec);
   void save_manifest(const std::string& path);  // mutex held
   std::vector<std::pair<std::string, SpecConstants>> load_manifest(const std::string& path);
 
   Device& device_;
-  VkPipelineLayout layout_ = VK_NULL_HANDLE;
-  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  // Owned handles: a constructor that throws half-way destroys what it made, and the
+  // destructor needs no loops. Declared so that pipelines go before their modules,
+  // cache and layout.
+  VkOwned<VkPipelineLayout> layout_;
+  VkOwned<VkPipelineCache> cache_;
   mutable std::mutex mutex_;
-  std::unordered_map<Key, VkPipeline, KeyHash> pipelines_;
-  std::unordered_map<const ShaderBlob*, VkShaderModule> modules_;
+  std::unordered_map<const ShaderBlob*, VkOwned<VkShaderModule>> modules_;
+  std::unordered_map<Key, VkOwned<VkPipeline>, KeyHash> pipelines_;
   size_t created_since_save_ = 0;
   std::unique_ptr<std::atomic<VkPipeline>[]> slots_;
   std::vector<std::thread> warmers_;

@@ -14,9 +14,7 @@ Profiler::Profiler(Device& device) : device_(device), timer_(device.timer()) {
       device.info().name + " has no timestamps on its compute queue: kernels cannot be timed");
 }
 
-Profiler::~Profiler() {
-  for (VkQueryPool p : pools_) vk::vkDestroyQueryPool(device_.handle(), p, nullptr);
-}
+Profiler::~Profiler() = default;  // the query pools destroy themselves
 
 void Profiler::before(VkCommandBuffer cb) {
   if (commands_.size() >= kMaxCommands) {
@@ -27,7 +25,7 @@ void Profiler::before(VkCommandBuffer cb) {
   if (query / kQueriesPerPool >= pools_.size()) {
     pools_.push_back(timer_.create_pool(kQueriesPerPool));
   }
-  VkQueryPool pool = pools_[query / kQueriesPerPool];
+  VkQueryPool pool = pools_[query / kQueriesPerPool].get();
   uint32_t q = query % kQueriesPerPool;
   vk::vkCmdResetQueryPool(cb, pool, q, 2);
   vk::vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, q);
@@ -38,8 +36,8 @@ void Profiler::after(VkCommandBuffer cb, VkPipeline pipeline, uint64_t workgroup
   if (!open_) return;  // past kMaxCommands
   open_ = false;
   uint32_t query = uint32_t(commands_.size()) * 2 + 1;
-  vk::vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pools_[query / kQueriesPerPool],
-                          query % kQueriesPerPool);
+  vk::vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                          pools_[query / kQueriesPerPool].get(), query % kQueriesPerPool);
   commands_.push_back({pipeline, workgroups});
 }
 
@@ -49,7 +47,7 @@ std::vector<Profiler::Kernel> Profiler::collect() {
   for (uint32_t first = 0; first < queries; first += kQueriesPerPool) {
     uint32_t count = std::min(kQueriesPerPool, queries - first);
     VKML_CHECK_VK(vk::vkGetQueryPoolResults(
-        device_.handle(), pools_[first / kQueriesPerPool], 0, count, count * sizeof(uint64_t),
+        device_.handle(), pools_[first / kQueriesPerPool].get(), 0, count, count * sizeof(uint64_t),
         ticks.data() + first, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
   }
   const uint64_t mask = timer_.tick_mask();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vkml/runtime/vk_api.h"
+#include "vkml/runtime/vk_owned.h"
 
 namespace vkml {
 
@@ -51,7 +52,7 @@ class Profiler {
 
   Device& device_;
   Timer& timer_;  // the device's: timestamp support, tick period and mask, query pools
-  std::vector<VkQueryPool> pools_;
+  std::vector<VkOwned<VkQueryPool>> pools_;
   std::vector<Command> commands_;
   bool open_ = false;  // before() wrote a start not yet closed by after()
   uint64_t dropped_ = 0;

@@ -17,13 +17,15 @@ Stream::Stream(Device& device) : device_(device) {
   VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pi.queueFamilyIndex = device.queue_family();
-  VKML_CHECK_VK(vk::vkCreateCommandPool(dev, &pi, nullptr, &pool_));
+  pool_ = VkOwned<VkCommandPool>(dev);
+  VKML_CHECK_VK(vk::vkCreateCommandPool(dev, &pi, nullptr, pool_.put()));
   VkSemaphoreTypeCreateInfo ti{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
   ti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
   ti.initialValue = 0;
   VkSemaphoreCreateInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
   si.pNext = &ti;
-  VKML_CHECK_VK(vk::vkCreateSemaphore(dev, &si, nullptr, &timeline_));
+  timeline_ = VkOwned<VkSemaphore>(dev);
+  VKML_CHECK_VK(vk::vkCreateSemaphore(dev, &si, nullptr, timeline_.put()));
   if (const char* env = std::getenv("TORCH_VKML_BATCH")) set_batch_size(uint32_t(atoi(env)));
 }
 
@@ -32,9 +34,7 @@ Stream::~Stream() {
     synchronize();
   } catch (...) {
   }
-  VkDevice dev = device_.handle();
-  vk::vkDestroySemaphore(dev, timeline_, nullptr);
-  vk::vkDestroyCommandPool(dev, pool_, nullptr);
+  // The semaphore and the pool (with its command buffers) destroy themselves.
 }
 
 void Stream::check_lost(VkResult r, const char* what) {
@@ -52,7 +52,7 @@ void Stream::begin_if_needed() {
     spare_.pop_back();
   } else {
     VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = pool_;
+    ai.commandPool = pool_.get();
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
     VKML_CHECK_VK(vk::vkAllocateCommandBuffers(device_.handle(), &ai, &current_));
@@ -178,7 +178,8 @@ uint64_t Stream::flush_locked() {
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cb;
   si.signalSemaphoreCount = 1;
-  si.pSignalSemaphores = &timeline_;
+  VkSemaphore timeline = timeline_.get();
+  si.pSignalSemaphores = &timeline;
   check_lost(vk::vkQueueSubmit(device_.queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
   submitted_value_ = value;
   ++total_submits_;
@@ -189,7 +190,7 @@ uint64_t Stream::flush_locked() {
   b.releases.swap(current_releases_);  // current_ takes the slot's emptied list
   // Recycle what already finished without waiting.
   uint64_t done = 0;
-  if (vk::vkGetSemaphoreCounterValue(device_.handle(), timeline_, &done) == VK_SUCCESS)
+  if (vk::vkGetSemaphoreCounterValue(device_.handle(), timeline_.get(), &done) == VK_SUCCESS)
     retire(done);
   if (in_flight_.size() > kMaxInFlight) wait_locked(in_flight_.front().value);
   return value;
@@ -221,7 +222,8 @@ void Stream::wait_locked(uint64_t value) {
   ++total_syncs_;
   VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
   wi.semaphoreCount = 1;
-  wi.pSemaphores = &timeline_;
+  VkSemaphore timeline = timeline_.get();
+  wi.pSemaphores = &timeline;
   wi.pValues = &value;
   // Wait in slices so a lost device is reported instead of hanging forever.
   for (;;) {
@@ -246,7 +248,7 @@ uint64_t Stream::completed_value() {
   record_deferred();
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t done = 0;
-  if (vk::vkGetSemaphoreCounterValue(device_.handle(), timeline_, &done) == VK_SUCCESS)
+  if (vk::vkGetSemaphoreCounterValue(device_.handle(), timeline_.get(), &done) == VK_SUCCESS)
     retire(done);
   return completed_value_;
 }

@@ -10,6 +10,7 @@
 #include "vkml/runtime/hazards.h"
 #include "vkml/runtime/ring.h"
 #include "vkml/runtime/vk_api.h"
+#include "vkml/runtime/vk_owned.h"
 
 namespace vkml {
 
@@ -90,8 +91,9 @@ class Stream {
 
   Device& device_;
   std::mutex mutex_;
-  VkCommandPool pool_ = VK_NULL_HANDLE;
-  VkSemaphore timeline_ = VK_NULL_HANDLE;
+  // Owned members: if the constructor throws after creating one, it is destroyed.
+  VkOwned<VkCommandPool> pool_;
+  VkOwned<VkSemaphore> timeline_;
   VkCommandBuffer current_ = VK_NULL_HANDLE;
   std::vector<Deferred> current_releases_;
   VkPipeline bound_ = VK_NULL_HANDLE;

@@ -20,23 +20,21 @@ Timer::Timer(Device& device) : device_(device) {
   if (device.info().timestamp_period_ns > 0) period_ns_ = device.info().timestamp_period_ns;
 }
 
-Timer::~Timer() {
-  for (VkQueryPool p : pools_) vk::vkDestroyQueryPool(device_.handle(), p, nullptr);
-}
+Timer::~Timer() = default;  // the query pools destroy themselves
 
-VkQueryPool Timer::create_pool(uint32_t count) {
+VkOwned<VkQueryPool> Timer::create_pool(uint32_t count) {
   VkQueryPoolCreateInfo ci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
   ci.queryType = VK_QUERY_TYPE_TIMESTAMP;
   ci.queryCount = count;
-  VkQueryPool pool = VK_NULL_HANDLE;
-  VKML_CHECK_VK(vk::vkCreateQueryPool(device_.handle(), &ci, nullptr, &pool));
+  VkOwned<VkQueryPool> pool(device_.handle());
+  VKML_CHECK_VK(vk::vkCreateQueryPool(device_.handle(), &ci, nullptr, pool.put()));
   return pool;
 }
 
 void Timer::grow() {
-  VkQueryPool pool = create_pool(kSlotsPerPool);
+  VkOwned<VkQueryPool> pool = create_pool(kSlotsPerPool);
   uint32_t base = uint32_t(pools_.size()) * kSlotsPerPool;
-  pools_.push_back(pool);
+  pools_.push_back(std::move(pool));
   recorded_at_.resize(recorded_at_.size() + kSlotsPerPool, 0);
   // Hand out low slots first.
   for (uint32_t i = kSlotsPerPool; i-- > 0;) free_.push_back(base + i);
@@ -68,7 +66,7 @@ uint64_t Timer::record(uint32_t slot) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     check(slot);
-    pool = pools_[slot / kSlotsPerPool];
+    pool = pools_[slot / kSlotsPerPool].get();
   }
   uint64_t value = device_.stream().write_timestamp(pool, slot % kSlotsPerPool);
   // Submitted at once, so query() turns true as soon as the GPU passes the event
@@ -97,7 +95,7 @@ uint64_t Timer::ticks(uint32_t slot) {
     std::lock_guard<std::mutex> lock(mutex_);
     check(slot);
     value = recorded_at_[slot];
-    pool = pools_[slot / kSlotsPerPool];
+    pool = pools_[slot / kSlotsPerPool].get();
   }
   VKML_CHECK_ARG(value != 0, "the event has not been recorded");
   device_.stream().wait(value);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "vkml/runtime/vk_api.h"
+#include "vkml/runtime/vk_owned.h"
 
 namespace vkml {
 
@@ -28,7 +29,7 @@ class Timer {
   uint64_t tick_mask() const { return valid_bits_ >= 64 ? ~0ull : (1ull << valid_bits_) - 1; }
   // A timestamp query pool of `count` queries on this device (the Profiler's too); the
   // caller destroys it.
-  VkQueryPool create_pool(uint32_t count);
+  VkOwned<VkQueryPool> create_pool(uint32_t count);
 
   // A slot of the query pool, owned by the caller until release().
   uint32_t acquire();
@@ -53,7 +54,7 @@ class Timer {
   uint32_t valid_bits_ = 0;
   double period_ns_ = 1.0;
   // Pools of kSlotsPerPool queries each; slot = pool * kSlotsPerPool + query.
-  std::vector<VkQueryPool> pools_;
+  std::vector<VkOwned<VkQueryPool>> pools_;
   std::vector<uint32_t> free_;
   std::vector<uint64_t> recorded_at_;  // per slot: timeline value, 0 = never recorded
 };
