@@ -14,13 +14,10 @@
   X(vkEnumerateInstanceVersion)
 
 #define VKML_INSTANCE_FUNCS(X)                \
-  X(vkDestroyInstance)                        \
   X(vkEnumeratePhysicalDevices)               \
-  X(vkGetPhysicalDeviceProperties)            \
   X(vkGetPhysicalDeviceProperties2)           \
   X(vkGetPhysicalDeviceFeatures2)             \
   X(vkGetPhysicalDeviceMemoryProperties)      \
-  X(vkGetPhysicalDeviceMemoryProperties2)     \
   X(vkGetPhysicalDeviceQueueFamilyProperties) \
   X(vkEnumerateDeviceExtensionProperties)     \
   X(vkCreateDevice)                           \
@@ -28,19 +25,16 @@
   X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)
 
 #define VKML_DEBUG_FUNCS(X)         \
-  X(vkCreateDebugUtilsMessengerEXT) \
-  X(vkDestroyDebugUtilsMessengerEXT)
+  X(vkCreateDebugUtilsMessengerEXT)
 
 #define VKML_DEVICE_FUNCS(X)              \
   X(vkDestroyDevice)                      \
   X(vkGetDeviceQueue)                     \
   X(vkQueueSubmit)                        \
-  X(vkQueueWaitIdle)                      \
   X(vkDeviceWaitIdle)                     \
   X(vkAllocateMemory)                     \
   X(vkFreeMemory)                         \
   X(vkMapMemory)                          \
-  X(vkUnmapMemory)                        \
   X(vkCreateBuffer)                       \
   X(vkDestroyBuffer)                      \
   X(vkGetBufferMemoryRequirements)        \
@@ -58,7 +52,6 @@
   X(vkCreateCommandPool)                  \
   X(vkDestroyCommandPool)                 \
   X(vkAllocateCommandBuffers)             \
-  X(vkFreeCommandBuffers)                 \
   X(vkBeginCommandBuffer)                 \
   X(vkEndCommandBuffer)                   \
   X(vkResetCommandBuffer)                 \
@@ -67,7 +60,6 @@
   X(vkCmdDispatch)                        \
   X(vkCmdPipelineBarrier)                 \
   X(vkCmdCopyBuffer)                      \
-  X(vkCmdFillBuffer)                      \
   X(vkCreateSemaphore)                    \
   X(vkDestroySemaphore)                   \
   X(vkWaitSemaphores)                     \
@@ -77,7 +69,6 @@
   X(vkCmdWriteTimestamp)                  \
   X(vkGetQueryPoolResults)                \
   X(vkCmdResetQueryPool)                  \
-  X(vkResetQueryPool)                     \
   X(vkGetPipelineExecutablePropertiesKHR) \
   X(vkGetPipelineExecutableStatisticsKHR)
 
