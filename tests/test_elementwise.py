@@ -1,9 +1,12 @@
-"""Element-wise ops against the CPU: dtypes, layouts, promotion, in-place, out=."""
+"""Element-wise ops against the CPU: dtypes, layouts, promotion, in-place, out=, bfloat16
+storage, float64 kernels and the CPU route of float64 math (the ops by arity:
+test_unary.py, test_binary.py, test_ternary.py, test_activation.py)."""
 
 from dataclasses import dataclass, field
 
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import (
     ALL_DTYPES,
     BINARY_LAYOUTS,
@@ -12,6 +15,7 @@ from conftest import (
     UNARY_LAYOUTS,
     VKML,
     assert_close_to_cpu,
+    assert_grads_close_to_cpu,
     assert_raises_like_cpu,
     assert_same,
     binary_case,
@@ -20,6 +24,8 @@ from conftest import (
     scalar_for,
     unary_case,
 )
+
+import torch_vkml
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
@@ -490,3 +496,188 @@ def test_true_division_of_ints_gives_float():
     _, vk = assert_close_to_cpu(torch.div, a, b)
     assert vk.dtype == torch.float32
     assert vk.cpu().tolist() == pytest.approx([3.5, -3.5, 1 / 3, 0.0])
+
+
+# ---------------------------------------------------------------- bfloat16
+
+BF16 = dict(atol=1e-2, rtol=1.6e-2)  # bfloat16 has 8 significant bits
+
+
+def test_bfloat16_storage_and_creation():
+    a, b = make((4, 5), torch.bfloat16), make((4, 5), torch.bfloat16)
+    assert_close_to_cpu(torch.add, a, b, **BF16)
+    assert_close_to_cpu(torch.mul, a, b, **BF16)
+    assert_close_to_cpu(lambda x, y: x.t() - y.t(), a, b, **BF16)
+    assert_close_to_cpu(torch.lt, a, b)
+    assert_close_to_cpu(torch.eq, a, a)
+    assert_close_to_cpu(lambda x: x + 2.5, a, **BF16)
+    assert_close_to_cpu(lambda x: x.add_(1), a, **BF16)
+    assert_close_to_cpu(lambda x: torch.clamp(x, -1, 1), a)
+    assert_close_to_cpu(torch.relu, a)
+    assert_close_to_cpu(torch.maximum, a, b)
+    # rounding: 1 + 2^-9 is halfway between bfloat16 neighbours
+    assert_close_to_cpu(lambda x: x + 2**-9, torch.ones(3, dtype=torch.bfloat16), atol=0, rtol=0)
+    assert_factory_same(lambda d: torch.full((3, 4), 1.7, dtype=torch.bfloat16, device=d))
+    assert_factory_same(lambda d: torch.zeros(5, dtype=torch.bfloat16, device=d))
+    assert_factory_same(lambda d: torch.arange(0, 10, 0.5, dtype=torch.bfloat16, device=d))
+    assert_factory_same(lambda d: torch.arange(7, dtype=torch.bfloat16, device=d))
+
+
+def assert_factory_same(fn):
+    expected = fn(torch.device("cpu"))
+    actual = fn(torch.device(VKML))
+    assert_same(actual, expected, atol=0, rtol=0)
+
+
+def test_bfloat16_odd_sizes_and_offsets():
+    # 16-bit outputs written by neighbouring threads
+    n = 100_003
+    a, b = make(n + 3, torch.bfloat16), make(n + 3, torch.bfloat16)
+    assert_close_to_cpu(lambda x, y: x[3:] * y[:-3], a, b, **BF16)
+    assert_close_to_cpu(lambda x, y: torch.where(x[1:] > y[1:], x[1:], y[1:]), a, b)
+
+
+def test_bfloat16_promotion():
+    bf, h = make((3, 4), torch.bfloat16), make((3, 4), torch.float16)
+    i, f = make((3, 4), torch.int32), make((3, 4))
+    assert_close_to_cpu(torch.add, bf, h)  # -> float32
+    assert_close_to_cpu(torch.add, bf, i, **BF16)  # -> bfloat16
+    assert_close_to_cpu(torch.mul, bf, f)
+    assert_close_to_cpu(lambda x: x * torch.tensor(2.5), bf, **BF16)
+    assert_close_to_cpu(lambda x, y: x.mul_(y), bf, f, **BF16)
+    assert_close_to_cpu(torch.div, i, bf.abs() + 1, **BF16)
+
+
+def test_bfloat16_random():
+    torch.manual_seed(0)
+    x = torch.rand(2000, dtype=torch.bfloat16, device=VKML)
+    assert x.dtype == torch.bfloat16
+    xc = x.cpu().float()
+    assert 0 <= xc.min() and xc.max() < 1 and abs(xc.mean().item() - 0.5) < 0.05
+    n = torch.randn(2000, dtype=torch.bfloat16, device=VKML).cpu().float()
+    assert abs(n.mean().item()) < 0.1 and abs(n.std().item() - 1) < 0.1
+    r = torch.randint(-3, 5, (500,), dtype=torch.bfloat16, device=VKML).cpu().float()
+    assert r.min() >= -3 and r.max() <= 4 and torch.equal(r, r.round())
+    p = torch.empty(2000, dtype=torch.bfloat16, device=VKML).bernoulli_(0.3).cpu().float()
+    assert set(p.unique().tolist()) <= {0.0, 1.0} and abs(p.mean().item() - 0.3) < 0.05
+
+
+# ---------------------------------------------------------------- float64
+
+
+F64 = dict(atol=1e-12, rtol=1e-12)
+
+
+def test_float64_native_ops():
+    a, b = make((4, 5), torch.float64), make((4, 5), torch.float64, nonzero=True)
+    c = make((5,), torch.float64)
+    for fn in (
+        torch.add,
+        torch.sub,
+        torch.mul,
+        torch.div,
+        torch.maximum,
+        torch.minimum,
+        torch.fmax,
+        torch.fmin,
+        torch.lt,
+        torch.eq,
+        torch.remainder,
+        torch.fmod,
+        torch.copysign,
+        torch.floor_divide,
+        lambda x, y: torch.div(x, y, rounding_mode="trunc"),
+    ):
+        assert_close_to_cpu(fn, a, b, **F64)
+    for fn in (
+        torch.abs,
+        torch.neg,
+        torch.sqrt,
+        torch.rsqrt,
+        torch.floor,
+        torch.ceil,
+        torch.round,
+        torch.trunc,
+        torch.frac,
+        torch.sign,
+        torch.reciprocal,
+        torch.relu,
+        torch.isnan,
+        torch.signbit,
+        F.hardswish,
+        F.hardsigmoid,
+        F.relu6,
+        F.leaky_relu,
+        F.softshrink,
+        F.hardshrink,
+        lambda t: F.threshold(t, 0.1, 20.0),
+        lambda t: torch.round(t, decimals=3),
+        lambda t: torch.clamp(t, -1, 1),
+    ):
+        assert_close_to_cpu(
+            lambda t, fn=fn: fn(t.abs() + 1e-3 if fn in (torch.sqrt, torch.rsqrt) else t), a, **F64
+        )
+    assert_close_to_cpu(lambda x, y, z: torch.addcmul(x, y, z, value=0.5), a, b, c, **F64)
+    assert_close_to_cpu(lambda x, y, z: torch.lerp(x, y, z), a, b, c, **F64)
+    assert_close_to_cpu(lambda x, y: torch.where(x > 0, x, y), a, b, **F64)
+    # more precise than float32 could be
+    x = torch.tensor([1 + 1e-12, 1e300, 1e-300], dtype=torch.float64)
+    assert_close_to_cpu(lambda t: t * 3 - 1, x, atol=0, rtol=1e-15)
+    assert_close_to_cpu(torch.sqrt, x, atol=0, rtol=1e-15)
+    x = make((4, 6), torch.float64).requires_grad_()
+    assert_grads_close_to_cpu(lambda t: (F.hardtanh(t) * t).relu(), x, **F64)
+    assert_grads_close_to_cpu(lambda t: F.leaky_relu(F.softshrink(t), 0.1), x, **F64)
+    assert_grads_close_to_cpu(lambda t: F.hardswish(F.hardshrink(t, 0.3)), x, **F64)
+
+
+def test_float64_transcendentals_run_on_cpu(monkeypatch):
+    # GLSL has no double exp/log/sin: these take the counted CPU route, never fp32
+    x = make((3, 4), torch.float64, low=0.1, high=2)
+    for fn, name in (
+        (torch.exp, "aten::exp"),
+        (torch.sin, "aten::sin"),
+        (torch.log1p, "aten::log1p"),
+        (lambda t: torch.pow(t, 0.3), "aten::pow.Tensor_Scalar"),
+        (lambda t: torch.atan2(t, t + 1), "aten::atan2"),
+        (F.gelu, "aten::gelu"),
+        (F.silu, "aten::silu"),
+        (lambda t: F.elu(t - 1), "aten::elu"),
+    ):
+        torch_vkml.reset_fallback_counts()
+        monkeypatch.setenv("TORCH_VKML_FALLBACK", "silent")
+        assert_close_to_cpu(fn, x, **F64)
+        counts = torch_vkml.fallback_counts()
+        assert counts.get(name, 0) >= 1, counts
+        monkeypatch.setenv("TORCH_VKML_FALLBACK", "error")
+        with pytest.raises(NotImplementedError):
+            fn(x.to(VKML))
+        monkeypatch.setenv("TORCH_VKML_FALLBACK", "warn")
+        torch_vkml.reset_fallback_counts()
+
+
+def test_float64_common_powers_are_native():
+    x = make((3, 4), torch.float64, low=0.5, high=3)
+    for e in (2, 3, 0.5, -0.5, -1, -2):
+        assert_close_to_cpu(lambda t, e=e: t**e, x, **F64)
+    assert_close_to_cpu(torch.square, x, **F64)
+
+
+def test_float64_special_values():
+    x = torch.tensor([-INF, INF, NAN, -0.0, 0.0, 1e-300, -2.5, 2.5, 3.5], dtype=torch.float64)
+    for fn in (
+        torch.floor,
+        torch.ceil,
+        torch.round,
+        torch.trunc,
+        torch.sign,
+        torch.isinf,
+        torch.isfinite,
+        torch.signbit,
+        torch.abs,
+        torch.frac,
+    ):
+        assert_close_to_cpu(fn, x, **F64)
+    assert_close_to_cpu(torch.fmax, x, x.flip(0), **F64)
+    assert_close_to_cpu(torch.nan_to_num, x, **F64)
+    assert_close_to_cpu(lambda t: torch.nan_to_num(t, 1.0, 2.0, -3.0), x, **F64)
+    assert_close_to_cpu(torch.remainder, x, torch.full_like(x, -1.5), **F64)

@@ -416,3 +416,31 @@ def test_half_products_through_the_matrix_unit_kernel(mode, dtype):
         env={"TORCH_VKML_COOPMAT": mode, "DTYPE": dtype},
     )
     assert proc.returncode == 0 and "ok" in proc.stdout, describe(proc)
+
+
+# ------------------------------------------------------ addmv, vdot, int8
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2), (0, 1)])
+def test_addmv_and_vdot(beta, alpha):
+    self_, mat, vec = make((4,), torch.float32), make((4, 6), torch.float32), make((6,))
+    if beta == 0:
+        self_[0] = float("nan")  # ignored when beta == 0
+    assert_close_to_cpu(
+        lambda s, m, v: torch.addmv(s, m, v, beta=beta, alpha=alpha), self_, mat, vec, **TOL
+    )
+    assert_close_to_cpu(lambda m, v: m.t()[:6, :4].t() @ v, mat, vec, **TOL)
+    assert_close_to_cpu(torch.vdot, vec, make((6,), torch.float32), **TOL)
+
+
+def test_int8_matmul_takes_the_counted_cpu_route():
+    # int64 / int32 / uint8 have GEMM variants (above); int8 does not.
+    torch_vkml.reset_fallback_counts()
+    a = torch.arange(6, dtype=torch.int8).reshape(2, 3)
+    b = torch.arange(12, dtype=torch.int8).reshape(3, 4)
+    r = torch.mm(a.to("vkml"), b.to("vkml"))
+    assert r.is_vkml and torch.equal(r.cpu(), a @ b)
+    assert torch_vkml.fallback_counts().get("aten::mm", 0) == 1
+    torch_vkml.reset_fallback_counts()  # the fallback was the point (no_fallback fixture)

@@ -1,4 +1,7 @@
-"""Reductions against the CPU: sum, mean, max/min, argmax, all/any."""
+"""Reductions against the CPU: sum, mean, max/min, argmax, all/any, var / std, nansum,
+aminmax, equal, vector norms."""
+
+import math
 
 import pytest
 import torch
@@ -324,3 +327,99 @@ def test_sgn_grad():
     torch.sgn(xc).sum().backward()
     torch.sgn(xv).sum().backward()
     assert torch.equal(xv.grad.cpu(), xc.grad)
+
+
+# ----------------------------------------- var / std, nansum, aminmax, equal
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dim", [None, 0, (0, 2), -1], ids=["all", "d0", "d02", "dlast"])
+@pytest.mark.parametrize("correction", [0, 1, 2])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_var_std_match_cpu(dim, correction, keepdim):
+    x = make((3, 4, 5), torch.float32)
+    for fn in (torch.var, torch.std, torch.var_mean, torch.std_mean):
+        assert_close_to_cpu(
+            lambda t, f=fn: f(t, dim=dim, correction=correction, keepdim=keepdim), x, **TOL
+        )
+    assert_close_to_cpu(lambda t: torch.var(t.transpose(0, 2), dim=dim), x, **TOL)
+
+
+def test_var_grad_and_half_and_errors():
+    x = make((4, 6), torch.float32)
+    xd = x.to("vkml").requires_grad_()
+    x.requires_grad_()
+    torch.std(x, 1).sum().backward()
+    torch.std(xd, 1).sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), x.grad, **TOL)
+    assert_close_to_cpu(lambda t: t.var(0), x.detach().half(), atol=1e-2, rtol=1e-2)
+    # One element with correction 1: division by zero gives nan, as on the CPU.
+    assert_close_to_cpu(lambda t: t.var(), torch.ones(1))
+    with pytest.raises(RuntimeError, match="floating point"):
+        torch.var(torch.ones(3, dtype=torch.int64, device="vkml"))
+
+
+def test_nansum_aminmax_equal():
+    x = make((3, 5), torch.float32)
+    x[0, 1] = float("nan")
+    assert_close_to_cpu(torch.nansum, x, **TOL)
+    assert_close_to_cpu(lambda t: torch.nansum(t, 1, keepdim=True), x, **TOL)
+    y = make((3, 5), torch.float32)
+    assert_close_to_cpu(torch.aminmax, y)
+    assert_close_to_cpu(lambda t: torch.aminmax(t, dim=0, keepdim=True), y)
+    assert_close_to_cpu(lambda t: torch.aminmax(t.int(), dim=1), y)
+    a = y.to("vkml")
+    assert torch.equal(a, a.clone())
+    assert not torch.equal(a, a + 1)
+    assert not torch.equal(a, a[:2])
+    assert torch.equal(torch.ones(0, device="vkml"), torch.ones(0, device="vkml"))
+
+
+# ------------------------------------------------------------ vector norms
+
+
+@pytest.mark.parametrize("ord", [2, 1, 3, 0.5, 0, math.inf, -math.inf])
+@pytest.mark.parametrize("dim", [None, 1, (0, 2)], ids=["all", "dim1", "dims02"])
+def test_vector_norm_matches_cpu(ord, dim):
+    x = make((3, 4, 5), torch.float32)
+    x[0, 0, 0] = 0.0
+    assert_close_to_cpu(lambda t: torch.linalg.vector_norm(t, ord, dim), x, atol=1e-5, rtol=1e-5)
+    assert_close_to_cpu(
+        lambda t: torch.linalg.vector_norm(t.transpose(0, 2), ord, dim, keepdim=True),
+        x,
+        atol=1e-5,
+        rtol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("ord", [2, 1, 3])
+def test_vector_norm_grad_matches_cpu(ord):
+    x = make((4, 6), torch.float32)
+    xd = x.to("vkml").requires_grad_()
+    x.requires_grad_()
+    torch.linalg.vector_norm(x, ord).backward()
+    torch.linalg.vector_norm(xd, ord).backward()
+    torch.testing.assert_close(xd.grad.cpu(), x.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_vector_norm_rejects_integers_and_empty_inf():
+    with pytest.raises(RuntimeError, match="floating point"):
+        torch.linalg.vector_norm(torch.ones(3, dtype=torch.int64, device="vkml"))
+    with pytest.raises(RuntimeError, match="identity"):
+        torch.linalg.vector_norm(torch.ones(0, 3, device="vkml"), math.inf, dim=0)
+
+
+def test_clip_grad_norm_matches_cpu():
+    torch.manual_seed(0)
+    cpu = torch.nn.Linear(5, 3)
+    dev = torch.nn.Linear(5, 3).to("vkml")
+    dev.load_state_dict(cpu.state_dict())
+    x = make((7, 5), torch.float32)
+    cpu(x).pow(2).sum().backward()
+    dev(x.to("vkml")).pow(2).sum().backward()
+    n_c = torch.nn.utils.clip_grad_norm_(cpu.parameters(), 0.5)
+    n_d = torch.nn.utils.clip_grad_norm_(dev.parameters(), 0.5)
+    assert n_d.item() == pytest.approx(n_c.item(), rel=1e-5)
+    for p, q in zip(cpu.parameters(), dev.parameters(), strict=True):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, atol=1e-6, rtol=1e-5)

@@ -1,16 +1,8 @@
-"""Sorting, selection, searching and counting ops against the CPU."""
+"""Sorting and selection ops against the CPU (searching and counting: test_search.py)."""
 
 import pytest
 import torch
-from conftest import (
-    FLOAT_DTYPES,
-    VKML,
-    assert_close_to_cpu,
-    assert_raises_like_cpu,
-    assert_same,
-    dtype_id,
-    make,
-)
+from conftest import VKML, assert_close_to_cpu, assert_raises_like_cpu, assert_same, dtype_id, make
 
 import torch_vkml
 
@@ -156,72 +148,6 @@ def test_median_nan_and_edge_cases():
     assert_close_to_cpu(lambda t: (t.median(), t.median(0), t.kthvalue(1)), make(()))
     assert_raises_like_cpu(lambda t: t.kthvalue(4, 1), make((2, 3)))
     assert_raises_like_cpu(lambda t: t.median(1), make((2, 0)))
-
-
-# ------------------------------------------------- searchsorted, bucketize
-
-
-@pytest.mark.parametrize(
-    "dtype", [torch.float32, torch.float16, torch.int64, torch.int32], ids=dtype_id
-)
-@pytest.mark.parametrize("right", [False, True])
-def test_searchsorted(dtype, right):
-    b = make((12,), dtype, low=-5, high=6, discrete=True).sort().values
-    v = make((3, 7), dtype, low=-7, high=8, discrete=True)
-    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t, right=right), b, v)
-    assert_close_to_cpu(lambda s, t: torch.bucketize(t, s, right=right, out_int32=True), b, v)
-    assert_close_to_cpu(
-        lambda s, t: torch.searchsorted(s, t.t(), side="right" if right else "left"), b, v
-    )
-    bn = make((3, 5), dtype, low=-5, high=6, discrete=True).sort(1).values  # per-row boundaries
-    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t, right=right), bn, v)
-    assert_close_to_cpu(lambda s: torch.searchsorted(s, 2, right=right), b)
-    assert_close_to_cpu(lambda s: torch.bucketize(3, s, right=right), b)
-
-
-def test_searchsorted_sorter_nan_and_errors():
-    b = make((10,), discrete=True)
-    v = torch.tensor([NAN, -INF, INF, 0.0, 1.5])
-    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t, sorter=s.argsort()), b, v)
-    sb = torch.tensor([-1.0, 0.0, 2.0, NAN])
-    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t), sb, v)
-    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t), b, make((0,)))
-    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t), make((0,)), v)
-    mixed = make((4,), torch.int64).sort().values
-    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t), mixed, v)
-    assert_raises_like_cpu(lambda s, t: torch.searchsorted(s, t), make((2, 3)), make((3, 3)))
-    assert_raises_like_cpu(lambda s, t: torch.bucketize(t, s), make((2, 3)), v)
-    assert_raises_like_cpu(lambda s, t: torch.searchsorted(s, t, side="left", right=True), b, v)
-
-
-# ------------------------------------------------------ histc, bincount
-
-
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
-def test_histc(dtype):
-    x = make((200,), dtype, low=-4, high=4)
-    assert_close_to_cpu(lambda t: torch.histc(t, 10, -2, 2), x)
-    assert_close_to_cpu(lambda t: torch.histc(t, 7), x)  # range from the data
-    assert_close_to_cpu(lambda t: torch.histc(t.reshape(20, 10).t(), 5, -4, 4), x)
-    edges = torch.tensor([0.0, 1.0, 1.0, 2.0, NAN, 3.0, -1.0]).to(dtype)
-    assert_close_to_cpu(lambda t: torch.histc(t, 3, 0, 3), edges)
-    assert_close_to_cpu(lambda t: torch.histc(t, 4), torch.full((5,), 2.0, dtype=dtype))
-    assert_close_to_cpu(lambda t: torch.histc(t, 4), make((0,), dtype))
-    assert_raises_like_cpu(lambda t: torch.histc(t, 4, 3, 1), x)
-    assert_raises_like_cpu(lambda t: torch.histc(t, 0), x)
-
-
-@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8], ids=dtype_id)
-def test_bincount(dtype):
-    x = make((50,), dtype, low=0, high=12)
-    w = make((50,))
-    assert_close_to_cpu(lambda t: torch.bincount(t), x)
-    assert_close_to_cpu(lambda t: torch.bincount(t, minlength=20), x)
-    assert_close_to_cpu(lambda t, u: torch.bincount(t, u), x, w)
-    assert_close_to_cpu(lambda t: torch.bincount(t[::3]), x)
-    assert_close_to_cpu(lambda t: torch.bincount(t, minlength=3), make((0,), dtype))
-    assert_raises_like_cpu(lambda t: torch.bincount(t), torch.tensor([1, -1]))
-    assert_raises_like_cpu(lambda t: torch.bincount(t), make((2, 3), torch.int64, low=0))
 
 
 # --------------------------------------------------------------- unique

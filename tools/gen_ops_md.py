@@ -71,7 +71,11 @@ FAMILIES = {
         "take ATen's log_softmax + nll_loss, native)",
     ),
     "ops_random.cpp": ("Random numbers", "float32, float16, bfloat16, int64, int32, uint8, bool"),
-    "ops_shape.cpp": ("Data movement", "all"),
+    "ops_shape.cpp": ("Data movement (cat, tril / triu, eye, repeat_interleave)", "all"),
+    "ops_remap.cpp": (
+        "Flip, roll, padding, nearest upsampling (the remap kernel) and their backward",
+        "all (backward: float32, float16, bfloat16)",
+    ),
     "ops_foreach.cpp": ("Multi-tensor (_foreach_*) ops", EW),
     "ops_index.cpp": (
         "Indexing, gather / scatter, embedding backward",
@@ -90,16 +94,17 @@ FAMILIES = {
     "ops_conv.cpp": ("Convolution (1-3d, transposed, groups) and its backward", FB),
     "ops_pool.cpp": ("Pooling (max, average, adaptive) and backward", FB),
     "ops_norm.cpp": ("Batch / layer / group norm and backward", FB),
-    "ops_resample.cpp": ("Upsampling, im2col / col2im", FB + " (nearest modes: all)"),
+    "ops_upsample.cpp": ("Upsampling (linear, bilinear, bicubic, trilinear, antialiased)", FB),
+    "ops_im2col.cpp": ("im2col / col2im (nn.Unfold, nn.Fold)", FB),
     "ops_grid_sample.cpp": ("grid_sample (2-d, 3-d) and backward", "float32, float16, bfloat16"),
-    "ops_rearrange.cpp": ("channel_shuffle, unfold backward", "all (unfold backward: float)"),
-    "ops_distance.cpp": ("Pairwise distances (cdist, pdist) and backward", F + ", bfloat16"),
-    "ops_fractional_pool.cpp": (
+    "composite/rearrange.cpp": ("channel_shuffle, unfold backward", "all (unfold backward: float)"),
+    "composite/distance.cpp": ("Pairwise distances (cdist, pdist) and backward", F + ", bfloat16"),
+    "composite/fractional_pool.cpp": (
         "Fractional max pooling and backward",
         F + ", bfloat16 (in float32)",
     ),
-    "ops_embedding_bag.cpp": ("embedding_bag and backward", F + ", bfloat16 (in float32)"),
-    "ops_unpool.cpp": ("Max unpooling", "float32, float16, int64, int32, uint8, bool"),
+    "composite/embedding_bag.cpp": ("embedding_bag and backward", F + ", bfloat16 (in float32)"),
+    "composite/unpool.cpp": ("Max unpooling", "float32, float16, int64, int32, uint8, bool"),
     "ops_sort.cpp": (
         "Sort and selection (sort, topk, kthvalue, median, unique, randperm)",
         "float32, float16, bfloat16, int64, int32, uint8 (bool where PyTorch allows)",
@@ -109,7 +114,7 @@ FAMILIES = {
         "float32, float16, bfloat16, int64, int32 (bincount: integer inputs; isin: also "
         "uint8, bool; histogram: float32)",
     ),
-    "ops_rnn.cpp": ("Fused LSTM / GRU cells (nn.LSTM, nn.GRU)", F),
+    "composite/rnn.cpp": ("Fused LSTM / GRU cells (nn.LSTM, nn.GRU)", F),
     "ops_optim.cpp": (
         "Fused optimizers (Adam, AdamW, SGD with fused=True)",
         "float32, float16, bfloat16 parameters (fp32 math)",

@@ -1,14 +1,11 @@
 // Indexing: index_select, gather, scatter (src / value / reduce), scatter_add,
 // scatter_reduce, index_add, index_copy, index_reduce, index_fill, masked_fill,
 // index.Tensor, index_put_, take, put_, embedding_dense_backward (flip and roll
-// live with the remap ops).
+// live with the remap ops, ops_remap.cpp).
 //
-// Index validation: out-of-range indices raise the exception PyTorch's CPU
-// kernels raise. The index tensors live on the device, so the check costs one
-// small read (min and max of every index tensor, in one transfer) and thereby
-// a host synchronization per call; an empty index costs nothing. The kernels
-// never touch memory outside their operands even without the check (a gather
-// reads 0, a scatter skips the element).
+// Index validation (index_bounds.cpp): out-of-range indices raise the exception
+// PyTorch's CPU kernels raise. The kernels never touch memory outside their
+// operands even without the check (a gather reads 0, a scatter skips the element).
 #include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
@@ -17,16 +14,14 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "index_bounds.h"
 #include "value_bounds.h"
 #include "vkml/ops/index.h"
-#include "vkml/ops/value_check.h"
-#include "vkml/shaders/device_error.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
@@ -96,87 +91,6 @@ Sizes zeros(size_t n) { return Sizes(n, 0); }
 at::Tensor kernel_index(const at::Tensor& index) {
   if (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt) return index;
   return index.to(at::kLong);
-}
-
-enum class Style {
-  InSelf,     // IndexError: index out of range in self
-  Bounds,     // RuntimeError: index k is out of bounds for dimension d with size n
-  BoundsIdx,  // IndexError, same text
-  Take,       // IndexError: out of range: tried to access index k on a tensor of n elements.
-};
-
-struct RangeCheck {
-  at::Tensor index;
-  int64_t size;
-  int64_t dim;
-};
-
-// TORCH_VKML_INDEX_CHECK=0 skips the checks (and their host sync); out-of-range
-// indices then read 0 / are skipped instead of raising.
-bool index_checks_enabled() {
-  const char* v = std::getenv("TORCH_VKML_INDEX_CHECK");
-  return !(v && std::string(v) == "0");
-}
-
-uint32_t error_code(Style style) {
-  switch (style) {
-    case Style::InSelf:
-      return DEVICE_ERROR_INDEX_IN_SELF;
-    case Style::Bounds:
-      return DEVICE_ERROR_INDEX_BOUNDS;
-    case Style::BoundsIdx:
-      return DEVICE_ERROR_INDEX_BOUNDS_INDEX_ERROR;
-    case Style::Take:
-      return DEVICE_ERROR_INDEX_TAKE;
-  }
-  return DEVICE_ERROR_INDEX_IN_SELF;
-}
-
-[[noreturn]] void raise_out_of_range(Style style, int64_t bad, int64_t d, int64_t n) {
-  switch (style) {
-    case Style::InSelf:
-      TORCH_CHECK_INDEX(false, "index out of range in self");
-    case Style::Bounds:
-      TORCH_CHECK(false, "index ", bad, " is out of bounds for dimension ", d, " with size ", n);
-    case Style::BoundsIdx:
-      TORCH_CHECK_INDEX(false, "index ", bad, " is out of bounds for dimension ", d, " with size ",
-                        n);
-    case Style::Take:
-      TORCH_CHECK_INDEX(false, "out of range: tried to access index ", bad, " on a tensor of ", n,
-                        " elements.");
-  }
-  TORCH_CHECK(false, "index out of range");
-}
-
-// Index tensors on the CPU are checked there, at once. Device indices whose values are
-// known in range (noted at upload, arange, randint, ... and unchanged since) need no
-// check; the others are checked by a kernel on the device, which notes an offending
-// index in the device error record: it is raised, in the CPU's words, at the next read
-// of the device (item(), .cpu(), synchronize()), as CUDA raises its device-side
-// asserts, and the host never waits for it. The kernels themselves read 0 for an
-// index out of range and drop writes through it.
-void check_ranges(const std::vector<RangeCheck>& checks, bool allow_negative, Style style) {
-  if (!index_checks_enabled()) return;
-  for (const RangeCheck& c : checks) {
-    if (c.index.numel() == 0) continue;
-    const int64_t n = c.size, lo = allow_negative ? -n : 0;
-    if (c.index.is_cpu()) {
-      at::Tensor i = c.index.scalar_type() == at::kLong ? c.index : c.index.to(at::kLong);
-      int64_t min = i.min().item<int64_t>(), max = i.max().item<int64_t>();
-      if (min < lo) raise_out_of_range(style, min, c.dim, n);
-      if (max >= n) raise_out_of_range(style, max, c.dim, n);
-      continue;
-    }
-    std::optional<vkml::IntRange> known = known_values(c.index);
-    if (known && known->lo >= lo && known->hi < n) continue;
-    at::Tensor i = c.index;
-    if (i.scalar_type() != at::kLong && i.scalar_type() != at::kInt) i = i.to(at::kLong);
-    i = i.contiguous();
-    const uint32_t code = error_code(style);
-    guarded([&] {
-      vkml::ops::check_int_range(vkml_device(i), ref(i), lo, n - 1, code, code, n, uint32_t(c.dim));
-    });
-  }
 }
 
 struct Launch {

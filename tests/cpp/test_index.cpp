@@ -1,19 +1,15 @@
-// Indexed gather / scatter, scans and compaction against C++ references.
+// Indexed gather / scatter against C++ references.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "vkml/ops/compact.h"
 #include "vkml/ops/index.h"
-#include "vkml/ops/scan.h"
 #include "vkml_test.h"
 
 namespace vkml::test {
 namespace {
 
 using IndexTest = VkmlTest;
-using ScanTest = VkmlTest;
-using CompactTest = VkmlTest;
 
 std::vector<int64_t> random_indices(size_t n, uint32_t seed, int64_t lo, int64_t hi) {
   auto f = random_floats(n, seed, 0.0f, 1.0f);
@@ -200,132 +196,6 @@ TEST_F(IndexTest, ManyDims) {
     want[off] = x[idx[i]];
   }
   expect_close(got, want, 0, 0);
-}
-
-void check_scan(Device& dev, ops::ScanOp op, int64_t outer, int64_t n, int64_t inner) {
-  int64_t total = outer * n * inner;
-  auto x = random_floats(total, uint32_t(total + int(op)), -2.0f, 2.0f);
-  for (auto& v : x) v = std::round(v * 2.0f) / 2.0f;  // ties for max / min
-  if (op == ops::ScanOp::Prod)
-    for (auto& v : x) v = 1.0f + v / 64.0f;
-  int64_t cap = std::max<int64_t>(total, 1);
-  Buffer bx(dev, x), bo(dev, cap * 4), bi(dev, cap * 8);
-  ops::ScanArgs a;
-  a.op = op;
-  a.in = bx.address();
-  a.out = bo.address();
-  a.indices = bi.address();
-  a.outer = outer;
-  a.n = n;
-  a.inner = inner;
-  ops::scan(dev, a);
-  std::vector<double> want(total);
-  std::vector<int64_t> want_i(total);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      double acc = 0;
-      int64_t best = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        int64_t off = (o * n + j) * inner + i;
-        double v = x[off];
-        if (j == 0) {
-          acc = v;
-        } else if (op == ops::ScanOp::Sum) {
-          acc += v;
-        } else if (op == ops::ScanOp::Prod) {
-          acc *= v;
-        } else if (op == ops::ScanOp::LogSumExp) {
-          acc = std::max(acc, v) + std::log1p(std::exp(-std::abs(acc - v)));
-        } else if (op == ops::ScanOp::Max ? v >= acc : v <= acc) {
-          acc = v;
-          best = j;
-        }
-        want[off] = acc;
-        want_i[off] = best;
-      }
-    }
-  SCOPED_TRACE("scan op " + std::to_string(int(op)) + " [" + std::to_string(outer) + ", " +
-               std::to_string(n) + ", " + std::to_string(inner) + "]");
-  expect_close(bo.read<float>(total), want, 1e-4, 1e-3);
-  if (op == ops::ScanOp::Max || op == ops::ScanOp::Min) {
-    auto got_i = bi.read<int64_t>(total);
-    EXPECT_EQ(got_i, want_i);
-  }
-}
-
-TEST_F(ScanTest, AllOpsBothPaths) {
-  using S = ops::ScanOp;
-  for (S op : {S::Sum, S::Prod, S::Max, S::Min, S::LogSumExp}) {
-    check_scan(dev(), op, 3, 1000, 1);  // one chunk per row, several tiles
-    check_scan(dev(), op, 2, 9000, 1);  // several chunks per row, joined by a carry pass
-    check_scan(dev(), op, 2, 129, 1);   // a partial last tile
-    check_scan(dev(), op, 4, 10, 3);    // thread per line
-    check_scan(dev(), op, 2, 5, 1);
-    check_scan(dev(), op, 0, 5, 1);
-  }
-}
-
-// Long enough that the chunk totals need a chunked scan themselves, and past
-// the 2^17 barriers per workgroup that lavapipe mishandles.
-TEST_F(ScanTest, VeryLongRow) {
-  check_scan(dev(), ops::ScanOp::Sum, 1, 1200000, 1);
-  check_scan(dev(), ops::ScanOp::Max, 1, 300000, 1);
-}
-
-TEST_F(CompactTest, NonzeroSelectScatter) {
-  const int64_t n = 1000;
-  std::vector<int32_t> flags(n), prefix(n);
-  std::vector<float> x = random_floats(n, 11);
-  int32_t run = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    flags[i] = x[i] > 0.2f ? 1 : 0;
-    run += flags[i];
-    prefix[i] = run;
-  }
-  // The prefix itself comes from the scan kernel.
-  Buffer bf(dev(), flags), bp(dev(), n * 4), bx(dev(), x);
-  ops::ScanArgs s;
-  s.dtype = DType::i32;
-  s.in = bf.address();
-  s.out = bp.address();
-  s.n = n;
-  ops::scan(dev(), s);
-  EXPECT_EQ(bp.read<int32_t>(), prefix);
-
-  Buffer coords(dev(), std::max(run, 1) * 2 * 8), sel(dev(), std::max(run, 1) * 4);
-  ops::CompactArgs c;
-  c.mode = ops::CompactMode::Coordinates;
-  c.prefix = bp.address();
-  c.dst = coords.address();
-  c.n = n;
-  c.sizes = {40, 25};
-  ops::compact(dev(), c);
-  c.mode = ops::CompactMode::Select;
-  c.src = bx.address();
-  c.dst = sel.address();
-  c.elem_size = 4;
-  ops::compact(dev(), c);
-  std::vector<int64_t> want_c;
-  std::vector<float> want_s;
-  for (int64_t i = 0; i < n; ++i)
-    if (flags[i]) {
-      want_c.push_back(i / 25);
-      want_c.push_back(i % 25);
-      want_s.push_back(x[i]);
-    }
-  EXPECT_EQ(coords.read<int64_t>(want_c.size()), want_c);
-  expect_close(sel.read<float>(want_s.size()), want_s, 0, 0);
-
-  // Scatter back into zeros: selected positions get the compacted values again.
-  std::vector<float> zeros(n, 0.0f), want_back(n, 0.0f);
-  for (int64_t i = 0; i < n; ++i) want_back[i] = flags[i] ? x[i] : 0.0f;
-  Buffer bz(dev(), zeros);
-  c.mode = ops::CompactMode::Scatter;
-  c.src = sel.address();
-  c.dst = bz.address();
-  c.limit = run;
-  ops::compact(dev(), c);
-  expect_close(bz.read<float>(), want_back, 0, 0);
 }
 
 }  // namespace

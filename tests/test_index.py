@@ -1,6 +1,6 @@
 """Indexing ops against the CPU: index_select, gather, scatter*, index_add/copy/fill,
-masked_fill, advanced indexing (index / index_put_), take, embedding, nonzero,
-masked_select / masked_scatter, flip; gradients and out-of-range errors."""
+masked_fill, advanced indexing (index / index_put_), take, embedding; gradients and
+out-of-range errors."""
 
 import pytest
 import torch
@@ -329,7 +329,7 @@ def test_index_put_accumulate(dtype):
     assert_close_to_cpu(lambda t, i, s: t.index_put((i[:0],), s[:0], accumulate=True), x, idx, v)
 
 
-# ------------------------------------------------------------ take, flip
+# -------------------------------------------------------------- take, put
 
 
 def test_take():
@@ -344,16 +344,6 @@ def test_take():
     positions = torch.randperm(20)[:12].view(3, 4)
     assert_close_to_cpu(lambda t, i, s: t.put_(i, s.view(3, 4)), x, positions, src)
     assert_close_to_cpu(lambda t, i, s: t.t().put(i, s, accumulate=True), x, idx, src)
-
-
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
-def test_flip(dtype):
-    x = make((3, 4, 5), dtype)
-    assert_close_to_cpu(lambda t: t.flip(0), x)
-    assert_close_to_cpu(lambda t: t.flip(-1, 1), x)
-    assert_close_to_cpu(lambda t: t.transpose(0, 2).flip(0, 1, 2), x)
-    assert_close_to_cpu(lambda t: t[:0].flip(0), x)
-    assert_close_to_cpu(lambda t: t[0, 0, 0].flip(()), x)
 
 
 # -------------------------------------------------------- embedding, one_hot
@@ -387,52 +377,6 @@ def test_embedding_module_and_one_hot():
     torch.testing.assert_close(emb_v.weight.grad.cpu(), emb.weight.grad)
     assert_close_to_cpu(lambda i: F.one_hot(i, 9), idx)
     assert_close_to_cpu(lambda i: F.one_hot(i), idx)
-
-
-# ---------------------------------------- nonzero, masked_select / _scatter
-
-
-@pytest.mark.parametrize("dtype", ALL_DTYPES + [torch.uint8], ids=dtype_id)
-def test_nonzero(dtype):
-    x = make((4, 5, 3), dtype, low=-1, high=2)
-    assert_close_to_cpu(torch.nonzero, x)
-    assert_close_to_cpu(lambda t: t.transpose(0, 2).nonzero(), x)
-    assert_close_to_cpu(lambda t: torch.nonzero(t, as_tuple=True), x)
-    assert_close_to_cpu(torch.argwhere, x)
-
-
-def test_nonzero_edge_cases():
-    assert_close_to_cpu(torch.nonzero, torch.zeros(3, 4))
-    assert_close_to_cpu(torch.nonzero, torch.ones(0, 4))
-    assert_close_to_cpu(torch.nonzero, torch.tensor(2.0))
-    assert_close_to_cpu(torch.nonzero, torch.tensor(0))
-    big = make(3000, torch.bool)  # several tiles of the prefix scan
-    assert_close_to_cpu(torch.nonzero, big)
-    assert_close_to_cpu(
-        lambda t: torch.nonzero(t, out=torch.empty(0, dtype=torch.long, device=t.device)), big
-    )
-
-
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
-def test_masked_select_and_scatter(dtype):
-    x = make((4, 5), dtype)
-    mask = make((4, 5), torch.bool)
-    src = make(25, dtype)
-    assert_close_to_cpu(torch.masked_select, x, mask)
-    assert_close_to_cpu(lambda t, m: t.masked_select(m[1]), x, mask)  # broadcast mask
-    assert_close_to_cpu(lambda t, m: t.t().masked_select(m.t()), x, mask)
-    assert_close_to_cpu(lambda t, m: t[:0].masked_select(m[:0]), x, mask)
-    assert_close_to_cpu(lambda t, m, s: t.masked_scatter(m, s), x, mask, src)
-    assert_close_to_cpu(lambda t, m, s: t.t().masked_scatter_(m.t(), s.view(5, 5)), x, mask, src)
-    assert_close_to_cpu(lambda t, m, s: t.masked_scatter(m[2], s), x, mask, src)
-
-
-def test_masked_select_backward():
-    x = _leaf((4, 5))
-    mask = make((4, 5), torch.bool)
-    assert_grads_close_to_cpu(lambda t, m: t.masked_select(m), x, mask)
-    src = _leaf(20)
-    assert_grads_close_to_cpu(lambda t, m, s: (t * 1).masked_scatter(m, s), x, mask, src)
 
 
 # ------------------------------------------------------------------ errors
@@ -506,30 +450,7 @@ def test_int8_and_float64_move_as_bits():
     assert_close_to_cpu(lambda t, i: t.gather(0, i.view(1, 4)), x64, idx)
 
 
-# ----------------------------------------------- roll, bincount, counting
-
-
-def test_roll():
-    x = make((3, 4, 5))
-    assert_close_to_cpu(lambda t: t.roll(2, 0), x)
-    assert_close_to_cpu(lambda t: t.roll((-1, 7), (1, -1)), x)
-    assert_close_to_cpu(lambda t: t.transpose(0, 2).roll(3), x)
-    assert_close_to_cpu(lambda t: t[:0].roll(1, 0), x)
-    assert_grads_close_to_cpu(lambda t: t.roll(1, 1), _leaf((3, 4)))
-
-
-def test_bincount_and_count_nonzero():
-    idx = _index(40, 7)
-    w = make(40)
-    assert_close_to_cpu(torch.bincount, idx)
-    assert_close_to_cpu(lambda i: torch.bincount(i.int(), minlength=10), idx)
-    assert_close_to_cpu(lambda i, w: torch.bincount(i, w), idx, w)
-    assert_close_to_cpu(lambda i: torch.bincount(i[:0], minlength=3), idx)
-    assert_raises_like_cpu(lambda i: torch.bincount(i - 1), idx)
-    x = make((4, 5), low=-1, high=2, discrete=True)
-    assert_close_to_cpu(torch.count_nonzero, x)
-    assert_close_to_cpu(lambda t: torch.count_nonzero(t, dim=1), x)
-    assert_close_to_cpu(lambda t: torch.count_nonzero(t.t(), dim=(0, 1)), x)
+# ---------------------------------------------- index checks, index operands
 
 
 def test_index_check_can_be_disabled(monkeypatch):

@@ -9,10 +9,10 @@
 #include <limits>
 #include <tuple>
 
-#include "fallback.h"
+#include "aten/fallback.h"
+#include "aten/vkml_tensor.h"
 #include "vkml/ops/value_check.h"
 #include "vkml/shaders/device_error.h"
-#include "vkml_tensor.h"
 
 namespace vkml_aten {
 namespace {

@@ -4,7 +4,7 @@
 // is private to this file: LSTM [i f g o] activated, GRU [r z n hn hx].
 #include <torch/library.h>
 
-#include "vkml_tensor.h"
+#include "aten/vkml_tensor.h"
 
 namespace vkml_aten {
 namespace {

@@ -1,10 +1,11 @@
-"""Losses beyond nll_loss / cross_entropy on 2-D scores: spatial cross entropy
-(nll_loss2d), regression losses, margin losses; forward and backward against the CPU."""
+"""Losses (ops_loss.cpp) against the CPU, forward and backward: nll_loss on 2-D scores,
+spatial cross entropy (nll_loss2d), regression losses, margin losses, binary cross
+entropy. The fused cross entropy on 2-D scores: test_cross_entropy.py."""
 
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import assert_grads_close_to_cpu, assert_raises_like_cpu, make
+from conftest import assert_close_to_cpu, assert_grads_close_to_cpu, assert_raises_like_cpu, make
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
@@ -133,3 +134,82 @@ def test_multilabel_margin_loss(reduction):
         _leaf(5, low=-1, high=1),
         target[0],
     )
+
+
+# ---------------------------------------------------- nll_loss, 2-d scores
+
+N, C = 6, 5
+
+
+def _targets(ignore):
+    target = make(N, torch.int64, low=0, high=C)
+    if ignore == "default":
+        target[[1, 4]] = -100
+    elif ignore == "custom":
+        target[[0, 3]] = 2
+    return target
+
+
+def _loss_kwargs(reduction, weighted, ignore):
+    kwargs = {"reduction": reduction}
+    if weighted:
+        kwargs["weight"] = make(C, low=0.2, high=2.0)
+    if ignore == "custom":
+        kwargs["ignore_index"] = 2
+    return kwargs
+
+
+LOSS_CASES = [
+    pytest.param(
+        reduction,
+        weighted,
+        ignore,
+        id=f"{reduction}-{'weight' if weighted else 'noweight'}-ignore_{ignore}",
+    )
+    for reduction in ("mean", "sum", "none")
+    for weighted in (False, True)
+    for ignore in ("none", "default", "custom")
+]
+
+
+def _call_loss(loss_fn, kwargs):
+    def fn(x, target, *weight):
+        return loss_fn(x, target, **kwargs, **({"weight": weight[0]} if weight else {}))
+
+    return fn
+
+
+@pytest.mark.parametrize("reduction, weighted, ignore", LOSS_CASES)
+def test_nll_loss(reduction, weighted, ignore):
+    log_probs = F.log_softmax(make((N, C)), dim=1).requires_grad_()
+    kwargs = _loss_kwargs(reduction, weighted, ignore)
+    weight = (kwargs.pop("weight"),) if weighted else ()
+    assert_grads_close_to_cpu(_call_loss(F.nll_loss, kwargs), log_probs, _targets(ignore), *weight)
+
+
+def test_nll_loss_all_ignored_mean_is_nan():
+    log_probs = F.log_softmax(make((N, C)), dim=1)
+    target = torch.full((N,), -100)
+    _, vk = assert_close_to_cpu(F.nll_loss, log_probs, target)
+    assert vk.cpu().isnan().item()
+
+
+# ------------------------------------------------------ binary_cross_entropy
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_binary_cross_entropy_matches_cpu(reduction, weighted):
+    x = torch.rand(4, 5, generator=torch.Generator().manual_seed(1)) * 0.98 + 0.01
+    x[0, 0], x[0, 1] = 0.0, 1.0  # the clamped logs
+    t = (torch.rand(4, 5, generator=torch.Generator().manual_seed(2)) > 0.5).float()
+    w = torch.rand(5, generator=torch.Generator().manual_seed(3)) if weighted else None
+    xd = x.to("vkml").requires_grad_()
+    x.requires_grad_()
+    f = torch.nn.functional.binary_cross_entropy
+    loss_c = f(x, t, weight=w, reduction=reduction)
+    loss_d = f(xd, t.to("vkml"), weight=None if w is None else w.to("vkml"), reduction=reduction)
+    torch.testing.assert_close(loss_d.cpu(), loss_c.detach(), atol=1e-5, rtol=1e-5)
+    loss_c.sum().backward()
+    loss_d.sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), x.grad, atol=1e-4, rtol=1e-5)

@@ -1,0 +1,201 @@
+"""Binary elementwise ops (ops_binary.cpp) against the CPU: math, special values, integer
+division, shifts, bitwise and logical ops, promotion and call forms."""
+
+import pytest
+import torch
+from conftest import assert_close_to_cpu, assert_raises_like_cpu, dtype_id, make
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
+NAN = float("nan")
+INF = float("inf")
+BF16 = dict(atol=1e-2, rtol=1.6e-2)  # bfloat16 has 8 significant bits
+F16 = dict(atol=1e-2, rtol=1e-2)
+LOW_PRECISION = {torch.float16: F16, torch.bfloat16: BF16}
+
+
+def tol(dtype, f32=None):
+    """Tolerances for a result dtype: ``f32`` overrides the float32 default."""
+    if dtype in LOW_PRECISION:
+        return LOW_PRECISION[dtype]
+    return f32 or {}
+
+
+# ----------------------------------------------------------- binary math
+
+BINARY = {
+    "atan2": (torch.atan2, {}, {}),
+    "hypot": (torch.hypot, {}, {}),
+    "copysign": (torch.copysign, {}, {}),
+    "xlogy": (torch.xlogy, {}, dict(low=0.1, high=5)),
+    "fmax": (torch.fmax, dict(discrete=True), dict(discrete=True)),
+    "fmin": (torch.fmin, dict(discrete=True), dict(discrete=True)),
+    "logaddexp": (torch.logaddexp, {}, {}),
+    "logaddexp2": (torch.logaddexp2, {}, {}),
+    "xlog1py": (torch.special.xlog1py, {}, dict(low=-0.9, high=5)),
+    "remainder": (torch.remainder, {}, dict(nonzero=True)),
+    "fmod": (torch.fmod, {}, dict(nonzero=True)),
+    "floor_divide": (torch.floor_divide, {}, dict(nonzero=True)),
+    "div_floor": (lambda a, b: torch.div(a, b, rounding_mode="floor"), {}, dict(nonzero=True)),
+    "div_trunc": (lambda a, b: torch.div(a, b, rounding_mode="trunc"), {}, dict(nonzero=True)),
+    "heaviside": (torch.heaviside, dict(discrete=True), {}),
+    "pow": (torch.pow, dict(low=0.1, high=3), {}),
+    "maximum": (torch.maximum, {}, {}),
+}
+BINARY_TOL = {"pow": dict(rtol=1e-4), "logaddexp2": dict(rtol=2e-5)}
+
+
+BIN_LAYOUTS = {
+    "contiguous": ((4, 5), (4, 5), lambda a, b: (a, b)),
+    "noncontiguous": ((5, 4), (4, 10), lambda a, b: (a.t(), b[:, ::2])),
+    "broadcast": ((3, 1, 4), (1, 5, 1), lambda a, b: (a, b)),
+}
+
+
+@pytest.mark.parametrize("layout", list(BIN_LAYOUTS))
+@pytest.mark.parametrize("name", list(BINARY))
+def test_binary_math(name, layout):
+    fn, a_kw, b_kw = BINARY[name]
+    a_shape, b_shape, build = BIN_LAYOUTS[layout]
+    a, b = make(a_shape, **a_kw), make(b_shape, **b_kw)
+    assert_close_to_cpu(
+        lambda x, y: fn(*build(x, y)), a, b, **tol(torch.float32, BINARY_TOL.get(name))
+    )
+    if layout == "contiguous":
+        for dtype in (torch.float16, torch.bfloat16):
+            a, b = make(a_shape, dtype, **a_kw), make(b_shape, dtype, **b_kw)
+            assert_close_to_cpu(fn, a, b, **tol(dtype))
+
+
+def test_binary_special_values():
+    vals = torch.tensor([-INF, -3.5, -1.0, -0.0, 0.0, 0.5, 2.0, INF, NAN])
+    a = vals.repeat_interleave(len(vals))
+    b = vals.repeat(len(vals))
+    for fn in (
+        torch.atan2,
+        torch.hypot,
+        torch.copysign,
+        torch.fmax,
+        torch.fmin,
+        torch.xlogy,
+        torch.special.xlog1py,
+        torch.logaddexp,
+        torch.heaviside,
+        torch.remainder,
+        torch.fmod,
+        torch.floor_divide,
+        torch.maximum,
+        torch.minimum,
+    ):
+        assert_close_to_cpu(fn, a, b, atol=1e-6)
+    _, vk = assert_close_to_cpu(torch.copysign, a, b)
+    assert torch.equal(torch.signbit(vk.cpu()), torch.signbit(torch.copysign(a, b)))
+
+
+def test_pow_special_values():
+    vals = torch.tensor([-INF, -2.0, -1.0, -0.0, 0.0, 0.3, 1.0, 2.0, 3.0, INF, NAN])
+    exps = torch.tensor([-INF, -3.0, -2.0, -1.0, -0.5, 0.0, 1.0, 2.0, 2.5, 3.0, INF, NAN])
+    a = vals.repeat_interleave(len(exps))
+    b = exps.repeat(len(vals))
+    expected, vk = assert_close_to_cpu(torch.pow, a, b, rtol=1e-5)
+    number = ~expected.isnan()  # (the sign of a NaN means nothing)
+    assert torch.equal(torch.signbit(vk.cpu())[number], torch.signbit(expected)[number])
+
+
+def test_nextafter():
+    a = torch.tensor([0.0, -0.0, 1.0, 1.0, -1.0, 1e-38, 3.4e38, INF, NAN, 2.0])
+    b = torch.tensor([1.0, -1.0, 2.0, 0.0, -INF, 0.0, INF, 0.0, 1.0, 2.0])
+    _, vk = assert_close_to_cpu(torch.nextafter, a, b, atol=0, rtol=0)
+    assert torch.equal(vk.cpu().view(torch.int32), torch.nextafter(a, b).view(torch.int32))
+    # one step of the storage dtype's own bits, denormals included
+    for dtype, bits in (
+        (torch.float16, torch.int16),
+        (torch.bfloat16, torch.int16),
+        (torch.float64, torch.int64),
+    ):
+        x, y = a[:-3].to(dtype), b[:-3].to(dtype)
+        _, vk = assert_close_to_cpu(torch.nextafter, x, y, atol=0, rtol=0)
+        assert torch.equal(vk.cpu().view(bits), torch.nextafter(x, y).view(bits))
+
+
+def test_fmod_remainder_precision():
+    # exact remainders, also where a / b rounds across an integer
+    a = torch.tensor([5.3, -5.3, 1e6 + 0.7, -7.0, 7.0, 0.3, 1e-3, 100.0])
+    b = torch.tensor([0.1, 0.1, 3.3, 2.0, -2.0, 0.1, 7e-4, 0.7])
+    assert_close_to_cpu(torch.fmod, a, b, atol=1e-6, rtol=1e-5)
+    assert_close_to_cpu(torch.remainder, a, b, atol=1e-6, rtol=1e-5)
+    assert_close_to_cpu(lambda x, y: torch.div(x, y, rounding_mode="floor"), a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8], ids=dtype_id)
+def test_integer_division_semantics(dtype):
+    lo = 0 if dtype == torch.uint8 else -9
+    a = make((6, 7), dtype, low=lo, high=10)
+    b = make((6, 7), dtype, low=lo, high=10, nonzero=True)
+    for fn in (torch.remainder, torch.fmod, torch.floor_divide):
+        assert_close_to_cpu(fn, a, b)
+        assert_close_to_cpu(lambda x, f=fn: f(x, 3), a)
+    assert_close_to_cpu(lambda x: torch.remainder(7, x), b)
+    assert_close_to_cpu(lambda x: torch.remainder(-7, x), b)
+    assert_close_to_cpu(lambda x, y: torch.div(x, y, rounding_mode="trunc"), a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8], ids=dtype_id)
+def test_shifts(dtype):
+    a = make((5, 6), dtype, low=-100 if dtype != torch.uint8 else 0, high=100)
+    bits = {torch.int64: 64, torch.int32: 32, torch.uint8: 8}[dtype]
+    amounts = torch.tensor([0, 1, 3, bits - 1, bits, bits + 5], dtype=dtype)
+    b = amounts.repeat(5).reshape(5, 6)
+    for fn in (torch.bitwise_left_shift, torch.bitwise_right_shift):
+        assert_close_to_cpu(fn, a, b)
+    assert_close_to_cpu(lambda x: x << 2, a)
+    assert_close_to_cpu(lambda x: x >> 1, a)
+    assert_close_to_cpu(lambda x, y: x.__ilshift__(y), a, b)
+    assert_close_to_cpu(lambda x: x.__irshift__(3), a)
+    assert_close_to_cpu(lambda x: x.bitwise_left_shift_(1), a)
+    if dtype != torch.uint8:
+        neg = torch.tensor([-1, -5, 2], dtype=dtype)
+        assert_close_to_cpu(lambda x, y: x << y, torch.tensor([3, 3, 3], dtype=dtype), neg)
+        assert_close_to_cpu(lambda x, y: x >> y, torch.tensor([-9, 9, -9], dtype=dtype), neg)
+
+
+def test_bitwise_and_logical_ops():
+    for dtype in (torch.int64, torch.int32, torch.uint8, torch.bool):
+        a, b = make((4, 5), dtype), make((4, 5), dtype)
+        for fn in (
+            torch.bitwise_and,
+            torch.bitwise_or,
+            torch.bitwise_xor,
+            torch.logical_and,
+            torch.logical_or,
+            torch.logical_xor,
+        ):
+            assert_close_to_cpu(fn, a, b)
+        assert_close_to_cpu(lambda x: x & 1, a)
+        assert_close_to_cpu(lambda x: x | 2, a)
+        assert_close_to_cpu(lambda x, s=(True if dtype == torch.bool else 3): x ^ s, a)
+    assert_close_to_cpu(torch.logical_and, make((4, 5)), make((4, 5), torch.int32))
+    assert_raises_like_cpu(torch.bitwise_and, make(4), make(4))
+    assert_raises_like_cpu(lambda x: x << 1, make(4))
+
+
+def test_binary_promotion_and_forms():
+    i, f = make((3, 4), torch.int32), make((3, 4))
+    assert_close_to_cpu(torch.atan2, i, f)
+    assert_close_to_cpu(torch.copysign, i, f)
+    assert_close_to_cpu(torch.xlogy, i, make((3, 4), low=0.1, high=2))
+    assert_close_to_cpu(lambda x: torch.xlogy(x, 2.0), i)
+    assert_close_to_cpu(lambda x: torch.xlogy(3, x), f.abs())
+    assert_close_to_cpu(lambda x: torch.copysign(x, -1.0), f)
+    assert_close_to_cpu(lambda x, y: torch.hypot(x, y, out=torch.empty_like(x)), f, f.t().t())
+    assert_close_to_cpu(lambda x, y: x.hypot_(y), f, f)
+    assert_close_to_cpu(lambda x, y: x.copysign_(y), f, -f)
+    assert_close_to_cpu(lambda x, y: x.xlogy_(y), f, f.abs())
+    assert_close_to_cpu(lambda x, y: x.floor_divide_(y), f, make((3, 4), nonzero=True))
+    assert_close_to_cpu(lambda x: torch.fmod(x, 1.5), f)
+    assert_close_to_cpu(lambda x: torch.remainder(x, -1.5), f)
+    assert_close_to_cpu(lambda x: torch.remainder(2.5, x), make((3, 4), nonzero=True))
+    assert_close_to_cpu(lambda x: torch.fmax(x, torch.tensor(0.5)), f)
+    assert_close_to_cpu(lambda x, y: torch.heaviside(x, y), f, f)
+    assert_raises_like_cpu(torch.heaviside, f, i)
+    assert_raises_like_cpu(torch.hypot, i, i)

@@ -1,0 +1,68 @@
+"""Data-dependent shapes (ops_compact.cpp): nonzero, nonzero_static, masked_select,
+masked_scatter, against the CPU."""
+
+import pytest
+import torch
+from conftest import ALL_DTYPES, assert_close_to_cpu, assert_grads_close_to_cpu, dtype_id, make
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
+
+def _leaf(shape, dtype=torch.float32, **kw):
+    return make(shape, dtype, **kw).requires_grad_()
+
+
+# ---------------------------------------- nonzero, masked_select / _scatter
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES + [torch.uint8], ids=dtype_id)
+def test_nonzero(dtype):
+    x = make((4, 5, 3), dtype, low=-1, high=2)
+    assert_close_to_cpu(torch.nonzero, x)
+    assert_close_to_cpu(lambda t: t.transpose(0, 2).nonzero(), x)
+    assert_close_to_cpu(lambda t: torch.nonzero(t, as_tuple=True), x)
+    assert_close_to_cpu(torch.argwhere, x)
+
+
+def test_nonzero_edge_cases():
+    assert_close_to_cpu(torch.nonzero, torch.zeros(3, 4))
+    assert_close_to_cpu(torch.nonzero, torch.ones(0, 4))
+    assert_close_to_cpu(torch.nonzero, torch.tensor(2.0))
+    assert_close_to_cpu(torch.nonzero, torch.tensor(0))
+    big = make(3000, torch.bool)  # several tiles of the prefix scan
+    assert_close_to_cpu(torch.nonzero, big)
+    assert_close_to_cpu(
+        lambda t: torch.nonzero(t, out=torch.empty(0, dtype=torch.long, device=t.device)), big
+    )
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_nonzero_static(dtype):
+    x = make((3, 4), dtype)
+    for size, fill in [(0, -1), (3, -1), (12, 7), (20, -5)]:
+        assert_close_to_cpu(
+            lambda t, s=size, f=fill: torch.nonzero_static(t, size=s, fill_value=f), x
+        )
+    assert_close_to_cpu(lambda t: torch.nonzero_static(t, size=4), make((0, 3), dtype))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+def test_masked_select_and_scatter(dtype):
+    x = make((4, 5), dtype)
+    mask = make((4, 5), torch.bool)
+    src = make(25, dtype)
+    assert_close_to_cpu(torch.masked_select, x, mask)
+    assert_close_to_cpu(lambda t, m: t.masked_select(m[1]), x, mask)  # broadcast mask
+    assert_close_to_cpu(lambda t, m: t.t().masked_select(m.t()), x, mask)
+    assert_close_to_cpu(lambda t, m: t[:0].masked_select(m[:0]), x, mask)
+    assert_close_to_cpu(lambda t, m, s: t.masked_scatter(m, s), x, mask, src)
+    assert_close_to_cpu(lambda t, m, s: t.t().masked_scatter_(m.t(), s.view(5, 5)), x, mask, src)
+    assert_close_to_cpu(lambda t, m, s: t.masked_scatter(m[2], s), x, mask, src)
+
+
+def test_masked_select_backward():
+    x = _leaf((4, 5))
+    mask = make((4, 5), torch.bool)
+    assert_grads_close_to_cpu(lambda t, m: t.masked_select(m), x, mask)
+    src = _leaf(20)
+    assert_grads_close_to_cpu(lambda t, m, s: (t * 1).masked_scatter(m, s), x, mask, src)

@@ -1,0 +1,177 @@
+"""Searching and counting ops (ops_search.cpp) against the CPU: searchsorted, bucketize,
+histc, bincount, isin, histogram, histogramdd."""
+
+import pytest
+import torch
+from conftest import FLOAT_DTYPES, assert_close_to_cpu, assert_raises_like_cpu, dtype_id, make
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
+NAN = float("nan")
+INF = float("inf")
+
+
+def _index(shape, high, dtype=torch.int64):
+    return make(shape, torch.int64, low=0, high=high).to(dtype)
+
+
+# ------------------------------------------------- searchsorted, bucketize
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.int64, torch.int32], ids=dtype_id
+)
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted(dtype, right):
+    b = make((12,), dtype, low=-5, high=6, discrete=True).sort().values
+    v = make((3, 7), dtype, low=-7, high=8, discrete=True)
+    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t, right=right), b, v)
+    assert_close_to_cpu(lambda s, t: torch.bucketize(t, s, right=right, out_int32=True), b, v)
+    assert_close_to_cpu(
+        lambda s, t: torch.searchsorted(s, t.t(), side="right" if right else "left"), b, v
+    )
+    bn = make((3, 5), dtype, low=-5, high=6, discrete=True).sort(1).values  # per-row boundaries
+    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t, right=right), bn, v)
+    assert_close_to_cpu(lambda s: torch.searchsorted(s, 2, right=right), b)
+    assert_close_to_cpu(lambda s: torch.bucketize(3, s, right=right), b)
+
+
+def test_searchsorted_sorter_nan_and_errors():
+    b = make((10,), discrete=True)
+    v = torch.tensor([NAN, -INF, INF, 0.0, 1.5])
+    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t, sorter=s.argsort()), b, v)
+    sb = torch.tensor([-1.0, 0.0, 2.0, NAN])
+    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t), sb, v)
+    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t), b, make((0,)))
+    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t), make((0,)), v)
+    mixed = make((4,), torch.int64).sort().values
+    assert_close_to_cpu(lambda s, t: torch.searchsorted(s, t), mixed, v)
+    assert_raises_like_cpu(lambda s, t: torch.searchsorted(s, t), make((2, 3)), make((3, 3)))
+    assert_raises_like_cpu(lambda s, t: torch.bucketize(t, s), make((2, 3)), v)
+    assert_raises_like_cpu(lambda s, t: torch.searchsorted(s, t, side="left", right=True), b, v)
+
+
+# ------------------------------------------------------ histc, bincount
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+def test_histc(dtype):
+    x = make((200,), dtype, low=-4, high=4)
+    assert_close_to_cpu(lambda t: torch.histc(t, 10, -2, 2), x)
+    assert_close_to_cpu(lambda t: torch.histc(t, 7), x)  # range from the data
+    assert_close_to_cpu(lambda t: torch.histc(t.reshape(20, 10).t(), 5, -4, 4), x)
+    edges = torch.tensor([0.0, 1.0, 1.0, 2.0, NAN, 3.0, -1.0]).to(dtype)
+    assert_close_to_cpu(lambda t: torch.histc(t, 3, 0, 3), edges)
+    assert_close_to_cpu(lambda t: torch.histc(t, 4), torch.full((5,), 2.0, dtype=dtype))
+    assert_close_to_cpu(lambda t: torch.histc(t, 4), make((0,), dtype))
+    assert_raises_like_cpu(lambda t: torch.histc(t, 4, 3, 1), x)
+    assert_raises_like_cpu(lambda t: torch.histc(t, 0), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8], ids=dtype_id)
+def test_bincount(dtype):
+    x = make((50,), dtype, low=0, high=12)
+    w = make((50,))
+    assert_close_to_cpu(lambda t: torch.bincount(t), x)
+    assert_close_to_cpu(lambda t: torch.bincount(t, minlength=20), x)
+    assert_close_to_cpu(lambda t, u: torch.bincount(t, u), x, w)
+    assert_close_to_cpu(lambda t: torch.bincount(t[::3]), x)
+    assert_close_to_cpu(lambda t: torch.bincount(t, minlength=3), make((0,), dtype))
+    assert_raises_like_cpu(lambda t: torch.bincount(t), torch.tensor([1, -1]))
+    assert_raises_like_cpu(lambda t: torch.bincount(t), make((2, 3), torch.int64, low=0))
+
+
+def test_bincount_and_count_nonzero():
+    idx = _index(40, 7)
+    w = make(40)
+    assert_close_to_cpu(torch.bincount, idx)
+    assert_close_to_cpu(lambda i: torch.bincount(i.int(), minlength=10), idx)
+    assert_close_to_cpu(lambda i, w: torch.bincount(i, w), idx, w)
+    assert_close_to_cpu(lambda i: torch.bincount(i[:0], minlength=3), idx)
+    assert_raises_like_cpu(lambda i: torch.bincount(i - 1), idx)
+    x = make((4, 5), low=-1, high=2, discrete=True)
+    assert_close_to_cpu(torch.count_nonzero, x)
+    assert_close_to_cpu(lambda t: torch.count_nonzero(t, dim=1), x)
+    assert_close_to_cpu(lambda t: torch.count_nonzero(t.t(), dim=(0, 1)), x)
+
+
+# --------------------------------------------------------------------------
+# isin, histogram, histogramdd
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        torch.float32,
+        torch.float16,
+        torch.bfloat16,
+        torch.int64,
+        torch.int32,
+        torch.uint8,
+    ],
+    ids=str,
+)
+def test_isin(dtype):
+    kw = dict(low=0, high=8)
+    if dtype.is_floating_point:
+        kw["discrete"] = True
+    e, t = make((4, 5), dtype, **kw), make((6,), dtype, **kw)
+    for invert in (False, True):
+        assert_close_to_cpu(lambda a, b, i=invert: torch.isin(a, b, invert=i), e, t)
+        assert_close_to_cpu(
+            lambda a, b, i=invert: torch.isin(a, b, assume_unique=True, invert=i),
+            e.unique(),
+            t.unique(),
+        )
+    assert_close_to_cpu(lambda a: torch.isin(a, 3), e)
+    assert_close_to_cpu(lambda b: torch.isin(3, b), t)
+    assert_close_to_cpu(lambda a, b: torch.isin(a, b), e, make((0,), dtype))
+
+
+def test_isin_bool_raises_like_cpu():
+    b = torch.tensor([True, False])
+    with pytest.raises(RuntimeError, match="Unsupported input type"):
+        torch.isin(b.to("vkml"), b.to("vkml"))
+
+
+def test_isin_large_sorted_path():
+    e = make((3000,), torch.float32, discrete=True, low=-500, high=500)
+    t = make((2000,), torch.float32, discrete=True, low=-500, high=500)
+    assert_close_to_cpu(torch.isin, e, t)
+    assert_close_to_cpu(torch.isin, e.long(), t.long())
+
+
+def test_histogram():
+    x = make((50,), torch.float32)
+    w = make((50,), torch.float32, low=0, high=2)
+    assert_close_to_cpu(lambda t: torch.histogram(t, 7), x)
+    assert_close_to_cpu(lambda t: torch.histogram(t, 5, range=(-1.0, 2.0)), x)
+    assert_close_to_cpu(lambda t, ww: torch.histogram(t, 6, weight=ww, density=True), x, w)
+    bins = torch.tensor([-2.5, -1.0, 0.0, 0.5, 2.0])
+    assert_close_to_cpu(lambda t, b: torch.histogram(t, b), x, bins)
+    assert_close_to_cpu(lambda t, b, ww: torch.histogram(t, b, weight=ww), x, bins, w)
+    # Values on the edges: the right edge belongs to the last bin.
+    assert_close_to_cpu(
+        lambda t: torch.histogram(t, 4), torch.tensor([0.0, 1.0, 2.0, 3.0, 4.0, 4.0])
+    )
+    assert_close_to_cpu(lambda t: torch.histogram(t, 3), torch.full((5,), 2.0))
+
+
+def test_histogramdd():
+    x = make((40, 3), torch.float32)
+    w = make((40,), torch.float32, low=0, high=1)
+    assert_close_to_cpu(lambda t: torch.histogramdd(t, [3, 4, 2]), x)
+    assert_close_to_cpu(
+        lambda t, ww: torch.histogramdd(
+            t, [2, 2, 3], range=[-1.0, 1.0, -2.0, 2.0, 0.0, 3.0], weight=ww, density=True
+        ),
+        x,
+        w,
+    )
+    edges = [
+        torch.tensor([-3.0, 0.0, 3.0]),
+        torch.tensor([-1.0, 0.5, 1.0, 2.0]),
+        torch.tensor([-3.0, 3.0]),
+    ]
+    assert_close_to_cpu(lambda t, a, b, c: torch.histogramdd(t, [a, b, c]), x, *edges)
