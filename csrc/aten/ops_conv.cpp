@@ -6,17 +6,12 @@
 #include <tuple>
 #include <vector>
 
+#include "op_helpers.h"
 #include "vkml/ops/conv.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
 namespace {
-
-void check_float(const at::Tensor& t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(t.scalar_type()),
-                              "convolution on vkml supports float32, float16 and bfloat16, got ",
-                              t.scalar_type());
-}
 
 int64_t param(at::IntArrayRef v, int64_t d, int64_t fallback) {
   if (v.empty()) return fallback;
@@ -77,7 +72,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
                        const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                        at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                        at::IntArrayRef output_padding, int64_t groups) {
-  check_float(input);
+  check_float_storage("convolution", input.scalar_type());
   TORCH_CHECK(weight.scalar_type() == input.scalar_type(), "Input type (", input.scalar_type(),
               ") and weight type (", weight.scalar_type(), ") should be the same");
   Geometry g =
@@ -112,7 +107,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
     at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
-  check_float(input);
+  check_float_storage("convolution", input.scalar_type());
   Geometry g =
       geometry(input, weight, stride, padding, dilation, transposed, output_padding, groups);
   at::Tensor x = input.contiguous(), w = weight.contiguous();

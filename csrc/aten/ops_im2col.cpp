@@ -3,22 +3,12 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include "op_helpers.h"
 #include "vkml/ops/im2col.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
 namespace {
-
-at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
-}
-
-void check_float(const char* op, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(t), op,
-                              " on vkml supports float32, float16 and bfloat16, got ", t);
-}
 
 vkml::ops::Im2colShape window_shape(const char* op, int64_t H, int64_t W, at::IntArrayRef k,
                                     at::IntArrayRef dil, at::IntArrayRef pad,
@@ -63,7 +53,7 @@ vkml::ops::Im2colShape window_shape(const char* op, int64_t H, int64_t W, at::In
 
 at::Tensor vk_im2col(const at::Tensor& self, at::IntArrayRef k, at::IntArrayRef dil,
                      at::IntArrayRef pad, at::IntArrayRef stride) {
-  check_float("im2col", self.scalar_type());
+  check_float_storage("im2col", self.scalar_type());
   TORCH_CHECK((self.dim() == 3 && self.size(0) > 0) || (self.dim() == 4 && self.size(1) > 0),
               "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other "
               "non-zero dimensions for input, but got: ",
@@ -88,7 +78,7 @@ at::Tensor& im2col_out(const at::Tensor& self, at::IntArrayRef k, at::IntArrayRe
 
 at::Tensor vk_col2im(const at::Tensor& self, at::IntArrayRef output_size, at::IntArrayRef k,
                      at::IntArrayRef dil, at::IntArrayRef pad, at::IntArrayRef stride) {
-  check_float("col2im", self.scalar_type());
+  check_float_storage("col2im", self.scalar_type());
   TORCH_CHECK(output_size.size() == 2, "It is expected output_size equals to 2, but got size ",
               output_size.size());
   TORCH_CHECK((self.dim() == 2 && self.size(0) != 0 && self.size(1) != 0) ||

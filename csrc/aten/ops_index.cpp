@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "index_bounds.h"
+#include "op_helpers.h"
 #include "value_bounds.h"
 #include "vkml/ops/index.h"
 #include "vkml_tensor.h"
@@ -132,12 +133,6 @@ void launch(const char* name, const Launch& l) {
   // torch.use_deterministic_algorithms the serial path gives the CPU's order.
   a.serial = l.serial || (reduce && at::globalContext().deterministicAlgorithms());
   guarded([&] { vkml::ops::index_op(vkml_device(l.dst), a); });
-}
-
-at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
 }
 
 // --------------------------------------------------------------------------

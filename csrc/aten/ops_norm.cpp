@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "op_helpers.h"
 #include "vkml/ops/norm.h"
 #include "vkml_tensor.h"
 
@@ -15,12 +16,6 @@ namespace {
 
 using Tensor3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
 using OptTensor = std::optional<at::Tensor>;
-
-void check_float(const char* name, const at::Tensor& t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(t.scalar_type()), name,
-                              " on vkml supports float32, float16 and bfloat16, got ",
-                              t.scalar_type());
-}
 
 bool has(const OptTensor& t) { return t.has_value() && t->defined(); }
 
@@ -46,7 +41,7 @@ vkml::ops::NormView bn_view(const at::Tensor& x) {
 Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
                    const OptTensor& running_mean, const OptTensor& running_var, bool training,
                    double momentum, double eps) {
-  check_float("batch_norm", input);
+  check_float_storage("batch_norm", input.scalar_type());
   TORCH_CHECK(input.dim() >= 2, "batch_norm: expected at least 2-D input, got ", input.dim(), "-D");
   at::Tensor x = input.contiguous();
   auto v = bn_view(x);
@@ -121,7 +116,7 @@ Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                             const OptTensor& running_var, const OptTensor& save_mean,
                             const OptTensor& save_invstd, bool train, double eps,
                             std::array<bool, 3> mask) {
-  check_float("batch_norm_backward", input);
+  check_float_storage("batch_norm_backward", input.scalar_type());
   at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
   auto v = bn_view(x);
   int64_t C = v.c;
@@ -201,7 +196,7 @@ Tensor3 bn_backward_new(const at::Tensor& grad_out, const at::Tensor& input,
 
 Tensor3 layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
                    const OptTensor& weight, const OptTensor& bias, double eps) {
-  check_float("layer_norm", input);
+  check_float_storage("layer_norm", input.scalar_type());
   int64_t nd = int64_t(normalized_shape.size()), axis = input.dim() - nd;
   TORCH_CHECK(nd >= 1, "Expected normalized_shape to be at least 1-dimensional");
   TORCH_CHECK(axis >= 0 && input.sizes().slice(axis).equals(normalized_shape),
@@ -251,7 +246,7 @@ Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                             at::IntArrayRef normalized_shape, const at::Tensor& mean_in,
                             const at::Tensor& rstd_in, const OptTensor& weight,
                             const OptTensor& bias, std::array<bool, 3> mask) {
-  check_float("layer_norm_backward", input);
+  check_float_storage("layer_norm_backward", input.scalar_type());
   int64_t axis = input.dim() - int64_t(normalized_shape.size());
   at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
   int64_t M = 1, K = 1;
@@ -275,7 +270,7 @@ Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
 
 Tensor3 group_norm(const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
                    int64_t N, int64_t C, int64_t HxW, int64_t group, double eps) {
-  check_float("group_norm", input);
+  check_float_storage("group_norm", input.scalar_type());
   TORCH_CHECK(group > 0 && C % group == 0, "Expected number of channels in input to be ",
               "divisible by num_groups, but got input of shape ", input.sizes(),
               " and num_groups=", group);
@@ -305,7 +300,7 @@ Tensor3 group_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                             const at::Tensor& mean_in, const at::Tensor& rstd_in,
                             const OptTensor& weight, int64_t N, int64_t C, int64_t HxW,
                             int64_t group, std::array<bool, 3> mask) {
-  check_float("group_norm_backward", input);
+  check_float_storage("group_norm_backward", input.scalar_type());
   at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
   at::Tensor mean = mean_in.to(at::kFloat).contiguous(), rstd = rstd_in.to(at::kFloat).contiguous();
   at::Tensor w = f32(weight);

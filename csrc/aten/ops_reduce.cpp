@@ -6,6 +6,7 @@
 #include <torch/library.h>
 #include <cmath>
 
+#include "op_helpers.h"
 #include "reduce_layout.h"
 #include "value_bounds.h"
 #include "vkml/ops/reduce.h"
@@ -67,12 +68,6 @@ at::Tensor run_reduce(const char* name, const at::Tensor& self, const std::vecto
   a.scale = scale;
   guarded([&] { vkml::ops::reduce(vkml_device(self), a); });
   return values;
-}
-
-at::Tensor& write_out(at::Tensor& out, const at::Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
 }
 
 at::ScalarType sum_type(const at::Tensor& self, std::optional<at::ScalarType> dtype) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "op_helpers.h"
 #include "vkml/ops/remap.h"
 #include "vkml_tensor.h"
 
@@ -15,12 +16,6 @@ namespace vkml_aten {
 namespace {
 
 using vkml::ops::RemapDim;
-
-at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
-}
 
 // ---------------------------------------------------------------- remap
 

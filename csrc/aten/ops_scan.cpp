@@ -5,6 +5,7 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include "op_helpers.h"
 #include "vkml/ops/scan.h"
 #include "vkml_tensor.h"
 
@@ -55,12 +56,6 @@ at::Tensor run_scan(const char* name, const at::Tensor& self, int64_t dim, ScanO
 at::ScalarType acc_type(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
   if (dtype) return *dtype;
   return at::isIntegralType(self.scalar_type(), true) ? at::kLong : self.scalar_type();
-}
-
-at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
 }
 
 at::Tensor vk_cumsum(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {

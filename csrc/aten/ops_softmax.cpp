@@ -4,6 +4,7 @@
 #include <torch/library.h>
 
 #include "fallback.h"
+#include "op_helpers.h"
 #include "vkml/ops/softmax.h"
 #include "vkml_tensor.h"
 
@@ -19,7 +20,7 @@ vkml::ops::SoftmaxShape shape_of(const at::Tensor& t, int64_t dim) {
   return s;
 }
 
-void check_float(const char* name, at::ScalarType t) {
+void check_softmax_dtype(const char* name, at::ScalarType t) {
   TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kDouble, name,
                               " on vkml supports float32, float16 and float64, got ", t);
 }
@@ -35,7 +36,7 @@ at::Tensor forward(const char* name, const at::Tensor& self, int64_t dim, bool h
   if (in.scalar_type() == at::kBFloat16) {  // fp32 math, one rounding at the end
     return forward(name, in.to(at::kFloat), dim, false, log).to(at::kBFloat16);
   }
-  check_float(name, in.scalar_type());
+  check_softmax_dtype(name, in.scalar_type());
   at::Tensor out = at::empty(in.sizes(), in.options());
   if (out.numel() == 0) return out;
   guarded([&] {
@@ -53,7 +54,7 @@ at::Tensor backward(const char* name, const at::Tensor& grad, const at::Tensor& 
   if (y.scalar_type() == at::kBFloat16) {
     return backward(name, g.to(at::kFloat), y.to(at::kFloat), dim, input_dtype, log);
   }
-  check_float(name, y.scalar_type());
+  check_softmax_dtype(name, y.scalar_type());
   at::Tensor gi = at::empty(y.sizes(), y.options());
   if (gi.numel() > 0)
     guarded([&] {
@@ -61,12 +62,6 @@ at::Tensor backward(const char* name, const at::Tensor& grad, const at::Tensor& 
                                   addr(gi), shape_of(y, d), log);
     });
   return input_dtype == gi.scalar_type() ? gi : gi.to(input_dtype);
-}
-
-at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
 }
 
 // float64 needs shaderFloat64; without it, it takes the counted CPU route.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fallback.h"
+#include "op_helpers.h"
 #include "vkml/ops/upsample.h"
 #include "vkml_tensor.h"
 
@@ -15,17 +16,6 @@ namespace vkml_aten {
 namespace {
 
 using OptD = std::optional<double>;
-
-at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
-}
-
-void check_float(const char* op, at::ScalarType t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(t), op,
-                              " on vkml supports float32, float16 and bfloat16, got ", t);
-}
 
 // -------------------------------------------------------------- bilinear
 
@@ -65,7 +55,7 @@ at::Tensor vk_bilinear(const at::Tensor& self, at::IntArrayRef output_size, bool
   if (self.scalar_type() == at::kBFloat16) {
     return vk_bilinear(self.to(at::kFloat), output_size, align_corners, sh, sw).to(at::kBFloat16);
   }
-  check_float("upsample_bilinear2d", self.scalar_type());
+  check_float_storage("upsample_bilinear2d", self.scalar_type());
   auto s = bilinear_shape("upsample_bilinear2d", self.sizes(), output_size, align_corners, sh, sw);
   at::Tensor x = self.contiguous();
   at::Tensor out = at::empty({self.size(0), self.size(1), s.oh, s.ow}, self.options());
@@ -85,7 +75,7 @@ at::Tensor bilinear_bwd(const at::Tensor& grad, at::IntArrayRef output_size,
     return bilinear_bwd(grad.to(at::kFloat), output_size, input_size, align_corners, sh, sw)
         .to(at::kBFloat16);
   }
-  check_float("upsample_bilinear2d_backward", grad.scalar_type());
+  check_float_storage("upsample_bilinear2d_backward", grad.scalar_type());
   auto s = bilinear_shape("upsample_bilinear2d_backward", input_size, output_size, align_corners,
                           sh, sw);
   TORCH_CHECK(grad.dim() == 4 && grad.size(0) == input_size[0] && grad.size(1) == input_size[1] &&

@@ -10,14 +10,10 @@
 #include <limits>
 #include <vector>
 
+#include "aten/op_helpers.h"
+
 namespace vkml_aten {
 namespace {
-
-at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
-}
 
 // ||diff||_p over the last dim.
 at::Tensor norm_last(const at::Tensor& diff, double p) {
@@ -53,7 +49,7 @@ void check_p(const char* op, double p) {
   TORCH_CHECK(p >= 0, op, " only supports non-negative p values");
 }
 
-void check_float(const char* op, const at::Tensor& t) {
+void check_cdist_dtype(const char* op, const at::Tensor& t) {
   TORCH_CHECK(at::isFloatingType(t.scalar_type()), op,
               " only supports floating-point dtypes, X1 got: ", t.scalar_type());
 }
@@ -69,7 +65,7 @@ void check_cdist(const at::Tensor& x1, const at::Tensor& x2, double p) {
   TORCH_CHECK(x1.size(-1) == x2.size(-1),
               "X1 and X2 must have the same number of columns. X1: ", x1.size(-1),
               " X2: ", x2.size(-1));
-  check_float("cdist", x1);
+  check_cdist_dtype("cdist", x1);
   check_p("cdist", p);
 }
 
@@ -112,7 +108,7 @@ std::pair<at::Tensor, at::Tensor> upper_pairs(int64_t n, const at::Device& devic
 
 void check_pdist(const at::Tensor& self, double p) {
   TORCH_CHECK(self.dim() == 2, "pdist only supports 2D tensors, got: ", self.dim(), "D");
-  check_float("pdist", self);
+  check_cdist_dtype("pdist", self);
   check_p("pdist", p);
 }
 

@@ -7,14 +7,10 @@
 
 #include <vector>
 
+#include "aten/op_helpers.h"
+
 namespace vkml_aten {
 namespace {
-
-at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
-}
 
 at::Tensor vk_channel_shuffle(const at::Tensor& self, int64_t groups) {
   TORCH_CHECK(self.dim() > 2,

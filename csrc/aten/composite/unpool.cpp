@@ -8,6 +8,8 @@
 
 #include <vector>
 
+#include "aten/op_helpers.h"
+
 namespace vkml_aten {
 namespace {
 
@@ -44,12 +46,6 @@ at::Tensor unpool(const char* op, const at::Tensor& self, const at::Tensor& indi
   TORCH_CHECK(plane_out > 0, op, ": Found an invalid max index for an empty output plane");
   out.view({planes, plane_out})
       .scatter_(1, indices.reshape({planes, -1}), self.reshape({planes, -1}));
-  return out;
-}
-
-at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
   return out;
 }
 

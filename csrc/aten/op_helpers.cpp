@@ -1,0 +1,20 @@
+#include "op_helpers.h"
+
+#include <ATen/native/Resize.h>
+
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+
+at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
+void check_float_storage(const char* op, at::ScalarType t) {
+  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(t), op,
+                              " on vkml supports float32, float16 and bfloat16, got ", t);
+}
+
+}  // namespace vkml_aten
