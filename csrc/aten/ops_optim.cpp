@@ -136,29 +136,25 @@ vkml::ops::OptimHyper adam_hyper(double lr, double beta1, double beta2, double w
   return h;
 }
 
-template <OptimRule Rule>
+// The learning rate of the scalar overloads, or of the .tensor_lr ones: a one-element
+// tensor the kernel reads on the device (its value here is a placeholder).
+double lr_value(double lr) { return lr; }
+double lr_value(const at::Tensor&) { return 0; }
+std::optional<at::Tensor> lr_tensor(double) { return std::nullopt; }
+std::optional<at::Tensor> lr_tensor(const at::Tensor& lr) { return lr; }
+
+// Lr: double, or const at::Tensor& for the .tensor_lr overload.
+template <OptimRule Rule, class Lr>
 void fused_adam(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
                 at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs,
-                at::TensorList state_steps, double lr, double beta1, double beta2,
-                double weight_decay, double eps, bool amsgrad, bool maximize,
+                at::TensorList state_steps, Lr lr, double beta1, double beta2, double weight_decay,
+                double eps, bool amsgrad, bool maximize,
                 const std::optional<at::Tensor>& grad_scale,
                 const std::optional<at::Tensor>& found_inf) {
   const char* op = Rule == OptimRule::adamw ? "_fused_adamw_" : "_fused_adam_";
   run(op, Rule, {self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps},
-      adam_hyper(lr, beta1, beta2, weight_decay, eps, amsgrad, maximize), grad_scale, found_inf,
-      std::nullopt);
-}
-
-template <OptimRule Rule>
-void fused_adam_tensor_lr(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
-                          at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs,
-                          at::TensorList state_steps, const at::Tensor& lr, double beta1,
-                          double beta2, double weight_decay, double eps, bool amsgrad,
-                          bool maximize, const std::optional<at::Tensor>& grad_scale,
-                          const std::optional<at::Tensor>& found_inf) {
-  const char* op = Rule == OptimRule::adamw ? "_fused_adamw_" : "_fused_adam_";
-  run(op, Rule, {self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps},
-      adam_hyper(0, beta1, beta2, weight_decay, eps, amsgrad, maximize), grad_scale, found_inf, lr);
+      adam_hyper(lr_value(lr), beta1, beta2, weight_decay, eps, amsgrad, maximize), grad_scale,
+      found_inf, lr_tensor(lr));
 }
 
 vkml::ops::OptimHyper sgd_hyper(double weight_decay, double momentum, double lr, double dampening,
@@ -174,37 +170,28 @@ vkml::ops::OptimHyper sgd_hyper(double weight_decay, double momentum, double lr,
   return h;
 }
 
+template <class Lr>
 void fused_sgd(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffers,
-               double weight_decay, double momentum, double lr, double dampening, bool nesterov,
+               double weight_decay, double momentum, Lr lr, double dampening, bool nesterov,
                bool maximize, bool is_first_step, const std::optional<at::Tensor>& grad_scale,
                const std::optional<at::Tensor>& found_inf) {
   // Without momentum PyTorch passes no buffers; with momentum 0 any given are unused.
   at::TensorList buffers = momentum != 0 ? momentum_buffers : at::TensorList{};
   run("_fused_sgd_", OptimRule::sgd, {self, grads, buffers, {}, {}, {}},
-      sgd_hyper(weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step),
-      grad_scale, found_inf, std::nullopt);
-}
-
-void fused_sgd_tensor_lr(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffers,
-                         double weight_decay, double momentum, const at::Tensor& lr,
-                         double dampening, bool nesterov, bool maximize, bool is_first_step,
-                         const std::optional<at::Tensor>& grad_scale,
-                         const std::optional<at::Tensor>& found_inf) {
-  at::TensorList buffers = momentum != 0 ? momentum_buffers : at::TensorList{};
-  run("_fused_sgd_", OptimRule::sgd, {self, grads, buffers, {}, {}, {}},
-      sgd_hyper(weight_decay, momentum, 0, dampening, nesterov, maximize, is_first_step),
-      grad_scale, found_inf, lr);
+      sgd_hyper(weight_decay, momentum, lr_value(lr), dampening, nesterov, maximize, is_first_step),
+      grad_scale, found_inf, lr_tensor(lr));
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_fused_adam_", TORCH_FN(fused_adam<OptimRule::adam>));
-  m.impl("_fused_adam_.tensor_lr", TORCH_FN(fused_adam_tensor_lr<OptimRule::adam>));
-  m.impl("_fused_adamw_", TORCH_FN(fused_adam<OptimRule::adamw>));
-  m.impl("_fused_adamw_.tensor_lr", TORCH_FN(fused_adam_tensor_lr<OptimRule::adamw>));
-  m.impl("_fused_sgd_", TORCH_FN(fused_sgd));
-  m.impl("_fused_sgd_.tensor_lr", TORCH_FN(fused_sgd_tensor_lr));
+  using T = const at::Tensor&;
+  m.impl("_fused_adam_", TORCH_FN((fused_adam<OptimRule::adam, double>)));
+  m.impl("_fused_adam_.tensor_lr", TORCH_FN((fused_adam<OptimRule::adam, T>)));
+  m.impl("_fused_adamw_", TORCH_FN((fused_adam<OptimRule::adamw, double>)));
+  m.impl("_fused_adamw_.tensor_lr", TORCH_FN((fused_adam<OptimRule::adamw, T>)));
+  m.impl("_fused_sgd_", TORCH_FN(fused_sgd<double>));
+  m.impl("_fused_sgd_.tensor_lr", TORCH_FN(fused_sgd<T>));
 }
 
 }  // namespace vkml_aten
