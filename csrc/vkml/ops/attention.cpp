@@ -9,24 +9,13 @@
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/pipeline_slots.h"
+#include "vkml/shaders/attention_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct Push {
-  uint64_t q, k, v, g, lse, delta, bias, dst, dst2;
-  uint32_t bs_b, bs_h, bs_i, bs_j;
-  uint32_t H, L, S, E, Ev;
-  uint32_t flags;
-  float scale;
-  uint32_t tm_mult;
-};
-static_assert(sizeof(Push) <= 128);
-
-// Flags of shaders/attention_common.glsl: which operands are token-major.
-constexpr uint32_t kTokenMajorQ = 4, kTokenMajorK = 8, kTokenMajorV = 16, kTokenMajorG = 32,
-                   kTokenMajorDst = 64, kTokenMajorDst2 = 128;
+using Push = attention_detail::Push;
 
 constexpr int64_t kMaxHeadDim = 128;  // a thread's gradient columns: at most 4 vec4s x 8 lanes
 constexpr uint32_t kLanes = 8;        // NTX of the kernels' thread grids
@@ -133,8 +122,9 @@ Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, 
   p.E = uint32_t(s.E);
   p.Ev = uint32_t(s.Ev);
   const AttentionLayout& l = s.layout;
-  p.flags = (causal ? 1u : 0u) | (bias.address != 0 ? 2u : 0u) | (l.q ? kTokenMajorQ : 0u) |
-            (l.k ? kTokenMajorK : 0u) | (l.v ? kTokenMajorV : 0u) | (l.g ? kTokenMajorG : 0u);
+  p.flags = (causal ? ATTENTION_CAUSAL : 0u) | (bias.address != 0 ? ATTENTION_BIAS : 0u) |
+            (l.q ? ATTENTION_TM_Q : 0u) | (l.k ? ATTENTION_TM_K : 0u) |
+            (l.v ? ATTENTION_TM_V : 0u) | (l.g ? ATTENTION_TM_G : 0u);
   p.tm_mult = uint32_t(l.q) | uint32_t(l.k) << 8 | uint32_t(l.v) << 16 | uint32_t(l.g) << 24;
   p.scale = scale;
   return p;
@@ -199,7 +189,7 @@ void attention_forward(Device& dev, DType dtype, const AttentionShape& s, uint64
   p.k = k;
   p.v = v;
   p.dst = o;
-  if (s.layout.o) p.flags |= kTokenMajorDst;
+  if (s.layout.o) p.flags |= ATTENTION_TM_DST;
   p.lse = lse;
   Access a;
   const AttentionLayout& l = s.layout;
@@ -243,14 +233,15 @@ void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint6
   p.dst = dk;
   p.dst2 = dv;
   const uint32_t base_flags = p.flags;
-  p.flags = base_flags | (s.layout.k ? kTokenMajorDst : 0u) | (s.layout.v ? kTokenMajorDst2 : 0u);
+  p.flags =
+      base_flags | (s.layout.k ? ATTENTION_TM_DST : 0u) | (s.layout.v ? ATTENTION_TM_DST2 : 0u);
   run_backward(dev, dtype, 1, s, p, kv);
 
   Access qa = in;
   qa.write(span_elems(dq, bh * s.L * s.E, is));
   p.dst = dq;
   p.dst2 = 0;
-  p.flags = base_flags | (s.layout.q ? kTokenMajorDst : 0u);
+  p.flags = base_flags | (s.layout.q ? ATTENTION_TM_DST : 0u);
   run_backward(dev, dtype, 2, s, p, qa);
 }
 

@@ -6,19 +6,13 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/compact_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct Push {
-  uint64_t prefix, src, dst;
-  uint32_t n;
-  int32_t ndim;
-  uint32_t limit;
-  int32_t size[12];
-};
-static_assert(sizeof(Push) <= 128);
+using Push = compact_detail::Push;
 
 }  // namespace
 
@@ -74,7 +68,7 @@ void compact(Device& dev, const CompactArgs& a) {
       access.write(span_elems(a.dst, a.n, size_t(a.elem_size)));
       break;
   }
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n), kWorkgroup, &access);
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n), COMPACT_WG, &access);
 }
 
 }  // namespace vkml::ops

@@ -5,10 +5,15 @@
 #include <vector>
 
 #include "vkml/runtime/device.h"
+#include "vkml/shaders/compact_push.h"
 
 namespace vkml::ops {
 
-enum class CompactMode { Coordinates, Select, Scatter };
+enum class CompactMode {
+  Coordinates = COMPACT_COORDINATES,
+  Select = COMPACT_SELECT,
+  Scatter = COMPACT_SCATTER
+};
 
 struct CompactArgs {
   CompactMode mode = CompactMode::Select;

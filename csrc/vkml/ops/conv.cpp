@@ -8,21 +8,13 @@
 #include "vkml/ops/matmul.h"
 #include "vkml/runtime/memory.h"
 #include "vkml/runtime/pipeline_slots.h"
+#include "vkml/shaders/conv_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct Push {
-  uint64_t p0, p1, p2, out;
-  uint32_t n, groups, ci, co;
-  int32_t isz[3], osz[3], ksz[3], str[3], pad[3], dil[3];
-  uint32_t splits, flags;
-};
-static_assert(sizeof(Push) <= 128);
-
-// Flags of shaders/conv_gemm.comp.
-constexpr uint32_t kPartial = 1, kSum = 2;
+using Push = conv_detail::Push;
 
 int64_t prod3(const int64_t* v) { return v[0] * v[1] * v[2]; }
 
@@ -83,7 +75,14 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     return;
   }
   check_32bit_indexing(std::max({x_numel, y_numel, w_numel}), 0, "conv");
-  Push p{p0, p1, p2, out, uint32_t(s.n), uint32_t(s.groups), uint32_t(s.ci), uint32_t(s.co)};
+  Push p{.p0 = p0,
+         .p1 = p1,
+         .p2 = p2,
+         .dst = out,
+         .n = uint32_t(s.n),
+         .groups = uint32_t(s.groups),
+         .ci = uint32_t(s.ci),
+         .co = uint32_t(s.co)};
   // Spatial dims right-aligned into (d, h, w); missing leading dims have size 1.
   for (int d = 0; d < 3; ++d) {
     p.isz[d] = int32_t(s.in[d]);
@@ -151,9 +150,9 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     // stream orders later work after both, so the scratch is freed at once.
     Allocation scratch = dev.memory().allocate(uint64_t(splits * w_numel) * 4);
     Push partial = p;
-    partial.out = scratch.address;
+    partial.dst = scratch.address;
     partial.splits = uint32_t(splits);
-    partial.flags = kPartial;
+    partial.flags = CONV_PARTIAL;
     Access first;
     first.read(span_elems(p0, x_numel, is));
     first.read(span_elems(p1, y_numel, is));
@@ -162,7 +161,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     Push sum = p;
     sum.p0 = scratch.address;
     sum.splits = uint32_t(splits);
-    sum.flags = kSum;
+    sum.flags = CONV_SUM;
     Access second;
     second.read(span_elems(scratch.address, splits * w_numel, 4));
     second.write(span_elems(out, w_numel, is));

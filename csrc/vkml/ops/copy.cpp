@@ -8,23 +8,13 @@
 #include "vkml/ops/launch.h"
 #include "vkml/ops/layout.h"
 #include "vkml/runtime/pipeline_slots.h"
+#include "vkml/shaders/copy_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct Push {
-  uint64_t dst;
-  uint64_t src;
-  int32_t size[6];
-  int32_t dst_stride[6];
-  int32_t src_stride[6];
-  uint32_t numel;
-  int32_t ndim;
-  int32_t dst_dtype;
-  int32_t src_dtype;
-};
-static_assert(sizeof(Push) <= 128);
+using Push = copy_detail::Push;
 
 // Staging chunks are bounded so a huge transfer does not need one huge
 // host-visible allocation.
@@ -59,7 +49,7 @@ void launch(Device& dev, VkPipeline pipeline, const MultiLayout& l, uint64_t dst
   Access access;
   access.write(span_of(dst, itemsize(dt), ndim, l.sizes, l.strides[0]));
   access.read(span_of(src, itemsize(st), ndim, l.sizes, l.strides[1]));
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), COPY_WG, &access);
 }
 
 // One transfer command between two addresses of the device's pools, declared

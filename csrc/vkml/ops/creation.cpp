@@ -2,19 +2,13 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/linspace_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-// The push constants of shaders/linspace.comp, per variant precision.
-template <class T>
-struct Push {
-  uint64_t dst;
-  T start, end, step;
-  uint32_t n, halfway;
-};
-static_assert(sizeof(Push<double>) <= 128);
+using linspace_detail::Push;
 
 }  // namespace
 
@@ -28,12 +22,17 @@ void linspace(Device& dev, uint64_t dst, bool f64, int64_t n, double start, doub
   Access access;
   access.write(span_elems(dst, n, f64 ? sizeof(double) : sizeof(float)));
   if (f64) {
-    Push<double> p{dst, start, end, step, n32, half};
-    dispatch_1d(dev, dev.pipelines().get("linspace_f64"), &p, sizeof(p), uint64_t(n), kWorkgroup,
+    Push<double> p{.dst = dst, .start = start, .end = end, .step = step, .n = n32, .halfway = half};
+    dispatch_1d(dev, dev.pipelines().get("linspace_f64"), &p, sizeof(p), uint64_t(n), LINSPACE_WG,
                 &access);
   } else {
-    Push<float> p{dst, float(start), float(end), float(step), n32, half};
-    dispatch_1d(dev, dev.pipelines().get("linspace_f32"), &p, sizeof(p), uint64_t(n), kWorkgroup,
+    Push<float> p{.dst = dst,
+                  .start = float(start),
+                  .end = float(end),
+                  .step = float(step),
+                  .n = n32,
+                  .halfway = half};
+    dispatch_1d(dev, dev.pipelines().get("linspace_f32"), &p, sizeof(p), uint64_t(n), LINSPACE_WG,
                 &access);
   }
 }

@@ -6,25 +6,19 @@
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/pipeline_slots.h"
+#include "vkml/shaders/cross_entropy_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-// Flags and modes of shaders/cross_entropy.comp.
-constexpr uint32_t kWeight = 1, kWeightSum = 2;
-enum Mode : uint32_t { kRows = 0, kReduce = 1, kBackward = 2 };
-
-struct Push {
-  uint64_t scores, target, weight, weight_sum, lse, rows, output, total, grad_input;
-  int64_t ignore_index;
-  uint32_t n, c;
-  int32_t reduction;
-  uint32_t flags;
-  float smoothing;
-  uint64_t errors;
+enum Mode : uint32_t {
+  kRows = CROSS_ENTROPY_ROWS,
+  kReduce = CROSS_ENTROPY_REDUCE,
+  kBackward = CROSS_ENTROPY_BACKWARD
 };
-static_assert(sizeof(Push) <= 128);
+
+using Push = cross_entropy_detail::Push;
 
 Push make_push(Device& dev, const CrossEntropyArgs& a) {
   float_variant(dev, a.dtype, "cross_entropy");
@@ -48,7 +42,8 @@ Push make_push(Device& dev, const CrossEntropyArgs& a) {
   p.n = uint32_t(a.n);
   p.c = uint32_t(a.c);
   p.reduction = int32_t(a.reduction);
-  p.flags = (a.weight ? kWeight : 0) | (a.weight && a.label_smoothing != 0.0f ? kWeightSum : 0);
+  p.flags = (a.weight ? CROSS_ENTROPY_WEIGHT : 0) |
+            (a.weight && a.label_smoothing != 0.0f ? CROSS_ENTROPY_WEIGHT_SUM : 0);
   p.smoothing = a.label_smoothing;
   p.errors = dev.errors().address();
   return p;
@@ -86,7 +81,7 @@ void cross_entropy_forward(Device& dev, const CrossEntropyArgs& a, uint64_t outp
   VKML_CHECK_ARG(none ? output || a.n == 0 : output && a.total_weight && (rows || a.n == 0),
                  "cross_entropy_forward: output (and rows, total_weight to reduce) needed");
   const size_t is = itemsize(a.dtype);
-  p.output = output;
+  p.dst = output;
   p.rows = rows;
   if (a.n > 0) {
     uint32_t wg = workgroup(dev, kRows, a.c);
@@ -116,7 +111,7 @@ void cross_entropy_backward(Device& dev, const CrossEntropyArgs& a, uint64_t gra
   VKML_CHECK_ARG(a.reduction != Reduction::Mean || a.total_weight,
                  "cross_entropy_backward: mean reduction needs total_weight");
   const size_t is = itemsize(a.dtype);
-  p.output = grad_output;
+  p.dst = grad_output;
   p.grad_input = grad_input;
   uint32_t wg = workgroup(dev, kBackward, a.c);
   Access acc;

@@ -6,9 +6,9 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/elementwise_batch.h"
-#include "vkml/ops/elementwise_push.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/pipeline_slots.h"
+#include "vkml/shaders/elementwise_push.h"
 
 namespace vkml::ops {
 
@@ -41,19 +41,12 @@ const char* suffix_of(DType t) {
   return variant_suffix(t);
 }
 
-// Ops compiled only into the *_special float variants (see elementwise.comp).
-bool is_special(int op) {
-  return (op >= OP_I0 && op <= OP_POLYGAMMA) || op == OP_FREXP_MANTISSA ||
-         op == OP_FREXP_EXPONENT || (op >= OP_ZETA && op <= OP_IGAMMAC) ||
-         (op >= OP_CHEBYSHEV_T && op <= OP_LEGENDRE_P);
-}
-
 VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
   // One slot per (dtype, kernel kind, op): the per-op path is a table load.
   constexpr uint32_t kOps = 512, kKinds = 3, kDTypes = 16;
   static_assert(OP_PRELU_BACKWARD_WEIGHT < int(kOps));
   static const PipelineSlots slots({kDTypes, kKinds, kOps});
-  const bool special = is_special(e.op);
+  const bool special = elementwise_detail::special_only(e.op);
   const uint32_t kind = special ? 2 : (e.compare ? 1 : 0);
   return slots.get(dev, {uint32_t(e.dtype), kind, uint32_t(e.op)}, [&] {
     const char* suffix = suffix_of(e.dtype);
@@ -73,7 +66,7 @@ VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
 // _cmp and _special variants, no uint8 condition.
 bool has_quads(const Elementwise& e) {
   return (e.dtype == DType::f32 || e.dtype == DType::f16 || e.dtype == DType::bf16) && !e.compare &&
-         !is_special(e.op) && !(e.flags & EW_IN0_BOOL);
+         !elementwise_detail::special_only(e.op) && !(e.flags & EW_IN0_BOOL);
 }
 
 // The launches a multi-tensor table can hold (elementwise_batch.h): those kernels,
@@ -175,7 +168,7 @@ void launch(Device& dev, VkPipeline pipeline, const Elementwise& e, const uint64
       access.read(s);
   }
   uint64_t threads = quads ? uint64_t(numel + 3) / 4 : uint64_t(numel);
-  dispatch_1d(dev, pipeline, &p, sizeof(p), threads, kWorkgroup, &access);
+  dispatch_1d(dev, pipeline, &p, sizeof(p), threads, ELEMENTWISE_WG, &access);
 }
 
 // More than three dims after collapsing: one dispatch per index of the
@@ -232,88 +225,6 @@ bool elementwise_supported(Device& dev, DType t) {
   if (t == DType::f16) return dev.info().supports_fp16;
   if (t == DType::f64) return dev.info().supports_fp64;
   return suffix_of(t) != nullptr;
-}
-
-bool elementwise_has_op(DType t, int op) {
-  if (t != DType::f64) return true;
-  switch (op) {
-    case OP_IDENTITY:
-    case OP_NEG:
-    case OP_ABS:
-    case OP_RELU:
-    case OP_CLAMP:
-    case OP_ARANGE:
-    case OP_LOGICAL_NOT:
-    case OP_NONZERO:
-    case OP_THRESHOLD:
-    case OP_ADD:
-    case OP_SUB:
-    case OP_MUL:
-    case OP_EQ:
-    case OP_NE:
-    case OP_LT:
-    case OP_LE:
-    case OP_GT:
-    case OP_GE:
-    case OP_LOGICAL_AND:
-    case OP_LOGICAL_OR:
-    case OP_LOGICAL_XOR:
-    case OP_THRESHOLD_BACKWARD:
-    case OP_HARDTANH_BACKWARD:
-    case OP_HEAVISIDE:
-    case OP_WHERE:
-    case OP_ADDCMUL:
-    case OP_PRELU:
-    case OP_PRELU_BACKWARD_INPUT:
-    case OP_PRELU_BACKWARD_WEIGHT:
-    case OP_SIGN:
-    case OP_SQRT:
-    case OP_RSQRT:
-    case OP_RECIPROCAL:
-    case OP_FLOOR:
-    case OP_CEIL:
-    case OP_ROUND:
-    case OP_TRUNC:
-    case OP_FRAC:
-    case OP_ROUND_DECIMALS:
-    case OP_ISNAN:
-    case OP_ISINF:
-    case OP_ISPOSINF:
-    case OP_ISNEGINF:
-    case OP_ISFINITE:
-    case OP_SIGNBIT:
-    case OP_DIV:
-    case OP_DIV_TRUNC:
-    case OP_DIV_FLOOR:
-    case OP_MAXIMUM:
-    case OP_MINIMUM:
-    case OP_FMAX:
-    case OP_FMIN:
-    case OP_REMAINDER:
-    case OP_FMOD:
-    case OP_COPYSIGN:
-    case OP_LERP_SCALAR:
-    case OP_LERP_TENSOR:
-    case OP_ADDCDIV:
-    case OP_CLAMP_TENSOR:
-    case OP_HARDSWISH:
-    case OP_HARDSIGMOID:
-    case OP_HARDSWISH_BACKWARD:
-    case OP_HARDSIGMOID_BACKWARD:
-    case OP_SIGMOID_BACKWARD:
-    case OP_TANH_BACKWARD:
-    case OP_NAN_TO_NUM:
-    case OP_LEAKY_RELU:
-    case OP_LEAKY_RELU_BACKWARD:
-    case OP_SOFTSHRINK:
-    case OP_HARDSHRINK:
-    case OP_SHRINK_BACKWARD:
-    case OP_NEXTAFTER:
-    case OP_ANGLE:
-      return true;
-    default:
-      return false;
-  }
 }
 
 void fill(Device& dev, const TensorRef& t, Scalar value) {

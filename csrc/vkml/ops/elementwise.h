@@ -29,8 +29,13 @@ void run_elementwise(Device& dev, Elementwise e);
 // True when the device has the elementwise kernels of a storage dtype (f16
 // needs shaderFloat16, f64 shaderFloat64).
 bool elementwise_supported(Device& dev, DType t);
-// False for the ops the f64 kernels lack (GLSL has no double exp/log/sin/...).
+// False for the ops the f64 kernels lack (GLSL has no double exp/log/sin/...). Defined
+// by a source that tools/elementwise_ops.py generates from shaders/elementwise.comp.
 bool elementwise_has_op(DType t, int op);
+namespace elementwise_detail {
+// True for the ops only the *_special float variants compute (generated likewise).
+bool special_only(int op);
+}  // namespace elementwise_detail
 
 // Fills a tensor (any layout) with a value.
 void fill(Device& dev, const TensorRef& t, Scalar value);

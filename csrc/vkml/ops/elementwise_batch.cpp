@@ -4,25 +4,18 @@
 #include <vector>
 
 #include "vkml/ops/copy.h"
-#include "vkml/ops/elementwise_push.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/deferred.h"
+#include "vkml/shaders/elementwise_push.h"
 #include "vkml/shaders/op_codes.h"
 
 namespace vkml::ops {
 
 namespace {
 
-// Mirrors `TableRecord` in shaders/elementwise.comp (scalar layout), read by
-// its *_table variants.
-struct Record {
-  uint64_t ptr[4];
-  uint64_t s[3];
-  uint32_t first_group, numel, splat, aligned4;
-};
-static_assert(sizeof(Record) == 72);
+using Record = elementwise_detail::TableRecord;
 
-constexpr uint64_t kGroupElements = 256 * 4;  // WG of elementwise.comp, 4 elements a thread
+constexpr uint64_t kGroupElements = ELEMENTWISE_WG * 4;  // 4 elements a thread
 constexpr size_t kMaxRecords = 4096;
 
 bool overlaps_any(const Span& s, const std::vector<Span>& set) {

@@ -14,7 +14,7 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/copy.h"
-#include "vkml/ops/gemm_push.h"
+#include "vkml/ops/gemm_quads.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/pipeline_slots.h"
 #include "vkml/runtime/shader_registry.h"

@@ -2,21 +2,13 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/grid_sample_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-constexpr uint32_t kGradInput = 1, kGradGrid = 2;  // flags of shaders/grid_sample.comp
-constexpr uint32_t kWg = 128;
-
-struct Push {
-  uint64_t input, grid, out, grad_input, grad_grid;
-  uint32_t n, c, id, ih, iw, od, oh, ow;
-  int32_t mode, padding;
-  uint32_t align_corners, dims, flags;
-};
-static_assert(sizeof(Push) <= 128);
+using Push = grid_sample_detail::Push;
 
 void launch(Device& dev, const char* name, Push p, const GridSampleShape& s) {
   VKML_CHECK_ARG(s.dims == 2 || s.dims == 3, "grid_sampler: 2 or 3 spatial dims");
@@ -44,9 +36,9 @@ void launch(Device& dev, const char* name, Push p, const GridSampleShape& s) {
   // grad_grid [n, od, oh, ow, dims], out / grad_out [n, c, od, oh, ow].
   const int64_t in_numel = s.n * s.c * s.id * s.ih * s.iw;
   Access access;
-  access.read(span_elems(p.input, in_numel, sizeof(float)));
+  access.read(span_elems(p.src, in_numel, sizeof(float)));
   access.read(span_elems(p.grid, points * s.dims, sizeof(float)));
-  const Span out = span_elems(p.out, points * s.c, sizeof(float));
+  const Span out = span_elems(p.dst, points * s.c, sizeof(float));
   if (p.flags == 0) {
     access.write(out);
   } else {
@@ -54,7 +46,8 @@ void launch(Device& dev, const char* name, Push p, const GridSampleShape& s) {
     access.update(span_elems(p.grad_input, in_numel, sizeof(float)));  // accumulated into
     access.write(span_elems(p.grad_grid, points * s.dims, sizeof(float)));
   }
-  dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(points), kWg, &access);
+  dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(points), GRID_SAMPLE_WG,
+              &access);
 }
 
 }  // namespace
@@ -62,21 +55,21 @@ void launch(Device& dev, const char* name, Push p, const GridSampleShape& s) {
 void grid_sample(Device& dev, uint64_t input, uint64_t grid, uint64_t out,
                  const GridSampleShape& s) {
   Push p{};
-  p.input = input;
+  p.src = input;
   p.grid = grid;
-  p.out = out;
+  p.dst = out;
   launch(dev, "grid_sample_fwd", p, s);
 }
 
 void grid_sample_backward(Device& dev, uint64_t grad_out, uint64_t input, uint64_t grid,
                           uint64_t grad_input, uint64_t grad_grid, const GridSampleShape& s) {
   Push p{};
-  p.input = input;
+  p.src = input;
   p.grid = grid;
-  p.out = grad_out;
+  p.dst = grad_out;
   p.grad_input = grad_input;
   p.grad_grid = grad_grid;
-  p.flags = (grad_input ? kGradInput : 0) | (grad_grid ? kGradGrid : 0);
+  p.flags = (grad_input ? GRID_SAMPLE_GRAD_INPUT : 0) | (grad_grid ? GRID_SAMPLE_GRAD_GRID : 0);
   if (p.flags == 0) return;
   launch(dev, "grid_sample_bwd", p, s);
 }

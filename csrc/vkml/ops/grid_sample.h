@@ -4,11 +4,20 @@
 #include <cstdint>
 
 #include "vkml/runtime/device.h"
+#include "vkml/shaders/grid_sample_push.h"
 
 namespace vkml::ops {
 
-enum class GridInterp { Bilinear = 0, Nearest = 1, Bicubic = 2 };  // PyTorch's codes
-enum class GridPadding { Zeros = 0, Border = 1, Reflection = 2 };
+enum class GridInterp {  // PyTorch's codes
+  Bilinear = GRID_SAMPLE_BILINEAR,
+  Nearest = GRID_SAMPLE_NEAREST,
+  Bicubic = GRID_SAMPLE_BICUBIC
+};
+enum class GridPadding {
+  Zeros = GRID_SAMPLE_ZEROS,
+  Border = GRID_SAMPLE_BORDER,
+  Reflection = GRID_SAMPLE_REFLECTION
+};
 
 struct GridSampleShape {
   int dims = 2;  // 2: id == od == 1 and grid points are (x, y); 3: (x, y, z)

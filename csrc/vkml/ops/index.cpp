@@ -7,26 +7,13 @@
 #include "vkml/ops/launch.h"
 #include "vkml/ops/layout.h"
 #include "vkml/runtime/pipeline_slots.h"
+#include "vkml/shaders/index_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-constexpr int kDims = 4;  // iteration dims a dispatch handles; more are looped on the host
-
-struct Push {
-  uint64_t dst, src, idx;
-  int64_t scalar, skip;
-  int32_t size[kDims];
-  int32_t stride[3][kDims];  // dst, src, idx
-  uint32_t numel;
-  int32_t dim_stride;
-  int32_t dim_size;
-  uint32_t flags;
-};
-static_assert(sizeof(Push) <= 128);
-
-constexpr uint32_t kHasSrc = 1, kWrap = 2, kSkip = 4, kIdxI32 = 8, kBool = 16;
+using Push = index_detail::Push;
 
 int64_t encode(DType t, Scalar v) {
   if (is_floating(t)) {
@@ -88,19 +75,21 @@ void index_op(Device& dev, const IndexArgs& a) {
   Push p{};
   p.scalar = encode(a.dtype, a.value);
   p.skip = a.skip_value;
-  int inner = l.ndim < kDims ? l.ndim : kDims;
+  int inner = l.ndim < INDEX_DIMS ? l.ndim : INDEX_DIMS;
   int64_t inner_numel = 1;
-  for (int d = 0; d < kDims; ++d) {
+  for (int d = 0; d < INDEX_DIMS; ++d) {
     p.size[d] = d < inner ? int32_t(l.sizes[d]) : 1;
-    for (int k = 0; k < 3; ++k) p.stride[k][d] = d < inner ? int32_t(l.strides[k][d]) : 0;
+    p.dst_stride[d] = d < inner ? int32_t(l.strides[0][d]) : 0;
+    p.src_stride[d] = d < inner ? int32_t(l.strides[1][d]) : 0;
+    p.idx_stride[d] = d < inner ? int32_t(l.strides[2][d]) : 0;
     if (d < inner) inner_numel *= l.sizes[d];
   }
   p.numel = uint32_t(inner_numel);
   p.dim_stride = int32_t(a.dim_stride);
   p.dim_size = int32_t(a.dim_size);
-  p.flags = (a.src.address != 0 ? kHasSrc : 0) | (a.wrap_negative ? kWrap : 0) |
-            (a.skip ? kSkip : 0) | (a.idx.dtype == DType::i32 ? kIdxI32 : 0) |
-            (a.dtype == DType::b8 ? kBool : 0);
+  p.flags = (a.src.address != 0 ? INDEX_HAS_SRC : 0) | (a.wrap_negative ? INDEX_WRAP : 0) |
+            (a.skip ? INDEX_SKIP : 0) | (a.idx.dtype == DType::i32 ? INDEX_IDX_I32 : 0) |
+            (a.dtype == DType::b8 ? INDEX_BOOL : 0);
   size_t isz[3] = {itemsize(a.dtype), itemsize(a.dtype), itemsize(a.idx.dtype)};
   uint64_t base[3] = {a.dst.address, a.src.address, a.idx.address};
 
@@ -121,7 +110,7 @@ void index_op(Device& dev, const IndexArgs& a) {
   if (a.src.address) acc.read(gather ? reaching(a.src) : plain(a.src));
   acc.read(span_of(a.idx));
 
-  // Dims beyond kDims (rare after coalescing) are walked here, one dispatch each.
+  // Dims beyond INDEX_DIMS (rare after coalescing) are walked here, one dispatch each.
   int64_t outer = numel / inner_numel;
   for (int64_t o = 0; o < outer; ++o) {
     int64_t r = o;
@@ -134,10 +123,10 @@ void index_op(Device& dev, const IndexArgs& a) {
     }
     p.dst = ptr[0];
     // Without a src the kernel still gets a valid address (dst's, src strides 0):
-    // a driver may run the src load that kHasSrc skips (Mesa 26's lavapipe does).
+    // a driver may run the src load that INDEX_HAS_SRC skips (Mesa 26's lavapipe does).
     p.src = ptr[1] != 0 ? ptr[1] : ptr[0];
     p.idx = ptr[2];
-    dispatch_1d(dev, pipeline, &p, sizeof(p), serial ? 1 : inner_numel, kWorkgroup, &acc);
+    dispatch_1d(dev, pipeline, &p, sizeof(p), serial ? 1 : inner_numel, INDEX_WG, &acc);
   }
 }
 

@@ -5,11 +5,18 @@
 #include "vkml/core/dtype.h"
 #include "vkml/ops/tensor.h"
 #include "vkml/runtime/device.h"
+#include "vkml/shaders/index_push.h"
 
 namespace vkml::ops {
 
-enum class IndexMode { Gather, Scatter };
-enum class IndexReduce { Assign, Add, Mul, Max, Min };
+enum class IndexMode { Gather = INDEX_GATHER, Scatter = INDEX_SCATTER };
+enum class IndexReduce {
+  Assign = INDEX_ASSIGN,
+  Add = INDEX_ADD,
+  Mul = INDEX_MUL,
+  Max = INDEX_MAX,
+  Min = INDEX_MIN
+};
 
 // dst, src and idx are views over one iteration shape (same ndim and sizes; the
 // strides say where each operand's element of an iteration point is). For a

@@ -5,31 +5,23 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/margin_loss_push.h"
+#include "vkml/shaders/nll_loss_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-constexpr uint32_t kWeight = 1;  // flag of shaders/nll_loss.comp
-
-struct Push {
-  uint64_t input, target, weight, output, total_weight, grad_output, grad_input;
-  int64_t ignore_index;
-  uint32_t n, c;
-  int32_t reduction;
-  uint32_t flags;
-  uint64_t errors;
-};
-static_assert(sizeof(Push) <= 128);
+using Push = nll_loss_detail::Push;
 
 Push make_push(Device& dev, const NllLossArgs& a) {
   float_variant(dev, a.dtype, "nll_loss");
   VKML_CHECK_ARG(a.n >= 0 && a.c >= 0, "nll_loss: negative size");
   check_32bit_indexing(a.n * a.c, a.n * a.c, "nll_loss");
   Push p{};
-  p.input = a.input;
+  p.scores = a.input;
   p.target = a.target;
-  p.output = a.output;
+  p.loss_out = a.output;
   // An absent weight reads a stand-in of its dtype and size (the input; the backward
   // has grad_input): a driver may run a load whose branch is not taken (Mesa 26's
   // lavapipe does, for loads from one address across a subgroup).
@@ -39,7 +31,7 @@ Push make_push(Device& dev, const NllLossArgs& a) {
   p.n = uint32_t(a.n);
   p.c = uint32_t(a.c);
   p.reduction = int32_t(a.reduction);
-  p.flags = a.weight ? kWeight : 0;
+  p.flags = a.weight ? NLL_LOSS_WEIGHT : 0;
   p.errors = dev.errors().address();
   return p;
 }
@@ -108,13 +100,7 @@ namespace vkml::ops {
 
 namespace {
 
-struct MarginPush {
-  uint64_t x, target, weight, loss, grad_fac, grad_in, is_target;
-  uint32_t n, c;
-  float margin;
-  uint32_t p, flags;
-};
-static_assert(sizeof(MarginPush) <= 128);
+using MarginPush = margin_loss_detail::MarginPush;
 
 void margin_launch(Device& dev, const MarginLossArgs& a, int mode, uint64_t loss, uint64_t grad_fac,
                    uint64_t grad_in) {
@@ -123,9 +109,18 @@ void margin_launch(Device& dev, const MarginLossArgs& a, int mode, uint64_t loss
                  "multi_margin_loss: only p == 1 and p == 2 supported");
   check_32bit_indexing(a.n * a.c, a.n * a.c, "margin loss");
   if (a.n == 0) return;
-  MarginPush p{a.x,           a.target, a.weight,      loss,
-               grad_fac,      grad_in,  a.is_target,   uint32_t(a.n),
-               uint32_t(a.c), a.margin, uint32_t(a.p), a.weight ? 1u : 0u};
+  MarginPush p{.x = a.x,
+               .target = a.target,
+               .weight = a.weight,
+               .loss = loss,
+               .grad_fac = grad_fac,
+               .grad_in = grad_in,
+               .is_target = a.is_target,
+               .n = uint32_t(a.n),
+               .c = uint32_t(a.c),
+               .margin = a.margin,
+               .p = uint32_t(a.p),
+               .flags = a.weight ? MARGIN_LOSS_WEIGHT : 0u};
   VkPipeline pipeline = dev.pipelines().get("margin_loss", {mode});
   const bool multi_label = a.kind == MarginLoss::MultiLabel, backward = mode % 2 == 1;
   const int64_t nc = a.n * a.c;
@@ -142,7 +137,7 @@ void margin_launch(Device& dev, const MarginLossArgs& a, int mode, uint64_t loss
     access.write(span_elems(loss, a.n, sizeof(float)));
     access.write(is_target);  // written by forward for the backward
   }
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n), 64, &access);
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n), MARGIN_LOSS_WG, &access);
 }
 
 }  // namespace

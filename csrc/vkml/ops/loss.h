@@ -4,10 +4,15 @@
 
 #include "vkml/core/dtype.h"
 #include "vkml/runtime/device.h"
+#include "vkml/shaders/loss_reduction.h"
 
 namespace vkml::ops {
 
-enum class Reduction { None = 0, Mean = 1, Sum = 2 };
+enum class Reduction {
+  None = LOSS_REDUCTION_NONE,
+  Mean = LOSS_REDUCTION_MEAN,
+  Sum = LOSS_REDUCTION_SUM
+};
 
 struct NllLossArgs {
   DType dtype = DType::f32;  // of input, weight, output: f32, f16 or bf16

@@ -11,7 +11,7 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/gemm_coopmat.h"
-#include "vkml/ops/gemm_push.h"
+#include "vkml/ops/gemm_quads.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/pipeline_slots.h"
 
@@ -209,8 +209,8 @@ void gemm(Device& dev, const GemmArgs& g) {
     p.alpha = g.alpha;
     p.beta = g.beta;
   }
-  p.flags = (bias ? kBias : 0) | (g.a_row == 1 && g.a_col != 1 ? kAMFast : 0) |
-            (g.b_row == 1 && g.b_col != 1 ? kBKFast : 0) |
+  p.flags = (bias ? GEMM_BIAS : 0) | (g.a_row == 1 && g.a_col != 1 ? GEMM_A_MFAST : 0) |
+            (g.b_row == 1 && g.b_col != 1 ? GEMM_B_KFAST : 0) |
             (coop.pipeline ? coop.flags
              : integer     ? 0
                            : quad_flags(g, itemsize(g.dtype)));
@@ -257,7 +257,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   Allocation scratch = dev.memory().allocate(scratch_bytes);
   Push partial = p;
   partial.c = scratch.address;
-  partial.flags = (p.flags & ~kBias) | kSplit;
+  partial.flags = (p.flags & ~GEMM_BIAS) | GEMM_SPLIT;
   partial.splits = uint32_t(splits);
   Access first;
   first.write(span_elems(scratch.address, splits * outputs, 4));
@@ -268,7 +268,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   const size_t sum_class = coop.pipeline ? 0 : tile_class;
   Push sum = p;
   sum.a = scratch.address;
-  sum.flags = p.flags | kSplitSum;
+  sum.flags = p.flags | GEMM_SPLIT_SUM;
   sum.splits = uint32_t(splits);
   Access second;
   second.read(span_elems(scratch.address, splits * outputs, 4));

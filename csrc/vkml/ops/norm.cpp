@@ -7,23 +7,15 @@
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/pipeline_slots.h"
+#include "vkml/shaders/norm_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct Push {
-  uint64_t x, gy, w, b, mean, rstd, out, sa, sb;
-  uint32_t outer, c, inner, sdiv, smod, adiv, amod;
-  float eps, count;
-  uint32_t parts;
-  uint64_t part;  // modes 6-10: [2][c][parts] fp32 scratch (at 112: no padding before it)
-};
-static_assert(offsetof(Push, part) == 112);
-static_assert(sizeof(Push) <= 128);
+using Push = norm_detail::Push;
 
-// Row elements a thread of modes 4 and 5 keeps in registers (R in norm.comp).
-constexpr int64_t kRowRegisters = 16;
+constexpr int64_t kRowRegisters = NORM_ROW_REGISTERS;
 
 // Per-c reductions (modes 0 and 1) split into parts (modes 6-10 of norm.comp) until
 // there are about kTargetGroups workgroups, each part at least kPartElements long:
@@ -72,7 +64,7 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
     (writes_stats || writes_sums ? a.write(span_elems(p.sa, per, 4))
                                  : a.read(span_elems(p.sa, per, 4)));
   if (p.sb) (writes_sums ? a.write(span_elems(p.sb, per, 4)) : a.read(span_elems(p.sb, per, 4)));
-  if (mode >= 2 && mode <= 5) a.write(span_elems(p.out, numel, is));
+  if (mode >= 2 && mode <= 5) a.write(span_elems(p.dst, numel, is));
   if (p.part) {  // modes 6-10 read and write their scratch
     a.read(span_elems(p.part, 2 * v.c * p.parts, 4));
     a.write(span_elems(p.part, 2 * v.c * p.parts, 4));
@@ -125,7 +117,7 @@ void per_channel(Device& dev, DType dtype, int mode, Push p, const NormView& v) 
 void norm_rows_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, uint64_t mean,
                        uint64_t rstd, uint64_t y, const NormView& v, float eps) {
   check_rows(v);
-  launch(dev, dtype, 4, {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .out = y, .eps = eps},
+  launch(dev, dtype, 4, {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .dst = y, .eps = eps},
          v);
 }
 
@@ -133,7 +125,7 @@ void norm_rows_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint
                          uint64_t mean, uint64_t rstd, uint64_t gx, const NormView& v) {
   check_rows(v);
   launch(dev, dtype, 5,
-         {.x = x, .gy = gy, .w = w, .mean = mean, .rstd = rstd, .out = gx, .count = float(v.inner)},
+         {.x = x, .gy = gy, .w = w, .mean = mean, .rstd = rstd, .dst = gx, .count = float(v.inner)},
          v);
 }
 
@@ -144,7 +136,7 @@ void norm_stats(Device& dev, DType dtype, uint64_t x, uint64_t mean, uint64_t rs
 
 void norm_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, uint64_t mean,
                   uint64_t rstd, uint64_t y, const NormView& v) {
-  launch(dev, dtype, 2, {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .out = y}, v);
+  launch(dev, dtype, 2, {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .dst = y}, v);
 }
 
 void norm_backward_sums(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
@@ -162,7 +154,7 @@ void norm_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t 
           .w = w,
           .mean = mean,
           .rstd = rstd,
-          .out = gx,
+          .dst = gx,
           .sa = sa,
           .sb = sb,
           .count = float(count)},

@@ -6,27 +6,17 @@
 #include "vkml/core/error.h"
 #include "vkml/ops/copy.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/optim_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-// Mirrors `Record` in shaders/optim.comp (scalar layout).
-struct Record {
-  uint64_t param, grad, state0, state1, state2, step;
-  uint32_t first_block, numel;
-};
-static_assert(sizeof(Record) == 56);
+using optim_detail::Record;
 
-struct Push {
-  uint64_t table, lr_ptr, grad_scale, found_inf;
-  float lr, beta1, beta2, weight_decay, eps;
-  uint32_t count, flags;
-};
-static_assert(sizeof(Push) <= 128);
+using Push = optim_detail::Push;
 
-constexpr uint32_t kBlock = 256 * 4;  // WG * ITEMS of the shader
-constexpr uint32_t kAmsgrad = 1, kMaximize = 2, kNesterov = 4, kFirstStep = 8;
+constexpr uint32_t kBlock = OPTIM_WG * OPTIM_ITEMS;
 
 const char* variant(DType t) {
   switch (t) {
@@ -65,8 +55,14 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   for (const OptimParam& p : params) {
     if (p.numel == 0) continue;
     check_32bit_indexing(p.numel, p.numel, "fused optimizer");
-    table.push_back(Record{p.param, p.grad, p.state0, p.state1, p.state2, p.step, uint32_t(blocks),
-                           uint32_t(p.numel)});
+    table.push_back(Record{.param = p.param,
+                           .grad = p.grad,
+                           .state0 = p.state0,
+                           .state1 = p.state1,
+                           .state2 = p.state2,
+                           .step = p.step,
+                           .first_block = uint32_t(blocks),
+                           .numel = uint32_t(p.numel)});
     blocks += (uint64_t(p.numel) + kBlock - 1) / kBlock;
     for (uint64_t t : {p.param, p.grad, p.state0, p.state1, p.state2}) {
       if (!t) continue;
@@ -92,8 +88,8 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   pc.weight_decay = float(h.weight_decay);
   pc.eps = float(h.eps);
   pc.count = uint32_t(table.size());
-  pc.flags = (h.amsgrad ? kAmsgrad : 0) | (h.maximize ? kMaximize : 0) |
-             (h.nesterov ? kNesterov : 0) | (h.first_step ? kFirstStep : 0);
+  pc.flags = (h.amsgrad ? OPTIM_AMSGRAD : 0) | (h.maximize ? OPTIM_MAXIMIZE : 0) |
+             (h.nesterov ? OPTIM_NESTEROV : 0) | (h.first_step ? OPTIM_FIRST_STEP : 0);
   VkPipeline pipeline = dev.pipelines().get(name, {int32_t(rule)});
   const Access access = Access::of_lists(reads, writes);
   dispatch_groups(dev, pipeline, &pc, sizeof(pc), blocks, &access);

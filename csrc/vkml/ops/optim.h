@@ -5,10 +5,11 @@
 
 #include "vkml/core/dtype.h"
 #include "vkml/runtime/device.h"
+#include "vkml/shaders/optim_push.h"
 
 namespace vkml::ops {
 
-enum class OptimRule { adam = 0, adamw = 1, sgd = 2 };
+enum class OptimRule { adam = OPTIM_ADAM, adamw = OPTIM_ADAMW, sgd = OPTIM_SGD };
 
 // One contiguous parameter and its same-sized, same-dtype companions. Adam:
 // state0 = exp_avg, state1 = exp_avg_sq, state2 = max_exp_avg_sq (amsgrad

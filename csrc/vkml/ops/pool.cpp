@@ -5,27 +5,22 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/pool_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct Push {
-  uint64_t x, y, idx;
-  uint32_t planes;
-  int32_t isz[3], osz[3], ksz[3], str[3], pad[3], dil[3];
-  int32_t count_include_pad, divisor, round_steps;
-};
-static_assert(sizeof(Push) <= 128);
+using Push = pool_detail::Push;
 
 void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t idx,
             const PoolShape& s) {
   const std::string suffix = float_variant(dev, dtype, "pool");
   int64_t ispat = s.in[0] * s.in[1] * s.in[2], ospat = s.out[0] * s.out[1] * s.out[2];
-  int64_t threads = s.planes * (mode < 2 ? ospat : ispat);
+  int64_t threads = s.planes * (mode < POOL_MAX_BACKWARD ? ospat : ispat);
   if (threads == 0) return;
   check_32bit_indexing(std::max(s.planes * ispat, s.planes * ospat), 0, "pool");
-  Push p{x, y, idx, uint32_t(s.planes)};
+  Push p{.x = x, .y = y, .idx = idx, .planes = uint32_t(s.planes)};
   for (int d = 0; d < 3; ++d) {
     p.isz[d] = int32_t(s.in[d]);
     p.osz[d] = int32_t(s.out[d]);
@@ -43,7 +38,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
   // Forward modes read x over the input and write y (and max's indices) over
   // the output; backward ones read grad_out (and indices) and write grad_in.
   const size_t is = itemsize(dtype);
-  const bool forward = mode < 2;
+  const bool forward = mode < POOL_MAX_BACKWARD;
   Access a;
   a.read(span_elems(x, s.planes * (forward ? ispat : ospat), is));
   a.write(span_elems(y, s.planes * (forward ? ospat : ispat), is));
@@ -58,18 +53,18 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
 
 void max_pool(Device& dev, DType dtype, uint64_t x, uint64_t y, uint64_t indices,
               const PoolShape& s) {
-  launch(dev, dtype, 0, x, y, indices, s);
+  launch(dev, dtype, POOL_MAX_FORWARD, x, y, indices, s);
 }
 void avg_pool(Device& dev, DType dtype, uint64_t x, uint64_t y, const PoolShape& s) {
-  launch(dev, dtype, 1, x, y, 0, s);
+  launch(dev, dtype, POOL_AVG_FORWARD, x, y, 0, s);
 }
 void max_pool_backward(Device& dev, DType dtype, uint64_t grad_out, uint64_t indices,
                        uint64_t grad_in, const PoolShape& s) {
-  launch(dev, dtype, 2, grad_out, grad_in, indices, s);
+  launch(dev, dtype, POOL_MAX_BACKWARD, grad_out, grad_in, indices, s);
 }
 void avg_pool_backward(Device& dev, DType dtype, uint64_t grad_out, uint64_t grad_in,
                        const PoolShape& s) {
-  launch(dev, dtype, 3, grad_out, grad_in, 0, s);
+  launch(dev, dtype, POOL_AVG_BACKWARD, grad_out, grad_in, 0, s);
 }
 
 }  // namespace vkml::ops

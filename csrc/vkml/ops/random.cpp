@@ -4,20 +4,13 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/random_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct Push {
-  uint64_t dst;
-  int64_t lo;
-  uint64_t range;
-  float a, b;
-  uint32_t seed_lo, seed_hi, offset_lo, offset_hi;
-  uint32_t numel;
-};
-static_assert(sizeof(Push) <= 128);
+using Push = random_detail::Push;
 
 }  // namespace
 
@@ -63,7 +56,7 @@ void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scal
   VkPipeline pipeline = dev.pipelines().get(std::string("random_") + suffix, {int32_t(dist)});
   Access acc;
   acc.write(span_elems(out.address, numel, itemsize(out.dtype)));
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &acc);
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), RANDOM_WG, &acc);
 }
 
 }  // namespace vkml::ops

@@ -7,14 +7,15 @@
 #include "vkml/core/dtype.h"
 #include "vkml/ops/tensor.h"
 #include "vkml/runtime/device.h"
+#include "vkml/shaders/random_push.h"
 
 namespace vkml::ops {
 
 enum class Distribution {
-  Uniform,    // [a, b)
-  Normal,     // mean a, std b
-  RandInt,    // integers in [a, b)  (uses Scalar::i)
-  Bernoulli,  // 1 with probability a, else 0
+  Uniform = RANDOM_UNIFORM,      // [a, b)
+  Normal = RANDOM_NORMAL,        // mean a, std b
+  RandInt = RANDOM_RANDINT,      // integers in [a, b)  (uses Scalar::i)
+  Bernoulli = RANDOM_BERNOULLI,  // 1 with probability a, else 0
 };
 
 // out must be contiguous; dtypes f32, f16, i32, i64, u8/b8 (RandInt/Bernoulli).

@@ -8,27 +8,17 @@
 #include "vkml/ops/launch.h"
 #include "vkml/ops/tensor.h"
 #include "vkml/runtime/pipeline_slots.h"
+#include "vkml/shaders/reduce_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-// Flags of shaders/reduce.comp.
-constexpr uint32_t kInAcc = 1, kOutAcc = 2, kWantVal = 4, kWantIdx = 8, kScale = 16;
-
 // Below this many elements per output an inner == 1 reduction uses one thread
 // per output instead of a workgroup.
 constexpr int64_t kRowMinR = 64;
 
-struct Push {
-  uint64_t in;
-  uint64_t in_idx;
-  uint64_t out;
-  uint64_t out_idx;
-  uint32_t outer, r, inner, chunk, splits, flags;
-  float scale;
-};
-static_assert(sizeof(Push) <= 128);
+using Push = reduce_detail::Push;
 
 // Values (and, for max/min, indices) of one end of a pass. `acc`: accumulator-
 // typed partials with int32 indices rather than final values with int64 ones.
@@ -63,17 +53,18 @@ void pass(Device& dev, const Plan& p, const Operand& in, int64_t outer, int64_t 
                                {int32_t(p.op), row ? 1 : 0, int32_t(wg)});
   });
   Push push{};
-  push.in = in.val;
+  push.in_ptr = in.val;
   push.in_idx = in.idx;
-  push.out = out.val;
+  push.out_ptr = out.val;
   push.out_idx = out.idx;
   push.outer = uint32_t(outer);
   push.r = uint32_t(r);
   push.inner = uint32_t(inner);
   push.chunk = uint32_t(chunk);
   push.splits = uint32_t(splits);
-  push.flags = (in.acc ? kInAcc : 0) | (out.acc ? kOutAcc : 0) | (out.val ? kWantVal : 0) |
-               (out.idx ? kWantIdx : 0) | (!out.acc && p.scale != 1.0f ? kScale : 0);
+  push.flags = (in.acc ? REDUCE_IN_ACC : 0) | (out.acc ? REDUCE_OUT_ACC : 0) |
+               (out.val ? REDUCE_WANT_VAL : 0) | (out.idx ? REDUCE_WANT_IDX : 0) |
+               (!out.acc && p.scale != 1.0f ? REDUCE_SCALE : 0);
   push.scale = p.scale;
   // Element sizes are over-estimated (the wider of value and accumulator, 8-byte
   // indices): a larger span costs at most a spare barrier, a short one a missed hazard.

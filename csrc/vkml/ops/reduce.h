@@ -4,10 +4,20 @@
 
 #include "vkml/core/dtype.h"
 #include "vkml/runtime/device.h"
+#include "vkml/shaders/reduce_push.h"
 
 namespace vkml::ops {
 
-enum class ReduceOp { Sum, Prod, Max, Min, ArgMax, ArgMin, All, Any };
+enum class ReduceOp {
+  Sum = REDUCE_SUM,
+  Prod = REDUCE_PROD,
+  Max = REDUCE_MAX,
+  Min = REDUCE_MIN,
+  ArgMax = REDUCE_ARGMAX,
+  ArgMin = REDUCE_ARGMIN,
+  All = REDUCE_ALL,
+  Any = REDUCE_ANY
+};
 
 struct ReduceArgs {
   ReduceOp op = ReduceOp::Sum;

@@ -7,24 +7,13 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/remap_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-constexpr int kDims = 6;
-
-struct Push {
-  uint64_t dst, src;
-  int32_t osize[kDims];
-  int32_t istride[kDims];
-  int32_t isize[kDims];
-  int32_t param[kDims];
-  uint32_t modes;
-  uint32_t numel;
-  int32_t ndim;
-};
-static_assert(sizeof(Push) <= 128);
+using Push = remap_detail::Push;
 
 const char* pipeline_name(DType t) {
   switch (itemsize(t)) {
@@ -74,7 +63,7 @@ void launch(Device& dev, VkPipeline pipeline, uint64_t dst, uint64_t src,
   int64_t numel = 1;
   for (const RemapDim& d : dims) numel *= d.out_size;
   if (numel == 0) return;
-  if (dims.size() > size_t(kDims)) {
+  if (dims.size() > size_t(REMAP_DIMS)) {
     const RemapDim& d0 = dims[0];
     std::vector<RemapDim> rest(dims.begin() + 1, dims.end());
     int64_t inner = numel / d0.out_size;
@@ -116,7 +105,7 @@ void launch(Device& dev, VkPipeline pipeline, uint64_t dst, uint64_t src,
   p.ndim = nd;
   // The strided side (forward: the input; backward: grad_in, accumulated into) and
   // the contiguous one.
-  int64_t in_sizes[kDims], in_strides[kDims];
+  int64_t in_sizes[REMAP_DIMS], in_strides[REMAP_DIMS];
   for (int k = 0; k < nd; ++k) {
     in_sizes[k] = dims[k].in_size;
     in_strides[k] = dims[k].in_stride;
@@ -129,7 +118,7 @@ void launch(Device& dev, VkPipeline pipeline, uint64_t dst, uint64_t src,
     access.read(span_of(src, src_item, nd, in_sizes, in_strides));
     access.write(span_elems(dst, numel, dst_item));
   }
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), REMAP_WG, &access);
 }
 
 void check_dims(const std::vector<RemapDim>& dims) {

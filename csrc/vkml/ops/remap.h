@@ -8,7 +8,7 @@
 
 #include "vkml/core/dtype.h"
 #include "vkml/runtime/device.h"
-#include "vkml/shaders/remap_modes.h"
+#include "vkml/shaders/remap_push.h"
 
 namespace vkml::ops {
 

@@ -5,18 +5,13 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/scan_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct Push {
-  uint64_t in, out, idx;
-  uint64_t part, part_idx, scanned, scanned_idx;
-  uint32_t outer, n, inner;
-  uint32_t chunk, nchunks;
-};
-static_assert(sizeof(Push) <= 128);
+using Push = scan_detail::Push;
 
 // Rows (inner == 1) at least this long get workgroups; shorter lines a thread.
 constexpr int64_t kRowMinLength = 64;
@@ -24,7 +19,7 @@ constexpr int64_t kRowMinLength = 64;
 // chunks, scanned independently, and joined by a scan of the chunk totals.
 constexpr int64_t kTilesPerChunk = 16;
 
-enum Mode { kLine = 0, kChunks = 1, kCarry = 2 };
+enum Mode { kLine = SCAN_LINE, kChunks = SCAN_CHUNKS, kCarry = SCAN_CARRY };
 
 uint32_t workgroup(Device& dev, uint32_t wg) {
   while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
@@ -72,18 +67,18 @@ void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
   int64_t slots = nchunks > 1 ? a.outer * nchunks : 0;
   Temp part(dev, slots * itemsize(pdt)), scanned(dev, slots * itemsize(pdt));
   Temp part_idx(dev, with_idx ? slots * 8 : 0), scanned_idx(dev, with_idx ? slots * 8 : 0);
-  Push p{a.in,
-         a.out,
-         a.indices,
-         part.address,
-         part_idx.address,
-         scanned.address,
-         scanned_idx.address,
-         uint32_t(a.outer),
-         uint32_t(a.n),
-         1u,
-         uint32_t(chunk),
-         uint32_t(nchunks)};
+  Push p{.in_ptr = a.in,
+         .out_ptr = a.out,
+         .idx_ptr = a.indices,
+         .part = part.address,
+         .part_idx = part_idx.address,
+         .scanned = scanned.address,
+         .scanned_idx = scanned_idx.address,
+         .outer = uint32_t(a.outer),
+         .n = uint32_t(a.n),
+         .inner = 1u,
+         .chunk = uint32_t(chunk),
+         .nchunks = uint32_t(nchunks)};
   uint64_t groups = uint64_t(a.outer * nchunks);
   const int64_t numel = a.outer * a.n;
   Access chunks = line_access(a, dt, numel);  // and the chunk totals
@@ -100,7 +95,7 @@ void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
   totals.outer = a.outer;
   totals.n = nchunks;
   scan(dev, totals);
-  p.in = a.out;  // the carry pass folds into the chunk-local results
+  p.in_ptr = a.out;  // the carry pass folds into the chunk-local results
   Access carry;
   carry.read(span_elems(scanned.address, slots, itemsize(pdt)));
   carry.read(span_elems(scanned_idx.address, with_idx ? slots : 0, 8));
@@ -133,8 +128,18 @@ void scan(Device& dev, const ScanArgs& a) {
     return;
   }
   uint32_t wg = workgroup(dev, 256);
-  Push p{a.in, a.out, a.indices, 0, 0, 0, 0, uint32_t(a.outer), uint32_t(a.n), uint32_t(a.inner),
-         0,    1};
+  Push p{.in_ptr = a.in,
+         .out_ptr = a.out,
+         .idx_ptr = a.indices,
+         .part = 0,
+         .part_idx = 0,
+         .scanned = 0,
+         .scanned_idx = 0,
+         .outer = uint32_t(a.outer),
+         .n = uint32_t(a.n),
+         .inner = uint32_t(a.inner),
+         .chunk = 0,
+         .nchunks = 1};
   const Access access = line_access(a, dt, numel);
   dispatch_1d(dev, pipeline_for(dev, dt, a.op, kLine, wg), &p, sizeof(p),
               uint64_t(a.outer * a.inner), wg, &access);

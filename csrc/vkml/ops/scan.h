@@ -4,10 +4,17 @@
 
 #include "vkml/core/dtype.h"
 #include "vkml/runtime/device.h"
+#include "vkml/shaders/scan_push.h"
 
 namespace vkml::ops {
 
-enum class ScanOp { Sum, Prod, Max, Min, LogSumExp };
+enum class ScanOp {
+  Sum = SCAN_SUM,
+  Prod = SCAN_PROD,
+  Max = SCAN_MAX,
+  Min = SCAN_MIN,
+  LogSumExp = SCAN_LSE
+};
 
 struct ScanArgs {
   ScanOp op = ScanOp::Sum;

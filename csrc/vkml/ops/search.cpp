@@ -5,23 +5,16 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/histogram_push.h"
+#include "vkml/shaders/search_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct SearchPush {
-  uint64_t boundaries, values, sorter, dst;
-  uint32_t m, per_row, numel, right, out_i32;
-};
-static_assert(sizeof(SearchPush) <= 128);
+using SearchPush = search_detail::SearchPush;
 
-struct HistPush {
-  uint64_t src, weights, bins;
-  float lo, hi;
-  uint32_t nbins, numel;
-};
-static_assert(sizeof(HistPush) <= 128);
+using HistPush = histogram_detail::HistPush;
 
 // Counting into zeroed bins: read and written, by atomics.
 Access counting(uint64_t src, size_t src_item, uint64_t weights, int64_t numel, uint64_t bins,
@@ -43,9 +36,15 @@ void searchsorted(Device& dev, DType key_dtype, uint64_t boundaries, uint64_t va
   if (numel == 0) return;
   VKML_CHECK_ARG(per_row > 0 && numel % per_row == 0, "searchsorted: bad row size");
   check_32bit_indexing(numel, numel / per_row * m, "searchsorted");
-  SearchPush p{
-      boundaries,      values,          sorter,           dst, uint32_t(m), uint32_t(per_row),
-      uint32_t(numel), right ? 1u : 0u, out_i32 ? 1u : 0u};
+  SearchPush p{.boundaries = boundaries,
+               .values = values,
+               .sorter = sorter,
+               .dst = dst,
+               .m = uint32_t(m),
+               .per_row = uint32_t(per_row),
+               .numel = uint32_t(numel),
+               .right = right ? 1u : 0u,
+               .out_i32 = out_i32 ? 1u : 0u};
   VkPipeline pipeline = dev.pipelines().get(key_dtype == DType::f32 ? "search_f32" : "search_i64");
   const int64_t rows_m = numel / per_row * m;
   Access access;
@@ -53,27 +52,39 @@ void searchsorted(Device& dev, DType key_dtype, uint64_t boundaries, uint64_t va
   access.read(span_elems(values, numel, itemsize(key_dtype)));
   if (sorter) access.read(span_elems(sorter, rows_m, sizeof(int64_t)));
   access.write(span_elems(dst, numel, out_i32 ? 4 : 8));
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), SEARCH_WG, &access);
 }
 
 void histc(Device& dev, uint64_t src, int64_t numel, uint64_t bins, int64_t nbins, float lo,
            float hi) {
   if (numel == 0 || nbins == 0) return;
   check_32bit_indexing(numel, std::max(numel, nbins), "histc");
-  HistPush p{src, 0, bins, lo, hi, uint32_t(nbins), uint32_t(numel)};
+  HistPush p{.src = src,
+             .weights = 0,
+             .bins = bins,
+             .lo = lo,
+             .hi = hi,
+             .nbins = uint32_t(nbins),
+             .numel = uint32_t(numel)};
   const Access access = counting(src, sizeof(float), 0, numel, bins, nbins);
   dispatch_1d(dev, dev.pipelines().get("histogram", {0}), &p, sizeof(p), uint64_t(numel),
-              kWorkgroup, &access);
+              HISTOGRAM_WG, &access);
 }
 
 void bincount(Device& dev, uint64_t src, uint64_t weights, int64_t numel, uint64_t bins,
               int64_t nbins) {
   if (numel == 0 || nbins == 0) return;
   check_32bit_indexing(numel, std::max(numel, nbins), "bincount");
-  HistPush p{src, weights, bins, 0.0f, 0.0f, uint32_t(nbins), uint32_t(numel)};
+  HistPush p{.src = src,
+             .weights = weights,
+             .bins = bins,
+             .lo = 0.0f,
+             .hi = 0.0f,
+             .nbins = uint32_t(nbins),
+             .numel = uint32_t(numel)};
   const Access access = counting(src, sizeof(int64_t), weights, numel, bins, nbins);
   dispatch_1d(dev, dev.pipelines().get("histogram", {weights ? 2 : 1}), &p, sizeof(p),
-              uint64_t(numel), kWorkgroup, &access);
+              uint64_t(numel), HISTOGRAM_WG, &access);
 }
 
 }  // namespace vkml::ops

@@ -6,32 +6,18 @@
 #include "vkml/core/error.h"
 #include "vkml/ops/copy.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/cat_push.h"
+#include "vkml/shaders/repeat_index_push.h"
+#include "vkml/shaders/tri_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct CatPush {
-  uint64_t dst, table;
-  uint32_t count, total, inner, numel;
-};
-static_assert(sizeof(CatPush) <= 128);
+using cat_detail::CatEntry;
+using cat_detail::CatPush;
 
-struct CatEntry {  // matches Entry in cat.comp
-  uint64_t address;
-  int32_t start, size;
-  int32_t stride[3];
-  int32_t pad;
-};
-static_assert(sizeof(CatEntry) == 32);
-
-struct TriPush {
-  uint64_t dst, src;
-  int32_t dst_stride[3], src_stride[3];
-  uint32_t rows, cols, numel;
-  int32_t k, upper;
-};
-static_assert(sizeof(TriPush) <= 128);
+using TriPush = tri_detail::TriPush;
 
 const char* by_size(DType t, const char* b1, const char* b2, const char* b4, const char* b8) {
   switch (itemsize(t)) {
@@ -48,11 +34,7 @@ const char* by_size(DType t, const char* b1, const char* b2, const char* b4, con
 
 int64_t reach(int64_t n, int64_t stride) { return n > 0 ? (n - 1) * std::abs(stride) : 0; }
 
-struct RepeatPush {
-  uint64_t repeats, cum, dst;
-  uint32_t n, total, i32;
-};
-static_assert(sizeof(RepeatPush) <= 128);
+using RepeatPush = repeat_index_detail::RepeatPush;
 
 }  // namespace
 
@@ -60,7 +42,12 @@ void repeat_index(Device& dev, uint64_t repeats, uint64_t cum, uint64_t dst, int
                   int64_t total, bool i32) {
   if (n == 0 || total == 0) return;
   check_32bit_indexing(std::max(n, total), std::max(n, total), "repeat_interleave");
-  RepeatPush p{repeats, cum, dst, uint32_t(n), uint32_t(total), i32 ? 1u : 0u};
+  RepeatPush p{.repeats = repeats,
+               .cum = cum,
+               .dst = dst,
+               .n = uint32_t(n),
+               .total = uint32_t(total),
+               .i32 = i32 ? 1u : 0u};
   const size_t isize = i32 ? 4 : 8;
   const Span rep = span_elems(repeats, n, isize), sums = span_elems(cum, n, 4);
   Access counts, scan, fill;  // repeats -> cum, prefix sums of cum in place, cum -> dst
@@ -91,12 +78,12 @@ void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& in
                          reach(outer, in.stride_outer) + reach(in.size, in.stride_dim) +
                              reach(inner, in.stride_inner),
                          "cat");
-    table.push_back(
-        CatEntry{in.address,
-                 int32_t(total),
-                 int32_t(in.size),
-                 {int32_t(in.stride_outer), int32_t(in.stride_dim), int32_t(in.stride_inner)},
-                 0});
+    table.push_back(CatEntry{
+        .address = in.address,
+        .start = int32_t(total),
+        .size = int32_t(in.size),
+        .stride = {int32_t(in.stride_outer), int32_t(in.stride_dim), int32_t(in.stride_inner)},
+        .pad = 0});
     total += in.size;
   }
   int64_t numel = outer * total * inner;
@@ -114,15 +101,15 @@ void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& in
   uint64_t bytes = table.size() * sizeof(CatEntry);
   uint64_t table_address = dev.memory().allocate(bytes).address;
   upload(dev, table_address, table.data(), bytes);
-  CatPush p{dst,
-            table_address,
-            uint32_t(table.size()),
-            uint32_t(total),
-            uint32_t(inner),
-            uint32_t(numel)};
+  CatPush p{.dst = dst,
+            .table = table_address,
+            .count = uint32_t(table.size()),
+            .total = uint32_t(total),
+            .inner = uint32_t(inner),
+            .numel = uint32_t(numel)};
   access.read(span_elems(table_address, int64_t(bytes), 1));
   VkPipeline pipeline = dev.pipelines().get(by_size(dtype, "cat_b1", "cat_b2", "cat_b4", "cat_b8"));
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), CAT_WG, &access);
   // The table's read is declared: whatever reuses the chunk next is ordered after it.
   dev.memory().free(table_address);
 }
@@ -138,21 +125,21 @@ void tri(Device& dev, DType dtype, MatrixRef dst, MatrixRef src, int64_t batch, 
   check_32bit_indexing(numel, max_off, "tril/triu");
   // Diagonals beyond the matrix behave like the nearest one that is outside it.
   int64_t kk = std::clamp<int64_t>(k, -rows - 1, cols + 1);
-  TriPush p{dst.address,
-            src.address,
-            {int32_t(dst.stride[0]), int32_t(dst.stride[1]), int32_t(dst.stride[2])},
-            {int32_t(src.stride[0]), int32_t(src.stride[1]), int32_t(src.stride[2])},
-            uint32_t(rows),
-            uint32_t(cols),
-            uint32_t(numel),
-            int32_t(kk),
-            upper ? 1 : 0};
+  TriPush p{.dst = dst.address,
+            .src = src.address,
+            .dst_stride = {int32_t(dst.stride[0]), int32_t(dst.stride[1]), int32_t(dst.stride[2])},
+            .src_stride = {int32_t(src.stride[0]), int32_t(src.stride[1]), int32_t(src.stride[2])},
+            .rows = uint32_t(rows),
+            .cols = uint32_t(cols),
+            .numel = uint32_t(numel),
+            .k = int32_t(kk),
+            .upper = upper ? 1 : 0};
   VkPipeline pipeline = dev.pipelines().get(by_size(dtype, "tri_b1", "tri_b2", "tri_b4", "tri_b8"));
   const int64_t sizes[3] = {batch, rows, cols};
   Access access;
   access.read(span_of(src.address, itemsize(dtype), 3, sizes, src.stride));
   access.write(span_of(dst.address, itemsize(dtype), 3, sizes, dst.stride));
-  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), TRI_WG, &access);
 }
 
 }  // namespace vkml::ops

@@ -6,16 +6,13 @@
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/pipeline_slots.h"
+#include "vkml/shaders/softmax_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct Push {
-  uint64_t x, y, out;
-  uint32_t outer, dim, inner;
-};
-static_assert(sizeof(Push) <= 128);
+using Push = softmax_detail::Push;
 
 // Rows shorter than this (inner == 1) get one thread each instead of a workgroup.
 constexpr int64_t kRowMinDim = 64;
@@ -51,7 +48,12 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
                                                          : "softmax_f32",
                                    {mode, row ? 1 : 0, int32_t(wg), int32_t(regs)});
       });
-  Push p{x, y, out, uint32_t(s.outer), uint32_t(s.dim), uint32_t(s.inner)};
+  Push p{.x = x,
+         .y = y,
+         .dst = out,
+         .outer = uint32_t(s.outer),
+         .dim = uint32_t(s.dim),
+         .inner = uint32_t(s.inner)};
   Access a;
   a.read(span_elems(x, numel, itemsize(dtype)));
   if (y) a.read(span_elems(y, numel, itemsize(dtype)));
@@ -66,12 +68,12 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
 }  // namespace
 
 void softmax(Device& dev, DType dtype, uint64_t in, uint64_t out, SoftmaxShape s, bool log) {
-  launch(dev, dtype, log ? 1 : 0, in, 0, out, s);
+  launch(dev, dtype, log ? SOFTMAX_LOG_FORWARD : SOFTMAX_FORWARD, in, 0, out, s);
 }
 
 void softmax_backward(Device& dev, DType dtype, uint64_t grad_out, uint64_t out, uint64_t grad_in,
                       SoftmaxShape s, bool log) {
-  launch(dev, dtype, log ? 3 : 2, grad_out, out, grad_in, s);
+  launch(dev, dtype, log ? SOFTMAX_LOG_BACKWARD : SOFTMAX_BACKWARD, grad_out, out, grad_in, s);
 }
 
 }  // namespace vkml::ops

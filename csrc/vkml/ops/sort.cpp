@@ -5,16 +5,14 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/sort_push.h"
+#include "vkml/shaders/unique_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct Push {
-  uint64_t in_keys, keys, idx, out_keys, out_idx;
-  uint32_t n, P, pairs, k, j, desc, last;
-};
-static_assert(sizeof(Push) <= 128);
+using Push = sort_detail::Push;
 
 constexpr uint32_t kMaxWorkgroup = 512;  // a block is 2 * WG <= 1024 elements (shared arrays)
 constexpr uint32_t kMinWorkgroup = 64;
@@ -86,11 +84,7 @@ namespace vkml::ops {
 
 namespace {
 
-struct UniquePush {
-  uint64_t keys, perm, ids, uniq, start, inverse, counts;
-  uint32_t n, count;
-};
-static_assert(sizeof(UniquePush) <= 128);
+using UniquePush = unique_detail::UniquePush;
 
 const char* unique_name(DType key_dtype) {
   VKML_CHECK_ARG(key_dtype == DType::f32 || key_dtype == DType::i64,
@@ -104,7 +98,15 @@ void unique_groups(Device& dev, DType key_dtype, uint64_t keys, uint64_t ids, in
   const char* name = unique_name(key_dtype);
   if (n == 0) return;
   check_32bit_indexing(n, n, "unique");
-  UniquePush p{keys, 0, ids, 0, 0, 0, 0, uint32_t(n), 0};
+  UniquePush p{.keys = keys,
+               .perm = 0,
+               .ids = ids,
+               .uniq = 0,
+               .start = 0,
+               .inverse = 0,
+               .counts = 0,
+               .n = uint32_t(n),
+               .count = 0};
   const Span group_ids = span_elems(ids, n, 4);
   Access flags, scan;  // keys -> 0/1 group starts in ids, then their prefix sums in place
   flags.read(span_elems(keys, n, itemsize(key_dtype)));
@@ -122,7 +124,15 @@ void unique_write(Device& dev, DType key_dtype, uint64_t keys, uint64_t perm, ui
                   uint64_t counts) {
   const char* name = unique_name(key_dtype);
   if (n == 0) return;
-  UniquePush p{keys, perm, ids, uniq, start, inverse, counts, uint32_t(n), uint32_t(count)};
+  UniquePush p{.keys = keys,
+               .perm = perm,
+               .ids = ids,
+               .uniq = uniq,
+               .start = start,
+               .inverse = inverse,
+               .counts = counts,
+               .n = uint32_t(n),
+               .count = uint32_t(count)};
   const size_t ks = itemsize(key_dtype);
   const Span starts = span_elems(start, count, 8);
   Access write, count_pass;  // the groups out, then their sizes from the starts

@@ -4,18 +4,14 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/shaders/bilinear_push.h"
+#include "vkml/shaders/interp_push.h"
 
 namespace vkml::ops {
 
 namespace {
 
-struct Push {
-  uint64_t src, dst;
-  uint32_t ih, iw, oh, ow;
-  float scale_h, scale_w;
-  uint32_t align_corners, numel;
-};
-static_assert(sizeof(Push) <= 128);
+using Push = bilinear_detail::Push;
 
 // Forward: src [planes, ih, iw] -> dst [planes, oh, ow] of `esize`-byte floats.
 // Backward (float32): src is grad_out [planes, oh, ow], dst grad_in [planes, ih, iw].
@@ -24,22 +20,22 @@ void launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const Bil
   int64_t numel = s.planes * s.oh * s.ow;
   if (numel == 0 || s.ih == 0 || s.iw == 0) return;
   check_32bit_indexing(numel, s.planes * s.ih * s.iw, "upsample_bilinear2d");
-  Push p{src,
-         dst,
-         uint32_t(s.ih),
-         uint32_t(s.iw),
-         uint32_t(s.oh),
-         uint32_t(s.ow),
-         s.scale_h,
-         s.scale_w,
-         s.align_corners ? 1u : 0u,
-         uint32_t(numel)};
+  Push p{.src = src,
+         .dst = dst,
+         .ih = uint32_t(s.ih),
+         .iw = uint32_t(s.iw),
+         .oh = uint32_t(s.oh),
+         .ow = uint32_t(s.ow),
+         .scale_h = s.scale_h,
+         .scale_w = s.scale_w,
+         .align_corners = s.align_corners ? 1u : 0u,
+         .numel = uint32_t(numel)};
   const int64_t small = s.planes * s.ih * s.iw;
   Access access;
   access.read(span_elems(src, backward ? numel : small, esize));
   const Span out = span_elems(dst, backward ? small : numel, esize);
   backward ? access.update(out) : access.write(out);  // backward accumulates into it
-  dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(numel), kWorkgroup, &access);
+  dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(numel), BILINEAR_WG, &access);
 }
 
 }  // namespace
@@ -57,13 +53,7 @@ void upsample_bilinear_backward(Device& dev, uint64_t grad_out, uint64_t grad_in
 
 namespace {
 
-struct InterpPush {
-  uint64_t src, dst;
-  uint32_t in_size, out_size, inner;
-  float scale, support;
-  uint32_t mode, align_corners, numel;
-};
-static_assert(sizeof(InterpPush) <= 128);
+using InterpPush = interp_detail::InterpPush;
 
 // Forward: src [outer, in, inner] -> dst [outer, out, inner]; backward: src is
 // grad_out [outer, out, inner], accumulated into dst, grad_in [outer, in, inner].
@@ -79,14 +69,22 @@ void interp_launch(Device& dev, const char* name, uint64_t src, uint64_t dst, co
   // the scale when downsampling so that every source pixel contributes.
   float half = p.mode == InterpMode::AaCubic ? 2.0f : 1.0f;
   float support = aa ? (p.scale >= 1.0f ? half * p.scale : half) : 0.0f;
-  InterpPush push{src,     dst,     uint32_t(p.in),   uint32_t(p.out),           uint32_t(p.inner),
-                  p.scale, support, uint32_t(p.mode), p.align_corners ? 1u : 0u, uint32_t(numel)};
+  InterpPush push{.src = src,
+                  .dst = dst,
+                  .in_size = uint32_t(p.in),
+                  .out_size = uint32_t(p.out),
+                  .inner = uint32_t(p.inner),
+                  .scale = p.scale,
+                  .support = support,
+                  .mode = uint32_t(p.mode),
+                  .align_corners = p.align_corners ? 1u : 0u,
+                  .numel = uint32_t(numel)};
   const int64_t small = p.outer * p.in * p.inner;
   Access access;
   access.read(span_elems(src, backward ? numel : small, sizeof(float)));
   const Span out = span_elems(dst, backward ? small : numel, sizeof(float));
   backward ? access.update(out) : access.write(out);
-  dispatch_1d(dev, dev.pipelines().get(name), &push, sizeof(push), uint64_t(numel), kWorkgroup,
+  dispatch_1d(dev, dev.pipelines().get(name), &push, sizeof(push), uint64_t(numel), INTERP_WG,
               &access);
 }
 

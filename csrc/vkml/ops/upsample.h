@@ -6,6 +6,7 @@
 
 #include "vkml/core/dtype.h"
 #include "vkml/runtime/device.h"
+#include "vkml/shaders/interp_push.h"
 
 namespace vkml::ops {
 
@@ -21,7 +22,12 @@ void upsample_bilinear(Device& dev, DType dtype, uint64_t in, uint64_t out, cons
 void upsample_bilinear_backward(Device& dev, uint64_t grad_out, uint64_t grad_in,
                                 const BilinearShape& s);
 
-enum class InterpMode { Linear = 0, Cubic = 1, AaLinear = 2, AaCubic = 3 };
+enum class InterpMode {
+  Linear = INTERP_LINEAR,
+  Cubic = INTERP_CUBIC,
+  AaLinear = INTERP_AA_LINEAR,
+  AaCubic = INTERP_AA_CUBIC
+};
 
 // One pass along the middle dim of contiguous float32 [outer, in, inner] ->
 // [outer, out, inner]; a multi-dim resampling is one pass per dim.

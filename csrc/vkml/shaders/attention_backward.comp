@@ -79,16 +79,16 @@ shared vec4 T2[BR * PS];  // mode 1: dS^T
 void main() {
   uint bh = gl_WorkGroupID.y, r0 = gl_WorkGroupID.x * BR;
   uint t = gl_LocalInvocationID.x, tx = t % NTX, ty = t / NTX;
-  bool causal = (pc.flags & F_CAUSAL) != 0u, has_bias = (pc.flags & F_BIAS) != 0u;
+  bool causal = (pc.flags & ATTENTION_CAUSAL) != 0u, has_bias = (pc.flags & ATTENTION_BIAS) != 0u;
   bool keys = MODE == 1u;  // rows are keys, columns queries
   uint ncols = keys ? pc.L : pc.S;
 
   if (keys) {
-    LOAD_TILE(R1, QS, BR, pc.k, F_TM_K, bh, r0, pc.S, pc.E);
-    LOAD_TILE(R2, QS, BR, pc.v, F_TM_V, bh, r0, pc.S, pc.Ev);
+    LOAD_TILE(R1, QS, BR, pc.k, ATTENTION_TM_K, bh, r0, pc.S, pc.E);
+    LOAD_TILE(R2, QS, BR, pc.v, ATTENTION_TM_V, bh, r0, pc.S, pc.Ev);
   } else {
-    LOAD_TILE(R1, QS, BR, pc.q, F_TM_Q, bh, r0, pc.L, pc.E);
-    LOAD_TILE(R2, QS, BR, pc.g, F_TM_G, bh, r0, pc.L, pc.Ev);
+    LOAD_TILE(R1, QS, BR, pc.q, ATTENTION_TM_Q, bh, r0, pc.L, pc.E);
+    LOAD_TILE(R2, QS, BR, pc.g, ATTENTION_TM_G, bh, r0, pc.L, pc.Ev);
   }
   BufF32 lse = BufF32(pc.lse), delta = BufF32(pc.delta);
   // Mode 2: the owned queries' lse and delta, for the whole walk.
@@ -112,11 +112,11 @@ void main() {
   for (uint c0 = cbegin; c0 < cend; c0 += BC) {
     barrier();  // the previous tile's readers of C1, C2, T1 and T2 are done
     if (keys) {
-      LOAD_TILE(C1, QS, BC, pc.q, F_TM_Q, bh, c0, pc.L, pc.E);
-      LOAD_TILE(C2, QS, BC, pc.g, F_TM_G, bh, c0, pc.L, pc.Ev);
+      LOAD_TILE(C1, QS, BC, pc.q, ATTENTION_TM_Q, bh, c0, pc.L, pc.E);
+      LOAD_TILE(C2, QS, BC, pc.g, ATTENTION_TM_G, bh, c0, pc.L, pc.Ev);
     } else {
-      LOAD_TILE(C1, QS, BC, pc.k, F_TM_K, bh, c0, pc.S, pc.E);
-      LOAD_TILE(C2, QS, BC, pc.v, F_TM_V, bh, c0, pc.S, pc.Ev);
+      LOAD_TILE(C1, QS, BC, pc.k, ATTENTION_TM_K, bh, c0, pc.S, pc.E);
+      LOAD_TILE(C2, QS, BC, pc.v, ATTENTION_TM_V, bh, c0, pc.S, pc.Ev);
     }
     barrier();
 
@@ -188,9 +188,9 @@ void main() {
   }
 
   if (keys) {
-    STORE_ROWS(acc1, pc.dst, F_TM_DST, r0, pc.S, pc.E, pc.scale);
-    STORE_ROWS(acc2, pc.dst2, F_TM_DST2, r0, pc.S, pc.Ev, 1.0);
+    STORE_ROWS(acc1, pc.dst, ATTENTION_TM_DST, r0, pc.S, pc.E, pc.scale);
+    STORE_ROWS(acc2, pc.dst2, ATTENTION_TM_DST2, r0, pc.S, pc.Ev, 1.0);
   } else {
-    STORE_ROWS(acc1, pc.dst, F_TM_DST, r0, pc.L, pc.E, pc.scale);
+    STORE_ROWS(acc1, pc.dst, ATTENTION_TM_DST, r0, pc.L, pc.E, pc.scale);
   }
 }

@@ -1,5 +1,5 @@
-// Shared by the attention kernels (attention_forward.comp, attention.comp): the push
-// constants of ops/attention.cpp and the operand addressing.
+// Shared by the attention kernels (attention_forward.comp, attention_backward.comp):
+// the push constants (attention_push.h) and the operand addressing.
 //
 // Operands are in the storage dtype, each either contiguous [B, H, rows, dim] or
 // token-major (a flag bit each): row r of head h at (b * rows + r) * R + h * dim with
@@ -9,37 +9,19 @@
 // optional additive bias is read through (b, h, i, j) element strides, so a broadcast
 // mask is never expanded.
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t q, k, v;
-  uint64_t g;      // backward: grad of the output
-  uint64_t lse;    // forward: written; backward: read
-  uint64_t delta;  // backward
-  uint64_t bias;   // 0: none
-  uint64_t dst;    // forward: o; key/value grads: dk; query grad: dq
-  uint64_t dst2;   // key/value grads: dv
-  uint bs_b, bs_h, bs_i, bs_j;  // bias element strides
-  uint H, L, S, E, Ev;
-  uint flags;  // F_CAUSAL, F_BIAS, F_TM_*
-  float scale;
-  uint tm_mult;  // row-stride multiples of token-major q, k, v, dO: a byte each
-} pc;
+#include "attention_push.h"
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
-#define F_CAUSAL 1u  // key j > query i masked
-#define F_BIAS 2u
-#define F_TM_Q 4u
-#define F_TM_K 8u
-#define F_TM_V 16u
-#define F_TM_G 32u
-#define F_TM_DST 64u
-#define F_TM_DST2 128u
 
 // Element offset of row `row` (of `rows`) of head bh in an operand `n` wide.
 uint row_offset(uint tm_flag, uint bh, uint row, uint rows, uint n) {
   if ((pc.flags & tm_flag) == 0u) return (bh * rows + row) * n;
   uint b = bh / pc.H, h = bh % pc.H;
-  uint shift = tm_flag == F_TM_Q ? 0u : tm_flag == F_TM_K ? 8u : tm_flag == F_TM_V ? 16u
-             : tm_flag == F_TM_G ? 24u : 32u;
+  uint shift = tm_flag == ATTENTION_TM_Q ? 0u
+             : tm_flag == ATTENTION_TM_K ? 8u
+             : tm_flag == ATTENTION_TM_V ? 16u
+             : tm_flag == ATTENTION_TM_G ? 24u
+                                         : 32u;
   uint m = shift < 32u ? max((pc.tm_mult >> shift) & 255u, 1u) : 1u;
   return ((b * rows + row) * m * pc.H + h) * n;
 }

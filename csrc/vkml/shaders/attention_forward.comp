@@ -47,9 +47,9 @@ shared float red[BQ * NTX];  // a partial row maximum (then sum) per thread
 void main() {
   uint bh = gl_WorkGroupID.y, q0 = gl_WorkGroupID.x * BQ;
   uint t = gl_LocalInvocationID.x, tx = t % NTX, ty = t / NTX;
-  bool causal = (pc.flags & F_CAUSAL) != 0u, has_bias = (pc.flags & F_BIAS) != 0u;
+  bool causal = (pc.flags & ATTENTION_CAUSAL) != 0u, has_bias = (pc.flags & ATTENTION_BIAS) != 0u;
 
-  LOAD_TILE(Qs, QS, BQ, pc.q, F_TM_Q, bh, q0, pc.L, pc.E);
+  LOAD_TILE(Qs, QS, BQ, pc.q, ATTENTION_TM_Q, bh, q0, pc.L, pc.E);
   float m[TM], l[TM];  // running row maximum, and this thread's share of the row sum
   vec4 o[TM * DQ];
   [[unroll]] for (uint i = 0u; i < TM; ++i) {
@@ -62,8 +62,8 @@ void main() {
   uint kend = causal ? min(pc.S, q0 + BQ) : pc.S;
   for (uint k0 = 0u; k0 < kend; k0 += BKV) {
     barrier();  // the previous tile's readers of Ks, Vs and Ps are done
-    LOAD_TILE(Ks, QS, BKV, pc.k, F_TM_K, bh, k0, pc.S, pc.E);
-    LOAD_TILE(Vs, E4, BKV, pc.v, F_TM_V, bh, k0, pc.S, pc.Ev);
+    LOAD_TILE(Ks, QS, BKV, pc.k, ATTENTION_TM_K, bh, k0, pc.S, pc.E);
+    LOAD_TILE(Vs, E4, BKV, pc.v, ATTENTION_TM_V, bh, k0, pc.S, pc.Ev);
     barrier();
 
     float s[TM * TN];
@@ -144,7 +144,7 @@ void main() {
     [[unroll]] for (uint w = 0u; w < NTX; ++w) total += red[row * NTX + w];
     // A fully masked row has no probabilities: its output is 0, as with _safe_softmax.
     float inv = total > 0.0 ? 1.0 / total : 0.0;
-    uint base = row_offset(F_TM_DST, bh, qi, pc.L, pc.Ev);
+    uint base = row_offset(ATTENTION_TM_DST, bh, qi, pc.L, pc.Ev);
     [[unroll]] for (uint jj = 0u; jj < DQ; ++jj) {
       uint d = (jj * NTX + tx) * 4u;
       [[unroll]] for (uint w = 0u; w < 4u; ++w)

@@ -10,18 +10,10 @@
 #include "common.glsl"
 #include "float_store.glsl"
 
-const uint WG = 256;
+#include "bilinear_push.h"
+
+const uint WG = BILINEAR_WG;
 layout(local_size_x = WG) in;
-
-
-layout(push_constant, scalar) uniform PC {
-  uint64_t src;  // forward: input; bwd: grad_out (float32)
-  uint64_t dst;  // forward: output; bwd: grad_in (float32, zeroed)
-  uint ih, iw, oh, ow;
-  float scale_h, scale_w;
-  uint align_corners;
-  uint numel;  // planes * oh * ow
-} pc;
 
 // Source index pair and the weight of the second along one dim.
 void source(uint o, uint in_size, float scale, out uint i0, out uint i1, out float l1) {

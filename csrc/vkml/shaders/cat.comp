@@ -10,26 +10,12 @@
 #include "common.glsl"
 #include "elem_bytes.glsl"
 
-const uint WG = 256;
+#include "cat_push.h"
+
+const uint WG = CAT_WG;
 layout(local_size_x = WG) in;
 
-struct Entry {
-  uint64_t address;
-  int start;
-  int size;
-  int stride[3];  // outer, dim, inner
-  int pad;
-};
-layout(buffer_reference, scalar, buffer_reference_align = 8) readonly buffer Table { Entry e[]; };
-
-layout(push_constant, scalar) uniform PC {
-  uint64_t dst;
-  uint64_t table;
-  uint count;   // entries, sorted by start
-  uint total;   // output size along the cat dim
-  uint inner;
-  uint numel;
-} pc;
+layout(buffer_reference, scalar, buffer_reference_align = 8) readonly buffer Table { CatEntry e[]; };
 
 void main() {
   uint t = linear_id();
@@ -44,7 +30,7 @@ void main() {
     uint mid = (lo + hi + 1) >> 1;
     if (tab.e[mid].start <= pos) lo = mid; else hi = mid - 1;
   }
-  Entry e = tab.e[lo];
+  CatEntry e = tab.e[lo];
   int off = o * e.stride[0] + (pos - e.start) * e.stride[1] + int(i) * e.stride[2];
   EBUF(pc.dst).v[t] = EBUF(e.address).v[off];
 }

@@ -11,8 +11,6 @@
 //! variant x64 -DW64
 #include "common.glsl"
 
-const uint WG = 256;
-layout(local_size_x = WG) in;
 layout(constant_id = 0) const int MODE = 0;
 
 #if defined(W8)
@@ -25,15 +23,10 @@ layout(constant_id = 0) const int MODE = 0;
 #define BUF BufI64
 #endif
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t prefix;
-  uint64_t src;
-  uint64_t dst;
-  uint n;
-  int ndim;
-  uint limit;     // mode 2: elements available in src; later selections are skipped
-  int size[12];   // mode 0: the input's sizes, outermost first
-} pc;
+#include "compact_push.h"
+
+const uint WG = COMPACT_WG;
+layout(local_size_x = WG) in;
 
 void main() {
   uint i = linear_id();
@@ -42,14 +35,14 @@ void main() {
   int before = i == 0u ? 0 : BufI32(pc.prefix).v[i - 1u];
   if (p == before) return;
   uint slot = uint(p - 1);
-  if (MODE == 0) {
+  if (MODE == COMPACT_COORDINATES) {
     uint r = i;
     for (int d = pc.ndim - 1; d >= 0; --d) {
       uint sz = uint(pc.size[d]);
       BufI64(pc.dst).v[slot * uint(pc.ndim) + uint(d)] = int64_t(r % sz);
       r /= sz;
     }
-  } else if (MODE == 1) {
+  } else if (MODE == COMPACT_SELECT) {
     BUF(pc.dst).v[slot] = BUF(pc.src).v[i];
   } else if (slot < pc.limit) {
     BUF(pc.dst).v[i] = BUF(pc.src).v[slot];

@@ -25,12 +25,7 @@ layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const uint WG = 64;
 layout(constant_id = 2) const uint TILE = 8;
 
-
-layout(push_constant, scalar) uniform PC {
-  uint64_t p0, p1, p2, dst;
-  uint n, groups, ci, co;
-  ivec3 isz, osz, ksz, str, pad, dil;
-} pc;
+#include "conv_push.h"
 
 float ld(uint64_t p, uint off) { return LD(p, off); }
 

@@ -15,9 +15,9 @@
 // GPUs, 4 x 4 per thread, in K steps of 16; or 128 with 256, 8 x 8 per thread, in K
 // steps of 8); fp32 accumulation. A thread's rows (and columns) are groups of four, NT groups apart.
 // Split-K (weight grad, whose K = N x positions is long while C is small): with
-// F_PARTIAL the grid repeats the tiles once per K slice and each workgroup writes raw
+// CONV_PARTIAL the grid repeats the tiles once per K slice and each workgroup writes raw
 // fp32 sums to scratch [splits][Co x Ci/g x kvol] at dst; a second dispatch with
-// F_SUM runs a thread per output, adding the slices in order (deterministic) from
+// CONV_SUM runs a thread per output, adding the slices in order (deterministic) from
 // scratch at p0 into dst.
 // The gathers' row indices advance as mixed-radix digits (Digits), so the K loop has
 // no integer division (strided data grads aside).
@@ -39,16 +39,8 @@ layout(constant_id = 3) const uint TT = 4;   // 4 or 8
 layout(constant_id = 4) const uint TK = 16;  // K step: 16, or 8 for the 128 tile
 const uint TM = BM, TN = BM, NT = BM / TT;
 const uint TQ = TT / 4;  // groups of four rows (columns) per thread
-#define F_PARTIAL 1u
-#define F_SUM 2u
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t p0, p1, p2, dst;
-  uint n, groups, ci, co;
-  ivec3 isz, osz, ksz, str, pad, dil;
-  uint splits;
-  uint flags;
-} pc;
+#include "conv_push.h"
 
 float ld(uint64_t p, uint off) { return LD(p, off); }
 
@@ -274,7 +266,7 @@ void main() {
   uint K = MODE == 0 ? cig * kvol : MODE == 1 ? cog * kvol : pc.n * ospat;
   uint wid = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   uint total = pc.co * cig * kvol;  // weight-grad outputs
-  if ((pc.flags & F_SUM) != 0u) {
+  if ((pc.flags & CONV_SUM) != 0u) {
     uint idx = wid * WG + gl_LocalInvocationID.x;
     if (idx >= total) return;
     BufF32 parts = BufF32(pc.p0);
@@ -285,7 +277,7 @@ void main() {
   }
   uint mt = (M + TM - 1) / TM, nt = (N + TN - 1) / TN;
   uint per_slice = pc.groups * mt * nt;
-  bool partial = (pc.flags & F_PARTIAL) != 0u;
+  bool partial = (pc.flags & CONV_PARTIAL) != 0u;
   // A slice is a K slice (split-K) or a phase (mode 3).
   uint slices = partial ? pc.splits : MODE == 3 ? uint(pc.str.x * pc.str.y * pc.str.z) : 1u;
   if (wid >= per_slice * slices) return;  // uniform across the workgroup

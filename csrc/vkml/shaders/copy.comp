@@ -14,20 +14,10 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { dou
 #define FT float
 #endif
 
-const uint WG = 256;
-layout(local_size_x = WG) in;
+#include "copy_push.h"
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t dst;
-  uint64_t src;
-  int size[6];        // innermost first
-  int dst_stride[6];
-  int src_stride[6];
-  uint numel;
-  int ndim;
-  int dst_dtype;
-  int src_dtype;
-} pc;
+const uint WG = COPY_WG;
+layout(local_size_x = WG) in;
 
 bool is_float_code(int t) { return t == DT_F32 || t == DT_F16 || t == DT_BF16 || t == DT_F64; }
 

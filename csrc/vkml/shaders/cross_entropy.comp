@@ -29,36 +29,15 @@ layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const uint WG = 256;
 
-#define RED_NONE 0
-#define RED_MEAN 1
-#define F_WEIGHT 1u
-#define F_WEIGHT_SUM 2u  // label smoothing with a weight: W is at weight_sum
 #define NAN_F uintBitsToFloat(0x7fc00000u)
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t scores;
-  uint64_t target;
-  uint64_t weight;
-  uint64_t weight_sum;  // fp32 scalar
-  uint64_t lse;         // fp32 [n]
-  uint64_t rows;        // fp32 [n] row losses (reduction mean or sum)
-  uint64_t dst;         // forward: [n] or one element; backward: grad_output, likewise
-  uint64_t total;       // fp32 scalar: the counted weight (written by 1, read by 2)
-  uint64_t grad_input;
-  int64_t ignore_index;
-  uint n;
-  uint c;
-  int reduction;
-  uint flags;
-  float smoothing;
-  uint64_t errors;  // the device error record: a target out of range is noted there
-} pc;
+#include "cross_entropy_push.h"
 
-float weight_of(uint j) { return (pc.flags & F_WEIGHT) != 0u ? LD(pc.weight, j) : 1.0; }
+float weight_of(uint j) { return (pc.flags & CROSS_ENTROPY_WEIGHT) != 0u ? LD(pc.weight, j) : 1.0; }
 
 float weight_total() {
-  return (pc.flags & F_WEIGHT_SUM) != 0u ? BufF32(pc.weight_sum).v[0] : float(pc.c);
+  return (pc.flags & CROSS_ENTROPY_WEIGHT_SUM) != 0u ? BufF32(pc.weight_sum).v[0] : float(pc.c);
 }
 
 // The weight of a counted row's target: NaN for a target out of range.
@@ -138,7 +117,7 @@ void rows_forward() {
     loss = (1.0 - pc.smoothing) * wt * (lse - xt);
     if (smoothed) loss += pc.smoothing / float(pc.c) * (weight_total() * lse - s_x[0]);
   }
-  if (pc.reduction == RED_NONE) {
+  if (pc.reduction == LOSS_REDUCTION_NONE) {
     STORE(pc.dst, row, loss);
   } else {
     BufF32(pc.rows).v[row] = loss;
@@ -166,7 +145,7 @@ void reduce_rows() {
   if (tid != 0) return;
   tw = s_x[0];
   loss = s_s[0];
-  if (pc.reduction == RED_MEAN) loss = divide(loss, tw);
+  if (pc.reduction == LOSS_REDUCTION_MEAN) loss = divide(loss, tw);
   BufF32(pc.total).v[0] = tw;
   STORE(pc.dst, 0u, loss);
 }
@@ -180,8 +159,8 @@ void backward() {
     for (uint j = gl_LocalInvocationID.x; j < pc.c; j += WG) STORE(pc.grad_input, base + j, 0.0);
     return;
   }
-  float g = LD(pc.dst, pc.reduction == RED_NONE ? row : 0u);
-  if (pc.reduction == RED_MEAN) g = divide(g, BufF32(pc.total).v[0]);
+  float g = LD(pc.dst, pc.reduction == LOSS_REDUCTION_NONE ? row : 0u);
+  if (pc.reduction == LOSS_REDUCTION_MEAN) g = divide(g, BufF32(pc.total).v[0]);
   float lse = BufF32(pc.lse).v[row];
   // d loss / d x[j] = a p[j] - b[j]: a sums both terms' p coefficients.
   float wt = target_weight(t) * (1.0 - pc.smoothing);
@@ -196,9 +175,9 @@ void backward() {
 }
 
 void main() {
-  if (MODE == 0) {
+  if (MODE == CROSS_ENTROPY_ROWS) {
     rows_forward();
-  } else if (MODE == 1) {
+  } else if (MODE == CROSS_ENTROPY_REDUCE) {
     reduce_rows();
   } else {
     backward();

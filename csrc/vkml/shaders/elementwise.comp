@@ -30,8 +30,9 @@
 #include "common.glsl"
 #include "op_codes.h"
 #include "device_error.glsl"
+#include "elementwise_push.h"
 
-const uint WG = 256;
+const uint WG = ELEMENTWISE_WG;
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const int OP = 0;
 
@@ -70,32 +71,13 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { dou
 #define INT_BITS 8
 #endif
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t ptr[4];    // out, in0, in1, in2
-  int size[3];        // innermost first
-  int ndim;
-  int stride[4][3];   // element strides per operand
-  uint numel;
-  uint flags;
-  uint64_t s[3];      // scalars: in0/in1/in2 by value, or op parameters
-} pc;
-
 #ifdef TABLE
 // The *_table variants run multi-tensor ops (see ops/elementwise_batch.h):
-// ptr[0] is a table of these, one per contiguous tensor set, numel the record
+// ptr[0] is a table of TableRecords, one per contiguous tensor set, numel the record
 // count and size[0] the workgroups of all records. Each record's workgroups
-// are consecutive; every thread takes four elements. Mirrors `Record` in
-// elementwise_batch.cpp. Operands come from the record (OPERAND, SLOT); the
-// other variants read the push constants directly, which keeps them fast on
-// drivers that would not fold the copy.
-struct TableRecord {
-  uint64_t ptr[4];
-  uint64_t s[3];
-  uint first_group;
-  uint numel;
-  uint splat;  // bit k: input k is one element, read for every output
-  uint aligned4;  // the non-splat operands are 4-element aligned
-};
+// are consecutive; every thread takes four elements. Operands come from the record
+// (OPERAND, SLOT); the other variants read the push constants directly, which keeps
+// them fast on drivers that would not fold the copy.
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Table { TableRecord r[]; };
 
 uint64_t g_ptr[4];

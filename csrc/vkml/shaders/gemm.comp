@@ -12,9 +12,9 @@
 // (x, spilling into y), so no grid dimension limit applies.
 //
 // Split-K (float variants, for outputs too small to fill the GPU): with
-// F_SPLIT the grid repeats the tiles once per K slice and each workgroup writes
+// GEMM_SPLIT the grid repeats the tiles once per K slice and each workgroup writes
 // its raw fp32 partial sums to scratch [splits][batch][m][n] at pc.c; a second
-// dispatch of the same pipeline with F_SPLIT_SUM then runs a thread per output,
+// dispatch of the same pipeline with GEMM_SPLIT_SUM then runs a thread per output,
 // adding the slices in order (deterministic) and applying alpha, beta and the
 // bias on the way to C. That pass finds the scratch at pc.a.
 //
@@ -82,29 +82,7 @@ const uint NTY = BM / TM;  // threads along m
 #define SCALAR(x) (x)
 #endif
 
-#define F_BIAS 1u      // beta != 0 and a bias is given
-#define F_A_MFAST 2u   // A is contiguous along m: load the tile m-fastest
-#define F_B_KFAST 4u   // B is contiguous along k: load the tile k-fastest
-#define F_SPLIT 8u     // partial sums of one K slice per workgroup (see above)
-#define F_SPLIT_SUM 16u
-#define F_A_VEC 32u    // float variants: A's fast side has stride 1 and aligned quads
-#define F_B_VEC 64u
-
-layout(push_constant, scalar) uniform PC {
-  uint64_t a;
-  uint64_t b;
-  uint64_t c;
-  uint64_t bias;
-  int64_t a_batch;
-  int64_t b_batch;
-  int64_t c_batch;
-  int64_t bias_batch;
-  int a_row, a_col, b_row, b_col, c_row, c_col, bias_row, bias_col;
-  uint m, n, k, batch;
-  float alpha, beta;
-  uint flags;
-  uint splits;  // K slices (F_SPLIT, F_SPLIT_SUM)
-} pc;
+#include "gemm_push.h"
 
 // The staged slices, [k][m] and [k][n]. Float variants keep them as vec4s and each
 // thread owns TM / 4 groups of four consecutive rows (and TN / 4 of columns), so one
@@ -137,7 +115,7 @@ shared ACC Bs[2 * BK * BS];
 
 void store_c(uint bi, uint gi, uint gj, ACC v) {
   BUF C = BUF(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * ESIZE);
-  if ((pc.flags & F_BIAS) != 0u) {
+  if ((pc.flags & GEMM_BIAS) != 0u) {
     BUF Bias = BUF(pc.bias + uint64_t(bi) * uint64_t(pc.bias_batch) * ESIZE);
     v += SCALAR(pc.beta) * LOADV(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]);
   }
@@ -170,7 +148,7 @@ vec4 QUAD(u16vec4 q) {
 // Staging runs in two halves so that one K step's global loads are in flight while
 // the previous step multiplies: fetch_a() loads this thread's elements of the next A
 // tile (A[row0 .. row0+BM) x [k0 .. k0+BK), zero outside m and k_end) into g_a, and
-// put_a(st) stores them into stage st of As; B likewise. With F_A_VEC (float variants) a thread
+// put_a(st) stores them into stage st of As; B likewise. With GEMM_A_VEC (float variants) a thread
 // moves four elements along A's contiguous side with one load, element-wise where the
 // quad crosses an edge; g_a then holds AE / 4 quads.
 const uint AE = BM * BK / WG;  // elements per thread of a tile (a multiple of 4)
@@ -180,10 +158,10 @@ ACC g_b[BE];
 
 void fetch_a(uint64_t base, uint row0, uint k0, uint k_end, bool full) {
   BUF A = BUF(base);
-  bool mfast = (pc.flags & F_A_MFAST) != 0u;
+  bool mfast = (pc.flags & GEMM_A_MFAST) != 0u;
   uint tid = gl_LocalInvocationID.x;
 #if !defined(ELEM)
-  if ((pc.flags & F_A_VEC) != 0u) {
+  if ((pc.flags & GEMM_A_VEC) != 0u) {
     uint di = mfast ? 1u : 0u, dk = 1u - di;
     [[unroll]] for (uint t = 0u; t < AE / 4u; ++t) {
       uint q = tid + t * WG;
@@ -217,10 +195,10 @@ void fetch_a(uint64_t base, uint row0, uint k0, uint k_end, bool full) {
 }
 
 void put_a(uint st) {
-  bool mfast = (pc.flags & F_A_MFAST) != 0u;
+  bool mfast = (pc.flags & GEMM_A_MFAST) != 0u;
   uint tid = gl_LocalInvocationID.x;
 #if !defined(ELEM)
-  if ((pc.flags & F_A_VEC) != 0u) {
+  if ((pc.flags & GEMM_A_VEC) != 0u) {
     uint di = mfast ? 1u : 0u, dk = 1u - di;
     [[unroll]] for (uint t = 0u; t < AE / 4u; ++t) {
       uint q = tid + t * WG;
@@ -244,10 +222,10 @@ void put_a(uint st) {
 
 void fetch_b(uint64_t base, uint col0, uint k0, uint k_end, bool full) {
   BUF B = BUF(base);
-  bool kfast = (pc.flags & F_B_KFAST) != 0u;
+  bool kfast = (pc.flags & GEMM_B_KFAST) != 0u;
   uint tid = gl_LocalInvocationID.x;
 #if !defined(ELEM)
-  if ((pc.flags & F_B_VEC) != 0u) {
+  if ((pc.flags & GEMM_B_VEC) != 0u) {
     uint dk = kfast ? 1u : 0u, dj = 1u - dk;
     [[unroll]] for (uint t = 0u; t < BE / 4u; ++t) {
       uint q = tid + t * WG;
@@ -281,10 +259,10 @@ void fetch_b(uint64_t base, uint col0, uint k0, uint k_end, bool full) {
 }
 
 void put_b(uint st) {
-  bool kfast = (pc.flags & F_B_KFAST) != 0u;
+  bool kfast = (pc.flags & GEMM_B_KFAST) != 0u;
   uint tid = gl_LocalInvocationID.x;
 #if !defined(ELEM)
-  if ((pc.flags & F_B_VEC) != 0u) {
+  if ((pc.flags & GEMM_B_VEC) != 0u) {
     uint dk = kfast ? 1u : 0u, dj = 1u - dk;
     [[unroll]] for (uint t = 0u; t < BE / 4u; ++t) {
       uint q = tid + t * WG;
@@ -332,7 +310,7 @@ void sum_slices(uint group) {
 void main() {
   uint tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
 #if !defined(ELEM)
-  if ((pc.flags & F_SPLIT_SUM) != 0u) {
+  if ((pc.flags & GEMM_SPLIT_SUM) != 0u) {
     sum_slices(tile);
     return;
   }
@@ -340,7 +318,7 @@ void main() {
   uint tiles_n = (pc.n + BN - 1) / BN;
   uint tiles_m = (pc.m + BM - 1) / BM;
   uint per_slice = tiles_n * tiles_m * pc.batch;
-  bool split = (pc.flags & F_SPLIT) != 0u;
+  bool split = (pc.flags & GEMM_SPLIT) != 0u;
   uint slices = split ? pc.splits : 1u;
   if (tile >= per_slice * slices) return;  // uniform across the workgroup
   uint slice = tile / per_slice;

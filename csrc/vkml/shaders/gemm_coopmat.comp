@@ -1,14 +1,14 @@
 #version 450
 // fp16 and bf16 GEMM on the GPU's matrix units (VK_KHR_cooperative_matrix)
 // with fp32 accumulation. Operands, strides, alpha, beta, the bias, split-K partials and
-// the push constants are those of gemm.comp, whose F_SPLIT_SUM pass also adds
+// the push constants are those of gemm.comp, whose GEMM_SPLIT_SUM pass also adds
 // up this kernel's partial sums.
 //
 // A workgroup computes a BM x BN tile of C with WARPS_M x WARPS_N subgroups;
 // each subgroup owns a WM x WN block of it, held as FM x FN accumulator
 // fragments of MM x MN. K advances BK at a time: all threads stage the A and B
 // tiles in shared memory as 16-bit values (bf16 as bits), four elements per load where
-// the operand is contiguous along the tile's fast side (F_A_VEC, F_B_VEC;
+// the operand is contiguous along the tile's fast side (GEMM_A_VEC, GEMM_B_VEC;
 // element-wise at the edges), the next step's loads in flight while each
 // subgroup multiplies its fragments MK deep, in two shared-memory stages. Results
 // pass through a shared staging fragment per subgroup, so that alpha, beta,
@@ -68,8 +68,8 @@ const uint FN = WN / MN;
 // 16-byte aligned rows, and the padding moves successive rows to other banks.
 // An operand is staged with its contiguous side along the stage's rows, so that each
 // quad it loads is one store: A as [m][k] (AST apart) or, when it is contiguous along m
-// (F_A_MFAST), as [k][m] (ATS apart); B as [k][n] (BST) or, contiguous along k
-// (F_B_KFAST: x @ w^T in a linear layer), as [n][k] (BTS). The fragment loads then read
+// (GEMM_A_MFAST), as [k][m] (ATS apart); B as [k][n] (BST) or, contiguous along k
+// (GEMM_B_KFAST: x @ w^T in a linear layer), as [n][k] (BTS). The fragment loads then read
 // the second forms column-major.
 const uint AST = BK + 8, ATS = BM + 8;
 const uint BST = BN + 8, BTS = BK + 8;
@@ -97,50 +97,29 @@ const uint A_STAGE = BM * AST, B_STAGE = BN * BTS;
 // otherwise outnumber the matrix-unit instructions. Strides and fragment offsets are
 // multiples of four elements, so coopMatLoad reads the quads directly (its element and
 // stride count quads).
-shared ELEM4 As[2 * A_STAGE / 4u];  // [stage][m][k], or [stage][k][m] (F_A_MFAST)
-shared ELEM4 Bs[2 * B_STAGE / 4u];  // [stage][k][n], or [stage][n][k] (F_B_KFAST)
+shared ELEM4 As[2 * A_STAGE / 4u];  // [stage][m][k], or [stage][k][m] (GEMM_A_MFAST)
+shared ELEM4 Bs[2 * B_STAGE / 4u];  // [stage][k][n], or [stage][n][k] (GEMM_B_KFAST)
 #define staged(ARR, IDX) ARR[(IDX) / 4u][(IDX) % 4u]  // one element
 shared float Cs[WARPS * MM * CST];
-
-#define F_BIAS 1u
-#define F_A_MFAST 2u
-#define F_B_KFAST 4u
-#define F_SPLIT 8u
-#define F_A_VEC 32u  // A's fast side has stride 1 and quads are 8-byte aligned
-#define F_B_VEC 64u
 
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF16x4 { f16vec4 v[]; };
 #if defined(BF16)
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufU16x4 { u16vec4 v[]; };
 #endif
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t a;
-  uint64_t b;
-  uint64_t c;
-  uint64_t bias;
-  int64_t a_batch;
-  int64_t b_batch;
-  int64_t c_batch;
-  int64_t bias_batch;
-  int a_row, a_col, b_row, b_col, c_row, c_col, bias_row, bias_col;
-  uint m, n, k, batch;
-  float alpha, beta;
-  uint flags;
-  uint splits;
-} pc;
+#include "gemm_push.h"
 
 void store_c(uint bi, uint gi, uint gj, float v) {
 #ifdef BF16
   BufU16 C = BufU16(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * 2u);
-  if ((pc.flags & F_BIAS) != 0u) {
+  if ((pc.flags & GEMM_BIAS) != 0u) {
     BufU16 Bias = BufU16(pc.bias + uint64_t(bi) * uint64_t(pc.bias_batch) * 2u);
     v += pc.beta * bf16_to_f32(uint(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]));
   }
   C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = uint16_t(f32_to_bf16(v));
 #else
   BufF16 C = BufF16(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * 2u);
-  if ((pc.flags & F_BIAS) != 0u) {
+  if ((pc.flags & GEMM_BIAS) != 0u) {
     BufF16 Bias = BufF16(pc.bias + uint64_t(bi) * uint64_t(pc.bias_batch) * 2u);
     v += pc.beta * float(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]);
   }
@@ -161,8 +140,8 @@ ELEM4 g_b[BQ];
 void fetch_a(uint bi, uint row0, uint k0, uint k_end) {
   uint64_t base = pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * 2u;
   BufE A = BufE(base);
-  bool mfast = (pc.flags & F_A_MFAST) != 0u;
-  bool vec = (pc.flags & F_A_VEC) != 0u;
+  bool mfast = (pc.flags & GEMM_A_MFAST) != 0u;
+  bool vec = (pc.flags & GEMM_A_VEC) != 0u;
   uint di = mfast ? 1u : 0u, dk = 1u - di;
   [[unroll]] for (uint t = 0u; t < AQ; ++t) {
     uint q = gl_LocalInvocationID.x + t * WG;
@@ -184,7 +163,7 @@ void fetch_a(uint bi, uint row0, uint k0, uint k_end) {
 }
 
 void put_a(uint st) {
-  bool mfast = (pc.flags & F_A_MFAST) != 0u;
+  bool mfast = (pc.flags & GEMM_A_MFAST) != 0u;
   [[unroll]] for (uint t = 0u; t < AQ; ++t) {
     uint q = gl_LocalInvocationID.x + t * WG;
     uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
@@ -196,8 +175,8 @@ void put_a(uint st) {
 void fetch_b(uint bi, uint col0, uint k0, uint k_end) {
   uint64_t base = pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * 2u;
   BufE B = BufE(base);
-  bool kfast = (pc.flags & F_B_KFAST) != 0u;
-  bool vec = (pc.flags & F_B_VEC) != 0u;
+  bool kfast = (pc.flags & GEMM_B_KFAST) != 0u;
+  bool vec = (pc.flags & GEMM_B_VEC) != 0u;
   uint dk = kfast ? 1u : 0u, dj = 1u - dk;
   [[unroll]] for (uint t = 0u; t < BQ; ++t) {
     uint q = gl_LocalInvocationID.x + t * WG;
@@ -219,7 +198,7 @@ void fetch_b(uint bi, uint col0, uint k0, uint k_end) {
 }
 
 void put_b(uint st) {
-  bool kfast = (pc.flags & F_B_KFAST) != 0u;
+  bool kfast = (pc.flags & GEMM_B_KFAST) != 0u;
   [[unroll]] for (uint t = 0u; t < BQ; ++t) {
     uint q = gl_LocalInvocationID.x + t * WG;
     uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
@@ -233,7 +212,7 @@ void main() {
   uint tiles_n = (pc.n + BN - 1u) / BN;
   uint tiles_m = (pc.m + BM - 1u) / BM;
   uint per_slice = tiles_n * tiles_m * pc.batch;
-  bool split = (pc.flags & F_SPLIT) != 0u;
+  bool split = (pc.flags & GEMM_SPLIT) != 0u;
   uint slices = split ? pc.splits : 1u;
   if (tile >= per_slice * slices) return;  // uniform across the workgroup
   // A driver running other subgroup sizes than this pipeline was made for
@@ -250,7 +229,7 @@ void main() {
   uint bi = rest / tiles_m;
   uint row0 = tm * BM, col0 = tn * BN;
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-  bool mfast = (pc.flags & F_A_MFAST) != 0u, kfast = (pc.flags & F_B_KFAST) != 0u;
+  bool mfast = (pc.flags & GEMM_A_MFAST) != 0u, kfast = (pc.flags & GEMM_B_KFAST) != 0u;
   uint wm0 = warp % WARPS_M * WM, wn0 = warp / WARPS_M * WN;
 
 #ifdef EMULATED

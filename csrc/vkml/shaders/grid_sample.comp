@@ -11,30 +11,10 @@
 //! variant bwd -DBWD
 #include "common.glsl"
 
-const uint WG = 128;
+#include "grid_sample_push.h"
+
+const uint WG = GRID_SAMPLE_WG;
 layout(local_size_x = WG) in;
-
-#define I_BILINEAR 0
-#define I_NEAREST 1
-#define I_BICUBIC 2
-#define P_ZEROS 0
-#define P_BORDER 1
-#define P_REFLECTION 2
-#define F_GRAD_INPUT 1u
-#define F_GRAD_GRID 2u
-
-layout(push_constant, scalar) uniform PC {
-  uint64_t src;         // input
-  uint64_t grid;
-  uint64_t dst;         // forward: output; bwd: grad_output
-  uint64_t grad_input;  // bwd, zeroed
-  uint64_t grad_grid;   // bwd
-  uint n, c, id, ih, iw, od, oh, ow;
-  int mode, padding;
-  uint align_corners;
-  uint dims;  // 2 or 3
-  uint flags;
-} pc;
 
 bool align() { return pc.align_corners != 0u; }
 
@@ -83,9 +63,9 @@ float reflect_coord(float x, int twice_low, int twice_high, inout float g) {
 
 // Padding applied to a pixel coordinate (gradient factor into g).
 float pad_coord(float x, int size, inout float g) {
-  if (pc.padding == P_BORDER) {
+  if (pc.padding == GRID_SAMPLE_BORDER) {
     x = clip(x, size, g);
-  } else if (pc.padding == P_REFLECTION) {
+  } else if (pc.padding == GRID_SAMPLE_REFLECTION) {
     x = align() ? reflect_coord(x, 0, 2 * (size - 1), g) : reflect_coord(x, -1, 2 * size - 1, g);
     x = clip(x, size, g);
   }
@@ -156,7 +136,7 @@ void main() {
   float ix = unnormalize(grid.v[g0], int(pc.iw), mx);
   float iy = unnormalize(grid.v[g0 + 1u], int(pc.ih), my);
   float iz = pc.dims == 3u ? unnormalize(grid.v[g0 + 2u], int(pc.id), mz) : 0.0;
-  if (pc.mode == I_BICUBIC) {
+  if (pc.mode == GRID_SAMPLE_BICUBIC) {
     float fx = floor(ix), fy = floor(iy);
     float wx[4], wy[4], gx[4], gy[4];
     cubic_coeffs(ix - fx, wx);
@@ -179,7 +159,7 @@ void main() {
     mx *= px;
     my *= py;
     mz *= pz;
-    if (pc.mode == I_NEAREST) {
+    if (pc.mode == GRID_SAMPLE_NEAREST) {
       add_tap(int(roundEven(iz)), int(roundEven(iy)), int(roundEven(ix)), 1.0, 0.0, 0.0, 0.0);
     } else {
       float x0 = floor(ix), y0 = floor(iy), z0 = floor(iz);
@@ -208,8 +188,8 @@ void main() {
     for (int k = 0; k < ntaps; ++k) {
       if (t_off[k] < 0) continue;
       uint off = ib + uint(t_off[k]);
-      if ((pc.flags & F_GRAD_INPUT) != 0u && t_w[k] != 0.0) atomic_add(off, go * t_w[k]);
-      if ((pc.flags & F_GRAD_GRID) != 0u) {
+      if ((pc.flags & GRID_SAMPLE_GRAD_INPUT) != 0u && t_w[k] != 0.0) atomic_add(off, go * t_w[k]);
+      if ((pc.flags & GRID_SAMPLE_GRAD_GRID) != 0u) {
         float v = inp.v[off] * go;
         ggx += v * t_dx[k];
         ggy += v * t_dy[k];
@@ -217,7 +197,7 @@ void main() {
       }
     }
   }
-  if ((pc.flags & F_GRAD_GRID) != 0u) {
+  if ((pc.flags & GRID_SAMPLE_GRAD_GRID) != 0u) {
     BufF32 gg = BufF32(pc.grad_grid);
     gg.v[g0] = ggx * mx;
     gg.v[g0 + 1u] = ggy * my;

@@ -5,19 +5,12 @@
 // float atomics needed). Bins must be zeroed first.
 #include "common.glsl"
 
-const uint WG = 256;
-layout(local_size_x = WG) in;
 layout(constant_id = 0) const int MODE = 0;
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t src;
-  uint64_t weights;
-  uint64_t bins;
-  float lo;
-  float hi;
-  uint nbins;
-  uint numel;
-} pc;
+#include "histogram_push.h"
+
+const uint WG = HISTOGRAM_WG;
+layout(local_size_x = WG) in;
 
 void atomic_add_f32(uint off, float v) {
   BufU32 b = BufU32(pc.bins);

@@ -8,24 +8,17 @@
 #include "common.glsl"
 #include "float_store.glsl"
 
-const uint WG = 256;
-layout(local_size_x = WG) in;
 layout(constant_id = 0) const int MODE = 0;
 
+#include "im2col_push.h"
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t src;
-  uint64_t dst;
-  int H, W, kh, kw;
-  int ph, pw, sh, sw, dh, dw;
-  int oh, ow;  // column grid
-  uint numel;  // of dst
-} pc;
+const uint WG = IM2COL_WG;
+layout(local_size_x = WG) in;
 
 void main() {
   uint t = linear_id();
   if (t >= pc.numel) return;
-  if (MODE == 0) {
+  if (MODE == IM2COL_IM2COL) {
     uint L = uint(pc.oh * pc.ow);
     uint l = t % L;
     uint row = t / L;  // n * C * kh * kw + c * kh * kw + ki * kw + kj

@@ -7,7 +7,7 @@
 // scatter_add/reduce, index_add/copy/fill, index_put_ are scatters (the host
 // sets the strides so that p + idx * dim_stride addresses the right element).
 //
-// Indices outside [-dim_size, dim_size) (negatives only with F_WRAP) are never
+// Indices outside [-dim_size, dim_size) (negatives only with INDEX_WRAP) are never
 // dereferenced: a gather writes 0, a scatter skips them. The host validates
 // indices before launching, so this only keeps memory safe.
 //
@@ -31,23 +31,9 @@
 //! variant u8 -DST_U8
 #include "common.glsl"
 
-const uint WG = 256;
-layout(local_size_x = WG) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const int OP = 0;
 layout(constant_id = 2) const int SERIAL = 0;
-
-#define OP_ASSIGN 0
-#define OP_ADD 1
-#define OP_MUL 2
-#define OP_MAX 3
-#define OP_MIN 4
-
-#define F_HAS_SRC 1u
-#define F_WRAP 2u
-#define F_SKIP 4u
-#define F_IDX_I32 8u
-#define F_BOOL 16u
 
 #if defined(ST_F32)
 #define BUF BufF32
@@ -80,25 +66,14 @@ layout(constant_id = 2) const int SERIAL = 0;
 #else
 #define BUF BufU8
 #define V uint
-#define TO_ST(x) uint8_t(((pc.flags & F_BOOL) != 0u) ? uint((x) != 0u) : (x))
+#define TO_ST(x) uint8_t(((pc.flags & INDEX_BOOL) != 0u) ? uint((x) != 0u) : (x))
 #define SCALAR_V uint(pc.scalar)
 #endif
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t dst;
-  uint64_t src;
-  uint64_t idx;
-  int64_t scalar;  // the value when there is no src: float bits or an integer
-  int64_t skip;    // with F_SKIP: elements with this index value are left out
-  int size[4];
-  int dst_stride[4];
-  int src_stride[4];
-  int idx_stride[4];
-  uint numel;
-  int dim_stride;  // applied to the index value (src for gather, dst for scatter)
-  int dim_size;    // valid indices: [0, dim_size), and [-dim_size, 0) with F_WRAP
-  uint flags;
-} pc;
+#include "index_push.h"
+
+const uint WG = INDEX_WG;
+layout(local_size_x = WG) in;
 
 #ifdef ST_BF16
 V ld(uint64_t p, int off) { return bf16_to_f32(uint(BUF(p).v[off])); }
@@ -107,19 +82,19 @@ V ld(uint64_t p, int off) { return V(BUF(p).v[off]); }
 #endif
 
 V combine(V a, V b) {
-  if (OP == OP_ADD) return a + b;
-  if (OP == OP_MUL) return a * b;
+  if (OP == INDEX_ADD) return a + b;
+  if (OP == INDEX_MUL) return a * b;
 #ifdef IS_FLOAT
   if (isnan(a)) return a;
   if (isnan(b)) return b;
 #endif
-  if (OP == OP_MAX) return max(a, b);
-  if (OP == OP_MIN) return min(a, b);
+  if (OP == INDEX_MAX) return max(a, b);
+  if (OP == INDEX_MIN) return min(a, b);
   return b;
 }
 
 void reduce_into(int off, V v) {
-  if (OP == OP_ASSIGN) {
+  if (OP == INDEX_ASSIGN) {
     BUF(pc.dst).v[off] = TO_ST(v);
     return;
   }
@@ -149,11 +124,11 @@ void reduce_into(int off, V v) {
     old = prev;
   }
 #elif defined(ST_I32)
-  if (OP == OP_ADD) {
+  if (OP == INDEX_ADD) {
     atomicAdd(BufI32(pc.dst).v[off], v);
-  } else if (OP == OP_MAX) {
+  } else if (OP == INDEX_MAX) {
     atomicMax(BufI32(pc.dst).v[off], v);
-  } else if (OP == OP_MIN) {
+  } else if (OP == INDEX_MIN) {
     atomicMin(BufI32(pc.dst).v[off], v);
   } else {
     BufI32 w = BufI32(pc.dst);
@@ -187,26 +162,26 @@ void process(uint i) {
     s_off += c * pc.src_stride[d];
     i_off += c * pc.idx_stride[d];
   }
-  int64_t k = (pc.flags & F_IDX_I32) != 0u ? int64_t(BufI32(pc.idx).v[i_off])
+  int64_t k = (pc.flags & INDEX_IDX_I32) != 0u ? int64_t(BufI32(pc.idx).v[i_off])
                                            : BufI64(pc.idx).v[i_off];
-  if ((pc.flags & F_SKIP) != 0u && k == pc.skip) return;
-  if (k < 0 && (pc.flags & F_WRAP) != 0u) k += pc.dim_size;
+  if ((pc.flags & INDEX_SKIP) != 0u && k == pc.skip) return;
+  if (k < 0 && (pc.flags & INDEX_WRAP) != 0u) k += pc.dim_size;
   bool ok = k >= 0 && k < int64_t(pc.dim_size);
 #ifdef ST_BF16
-  if (MODE == 0) {
+  if (MODE == INDEX_GATHER) {
     BUF(pc.dst).v[d_off] = ok ? BUF(pc.src).v[s_off + int(k) * pc.dim_stride] : uint16_t(0);
     return;
   }
-  if (ok && OP == OP_ASSIGN && (pc.flags & F_HAS_SRC) != 0u) {
+  if (ok && OP == INDEX_ASSIGN && (pc.flags & INDEX_HAS_SRC) != 0u) {
     BUF(pc.dst).v[d_off + int(k) * pc.dim_stride] = BUF(pc.src).v[s_off];
     return;
   }
 #endif
-  if (MODE == 0) {
+  if (MODE == INDEX_GATHER) {
     V v = ok ? ld(pc.src, s_off + int(k) * pc.dim_stride) : V(0);
     BUF(pc.dst).v[d_off] = TO_ST(v);
   } else if (ok) {
-    V v = (pc.flags & F_HAS_SRC) != 0u ? ld(pc.src, s_off) : SCALAR_V;
+    V v = (pc.flags & INDEX_HAS_SRC) != 0u ? ld(pc.src, s_off) : SCALAR_V;
     reduce_into(d_off + int(k) * pc.dim_stride, v);
   }
 }

@@ -8,31 +8,17 @@
 //! variant bwd -DBWD
 #include "common.glsl"
 
-const uint WG = 256;
+#include "interp_push.h"
+
+const uint WG = INTERP_WG;
 layout(local_size_x = WG) in;
-
-#define M_LINEAR 0u
-#define M_CUBIC 1u
-#define M_AA_LINEAR 2u
-#define M_AA_CUBIC 3u
-
-layout(push_constant, scalar) uniform PC {
-  uint64_t src;  // forward: input; bwd: grad_out
-  uint64_t dst;  // forward: output; bwd: grad_in (zeroed)
-  uint in_size, out_size, inner;
-  float scale;    // source step per output step (area_pixel_compute_scale)
-  float support;  // antialiased modes: half-width of the filter in source pixels
-  uint mode;
-  uint align_corners;
-  uint numel;  // outer * out_size * inner
-} pc;
 
 float cubic1(float x, float a) { return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0; }
 float cubic2(float x, float a) { return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a; }
 
 float aa_filter(float x) {
   x = abs(x);
-  if (pc.mode == M_AA_LINEAR) return x < 1.0 ? 1.0 - x : 0.0;
+  if (pc.mode == INTERP_AA_LINEAR) return x < 1.0 ? 1.0 - x : 0.0;
   if (x < 1.0) return cubic1(x, -0.5);
   return x < 2.0 ? cubic2(x, -0.5) : 0.0;
 }
@@ -75,7 +61,7 @@ void main() {
 #endif
   bool align = pc.align_corners != 0u;
   uint last = pc.in_size - 1u;
-  if (pc.mode == M_LINEAR) {
+  if (pc.mode == INTERP_LINEAR) {
     float real = align ? pc.scale * float(o) : max(pc.scale * (float(o) + 0.5) - 0.5, 0.0);
     uint i0 = min(uint(real), last);
     float l1 = clamp(real - float(i0), 0.0, 1.0);
@@ -86,7 +72,7 @@ void main() {
     uint i1 = i0 + (i0 < last ? 1u : 0u);
     tap(i0, 1.0 - l1);
     tap(i1, l1);
-  } else if (pc.mode == M_CUBIC) {
+  } else if (pc.mode == INTERP_CUBIC) {
     float real = align ? pc.scale * float(o) : pc.scale * (float(o) + 0.5) - 0.5;
     int i0 = min(int(floor(real)), int(last));
     float x = clamp(real - float(i0), 0.0, 1.0);

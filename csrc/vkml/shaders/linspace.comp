@@ -8,9 +8,6 @@
 //! variant f64 -DST_F64
 #include "common.glsl"
 
-const uint WG = 256;
-layout(local_size_x = WG) in;
-
 #if defined(ST_F64)
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { double v[]; };
 #define BUF BufF64
@@ -20,14 +17,10 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { dou
 #define FT float
 #endif
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t dst;
-  FT start;  // in the variant's precision: the f32 variant needs no float64
-  FT end;
-  FT step;
-  uint n;
-  uint halfway;
-} pc;
+#include "linspace_push.h"
+
+const uint WG = LINSPACE_WG;
+layout(local_size_x = WG) in;
 
 void main() {
   uint i = linear_id();

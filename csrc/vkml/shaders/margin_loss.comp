@@ -9,25 +9,12 @@
 // the mean) and writes the whole grad_input row.
 #include "common.glsl"
 
-const uint WG = 64;
-layout(local_size_x = WG) in;
 layout(constant_id = 0) const int MODE = 0;
 
-#define F_WEIGHT 1u
+#include "margin_loss_push.h"
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t x;          // [n, c] float32
-  uint64_t target;     // int64: [n] (multi) or [n, c] (multilabel, -1 terminated)
-  uint64_t weight;     // [c] float32 (multi only), flag F_WEIGHT
-  uint64_t loss;       // forward: [n] float32
-  uint64_t grad_fac;   // backward: [n] float32
-  uint64_t grad_in;    // backward: [n, c] float32
-  uint64_t is_target;  // multilabel: [n, c] float32
-  uint n, c;
-  float margin;
-  uint p;  // multi: 1 or 2
-  uint flags;
-} pc;
+const uint WG = MARGIN_LOSS_WG;
+layout(local_size_x = WG) in;
 
 float xs(uint i) { return BufF32(pc.x).v[i]; }
 
@@ -39,7 +26,7 @@ void main() {
   if (MODE == 0 || MODE == 1) {
     uint y = uint(BufI64(pc.target).v[i]);
     float xy = xs(row + y);
-    float wy = (pc.flags & F_WEIGHT) != 0u ? BufF32(pc.weight).v[y] : 1.0;
+    float wy = (pc.flags & MARGIN_LOSS_WEIGHT) != 0u ? BufF32(pc.weight).v[y] : 1.0;
     float g = MODE == 1 ? BufF32(pc.grad_fac).v[i] * inv_c : 0.0;
     float sum = 0.0, gy = 0.0;
     for (uint j = 0u; j < pc.c; ++j) {

@@ -29,30 +29,12 @@ layout(constant_id = 1) const uint WG = 256;
 #define LDV(x) float(x)
 #endif
 
-#define RED_NONE 0
-#define RED_MEAN 1
-#define RED_SUM 2
-#define F_WEIGHT 1u
 #define NAN_F uintBitsToFloat(0x7fc00000u)
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t scores;
-  uint64_t target;
-  uint64_t weight;
-  uint64_t loss_out;      // forward
-  uint64_t total_weight;  // written by forward, read by backward (mean)
-  uint64_t grad_output;   // backward
-  uint64_t grad_input;    // backward
-  int64_t ignore_index;
-  uint n;
-  uint c;
-  int reduction;
-  uint flags;
-  uint64_t errors;  // the device error record: a target out of range is noted there
-} pc;
+#include "nll_loss_push.h"
 
 float weight_of(int64_t t) {
-  return (pc.flags & F_WEIGHT) != 0u ? LDV(BUF(pc.weight).v[uint(t)]) : 1.0;
+  return (pc.flags & NLL_LOSS_WEIGHT) != 0u ? LDV(BUF(pc.weight).v[uint(t)]) : 1.0;
 }
 
 shared float s_loss[WG];
@@ -79,7 +61,7 @@ void main() {
           tw += w;
         }
       }
-      if (pc.reduction == RED_NONE) BUF(pc.loss_out).v[i] = ST(li);
+      if (pc.reduction == LOSS_REDUCTION_NONE) BUF(pc.loss_out).v[i] = ST(li);
     }
     s_loss[tid] = loss;
     s_w[tid] = tw;
@@ -96,9 +78,9 @@ void main() {
     if (tid == 0) {
       tw = s_w[0];
       BUF(pc.total_weight).v[0] = ST(tw);
-      if (pc.reduction != RED_NONE) {
+      if (pc.reduction != LOSS_REDUCTION_NONE) {
         float v = s_loss[0];
-        if (pc.reduction == RED_MEAN) v /= tw;
+        if (pc.reduction == LOSS_REDUCTION_MEAN) v /= tw;
         if (s_bad[0] != 0u) v = NAN_F;
         BUF(pc.loss_out).v[0] = ST(v);
       }
@@ -110,8 +92,8 @@ void main() {
     int64_t t = BufI64(pc.target).v[i];
     float v = 0.0;
     if (t == int64_t(j) && t != pc.ignore_index) {
-      float g = LDV(BUF(pc.grad_output).v[pc.reduction == RED_NONE ? i : 0u]);
-      if (pc.reduction == RED_MEAN) g /= LDV(BUF(pc.total_weight).v[0]);
+      float g = LDV(BUF(pc.grad_output).v[pc.reduction == LOSS_REDUCTION_NONE ? i : 0u]);
+      if (pc.reduction == LOSS_REDUCTION_MEAN) g /= LDV(BUF(pc.total_weight).v[0]);
       v = -weight_of(t) * g;
     }
     BUF(pc.grad_input).v[e] = ST(v);

@@ -36,16 +36,7 @@ layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const uint WG = 64;
 
-
-layout(push_constant, scalar) uniform PC {
-  uint64_t x, gy, w, b, mean, rstd, dst, sa, sb;
-  uint outer, c, inner;
-  uint sdiv, smod, adiv, amod;
-  float eps;   // mode 0
-  float count; // mode 3: elements per statistic
-  uint parts;
-  uint64_t part;  // modes 6-10: scratch, [2][c][parts] floats
-} pc;
+#include "norm_push.h"
 
 float ld(uint64_t p, uint off) { return LD(p, off); }
 float ldf(uint64_t p, uint off) { return BufF32(p).v[off]; }
@@ -73,7 +64,7 @@ void reduce2(inout float a, inout float b) {
   barrier();
 }
 
-const uint R = 16;  // row elements a thread keeps in registers (modes 4, 5)
+const uint R = NORM_ROW_REGISTERS;
 
 void store_y(uint e, float xhat) {
   uint af = aff_of(e);

@@ -11,52 +11,17 @@
 //! variant f16 -DST_F16 -DNEED_F16
 //! variant bf16 -DST_BF16 -DNEED_F16 -DNEED_I16
 #include "common.glsl"
+#include "optim_push.h"
 
-const uint WG = 256;
-const uint ITEMS = 4;
+const uint WG = OPTIM_WG;
+const uint ITEMS = OPTIM_ITEMS;
 const uint BLOCK = WG * ITEMS;
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const int RULE = 0;
 
-#define RULE_ADAM 0
-#define RULE_ADAMW 1
-#define RULE_SGD 2
-
-#define F_AMSGRAD 1u
-#define F_MAXIMIZE 2u
-#define F_NESTEROV 4u
-#define F_FIRST_STEP 8u
-
-// One parameter. Adam: state0 = exp_avg, state1 = exp_avg_sq, state2 =
-// max_exp_avg_sq (amsgrad), step = its float32 step count. SGD: state0 =
-// momentum buffer (0 without momentum).
-struct Record {
-  uint64_t param;
-  uint64_t grad;
-  uint64_t state0;
-  uint64_t state1;
-  uint64_t state2;
-  uint64_t step;
-  uint first_block;
-  uint numel;
-};
 layout(buffer_reference, scalar, buffer_reference_align = 8) readonly buffer Table {
   Record r[];
 };
-
-layout(push_constant, scalar) uniform PC {
-  uint64_t table;
-  uint64_t lr_ptr;      // a float32 learning-rate tensor, or 0: use lr
-  uint64_t grad_scale;  // float32 scalar the grads are divided by (stored back), or 0
-  uint64_t found_inf;   // float32 scalar: 1 skips the step, or 0
-  float lr;
-  float beta1;  // SGD: momentum
-  float beta2;  // SGD: dampening
-  float weight_decay;
-  float eps;
-  uint count;  // records
-  uint flags;
-} pc;
 
 #if defined(ST_F16)
 float ld(uint64_t p, uint i) { return float(BufF16(p).v[i]); }
@@ -89,14 +54,14 @@ float load_grad(Record rec, uint i, float scale) {
     g /= scale;
     st(rec.grad, i, g);
   }
-  return (pc.flags & F_MAXIMIZE) != 0 ? -g : g;
+  return (pc.flags & OPTIM_MAXIMIZE) != 0 ? -g : g;
 }
 
 void adam(Record rec, uint i, float lr, float scale, float step) {
   float p = ld(rec.param, i);
   float g = load_grad(rec, i, scale);
   if (pc.weight_decay != 0.0) {
-    if (RULE == RULE_ADAMW)
+    if (RULE == OPTIM_ADAMW)
       p -= lr * pc.weight_decay * p;
     else
       g += pc.weight_decay * p;
@@ -105,7 +70,7 @@ void adam(Record rec, uint i, float lr, float scale, float step) {
   float v = ld(rec.state1, i) * pc.beta2 + g * g * (1.0 - pc.beta2);
   st(rec.state0, i, m);
   st(rec.state1, i, v);
-  if ((pc.flags & F_AMSGRAD) != 0) {
+  if ((pc.flags & OPTIM_AMSGRAD) != 0) {
     v = max(ld(rec.state2, i), v);
     st(rec.state2, i, v);
   }
@@ -120,11 +85,11 @@ void sgd(Record rec, uint i, float lr, float scale) {
   float g = load_grad(rec, i, scale);
   if (pc.weight_decay != 0.0) g += pc.weight_decay * p;
   if (rec.state0 != 0) {
-    float buf = (pc.flags & F_FIRST_STEP) != 0
+    float buf = (pc.flags & OPTIM_FIRST_STEP) != 0
                     ? g
                     : ld(rec.state0, i) * pc.beta1 + (1.0 - pc.beta2) * g;
     st(rec.state0, i, buf);
-    g = (pc.flags & F_NESTEROV) != 0 ? g + pc.beta1 * buf : buf;
+    g = (pc.flags & OPTIM_NESTEROV) != 0 ? g + pc.beta1 * buf : buf;
   }
   st(rec.param, i, p - lr * g);
 }
@@ -143,12 +108,12 @@ void main() {
   Record rec = Table(pc.table).r[find_record(block)];
   float lr = load_or(pc.lr_ptr, pc.lr);
   float scale = load_or(pc.grad_scale, 1.0);
-  float step = RULE == RULE_SGD ? 0.0 : BufF32(rec.step).v[0];
+  float step = RULE == OPTIM_SGD ? 0.0 : BufF32(rec.step).v[0];
   uint base = (block - rec.first_block) * BLOCK + gl_LocalInvocationID.x;
   for (uint k = 0; k < ITEMS; ++k) {
     uint i = base + k * WG;
     if (i >= rec.numel) break;
-    if (RULE == RULE_SGD)
+    if (RULE == OPTIM_SGD)
       sgd(rec, i, lr, scale);
     else
       adam(rec, i, lr, scale, step);

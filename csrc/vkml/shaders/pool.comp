@@ -21,15 +21,7 @@ layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const bool ADAPTIVE = false;
 layout(constant_id = 2) const uint WG = 64;
 
-
-layout(push_constant, scalar) uniform PC {
-  uint64_t x, y, idx;
-  uint planes;
-  ivec3 isz, osz, ksz, str, pad, dil;
-  int count_include_pad;
-  int divisor;  // 0: none
-  int round_steps;  // avg: round the sum and each division to storage (CPU adaptive 3d)
-} pc;
+#include "pool_push.h"
 
 float ld(uint64_t p, uint off) { return LD(p, off); }
 #define NEG_INF uintBitsToFloat(0xff800000u)
@@ -42,7 +34,7 @@ void window(int a, int o, out int lo, out int hi, out int padded) {
     lo = (o * isz) / osz;
     hi = ((o + 1) * isz + osz - 1) / osz;
     padded = hi - lo;
-  } else if (MODE == 0 || MODE == 2) {
+  } else if (MODE == POOL_MAX_FORWARD || MODE == POOL_MAX_BACKWARD) {
     lo = o * pc.str[a] - pc.pad[a];
     hi = min(lo + (pc.ksz[a] - 1) * pc.dil[a] + 1, isz);
     while (lo < 0) lo += pc.dil[a];
@@ -63,7 +55,7 @@ void covering(int a, int i, out int lo, out int hi) {
     lo = (i * osz) / isz;
     hi = min(((i + 1) * osz + isz - 1) / isz, osz);
   } else {
-    int span = (MODE == 2 ? (pc.ksz[a] - 1) * pc.dil[a] : pc.ksz[a] - 1);
+    int span = (MODE == POOL_MAX_BACKWARD ? (pc.ksz[a] - 1) * pc.dil[a] : pc.ksz[a] - 1);
     int num = i + pc.pad[a] - span;
     lo = num <= 0 ? 0 : (num + pc.str[a] - 1) / pc.str[a];
     hi = min((i + pc.pad[a]) / pc.str[a] + 1, osz);
@@ -79,7 +71,7 @@ float avg_divisor(int lz, int hz, int pz, int ly, int hy, int py, int lx, int hx
 void main() {
   uint t = linear_id();
   int ospat = pc.osz.x * pc.osz.y * pc.osz.z, ispat = pc.isz.x * pc.isz.y * pc.isz.z;
-  bool fwd = MODE < 2;
+  bool fwd = MODE < POOL_MAX_BACKWARD;
   int spat = fwd ? ospat : ispat;
   if (t >= pc.planes * uint(spat)) return;
   uint plane = t / uint(spat);
@@ -92,7 +84,7 @@ void main() {
     window(1, c.y, ly, hy, py);
     window(2, c.z, lx, hx, px);
     uint ib = plane * uint(ispat);
-    if (MODE == 0) {
+    if (MODE == POOL_MAX_FORWARD) {
       int dz = ADAPTIVE ? 1 : pc.dil.x, dy = ADAPTIVE ? 1 : pc.dil.y;
       int dx = ADAPTIVE ? 1 : pc.dil.z;
       float m = NEG_INF;
@@ -134,7 +126,7 @@ void main() {
       for (int y = oy0; y < oy1; ++y)
         for (int x = ox0; x < ox1; ++x) {
           uint o = ob + uint((z * pc.osz.y + y) * pc.osz.z + x);
-          if (MODE == 2) {
+          if (MODE == POOL_MAX_BACKWARD) {
             if (BufI64(pc.idx).v[o] == int64_t(sp)) acc += ld(pc.x, o);
           } else {
             int lz, hz, pz, ly, hy, py, lx, hx, px;

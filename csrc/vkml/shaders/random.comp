@@ -13,24 +13,12 @@
 //! variant u8 -DST_U8
 #include "common.glsl"
 
-const uint WG = 256;
-layout(local_size_x = WG) in;
 layout(constant_id = 0) const int DIST = 0;
 
-#define D_UNIFORM 0
-#define D_NORMAL 1
-#define D_RANDINT 2
-#define D_BERNOULLI 3
+#include "random_push.h"
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t dst;
-  int64_t lo;      // randint: lower bound
-  uint64_t range;  // randint: b - a (> 0)
-  float a;         // uniform: from; normal: mean; bernoulli: p
-  float b;         // uniform: to; normal: std
-  uint seed_lo, seed_hi, offset_lo, offset_hi;
-  uint numel;
-} pc;
+const uint WG = RANDOM_WG;
+layout(local_size_x = WG) in;
 
 uvec4 philox4x32_10(uvec4 ctr, uvec2 key) {
   for (int round = 0; round < 10; ++round) {
@@ -83,20 +71,20 @@ void main() {
   if (i >= pc.numel) return;
   uvec4 x = philox4x32_10(uvec4(i, pc.offset_lo, pc.offset_hi, 0u), uvec2(pc.seed_lo, pc.seed_hi));
   switch (DIST) {
-    case D_UNIFORM: {
+    case RANDOM_UNIFORM: {
       float v = round_to_storage(pc.a + (pc.b - pc.a) * unit(x.x));
       // Rounding may land on the excluded upper bound: fold it back to `from`.
       store_float(i, v >= pc.b ? pc.a : v);
       break;
     }
-    case D_NORMAL: {
+    case RANDOM_NORMAL: {
       float u1 = float((x.x >> 8) + 1u) * (1.0 / 16777216.0);  // (0, 1]: log(u1) is finite
       float u2 = unit(x.y);
       float z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
       store_float(i, pc.a + pc.b * z);
       break;
     }
-    case D_RANDINT: {
+    case RANDOM_RANDINT: {
       // Modulo bias is range / 2^32 with one word, range / 2^64 with two:
       // small ranges take the cheap 32-bit path.
       uint64_t r;

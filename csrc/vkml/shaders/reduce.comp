@@ -3,7 +3,7 @@
 // The r dim may be cut into `splits` chunks of `chunk` elements; every chunk
 // reduces to one output, so the output is [outer, splits, inner] (splits == 1
 // for a single pass). A first pass of a split reduction writes accumulator-
-// typed partials (F_OUT_ACC) that a second pass reads back (F_IN_ACC).
+// typed partials (REDUCE_OUT_ACC) that a second pass reads back (REDUCE_IN_ACC).
 //
 // Specialization constants: 0 = op (ReduceOp order of ops/reduce.h),
 // 1 = row mode (1: one workgroup per output, inner == 1; 0: one thread per
@@ -14,26 +14,12 @@
 //! variant i64 -DST_I64
 //! variant u8 -DST_U8
 #include "common.glsl"
+#include "reduce_push.h"
 
 layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const int OP = 0;
 layout(constant_id = 1) const int ROW = 0;
 layout(constant_id = 2) const uint WG = 256;
-
-#define R_SUM 0
-#define R_PROD 1
-#define R_MAX 2
-#define R_MIN 3
-#define R_ARGMAX 4
-#define R_ARGMIN 5
-#define R_ALL 6
-#define R_ANY 7
-
-#define F_IN_ACC 1u    // input is partials: accumulator values + int32 indices
-#define F_OUT_ACC 2u   // write partials instead of final values
-#define F_WANT_VAL 4u
-#define F_WANT_IDX 8u
-#define F_SCALE 16u
 
 #if defined(ST_F32)
 #define BUF BufF32
@@ -59,36 +45,23 @@ layout(constant_id = 2) const uint WG = 256;
 #define ACC int
 #endif
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t in_ptr;
-  uint64_t in_idx;   // int32 partial indices (F_IN_ACC)
-  uint64_t out_ptr;
-  uint64_t out_idx;  // int64 indices, or int32 partial indices (F_OUT_ACC)
-  uint outer;
-  uint r;
-  uint inner;
-  uint chunk;
-  uint splits;
-  uint flags;
-  float scale;
-} pc;
 
-const bool TRACK_IDX = OP == R_MAX || OP == R_MIN || OP == R_ARGMAX || OP == R_ARGMIN;
-const bool IS_MAX = OP == R_MAX || OP == R_ARGMAX;
+const bool TRACK_IDX = OP == REDUCE_MAX || OP == REDUCE_MIN || OP == REDUCE_ARGMAX || OP == REDUCE_ARGMIN;
+const bool IS_MAX = OP == REDUCE_MAX || OP == REDUCE_ARGMAX;
 const uint EMPTY = 0x7fffffffu;  // index of the identity element: loses every tie
 
 ACC identity() {
   switch (OP) {
-    case R_PROD: case R_ALL: return ACC(1);
+    case REDUCE_PROD: case REDUCE_ALL: return ACC(1);
 #ifdef IS_FLOAT
-    case R_MAX: case R_ARGMAX: return uintBitsToFloat(0xff800000u);  // -inf
-    case R_MIN: case R_ARGMIN: return uintBitsToFloat(0x7f800000u);  // +inf
+    case REDUCE_MAX: case REDUCE_ARGMAX: return uintBitsToFloat(0xff800000u);  // -inf
+    case REDUCE_MIN: case REDUCE_ARGMIN: return uintBitsToFloat(0x7f800000u);  // +inf
 #elif defined(ST_I64)
-    case R_MAX: case R_ARGMAX: return int64_t(0x8000000000000000UL);
-    case R_MIN: case R_ARGMIN: return int64_t(0x7fffffffffffffffUL);
+    case REDUCE_MAX: case REDUCE_ARGMAX: return int64_t(0x8000000000000000UL);
+    case REDUCE_MIN: case REDUCE_ARGMIN: return int64_t(0x7fffffffffffffffUL);
 #else
-    case R_MAX: case R_ARGMAX: return int(0x80000000u);
-    case R_MIN: case R_ARGMIN: return int(0x7fffffffu);
+    case REDUCE_MAX: case REDUCE_ARGMAX: return int(0x80000000u);
+    case REDUCE_MIN: case REDUCE_ARGMIN: return int(0x7fffffffu);
 #endif
     default: return ACC(0);
   }
@@ -113,10 +86,10 @@ bool takes(ACC a, uint ia, ACC b, uint ib) {
 
 void combine(inout ACC a, inout uint ia, ACC b, uint ib) {
   switch (OP) {
-    case R_SUM: a += b; break;
-    case R_PROD: a *= b; break;
-    case R_ALL: a = ACC(a != ACC(0) && b != ACC(0)); break;
-    case R_ANY: a = ACC(a != ACC(0) || b != ACC(0)); break;
+    case REDUCE_SUM: a += b; break;
+    case REDUCE_PROD: a *= b; break;
+    case REDUCE_ALL: a = ACC(a != ACC(0) && b != ACC(0)); break;
+    case REDUCE_ANY: a = ACC(a != ACC(0) || b != ACC(0)); break;
     default:
       if (takes(a, ia, b, ib)) {
         a = b;
@@ -126,31 +99,31 @@ void combine(inout ACC a, inout uint ia, ACC b, uint ib) {
 }
 
 ACC load(uint off) {
-  if ((pc.flags & F_IN_ACC) != 0u) return ABUF(pc.in_ptr).v[off];
+  if ((pc.flags & REDUCE_IN_ACC) != 0u) return ABUF(pc.in_ptr).v[off];
   ACC v = ACC(BUF(pc.in_ptr).v[off]);
-  if (OP == R_ALL || OP == R_ANY) v = ACC(v != ACC(0));
+  if (OP == REDUCE_ALL || OP == REDUCE_ANY) v = ACC(v != ACC(0));
   return v;
 }
 
 uint index_at(uint off, uint j) {
-  if (TRACK_IDX && (pc.flags & F_IN_ACC) != 0u) return uint(BufI32(pc.in_idx).v[off]);
+  if (TRACK_IDX && (pc.flags & REDUCE_IN_ACC) != 0u) return uint(BufI32(pc.in_idx).v[off]);
   return j;
 }
 
 void store(uint o, ACC v, uint idx) {
-  if ((pc.flags & F_OUT_ACC) != 0u) {
+  if ((pc.flags & REDUCE_OUT_ACC) != 0u) {
     ABUF(pc.out_ptr).v[o] = v;
     if (TRACK_IDX) BufI32(pc.out_idx).v[o] = int(idx);
     return;
   }
-  if ((pc.flags & F_SCALE) != 0u) {
+  if ((pc.flags & REDUCE_SCALE) != 0u) {
 #ifdef IS_FLOAT
     v *= pc.scale;
 #else
     v = ACC(float(v) * pc.scale);
 #endif
   }
-  if ((pc.flags & F_WANT_VAL) != 0u) {
+  if ((pc.flags & REDUCE_WANT_VAL) != 0u) {
 #if defined(ST_F16)
     BUF(pc.out_ptr).v[o] = float16_t(v);
 #elif defined(ST_U8)
@@ -159,7 +132,7 @@ void store(uint o, ACC v, uint idx) {
     BUF(pc.out_ptr).v[o] = v;
 #endif
   }
-  if (TRACK_IDX && (pc.flags & F_WANT_IDX) != 0u) BufI64(pc.out_idx).v[o] = int64_t(idx);
+  if (TRACK_IDX && (pc.flags & REDUCE_WANT_IDX) != 0u) BufI64(pc.out_idx).v[o] = int64_t(idx);
 }
 
 shared ACC s_val[WG];

@@ -15,25 +15,14 @@
 //! variant b8 -DEL=8
 //! variant bwd -DBWD
 #include "common.glsl"
-#include "remap_modes.h"
 #ifndef BWD
 #include "elem_bytes.glsl"
 #endif
 
-const uint WG = 256;
-layout(local_size_x = WG) in;
+#include "remap_push.h"
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t dst;
-  uint64_t src;
-  int osize[6];
-  int istride[6];
-  int isize[6];
-  int param[6];  // pad before / shift / divisor / float bits of the scale
-  uint modes;
-  uint numel;
-  int ndim;
-} pc;
+const uint WG = REMAP_WG;
+layout(local_size_x = WG) in;
 
 // Input index of output index i along one dim, or -1 for "outside" (zero).
 int map_index(uint mode, int i, int n, int p) {

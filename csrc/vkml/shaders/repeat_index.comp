@@ -10,14 +10,7 @@ layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const uint WG = 256;
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t repeats;
-  uint64_t cum;  // uint [n]
-  uint64_t dst;  // [total], int64 or int32
-  uint n;
-  uint total;
-  uint i32;      // repeats and dst are int32
-} pc;
+#include "repeat_index_push.h"
 
 shared uint s_sum[WG];
 

@@ -29,17 +29,12 @@
 //! variant i64 -DST_I64
 //! variant u8 -DST_U8
 #include "common.glsl"
+#include "scan_push.h"
 
 layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const int OP = 0;
 layout(constant_id = 1) const int ROW = 0;
 layout(constant_id = 2) const uint WG = 256;
-
-#define S_SUM 0
-#define S_PROD 1
-#define S_MAX 2
-#define S_MIN 3
-#define S_LSE 4
 
 #if defined(ST_F32)
 #define BUF BufF32
@@ -81,22 +76,8 @@ layout(constant_id = 2) const uint WG = 256;
 #define TO_ST(x) uint8_t(x)
 #endif
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t in_ptr;
-  uint64_t out_ptr;
-  uint64_t idx_ptr;      // int64 indices (max / min)
-  uint64_t part;         // [outer, nchunks] chunk totals (mode 1), f32 for f16 / bf16 data
-  uint64_t part_idx;     // [outer, nchunks] int64 element index of each total
-  uint64_t scanned;      // mode 2: the inclusive scan of `part` along the chunks
-  uint64_t scanned_idx;  // mode 2: int64 chunk index behind each scanned value
-  uint outer;
-  uint n;
-  uint inner;
-  uint chunk;    // elements per chunk (a multiple of WG)
-  uint nchunks;  // chunks per row; totals are written when > 1
-} pc;
 
-const bool WITH_IDX = OP == S_MAX || OP == S_MIN;
+const bool WITH_IDX = OP == SCAN_MAX || OP == SCAN_MIN;
 
 bool is_nan(ACC v) {
 #ifdef IS_FLOAT
@@ -110,7 +91,7 @@ bool is_nan(ACC v) {
 bool takes(ACC a, ACC b) {
   if (is_nan(b)) return true;
   if (is_nan(a)) return false;
-  return OP == S_MAX ? b >= a : b <= a;
+  return OP == SCAN_MAX ? b >= a : b <= a;
 }
 
 #ifdef IS_FLOAT
@@ -125,10 +106,10 @@ float log1p_unit(float x) {
 #endif
 
 ACC combine(ACC a, ACC b) {
-  if (OP == S_SUM) return a + b;
-  if (OP == S_PROD) return a * b;
+  if (OP == SCAN_SUM) return a + b;
+  if (OP == SCAN_PROD) return a * b;
 #ifdef IS_FLOAT
-  if (OP == S_LSE) {
+  if (OP == SCAN_LSE) {
     if (isnan(a) || isnan(b)) return a + b;
     ACC m = max(a, b), mn = min(a, b);
     if (isinf(mn) && mn < 0.0) return m;
@@ -153,7 +134,7 @@ shared ACC s_v[WG];
 shared uint s_i[WG];
 
 void main() {
-  if (ROW == 0) {
+  if (ROW == SCAN_LINE) {
     uint t = linear_id();
     if (t >= pc.outer * pc.inner) return;
     uint o = t / pc.inner, i = t - o * pc.inner;
@@ -177,7 +158,7 @@ void main() {
     }
     return;
   }
-  if (ROW == 2) {
+  if (ROW == SCAN_CARRY) {
     uint e = linear_id();
     if (e >= pc.outer * pc.n) return;
     uint row = e / pc.n, j = e - row * pc.n;

@@ -7,9 +7,6 @@
 //! variant i64 -DKEY_I64
 #include "common.glsl"
 
-const uint WG = 256;
-layout(local_size_x = WG) in;
-
 #ifdef KEY_F32
 #define KT float
 #define KBUF BufF32
@@ -18,17 +15,10 @@ layout(local_size_x = WG) in;
 #define KBUF BufI64
 #endif
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t boundaries;
-  uint64_t values;
-  uint64_t sorter;  // 0: none
-  uint64_t dst;     // int64 or int32
-  uint m;
-  uint per_row;
-  uint numel;
-  uint right;
-  uint out_i32;
-} pc;
+#include "search_push.h"
+
+const uint WG = SEARCH_WG;
+layout(local_size_x = WG) in;
 
 KT boundary(uint base, uint i) {
   // An out-of-range sorter entry reads a wrong boundary, never outside the row.

@@ -159,3 +159,16 @@ add_custom_command(
   DEPENDS "${VKML_SHADER_DIR}/op_codes.h" "${CMAKE_CURRENT_SOURCE_DIR}/tools/op_names.py"
   COMMENT "naming the elementwise op codes"
   VERBATIM)
+
+# Which ops the float64 and *_special elementwise kernels compute, read from the kernel's
+# preprocessed switch (ops/elementwise.h: elementwise_has_op).
+set(VKML_ELEMENTWISE_OPS "${VKML_SHADER_INCLUDE_DIR}/elementwise_ops.cpp")
+file(GLOB vkml_shader_includes CONFIGURE_DEPENDS "${VKML_SHADER_DIR}/*.glsl" "${VKML_SHADER_DIR}/*.h")
+add_custom_command(
+  OUTPUT "${VKML_ELEMENTWISE_OPS}"
+  COMMAND ${Python_EXECUTABLE} "${CMAKE_CURRENT_SOURCE_DIR}/tools/elementwise_ops.py"
+          "${GLSLC}" "${VKML_SHADER_DIR}/elementwise.comp" "${VKML_ELEMENTWISE_OPS}"
+  DEPENDS "${VKML_SHADER_DIR}/elementwise.comp" ${vkml_shader_includes}
+          "${CMAKE_CURRENT_SOURCE_DIR}/tools/elementwise_ops.py"
+  COMMENT "listing the elementwise kernels' ops"
+  VERBATIM)

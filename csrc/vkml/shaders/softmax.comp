@@ -47,16 +47,9 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { dou
 #define LOG log
 #endif
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t x;    // forward: input; backward: grad_output
-  uint64_t y;    // backward: the forward output
-  uint64_t dst;  // forward: output; backward: grad_input
-  uint outer;
-  uint dim;
-  uint inner;
-} pc;
+#include "softmax_push.h"
 
-const bool FORWARD = MODE < 2;
+const bool FORWARD = MODE < SOFTMAX_BACKWARD;
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
 FT ld(uint64_t p, uint off) { return FT(BUF(p).v[off]); }
@@ -80,16 +73,16 @@ void online_merge(inout FT m, inout FT s, FT m2, FT s2) {
 // Per element: the term summed in backward.
 FT bwd_term(uint off) {
   FT g = ld(pc.x, off);
-  return MODE == 2 ? g * ld(pc.y, off) : g;
+  return MODE == SOFTMAX_BACKWARD ? g * ld(pc.y, off) : g;
 }
 
 void write(uint off, FT m, FT s) {
   if (FORWARD) {
     FT v = ld(pc.x, off) - m;
-    STORE(pc.dst, off, MODE == 0 ? EXP(v) / s : v - LOG(s));
+    STORE(pc.dst, off, MODE == SOFTMAX_FORWARD ? EXP(v) / s : v - LOG(s));
   } else {
     FT g = ld(pc.x, off), y = ld(pc.y, off);
-    STORE(pc.dst, off, MODE == 2 ? y * (g - s) : g - EXP(y) * s);
+    STORE(pc.dst, off, MODE == SOFTMAX_BACKWARD ? y * (g - s) : g - EXP(y) * s);
   }
 }
 
@@ -134,10 +127,10 @@ void row_in_registers(uint base) {
       s += b[r];
     }
     s = reduce_row(s, false);
-    FT ls = MODE == 1 ? LOG(s) : FT(0.0);
+    FT ls = MODE == SOFTMAX_LOG_FORWARD ? LOG(s) : FT(0.0);
     for (uint r = 0u; r < R; ++r) {
       uint j = tid + r * WG;
-      if (j < pc.dim) STORE(pc.dst, base + j, MODE == 0 ? b[r] / s : (a[r] - m) - ls);
+      if (j < pc.dim) STORE(pc.dst, base + j, MODE == SOFTMAX_FORWARD ? b[r] / s : (a[r] - m) - ls);
     }
   } else {
     FT s = FT(0.0);
@@ -145,12 +138,12 @@ void row_in_registers(uint base) {
       uint j = tid + r * WG;
       a[r] = j < pc.dim ? ld(pc.x, base + j) : FT(0.0);
       b[r] = j < pc.dim ? ld(pc.y, base + j) : FT(0.0);
-      s += MODE == 2 ? a[r] * b[r] : a[r];
+      s += MODE == SOFTMAX_BACKWARD ? a[r] * b[r] : a[r];
     }
     s = reduce_row(s, false);
     for (uint r = 0u; r < R; ++r) {
       uint j = tid + r * WG;
-      if (j < pc.dim) STORE(pc.dst, base + j, MODE == 2 ? b[r] * (a[r] - s) : a[r] - EXP(b[r]) * s);
+      if (j < pc.dim) STORE(pc.dst, base + j, MODE == SOFTMAX_BACKWARD ? b[r] * (a[r] - s) : a[r] - EXP(b[r]) * s);
     }
   }
 }

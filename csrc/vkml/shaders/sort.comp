@@ -30,20 +30,7 @@ bool key_lt(float a, float b) { return !isnan(a) && (isnan(b) || a < b); }
 bool key_lt(int64_t a, int64_t b) { return a < b; }
 #endif
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t in_keys;   // [rows, n]
-  uint64_t keys;      // working [rows, P]
-  uint64_t idx;       // working [rows, P], uint
-  uint64_t out_keys;  // [rows, n]
-  uint64_t out_idx;   // [rows, n], int64
-  uint n;
-  uint P;
-  uint pairs;  // rows * P / 2
-  uint k;
-  uint j;
-  uint desc;
-  uint last;
-} pc;
+#include "sort_push.h"
 
 // The total order the network sorts by.
 bool before(KT ka, uint ia, KT kb, uint ib) {

@@ -10,20 +10,10 @@
 #include "common.glsl"
 #include "elem_bytes.glsl"
 
-const uint WG = 256;
-layout(local_size_x = WG) in;
+#include "tri_push.h"
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t dst;
-  uint64_t src;
-  int dst_stride[3];  // batch, row, col
-  int src_stride[3];
-  uint rows;
-  uint cols;
-  uint numel;
-  int k;       // diagonal offset
-  int upper;   // 1: triu (keep c - r >= k), 0: tril (keep c - r <= k)
-} pc;
+const uint WG = TRI_WG;
+layout(local_size_x = WG) in;
 
 void main() {
   uint t = linear_id();

@@ -22,17 +22,7 @@ layout(constant_id = 1) const uint WG = 256;
 #define KBUF BufI64
 #endif
 
-layout(push_constant, scalar) uniform PC {
-  uint64_t keys;     // sorted [n]
-  uint64_t perm;     // int64 [n]: source position of each sorted key
-  uint64_t ids;      // uint [n]
-  uint64_t uniq;     // [count] keys
-  uint64_t start;    // int64 [count]
-  uint64_t inverse;  // int64 [n] or 0
-  uint64_t counts;   // int64 [count] or 0
-  uint n;
-  uint count;
-} pc;
+#include "unique_push.h"
 
 shared uint s_sum[WG];
 

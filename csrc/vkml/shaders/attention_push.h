@@ -1,0 +1,49 @@
+// The push constants and flags of shaders/attention_forward.comp and
+// attention_backward.comp (through attention_common.glsl), written once for their
+// launcher (vkml/ops/attention.cpp, C++) and the kernels (GLSL), which read the bytes as
+// laid out here. The 64-bit fields come first, so C++ adds no padding between fields.
+#ifndef VKML_ATTENTION_PUSH_H
+#define VKML_ATTENTION_PUSH_H
+
+// flags
+#define ATTENTION_CAUSAL 1u  // key j > query i masked
+#define ATTENTION_BIAS 2u
+// Token-major operands.
+#define ATTENTION_TM_Q 4u
+#define ATTENTION_TM_K 8u
+#define ATTENTION_TM_V 16u
+#define ATTENTION_TM_G 32u
+#define ATTENTION_TM_DST 64u
+#define ATTENTION_TM_DST2 128u
+
+#ifdef __cplusplus
+#include <cstdint>
+namespace vkml::ops::attention_detail {
+using uint = uint32_t;
+struct Push {
+#else
+layout(push_constant, scalar) uniform Push {
+#endif
+  uint64_t q, k, v;
+  uint64_t g;                   // backward: grad of the output
+  uint64_t lse;                 // forward: written; backward: read
+  uint64_t delta;               // backward
+  uint64_t bias;                // 0: none
+  uint64_t dst;                 // forward: o; key/value grads: dk; query grad: dq
+  uint64_t dst2;                // key/value grads: dv
+  uint bs_b, bs_h, bs_i, bs_j;  // bias element strides
+  uint H, L, S, E, Ev;
+  uint flags;
+  float scale;
+  uint tm_mult;  // row-stride multiples of token-major q, k, v, dO: a byte each
+#ifdef __cplusplus
+};
+static_assert(sizeof(Push) == 9 * 8 + 12 * 4);
+}  // namespace vkml::ops::attention_detail
+#else
+  // clang-format off: GLSL, which clang-format would split after the brace
+} pc;
+// clang-format on
+#endif
+
+#endif

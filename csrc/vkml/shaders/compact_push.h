@@ -1,0 +1,40 @@
+// The push constants of shaders/compact.comp, written once for its launcher
+// (vkml/ops/compact.cpp, C++) and the kernel (GLSL), which reads the bytes as laid out here.
+// The 64-bit fields come first, so C++ adds no padding between fields.
+#ifndef VKML_COMPACT_PUSH_H
+#define VKML_COMPACT_PUSH_H
+
+// Threads per workgroup (the kernel's local size).
+#define COMPACT_WG 256
+
+// Modes (specialization constant 0): vkml::ops::CompactMode's values.
+#define COMPACT_COORDINATES 0
+#define COMPACT_SELECT 1
+#define COMPACT_SCATTER 2
+
+#ifdef __cplusplus
+#include <cstdint>
+namespace vkml::ops::compact_detail {
+using uint = uint32_t;
+struct Push {
+#else
+layout(push_constant, scalar) uniform Push {
+#endif
+  uint64_t prefix;
+  uint64_t src;
+  uint64_t dst;
+  uint n;
+  int ndim;
+  uint limit;    // mode 2: elements available in src; later selections are skipped
+  int size[12];  // mode 0: the input's sizes, outermost first
+#ifdef __cplusplus
+};
+static_assert(sizeof(Push) == 3 * 8 + 16 * 4);  // 4 bytes of tail padding
+}  // namespace vkml::ops::compact_detail
+#else
+  // clang-format off: GLSL, which clang-format would split after the brace
+} pc;
+// clang-format on
+#endif
+
+#endif

@@ -1,0 +1,43 @@
+// The push constants of shaders/nll_loss.comp, written once for its launcher
+// (vkml/ops/loss.cpp, C++) and the kernel (GLSL), which reads the bytes as laid out here.
+// The 64-bit fields come first, so C++ adds no padding between fields.
+#ifndef VKML_NLL_LOSS_PUSH_H
+#define VKML_NLL_LOSS_PUSH_H
+
+#include "loss_reduction.h"
+
+// flags
+#define NLL_LOSS_WEIGHT 1u
+
+#ifdef __cplusplus
+#include <cstdint>
+namespace vkml::ops::nll_loss_detail {
+using uint = uint32_t;
+struct Push {
+#else
+layout(push_constant, scalar) uniform Push {
+#endif
+  uint64_t scores;
+  uint64_t target;
+  uint64_t weight;
+  uint64_t loss_out;      // forward
+  uint64_t total_weight;  // written by forward, read by backward (mean)
+  uint64_t grad_output;   // backward
+  uint64_t grad_input;    // backward
+  int64_t ignore_index;
+  uint64_t errors;  // the device error record: a target out of range is noted there
+  uint n;
+  uint c;
+  int reduction;
+  uint flags;
+#ifdef __cplusplus
+};
+static_assert(sizeof(Push) == 9 * 8 + 4 * 4);
+}  // namespace vkml::ops::nll_loss_detail
+#else
+  // clang-format off: GLSL, which clang-format would split after the brace
+} pc;
+// clang-format on
+#endif
+
+#endif

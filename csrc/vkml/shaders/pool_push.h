@@ -1,0 +1,39 @@
+// The push constants of shaders/pool.comp, written once for its launcher
+// (vkml/ops/pool.cpp, C++) and the kernel (GLSL), which reads the bytes as laid out here.
+// ivec3 is int[3] in C++: the same 12 bytes in GLSL's scalar layout. The 64-bit fields
+// come first, so C++ adds no padding between fields.
+#ifndef VKML_POOL_PUSH_H
+#define VKML_POOL_PUSH_H
+
+// Modes (specialization constant 0); the backward modes come after the forward ones.
+#define POOL_MAX_FORWARD 0
+#define POOL_AVG_FORWARD 1
+#define POOL_MAX_BACKWARD 2
+#define POOL_AVG_BACKWARD 3
+
+#ifdef __cplusplus
+#include <cstdint>
+namespace vkml::ops::pool_detail {
+using uint = uint32_t;
+using ivec3 = int32_t[3];
+struct Push {
+#else
+layout(push_constant, scalar) uniform Push {
+#endif
+  uint64_t x, y, idx;
+  uint planes;
+  ivec3 isz, osz, ksz, str, pad, dil;
+  int count_include_pad;
+  int divisor;      // 0: none
+  int round_steps;  // avg: round the sum and each division to storage (CPU adaptive 3d)
+#ifdef __cplusplus
+};
+static_assert(sizeof(Push) == 3 * 8 + 22 * 4);
+}  // namespace vkml::ops::pool_detail
+#else
+  // clang-format off: GLSL, which clang-format would split after the brace
+} pc;
+// clang-format on
+#endif
+
+#endif

@@ -1,0 +1,37 @@
+// The push constants of shaders/sort.comp, written once for its launcher
+// (vkml/ops/sort.cpp, C++) and the kernel (GLSL), which reads the bytes as laid out here.
+// The 64-bit fields come first, so C++ adds no padding between fields.
+#ifndef VKML_SORT_PUSH_H
+#define VKML_SORT_PUSH_H
+
+#ifdef __cplusplus
+#include <cstdint>
+namespace vkml::ops::sort_detail {
+using uint = uint32_t;
+struct Push {
+#else
+layout(push_constant, scalar) uniform Push {
+#endif
+  uint64_t in_keys;   // [rows, n]
+  uint64_t keys;      // working [rows, P]
+  uint64_t idx;       // working [rows, P], uint
+  uint64_t out_keys;  // [rows, n]
+  uint64_t out_idx;   // [rows, n], int64
+  uint n;
+  uint P;
+  uint pairs;  // rows * P / 2
+  uint k;
+  uint j;
+  uint desc;
+  uint last;
+#ifdef __cplusplus
+};
+static_assert(sizeof(Push) == 5 * 8 + 8 * 4);  // 4 bytes of tail padding
+}  // namespace vkml::ops::sort_detail
+#else
+  // clang-format off: GLSL, which clang-format would split after the brace
+} pc;
+// clang-format on
+#endif
+
+#endif
