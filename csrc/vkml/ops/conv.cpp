@@ -6,6 +6,7 @@
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
 #include "vkml/ops/matmul.h"
+#include "vkml/ops/window.h"
 #include "vkml/runtime/memory.h"
 #include "vkml/runtime/pipeline_slots.h"
 #include "vkml/shaders/conv_push.h"
@@ -83,15 +84,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
          .groups = uint32_t(s.groups),
          .ci = uint32_t(s.ci),
          .co = uint32_t(s.co)};
-  // Spatial dims right-aligned into (d, h, w); missing leading dims have size 1.
-  for (int d = 0; d < 3; ++d) {
-    p.isz[d] = int32_t(s.in[d]);
-    p.osz[d] = int32_t(s.out[d]);
-    p.ksz[d] = int32_t(s.kernel[d]);
-    p.str[d] = int32_t(s.stride[d]);
-    p.pad[d] = int32_t(s.pad[d]);
-    p.dil[d] = int32_t(s.dilation[d]);
-  }
+  fill_window(p, s);
   // Mode 0 reads x, w (and bias [Co]) into y; mode 1 gy, w (and bias [Ci]) into
   // gx; mode 2 x, gy into gw.
   const size_t is = itemsize(dtype);

@@ -5,6 +5,7 @@
 
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
+#include "vkml/ops/window.h"
 #include "vkml/shaders/pool_push.h"
 
 namespace vkml::ops {
@@ -21,14 +22,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
   if (threads == 0) return;
   check_32bit_indexing(std::max(s.planes * ispat, s.planes * ospat), 0, "pool");
   Push p{.x = x, .y = y, .idx = idx, .planes = uint32_t(s.planes)};
-  for (int d = 0; d < 3; ++d) {
-    p.isz[d] = int32_t(s.in[d]);
-    p.osz[d] = int32_t(s.out[d]);
-    p.ksz[d] = int32_t(s.kernel[d]);
-    p.str[d] = int32_t(s.stride[d]);
-    p.pad[d] = int32_t(s.pad[d]);
-    p.dil[d] = int32_t(s.dilation[d]);
-  }
+  fill_window(p, s);
   p.count_include_pad = s.count_include_pad ? 1 : 0;
   p.divisor = int32_t(s.divisor);
   p.round_steps = s.round_steps ? 1 : 0;
