@@ -6,6 +6,7 @@ the fused path stores no [n, c] log-probabilities."""
 import pytest
 import torch
 import torch.nn.functional as F
+from class_target_cases import LOSS_CASES, C, N, call_loss, class_targets, loss_kwargs
 from conftest import VKML, assert_grads_close_to_cpu, assert_same, make
 
 import torch_vkml
@@ -152,46 +153,6 @@ def test_calls_left_to_aten():
 
 # ------------------------- the cases of test_loss.py::test_nll_loss, 2-d scores
 
-N, C = 6, 5
-
-
-def _class_targets(ignore):
-    target = make(N, torch.int64, low=0, high=C)
-    if ignore == "default":
-        target[[1, 4]] = -100
-    elif ignore == "custom":
-        target[[0, 3]] = 2
-    return target
-
-
-def _loss_kwargs(reduction, weighted, ignore):
-    kwargs = {"reduction": reduction}
-    if weighted:
-        kwargs["weight"] = make(C, low=0.2, high=2.0)
-    if ignore == "custom":
-        kwargs["ignore_index"] = 2
-    return kwargs
-
-
-LOSS_CASES = [
-    pytest.param(
-        reduction,
-        weighted,
-        ignore,
-        id=f"{reduction}-{'weight' if weighted else 'noweight'}-ignore_{ignore}",
-    )
-    for reduction in ("mean", "sum", "none")
-    for weighted in (False, True)
-    for ignore in ("none", "default", "custom")
-]
-
-
-def _call_loss(loss_fn, kwargs):
-    def fn(x, target, *weight):
-        return loss_fn(x, target, **kwargs, **({"weight": weight[0]} if weight else {}))
-
-    return fn
-
 
 def _leaf(shape, dtype=torch.float32, **kw):
     return make(shape, dtype, **kw).requires_grad_()
@@ -200,16 +161,16 @@ def _leaf(shape, dtype=torch.float32, **kw):
 @pytest.mark.parametrize("reduction, weighted, ignore", LOSS_CASES)
 def test_cross_entropy(reduction, weighted, ignore):
     logits = _leaf((N, C))
-    kwargs = _loss_kwargs(reduction, weighted, ignore)
+    kwargs = loss_kwargs(reduction, weighted, ignore)
     weight = (kwargs.pop("weight"),) if weighted else ()
     assert_grads_close_to_cpu(
-        _call_loss(F.cross_entropy, kwargs), logits, _class_targets(ignore), *weight
+        call_loss(F.cross_entropy, kwargs), logits, class_targets(ignore), *weight
     )
 
 
 def test_cross_entropy_module_and_unbatched():
     logits = _leaf((N, C))
-    target = _class_targets("none")
+    target = class_targets("none")
     assert_grads_close_to_cpu(lambda x, t: torch.nn.CrossEntropyLoss()(x, t), logits, target)
     assert_grads_close_to_cpu(lambda x, t: F.cross_entropy(x[0], t[0]), logits, target)
     assert_grads_close_to_cpu(

@@ -5,6 +5,7 @@ entropy. The fused cross entropy on 2-D scores: test_cross_entropy.py."""
 import pytest
 import torch
 import torch.nn.functional as F
+from class_target_cases import LOSS_CASES, C, N, call_loss, class_targets, loss_kwargs
 from conftest import assert_close_to_cpu, assert_grads_close_to_cpu, assert_raises_like_cpu, make
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
@@ -138,53 +139,15 @@ def test_multilabel_margin_loss(reduction):
 
 # ---------------------------------------------------- nll_loss, 2-d scores
 
-N, C = 6, 5
-
-
-def _targets(ignore):
-    target = make(N, torch.int64, low=0, high=C)
-    if ignore == "default":
-        target[[1, 4]] = -100
-    elif ignore == "custom":
-        target[[0, 3]] = 2
-    return target
-
-
-def _loss_kwargs(reduction, weighted, ignore):
-    kwargs = {"reduction": reduction}
-    if weighted:
-        kwargs["weight"] = make(C, low=0.2, high=2.0)
-    if ignore == "custom":
-        kwargs["ignore_index"] = 2
-    return kwargs
-
-
-LOSS_CASES = [
-    pytest.param(
-        reduction,
-        weighted,
-        ignore,
-        id=f"{reduction}-{'weight' if weighted else 'noweight'}-ignore_{ignore}",
-    )
-    for reduction in ("mean", "sum", "none")
-    for weighted in (False, True)
-    for ignore in ("none", "default", "custom")
-]
-
-
-def _call_loss(loss_fn, kwargs):
-    def fn(x, target, *weight):
-        return loss_fn(x, target, **kwargs, **({"weight": weight[0]} if weight else {}))
-
-    return fn
-
 
 @pytest.mark.parametrize("reduction, weighted, ignore", LOSS_CASES)
 def test_nll_loss(reduction, weighted, ignore):
     log_probs = F.log_softmax(make((N, C)), dim=1).requires_grad_()
-    kwargs = _loss_kwargs(reduction, weighted, ignore)
+    kwargs = loss_kwargs(reduction, weighted, ignore)
     weight = (kwargs.pop("weight"),) if weighted else ()
-    assert_grads_close_to_cpu(_call_loss(F.nll_loss, kwargs), log_probs, _targets(ignore), *weight)
+    assert_grads_close_to_cpu(
+        call_loss(F.nll_loss, kwargs), log_probs, class_targets(ignore), *weight
+    )
 
 
 def test_nll_loss_all_ignored_mean_is_nan():
