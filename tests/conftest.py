@@ -40,6 +40,20 @@ MATMUL_TOLERANCES = {
     torch.float16: dict(atol=1e-2, rtol=1e-2),
 }
 
+# Elementwise results in 16-bit dtypes (computed in fp32, rounded once on the store).
+NAN = float("nan")
+INF = float("inf")
+BF16 = dict(atol=1e-2, rtol=1.6e-2)  # bfloat16 has 8 significant bits
+F16 = dict(atol=1e-2, rtol=1e-2)
+LOW_PRECISION = {torch.float16: F16, torch.bfloat16: BF16}
+
+
+def tol(dtype, f32=None):
+    """Tolerances for a result dtype: ``f32`` overrides the float32 default."""
+    if dtype in LOW_PRECISION:
+        return LOW_PRECISION[dtype]
+    return f32 or {}
+
 
 def dtype_id(dtype):
     """Short parametrize id for a dtype: ``torch.float32`` -> ``float32``."""

@@ -6,28 +6,17 @@ import torch
 import torch.nn.functional as F
 from conftest import (
     FLOAT_DTYPES,
+    INF,
+    NAN,
     assert_close_to_cpu,
     assert_grads_close_to_cpu,
     assert_raises_like_cpu,
     dtype_id,
     make,
+    tol,
 )
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-NAN = float("nan")
-INF = float("inf")
-BF16 = dict(atol=1e-2, rtol=1.6e-2)  # bfloat16 has 8 significant bits
-F16 = dict(atol=1e-2, rtol=1e-2)
-LOW_PRECISION = {torch.float16: F16, torch.bfloat16: BF16}
-
-
-def tol(dtype, f32=None):
-    """Tolerances for a result dtype: ``f32`` overrides the float32 default."""
-    if dtype in LOW_PRECISION:
-        return LOW_PRECISION[dtype]
-    return f32 or {}
-
 
 # --------------------------------------------------- activations + grad
 

@@ -3,23 +3,9 @@ division, shifts, bitwise and logical ops, promotion and call forms."""
 
 import pytest
 import torch
-from conftest import assert_close_to_cpu, assert_raises_like_cpu, dtype_id, make
+from conftest import INF, NAN, assert_close_to_cpu, assert_raises_like_cpu, dtype_id, make, tol
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-NAN = float("nan")
-INF = float("inf")
-BF16 = dict(atol=1e-2, rtol=1.6e-2)  # bfloat16 has 8 significant bits
-F16 = dict(atol=1e-2, rtol=1e-2)
-LOW_PRECISION = {torch.float16: F16, torch.bfloat16: BF16}
-
-
-def tol(dtype, f32=None):
-    """Tolerances for a result dtype: ``f32`` overrides the float32 default."""
-    if dtype in LOW_PRECISION:
-        return LOW_PRECISION[dtype]
-    return f32 or {}
-
 
 # ----------------------------------------------------------- binary math
 

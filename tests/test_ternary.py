@@ -3,21 +3,11 @@ CPU."""
 
 import pytest
 import torch
-from conftest import assert_close_to_cpu, dtype_id, make
+from conftest import assert_close_to_cpu, dtype_id, make, tol
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
-BF16 = dict(atol=1e-2, rtol=1.6e-2)  # bfloat16 has 8 significant bits
-F16 = dict(atol=1e-2, rtol=1e-2)
-LOW_PRECISION = {torch.float16: F16, torch.bfloat16: BF16}
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
-
-
-def tol(dtype, f32=None):
-    """Tolerances for a result dtype: ``f32`` overrides the float32 default."""
-    if dtype in LOW_PRECISION:
-        return LOW_PRECISION[dtype]
-    return f32 or {}
 
 
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int64], ids=dtype_id)
