@@ -1,8 +1,8 @@
 // Special functions of torch.special for elementwise.comp (fp32 compute).
 // The algorithms and coefficients are Cephes' (as PyTorch's CPU kernels use
 // them), evaluated in the same order so that float32 results match the CPU's.
-// Included after the accurate helpers of elementwise.comp (log_f, log1p_f,
-// expm1_f, erfc_f, lgamma_f, safe_pow, ...).
+// Included after the accurate helpers of float_math.glsl (log_f, log1p_f, expm1_f,
+// erfc_f, lgamma_f, ...) and elementwise.comp's safe_pow.
 
 // Clenshaw sum of a Chebyshev series (Cephes chbevl), and a polynomial with
 // coefficients from the highest power down (Cephes polevl).
