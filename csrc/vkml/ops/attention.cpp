@@ -109,8 +109,13 @@ VkPipeline pipeline(Device& dev, DType dtype, uint32_t mode, const Tiling& t) {
 
 int64_t tiles(int64_t n, uint64_t rows) { return (n + int64_t(rows) - 1) / int64_t(rows); }
 
-Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, float scale) {
+// The push constants every attention kernel shares: q, k, v, the bias and the shape.
+Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, float scale,
+               uint64_t q, uint64_t k, uint64_t v) {
   Push p{};
+  p.q = q;
+  p.k = k;
+  p.v = v;
   p.bias = bias.address;
   p.bs_b = uint32_t(bias.strides[0]);
   p.bs_h = uint32_t(bias.strides[1]);
@@ -140,6 +145,19 @@ void run_backward(Device& dev, DType dtype, uint32_t mode, const AttentionShape&
 
 // Rows of a token-major operand are m times further apart than its own width.
 int64_t spread(int m) { return m > 0 ? m : 1; }
+
+// What every attention kernel reads: q, k and v (in their layouts) and the bias.
+Access read_inputs(const AttentionShape& s, const AttentionBias& bias, size_t is, uint64_t q,
+                   uint64_t k, uint64_t v) {
+  const int64_t bh = s.B * s.H;
+  const AttentionLayout& l = s.layout;
+  Access a;
+  a.read(span_elems(q, bh * s.L * s.E * spread(l.q), is));
+  a.read(span_elems(k, bh * s.S * s.E * spread(l.k), is));
+  a.read(span_elems(v, bh * s.S * s.Ev * spread(l.v), is));
+  if (bias.address != 0) a.read(span_elems(bias.address, bias.span, is));
+  return a;
+}
 
 void check(Device& dev, const AttentionShape& s, const AttentionBias& bias) {
   VKML_CHECK_ARG(attention_supported(dev, s),
@@ -184,19 +202,11 @@ void attention_forward(Device& dev, DType dtype, const AttentionShape& s, uint64
   check(dev, s, bias);
   size_t is = itemsize(dtype);
   int64_t bh = s.B * s.H;
-  Push p = make_push(s, bias, causal, scale);
-  p.q = q;
-  p.k = k;
-  p.v = v;
+  Push p = make_push(s, bias, causal, scale, q, k, v);
   p.dst = o;
   if (s.layout.o) p.flags |= ATTENTION_TM_DST;
   p.lse = lse;
-  Access a;
-  const AttentionLayout& l = s.layout;
-  a.read(span_elems(q, bh * s.L * s.E * spread(l.q), is));
-  a.read(span_elems(k, bh * s.S * s.E * spread(l.k), is));
-  a.read(span_elems(v, bh * s.S * s.Ev * spread(l.v), is));
-  if (bias.address != 0) a.read(span_elems(bias.address, bias.span, is));
+  Access a = read_inputs(s, bias, is, q, k, v);
   a.write(span_elems(o, bh * s.L * s.Ev, is));
   a.write(span_elems(lse, bh * s.L, 4));
   Tiling t = forward_tiling(dev, s);
@@ -210,22 +220,14 @@ void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint6
   check(dev, s, bias);
   size_t is = itemsize(dtype);
   int64_t bh = s.B * s.H;
-  Push p = make_push(s, bias, causal, scale);
-  p.q = q;
-  p.k = k;
-  p.v = v;
+  Push p = make_push(s, bias, causal, scale, q, k, v);
   p.g = g;
   p.lse = lse;
   p.delta = delta;
-  Access in;
-  const AttentionLayout& l = s.layout;
-  in.read(span_elems(q, bh * s.L * s.E * spread(l.q), is));
-  in.read(span_elems(k, bh * s.S * s.E * spread(l.k), is));
-  in.read(span_elems(v, bh * s.S * s.Ev * spread(l.v), is));
-  in.read(span_elems(g, bh * s.L * s.Ev * spread(l.g), is));
+  Access in = read_inputs(s, bias, is, q, k, v);
+  in.read(span_elems(g, bh * s.L * s.Ev * spread(s.layout.g), is));
   in.read(span_elems(lse, bh * s.L, 4));
   in.read(span_elems(delta, bh * s.L, 4));
-  if (bias.address != 0) in.read(span_elems(bias.address, bias.span, is));
 
   Access kv = in;
   kv.write(span_elems(dk, bh * s.S * s.E, is));
