@@ -207,11 +207,18 @@ TensorRefPair vk_median_dim_out(const at::Tensor& self, int64_t dim, bool keepdi
   return median_dim_out("median", median_last, self, dim, keepdim, values, indices);
 }
 
-TensorPair vk_median_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+// The functional form of median_dim_out.
+template <class Pick>
+TensorPair median_dim(const char* name, Pick pick, const at::Tensor& self, int64_t dim,
+                      bool keepdim) {
   at::Tensor values = at::empty({0}, self.options());
   at::Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
-  vk_median_dim_out(self, dim, keepdim, values, indices);
+  median_dim_out(name, pick, self, dim, keepdim, values, indices);
   return {values, indices};
+}
+
+TensorPair vk_median_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return median_dim("median", median_last, self, dim, keepdim);
 }
 
 // The median of nothing: NaN, converted to self's dtype as the CPU does (for
@@ -222,14 +229,17 @@ at::Tensor empty_median(const at::Tensor& self) {
   return nan.to(self.scalar_type()).to(self.device());
 }
 
-at::Tensor vk_median(const at::Tensor& self) {
+// The median (or nanmedian) of all of self.
+template <class Pick>
+at::Tensor median_all(const char* name, Pick pick, const at::Tensor& self) {
   if (self.numel() == 0) {
-    no_bool("median", self);
+    no_bool(name, self);
     return empty_median(self);
   }
-  at::Tensor flat = self.reshape({-1});
-  return std::get<0>(median_last(flat, 0)).reshape({});
+  return std::get<0>(pick(self.reshape({-1}), 0)).reshape({});
 }
+
+at::Tensor vk_median(const at::Tensor& self) { return median_all("median", median_last, self); }
 
 // The lower median of the non-NaN values (NaN only for an all-NaN row). Sorting
 // ascending puts the NaNs last; the position (count - 1) / 2 differs per row, so
@@ -251,18 +261,11 @@ TensorRefPair vk_nanmedian_dim_out(const at::Tensor& self, int64_t dim, bool kee
 }
 
 TensorPair vk_nanmedian_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
-  at::Tensor values = at::empty({0}, self.options());
-  at::Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
-  vk_nanmedian_dim_out(self, dim, keepdim, values, indices);
-  return {values, indices};
+  return median_dim("nanmedian", nanmedian_last, self, dim, keepdim);
 }
 
 at::Tensor vk_nanmedian(const at::Tensor& self) {
-  if (self.numel() == 0) {
-    no_bool("nanmedian", self);
-    return empty_median(self);
-  }
-  return std::get<0>(nanmedian_last(self.reshape({-1}), 0)).reshape({});
+  return median_all("nanmedian", nanmedian_last, self);
 }
 
 // --------------------------------------------------------------- unique
