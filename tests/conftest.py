@@ -302,6 +302,11 @@ def assert_factory_close_to_cpu(fn, atol=None, rtol=None):
     return expected, actual
 
 
+def leaf(shape, dtype=torch.float32, **kw):
+    """A test input that requires grad: ``make(shape, dtype, **kw)`` as a leaf."""
+    return make(shape, dtype, **kw).requires_grad_()
+
+
 def assert_raises_like_cpu(fn, *cpu_inputs):
     """``fn`` must raise on vkml the same exception type that it raises on CPU: at once,
     or, for checks of device values (indices, class targets), at the next read of the

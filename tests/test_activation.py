@@ -12,6 +12,7 @@ from conftest import (
     assert_grads_close_to_cpu,
     assert_raises_like_cpu,
     dtype_id,
+    leaf,
     make,
     tol,
 )
@@ -139,10 +140,6 @@ LAYOUTS = {
 }
 
 
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
-
-
 # ------------------------------------------------------------------ relu
 
 
@@ -150,7 +147,7 @@ def _leaf(shape, dtype=torch.float32, **kw):
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
 def test_relu_and_threshold_backward(dtype, layout):
     shape, view = LAYOUTS[layout]
-    x = _leaf(shape, dtype)
+    x = leaf(shape, dtype)
     # relu's backward is aten::threshold_backward
     assert_grads_close_to_cpu(lambda t: F.relu(view(t)), x)
     assert_grads_close_to_cpu(lambda t: torch.nn.ReLU()(view(t) * 2), x)
@@ -161,7 +158,7 @@ def test_relu_and_threshold_backward(dtype, layout):
 
 
 def test_rrelu_eval_and_training():
-    x = _leaf((4, 6))
+    x = leaf((4, 6))
     assert_grads_close_to_cpu(lambda t: F.rrelu(t, 0.1, 0.3, training=False), x)
     xv = x.detach().to("vkml").requires_grad_()
     y = F.rrelu(xv, 0.1, 0.3, training=True)

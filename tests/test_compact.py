@@ -3,13 +3,16 @@ masked_scatter, against the CPU."""
 
 import pytest
 import torch
-from conftest import ALL_DTYPES, assert_close_to_cpu, assert_grads_close_to_cpu, dtype_id, make
+from conftest import (
+    ALL_DTYPES,
+    assert_close_to_cpu,
+    assert_grads_close_to_cpu,
+    dtype_id,
+    leaf,
+    make,
+)
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
 
 
 # ---------------------------------------- nonzero, masked_select / _scatter
@@ -61,8 +64,8 @@ def test_masked_select_and_scatter(dtype):
 
 
 def test_masked_select_backward():
-    x = _leaf((4, 5))
+    x = leaf((4, 5))
     mask = make((4, 5), torch.bool)
     assert_grads_close_to_cpu(lambda t, m: t.masked_select(m), x, mask)
-    src = _leaf(20)
+    src = leaf(20)
     assert_grads_close_to_cpu(lambda t, m, s: (t * 1).masked_scatter(m, s), x, mask, src)

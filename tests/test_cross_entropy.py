@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from class_target_cases import LOSS_CASES, C, N, call_loss, class_targets, loss_kwargs
-from conftest import VKML, assert_grads_close_to_cpu, assert_same, make
+from conftest import VKML, assert_grads_close_to_cpu, assert_same, leaf, make
 
 import torch_vkml
 
@@ -154,13 +154,9 @@ def test_calls_left_to_aten():
 # ------------------------- the cases of test_loss.py::test_nll_loss, 2-d scores
 
 
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
-
-
 @pytest.mark.parametrize("reduction, weighted, ignore", LOSS_CASES)
 def test_cross_entropy(reduction, weighted, ignore):
-    logits = _leaf((N, C))
+    logits = leaf((N, C))
     kwargs = loss_kwargs(reduction, weighted, ignore)
     weight = (kwargs.pop("weight"),) if weighted else ()
     assert_grads_close_to_cpu(
@@ -169,7 +165,7 @@ def test_cross_entropy(reduction, weighted, ignore):
 
 
 def test_cross_entropy_module_and_unbatched():
-    logits = _leaf((N, C))
+    logits = leaf((N, C))
     target = class_targets("none")
     assert_grads_close_to_cpu(lambda x, t: torch.nn.CrossEntropyLoss()(x, t), logits, target)
     assert_grads_close_to_cpu(lambda x, t: F.cross_entropy(x[0], t[0]), logits, target)

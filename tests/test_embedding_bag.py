@@ -3,13 +3,9 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import assert_close_to_cpu, assert_grads_close_to_cpu, make
+from conftest import assert_close_to_cpu, assert_grads_close_to_cpu, leaf, make
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
 
 
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
@@ -29,8 +25,8 @@ def test_embedding_bag(mode, padding_idx):
 
 
 def test_embedding_bag_per_sample_weights_and_last_offset():
-    weight = _leaf((8, 4))
-    psw = _leaf(6)
+    weight = leaf((8, 4))
+    psw = leaf(6)
     indices = torch.tensor([0, 7, 3, 3, 1, 5])
     offsets = torch.tensor([0, 2, 5, 6])
 

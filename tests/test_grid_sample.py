@@ -1,22 +1,17 @@
 """grid_sample (2-d, 3-d) and its backward against the CPU."""
 
 import pytest
-import torch
 import torch.nn.functional as F
-from conftest import assert_grads_close_to_cpu, assert_raises_like_cpu, make
+from conftest import assert_grads_close_to_cpu, assert_raises_like_cpu, leaf, make
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 TOL = dict(atol=1e-4, rtol=1e-4)
 
 
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
-
-
 def _grid(shape):
     # Points partly outside [-1, 1] so that every padding mode matters.
-    return _leaf(shape, low=-1.3, high=1.3)
+    return leaf(shape, low=-1.3, high=1.3)
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
@@ -28,7 +23,7 @@ def test_grid_sample_2d(mode, padding_mode, align_corners):
             x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners
         )
 
-    assert_grads_close_to_cpu(fn, _leaf((2, 3, 5, 6)), _grid((2, 4, 3, 2)), **TOL)
+    assert_grads_close_to_cpu(fn, leaf((2, 3, 5, 6)), _grid((2, 4, 3, 2)), **TOL)
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
@@ -40,7 +35,7 @@ def test_grid_sample_3d(mode, padding_mode, align_corners):
             x, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners
         )
 
-    assert_grads_close_to_cpu(fn, _leaf((2, 2, 3, 4, 5)), _grid((2, 2, 3, 2, 3)), **TOL)
+    assert_grads_close_to_cpu(fn, leaf((2, 2, 3, 4, 5)), _grid((2, 2, 3, 2, 3)), **TOL)
 
 
 def test_grid_sample_errors():

@@ -2,7 +2,6 @@
 the CPU."""
 
 import pytest
-import torch
 import torch.nn.functional as F
 from conftest import (
     FLOAT_DTYPES,
@@ -10,14 +9,11 @@ from conftest import (
     assert_grads_close_to_cpu,
     assert_raises_like_cpu,
     dtype_id,
+    leaf,
     make,
 )
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
 
 
 # ------------------------------------------------------- unfold / fold
@@ -34,7 +30,7 @@ def _leaf(shape, dtype=torch.float32, **kw):
 )
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
 def test_unfold_fold(kw, dtype):
-    x = _leaf((2, 3, 6, 7), dtype)
+    x = leaf((2, 3, 6, 7), dtype)
     assert_grads_close_to_cpu(lambda t: F.unfold(t, **kw), x)
     assert_close_to_cpu(lambda t: F.unfold(t[0].mT, **kw), x)  # unbatched, non-contiguous
     cols = F.unfold(x.detach(), **kw)

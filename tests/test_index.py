@@ -12,6 +12,7 @@ from conftest import (
     assert_grads_close_to_cpu,
     assert_raises_like_cpu,
     dtype_id,
+    leaf,
     make,
 )
 
@@ -30,10 +31,6 @@ def _perm_index(shape, dim, size):
     full[dim] = size
     perm = torch.rand(full).argsort(dim=dim)
     return perm.narrow(dim, 0, shape[dim])
-
-
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
 
 
 # ------------------------------------------------------------ index_select
@@ -69,7 +66,7 @@ def test_index_select_layouts():
 
 
 def test_index_select_backward():
-    x = _leaf((5, 4))
+    x = leaf((5, 4))
     idx = torch.tensor([0, 2, 2, 4, 0, 0])
     assert_grads_close_to_cpu(lambda t, i: t.index_select(0, i) * 3, x, idx)
     assert_grads_close_to_cpu(lambda t, i: t.index_select(1, i % 4), x, idx)
@@ -102,7 +99,7 @@ def test_gather_layouts():
 
 
 def test_gather_backward():
-    x = _leaf((4, 6))
+    x = leaf((4, 6))
     idx = _index((4, 9), 6)  # duplicates: the backward scatter_add accumulates
     assert_grads_close_to_cpu(lambda t, i: torch.gather(t, 1, i), x, idx)
     assert_grads_close_to_cpu(lambda t, i: torch.gather(t.t(), 0, i.t()), x, idx)
@@ -175,8 +172,8 @@ def test_scatter_reduce_nan_and_empty():
 
 
 def test_scatter_backward():
-    x = _leaf((4, 6))
-    src = _leaf((4, 3))
+    x = leaf((4, 6))
+    src = leaf((4, 3))
     idx = _perm_index((4, 3), 1, 6)
     assert_grads_close_to_cpu(lambda t, i, s: t.scatter(1, i, s), x, idx, src)
     assert_grads_close_to_cpu(lambda t, i, s: t.scatter_add(1, i, s), x, idx, src)
@@ -208,7 +205,7 @@ def test_index_add_layouts_and_backward():
     assert_close_to_cpu(
         lambda t, i, s: torch.index_add(t, 0, i, s, out=torch.empty_like(t)), x, idx, src
     )
-    a, b = _leaf((6, 5)), _leaf((4, 5))
+    a, b = leaf((6, 5)), leaf((4, 5))
     assert_grads_close_to_cpu(lambda t, s, i: t.index_add(0, i, s), a, b, idx)
 
 
@@ -246,7 +243,7 @@ def test_masked_fill(dtype):
 
 
 def test_masked_fill_backward():
-    x = _leaf((4, 5))
+    x = leaf((4, 5))
     mask = make((4, 5), torch.bool)
     assert_grads_close_to_cpu(lambda t, m: t.masked_fill(m, -1.0) * 2, x, mask)
     assert_grads_close_to_cpu(lambda t, m: t.masked_fill(m, float("-inf")).softmax(1), x, mask)
@@ -289,7 +286,7 @@ def test_index_dtypes(dtype):
 
 @pytest.mark.parametrize("case", ["long", "two_broadcast", "bool_mask", "non_adjacent"])
 def test_index_backward(case):
-    x = _leaf((5, 4, 3))
+    x = leaf((5, 4, 3))
     idx = _index((4, 4), 5)  # duplicates: the backward index_put_ accumulates
     mask = make((5, 4, 3), torch.bool)
     assert_grads_close_to_cpu(INDEXERS[case], x, idx, mask)
@@ -338,7 +335,7 @@ def test_take():
     assert_close_to_cpu(lambda t, i: torch.take(t, i), x, idx)
     assert_close_to_cpu(lambda t, i: torch.take(t.t(), i), x, idx)
     assert_close_to_cpu(lambda t, i: torch.take(t, i[:0]), x, idx)
-    assert_grads_close_to_cpu(lambda t, i: torch.take(t, i), _leaf((4, 5)), idx)
+    assert_grads_close_to_cpu(lambda t, i: torch.take(t, i), leaf((4, 5)), idx)
     src = make(12)
     # Distinct positions: with repeats, which write lands is unspecified (as on CUDA).
     positions = torch.randperm(20)[:12].view(3, 4)
@@ -353,7 +350,7 @@ def test_take():
 @pytest.mark.parametrize("padding_idx", [None, 2])
 @pytest.mark.parametrize("scale", [False, True])
 def test_embedding(dtype, padding_idx, scale):
-    w = _leaf((10, 6), dtype)
+    w = leaf((10, 6), dtype)
     idx = _index((4, 7), 10)
     idx[0, :3] = 2
 

@@ -6,15 +6,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 from class_target_cases import LOSS_CASES, C, N, call_loss, class_targets, loss_kwargs
-from conftest import assert_close_to_cpu, assert_grads_close_to_cpu, assert_raises_like_cpu, make
+from conftest import (
+    assert_close_to_cpu,
+    assert_grads_close_to_cpu,
+    assert_raises_like_cpu,
+    leaf,
+    make,
+)
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 REDUCTIONS = ["none", "mean", "sum"]
-
-
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
 
 
 # ------------------------------------------------------------ nll_loss2d
@@ -26,7 +28,7 @@ def test_cross_entropy_spatial(reduction, shape):
     target = make((shape[0], *shape[2:]), torch.int64, low=0, high=shape[1])
     target.view(-1)[::5] = -100
     assert_grads_close_to_cpu(
-        lambda x, t: F.cross_entropy(x, t, reduction=reduction), _leaf(shape), target
+        lambda x, t: F.cross_entropy(x, t, reduction=reduction), leaf(shape), target
     )
 
 
@@ -75,7 +77,7 @@ def test_regression_loss(loss, reduction):
 
 @pytest.mark.parametrize("loss", [F.mse_loss, F.smooth_l1_loss, F.huber_loss])
 def test_regression_loss_float16(loss):
-    assert_grads_close_to_cpu(loss, _leaf((4, 5), torch.float16), make((4, 5), torch.float16))
+    assert_grads_close_to_cpu(loss, leaf((4, 5), torch.float16), make((4, 5), torch.float16))
 
 
 def test_regression_loss_out():
@@ -97,7 +99,7 @@ def test_negative_beta_raises():
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("p, margin, weighted", [(1, 1.0, False), (2, 0.5, True)])
 def test_multi_margin_loss(reduction, p, margin, weighted):
-    x = _leaf((5, 4), low=-1, high=1)
+    x = leaf((5, 4), low=-1, high=1)
     target = make(5, torch.int64, low=0, high=4)
     args = (make(4, low=0.5, high=2),) if weighted else ()
 
@@ -112,7 +114,7 @@ def test_multi_margin_loss(reduction, p, margin, weighted):
 def test_multi_margin_loss_unbatched():
     assert_grads_close_to_cpu(
         lambda a, t: F.multi_margin_loss(a, t, reduction="none"),
-        _leaf(4, low=-1, high=1),
+        leaf(4, low=-1, high=1),
         torch.tensor([2]),
     )
 
@@ -125,14 +127,14 @@ def test_multi_margin_loss_bad_target():
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_multilabel_margin_loss(reduction):
-    x = _leaf((3, 5), low=-1, high=1)
+    x = leaf((3, 5), low=-1, high=1)
     target = torch.tensor([[3, 0, -1, 1, 2], [4, 1, 2, 0, 3], [-1, 2, 3, 1, 1]])
     assert_grads_close_to_cpu(
         lambda a, t: F.multilabel_margin_loss(a, t, reduction=reduction), x, target
     )
     assert_grads_close_to_cpu(
         lambda a, t: F.multilabel_margin_loss(a, t, reduction=reduction),
-        _leaf(5, low=-1, high=1),
+        leaf(5, low=-1, high=1),
         target[0],
     )
 

@@ -8,6 +8,7 @@ from conftest import (
     assert_grads_close_to_cpu,
     assert_same,
     dtype_id,
+    leaf,
     make,
     to_device,
 )
@@ -15,10 +16,6 @@ from conftest import (
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 TOL = {torch.float32: dict(atol=1e-4, rtol=1e-4), torch.float16: dict(atol=2e-2, rtol=2e-2)}
-
-
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
 
 
 # ------------------------------------------------------------------ batch norm
@@ -30,9 +27,9 @@ def _leaf(shape, dtype=torch.float32, **kw):
 @pytest.mark.parametrize("affine", [True, False])
 def test_batch_norm_functional(shape, training, affine, dtype):
     c = shape[1]
-    x = _leaf(shape, dtype)
-    w = _leaf(c, dtype, low=0.5, high=2) if affine else None
-    b = _leaf(c, dtype) if affine else None
+    x = leaf(shape, dtype)
+    w = leaf(c, dtype, low=0.5, high=2) if affine else None
+    b = leaf(c, dtype) if affine else None
     rm, rv = make(c, dtype), make(c, dtype, low=0.5, high=2)
     cpu_stats, vk_stats = (rm, rv), to_device((rm, rv), "vkml")
     stats = {"cpu": cpu_stats, "vkml": vk_stats}
@@ -55,7 +52,7 @@ def test_batch_norm_split_over_parts(shape, dtype):
     variance still comes from squared deviations (two passes), not from sums of squares."""
     c = shape[1]
     x = (make(shape, dtype) + 100.0).to(dtype).requires_grad_()
-    w, b = _leaf(c, dtype, low=0.5, high=2), _leaf(c, dtype)
+    w, b = leaf(c, dtype, low=0.5, high=2), leaf(c, dtype)
     rm, rv = make(c, dtype), make(c, dtype, low=0.5, high=2)
     stats = {"cpu": (rm, rv), "vkml": to_device((rm, rv), "vkml")}
 
@@ -69,7 +66,7 @@ def test_batch_norm_split_over_parts(shape, dtype):
 
 
 def test_batch_norm_without_running_stats():
-    x, w, b = _leaf((3, 4, 5)), _leaf(4), _leaf(4)
+    x, w, b = leaf((3, 4, 5)), leaf(4), leaf(4)
     assert_grads_close_to_cpu(
         lambda x, w, b: F.batch_norm(x, None, None, w, b, True), x, w, b, **TOL[torch.float32]
     )
@@ -147,7 +144,7 @@ def test_modules(make_module, shape, train):
     ],
 )
 def test_layer_norm(shape, norm, dtype):
-    x, w, b = _leaf(shape, dtype), _leaf(norm, dtype), _leaf(norm, dtype)
+    x, w, b = leaf(shape, dtype), leaf(norm, dtype), leaf(norm, dtype)
     assert_grads_close_to_cpu(
         lambda x, w, b: F.layer_norm(x, norm, w, b, 1e-4), x, w, b, **TOL[dtype]
     )
@@ -155,7 +152,7 @@ def test_layer_norm(shape, norm, dtype):
 
 
 def test_layer_norm_noncontiguous_and_stats():
-    x = _leaf((6, 4))
+    x = leaf((6, 4))
     assert_grads_close_to_cpu(lambda x: F.layer_norm(x.t(), (6,)), x, **TOL[torch.float32])
     x = make((2, 3, 4))
     for c, v in zip(
@@ -175,13 +172,13 @@ def test_layer_norm_noncontiguous_and_stats():
 )
 def test_group_norm(shape, groups, dtype):
     c = shape[1]
-    x, w, b = _leaf(shape, dtype), _leaf(c, dtype), _leaf(c, dtype)
+    x, w, b = leaf(shape, dtype), leaf(c, dtype), leaf(c, dtype)
     assert_grads_close_to_cpu(lambda x, w, b: F.group_norm(x, groups, w, b), x, w, b, **TOL[dtype])
     assert_grads_close_to_cpu(lambda x: F.group_norm(x, groups), x, **TOL[dtype])
 
 
 def test_instance_norm_functional():
-    x = _leaf((2, 3, 4, 5))
+    x = leaf((2, 3, 4, 5))
     assert_grads_close_to_cpu(lambda x: F.instance_norm(x), x, **TOL[torch.float32])
 
 

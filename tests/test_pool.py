@@ -3,13 +3,16 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import FLOAT_DTYPES, assert_close_to_cpu, assert_grads_close_to_cpu, dtype_id, make
+from conftest import (
+    FLOAT_DTYPES,
+    assert_close_to_cpu,
+    assert_grads_close_to_cpu,
+    dtype_id,
+    leaf,
+    make,
+)
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
 
 
 MAX2D = {
@@ -60,30 +63,30 @@ AVG2D = {
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("case", list(AVG2D))
 def test_avg_pool2d(case, dtype):
-    x = _leaf((2, 3, 7, 8), dtype)
+    x = leaf((2, 3, 7, 8), dtype)
     assert_grads_close_to_cpu(lambda t: F.avg_pool2d(t, **AVG2D[case]), x)
 
 
 def test_avg_pool1d_3d_and_noncontiguous():
-    assert_grads_close_to_cpu(lambda t: F.avg_pool1d(t, 3, 2, 1), _leaf((2, 3, 9)))
-    x = _leaf((2, 2, 5, 6, 7))
+    assert_grads_close_to_cpu(lambda t: F.avg_pool1d(t, 3, 2, 1), leaf((2, 3, 9)))
+    x = leaf((2, 2, 5, 6, 7))
     assert_grads_close_to_cpu(lambda t: F.avg_pool3d(t, 2, (1, 2, 2), padding=1), x)
     assert_grads_close_to_cpu(
         lambda t: F.avg_pool3d(t, 3, 2, padding=1, ceil_mode=True, count_include_pad=False), x
     )
-    x = _leaf((2, 8, 7, 3))
+    x = leaf((2, 8, 7, 3))
     assert_grads_close_to_cpu(lambda t: F.avg_pool2d(t.permute(0, 3, 1, 2), 2), x)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("out", [(3, 3), (4, 5), (7, 8), (1, 1), (2, 1)])
 def test_adaptive_avg_pool2d(out, dtype):
-    assert_grads_close_to_cpu(lambda t: F.adaptive_avg_pool2d(t, out), _leaf((2, 3, 7, 8), dtype))
+    assert_grads_close_to_cpu(lambda t: F.adaptive_avg_pool2d(t, out), leaf((2, 3, 7, 8), dtype))
 
 
 def test_adaptive_pool_1d_3d_and_max():
-    assert_grads_close_to_cpu(lambda t: F.adaptive_avg_pool1d(t, 4), _leaf((2, 3, 9)))
-    assert_grads_close_to_cpu(lambda t: F.adaptive_avg_pool3d(t, (2, 3, 2)), _leaf((1, 2, 5, 6, 3)))
+    assert_grads_close_to_cpu(lambda t: F.adaptive_avg_pool1d(t, 4), leaf((2, 3, 9)))
+    assert_grads_close_to_cpu(lambda t: F.adaptive_avg_pool3d(t, (2, 3, 2)), leaf((1, 2, 5, 6, 3)))
     x = make((2, 3, 7, 9), unique=True).requires_grad_()
     for out in [(3, 4), (7, 9), (1, 1)]:
         assert_grads_close_to_cpu(lambda t, out=out: F.adaptive_max_pool2d(t, out), x)

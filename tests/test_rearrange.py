@@ -9,14 +9,11 @@ from conftest import (
     assert_grads_close_to_cpu,
     assert_raises_like_cpu,
     dtype_id,
+    leaf,
     make,
 )
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
@@ -30,7 +27,7 @@ def test_channel_shuffle_transposed_and_grad(dtype):
 
 @pytest.mark.parametrize("dim, size, step", [(0, 3, 2), (1, 2, 3), (-1, 4, 1), (1, 5, 5)])
 def test_unfold_backward(dim, size, step):
-    assert_grads_close_to_cpu(lambda t: t.unfold(dim, size, step) * 1, _leaf((7, 6, 5)))
+    assert_grads_close_to_cpu(lambda t: t.unfold(dim, size, step) * 1, leaf((7, 6, 5)))
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
@@ -43,4 +40,4 @@ def test_channel_shuffle(dtype):
 
 
 def test_channel_shuffle_grad():
-    assert_grads_close_to_cpu(lambda t: F.channel_shuffle(t, 2) * 2, _leaf((2, 4, 3)))
+    assert_grads_close_to_cpu(lambda t: F.channel_shuffle(t, 2) * 2, leaf((2, 4, 3)))

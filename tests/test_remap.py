@@ -10,14 +10,11 @@ from conftest import (
     assert_grads_close_to_cpu,
     assert_raises_like_cpu,
     dtype_id,
+    leaf,
     make,
 )
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
 
 
 # ----------------------------------------------------------- flip, roll
@@ -39,7 +36,7 @@ def test_flip_edge_cases():
     assert_close_to_cpu(lambda t: t.flip(0), make(()))
     assert_close_to_cpu(lambda t: t.flip((0, 1, 3, 6)), make((2, 1, 3, 2, 1, 2, 2)))  # 7 dims
     assert_raises_like_cpu(lambda t: t.flip((0, 0)), make((2, 3)))
-    assert_grads_close_to_cpu(lambda t: t.flip((0, 1)), _leaf((3, 4)))
+    assert_grads_close_to_cpu(lambda t: t.flip((0, 1)), leaf((3, 4)))
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
@@ -68,7 +65,7 @@ def test_roll_edge_cases():
     assert_close_to_cpu(lambda t: t.roll(1, 0), make((0, 3)))
     assert_close_to_cpu(lambda t: t.roll(2), make(()))
     assert_raises_like_cpu(lambda t: t.roll((1, 2), (0,)), make((2, 3)))
-    assert_grads_close_to_cpu(lambda t: t.roll((1, -1), (0, 1)), _leaf((3, 4)))
+    assert_grads_close_to_cpu(lambda t: t.roll((1, -1), (0, 1)), leaf((3, 4)))
 
 
 def test_roll_views():
@@ -77,7 +74,7 @@ def test_roll_views():
     assert_close_to_cpu(lambda t: t.roll((-1, 7), (1, -1)), x)
     assert_close_to_cpu(lambda t: t.transpose(0, 2).roll(3), x)
     assert_close_to_cpu(lambda t: t[:0].roll(1, 0), x)
-    assert_grads_close_to_cpu(lambda t: t.roll(1, 1), _leaf((3, 4)))
+    assert_grads_close_to_cpu(lambda t: t.roll(1, 1), leaf((3, 4)))
 
 
 # -------------------------------------------------------------- padding
@@ -94,7 +91,7 @@ PAD_CASES = {
 def test_pad_modes(mode, nd):
     shape, pads = PAD_CASES[nd]
     for pad in pads:
-        x = _leaf(shape)
+        x = leaf(shape)
         assert_grads_close_to_cpu(lambda t, p=pad: F.pad(t, p, mode=mode), x)
         # unbatched input and a non-contiguous one
         assert_grads_close_to_cpu(lambda t, p=pad: F.pad(t[0], p, mode=mode), x)
@@ -113,7 +110,7 @@ def test_pad_dtypes(dtype):
 
 def test_pad_half_grad_and_errors():
     assert_grads_close_to_cpu(
-        lambda t: F.pad(t, (2, 1), mode="reflect"), _leaf((2, 3, 4), torch.float16)
+        lambda t: F.pad(t, (2, 1), mode="reflect"), leaf((2, 3, 4), torch.float16)
     )
     assert_raises_like_cpu(lambda t: F.pad(t, (4, 0), mode="reflect"), make((2, 3, 4)))
     assert_raises_like_cpu(lambda t: F.pad(t, (-4, 0), mode="replicate"), make((2, 3, 4)))
@@ -137,7 +134,7 @@ def test_pad_half_grad_and_errors():
     ids=str,
 )
 def test_upsample_nearest(mode, kw):
-    x1, x2, x3 = _leaf((2, 3, 5)), _leaf((2, 3, 5, 4)), _leaf((1, 2, 3, 5, 4))
+    x1, x2, x3 = leaf((2, 3, 5)), leaf((2, 3, 5, 4)), leaf((1, 2, 3, 5, 4))
     assert_grads_close_to_cpu(lambda t: F.interpolate(t, mode=mode, **kw), x1)
     assert_grads_close_to_cpu(lambda t: F.interpolate(t, mode=mode, **kw), x2)
     assert_grads_close_to_cpu(lambda t: F.interpolate(t, mode=mode, **kw), x3)

@@ -11,16 +11,13 @@ from conftest import (
     assert_grads_close_to_cpu,
     assert_raises_like_cpu,
     dtype_id,
+    leaf,
     make,
 )
 
 import torch_vkml
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
 
 
 # ------------------------------------------------------------------ cat
@@ -81,7 +78,7 @@ def test_stack(dtype):
 
 
 def test_cat_grad():
-    a, b = _leaf((2, 3)), _leaf((4, 3))
+    a, b = leaf((2, 3)), leaf((4, 3))
     assert_grads_close_to_cpu(lambda x, y: torch.cat([x * 2, y], 0), a, b)
 
 
@@ -104,7 +101,7 @@ def test_tril_triu_layouts_and_out():
     assert_close_to_cpu(lambda t: t.tril(), make((0, 3)))
     assert_close_to_cpu(lambda t: torch.tril(t, out=torch.empty_like(t).mT), make((4, 4)))
     assert_raises_like_cpu(lambda t: t.tril(), make((3,)))
-    assert_grads_close_to_cpu(lambda t: t.tril(-1) + t.triu(2), _leaf((4, 4)))
+    assert_grads_close_to_cpu(lambda t: t.tril(-1) + t.triu(2), leaf((4, 4)))
 
 
 # -------------------------------------------------------- creation-like
@@ -131,7 +128,7 @@ def test_composites_run_natively():
     assert_close_to_cpu(lambda t: F.pixel_shuffle(t, 2), y)
     assert_close_to_cpu(lambda t: F.pixel_unshuffle(t, 2), make((2, 2, 4, 6)))
     assert_close_to_cpu(lambda t: F.pad(t, (1, 2, 0, 1), value=2.5), x)
-    assert_grads_close_to_cpu(lambda t: t.repeat(2, 2), _leaf((2, 3)))
+    assert_grads_close_to_cpu(lambda t: t.repeat(2, 2), leaf((2, 3)))
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32], ids=dtype_id)

@@ -3,7 +3,14 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import FLOAT_DTYPES, assert_close_to_cpu, assert_grads_close_to_cpu, dtype_id, make
+from conftest import (
+    FLOAT_DTYPES,
+    assert_close_to_cpu,
+    assert_grads_close_to_cpu,
+    dtype_id,
+    leaf,
+    make,
+)
 
 import torch_vkml
 
@@ -15,10 +22,6 @@ LAYOUTS = {
 }
 
 
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
-
-
 # --------------------------------------------------------------- softmax
 
 
@@ -28,7 +31,7 @@ def _leaf(shape, dtype=torch.float32, **kw):
 @pytest.mark.parametrize("fn", [F.softmax, F.log_softmax], ids=["softmax", "log_softmax"])
 def test_softmax(fn, dtype, layout, dim):
     shape, view = LAYOUTS[layout]
-    x = _leaf(shape, dtype)
+    x = leaf(shape, dtype)
     assert_grads_close_to_cpu(lambda t: fn(view(t), dim=dim), x)
 
 
@@ -59,7 +62,7 @@ def test_softmax_is_numerically_stable(fn):
 )
 @pytest.mark.parametrize("fn", [F.softmax, F.log_softmax], ids=["softmax", "log_softmax"])
 def test_softmax_long_rows(fn, shape, dim):
-    x = _leaf(shape, low=-10, high=10)
+    x = leaf(shape, low=-10, high=10)
     assert_grads_close_to_cpu(lambda t: fn(t, dim=dim), x)
 
 
@@ -71,9 +74,9 @@ def test_softmax_long_rows(fn, shape, dim):
 def test_softmax_float64(fn, shape, dim):
     # float64 rows, and float32 input promoted by dtype= (softmax.with_dtype)
     assert_grads_close_to_cpu(
-        lambda t: fn(t, dim=dim), _leaf(shape, torch.float64, low=-20, high=20)
+        lambda t: fn(t, dim=dim), leaf(shape, torch.float64, low=-20, high=20)
     )
-    assert_grads_close_to_cpu(lambda t: fn(t, dim=dim, dtype=torch.float64), _leaf(shape))
+    assert_grads_close_to_cpu(lambda t: fn(t, dim=dim, dtype=torch.float64), leaf(shape))
 
 
 def test_softmax_empty():

@@ -4,17 +4,19 @@ forward and backward, against the CPU (nearest modes: test_remap.py)."""
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import assert_close_to_cpu, assert_grads_close_to_cpu, assert_raises_like_cpu, make
+from conftest import (
+    assert_close_to_cpu,
+    assert_grads_close_to_cpu,
+    assert_raises_like_cpu,
+    leaf,
+    make,
+)
 
 import torch_vkml
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 TOL = dict(atol=1e-4, rtol=1e-4)  # separable passes round in another order than the CPU
-
-
-def _leaf(shape, dtype=torch.float32, **kw):
-    return make(shape, dtype, **kw).requires_grad_()
 
 
 # ----------------------------------------------------------- interpolate
@@ -34,7 +36,7 @@ INTERP_CASES = [
 def test_interpolate(mode, shape, kw, align_corners):
     assert_grads_close_to_cpu(
         lambda x: F.interpolate(x, mode=mode, align_corners=align_corners, **kw),
-        _leaf(shape),
+        leaf(shape),
         **TOL,
     )
 
@@ -47,7 +49,7 @@ def test_interpolate_antialias(mode, size, align_corners):
         lambda x: F.interpolate(
             x, size=size, mode=mode, antialias=True, align_corners=align_corners
         ),
-        _leaf((2, 2, 7, 8)),
+        leaf((2, 2, 7, 8)),
         **TOL,
     )
 
@@ -82,7 +84,7 @@ def test_interpolate_zero_size_raises():
     ids=str,
 )
 def test_upsample_bilinear(align_corners, kw):
-    x = _leaf((2, 3, 5, 4))
+    x = leaf((2, 3, 5, 4))
     fn = lambda t: F.interpolate(t, mode="bilinear", align_corners=align_corners, **kw)  # noqa: E731
     assert_grads_close_to_cpu(fn, x)
     assert_close_to_cpu(lambda t: fn(t.mT), x)
