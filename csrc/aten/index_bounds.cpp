@@ -26,22 +26,6 @@ uint32_t error_code(Style style) {
   return DEVICE_ERROR_INDEX_IN_SELF;
 }
 
-[[noreturn]] void raise_out_of_range(Style style, int64_t bad, int64_t d, int64_t n) {
-  switch (style) {
-    case Style::InSelf:
-      TORCH_CHECK_INDEX(false, "index out of range in self");
-    case Style::Bounds:
-      TORCH_CHECK(false, "index ", bad, " is out of bounds for dimension ", d, " with size ", n);
-    case Style::BoundsIdx:
-      TORCH_CHECK_INDEX(false, "index ", bad, " is out of bounds for dimension ", d, " with size ",
-                        n);
-    case Style::Take:
-      TORCH_CHECK_INDEX(false, "out of range: tried to access index ", bad, " on a tensor of ", n,
-                        " elements.");
-  }
-  TORCH_CHECK(false, "index out of range");
-}
-
 }  // namespace
 
 bool index_checks_enabled() {
@@ -57,8 +41,9 @@ void check_ranges(const std::vector<RangeCheck>& checks, bool allow_negative, St
     if (c.index.is_cpu()) {
       at::Tensor i = c.index.scalar_type() == at::kLong ? c.index : c.index.to(at::kLong);
       int64_t min = i.min().item<int64_t>(), max = i.max().item<int64_t>();
-      if (min < lo) raise_out_of_range(style, min, c.dim, n);
-      if (max >= n) raise_out_of_range(style, max, c.dim, n);
+      if (min < lo || max >= n)
+        guarded(
+            [&] { vkml::raise_check_failure(error_code(style), min < lo ? min : max, n, c.dim); });
       continue;
     }
     std::optional<vkml::IntRange> known = known_values(c.index);

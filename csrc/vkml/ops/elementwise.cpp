@@ -8,6 +8,7 @@
 #include "vkml/ops/elementwise_batch.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/pipeline_slots.h"
+#include "vkml/shaders/device_error.h"
 #include "vkml/shaders/elementwise_push.h"
 
 namespace vkml::ops {
@@ -206,7 +207,7 @@ void run_elementwise(Device& dev, Elementwise e) {
     // for uint8, as on the CPU); a tensor's by the kernel, which notes a zero in the
     // device error record (ptr[3], unused by binary ops).
     if (e.scalar[1] && encode(e.dtype, e.slot[1]) == 0)
-      fail(ErrorKind::ValueCheck, "ZeroDivisionError");
+      raise_check_failure(DEVICE_ERROR_ZERO_DIVISION);
     e.ptr[3] = dev.errors().address();
   }
   e.layout.noperands = e.ninputs + 1;

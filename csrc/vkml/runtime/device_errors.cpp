@@ -19,10 +19,11 @@ struct Record {
 };
 static_assert(sizeof(Record) == DEVICE_ERROR_RECORD_BYTES);
 
-// The message and exception type PyTorch's CPU kernels raise for the same input.
-[[noreturn]] void raise(const Record& r) {
-  const std::string v = std::to_string(r.value);
-  switch (r.code) {
+}  // namespace
+
+[[noreturn]] void raise_check_failure(uint32_t code, int64_t value, int64_t bound, uint32_t aux) {
+  const std::string v = std::to_string(value);
+  switch (code) {
     case DEVICE_ERROR_TARGET:
       fail(ErrorKind::IndexOutOfRange, "Target " + v + " is out of bounds.");
     case DEVICE_ERROR_ZERO_DIVISION:
@@ -38,7 +39,7 @@ static_assert(sizeof(Record) == DEVICE_ERROR_RECORD_BYTES);
                v);
     case DEVICE_ERROR_BAG_LAST_OFFSET:
       fail(ErrorKind::ValueCheck, "offsets[-1] can not be greater than input's length " +
-                                      std::to_string(r.bound) + " but got offsets[-1] of " + v);
+                                      std::to_string(bound) + " but got offsets[-1] of " + v);
     case DEVICE_ERROR_MULTINOMIAL_PROBABILITY:
       fail(ErrorKind::ValueCheck, "probability tensor contains either `inf`, `nan` or element < 0");
     case DEVICE_ERROR_MULTINOMIAL_SUM:
@@ -47,24 +48,22 @@ static_assert(sizeof(Record) == DEVICE_ERROR_RECORD_BYTES);
       fail(ErrorKind::IndexOutOfRange, "index out of range in self");
     case DEVICE_ERROR_INDEX_BOUNDS:
     case DEVICE_ERROR_INDEX_BOUNDS_INDEX_ERROR:
-      fail(r.code == DEVICE_ERROR_INDEX_BOUNDS ? ErrorKind::ValueCheck : ErrorKind::IndexOutOfRange,
-           "index " + v + " is out of bounds for dimension " + std::to_string(r.aux) +
-               " with size " + std::to_string(r.bound));
+      fail(code == DEVICE_ERROR_INDEX_BOUNDS ? ErrorKind::ValueCheck : ErrorKind::IndexOutOfRange,
+           "index " + v + " is out of bounds for dimension " + std::to_string(aux) + " with size " +
+               std::to_string(bound));
     case DEVICE_ERROR_MULTI_MARGIN_TARGET:
       fail(ErrorKind::ValueCheck, "target out of range");
     case DEVICE_ERROR_MULTILABEL_MARGIN_TARGET:
       fail(ErrorKind::ValueCheck, "argument #2 'target' is out of range");
     case DEVICE_ERROR_INDEX_TAKE:
       fail(ErrorKind::IndexOutOfRange, "out of range: tried to access index " + v +
-                                           " on a tensor of " + std::to_string(r.bound) +
+                                           " on a tensor of " + std::to_string(bound) +
                                            " elements.");
     default:
       fail(ErrorKind::Internal,
-           "a vkml kernel reported an unknown error code " + std::to_string(r.code));
+           "a vkml kernel reported an unknown error code " + std::to_string(code));
   }
 }
-
-}  // namespace
 
 DeviceErrors::DeviceErrors(MemoryPool& staging)
     : staging_(staging), record_(staging.allocate(sizeof(Record))) {
@@ -87,7 +86,7 @@ void DeviceErrors::raise_pending() {
   Record r;
   std::memcpy(&r, record_.host, sizeof(r));
   std::memset(record_.host, 0, sizeof(Record));
-  raise(r);
+  raise_check_failure(r.code, r.value, r.bound, r.aux);
 }
 
 }  // namespace vkml

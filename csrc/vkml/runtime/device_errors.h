@@ -10,6 +10,13 @@
 
 namespace vkml {
 
+// Throws the error PyTorch's CPU raises for a failed check `code` (a
+// DEVICE_ERROR_* of shaders/device_error.h) with its message's value, bound and
+// aux: the one place those words are written, for checks the kernels make and for
+// the same checks the host makes where it knows the values.
+[[noreturn]] void raise_check_failure(uint32_t code, int64_t value = 0, int64_t bound = 0,
+                                      uint32_t aux = 0);
+
 class DeviceErrors {
  public:
   explicit DeviceErrors(MemoryPool& staging);
