@@ -156,6 +156,18 @@ def test_one_hot_classes(values, classes):
     check_raises_later(F.one_hot, x, classes)
 
 
+@pytest.mark.parametrize("values", [[1, 2], [-1, 2]], ids=["positive", "negative"])
+@pytest.mark.parametrize("classes", [0, -3])
+def test_one_hot_without_classes_raises_at_once(values, classes):
+    # No class fits: raised by the call itself, a negative value first, as on the CPU.
+    x = torch.tensor(values)
+    kind, message = cpu_error(F.one_hot, x, classes)
+    with pytest.raises(kind) as info:
+        F.one_hot(x.to(VKML), classes)
+    assert str(info.value).splitlines()[0] == message
+    torch_vkml.synchronize()  # nothing left pending
+
+
 def test_one_hot_in_range_needs_no_wait():
     x = torch.tensor([[0, 2], [1, 1]])
     d = x.to(VKML)

@@ -23,7 +23,6 @@ at::Tensor vk_one_hot(const at::Tensor& self, int64_t num_classes) {
     shape.push_back(num_classes);
     return at::empty(shape, self.options());
   }
-  TORCH_CHECK(num_classes >= -1, "num_classes should be positive or -1");
   at::Tensor idx = self.contiguous();
   vkml::Device& dev = vkml_device(idx);
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -34,8 +33,13 @@ at::Tensor vk_one_hot(const at::Tensor& self, int64_t num_classes) {
   });
   if (num_classes == -1) {
     num_classes = idx.max().item<int64_t>() + 1;  // a read: raises a negative class first
+  } else if (num_classes <= 0) {
+    // No class fits, so the call fails whatever the values: read them first (a wait on
+    // a failing call only), which raises a negative class as the CPU does, before the
+    // classes' error.
+    idx.min().item<int64_t>();
+    guarded([] { vkml::raise_check_failure(DEVICE_ERROR_ONE_HOT_CLASSES); });
   } else {
-    TORCH_CHECK(num_classes > 0, "Class values must be smaller than num_classes.");
     guarded([&] {
       vkml::ops::check_int_range(dev, ref(idx), std::numeric_limits<int64_t>::min(),
                                  num_classes - 1, DEVICE_ERROR_ONE_HOT_CLASSES,
