@@ -5,7 +5,7 @@ variants), so that the launcher never asks a pipeline for an op its kernel lacks
 
     python tools/elementwise_ops.py GLSLC elementwise.comp out.cpp
 
-The shader is preprocessed with each variant's own defines (its `//! variant` lines), and
+The shader is preprocessed with each variant's own defines (tools/shader_variants.py), and
 the case labels of its one `switch (OP)` are the ops that variant computes; any other op
 falls through to the default (a copy of the input).
 """
@@ -13,12 +13,13 @@ falls through to the default (a copy of the input).
 from __future__ import annotations
 
 import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-VARIANT = re.compile(r"^//! variant (\S+)(.*)$", re.MULTILINE)
+sys.path.insert(0, str(Path(__file__).parent))
+from shader_variants import parse  # noqa: E402
+
 OP_DEFINE = re.compile(r"^#define OP_(\w+)\s+(\d+)\b", re.MULTILINE)
 
 
@@ -45,7 +46,7 @@ def cases(codes: set[int], names: dict[int, str]) -> str:
 
 def main(argv: list[str]) -> int:
     glslc, shader, out = argv[1], Path(argv[2]), Path(argv[3])
-    variants = {n: shlex.split(d) for n, d in VARIANT.findall(shader.read_text())}
+    variants = {v.suffix: v.flags for v in parse(shader)[0]}
     names: dict[int, str] = {}
     for name, value in OP_DEFINE.findall((shader.parent / "op_codes.h").read_text()):
         names.setdefault(int(value), name.lower())

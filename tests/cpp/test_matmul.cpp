@@ -296,7 +296,8 @@ class CoopmatKernel : public MatmulTest,
   static DType dtype() { return std::get<1>(GetParam()); }
   const char* status() { return ops::coopmat_status(dev(), dtype()); }
   static bool shader_built() {
-    return find_shader(dtype() == DType::bf16 ? "gemm_coopmat_bf16" : "gemm_coopmat_f16");
+    return shader_blob(dtype() == DType::bf16 ? Shader::gemm_coopmat_bf16
+                                              : Shader::gemm_coopmat_f16);
   }
   bool offered() {
     const DeviceInfo& info = dev().info();

@@ -23,7 +23,7 @@ TEST_F(PipelinesTest, ThreadsCreatingTheSamePipelinesAgree) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
-      for (int32_t op : kOps) got[t].push_back(p.get("elementwise_f16", {op}));
+      for (int32_t op : kOps) got[t].push_back(p.get(Shader::elementwise_f16, {op}));
     });
   for (auto& th : pool) th.join();
   for (int t = 1; t < threads; ++t) EXPECT_EQ(got[t], got[0]);
@@ -39,7 +39,7 @@ TEST_F(PipelinesTest, PrewarmCreatesTheListedPipelines) {
   p.prewarm(keys, 3);
   p.wait_prewarm();
   EXPECT_EQ(p.size(), before + std::size(kOps));
-  p.get("elementwise_i32", {OP_SIN});  // already there: nothing new
+  p.get(Shader::elementwise_i32, {OP_SIN});  // already there: nothing new
   EXPECT_EQ(p.size(), before + std::size(kOps));
 }
 
@@ -49,16 +49,16 @@ TEST_F(PipelinesTest, RequiredSubgroupSizeIsPartOfTheKey) {
   Pipelines& p = dev().pipelines();
   const DeviceInfo& info = dev().info();
   if (!info.subgroup_size_control) {
-    EXPECT_THROW(p.get("elementwise_u8", SpecConstants({OP_ABS}, 8)), Error);
+    EXPECT_THROW(p.get(Shader::elementwise_u8, SpecConstants({OP_ABS}, 8)), Error);
     return;
   }
-  VkPipeline any = p.get("elementwise_u8", {OP_ABS});
-  VkPipeline fixed = p.get("elementwise_u8", SpecConstants({OP_ABS}, info.min_subgroup_size));
+  VkPipeline any = p.get(Shader::elementwise_u8, {OP_ABS});
+  VkPipeline fixed = p.get(Shader::elementwise_u8, SpecConstants({OP_ABS}, info.min_subgroup_size));
   EXPECT_NE(fixed, VkPipeline(VK_NULL_HANDLE));
   EXPECT_NE(fixed, any);
   // Not the same as a second specialization constant of that value.
-  EXPECT_NE(fixed, p.get("elementwise_u8", {OP_ABS, int32_t(info.min_subgroup_size)}));
-  EXPECT_EQ(fixed, p.get("elementwise_u8", SpecConstants({OP_ABS}, info.min_subgroup_size)));
+  EXPECT_NE(fixed, p.get(Shader::elementwise_u8, {OP_ABS, int32_t(info.min_subgroup_size)}));
+  EXPECT_EQ(fixed, p.get(Shader::elementwise_u8, SpecConstants({OP_ABS}, info.min_subgroup_size)));
 }
 
 // A combination's pipeline is made once and then read from its slot; values out
@@ -69,7 +69,7 @@ TEST_F(PipelinesTest, SlotsMakeEachCombinationOnce) {
   auto make = [&](int32_t op) {
     return [&, op] {
       ++made;
-      return dev().pipelines().get("elementwise_i32", {op});
+      return dev().pipelines().get(Shader::elementwise_i32, {op});
     };
   };
   VkPipeline a = slots.get(dev(), {1, 2}, make(OP_SIN));

@@ -81,8 +81,36 @@ TEST_F(RuntimeTest, BadIndexThrowsInvalidArgument) {
   EXPECT_THROW(Runtime::get().info(Runtime::get().device_count()), Error);
 }
 
-TEST_F(RuntimeTest, UnknownShaderIsAnError) {
-  EXPECT_THROW(dev().pipelines().get("no_such_shader"), Error);
+// A misspelt variant no longer compiles (Shader is generated from the shaders' own
+// declarations); what is left to fail at run time is no variant or an unbuilt one.
+TEST_F(RuntimeTest, MissingShaderIsAnError) {
+  EXPECT_THROW(dev().pipelines().get(Shader::none), Error);
+  EXPECT_EQ(shader_blob(Shader::none), nullptr);
+  EXPECT_EQ(find_shader("no_such_shader"), nullptr);
+}
+
+// The enum, the name table and the embedded blobs agree: every variant glslc compiles
+// is built, under its own name, and only cooperative-matrix variants may be missing.
+TEST_F(RuntimeTest, EveryDeclaredShaderIsEmbeddedUnderItsName) {
+  size_t built = 0;
+  for (size_t i = 0; i < kShaderCount; ++i) {
+    const Shader s = Shader(i);
+    const ShaderBlob* blob = shader_blob(s);
+    const std::string name = shader_name(s);
+    if (!blob) {
+      EXPECT_EQ(name.rfind("gemm_coopmat_", 0), 0u) << name << " was not built";
+      continue;
+    }
+    ++built;
+    EXPECT_EQ(name, blob->name);
+    EXPECT_EQ(find_shader(name), blob);
+    EXPECT_GT(blob->bytes, 0u);
+  }
+  EXPECT_EQ(built, all_shaders().size());
+  EXPECT_EQ(shaders::elementwise(DType::b8), Shader::elementwise_u8);  // bool stores as u8
+  EXPECT_EQ(shaders::reduce(DType::bf16), Shader::none);
+  EXPECT_EQ(shaders::cat(2), Shader::cat_b2);
+  EXPECT_EQ(shaders::cat(3), Shader::none);
 }
 
 // Cooperative matrices turn the Vulkan memory model on; device-scope atomics (in

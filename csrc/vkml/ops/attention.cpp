@@ -96,13 +96,13 @@ Tiling backward_tiling(Device& dev, const AttentionShape& s) {
 VkPipeline pipeline(Device& dev, DType dtype, uint32_t mode, const Tiling& t) {
   static const PipelineSlots slots({16, 3, kMaxHeadDim / 32 + 1, uint32_t(kTilingCount)});
   return slots.get(dev, {uint32_t(dtype), mode, t.ep / 32, t.index}, [&] {
-    const char* variant = float_variant(dev, dtype, "scaled_dot_product_attention");
+    check_float_dtype(dev, dtype, "scaled_dot_product_attention");
     if (mode == 0) {
-      return dev.pipelines().get(std::string("attention_forward_") + variant,
+      return dev.pipelines().get(shaders::attention_forward(dtype),
                                  {int32_t(t.tm), int32_t(t.tn), int32_t(t.ep), int32_t(t.threads)});
     }
     return dev.pipelines().get(
-        std::string("attention_backward_") + variant,
+        shaders::attention_backward(dtype),
         {int32_t(mode), int32_t(t.tm), int32_t(t.tn), int32_t(t.ep), int32_t(t.threads)});
   });
 }

@@ -19,29 +19,12 @@ using Push = compact_detail::Push;
 void compact(Device& dev, const CompactArgs& a) {
   if (a.n == 0) return;
   check_32bit_indexing(a.n, a.n, "compact");
-  std::string variant;
-  if (a.mode == CompactMode::Coordinates) {
-    variant = "x64";
-  } else {
-    switch (a.elem_size) {
-      case 1:
-        variant = "x8";
-        break;
-      case 2:
-        variant = "x16";
-        break;
-      case 4:
-        variant = "x32";
-        break;
-      case 8:
-        variant = "x64";
-        break;
-      default:
-        fail(ErrorKind::InvalidArgument, "compact: unsupported element size");
-    }
-    VKML_CHECK_ARG(a.elem_size != 2 || dev.info().supports_fp16,
-                   "16-bit elements are not supported on " + dev.info().name);
-  }
+  // Coordinates are int64; other modes move elements of their own size as bits.
+  const size_t width = a.mode == CompactMode::Coordinates ? sizeof(int64_t) : a.elem_size;
+  const Shader shader = shaders::compact(width);
+  VKML_CHECK_ARG(shader != Shader::none, "compact: unsupported element size");
+  VKML_CHECK_ARG(width != 2 || dev.info().supports_fp16,
+                 "16-bit elements are not supported on " + dev.info().name);
   VKML_CHECK_ARG(a.sizes.size() <= 12, "compact: at most 12 dims");
   Push p{};
   p.prefix = a.prefix;
@@ -51,7 +34,7 @@ void compact(Device& dev, const CompactArgs& a) {
   p.ndim = int32_t(a.sizes.size());
   p.limit = uint32_t(std::min<int64_t>(a.limit, INT32_MAX));
   for (size_t d = 0; d < a.sizes.size(); ++d) p.size[d] = int32_t(a.sizes[d]);
-  VkPipeline pipeline = dev.pipelines().get("compact_" + variant, {int(a.mode)});
+  VkPipeline pipeline = dev.pipelines().get(shader, {int(a.mode)});
   // At most n outputs: the declared ranges may reach past the real count.
   Access access;
   access.read(span_elems(a.prefix, a.n, sizeof(int32_t)));

@@ -63,7 +63,7 @@ void pointwise_gemm(Device& dev, DType dtype, int mode, uint64_t src, uint64_t w
 
 void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64_t p2, uint64_t out,
             const ConvShape& s) {
-  const std::string suffix = float_variant(dev, dtype, "conv");
+  check_float_dtype(dev, dtype, "conv");
   VKML_CHECK_ARG(s.spatial >= 1 && s.spatial <= 3, "conv: 1 to 3 spatial dims");
   VKML_CHECK_ARG(s.groups >= 1 && s.ci % s.groups == 0 && s.co % s.groups == 0,
                  "conv: channels must divide by groups");
@@ -130,7 +130,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     const int32_t threads = (bm / per_thread) * (bm / per_thread);
     const uint32_t tile_class = bm == 128 ? 5 : bm == 64 ? 4 : 0;
     VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(shader_mode), tile_class}, [&] {
-      return dev.pipelines().get("conv_gemm_" + suffix,
+      return dev.pipelines().get(shaders::conv_gemm(dtype),
                                  {shader_mode, threads, bm, per_thread, bm == 128 ? 8 : 16});
     });
     const int64_t tiles = phases * s.groups * ceil_div(rows, bm) * ceil_div(cols, bm);
@@ -169,7 +169,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
   uint32_t wg = 64;
   const uint32_t tile_class = tile == 8 ? 3 : tile == 4 ? 2 : 1;
   VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), tile_class}, [&] {
-    return dev.pipelines().get("conv_" + suffix, {mode, int32_t(wg), tile});
+    return dev.pipelines().get(shaders::conv(dtype), {mode, int32_t(wg), tile});
   });
   if (mode == 2) {
     dispatch_tiles(pipeline, uint64_t(s.co * ((per_group + tile - 1) / tile) * prod3(s.kernel)));

@@ -90,8 +90,8 @@ void copy(Device& dev, const TensorRef& dst, const TensorRef& src) {
          "float64 is not supported on " + dev.info().name +
              " (no shaderFloat64); convert to float32 before moving to vkml");
   static const PipelineSlots slots({2});
-  VkPipeline pipeline =
-      slots.get(dev, {f64}, [&] { return dev.pipelines().get(f64 ? "copy_f64" : "copy_base"); });
+  VkPipeline pipeline = slots.get(
+      dev, {f64}, [&] { return dev.pipelines().get(f64 ? Shader::copy_f64 : Shader::copy_base); });
   launch(dev, pipeline, l, dst.address, src.address, dt, st, l.ndim);
 }
 

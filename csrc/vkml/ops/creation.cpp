@@ -23,8 +23,8 @@ void linspace(Device& dev, uint64_t dst, bool f64, int64_t n, double start, doub
   access.write(span_elems(dst, n, f64 ? sizeof(double) : sizeof(float)));
   if (f64) {
     Push<double> p{.dst = dst, .start = start, .end = end, .step = step, .n = n32, .halfway = half};
-    dispatch_1d(dev, dev.pipelines().get("linspace_f64"), &p, sizeof(p), uint64_t(n), LINSPACE_WG,
-                &access);
+    dispatch_1d(dev, dev.pipelines().get(Shader::linspace_f64), &p, sizeof(p), uint64_t(n),
+                LINSPACE_WG, &access);
   } else {
     Push<float> p{.dst = dst,
                   .start = float(start),
@@ -32,8 +32,8 @@ void linspace(Device& dev, uint64_t dst, bool f64, int64_t n, double start, doub
                   .step = float(step),
                   .n = n32,
                   .halfway = half};
-    dispatch_1d(dev, dev.pipelines().get("linspace_f32"), &p, sizeof(p), uint64_t(n), LINSPACE_WG,
-                &access);
+    dispatch_1d(dev, dev.pipelines().get(Shader::linspace_f32), &p, sizeof(p), uint64_t(n),
+                LINSPACE_WG, &access);
   }
 }
 

@@ -21,7 +21,7 @@ enum Mode : uint32_t {
 using Push = cross_entropy_detail::Push;
 
 Push make_push(Device& dev, const CrossEntropyArgs& a) {
-  float_variant(dev, a.dtype, "cross_entropy");
+  check_float_dtype(dev, a.dtype, "cross_entropy");
   VKML_CHECK_ARG(a.n >= 0 && a.c > 0, "cross_entropy: bad size");
   VKML_CHECK_ARG(a.n == 0 || (a.scores && a.target && a.lse),
                  "cross_entropy: scores, target and lse needed");
@@ -60,9 +60,7 @@ VkPipeline pipeline(Device& dev, DType dtype, Mode mode, uint32_t wg) {
   // Keyed by (dtype, mode, wg == 64); wg only shrinks below 256 on small devices.
   static const PipelineSlots slots({16, 3, 2});
   return slots.get(dev, {uint32_t(dtype), mode, wg == 64 ? 1u : 0u}, [&] {
-    return dev.pipelines().get(
-        std::string("cross_entropy_") + float_variant(dev, dtype, "cross_entropy"),
-        {int32_t(mode), int32_t(wg)});
+    return dev.pipelines().get(shaders::cross_entropy(dtype), {int32_t(mode), int32_t(wg)});
   });
 }
 

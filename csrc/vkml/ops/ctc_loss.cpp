@@ -59,8 +59,7 @@ uint32_t workgroup(Device& dev, int64_t width) {
 }
 
 VkPipeline pipeline(Device& dev, DType dtype, int mode, uint32_t wg) {
-  return dev.pipelines().get(std::string("ctc_loss_") + (dtype == DType::f64 ? "f64" : "f32"),
-                             {mode, int32_t(wg)});
+  return dev.pipelines().get(shaders::ctc_loss(dtype), {mode, int32_t(wg)});
 }
 
 Span log_probs_span(const CtcLossArgs& a) {

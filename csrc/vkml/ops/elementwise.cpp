@@ -36,12 +36,6 @@ uint64_t encode(DType t, Scalar v) {
   return uint64_t(uint32_t(int32_t(v.i)));
 }
 
-const char* suffix_of(DType t) {
-  if (t == DType::bf16) return "bf16";
-  if (t == DType::f64) return "f64";
-  return variant_suffix(t);
-}
-
 VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
   // One slot per (dtype, kernel kind, op): the per-op path is a table load.
   constexpr uint32_t kOps = 512, kKinds = 3, kDTypes = 16;
@@ -50,16 +44,16 @@ VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
   const bool special = elementwise_detail::special_only(e.op);
   const uint32_t kind = special ? 2 : (e.compare ? 1 : 0);
   return slots.get(dev, {uint32_t(e.dtype), kind, uint32_t(e.op)}, [&] {
-    const char* suffix = suffix_of(e.dtype);
-    if (!suffix || !elementwise_supported(dev, e.dtype))
+    if (!elementwise_supported(dev, e.dtype))
       fail(ErrorKind::InvalidArgument,
            std::string("vkml elementwise kernels do not support dtype ") + dtype_name(e.dtype) +
                " on " + dev.info().name);
-    VKML_CHECK_ARG(
-        !special || e.dtype == DType::f32 || e.dtype == DType::f16 || e.dtype == DType::bf16,
-        std::string("elementwise: special functions have no ") + dtype_name(e.dtype) + " kernel");
-    static const char* const kSuffix[3] = {"", "_cmp", "_special"};
-    return dev.pipelines().get(std::string("elementwise_") + suffix + kSuffix[kind], {e.op});
+    const Shader shader = special     ? shaders::elementwise_special(e.dtype)
+                          : e.compare ? shaders::elementwise_cmp(e.dtype)
+                                      : shaders::elementwise(e.dtype);
+    VKML_CHECK_ARG(shader != Shader::none, std::string("elementwise: special functions have no ") +
+                                               dtype_name(e.dtype) + " kernel");
+    return dev.pipelines().get(shader, {e.op});
   });
 }
 
@@ -79,7 +73,7 @@ VkPipeline table_pipeline_for(Device& dev, const Elementwise& e) {
   constexpr uint32_t kOps = 512, kDTypes = 16;
   static const PipelineSlots slots({kDTypes, kOps});
   return slots.get(dev, {uint32_t(e.dtype), uint32_t(e.op)}, [&] {
-    return dev.pipelines().get(std::string("elementwise_") + suffix_of(e.dtype) + "_table", {e.op});
+    return dev.pipelines().get(shaders::elementwise_table(e.dtype), {e.op});
   });
 }
 
@@ -225,7 +219,7 @@ void run_elementwise(Device& dev, Elementwise e) {
 bool elementwise_supported(Device& dev, DType t) {
   if (t == DType::f16) return dev.info().supports_fp16;
   if (t == DType::f64) return dev.info().supports_fp64;
-  return suffix_of(t) != nullptr;
+  return shaders::elementwise(t) != Shader::none;
 }
 
 void fill(Device& dev, const TensorRef& t, Scalar value) {

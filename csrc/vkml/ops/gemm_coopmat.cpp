@@ -72,7 +72,7 @@ struct Shape {
   bool required = false;
   bool emulated = false;
   bool bf16 = false;
-  const char* shader = nullptr;
+  Shader shader = Shader::none;
 };
 
 bool switched_off(CoopmatMode mode, DType dtype) {
@@ -83,8 +83,9 @@ bool shape_for(Device& dev, CoopmatMode mode, DType dtype, Shape* s) {
   const DeviceInfo& info = dev.info();
   s->bf16 = dtype == DType::bf16;
   s->emulated = mode == CoopmatMode::kEmulated;
-  static const char* const kShaders[2][2] = {{"gemm_coopmat_f16", "gemm_coopmat_emulated"},
-                                             {"gemm_coopmat_bf16", "gemm_coopmat_emulated_bf16"}};
+  static constexpr Shader kShaders[2][2] = {
+      {Shader::gemm_coopmat_f16, Shader::gemm_coopmat_emulated},
+      {Shader::gemm_coopmat_bf16, Shader::gemm_coopmat_emulated_bf16}};
   s->shader = kShaders[s->bf16][s->emulated];
   if (switched_off(mode, dtype) || !info.supports_fp16) return false;
   if (s->bf16 && !info.supports_int16) return false;
@@ -101,7 +102,7 @@ bool shape_for(Device& dev, CoopmatMode mode, DType dtype, Shape* s) {
   }
   s->sg = info.subgroup_size;
   s->required = false;
-  return s->m != 0 && s->sg != 0 && find_shader(s->shader);
+  return s->m != 0 && s->sg != 0 && shader_blob(s->shader);
 }
 
 // Whether the kernel can run with subgroups of s.sg.
@@ -380,7 +381,7 @@ const char* coopmat_status(Device& dev, DType dtype) {
   if (!shape_for(dev, mode, dtype, &s)) {
     const DeviceInfo& info = dev.info();
     const uint32_t offered = dtype == DType::bf16 ? info.coopmat_bf16_m : info.coopmat_m;
-    if (mode != CoopmatMode::kEmulated && offered != 0 && !find_shader(s.shader))
+    if (mode != CoopmatMode::kEmulated && offered != 0 && !shader_blob(s.shader))
       return "not built";
     return "unsupported";
   }

@@ -10,7 +10,7 @@ namespace {
 
 using Push = grid_sample_detail::Push;
 
-void launch(Device& dev, const char* name, Push p, const GridSampleShape& s) {
+void launch(Device& dev, Shader shader, Push p, const GridSampleShape& s) {
   VKML_CHECK_ARG(s.dims == 2 || s.dims == 3, "grid_sampler: 2 or 3 spatial dims");
   VKML_CHECK_ARG(s.dims == 2 || s.mode != GridInterp::Bicubic,
                  "grid_sampler(): bicubic interpolation only supports 4D input");
@@ -46,7 +46,7 @@ void launch(Device& dev, const char* name, Push p, const GridSampleShape& s) {
     access.update(span_elems(p.grad_input, in_numel, sizeof(float)));  // accumulated into
     access.write(span_elems(p.grad_grid, points * s.dims, sizeof(float)));
   }
-  dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(points), GRID_SAMPLE_WG,
+  dispatch_1d(dev, dev.pipelines().get(shader), &p, sizeof(p), uint64_t(points), GRID_SAMPLE_WG,
               &access);
 }
 
@@ -58,7 +58,7 @@ void grid_sample(Device& dev, uint64_t input, uint64_t grid, uint64_t out,
   p.src = input;
   p.grid = grid;
   p.dst = out;
-  launch(dev, "grid_sample_fwd", p, s);
+  launch(dev, Shader::grid_sample_fwd, p, s);
 }
 
 void grid_sample_backward(Device& dev, uint64_t grad_out, uint64_t input, uint64_t grid,
@@ -71,7 +71,7 @@ void grid_sample_backward(Device& dev, uint64_t grad_out, uint64_t input, uint64
   p.grad_grid = grad_grid;
   p.flags = (grad_input ? GRID_SAMPLE_GRAD_INPUT : 0) | (grad_grid ? GRID_SAMPLE_GRAD_GRID : 0);
   if (p.flags == 0) return;
-  launch(dev, "grid_sample_bwd", p, s);
+  launch(dev, Shader::grid_sample_bwd, p, s);
 }
 
 }  // namespace vkml::ops

@@ -14,7 +14,7 @@ namespace {
 using Push = im2col_detail::Push;
 
 void launch(Device& dev, DType dtype, int mode, uint64_t src, uint64_t dst, const Im2colShape& s) {
-  const std::string name = std::string("im2col_") + float_variant(dev, dtype, "im2col/col2im");
+  check_float_dtype(dev, dtype, "im2col/col2im");
   int64_t image = s.planes * s.H * s.W;
   int64_t cols = s.planes * s.kh * s.kw * s.oh * s.ow;
   int64_t numel = mode == IM2COL_IM2COL ? cols : image;
@@ -35,7 +35,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t src, uint64_t dst, cons
          .oh = int32_t(s.oh),
          .ow = int32_t(s.ow),
          .numel = uint32_t(numel)};
-  VkPipeline pipeline = dev.pipelines().get(name, {mode});
+  VkPipeline pipeline = dev.pipelines().get(shaders::im2col(dtype), {mode});
   const size_t esize = itemsize(dtype);
   Access access;  // one thread per destination element, which it writes whole
   access.read(span_elems(src, mode == IM2COL_IM2COL ? image : cols, esize));

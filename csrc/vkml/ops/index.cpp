@@ -29,8 +29,7 @@ int64_t encode(DType t, Scalar v) {
 }  // namespace
 
 void index_op(Device& dev, const IndexArgs& a) {
-  const char* suffix = a.dtype == DType::bf16 ? "bf16" : variant_suffix(a.dtype);
-  VKML_CHECK_ARG(suffix != nullptr,
+  VKML_CHECK_ARG(shaders::index(a.dtype) != Shader::none,
                  std::string("index kernels do not support dtype ") + dtype_name(a.dtype));
   VKML_CHECK_ARG((a.dtype != DType::f16 && a.dtype != DType::bf16) || dev.info().supports_fp16,
                  std::string(dtype_name(a.dtype)) + " is not supported on " + dev.info().name);
@@ -69,8 +68,7 @@ void index_op(Device& dev, const IndexArgs& a) {
   static const PipelineSlots slots({16, 2, 5, 2});  // dtype, mode, reduction, serial
   VkPipeline pipeline =
       slots.get(dev, {uint32_t(a.dtype), uint32_t(a.mode), uint32_t(op), serial}, [&] {
-        return dev.pipelines().get(std::string("index_") + suffix,
-                                   {int(a.mode), op, serial ? 1 : 0});
+        return dev.pipelines().get(shaders::index(a.dtype), {int(a.mode), op, serial ? 1 : 0});
       });
   Push p{};
   p.scalar = encode(a.dtype, a.value);

@@ -68,35 +68,12 @@ void check_32bit_indexing(int64_t numel, int64_t max_offset, const char* op) {
   }
 }
 
-const char* variant_suffix(DType t) {
-  switch (t) {
-    case DType::f32:
-      return "f32";
-    case DType::f16:
-      return "f16";
-    case DType::i64:
-      return "i64";
-    case DType::i32:
-      return "i32";
-    case DType::u8:
-    case DType::b8:
-      return "u8";
-    default:
-      return nullptr;
-  }
-}
-
-const char* float_variant(Device& dev, DType t, const char* op) {
-  const char* suffix = t == DType::f32    ? "f32"
-                       : t == DType::f16  ? "f16"
-                       : t == DType::bf16 ? "bf16"
-                                          : nullptr;
-  if (suffix == nullptr)
+void check_float_dtype(Device& dev, DType t, const char* op) {
+  if (t != DType::f32 && t != DType::f16 && t != DType::bf16)
     fail(ErrorKind::InvalidArgument, std::string(op) + ": unsupported dtype " + dtype_name(t));
   if (t != DType::f32 && !dev.info().supports_fp16)
     fail(ErrorKind::InvalidArgument,
          std::string(op) + ": " + dtype_name(t) + " is not supported on " + dev.info().name);
-  return suffix;
 }
 
 }  // namespace vkml::ops

@@ -56,12 +56,9 @@ Span span_of(const TensorRef& t);
 // reach every element of an operand.
 void check_32bit_indexing(int64_t numel, int64_t max_offset, const char* op);
 
-// The shader variant suffix of a storage dtype for the elementwise family.
-const char* variant_suffix(DType t);
-
-// The variant suffix ("f32", "f16" or "bf16") of a kernel that reads and writes
-// floats only (shaders/float_store.glsl). Fails with InvalidArgument for other
-// dtypes and for the 16-bit ones on a device without float16 support.
-const char* float_variant(Device& dev, DType t, const char* op);
+// For a kernel that reads and writes floats only (shaders/float_store.glsl, declared
+// `//! dtypes f32 f16 bf16`): fails with InvalidArgument for other dtypes and for the
+// 16-bit ones on a device without float16 support.
+void check_float_dtype(Device& dev, DType t, const char* op);
 
 }  // namespace vkml::ops

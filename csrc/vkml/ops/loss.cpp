@@ -15,7 +15,7 @@ namespace {
 using Push = nll_loss_detail::Push;
 
 Push make_push(Device& dev, const NllLossArgs& a) {
-  float_variant(dev, a.dtype, "nll_loss");
+  check_float_dtype(dev, a.dtype, "nll_loss");
   VKML_CHECK_ARG(a.n >= 0 && a.c >= 0, "nll_loss: negative size");
   check_32bit_indexing(a.n * a.c, a.n * a.c, "nll_loss");
   Push p{};
@@ -62,10 +62,6 @@ Access access_of(const NllLossArgs& a, bool backward, uint64_t grad_output, uint
   return acc;
 }
 
-std::string shader_name(Device& dev, DType t) {
-  return std::string("nll_loss_") + float_variant(dev, t, "nll_loss");
-}
-
 }  // namespace
 
 void nll_loss_forward(Device& dev, const NllLossArgs& a) {
@@ -73,7 +69,7 @@ void nll_loss_forward(Device& dev, const NllLossArgs& a) {
   VKML_CHECK_ARG(a.output && a.total_weight, "nll_loss_forward: output and total_weight needed");
   uint32_t wg = workgroup(dev);
   // One workgroup: it writes total_weight (and the reduced loss) even when n == 0.
-  VkPipeline pipeline = dev.pipelines().get(shader_name(dev, a.dtype), {0, int32_t(wg)});
+  VkPipeline pipeline = dev.pipelines().get(shaders::nll_loss(a.dtype), {0, int32_t(wg)});
   Access acc = access_of(a, false, 0, 0);
   dispatch_groups(dev, pipeline, &p, sizeof(p), 1, &acc);
 }
@@ -89,7 +85,7 @@ void nll_loss_backward(Device& dev, const NllLossArgs& a, uint64_t grad_output,
   if (!a.weight) p.weight = grad_input;
   if (!a.total_weight) p.total_weight = grad_output;  // read under mean reduction only
   uint32_t wg = workgroup(dev);
-  VkPipeline pipeline = dev.pipelines().get(shader_name(dev, a.dtype), {1, int32_t(wg)});
+  VkPipeline pipeline = dev.pipelines().get(shaders::nll_loss(a.dtype), {1, int32_t(wg)});
   Access acc = access_of(a, true, grad_output, grad_input);
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n * a.c), wg, &acc);
 }
@@ -121,7 +117,7 @@ void margin_launch(Device& dev, const MarginLossArgs& a, int mode, uint64_t loss
                .margin = a.margin,
                .p = uint32_t(a.p),
                .flags = a.weight ? MARGIN_LOSS_WEIGHT : 0u};
-  VkPipeline pipeline = dev.pipelines().get("margin_loss", {mode});
+  VkPipeline pipeline = dev.pipelines().get(Shader::margin_loss, {mode});
   const bool multi_label = a.kind == MarginLoss::MultiLabel, backward = mode % 2 == 1;
   const int64_t nc = a.n * a.c;
   Access access;

@@ -219,8 +219,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   const int64_t splits = integer ? 1 : k_splits(dev, tiles, g.k, g.batch * g.m * g.n);
   static const PipelineSlots slots({16, uint32_t(std::size(kTiles))});  // dtype, tile class
   auto make_scalar = [&](const Tile& tile) {
-    const char* suffix = g.dtype == DType::bf16 ? "bf16" : variant_suffix(g.dtype);
-    return dev.pipelines().get(std::string("gemm_") + suffix,
+    return dev.pipelines().get(shaders::gemm(g.dtype),
                                {tile.bm, tile.bn, tile.bk, tile.threads, tile.tn});
   };
   auto scalar_pipeline = [&](size_t c) {

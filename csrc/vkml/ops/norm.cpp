@@ -82,8 +82,8 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
   while ((per_c || per_part) && wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
   static const PipelineSlots slots({16, 11, 2});  // dtype, mode, wide
   VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), wide}, [&] {
-    return dev.pipelines().get(std::string("norm_") + float_variant(dev, dtype, "norm"),
-                               {mode, int32_t(wg)});
+    check_float_dtype(dev, dtype, "norm");
+    return dev.pipelines().get(shaders::norm(dtype), {mode, int32_t(wg)});
   });
   if (per_c)
     dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(v.c), &a);

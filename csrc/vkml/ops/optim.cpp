@@ -18,25 +18,13 @@ using Push = optim_detail::Push;
 
 constexpr uint32_t kBlock = OPTIM_WG * OPTIM_ITEMS;
 
-const char* variant(DType t) {
-  switch (t) {
-    case DType::f32:
-      return "optim_f32";
-    case DType::f16:
-      return "optim_f16";
-    case DType::bf16:
-      return "optim_bf16";
-    default:
-      return nullptr;
-  }
-}
-
 }  // namespace
 
 void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
                           const std::vector<OptimParam>& params, const OptimHyper& h) {
-  const char* name = variant(dtype);
-  VKML_CHECK_ARG(name, std::string("fused optimizer: unsupported dtype ") + dtype_name(dtype));
+  const Shader shader = shaders::optim(dtype);
+  VKML_CHECK_ARG(shader != Shader::none,
+                 std::string("fused optimizer: unsupported dtype ") + dtype_name(dtype));
   VKML_CHECK_ARG(dtype == DType::f32 || dev.info().supports_fp16,
                  std::string("fused optimizer: ") + dtype_name(dtype) + " needs shaderFloat16 on " +
                      dev.info().name);
@@ -90,7 +78,7 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   pc.count = uint32_t(table.size());
   pc.flags = (h.amsgrad ? OPTIM_AMSGRAD : 0) | (h.maximize ? OPTIM_MAXIMIZE : 0) |
              (h.nesterov ? OPTIM_NESTEROV : 0) | (h.first_step ? OPTIM_FIRST_STEP : 0);
-  VkPipeline pipeline = dev.pipelines().get(name, {int32_t(rule)});
+  VkPipeline pipeline = dev.pipelines().get(shader, {int32_t(rule)});
   const Access access = Access::of_lists(reads, writes);
   dispatch_groups(dev, pipeline, &pc, sizeof(pc), blocks, &access);
   release_kernel_table(dev, table_mem);

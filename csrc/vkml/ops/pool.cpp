@@ -16,7 +16,7 @@ using Push = pool_detail::Push;
 
 void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t idx,
             const PoolShape& s) {
-  const std::string suffix = float_variant(dev, dtype, "pool");
+  check_float_dtype(dev, dtype, "pool");
   int64_t ispat = s.in[0] * s.in[1] * s.in[2], ospat = s.out[0] * s.out[1] * s.out[2];
   int64_t threads = s.planes * (mode < POOL_MAX_BACKWARD ? ospat : ispat);
   if (threads == 0) return;
@@ -28,7 +28,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
   p.round_steps = s.round_steps ? 1 : 0;
   uint32_t wg = 64;
   VkPipeline pipeline =
-      dev.pipelines().get("pool_" + suffix, {mode, s.adaptive ? 1 : 0, int32_t(wg)});
+      dev.pipelines().get(shaders::pool(dtype), {mode, s.adaptive ? 1 : 0, int32_t(wg)});
   // Forward modes read x over the input and write y (and max's indices) over
   // the output; backward ones read grad_out (and indices) and write grad_in.
   const size_t is = itemsize(dtype);

@@ -20,8 +20,7 @@ void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scal
   DType dt = out.dtype;
   bool floating = dt == DType::f32 || dt == DType::f16 || dt == DType::bf16;
   bool integral = dt == DType::i32 || dt == DType::i64 || dt == DType::u8 || dt == DType::b8;
-  const char* suffix = dt == DType::bf16 ? "bf16" : variant_suffix(dt);
-  VKML_CHECK_ARG(suffix && (floating || integral),
+  VKML_CHECK_ARG(shaders::random(dt) != Shader::none && (floating || integral),
                  std::string("random: unsupported dtype ") + dtype_name(dt));
   VKML_CHECK_ARG(dt != DType::f16 || dev.info().supports_fp16,
                  "random: float16 is not supported on " + dev.info().name);
@@ -53,7 +52,7 @@ void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scal
   p.offset_lo = uint32_t(offset);
   p.offset_hi = uint32_t(offset >> 32);
   p.numel = uint32_t(numel);
-  VkPipeline pipeline = dev.pipelines().get(std::string("random_") + suffix, {int32_t(dist)});
+  VkPipeline pipeline = dev.pipelines().get(shaders::random(dt), {int32_t(dist)});
   Access acc;
   acc.write(span_elems(out.address, numel, itemsize(out.dtype)));
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), RANDOM_WG, &acc);

@@ -49,8 +49,7 @@ void pass(Device& dev, const Plan& p, const Operand& in, int64_t outer, int64_t 
   // Keyed by (dtype, op, row, wide); max_wg and the device type are fixed per device.
   static const PipelineSlots slots({16, 8, 2, 2});
   VkPipeline pipeline = slots.get(dev, {uint32_t(p.dtype), uint32_t(p.op), row, wide}, [&] {
-    return dev.pipelines().get(std::string("reduce_") + variant_suffix(p.dtype),
-                               {int32_t(p.op), row ? 1 : 0, int32_t(wg)});
+    return dev.pipelines().get(shaders::reduce(p.dtype), {int32_t(p.op), row ? 1 : 0, int32_t(wg)});
   });
   Push push{};
   push.in_ptr = in.val;
@@ -117,8 +116,7 @@ void run(Device& dev, const Plan& p, const Operand& in, int64_t outer, int64_t r
 
 void reduce(Device& dev, const ReduceArgs& a) {
   DType dt = a.dtype == DType::b8 ? DType::u8 : a.dtype;
-  VKML_CHECK_ARG(dt == DType::f32 || dt == DType::f16 || dt == DType::i32 || dt == DType::i64 ||
-                     dt == DType::u8,
+  VKML_CHECK_ARG(shaders::reduce(dt) != Shader::none,
                  std::string("reduce: unsupported dtype ") + dtype_name(a.dtype));
   VKML_CHECK_ARG(dt != DType::f16 || dev.info().supports_fp16,
                  "reduce: float16 is not supported on " + dev.info().name);

@@ -15,19 +15,6 @@ namespace {
 
 using Push = remap_detail::Push;
 
-const char* pipeline_name(DType t) {
-  switch (itemsize(t)) {
-    case 1:
-      return "remap_b1";
-    case 2:
-      return "remap_b2";
-    case 4:
-      return "remap_b4";
-    default:
-      return "remap_b8";
-  }
-}
-
 // Size-1 dims vanish, identity dims merge with an identity neighbour when the
 // input steps through them as one.
 std::vector<RemapDim> simplify(const std::vector<RemapDim>& dims) {
@@ -166,7 +153,7 @@ void remap(Device& dev, DType dtype, uint64_t dst, uint64_t src, std::vector<Rem
   for (const RemapDim& d : s)
     VKML_CHECK_ARG(d.in_size > 0 || d.mode == REMAP_CONSTANT,
                    "remap: cannot gather from an empty input");
-  VkPipeline pipeline = dev.pipelines().get(pipeline_name(dtype));
+  VkPipeline pipeline = dev.pipelines().get(shaders::remap(itemsize(dtype)));
   size_t item = itemsize(dtype);
   launch(dev, pipeline, dst, src, s, item, item, false);
 }
@@ -176,7 +163,7 @@ void remap_backward(Device& dev, uint64_t grad_in, uint64_t grad_out, std::vecto
   std::vector<RemapDim> s = simplify(dims);
   for (const RemapDim& d : s)
     if (d.out_size == 0 || d.in_size == 0) return;
-  VkPipeline pipeline = dev.pipelines().get("remap_bwd");
+  VkPipeline pipeline = dev.pipelines().get(Shader::remap_bwd);
   launch(dev, pipeline, grad_in, grad_out, s, 4, 4, true);
 }
 

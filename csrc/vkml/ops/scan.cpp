@@ -26,12 +26,10 @@ uint32_t workgroup(Device& dev, uint32_t wg) {
   return wg;
 }
 
-const char* suffix_of(DType t) { return t == DType::bf16 ? "bf16" : variant_suffix(t); }
-
 VkPipeline pipeline_for(Device& dev, DType dt, ScanOp op, Mode mode, uint32_t wg) {
   // float32 logcumsumexp carries fp64 where it can (see shaders/scan.comp).
   bool acc64 = dt == DType::f32 && op == ScanOp::LogSumExp && dev.info().supports_fp64;
-  return dev.pipelines().get(std::string("scan_") + suffix_of(dt) + (acc64 ? "_acc64" : ""),
+  return dev.pipelines().get(acc64 ? shaders::scan_acc64(dt) : shaders::scan(dt),
                              {int(op), int(mode), int32_t(wg)});
 }
 
@@ -111,8 +109,8 @@ void scan_rows(Device& dev, const ScanArgs& a, DType dt) {
 
 void scan(Device& dev, const ScanArgs& a) {
   DType dt = a.dtype == DType::b8 ? DType::u8 : a.dtype;
-  const char* suffix = suffix_of(dt);
-  VKML_CHECK_ARG(suffix != nullptr, std::string("scan: unsupported dtype ") + dtype_name(a.dtype));
+  VKML_CHECK_ARG(shaders::scan(dt) != Shader::none,
+                 std::string("scan: unsupported dtype ") + dtype_name(a.dtype));
   VKML_CHECK_ARG((dt != DType::f16 && dt != DType::bf16) || dev.info().supports_fp16,
                  std::string(dtype_name(dt)) + " is not supported on " + dev.info().name);
   VKML_CHECK_ARG(a.op != ScanOp::LogSumExp || is_floating(dt),

@@ -45,7 +45,7 @@ void searchsorted(Device& dev, DType key_dtype, uint64_t boundaries, uint64_t va
                .numel = uint32_t(numel),
                .right = right ? 1u : 0u,
                .out_i32 = out_i32 ? 1u : 0u};
-  VkPipeline pipeline = dev.pipelines().get(key_dtype == DType::f32 ? "search_f32" : "search_i64");
+  VkPipeline pipeline = dev.pipelines().get(shaders::search(key_dtype));
   const int64_t rows_m = numel / per_row * m;
   Access access;
   access.read(span_elems(boundaries, rows_m, itemsize(key_dtype)));
@@ -67,7 +67,7 @@ void histc(Device& dev, uint64_t src, int64_t numel, uint64_t bins, int64_t nbin
              .nbins = uint32_t(nbins),
              .numel = uint32_t(numel)};
   const Access access = counting(src, sizeof(float), 0, numel, bins, nbins);
-  dispatch_1d(dev, dev.pipelines().get("histogram", {0}), &p, sizeof(p), uint64_t(numel),
+  dispatch_1d(dev, dev.pipelines().get(Shader::histogram, {0}), &p, sizeof(p), uint64_t(numel),
               HISTOGRAM_WG, &access);
 }
 
@@ -83,7 +83,7 @@ void bincount(Device& dev, uint64_t src, uint64_t weights, int64_t numel, uint64
              .nbins = uint32_t(nbins),
              .numel = uint32_t(numel)};
   const Access access = counting(src, sizeof(int64_t), weights, numel, bins, nbins);
-  dispatch_1d(dev, dev.pipelines().get("histogram", {weights ? 2 : 1}), &p, sizeof(p),
+  dispatch_1d(dev, dev.pipelines().get(Shader::histogram, {weights ? 2 : 1}), &p, sizeof(p),
               uint64_t(numel), HISTOGRAM_WG, &access);
 }
 

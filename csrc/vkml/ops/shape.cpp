@@ -19,19 +19,6 @@ using cat_detail::CatPush;
 
 using TriPush = tri_detail::TriPush;
 
-const char* by_size(DType t, const char* b1, const char* b2, const char* b4, const char* b8) {
-  switch (itemsize(t)) {
-    case 1:
-      return b1;
-    case 2:
-      return b2;
-    case 4:
-      return b4;
-    default:
-      return b8;
-  }
-}
-
 int64_t reach(int64_t n, int64_t stride) { return n > 0 ? (n - 1) * std::abs(stride) : 0; }
 
 using RepeatPush = repeat_index_detail::RepeatPush;
@@ -57,14 +44,14 @@ void repeat_index(Device& dev, uint64_t repeats, uint64_t cum, uint64_t dst, int
   fill.read(sums);
   fill.write(span_elems(dst, total, isize));
   int32_t wg = int32_t(kWorkgroup);
-  dispatch_1d(dev, dev.pipelines().get("repeat_index", {0, wg}), &p, sizeof(p), uint64_t(n), wg,
-              &counts);
+  dispatch_1d(dev, dev.pipelines().get(Shader::repeat_index, {0, wg}), &p, sizeof(p), uint64_t(n),
+              wg, &counts);
   uint32_t scan_wg = 256;
   while (scan_wg > 64 && scan_wg > dev.info().max_workgroup_invocations) scan_wg /= 2;
-  dev.stream().dispatch(dev.pipelines().get("repeat_index", {1, int32_t(scan_wg)}), &p, sizeof(p),
-                        1, 1, 1, &scan);
-  dispatch_1d(dev, dev.pipelines().get("repeat_index", {2, wg}), &p, sizeof(p), uint64_t(total), wg,
-              &fill);
+  dev.stream().dispatch(dev.pipelines().get(Shader::repeat_index, {1, int32_t(scan_wg)}), &p,
+                        sizeof(p), 1, 1, 1, &scan);
+  dispatch_1d(dev, dev.pipelines().get(Shader::repeat_index, {2, wg}), &p, sizeof(p),
+              uint64_t(total), wg, &fill);
 }
 
 void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& inputs, int64_t outer,
@@ -108,7 +95,7 @@ void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& in
             .inner = uint32_t(inner),
             .numel = uint32_t(numel)};
   access.read(span_elems(table_address, int64_t(bytes), 1));
-  VkPipeline pipeline = dev.pipelines().get(by_size(dtype, "cat_b1", "cat_b2", "cat_b4", "cat_b8"));
+  VkPipeline pipeline = dev.pipelines().get(shaders::cat(itemsize(dtype)));
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), CAT_WG, &access);
   // The table's read is declared: whatever reuses the chunk next is ordered after it.
   dev.memory().free(table_address);
@@ -134,7 +121,7 @@ void tri(Device& dev, DType dtype, MatrixRef dst, MatrixRef src, int64_t batch, 
             .numel = uint32_t(numel),
             .k = int32_t(kk),
             .upper = upper ? 1 : 0};
-  VkPipeline pipeline = dev.pipelines().get(by_size(dtype, "tri_b1", "tri_b2", "tri_b4", "tri_b8"));
+  VkPipeline pipeline = dev.pipelines().get(shaders::tri(itemsize(dtype)));
   const int64_t sizes[3] = {batch, rows, cols};
   Access access;
   access.read(span_of(src.address, itemsize(dtype), 3, sizes, src.stride));

@@ -43,9 +43,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t
   static const PipelineSlots slots({16, 4, 2, 6});
   VkPipeline pipeline = slots.get(
       dev, {uint32_t(dtype), uint32_t(mode), row, (wg == 64 ? 3u : 0u) + regs_class}, [&] {
-        return dev.pipelines().get(dtype == DType::f16   ? "softmax_f16"
-                                   : dtype == DType::f64 ? "softmax_f64"
-                                                         : "softmax_f32",
+        return dev.pipelines().get(shaders::softmax(dtype),
                                    {mode, row ? 1 : 0, int32_t(wg), int32_t(regs)});
       });
   Push p{.x = x,

@@ -21,7 +21,8 @@ constexpr uint32_t kMinWorkgroup = 64;
 
 void sort_rows(Device& dev, DType key_dtype, uint64_t in, uint64_t out_keys, uint64_t out_idx,
                int64_t rows, int64_t n, bool descending) {
-  VKML_CHECK_ARG(key_dtype == DType::f32 || key_dtype == DType::i64,
+  const Shader shader = shaders::sort(key_dtype);
+  VKML_CHECK_ARG(shader != Shader::none,
                  std::string("sort: unsupported key dtype ") + dtype_name(key_dtype));
   VKML_CHECK_ARG(rows >= 0 && n >= 0, "sort: negative size");
   if (rows == 0 || n == 0) return;
@@ -32,7 +33,6 @@ void sort_rows(Device& dev, DType key_dtype, uint64_t in, uint64_t out_keys, uin
   uint32_t wg = uint32_t(std::clamp<uint64_t>(P / 2, kMinWorkgroup, kMaxWorkgroup));
   while (wg > kMinWorkgroup && wg > dev.info().max_workgroup_invocations) wg /= 2;
   uint64_t block = 2ull * wg;
-  const char* name = key_dtype == DType::f32 ? "sort_f32" : "sort_i64";
   size_t ks = itemsize(key_dtype);
   Push p{};
   p.in_keys = in;
@@ -58,11 +58,11 @@ void sort_rows(Device& dev, DType key_dtype, uint64_t in, uint64_t out_keys, uin
   access.update(span_elems(idx, int64_t(padded), 4));
   access.write(span_elems(out_keys, rows * n, ks));
   access.write(span_elems(out_idx, rows * n, 8));
-  dispatch_1d(dev, dev.pipelines().get(name, {0, int32_t(wg)}), &p, sizeof(p), p.pairs, wg,
+  dispatch_1d(dev, dev.pipelines().get(shader, {0, int32_t(wg)}), &p, sizeof(p), p.pairs, wg,
               &access);
   if (!p.last) {
-    VkPipeline step = dev.pipelines().get(name, {1, int32_t(wg)});
-    VkPipeline merge = dev.pipelines().get(name, {2, int32_t(wg)});
+    VkPipeline step = dev.pipelines().get(shader, {1, int32_t(wg)});
+    VkPipeline merge = dev.pipelines().get(shader, {2, int32_t(wg)});
     for (uint64_t k = block * 2; k <= P; k <<= 1) {
       p.k = uint32_t(k);
       for (uint64_t j = k / 2; j >= block; j >>= 1) {
@@ -86,16 +86,17 @@ namespace {
 
 using UniquePush = unique_detail::UniquePush;
 
-const char* unique_name(DType key_dtype) {
-  VKML_CHECK_ARG(key_dtype == DType::f32 || key_dtype == DType::i64,
+Shader unique_shader(DType key_dtype) {
+  const Shader shader = shaders::unique(key_dtype);
+  VKML_CHECK_ARG(shader != Shader::none,
                  std::string("unique: unsupported key dtype ") + dtype_name(key_dtype));
-  return key_dtype == DType::f32 ? "unique_f32" : "unique_i64";
+  return shader;
 }
 
 }  // namespace
 
 void unique_groups(Device& dev, DType key_dtype, uint64_t keys, uint64_t ids, int64_t n) {
-  const char* name = unique_name(key_dtype);
+  const Shader shader = unique_shader(key_dtype);
   if (n == 0) return;
   check_32bit_indexing(n, n, "unique");
   UniquePush p{.keys = keys,
@@ -112,17 +113,18 @@ void unique_groups(Device& dev, DType key_dtype, uint64_t keys, uint64_t ids, in
   flags.read(span_elems(keys, n, itemsize(key_dtype)));
   flags.write(group_ids);
   scan.update(group_ids);
-  dispatch_1d(dev, dev.pipelines().get(name, {0, int32_t(kWorkgroup)}), &p, sizeof(p), uint64_t(n),
-              kWorkgroup, &flags);
+  dispatch_1d(dev, dev.pipelines().get(shader, {0, int32_t(kWorkgroup)}), &p, sizeof(p),
+              uint64_t(n), kWorkgroup, &flags);
   uint32_t wg = 256;
   while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
-  dev.stream().dispatch(dev.pipelines().get(name, {1, int32_t(wg)}), &p, sizeof(p), 1, 1, 1, &scan);
+  dev.stream().dispatch(dev.pipelines().get(shader, {1, int32_t(wg)}), &p, sizeof(p), 1, 1, 1,
+                        &scan);
 }
 
 void unique_write(Device& dev, DType key_dtype, uint64_t keys, uint64_t perm, uint64_t ids,
                   int64_t n, int64_t count, uint64_t uniq, uint64_t start, uint64_t inverse,
                   uint64_t counts) {
-  const char* name = unique_name(key_dtype);
+  const Shader shader = unique_shader(key_dtype);
   if (n == 0) return;
   UniquePush p{.keys = keys,
                .perm = perm,
@@ -144,10 +146,10 @@ void unique_write(Device& dev, DType key_dtype, uint64_t keys, uint64_t perm, ui
   if (inverse) write.write(span_elems(inverse, n, 8));
   count_pass.read(starts);
   count_pass.write(span_elems(counts, count, 8));
-  dispatch_1d(dev, dev.pipelines().get(name, {2, int32_t(kWorkgroup)}), &p, sizeof(p), uint64_t(n),
-              kWorkgroup, &write);
+  dispatch_1d(dev, dev.pipelines().get(shader, {2, int32_t(kWorkgroup)}), &p, sizeof(p),
+              uint64_t(n), kWorkgroup, &write);
   if (counts)
-    dispatch_1d(dev, dev.pipelines().get(name, {3, int32_t(kWorkgroup)}), &p, sizeof(p),
+    dispatch_1d(dev, dev.pipelines().get(shader, {3, int32_t(kWorkgroup)}), &p, sizeof(p),
                 uint64_t(count), kWorkgroup, &count_pass);
 }
 

@@ -15,7 +15,7 @@ using Push = bilinear_detail::Push;
 
 // Forward: src [planes, ih, iw] -> dst [planes, oh, ow] of `esize`-byte floats.
 // Backward (float32): src is grad_out [planes, oh, ow], dst grad_in [planes, ih, iw].
-void launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const BilinearShape& s,
+void launch(Device& dev, Shader shader, uint64_t src, uint64_t dst, const BilinearShape& s,
             size_t esize, bool backward) {
   int64_t numel = s.planes * s.oh * s.ow;
   if (numel == 0 || s.ih == 0 || s.iw == 0) return;
@@ -35,20 +35,21 @@ void launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const Bil
   access.read(span_elems(src, backward ? numel : small, esize));
   const Span out = span_elems(dst, backward ? small : numel, esize);
   backward ? access.update(out) : access.write(out);  // backward accumulates into it
-  dispatch_1d(dev, dev.pipelines().get(name), &p, sizeof(p), uint64_t(numel), BILINEAR_WG, &access);
+  dispatch_1d(dev, dev.pipelines().get(shader), &p, sizeof(p), uint64_t(numel), BILINEAR_WG,
+              &access);
 }
 
 }  // namespace
 
 void upsample_bilinear(Device& dev, DType dtype, uint64_t in, uint64_t out,
                        const BilinearShape& s) {
-  std::string name = std::string("bilinear_") + float_variant(dev, dtype, "upsample_bilinear2d");
-  launch(dev, name.c_str(), in, out, s, itemsize(dtype), false);
+  check_float_dtype(dev, dtype, "upsample_bilinear2d");
+  launch(dev, shaders::bilinear(dtype), in, out, s, itemsize(dtype), false);
 }
 
 void upsample_bilinear_backward(Device& dev, uint64_t grad_out, uint64_t grad_in,
                                 const BilinearShape& s) {
-  launch(dev, "bilinear_bwd", grad_out, grad_in, s, sizeof(float), true);
+  launch(dev, Shader::bilinear_bwd, grad_out, grad_in, s, sizeof(float), true);
 }
 
 namespace {
@@ -57,7 +58,7 @@ using InterpPush = interp_detail::InterpPush;
 
 // Forward: src [outer, in, inner] -> dst [outer, out, inner]; backward: src is
 // grad_out [outer, out, inner], accumulated into dst, grad_in [outer, in, inner].
-void interp_launch(Device& dev, const char* name, uint64_t src, uint64_t dst, const InterpPass& p,
+void interp_launch(Device& dev, Shader shader, uint64_t src, uint64_t dst, const InterpPass& p,
                    bool backward) {
   VKML_CHECK_ARG(p.outer >= 0 && p.in > 0 && p.out > 0 && p.inner >= 0,
                  "interpolate: sizes must be positive");
@@ -84,18 +85,18 @@ void interp_launch(Device& dev, const char* name, uint64_t src, uint64_t dst, co
   access.read(span_elems(src, backward ? numel : small, sizeof(float)));
   const Span out = span_elems(dst, backward ? small : numel, sizeof(float));
   backward ? access.update(out) : access.write(out);
-  dispatch_1d(dev, dev.pipelines().get(name), &push, sizeof(push), uint64_t(numel), INTERP_WG,
+  dispatch_1d(dev, dev.pipelines().get(shader), &push, sizeof(push), uint64_t(numel), INTERP_WG,
               &access);
 }
 
 }  // namespace
 
 void interp_pass(Device& dev, uint64_t in, uint64_t out, const InterpPass& p) {
-  interp_launch(dev, "interp_fwd", in, out, p, false);
+  interp_launch(dev, Shader::interp_fwd, in, out, p, false);
 }
 
 void interp_pass_backward(Device& dev, uint64_t grad_out, uint64_t grad_in, const InterpPass& p) {
-  interp_launch(dev, "interp_bwd", grad_out, grad_in, p, true);
+  interp_launch(dev, Shader::interp_bwd, grad_out, grad_in, p, true);
 }
 
 }  // namespace vkml::ops

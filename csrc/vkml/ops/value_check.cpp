@@ -17,15 +17,14 @@ int64_t numel_of(const TensorRef& t) {
   return n;
 }
 
-void run(Device& dev, const TensorRef& t, const char* variant, Push p) {
+void run(Device& dev, const TensorRef& t, Push p) {
   const int64_t n = numel_of(t);
   if (n == 0) return;
   check_32bit_indexing(n, n, "value_check");
   p.data = t.address;
   p.errors = dev.errors().address();
   p.n = uint32_t(n);
-  VkPipeline pipeline =
-      dev.pipelines().get(std::string("value_check_") + variant, {int32_t(kWorkgroup)});
+  VkPipeline pipeline = dev.pipelines().get(shaders::value_check(t.dtype), {int32_t(kWorkgroup)});
   Access acc;
   acc.read(span_elems(t.address, n, itemsize(t.dtype)));
   // Declared as written, so consecutive checks run in order and the first
@@ -47,7 +46,7 @@ void check_int_range(Device& dev, const TensorRef& t, int64_t lo, int64_t hi, ui
   p.code_above = code_above;
   p.bound = bound;
   p.aux = aux;
-  run(dev, t, t.dtype == DType::i64 ? "i64" : "i32", p);
+  run(dev, t, p);
 }
 
 void check_float_values(Device& dev, const TensorRef& t, bool positive, uint32_t code) {
@@ -55,7 +54,7 @@ void check_float_values(Device& dev, const TensorRef& t, bool positive, uint32_t
   Push p{};
   p.mode = positive ? VALUE_CHECK_POSITIVE : VALUE_CHECK_NONNEGATIVE_FINITE;
   p.code_below = code;
-  run(dev, t, "f32", p);
+  run(dev, t, p);
 }
 
 }  // namespace vkml::ops

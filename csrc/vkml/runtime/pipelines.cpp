@@ -83,9 +83,11 @@ size_t Pipelines::size() const {
   return pipelines_.size();
 }
 
-VkPipeline Pipelines::get(std::string_view shader_name, const SpecConstants& spec) {
-  const ShaderBlob* blob = find_shader(shader_name);
-  if (!blob) fail(ErrorKind::Internal, "vkml: no shader named " + std::string(shader_name));
+VkPipeline Pipelines::get(Shader shader, const SpecConstants& spec) {
+  const ShaderBlob* blob = shader_blob(shader);
+  if (!blob)
+    fail(ErrorKind::Internal,
+         std::string("vkml: shader ") + shader_name(shader) + " is not built into this binary");
   return get(blob, spec);
 }
 

@@ -50,9 +50,9 @@ class Pipelines {
   Pipelines(const Pipelines&) = delete;
 
   VkPipelineLayout layout() const { return layout_.get(); }
-  // Throws if no shader of that name was built.
+  // Throws (Internal) for Shader::none and for a variant this build has no blob of.
+  VkPipeline get(Shader shader, const SpecConstants& spec = {});
   VkPipeline get(const ShaderBlob* shader, const SpecConstants& spec = {});
-  VkPipeline get(std::string_view shader_name, const SpecConstants& spec = {});
   size_t size() const;
   // "shader[constants]" of a pipeline this cache made ("?" for another); a scan, for
   // reports.
@@ -118,8 +118,5 @@ class Pipelines {
   std::vector<std::thread> warmers_;
   std::atomic<bool> stop_warming_{false};
 };
-
-// A shader looked up once by name; ops keep one per kernel as a function-local static.
-inline const ShaderBlob* shader(std::string_view name) { return find_shader(name); }
 
 }  // namespace vkml

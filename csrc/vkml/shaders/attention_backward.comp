@@ -18,9 +18,7 @@
 //
 // Specialization constants: 0 = mode, 1 = TM, 2 = TN, 3 = EP (head dims rounded up to
 // a multiple of 32), 4 = WG (NTY * NTX threads). BR = NTY * TM, BC = NTX * TN.
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16
+//! dtypes f32 f16 bf16
 #include "common.glsl"
 #include "float_store.glsl"
 #include "attention_common.glsl"

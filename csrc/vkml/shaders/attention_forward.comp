@@ -15,9 +15,7 @@
 //
 // Specialization constants: 0 = TM, 1 = TN, 2 = EP (the head dims E and Ev rounded up
 // to a multiple of 32), 3 = WG (NTY * NTX threads). BQ = NTY * TM, BKV = NTX * TN.
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16
+//! dtypes f32 f16 bf16
 #include "common.glsl"
 #include "float_store.glsl"
 #include "attention_common.glsl"

@@ -3,9 +3,7 @@
 // with the source-index rules of PyTorch's CPU kernel (align_corners or half-pixel
 // centres; float math). The bwd variant scatters grad_out * weight into a zeroed
 // float32 grad_in with compare-and-swap adds (no float atomics needed).
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16
+//! dtypes f32 f16 bf16
 //! variant bwd -DBWD
 #include "common.glsl"
 #include "float_store.glsl"

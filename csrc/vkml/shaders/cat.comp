@@ -3,10 +3,7 @@
 // a device-side table lists the inputs (address, start along the cat dim, size
 // and [outer, dim, inner] strides); each thread finds its input by binary
 // search over the starts. Elements move by size: one variant per element size.
-//! variant b1 -DEL=1
-//! variant b2 -DEL=2 -DNEED_F16
-//! variant b4 -DEL=4
-//! variant b8 -DEL=8
+//! widths 1 2 4 8
 #include "common.glsl"
 #include "elem_bytes.glsl"
 

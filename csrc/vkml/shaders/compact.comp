@@ -5,23 +5,12 @@
 //   mode 1 (masked_select):  dst[prefix[i] - 1] = src[i]
 //   mode 2 (masked_scatter): dst[i] = src[prefix[i] - 1]   (dst is updated in place)
 // Elements are moved as raw bits; the variant is the element size.
-//! variant x8 -DW8
-//! variant x16 -DW16 -DNEED_F16
-//! variant x32 -DW32
-//! variant x64 -DW64
+//! widths 1 2 4 8
 #include "common.glsl"
 
 layout(constant_id = 0) const int MODE = 0;
 
-#if defined(W8)
-#define BUF BufU8
-#elif defined(W16)
-#define BUF BufU16
-#elif defined(W32)
-#define BUF BufU32
-#else
-#define BUF BufI64
-#endif
+#include "elem_bytes.glsl"
 
 #include "compact_push.h"
 
@@ -43,8 +32,8 @@ void main() {
       r /= sz;
     }
   } else if (MODE == COMPACT_SELECT) {
-    BUF(pc.dst).v[slot] = BUF(pc.src).v[i];
+    EBUF(pc.dst).v[slot] = EBUF(pc.src).v[i];
   } else if (slot < pc.limit) {
-    BUF(pc.dst).v[i] = BUF(pc.src).v[slot];
+    EBUF(pc.dst).v[i] = EBUF(pc.src).v[slot];
   }
 }

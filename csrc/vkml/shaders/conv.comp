@@ -14,9 +14,7 @@
 // each workgroup TILE input channels of one (output channel, kernel position).
 // Perf ideas (not done): stage the input patch and the weight slice in shared memory
 // and tile spatial positions too; split-K over N * O for the weight grad.
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16
+//! dtypes f32 f16 bf16
 #include "common.glsl"
 #include "float_store.glsl"
 

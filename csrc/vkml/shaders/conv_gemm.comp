@@ -24,9 +24,7 @@
 // The next K step's tile elements are loaded into registers before the current step's
 // products, so their global-memory latency overlaps the arithmetic (register prefetch,
 // as in gemm.comp). Not done: vectorised loads (the gathers are rarely contiguous).
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16
+//! dtypes f32 f16 bf16
 #include "common.glsl"
 #include "float_store.glsl"
 #extension GL_EXT_control_flow_attributes : require

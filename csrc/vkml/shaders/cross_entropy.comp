@@ -18,9 +18,7 @@
 //   2 backward: one workgroup per row of grad_input.
 // Constant 1 = workgroup size. A target out of [0, c) that is not ignore_index makes
 // its row's loss and gradient NaN.
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16
+//! dtypes f32 f16 bf16
 #include "common.glsl"
 #include "device_error.glsl"
 #include "float_store.glsl"

@@ -22,8 +22,7 @@
 // Arithmetic follows ATen's CPU kernel (LossCTC.cpp) term by term: the three-term
 // log-sum-exp around the largest term, 0 for it when all are -inf, and the pairwise
 // log-add for collecting alpha + beta per label.
-//! variant f32 -DST_F32
-//! variant f64 -DST_F64
+//! dtypes f32 f64
 #include "common.glsl"
 #include "ctc_loss_push.h"
 

@@ -7,26 +7,13 @@
 // (special_functions.glsl, op codes 70-89 and 242-258 but gcd/lcm) live only in
 // the *_special variants: they quadruple the shader, and every pipeline of the
 // common ops would pay for them in driver compile time.
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16 -DNEED_I16
-//! variant f64 -DST_F64
-//! variant i32 -DST_I32
-//! variant i64 -DST_I64
-//! variant u8 -DST_U8
-//! variant f32_cmp -DST_F32 -DOUT_BOOL
-//! variant f16_cmp -DST_F16 -DNEED_F16 -DOUT_BOOL
-//! variant bf16_cmp -DST_BF16 -DNEED_F16 -DNEED_I16 -DOUT_BOOL
-//! variant f64_cmp -DST_F64 -DOUT_BOOL
-//! variant i32_cmp -DST_I32 -DOUT_BOOL
-//! variant i64_cmp -DST_I64 -DOUT_BOOL
-//! variant u8_cmp -DST_U8 -DOUT_BOOL
-//! variant f32_special -DST_F32 -DWITH_SPECIAL
-//! variant f16_special -DST_F16 -DNEED_F16 -DWITH_SPECIAL
-//! variant bf16_special -DST_BF16 -DNEED_F16 -DNEED_I16 -DWITH_SPECIAL
-//! variant f32_table -DST_F32 -DTABLE
-//! variant f16_table -DST_F16 -DNEED_F16 -DTABLE
-//! variant bf16_table -DST_BF16 -DNEED_F16 -DNEED_I16 -DTABLE
+//! dtypes f32 f16 bf16 f64 i32 i64 u8
+//! dtypes f32 f16 bf16 f64 i32 i64 u8 suffix=cmp -DOUT_BOOL
+//! dtypes f32 f16 bf16 suffix=special -DWITH_SPECIAL
+//! dtypes f32 f16 bf16 suffix=table -DTABLE
+#ifdef ST_BF16
+#define NEED_I16  // bf16 bits move through int16 arithmetic
+#endif
 #include "common.glsl"
 #include "op_codes.h"
 #include "device_error.glsl"

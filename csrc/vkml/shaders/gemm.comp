@@ -20,12 +20,10 @@
 //
 // Specialization constants: 0 = BM, 1 = BN, 2 = BK, 3 = threads (local size),
 // 4 = TN (outputs per thread along n); TM = BM * BN / (threads * TN).
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16 -DNEED_I16
-//! variant i64 -DST_I64
-//! variant i32 -DST_I32
-//! variant u8 -DST_U8
+//! dtypes f32 f16 bf16 i64 i32 u8
+#ifdef ST_BF16
+#define NEED_I16  // bf16 bits move through int16 arithmetic
+#endif
 #include "common.glsl"
 #extension GL_EXT_control_flow_attributes : require
 

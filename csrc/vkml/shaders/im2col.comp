@@ -2,9 +2,7 @@
 // im2col (mode 0): contiguous [N, C, H, W] -> [N, C * kh * kw, oh * ow], zero outside
 // the padded image; col2im (mode 1): the adjoint, as a gather (each image element
 // sums the columns that read it; no atomics, deterministic), fp32 accumulation.
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16
+//! dtypes f32 f16 bf16
 #include "common.glsl"
 #include "float_store.glsl"
 

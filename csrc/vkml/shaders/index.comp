@@ -23,12 +23,7 @@
 //
 // Specialization constants: 0 = mode (0 gather, 1 scatter), 1 = op (0 assign,
 // 1 add, 2 mul, 3 max, 4 min), 2 = serial.
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16
-//! variant i32 -DST_I32
-//! variant i64 -DST_I64
-//! variant u8 -DST_U8
+//! dtypes f32 f16 bf16 i32 i64 u8
 #include "common.glsl"
 
 layout(constant_id = 0) const int MODE = 0;

@@ -4,8 +4,7 @@
 // is one fused multiply-add (a single rounding), as in the CPU's compiled kernel.
 // The f64 variant (shaderFloat64) also serves integer outputs, which the CPU
 // computes in double and truncates (the adapter converts).
-//! variant f32 -DST_F32
-//! variant f64 -DST_F64
+//! dtypes f32 f64
 #include "common.glsl"
 
 #if defined(ST_F64)

@@ -4,9 +4,7 @@
 // Specialization constant 0 = mode: 0 forward (one workgroup loops over the
 // samples, writes per-sample losses for reduction none, and reduces the loss
 // and the total weight), 1 backward (one thread per element of grad_input).
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16
+//! dtypes f32 f16 bf16
 #include "common.glsl"
 #include "device_error.glsl"
 

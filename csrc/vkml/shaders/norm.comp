@@ -26,9 +26,7 @@
 //   mode 6: part sums of x; mode 7: the mean from those, then part sums of squared
 //           deviations (two passes, as mode 0); mode 8: mean, rstd and variance
 //   mode 9: part sums of mode 1's two sums; mode 10: sa, sb
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16
+//! dtypes f32 f16 bf16
 #include "common.glsl"
 #include "float_store.glsl"
 

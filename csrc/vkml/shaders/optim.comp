@@ -7,9 +7,10 @@
 //
 // Specialization constant 0 = rule: 0 Adam, 1 AdamW (decoupled weight decay),
 // 2 SGD. The variant is the storage dtype of params, grads and state.
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16 -DNEED_I16
+//! dtypes f32 f16 bf16
+#ifdef ST_BF16
+#define NEED_I16  // bf16 bits move through int16 arithmetic
+#endif
 #include "common.glsl"
 #include "optim_push.h"
 

@@ -10,9 +10,7 @@
 //   mode 3, avg backward:    x = grad_out -> y = grad_in
 // Backward runs one thread per input element and gathers from the outputs whose
 // window covers it (no atomics, deterministic).
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16
+//! dtypes f32 f16 bf16
 #include "common.glsl"
 #include "float_store.glsl"
 

@@ -5,12 +5,10 @@
 //
 // Specialization constant 0 = distribution (ops/random.h order: uniform,
 // normal, randint, bernoulli). The variant is the output dtype.
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16 -DNEED_I16
-//! variant i32 -DST_I32
-//! variant i64 -DST_I64
-//! variant u8 -DST_U8
+//! dtypes f32 f16 bf16 i32 i64 u8
+#ifdef ST_BF16
+#define NEED_I16  // bf16 bits move through int16 arithmetic
+#endif
 #include "common.glsl"
 
 layout(constant_id = 0) const int DIST = 0;

@@ -8,11 +8,7 @@
 // Specialization constants: 0 = op (ReduceOp order of ops/reduce.h),
 // 1 = row mode (1: one workgroup per output, inner == 1; 0: one thread per
 // output looping over its chunk, coalesced along inner), 2 = workgroup size.
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant i32 -DST_I32
-//! variant i64 -DST_I64
-//! variant u8 -DST_U8
+//! dtypes f32 f16 i32 i64 u8
 #include "common.glsl"
 #include "reduce_push.h"
 

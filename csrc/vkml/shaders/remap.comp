@@ -9,10 +9,7 @@
 // The bwd variant is the adjoint for float32: grad_in[m(i)] += grad_out[i] with
 // an atomic compare-and-swap add (portable: only 32-bit integer atomics needed);
 // grad_in must be zeroed, contiguous with strides `istride`.
-//! variant b1 -DEL=1
-//! variant b2 -DEL=2 -DNEED_F16
-//! variant b4 -DEL=4
-//! variant b8 -DEL=8
+//! widths 1 2 4 8
 //! variant bwd -DBWD
 #include "common.glsl"
 #ifndef BWD

@@ -21,13 +21,8 @@
 // cummax/cummin follow PyTorch's CPU loop: a later element replaces the
 // running one when it is >= (<= for min) or NaN, unless the running one is NaN
 // and the new one is not; that choice is associative, so tiles may combine.
-//! variant f32 -DST_F32
-//! variant f32_acc64 -DST_F32 -DACC64
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant bf16 -DST_BF16 -DNEED_F16
-//! variant i32 -DST_I32
-//! variant i64 -DST_I64
-//! variant u8 -DST_U8
+//! dtypes f32 f16 bf16 i32 i64 u8
+//! dtypes f32 suffix=acc64 -DACC64
 #include "common.glsl"
 #include "scan_push.h"
 

@@ -3,11 +3,10 @@
 // boundaries, with the comparisons of PyTorch's CPU kernel (so NaN behaves alike).
 // Boundaries: contiguous [rows, m] (rows = 1 broadcasts over all values), optionally
 // permuted by an int64 sorter; values: contiguous, per_row values per row.
-//! variant f32 -DKEY_F32
-//! variant i64 -DKEY_I64
+//! dtypes f32 i64
 #include "common.glsl"
 
-#ifdef KEY_F32
+#ifdef ST_F32
 #define KT float
 #define KBUF BufF32
 #else

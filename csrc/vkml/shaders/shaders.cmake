@@ -1,13 +1,16 @@
 # GLSL -> SPIR-V at build time, one glslc call per (shader, variant), each with a
 # depfile so that editing an included file rebuilds only what uses it. All SPIR-V
-# is embedded into one generated C++ file with a name -> blob registry.
+# is embedded into one generated C++ file, found by the Shader enum of the generated
+# vkml_shader_ids.h.
 #
-# A variant list sits in the first lines of each shader:
-#   //! variant f32 -DSTORE_F32
-#   //! variant f16 -DSTORE_F16
+# The variants are declared in the first lines of each shader, in the forms that
+# tools/shader_variants.py (their one reader) documents:
+#   //! dtypes f32 f16 bf16          one per storage dtype, -DST_F32 ...
+#   //! widths 1 2 4 8               one per element size, -DEL=1 ...
+#   //! variant bwd -DBWD            one, with these flags
 # A shader without such lines is compiled once, under its file name.
 #
-# Variants that use the GPU's matrix units are listed as
+# Variants that use the GPU's matrix units are declared as
 #   //! coopmat-variant f16 -DNEED_F16
 # and compiled with a glslang that knows GL_KHR_cooperative_matrix (Debian 12's
 # glslc does not): VKML_GLSLANG names one; otherwise the one requirements-dev.txt
@@ -72,63 +75,40 @@ else()
 endif()
 
 file(GLOB VKML_SHADER_SOURCES CONFIGURE_DEPENDS "${VKML_SHADER_DIR}/*.comp")
+# Re-run configure when a shader's variant lines or their reader change.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${VKML_SHADER_SOURCES}
+             "${CMAKE_CURRENT_SOURCE_DIR}/tools/shader_variants.py")
 set(VKML_SPV_FILES "")
-foreach(src ${VKML_SHADER_SOURCES})
-  get_filename_component(base "${src}" NAME_WE)
-  file(STRINGS "${src}" variant_lines REGEX "^//! variant ")
-  file(STRINGS "${src}" coopmat_lines REGEX "^//! coopmat-variant ")
-  # Re-run configure when the variant list of a shader changes.
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${src}")
-  if(NOT variant_lines AND NOT coopmat_lines)
-    set(variant_lines "//! variant _")
-  endif()
-  if(VKML_COOPMAT_COMPILER)
-    foreach(line ${coopmat_lines})
-      string(REGEX REPLACE "^//! coopmat-variant +" "" spec "${line}")
-      separate_arguments(parts UNIX_COMMAND "${spec}")
-      list(POP_FRONT parts vname)
-      set(spv "${VKML_SPV_DIR}/${base}_${vname}.spv")
-      list(FIND parts "--retype-bf16" retype)
-      if(retype GREATER -1)
-        if(NOT VKML_SPIRV_TOOLS)
-          continue()
-        endif()
-        list(REMOVE_ITEM parts "--retype-bf16")
-        set(compiled "${VKML_SPV_DIR}/${base}_${vname}.f16")
-      else()
-        set(compiled "${spv}")
-      endif()
-      add_custom_command(
-        OUTPUT "${compiled}"
-        COMMAND ${VKML_COOPMAT_COMPILER} -I"${VKML_SHADER_DIR}" ${parts}
-                --depfile "${compiled}.d" -o "${compiled}" "${src}"
-        DEPENDS "${src}"
-        DEPFILE "${compiled}.d"
-        COMMENT "glslang ${base}_${vname}"
-        VERBATIM)
-      if(retype GREATER -1)
-        add_custom_command(
-          OUTPUT "${spv}"
-          COMMAND ${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${vkml_glslang_lib}"
-                  ${Python_EXECUTABLE} "${CMAKE_CURRENT_SOURCE_DIR}/tools/spirv_bf16.py"
-                  --tools "${VKML_SPIRV_TOOLS}" "${compiled}" "${spv}"
-          DEPENDS "${compiled}" "${CMAKE_CURRENT_SOURCE_DIR}/tools/spirv_bf16.py"
-          COMMENT "bfloat16 ${base}_${vname}"
-          VERBATIM)
-      endif()
-      list(APPEND VKML_SPV_FILES "${spv}")
-    endforeach()
-  endif()
-  foreach(line ${variant_lines})
-    string(REGEX REPLACE "^//! variant +" "" spec "${line}")
-    separate_arguments(parts UNIX_COMMAND "${spec}")
-    list(POP_FRONT parts vname)
-    if(vname STREQUAL "_")
-      set(name "${base}")
-    else()
-      set(name "${base}_${vname}")
+# Called once per declared variant by the list tools/shader_variants.py writes:
+# vkml_shader_variant(SOURCE NAME glslc|coopmat keep|retype-bf16 FLAG...).
+function(vkml_shader_variant src name compiler retype)
+  set(parts ${ARGN})
+  set(spv "${VKML_SPV_DIR}/${name}.spv")
+  if(compiler STREQUAL "coopmat")
+    if(NOT VKML_COOPMAT_COMPILER OR (retype STREQUAL "retype-bf16" AND NOT VKML_SPIRV_TOOLS))
+      return()  # declared, not built: its Shader id has no blob
     endif()
-    set(spv "${VKML_SPV_DIR}/${name}.spv")
+    set(compiled "${spv}")
+    if(retype STREQUAL "retype-bf16")
+      set(compiled "${VKML_SPV_DIR}/${name}.f16")
+      add_custom_command(
+        OUTPUT "${spv}"
+        COMMAND ${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${vkml_glslang_lib}"
+                ${Python_EXECUTABLE} "${CMAKE_CURRENT_SOURCE_DIR}/tools/spirv_bf16.py"
+                --tools "${VKML_SPIRV_TOOLS}" "${compiled}" "${spv}"
+        DEPENDS "${compiled}" "${CMAKE_CURRENT_SOURCE_DIR}/tools/spirv_bf16.py"
+        COMMENT "bfloat16 ${name}"
+        VERBATIM)
+    endif()
+    add_custom_command(
+      OUTPUT "${compiled}"
+      COMMAND ${VKML_COOPMAT_COMPILER} -I"${VKML_SHADER_DIR}" ${parts}
+              --depfile "${compiled}.d" -o "${compiled}" "${src}"
+      DEPENDS "${src}"
+      DEPFILE "${compiled}.d"
+      COMMENT "glslang ${name}"
+      VERBATIM)
+  else()
     add_custom_command(
       OUTPUT "${spv}"
       COMMAND ${GLSLC} --target-env=vulkan1.2 -O -I "${VKML_SHADER_DIR}" ${parts}
@@ -137,16 +117,27 @@ foreach(src ${VKML_SHADER_SOURCES})
       DEPFILE "${spv}.d"
       COMMENT "glslc ${name}"
       VERBATIM)
-    list(APPEND VKML_SPV_FILES "${spv}")
-  endforeach()
-endforeach()
+  endif()
+  set(VKML_SPV_FILES ${VKML_SPV_FILES} "${spv}" PARENT_SCOPE)
+endfunction()
+execute_process(
+  COMMAND ${Python_EXECUTABLE} "${CMAKE_CURRENT_SOURCE_DIR}/tools/shader_variants.py" cmake
+          "${CMAKE_CURRENT_BINARY_DIR}/shader_variants.cmake" ${VKML_SHADER_SOURCES}
+  COMMAND_ERROR_IS_FATAL ANY)
+include("${CMAKE_CURRENT_BINARY_DIR}/shader_variants.cmake")
+# The Shader enum and its lookups, which the launchers name variants by.
+execute_process(
+  COMMAND ${Python_EXECUTABLE} "${CMAKE_CURRENT_SOURCE_DIR}/tools/shader_variants.py" header
+          "${VKML_SHADER_INCLUDE_DIR}/vkml_shader_ids.h" ${VKML_SHADER_SOURCES}
+  COMMAND_ERROR_IS_FATAL ANY)
 
 set(VKML_SHADER_REGISTRY "${VKML_SHADER_INCLUDE_DIR}/shader_registry.cpp")
 add_custom_command(
   OUTPUT "${VKML_SHADER_REGISTRY}"
   COMMAND ${Python_EXECUTABLE} "${CMAKE_CURRENT_SOURCE_DIR}/tools/embed_spirv.py"
-          "${VKML_SHADER_REGISTRY}" ${VKML_SPV_FILES}
+          "${VKML_SHADER_REGISTRY}" ${VKML_SHADER_SOURCES} -- ${VKML_SPV_FILES}
   DEPENDS ${VKML_SPV_FILES} "${CMAKE_CURRENT_SOURCE_DIR}/tools/embed_spirv.py"
+          "${CMAKE_CURRENT_SOURCE_DIR}/tools/shader_variants.py"
   COMMENT "embedding SPIR-V"
   VERBATIM)
 
@@ -170,5 +161,6 @@ add_custom_command(
           "${GLSLC}" "${VKML_SHADER_DIR}/elementwise.comp" "${VKML_ELEMENTWISE_OPS}"
   DEPENDS "${VKML_SHADER_DIR}/elementwise.comp" ${vkml_shader_includes}
           "${CMAKE_CURRENT_SOURCE_DIR}/tools/elementwise_ops.py"
+          "${CMAKE_CURRENT_SOURCE_DIR}/tools/shader_variants.py"
   COMMENT "listing the elementwise kernels' ops"
   VERBATIM)

@@ -14,9 +14,7 @@
 // Rows of up to R * WG elements (row mode) are read once into registers instead:
 // forward reduces the max, then the sum of the exponentials it keeps, and writes
 // from them (one read and one exp per element); backward keeps g and y.
-//! variant f32 -DST_F32
-//! variant f16 -DST_F16 -DNEED_F16
-//! variant f64 -DST_F64
+//! dtypes f32 f16 f64
 #include "common.glsl"
 
 layout(local_size_x_id = 2) in;

@@ -12,15 +12,14 @@
 //   mode 2: finish stage pc.k inside each block (steps j < block size).
 // Modes 0 and 2 write the final [rows, n] keys and int64 indices when pc.last != 0,
 // else the [rows, P] working buffers.
-//! variant f32 -DKEY_F32
-//! variant i64 -DKEY_I64
+//! dtypes f32 i64
 #include "common.glsl"
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const uint WG = 512;
 
-#ifdef KEY_F32
+#ifdef ST_F32
 #define KT float
 #define KBUF BufF32
 bool key_lt(float a, float b) { return !isnan(a) && (isnan(b) || a < b); }

@@ -3,10 +3,7 @@
 // dst[b, r, c] = keep(r, c) ? src[b, r, c] : 0, with arbitrary strides on both
 // sides (dst may be src: each element is read and written by one thread).
 // Elements move by size, so one variant per element size serves every dtype.
-//! variant b1 -DEL=1
-//! variant b2 -DEL=2 -DNEED_F16
-//! variant b4 -DEL=4
-//! variant b8 -DEL=8
+//! widths 1 2 4 8
 #include "common.glsl"
 #include "elem_bytes.glsl"
 

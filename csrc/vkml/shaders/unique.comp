@@ -6,15 +6,14 @@
 //   2: per element: group g = ids[i] - 1; group starts write the unique key and
 //      their position; inverse[perm[i]] = g;
 //   3: counts[g] = start[g + 1] - start[g] (n for the last group).
-//! variant f32 -DKEY_F32
-//! variant i64 -DKEY_I64
+//! dtypes f32 i64
 #include "common.glsl"
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const uint WG = 256;
 
-#ifdef KEY_F32
+#ifdef ST_F32
 #define KT float
 #define KBUF BufF32
 #else

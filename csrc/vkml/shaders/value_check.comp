@@ -3,9 +3,7 @@
 // device error record (device_error.glsl), for checks PyTorch's CPU makes on
 // values (one_hot classes, embedding_bag offsets, multinomial probabilities)
 // without a host wait. One thread per value.
-//! variant i64 -DST_I64
-//! variant i32 -DST_I32
-//! variant f32 -DST_F32
+//! dtypes i64 i32 f32
 #include "common.glsl"
 #include "device_error.glsl"
 #include "value_check_push.h"
