@@ -16,14 +16,10 @@
 #define ATTENTION_TM_DST 64u
 #define ATTENTION_TM_DST2 128u
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::attention_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(attention_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t q, k, v;
   uint64_t g;                   // backward: grad of the output
   uint64_t lse;                 // forward: written; backward: read
@@ -36,14 +32,7 @@ layout(push_constant, scalar) uniform Push {
   uint flags;
   float scale;
   uint tm_mult;  // row-stride multiples of token-major q, k, v, dO: a byte each
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 9 * 8 + 12 * 4);
-}  // namespace vkml::ops::attention_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 9 * 8 + 12 * 4)
+VKML_CONTRACT_END(attention_detail)
 
 #endif

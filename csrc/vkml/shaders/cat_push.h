@@ -7,11 +7,9 @@
 // Threads per workgroup (the kernel's local size).
 #define CAT_WG 256
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::cat_detail {
-using uint = uint32_t;
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(cat_detail)
 
 // One input, in the table at `table` (scalar layout).
 struct CatEntry {
@@ -22,26 +20,15 @@ struct CatEntry {
   int pad;
 };
 
-#ifdef __cplusplus
-static_assert(sizeof(CatEntry) == 8 + 6 * 4);
-struct CatPush {
-#else
-layout(push_constant, scalar) uniform CatPush {
-#endif
+VKML_ASSERT_SIZE(CatEntry, 8 + 6 * 4)
+VKML_PUSH_BEGIN(CatPush)
   uint64_t dst;
   uint64_t table;
   uint count;  // entries, sorted by start
   uint total;  // output size along the cat dim
   uint inner;
   uint numel;
-#ifdef __cplusplus
-};
-static_assert(sizeof(CatPush) == 2 * 8 + 4 * 4);
-}  // namespace vkml::ops::cat_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(CatPush, 2 * 8 + 4 * 4)
+VKML_CONTRACT_END(cat_detail)
 
 #endif

@@ -12,14 +12,10 @@
 #define COMPACT_SELECT 1
 #define COMPACT_SCATTER 2
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::compact_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(compact_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t prefix;
   uint64_t src;
   uint64_t dst;
@@ -27,14 +23,7 @@ layout(push_constant, scalar) uniform Push {
   int ndim;
   uint limit;    // mode 2: elements available in src; later selections are skipped
   int size[12];  // mode 0: the input's sizes, outermost first
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 3 * 8 + 16 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::compact_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 3 * 8 + 16 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(compact_detail)
 
 #endif

@@ -10,28 +10,16 @@
 #define CONV_PARTIAL 1u
 #define CONV_SUM 2u
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::conv_detail {
-using uint = uint32_t;
-using ivec3 = int32_t[3];
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(conv_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t p0, p1, p2, dst;
   uint n, groups, ci, co;
   ivec3 isz, osz, ksz, str, pad, dil;
   uint splits;  // conv_gemm.comp: K slices (CONV_PARTIAL, CONV_SUM)
   uint flags;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 4 * 8 + 24 * 4);
-}  // namespace vkml::ops::conv_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 4 * 8 + 24 * 4)
+VKML_CONTRACT_END(conv_detail)
 
 #endif

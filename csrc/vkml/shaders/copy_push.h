@@ -8,14 +8,10 @@
 // Threads per workgroup (the kernel's local size).
 #define COPY_WG 256
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::copy_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(copy_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t dst;
   uint64_t src;
   int size[6];  // innermost first
@@ -25,14 +21,7 @@ layout(push_constant, scalar) uniform Push {
   int ndim;
   int dst_dtype;
   int src_dtype;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 2 * 8 + 22 * 4);
-}  // namespace vkml::ops::copy_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 2 * 8 + 22 * 4)
+VKML_CONTRACT_END(copy_detail)
 
 #endif

@@ -15,14 +15,10 @@
 #define CROSS_ENTROPY_WEIGHT 1u
 #define CROSS_ENTROPY_WEIGHT_SUM 2u  // label smoothing with a weight: W is at weight_sum
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::cross_entropy_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(cross_entropy_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t scores;
   uint64_t target;
   uint64_t weight;
@@ -39,14 +35,7 @@ layout(push_constant, scalar) uniform Push {
   int reduction;
   uint flags;
   float smoothing;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 11 * 8 + 6 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::cross_entropy_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 11 * 8 + 6 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(cross_entropy_detail)
 
 #endif

@@ -13,14 +13,10 @@
 // flags
 #define CTC_ZERO_INFINITY 1u
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::ctc_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(ctc_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t log_probs;  // [T, N, C] with the strides below
   uint64_t targets;    // int64, contiguous; sample n's labels start at its target offset
   uint64_t lengths;    // int64 [N, 3]: input length, target length, target offset
@@ -37,14 +33,7 @@ layout(push_constant, scalar) uniform Push {
   uint grad_out_stride;
   uint blank;
   uint flags;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 9 * 8 + 10 * 4 && sizeof(Push) <= 128);
-}  // namespace vkml::ops::ctc_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 9 * 8 + 10 * 4)
+VKML_CONTRACT_END(ctc_detail)
 
 #endif

@@ -9,12 +9,9 @@
 // Threads per workgroup; a thread of the *_table variants takes four elements.
 #define ELEMENTWISE_WG 256
 
-#ifdef __cplusplus
-#include <cstddef>
-#include <cstdint>
-namespace vkml::ops::elementwise_detail {
-using uint = uint32_t;
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(elementwise_detail)
 
 // One contiguous tensor set of a multi-tensor op (vkml/ops/elementwise_batch.h), in
 // the table the *_table variants read at ptr[0].
@@ -27,12 +24,8 @@ struct TableRecord {
   uint aligned4;  // the non-splat operands are 4-element aligned
 };
 
-#ifdef __cplusplus
-static_assert(sizeof(TableRecord) == 7 * 8 + 4 * 4);
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+VKML_ASSERT_SIZE(TableRecord, 7 * 8 + 4 * 4)
+VKML_PUSH_BEGIN(Push)
   uint64_t ptr[4];  // out, in0, in1, in2
   int size[3];      // innermost first
   int ndim;
@@ -40,15 +33,8 @@ layout(push_constant, scalar) uniform Push {
   uint numel;
   uint flags;
   uint64_t s[3];  // scalars: in0/in1/in2 by value, or op parameters
-#ifdef __cplusplus
-};
-static_assert(offsetof(Push, s) == 4 * 8 + 18 * 4);
-static_assert(sizeof(Push) == 7 * 8 + 18 * 4);
-}  // namespace vkml::ops::elementwise_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 7 * 8 + 18 * 4)
+VKML_ASSERT_OFFSET(Push, s, 4 * 8 + 18 * 4)
+VKML_CONTRACT_END(elementwise_detail)
 
 #endif

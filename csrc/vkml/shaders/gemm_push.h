@@ -16,14 +16,10 @@
 #define GEMM_A_VEC 32u
 #define GEMM_B_VEC 64u
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::gemm_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(gemm_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t a;
   uint64_t b;
   uint64_t c;
@@ -37,14 +33,7 @@ layout(push_constant, scalar) uniform Push {
   float alpha, beta;
   uint flags;
   uint splits;  // K slices (GEMM_SPLIT, GEMM_SPLIT_SUM)
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 8 * 8 + 16 * 4);
-}  // namespace vkml::ops::gemm_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 8 * 8 + 16 * 4)
+VKML_CONTRACT_END(gemm_detail)
 
 #endif

@@ -19,14 +19,10 @@
 // Threads per workgroup (the kernel's local size).
 #define GRID_SAMPLE_WG 128
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::grid_sample_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(grid_sample_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t src;  // input
   uint64_t grid;
   uint64_t dst;         // forward: output; bwd: grad_output
@@ -37,14 +33,7 @@ layout(push_constant, scalar) uniform Push {
   uint align_corners;
   uint dims;  // 2 or 3
   uint flags;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 5 * 8 + 14 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::grid_sample_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 5 * 8 + 14 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(grid_sample_detail)
 
 #endif

@@ -7,14 +7,10 @@
 // Threads per workgroup (the kernel's local size).
 #define HISTOGRAM_WG 256
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::histogram_detail {
-using uint = uint32_t;
-struct HistPush {
-#else
-layout(push_constant, scalar) uniform HistPush {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(histogram_detail)
+VKML_PUSH_BEGIN(HistPush)
   uint64_t src;
   uint64_t weights;
   uint64_t bins;
@@ -22,14 +18,7 @@ layout(push_constant, scalar) uniform HistPush {
   float hi;
   uint nbins;
   uint numel;
-#ifdef __cplusplus
-};
-static_assert(sizeof(HistPush) == 3 * 8 + 4 * 4);
-}  // namespace vkml::ops::histogram_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(HistPush, 3 * 8 + 4 * 4)
+VKML_CONTRACT_END(histogram_detail)
 
 #endif

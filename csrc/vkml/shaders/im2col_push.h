@@ -11,28 +11,17 @@
 #define IM2COL_IM2COL 0
 #define IM2COL_COL2IM 1
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::im2col_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(im2col_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t src;
   uint64_t dst;
   int H, W, kh, kw;
   int ph, pw, sh, sw, dh, dw;
-  int oh, ow;  // column grid
-  uint numel;  // of dst
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 2 * 8 + 14 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::im2col_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+  int oh, ow;                        // column grid
+  uint numel;                        // of dst
+VKML_PUSH_END(Push, 2 * 8 + 14 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(im2col_detail)
 
 #endif

@@ -29,14 +29,10 @@
 // Threads per workgroup (the kernel's local size).
 #define INDEX_WG 256
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::index_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(index_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t dst;
   uint64_t src;
   uint64_t idx;
@@ -50,14 +46,7 @@ layout(push_constant, scalar) uniform Push {
   int dim_stride;  // applied to the index value (src for gather, dst for scatter)
   int dim_size;    // valid indices: [0, dim_size), and [-dim_size, 0) with INDEX_WRAP
   uint flags;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 5 * 8 + 20 * 4);
-}  // namespace vkml::ops::index_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 5 * 8 + 20 * 4)
+VKML_CONTRACT_END(index_detail)
 
 #endif

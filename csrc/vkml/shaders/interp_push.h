@@ -13,14 +13,10 @@
 // Threads per workgroup (the kernel's local size).
 #define INTERP_WG 256
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::interp_detail {
-using uint = uint32_t;
-struct InterpPush {
-#else
-layout(push_constant, scalar) uniform InterpPush {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(interp_detail)
+VKML_PUSH_BEGIN(InterpPush)
   uint64_t src;  // forward: input; bwd: grad_out
   uint64_t dst;  // forward: output; bwd: grad_in (zeroed)
   uint in_size, out_size, inner;
@@ -29,14 +25,7 @@ layout(push_constant, scalar) uniform InterpPush {
   uint mode;
   uint align_corners;
   uint numel;  // outer * out_size * inner
-#ifdef __cplusplus
-};
-static_assert(sizeof(InterpPush) == 2 * 8 + 8 * 4);
-}  // namespace vkml::ops::interp_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(InterpPush, 2 * 8 + 8 * 4)
+VKML_CONTRACT_END(interp_detail)
 
 #endif

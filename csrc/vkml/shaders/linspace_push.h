@@ -8,30 +8,23 @@
 // Threads per workgroup (the kernel's local size).
 #define LINSPACE_WG 256
 
+#include "push_block.h"
+
+// clang-format off: a template, which clang-format's macro blocks do not follow
+VKML_CONTRACT_BEGIN(linspace_detail)
 #ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::linspace_detail {
-using uint = uint32_t;
 template <class FT>
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
 #endif
+VKML_PUSH_BEGIN(Push)
   uint64_t dst;
   FT start;
   FT end;
   FT step;
   uint n;
   uint halfway;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push<float>) == 8 + 6 * 4);
-static_assert(sizeof(Push<double>) == 4 * 8 + 2 * 4);
-}  // namespace vkml::ops::linspace_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
+VKML_PUSH_END(Push<float>, 8 + 6 * 4)
+VKML_ASSERT_SIZE(Push<double>, 4 * 8 + 2 * 4)
+VKML_CONTRACT_END(linspace_detail)
 // clang-format on
-#endif
 
 #endif

@@ -10,14 +10,10 @@
 // Threads per workgroup (the kernel's local size).
 #define MARGIN_LOSS_WG 64
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::margin_loss_detail {
-using uint = uint32_t;
-struct MarginPush {
-#else
-layout(push_constant, scalar) uniform MarginPush {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(margin_loss_detail)
+VKML_PUSH_BEGIN(MarginPush)
   uint64_t x;          // [n, c] float32
   uint64_t target;     // int64: [n] (multi) or [n, c] (multilabel, -1 terminated)
   uint64_t weight;     // [c] float32 (multi only), flag MARGIN_LOSS_WEIGHT
@@ -29,14 +25,7 @@ layout(push_constant, scalar) uniform MarginPush {
   float margin;
   uint p;  // multi: 1 or 2
   uint flags;
-#ifdef __cplusplus
-};
-static_assert(sizeof(MarginPush) == 7 * 8 + 6 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::margin_loss_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(MarginPush, 7 * 8 + 6 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(margin_loss_detail)
 
 #endif

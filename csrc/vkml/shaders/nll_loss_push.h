@@ -9,14 +9,10 @@
 // flags
 #define NLL_LOSS_WEIGHT 1u
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::nll_loss_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(nll_loss_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t scores;
   uint64_t target;
   uint64_t weight;
@@ -30,14 +26,7 @@ layout(push_constant, scalar) uniform Push {
   uint c;
   int reduction;
   uint flags;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 9 * 8 + 4 * 4);
-}  // namespace vkml::ops::nll_loss_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 9 * 8 + 4 * 4)
+VKML_CONTRACT_END(nll_loss_detail)
 
 #endif

@@ -8,15 +8,10 @@
 // Row elements a thread of modes 4 and 5 keeps in registers.
 #define NORM_ROW_REGISTERS 16
 
-#ifdef __cplusplus
-#include <cstddef>
-#include <cstdint>
-namespace vkml::ops::norm_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(norm_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t x, gy, w, b, mean, rstd, dst, sa, sb;
   uint outer, c, inner;
   uint sdiv, smod, adiv, amod;
@@ -24,15 +19,8 @@ layout(push_constant, scalar) uniform Push {
   float count;  // mode 3: elements per statistic
   uint parts;
   uint64_t part;  // modes 6-10: scratch, [2][c][parts] floats
-#ifdef __cplusplus
-};
-static_assert(offsetof(Push, part) == 9 * 8 + 10 * 4);
-static_assert(sizeof(Push) == 10 * 8 + 10 * 4);
-}  // namespace vkml::ops::norm_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 10 * 8 + 10 * 4)
+VKML_ASSERT_OFFSET(Push, part, 9 * 8 + 10 * 4)
+VKML_CONTRACT_END(norm_detail)
 
 #endif

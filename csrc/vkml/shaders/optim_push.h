@@ -20,11 +20,9 @@
 #define OPTIM_WG 256
 #define OPTIM_ITEMS 4
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::optim_detail {
-using uint = uint32_t;
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(optim_detail)
 
 // One parameter, in the table at `table` (scalar layout). Adam: state0 = exp_avg,
 // state1 = exp_avg_sq, state2 = max_exp_avg_sq (amsgrad), step = its float32 step
@@ -40,12 +38,8 @@ struct Record {
   uint numel;
 };
 
-#ifdef __cplusplus
-static_assert(sizeof(Record) == 6 * 8 + 2 * 4);
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+VKML_ASSERT_SIZE(Record, 6 * 8 + 2 * 4)
+VKML_PUSH_BEGIN(Push)
   uint64_t table;
   uint64_t lr_ptr;      // a float32 learning-rate tensor, or 0: use lr
   uint64_t grad_scale;  // float32 scalar the grads are divided by (stored back), or 0
@@ -57,14 +51,7 @@ layout(push_constant, scalar) uniform Push {
   float eps;
   uint count;  // records
   uint flags;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 4 * 8 + 8 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::optim_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 4 * 8 + 8 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(optim_detail)
 
 #endif

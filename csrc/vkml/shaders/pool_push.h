@@ -11,29 +11,17 @@
 #define POOL_MAX_BACKWARD 2
 #define POOL_AVG_BACKWARD 3
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::pool_detail {
-using uint = uint32_t;
-using ivec3 = int32_t[3];
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(pool_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t x, y, idx;
   uint planes;
   ivec3 isz, osz, ksz, str, pad, dil;
   int count_include_pad;
   int divisor;      // 0: none
   int round_steps;  // avg: round the sum and each division to storage (CPU adaptive 3d)
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 3 * 8 + 22 * 4);
-}  // namespace vkml::ops::pool_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 3 * 8 + 22 * 4)
+VKML_CONTRACT_END(pool_detail)
 
 #endif

@@ -13,14 +13,10 @@
 #define RANDOM_RANDINT 2
 #define RANDOM_BERNOULLI 3
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::random_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(random_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t dst;
   int64_t lo;      // randint: lower bound
   uint64_t range;  // randint: b - a (> 0)
@@ -28,14 +24,7 @@ layout(push_constant, scalar) uniform Push {
   float b;         // uniform: to; normal: std
   uint seed_lo, seed_hi, offset_lo, offset_hi;
   uint numel;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 3 * 8 + 8 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::random_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 3 * 8 + 8 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(random_detail)
 
 #endif

@@ -21,14 +21,10 @@
 #define REDUCE_WANT_IDX 8u
 #define REDUCE_SCALE 16u
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::reduce_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(reduce_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t in_ptr;
   uint64_t in_idx;  // int32 partial indices (REDUCE_IN_ACC)
   uint64_t out_ptr;
@@ -40,14 +36,7 @@ layout(push_constant, scalar) uniform Push {
   uint splits;
   uint flags;
   float scale;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 4 * 8 + 8 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::reduce_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 4 * 8 + 8 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(reduce_detail)
 
 #endif

@@ -23,14 +23,10 @@
 // Threads per workgroup (the kernel's local size).
 #define REMAP_WG 256
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::remap_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(remap_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t dst;
   uint64_t src;
   int osize[REMAP_DIMS];
@@ -40,14 +36,7 @@ layout(push_constant, scalar) uniform Push {
   uint modes;
   uint numel;
   int ndim;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 2 * 8 + 28 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::remap_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 2 * 8 + 28 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(remap_detail)
 
 #endif

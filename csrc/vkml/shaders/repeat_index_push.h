@@ -4,28 +4,17 @@
 #ifndef VKML_REPEAT_INDEX_PUSH_H
 #define VKML_REPEAT_INDEX_PUSH_H
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::repeat_index_detail {
-using uint = uint32_t;
-struct RepeatPush {
-#else
-layout(push_constant, scalar) uniform RepeatPush {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(repeat_index_detail)
+VKML_PUSH_BEGIN(RepeatPush)
   uint64_t repeats;
   uint64_t cum;  // uint [n]
   uint64_t dst;  // [total], int64 or int32
   uint n;
   uint total;
-  uint i32;  // repeats and dst are int32
-#ifdef __cplusplus
-};
-static_assert(sizeof(RepeatPush) == 3 * 8 + 4 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::repeat_index_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+  uint i32;                               // repeats and dst are int32
+VKML_PUSH_END(RepeatPush, 3 * 8 + 4 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(repeat_index_detail)
 
 #endif

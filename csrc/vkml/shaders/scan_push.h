@@ -16,14 +16,10 @@
 #define SCAN_CHUNKS 1
 #define SCAN_CARRY 2
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::scan_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(scan_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t in_ptr;
   uint64_t out_ptr;
   uint64_t idx_ptr;      // int64 indices (max / min)
@@ -34,16 +30,9 @@ layout(push_constant, scalar) uniform Push {
   uint outer;
   uint n;
   uint inner;
-  uint chunk;    // elements per chunk (a multiple of WG)
-  uint nchunks;  // chunks per row; totals are written when > 1
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 7 * 8 + 6 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::scan_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+  uint chunk;                       // elements per chunk (a multiple of WG)
+  uint nchunks;                     // chunks per row; totals are written when > 1
+VKML_PUSH_END(Push, 7 * 8 + 6 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(scan_detail)
 
 #endif

@@ -7,14 +7,10 @@
 // Threads per workgroup (the kernel's local size).
 #define SEARCH_WG 256
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::search_detail {
-using uint = uint32_t;
-struct SearchPush {
-#else
-layout(push_constant, scalar) uniform SearchPush {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(search_detail)
+VKML_PUSH_BEGIN(SearchPush)
   uint64_t boundaries;
   uint64_t values;
   uint64_t sorter;  // 0: none
@@ -24,14 +20,7 @@ layout(push_constant, scalar) uniform SearchPush {
   uint numel;
   uint right;
   uint out_i32;
-#ifdef __cplusplus
-};
-static_assert(sizeof(SearchPush) == 4 * 8 + 6 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::search_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(SearchPush, 4 * 8 + 6 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(search_detail)
 
 #endif

@@ -10,28 +10,17 @@
 #define SOFTMAX_BACKWARD 2
 #define SOFTMAX_LOG_BACKWARD 3
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::softmax_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(softmax_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t x;    // forward: input; backward: grad_output
   uint64_t y;    // backward: the forward output
   uint64_t dst;  // forward: output; backward: grad_input
   uint outer;
   uint dim;
   uint inner;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 3 * 8 + 4 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::softmax_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 3 * 8 + 4 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(softmax_detail)
 
 #endif

@@ -4,14 +4,10 @@
 #ifndef VKML_SORT_PUSH_H
 #define VKML_SORT_PUSH_H
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::sort_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(sort_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t in_keys;   // [rows, n]
   uint64_t keys;      // working [rows, P]
   uint64_t idx;       // working [rows, P], uint
@@ -24,14 +20,7 @@ layout(push_constant, scalar) uniform Push {
   uint j;
   uint desc;
   uint last;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 5 * 8 + 8 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::sort_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(Push, 5 * 8 + 8 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(sort_detail)
 
 #endif

@@ -7,14 +7,10 @@
 // Threads per workgroup (the kernel's local size).
 #define TRI_WG 256
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::tri_detail {
-using uint = uint32_t;
-struct TriPush {
-#else
-layout(push_constant, scalar) uniform TriPush {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(tri_detail)
+VKML_PUSH_BEGIN(TriPush)
   uint64_t dst;
   uint64_t src;
   int dst_stride[3];  // batch, row, col
@@ -22,16 +18,9 @@ layout(push_constant, scalar) uniform TriPush {
   uint rows;
   uint cols;
   uint numel;
-  int k;      // diagonal offset
-  int upper;  // 1: triu (keep c - r >= k), 0: tril (keep c - r <= k)
-#ifdef __cplusplus
-};
-static_assert(sizeof(TriPush) == 2 * 8 + 12 * 4);  // 4 bytes of tail padding
-}  // namespace vkml::ops::tri_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+  int k;                                // diagonal offset
+  int upper;                            // 1: triu (keep c - r >= k), 0: tril (keep c - r <= k)
+VKML_PUSH_END(TriPush, 2 * 8 + 12 * 4)  // 4 bytes of tail padding
+VKML_CONTRACT_END(tri_detail)
 
 #endif

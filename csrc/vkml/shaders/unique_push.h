@@ -4,14 +4,10 @@
 #ifndef VKML_UNIQUE_PUSH_H
 #define VKML_UNIQUE_PUSH_H
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::unique_detail {
-using uint = uint32_t;
-struct UniquePush {
-#else
-layout(push_constant, scalar) uniform UniquePush {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(unique_detail)
+VKML_PUSH_BEGIN(UniquePush)
   uint64_t keys;     // sorted [n]
   uint64_t perm;     // int64 [n]: source position of each sorted key
   uint64_t ids;      // uint [n]
@@ -21,14 +17,7 @@ layout(push_constant, scalar) uniform UniquePush {
   uint64_t counts;   // int64 [count] or 0
   uint n;
   uint count;
-#ifdef __cplusplus
-};
-static_assert(sizeof(UniquePush) == 7 * 8 + 2 * 4);
-}  // namespace vkml::ops::unique_detail
-#else
-  // clang-format off: GLSL, which clang-format would split after the brace
-} pc;
-// clang-format on
-#endif
+VKML_PUSH_END(UniquePush, 7 * 8 + 2 * 4)
+VKML_CONTRACT_END(unique_detail)
 
 #endif

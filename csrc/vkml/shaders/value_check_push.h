@@ -10,14 +10,10 @@
 #define VALUE_CHECK_NONNEGATIVE_FINITE 0u  // 0 <= v < inf (NaN fails)
 #define VALUE_CHECK_POSITIVE 1u            // v > 0 (NaN fails)
 
-#ifdef __cplusplus
-#include <cstdint>
-namespace vkml::ops::value_check_detail {
-using uint = uint32_t;
-struct Push {
-#else
-layout(push_constant, scalar) uniform Push {
-#endif
+#include "push_block.h"
+
+VKML_CONTRACT_BEGIN(value_check_detail)
+VKML_PUSH_BEGIN(Push)
   uint64_t data;    // contiguous values of the variant's dtype
   uint64_t errors;  // the device error record (device_error.h)
   int64_t lo, hi;
@@ -27,12 +23,7 @@ layout(push_constant, scalar) uniform Push {
   uint code_below, code_above;
   uint aux;  // noted with a failure, for the message (a dim)
   uint unused;
-#ifdef __cplusplus
-};
-static_assert(sizeof(Push) == 5 * 8 + 6 * 4);
-}  // namespace vkml::ops::value_check_detail
-#else
-} pc;
-#endif
+VKML_PUSH_END(Push, 5 * 8 + 6 * 4)
+VKML_CONTRACT_END(value_check_detail)
 
 #endif
