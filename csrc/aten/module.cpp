@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "allocator.h"
 #include "fallback.h"
 #include "generator.h"
 #include "vkml/ops/attention.h"
@@ -73,16 +74,39 @@ std::string with_op_name(const std::string& name) {
   return op ? name + " " + op : name;
 }
 
+// torch.cuda.memory_stats()'s keys ("allocated_bytes.all.current", "num_ooms", ...),
+// then vkml's own counters of the stream's work.
 py::dict memory_stats(std::optional<int> index) {
-  vkml::MemoryStats s = dev(index).memory().stats();
+  const c10::CachingDeviceAllocator::DeviceStats s =
+      guarded([&] { return vkml_aten::device_stats(dev(index)); });
   py::dict d;
-  d["allocated_bytes"] = s.allocated;
-  d["reserved_bytes"] = s.reserved;
-  d["peak_allocated_bytes"] = s.peak_allocated;
-  d["peak_reserved_bytes"] = s.peak_reserved;
-  d["num_allocs"] = s.alloc_count;
-  d["num_device_allocs"] = s.block_alloc_count;
-  d["num_device_frees"] = s.block_free_count;
+  auto put = [&](const std::string& key, const c10::CachingAllocator::Stat& stat) {
+    d[(key + ".current").c_str()] = stat.current;
+    d[(key + ".peak").c_str()] = stat.peak;
+    d[(key + ".allocated").c_str()] = stat.allocated;
+    d[(key + ".freed").c_str()] = stat.freed;
+  };
+  auto add = [&](const char* name, const c10::CachingDeviceAllocator::StatArray& a) {
+    static const char* const kPools[] = {"all", "small_pool", "large_pool"};
+    for (size_t p = 0; p < a.size(); ++p) put(std::string(name) + "." + kPools[p], a[p]);
+  };
+  add("allocation", s.allocation);
+  add("segment", s.segment);
+  add("active", s.active);
+  add("inactive_split", s.inactive_split);
+  add("allocated_bytes", s.allocated_bytes);
+  add("reserved_bytes", s.reserved_bytes);
+  add("active_bytes", s.active_bytes);
+  add("inactive_split_bytes", s.inactive_split_bytes);
+  add("requested_bytes", s.requested_bytes);
+  put("oversize_allocations", s.oversize_allocations);
+  put("oversize_segments", s.oversize_segments);
+  d["max_split_size"] = s.max_split_size;
+  d["num_sync_all_streams"] = s.num_sync_all_streams;
+  d["num_alloc_retries"] = s.num_alloc_retries;
+  d["num_ooms"] = s.num_ooms;
+  d["num_device_alloc"] = s.num_device_alloc;
+  d["num_device_free"] = s.num_device_free;
   auto& st = dev(index).stream();
   d["num_dispatches"] = st.dispatch_count();
   d["num_submits"] = st.submit_count();
@@ -142,6 +166,17 @@ PYBIND11_MODULE(_C, m) {
       py::arg("device") = py::none());
   m.def(
       "reset_peak_memory_stats", [](std::optional<int> i) { dev(i).memory().reset_peak(); },
+      py::arg("device") = py::none());
+  m.def(
+      "reset_accumulated_memory_stats",
+      [](std::optional<int> i) { dev(i).memory().reset_accumulated(); },
+      py::arg("device") = py::none());
+  m.def(
+      "mem_get_info",
+      [](std::optional<int> i) {
+        vkml::MemoryPool::HeapInfo h = guarded([&] { return dev(i).memory().heap_info(); });
+        return std::make_pair(h.free, h.total);
+      },
       py::arg("device") = py::none());
   m.def("empty_cache", [] {
     py::gil_scoped_release no_gil;

@@ -9,11 +9,10 @@
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
+#include "allocator.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
-
-c10::Allocator* vkml_allocator();
 
 namespace {
 

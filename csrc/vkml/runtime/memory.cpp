@@ -1,5 +1,6 @@
 #include "vkml/runtime/memory.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -97,9 +98,25 @@ void MemoryPool::add_live(uint64_t address, Chunk* c) {
 
 uint64_t MemoryPool::heap_size() const { return device_.info().heaps[heap_index_].size; }
 
+MemoryPool::HeapInfo MemoryPool::heap_info() const {
+  const uint64_t total = heap_size();
+  if (device_.info().supports_memory_budget) {
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+    props.pNext = &budget;
+    vk::vkGetPhysicalDeviceMemoryProperties2(device_.physical(), &props);
+    const uint64_t b = budget.heapBudget[heap_index_], used = budget.heapUsage[heap_index_];
+    return {std::min(b > used ? b - used : 0, total), total};
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto reserved = uint64_t(stats_.reserved_bytes[kAllPools].current);
+  return {total > reserved ? total - reserved : 0, total};
+}
+
 MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small) {
   // Stay within the heap: drivers may over-commit and fail later, which is worse.
-  if (stats_.reserved + size > heap_size()) return nullptr;
+  if (uint64_t(stats_.reserved_bytes[kAllPools].current) + size > heap_size()) return nullptr;
   if (device_.info().max_allocation_size && size > device_.info().max_allocation_size)
     return nullptr;
   VkDevice dev = device_.handle();
@@ -137,11 +154,10 @@ MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small) {
   b->address = vk::vkGetBufferDeviceAddress(dev, &addr);
   // New memory may take a freed block's addresses, not its contents.
   device_.value_bounds().forget(Span{b->address, b->address + size});
-  b->first = new_chunk(Chunk{b.get(), 0, size, true, nullptr, nullptr});
+  b->first = new_chunk(Chunk{b.get(), 0, size, 0, true, nullptr, nullptr});
   blocks_[b->address] = b.get();
-  stats_.reserved += size;
-  stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
-  stats_.block_alloc_count++;
+  count(stats_.reserved_bytes, b.get(), int64_t(size));
+  count(stats_.segments, b.get(), 1);
   return b.release();
 }
 
@@ -159,7 +175,7 @@ MemoryPool::Chunk* MemoryPool::take_free_chunk(uint64_t size, bool small) {
   auto& pool = small ? free_small_ : free_large_;
   Block probe_block;
   probe_block.address = 0;
-  Chunk probe{&probe_block, 0, size, true, nullptr, nullptr};
+  Chunk probe{&probe_block, 0, size, 0, true, nullptr, nullptr};
   auto it = pool.lower_bound(&probe);
   if (it == pool.end()) return nullptr;
   Chunk* c = *it;
@@ -174,7 +190,7 @@ MemoryPool::Chunk* MemoryPool::split(Chunk* c, uint64_t size) {
   uint64_t rest = c->size - size;
   uint64_t min_rest = c->block->small ? kAlignment : kSmallRequest;
   if (rest < min_rest) return c;
-  Chunk* tail = new_chunk(Chunk{c->block, c->offset + size, rest, true, c, c->next});
+  Chunk* tail = new_chunk(Chunk{c->block, c->offset + size, rest, 0, true, c, c->next});
   if (c->next) c->next->prev = tail;
   c->next = tail;
   c->size = size;
@@ -201,21 +217,29 @@ Allocation MemoryPool::allocate(uint64_t nbytes) {
         c->free = false;
         uint64_t address = c->block->address + c->offset;
         add_live(address, c);
-        stats_.allocated += c->size;
-        stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
-        stats_.alloc_count++;
+        c->requested = nbytes;
+        count(stats_.allocated_bytes, c->block, int64_t(c->size));
+        count(stats_.requested_bytes, c->block, int64_t(nbytes));
+        count(stats_.allocations, c->block, 1);
+        if (attempt == 1) stats_.alloc_retries++;
         return {address, c->size, c->block->mapped ? c->block->mapped + c->offset : nullptr};
       }
     }
     if (attempt == 0) device_.release_cached_memory();  // waits for the GPU, empties caches
   }
-  MemoryStats s = stats();
+  uint64_t allocated = 0, reserved = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.ooms++;
+    allocated = uint64_t(stats_.allocated_bytes[kAllPools].current);
+    reserved = uint64_t(stats_.reserved_bytes[kAllPools].current);
+  }
   uint64_t heap = heap_size();
   fail(ErrorKind::OutOfMemory,
        "vkml out of memory: tried to allocate " + mib(nbytes) + " on device " +
-           std::to_string(device_.index()) + " (" + device_.info().name + "); " + mib(s.allocated) +
-           " allocated by tensors, " + mib(s.reserved) + " reserved, heap size " + mib(heap) +
-           ", free " + mib(heap > s.reserved ? heap - s.reserved : 0) +
+           std::to_string(device_.index()) + " (" + device_.info().name + "); " + mib(allocated) +
+           " allocated by tensors, " + mib(reserved) + " reserved, heap size " + mib(heap) +
+           ", free " + mib(heap > reserved ? heap - reserved : 0) +
            (device_.info().max_allocation_size
                 ? ", largest single allocation " + mib(device_.info().max_allocation_size)
                 : std::string()));
@@ -232,7 +256,10 @@ void MemoryPool::free_finished(uint64_t address) {
   if (!node) fail(ErrorKind::Internal, "vkml: free of an unknown address");
   Chunk* c = node.mapped();
   spare_live_nodes_.push_back(std::move(node));
-  stats_.allocated -= c->size;
+  count(stats_.allocated_bytes, c->block, -int64_t(c->size));
+  count(stats_.requested_bytes, c->block, -int64_t(c->requested));
+  count(stats_.allocations, c->block, -1);
+  c->requested = 0;
   c->free = true;
   if (c->prev && c->prev->free) {
     Chunk* p = c->prev;
@@ -285,8 +312,22 @@ MemoryStats MemoryPool::stats() const {
 
 void MemoryPool::reset_peak() {
   std::lock_guard<std::mutex> lock(mutex_);
-  stats_.peak_allocated = stats_.allocated;
-  stats_.peak_reserved = stats_.reserved;
+  for (MemoryStatArray* a : {&stats_.allocated_bytes, &stats_.requested_bytes,
+                             &stats_.reserved_bytes, &stats_.allocations, &stats_.segments})
+    for (MemoryStat& s : *a) s.peak = s.current;
+}
+
+void MemoryPool::reset_accumulated() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (MemoryStatArray* a : {&stats_.allocated_bytes, &stats_.requested_bytes,
+                             &stats_.reserved_bytes, &stats_.allocations, &stats_.segments})
+    for (MemoryStat& s : *a) s.allocated = s.freed = 0;
+  stats_.alloc_retries = stats_.ooms = 0;
+}
+
+void MemoryPool::count(MemoryStatArray& stat, const Block* b, int64_t n) {
+  for (size_t pool : {size_t(kAllPools), size_t(b->small ? kSmallPool : kLargePool)})
+    n >= 0 ? stat[pool].add(n) : stat[pool].remove(-n);
 }
 
 void MemoryPool::empty_cache() {
@@ -295,8 +336,8 @@ void MemoryPool::empty_cache() {
     Block* b = it->second;
     if (b->first->free && !b->first->next) {
       remove_free(b->first);
-      stats_.reserved -= b->size;
-      stats_.block_free_count++;
+      count(stats_.reserved_bytes, b, -int64_t(b->size));
+      count(stats_.segments, b, -1);
       destroy_block(b);
       it = blocks_.erase(it);
     } else {

@@ -4,6 +4,7 @@
 // free lists and are reused without any Vulkan call; adjacent free chunks merge.
 // The bookkeeping recycles its chunk records and container nodes, so a
 // steady-state loop of allocations and frees touches neither Vulkan nor the heap.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -18,14 +19,38 @@ namespace vkml {
 
 class Device;
 
+// One quantity of the allocator, counted as PyTorch's allocators count theirs (c10's
+// DeviceStats): its current value, its peak since the last reset, and the totals
+// added and removed since the last reset of the accumulated counts.
+struct MemoryStat {
+  int64_t current = 0;
+  int64_t peak = 0;
+  int64_t allocated = 0;
+  int64_t freed = 0;
+  void add(int64_t n) {
+    current += n;
+    allocated += n;
+    if (current > peak) peak = current;
+  }
+  void remove(int64_t n) {
+    current -= n;
+    freed += n;
+  }
+};
+
+// Each quantity for all blocks, then for the small blocks (requests up to 1 MiB
+// share 2 MiB blocks) and the large ones, the split c10's StatArray has.
+enum MemoryStatPool : size_t { kAllPools = 0, kSmallPool = 1, kLargePool = 2 };
+using MemoryStatArray = std::array<MemoryStat, 3>;
+
 struct MemoryStats {
-  uint64_t allocated = 0;  // bytes in live chunks
-  uint64_t reserved = 0;   // bytes in Vulkan blocks
-  uint64_t peak_allocated = 0;
-  uint64_t peak_reserved = 0;
-  uint64_t alloc_count = 0;        // chunk allocations
-  uint64_t block_alloc_count = 0;  // vkAllocateMemory calls
-  uint64_t block_free_count = 0;
+  MemoryStatArray allocated_bytes;  // in live chunks (requests rounded up)
+  MemoryStatArray requested_bytes;  // what the live allocations asked for
+  MemoryStatArray reserved_bytes;   // in Vulkan blocks
+  MemoryStatArray allocations;      // live chunks
+  MemoryStatArray segments;         // Vulkan blocks (vkAllocateMemory calls)
+  int64_t alloc_retries = 0;        // allocations that had to empty the cache first
+  int64_t ooms = 0;                 // allocations that failed after that
 };
 
 struct Allocation {
@@ -62,6 +87,15 @@ class MemoryPool {
 
   MemoryStats stats() const;
   void reset_peak();
+  void reset_accumulated();  // the allocated and freed totals, the retry and OOM counts
+  // Bytes still free for this process in the pool's heap, and the heap's size. With
+  // VK_EXT_memory_budget the driver's estimate (other processes' use included);
+  // without, the heap less what this pool holds.
+  struct HeapInfo {
+    uint64_t free = 0;
+    uint64_t total = 0;
+  };
+  HeapInfo heap_info() const;
   // Returns the blocks that hold no live chunk to the driver. The caller makes
   // sure the GPU no longer uses freed memory (Device::empty_cache synchronizes).
   void empty_cache();
@@ -74,6 +108,7 @@ class MemoryPool {
     Block* block;
     uint64_t offset;
     uint64_t size;
+    uint64_t requested;  // what the allocation asked for; 0 while free
     bool free;
     Chunk* prev;
     Chunk* next;
@@ -109,6 +144,8 @@ class MemoryPool {
   void destroy_block(Block* b);
   Chunk* split(Chunk* c, uint64_t size);
   uint64_t heap_size() const;
+  // Adds `n` (negative: removes) to one quantity, for all pools and the block's own.
+  void count(MemoryStatArray& stat, const Block* b, int64_t n);
 
   Device& device_;
   bool host_visible_;

@@ -1,0 +1,13 @@
+#pragma once
+// The vkml device's allocator (allocator.cpp), for empty tensors and storages, and its
+// statistics in PyTorch's form, for torch.accelerator and torch_vkml.memory_stats.
+#include <c10/core/CachingDeviceAllocator.h>
+
+#include "vkml/runtime/device.h"
+
+namespace vkml_aten {
+
+c10::Allocator* vkml_allocator();
+c10::CachingDeviceAllocator::DeviceStats device_stats(vkml::Device& dev);
+
+}  // namespace vkml_aten
