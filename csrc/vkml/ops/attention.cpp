@@ -92,12 +92,13 @@ Tiling backward_tiling(Device& dev, const AttentionShape& s) {
 }
 
 // The kernel's pipeline for this dtype and tiling: slots keyed by (dtype, mode, head-dim
-// class, tiling). Mode 0 is the forward.
+// class, tiling). ATTENTION_FORWARD is the forward.
 VkPipeline pipeline(Device& dev, DType dtype, uint32_t mode, const Tiling& t) {
-  static const PipelineSlots slots({16, 3, kMaxHeadDim / 32 + 1, uint32_t(kTilingCount)});
+  static const PipelineSlots slots(
+      {16, ATTENTION_QUERY_GRAD + 1, kMaxHeadDim / 32 + 1, uint32_t(kTilingCount)});
   return slots.get(dev, {uint32_t(dtype), mode, t.ep / 32, t.index}, [&] {
     check_float_dtype(dev, dtype, "scaled_dot_product_attention");
-    if (mode == 0) {
+    if (mode == ATTENTION_FORWARD) {
       return dev.pipelines().get(shaders::attention_forward(dtype),
                                  {int32_t(t.tm), int32_t(t.tn), int32_t(t.ep), int32_t(t.threads)});
     }
@@ -138,7 +139,7 @@ Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, 
 void run_backward(Device& dev, DType dtype, uint32_t mode, const AttentionShape& s, const Push& p,
                   const Access& access) {
   Tiling t = backward_tiling(dev, s);
-  int64_t owned = mode == 1 ? s.S : s.L;
+  int64_t owned = mode == ATTENTION_KEY_VALUE_GRADS ? s.S : s.L;
   dev.stream().dispatch(pipeline(dev, dtype, mode, t), &p, sizeof(p),
                         uint32_t(tiles(owned, t.rows())), uint32_t(s.B * s.H), 1, &access);
 }
@@ -210,8 +211,8 @@ void attention_forward(Device& dev, DType dtype, const AttentionShape& s, uint64
   a.write(span_elems(o, bh * s.L * s.Ev, is));
   a.write(span_elems(lse, bh * s.L, 4));
   Tiling t = forward_tiling(dev, s);
-  dev.stream().dispatch(pipeline(dev, dtype, 0, t), &p, sizeof(p), uint32_t(tiles(s.L, t.rows())),
-                        uint32_t(bh), 1, &a);
+  dev.stream().dispatch(pipeline(dev, dtype, ATTENTION_FORWARD, t), &p, sizeof(p),
+                        uint32_t(tiles(s.L, t.rows())), uint32_t(bh), 1, &a);
 }
 
 void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint64_t q, uint64_t k,
@@ -237,14 +238,14 @@ void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint6
   const uint32_t base_flags = p.flags;
   p.flags =
       base_flags | (s.layout.k ? ATTENTION_TM_DST : 0u) | (s.layout.v ? ATTENTION_TM_DST2 : 0u);
-  run_backward(dev, dtype, 1, s, p, kv);
+  run_backward(dev, dtype, ATTENTION_KEY_VALUE_GRADS, s, p, kv);
 
   Access qa = in;
   qa.write(span_elems(dq, bh * s.L * s.E, is));
   p.dst = dq;
   p.dst2 = 0;
   p.flags = base_flags | (s.layout.q ? ATTENTION_TM_DST : 0u);
-  run_backward(dev, dtype, 2, s, p, qa);
+  run_backward(dev, dtype, ATTENTION_QUERY_GRAD, s, p, qa);
 }
 
 }  // namespace vkml::ops

@@ -46,12 +46,12 @@ bool pointwise(const ConvShape& s) {
 void pointwise_gemm(Device& dev, DType dtype, int mode, uint64_t src, uint64_t w, uint64_t bias,
                     uint64_t out, const ConvShape& s) {
   const int64_t pos = prod3(s.in);
-  const int64_t rows = mode == 0 ? s.co : s.ci, k = mode == 0 ? s.ci : s.co;
+  const int64_t rows = mode == CONV_FORWARD ? s.co : s.ci, k = mode == CONV_FORWARD ? s.ci : s.co;
   GemmArgs g;
   g.dtype = dtype;
   g.batch = s.n, g.m = rows, g.n = pos, g.k = k;
   g.a = w;  // [Co, Ci], read transposed for the data grad
-  g.a_row = mode == 0 ? s.ci : 1, g.a_col = mode == 0 ? 1 : s.ci;
+  g.a_row = mode == CONV_FORWARD ? s.ci : 1, g.a_col = mode == CONV_FORWARD ? 1 : s.ci;
   g.b = src, g.b_batch = k * pos, g.b_row = pos, g.b_col = 1;
   g.c = out, g.c_batch = rows * pos, g.c_row = pos, g.c_col = 1;
   if (bias) {
@@ -69,9 +69,9 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
                  "conv: channels must divide by groups");
   int64_t x_numel = s.n * s.ci * prod3(s.in), y_numel = s.n * s.co * prod3(s.out);
   int64_t w_numel = s.co * (s.ci / s.groups) * prod3(s.kernel);
-  int64_t out_numel = mode == 0 ? y_numel : mode == 1 ? x_numel : w_numel;
+  int64_t out_numel = mode == CONV_FORWARD ? y_numel : mode == CONV_DATA_GRAD ? x_numel : w_numel;
   if (out_numel == 0) return;
-  if (mode != 2 && pointwise(s) && x_numel > 0 && y_numel > 0) {
+  if (mode != CONV_WEIGHT_GRAD && pointwise(s) && x_numel > 0 && y_numel > 0) {
     pointwise_gemm(dev, dtype, mode, p0, p1, p2, out, s);
     return;
   }
@@ -89,9 +89,9 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
   // gx; mode 2 x, gy into gw.
   const size_t is = itemsize(dtype);
   Access a;
-  a.read(span_elems(p0, mode == 1 ? y_numel : x_numel, is));
-  a.read(span_elems(p1, mode == 2 ? y_numel : w_numel, is));
-  if (p2) a.read(span_elems(p2, mode == 0 ? s.co : s.ci, is));
+  a.read(span_elems(p0, mode == CONV_DATA_GRAD ? y_numel : x_numel, is));
+  a.read(span_elems(p1, mode == CONV_WEIGHT_GRAD ? y_numel : w_numel, is));
+  if (p2) a.read(span_elems(p2, mode == CONV_FORWARD ? s.co : s.ci, is));
   a.write(span_elems(out, out_numel, is));
   auto dispatch_tiles = [&](VkPipeline pipeline, uint64_t groups) {
     dispatch_groups(dev, pipeline, &p, sizeof(p), groups, &a);
@@ -99,14 +99,14 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
   int64_t cig = s.ci / s.groups, cog = s.co / s.groups;
   // Keyed by (dtype, shader mode, kernel): the implicit GEMM with 32 (0), 64 (4) or 128
   // (5) tiles, or the direct one by tile (1-3).
-  static const PipelineSlots slots({16, 4, 6});
+  static const PipelineSlots slots({16, CONV_PHASED_DATA_GRAD + 1, 6});
   // Rows of the implicit GEMM per group; with fewer than kGemmMinRows a 32-row tile
   // would be mostly idle, and the direct kernel does better (depthwise, tiny convs).
-  int64_t rows = mode == 1 ? cig : cog;
+  int64_t rows = mode == CONV_DATA_GRAD ? cig : cog;
   if (rows >= kGemmMinRows) {
     // The data grad of a strided, undilated convolution runs one GEMM per phase
-    // (shader mode 3): mode 1 would spend stride^d - 1 of every stride^d products on
-    // zeros. The grid holds each phase's tiles for the largest phase's columns.
+    // (CONV_PHASED_DATA_GRAD): CONV_DATA_GRAD would spend stride^d - 1 of every stride^d products
+    // on zeros. The grid holds each phase's tiles for the largest phase's columns.
     bool strided = false, dilated = false;
     int64_t phases = 1, phase_cols = s.n;
     for (int d = 0; d < 3; ++d) {
@@ -115,16 +115,17 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
       phases *= s.stride[d];
       phase_cols *= ceil_div(s.in[d], s.stride[d]);
     }
-    const int shader_mode = mode == 1 && strided && !dilated ? 3 : mode;
-    int64_t cols = mode == 0          ? s.n * prod3(s.out)
-                   : shader_mode == 3 ? phase_cols
-                   : mode == 1        ? s.n * prod3(s.in)
-                                      : cig * prod3(s.kernel);
-    if (shader_mode != 3) phases = 1;
-    const int64_t k = mode == 2 ? s.n * prod3(s.out) : 0;
+    const int shader_mode =
+        mode == CONV_DATA_GRAD && strided && !dilated ? CONV_PHASED_DATA_GRAD : mode;
+    int64_t cols = mode == CONV_FORWARD                   ? s.n * prod3(s.out)
+                   : shader_mode == CONV_PHASED_DATA_GRAD ? phase_cols
+                   : mode == CONV_DATA_GRAD               ? s.n * prod3(s.in)
+                                                          : cig * prod3(s.kernel);
+    if (shader_mode != CONV_PHASED_DATA_GRAD) phases = 1;
+    const int64_t k = mode == CONV_WEIGHT_GRAD ? s.n * prod3(s.out) : 0;
     // The weight grad's split-K (launch.h, conv_gemm.comp) multiplies its few tiles.
     const int64_t tiles64 = phases * s.groups * ceil_div(rows, 64) * ceil_div(cols, 64);
-    const int64_t splits64 = mode == 2 ? k_splits(dev, tiles64, k, w_numel) : 1;
+    const int64_t splits64 = mode == CONV_WEIGHT_GRAD ? k_splits(dev, tiles64, k, w_numel) : 1;
     const int32_t bm = conv_tile(dev, tiles64 * splits64);
     const int32_t per_thread = bm == 128 ? 8 : 4;  // outputs along each side
     const int32_t threads = (bm / per_thread) * (bm / per_thread);
@@ -134,7 +135,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
                                  {shader_mode, threads, bm, per_thread, bm == 128 ? 8 : 16});
     });
     const int64_t tiles = phases * s.groups * ceil_div(rows, bm) * ceil_div(cols, bm);
-    const int64_t splits = mode == 2 ? k_splits(dev, tiles, k, w_numel) : 1;
+    const int64_t splits = mode == CONV_WEIGHT_GRAD ? k_splits(dev, tiles, k, w_numel) : 1;
     if (splits == 1) {
       dispatch_tiles(pipeline, uint64_t(tiles));
       return;
@@ -163,7 +164,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     return;
   }
   // Channels per thread (mode 0: output channels, else input channels) of one group.
-  int64_t per_group = mode == 0 ? cog : cig;
+  int64_t per_group = mode == CONV_FORWARD ? cog : cig;
   int32_t tile = per_group >= 8 ? 8 : per_group >= 4 ? 4 : 1;
   int64_t tiles = s.groups * ((per_group + tile - 1) / tile);
   uint32_t wg = 64;
@@ -171,10 +172,10 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
   VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), tile_class}, [&] {
     return dev.pipelines().get(shaders::conv(dtype), {mode, int32_t(wg), tile});
   });
-  if (mode == 2) {
+  if (mode == CONV_WEIGHT_GRAD) {
     dispatch_tiles(pipeline, uint64_t(s.co * ((per_group + tile - 1) / tile) * prod3(s.kernel)));
   } else {
-    int64_t spatial = mode == 0 ? prod3(s.out) : prod3(s.in);
+    int64_t spatial = mode == CONV_FORWARD ? prod3(s.out) : prod3(s.in);
     dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(s.n * tiles * spatial), wg, &a);
   }
 }
@@ -183,17 +184,17 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
 
 void conv_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t bias, uint64_t y,
                   const ConvShape& s) {
-  launch(dev, dtype, 0, x, w, bias, y, s);
+  launch(dev, dtype, CONV_FORWARD, x, w, bias, y, s);
 }
 
 void conv_data_grad(Device& dev, DType dtype, uint64_t gy, uint64_t w, uint64_t bias, uint64_t gx,
                     const ConvShape& s) {
-  launch(dev, dtype, 1, gy, w, bias, gx, s);
+  launch(dev, dtype, CONV_DATA_GRAD, gy, w, bias, gx, s);
 }
 
 void conv_weight_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t gw,
                       const ConvShape& s) {
-  launch(dev, dtype, 2, x, gy, 0, gw, s);
+  launch(dev, dtype, CONV_WEIGHT_GRAD, x, gy, 0, gw, s);
 }
 
 }  // namespace vkml::ops

@@ -69,7 +69,8 @@ void nll_loss_forward(Device& dev, const NllLossArgs& a) {
   VKML_CHECK_ARG(a.output && a.total_weight, "nll_loss_forward: output and total_weight needed");
   uint32_t wg = workgroup(dev);
   // One workgroup: it writes total_weight (and the reduced loss) even when n == 0.
-  VkPipeline pipeline = dev.pipelines().get(shaders::nll_loss(a.dtype), {0, int32_t(wg)});
+  VkPipeline pipeline =
+      dev.pipelines().get(shaders::nll_loss(a.dtype), {NLL_LOSS_FORWARD, int32_t(wg)});
   Access acc = access_of(a, false, 0, 0);
   dispatch_groups(dev, pipeline, &p, sizeof(p), 1, &acc);
 }
@@ -85,7 +86,8 @@ void nll_loss_backward(Device& dev, const NllLossArgs& a, uint64_t grad_output,
   if (!a.weight) p.weight = grad_input;
   if (!a.total_weight) p.total_weight = grad_output;  // read under mean reduction only
   uint32_t wg = workgroup(dev);
-  VkPipeline pipeline = dev.pipelines().get(shaders::nll_loss(a.dtype), {1, int32_t(wg)});
+  VkPipeline pipeline =
+      dev.pipelines().get(shaders::nll_loss(a.dtype), {NLL_LOSS_BACKWARD, int32_t(wg)});
   Access acc = access_of(a, true, grad_output, grad_input);
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.n * a.c), wg, &acc);
 }
@@ -98,8 +100,8 @@ namespace {
 
 using MarginPush = margin_loss_detail::MarginPush;
 
-void margin_launch(Device& dev, const MarginLossArgs& a, int mode, uint64_t loss, uint64_t grad_fac,
-                   uint64_t grad_in) {
+void margin_launch(Device& dev, const MarginLossArgs& a, bool backward, uint64_t loss,
+                   uint64_t grad_fac, uint64_t grad_in) {
   VKML_CHECK_ARG(a.n >= 0 && a.c > 0, "margin loss: bad size");
   VKML_CHECK_ARG(a.kind != MarginLoss::Multi || a.p == 1 || a.p == 2,
                  "multi_margin_loss: only p == 1 and p == 2 supported");
@@ -117,8 +119,11 @@ void margin_launch(Device& dev, const MarginLossArgs& a, int mode, uint64_t loss
                .margin = a.margin,
                .p = uint32_t(a.p),
                .flags = a.weight ? MARGIN_LOSS_WEIGHT : 0u};
+  const bool multi_label = a.kind == MarginLoss::MultiLabel;
+  const int mode =
+      multi_label ? (backward ? MARGIN_LOSS_MULTILABEL_BACKWARD : MARGIN_LOSS_MULTILABEL_FORWARD)
+                  : (backward ? MARGIN_LOSS_MULTI_BACKWARD : MARGIN_LOSS_MULTI_FORWARD);
   VkPipeline pipeline = dev.pipelines().get(Shader::margin_loss, {mode});
-  const bool multi_label = a.kind == MarginLoss::MultiLabel, backward = mode % 2 == 1;
   const int64_t nc = a.n * a.c;
   Access access;
   access.read(span_elems(a.x, nc, sizeof(float)));
@@ -139,12 +144,12 @@ void margin_launch(Device& dev, const MarginLossArgs& a, int mode, uint64_t loss
 }  // namespace
 
 void margin_loss_forward(Device& dev, const MarginLossArgs& a, uint64_t loss) {
-  margin_launch(dev, a, int(a.kind), loss, 0, 0);
+  margin_launch(dev, a, false, loss, 0, 0);
 }
 
 void margin_loss_backward(Device& dev, const MarginLossArgs& a, uint64_t grad_fac,
                           uint64_t grad_in) {
-  margin_launch(dev, a, int(a.kind) + 1, 0, grad_fac, grad_in);
+  margin_launch(dev, a, true, 0, grad_fac, grad_in);
 }
 
 }  // namespace vkml::ops

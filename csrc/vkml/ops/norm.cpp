@@ -49,8 +49,9 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
   // array (fp32) is given the largest of its possible lengths.
   size_t is = itemsize(dtype);
   int64_t per = std::max({v.c, v.smod, v.amod});
-  bool writes_stats = mode == 0 || mode == 4 || mode == 8;  // mean, rstd, sa (the variance)
-  bool writes_sums = mode == 1 || mode == 10;               // sa, sb
+  bool writes_stats = mode == NORM_STATISTICS || mode == NORM_ROWS_FORWARD ||
+                      mode == NORM_COMBINE_STATISTICS;  // mean, rstd, sa (the variance)
+  bool writes_sums = mode == NORM_BACKWARD_SUMS || mode == NORM_COMBINE_BACKWARD_SUMS;  // sa, sb
   Access a;
   a.read(span_elems(p.x, numel, is));
   if (p.gy) a.read(span_elems(p.gy, numel, is));
@@ -64,7 +65,7 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
     (writes_stats || writes_sums ? a.write(span_elems(p.sa, per, 4))
                                  : a.read(span_elems(p.sa, per, 4)));
   if (p.sb) (writes_sums ? a.write(span_elems(p.sb, per, 4)) : a.read(span_elems(p.sb, per, 4)));
-  if (mode >= 2 && mode <= 5) a.write(span_elems(p.dst, numel, is));
+  if (mode >= NORM_FORWARD && mode <= NORM_ROWS_DATA_GRAD) a.write(span_elems(p.dst, numel, is));
   if (p.part) {  // modes 6-10 read and write their scratch
     a.read(span_elems(p.part, 2 * v.c * p.parts, 4));
     a.write(span_elems(p.part, 2 * v.c * p.parts, 4));
@@ -72,15 +73,18 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
   // Modes 0, 1, 4 and 5 run one workgroup per c, narrow ones (64 threads) for short
   // reductions: in modes 4 and 5, rows that fit in their registers. Modes 6, 7 and 9
   // run a wide workgroup per part, modes 8 and 10 a thread per c.
-  const bool per_c = mode <= 1 || mode == 4 || mode == 5;
-  const bool per_part = mode == 6 || mode == 7 || mode == 9;
-  const bool combine = mode == 8 || mode == 10;
+  const bool per_c =
+      mode <= NORM_BACKWARD_SUMS || mode == NORM_ROWS_FORWARD || mode == NORM_ROWS_DATA_GRAD;
+  const bool per_part =
+      mode == NORM_PART_SUMS || mode == NORM_PART_DEVIATIONS || mode == NORM_PART_BACKWARD_SUMS;
+  const bool combine = mode == NORM_COMBINE_STATISTICS || mode == NORM_COMBINE_BACKWARD_SUMS;
   const int64_t reduced = v.outer * v.inner;
-  const bool wide = per_part || (!per_c && !combine) ||
-                    (per_c && (mode >= 4 ? reduced > 64 * kRowRegisters : reduced >= 1024));
+  const bool wide =
+      per_part || (!per_c && !combine) ||
+      (per_c && (mode >= NORM_ROWS_FORWARD ? reduced > 64 * kRowRegisters : reduced >= 1024));
   uint32_t wg = wide ? 256 : 64;
   while ((per_c || per_part) && wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
-  static const PipelineSlots slots({16, 11, 2});  // dtype, mode, wide
+  static const PipelineSlots slots({16, NORM_COMBINE_BACKWARD_SUMS + 1, 2});  // dtype, mode, wide
   VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), wide}, [&] {
     check_float_dtype(dev, dtype, "norm");
     return dev.pipelines().get(shaders::norm(dtype), {mode, int32_t(wg)});
@@ -104,10 +108,11 @@ void per_channel(Device& dev, DType dtype, int mode, Push p, const NormView& v) 
   Allocation scratch = dev.memory().allocate(uint64_t(2 * v.c * parts) * 4);
   p.part = scratch.address;
   p.parts = uint32_t(parts);
-  if (mode == 0) {
-    for (int m : {6, 7, 8}) launch(dev, dtype, m, p, v);
+  if (mode == NORM_STATISTICS) {
+    for (int m : {NORM_PART_SUMS, NORM_PART_DEVIATIONS, NORM_COMBINE_STATISTICS})
+      launch(dev, dtype, m, p, v);
   } else {
-    for (int m : {9, 10}) launch(dev, dtype, m, p, v);
+    for (int m : {NORM_PART_BACKWARD_SUMS, NORM_COMBINE_BACKWARD_SUMS}) launch(dev, dtype, m, p, v);
   }
   dev.memory().free(scratch.address);
 }
@@ -117,38 +122,40 @@ void per_channel(Device& dev, DType dtype, int mode, Push p, const NormView& v) 
 void norm_rows_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, uint64_t mean,
                        uint64_t rstd, uint64_t y, const NormView& v, float eps) {
   check_rows(v);
-  launch(dev, dtype, 4, {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .dst = y, .eps = eps},
-         v);
+  launch(dev, dtype, NORM_ROWS_FORWARD,
+         {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .dst = y, .eps = eps}, v);
 }
 
 void norm_rows_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
                          uint64_t mean, uint64_t rstd, uint64_t gx, const NormView& v) {
   check_rows(v);
-  launch(dev, dtype, 5,
+  launch(dev, dtype, NORM_ROWS_DATA_GRAD,
          {.x = x, .gy = gy, .w = w, .mean = mean, .rstd = rstd, .dst = gx, .count = float(v.inner)},
          v);
 }
 
 void norm_stats(Device& dev, DType dtype, uint64_t x, uint64_t mean, uint64_t rstd, uint64_t var,
                 const NormView& v, float eps) {
-  per_channel(dev, dtype, 0, {.x = x, .mean = mean, .rstd = rstd, .sa = var, .eps = eps}, v);
+  per_channel(dev, dtype, NORM_STATISTICS,
+              {.x = x, .mean = mean, .rstd = rstd, .sa = var, .eps = eps}, v);
 }
 
 void norm_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, uint64_t mean,
                   uint64_t rstd, uint64_t y, const NormView& v) {
-  launch(dev, dtype, 2, {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .dst = y}, v);
+  launch(dev, dtype, NORM_FORWARD, {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .dst = y},
+         v);
 }
 
 void norm_backward_sums(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
                         uint64_t mean, uint64_t rstd, uint64_t sa, uint64_t sb, const NormView& v) {
-  per_channel(dev, dtype, 1,
+  per_channel(dev, dtype, NORM_BACKWARD_SUMS,
               {.x = x, .gy = gy, .w = w, .mean = mean, .rstd = rstd, .sa = sa, .sb = sb}, v);
 }
 
 void norm_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w, uint64_t mean,
                     uint64_t rstd, uint64_t sa, uint64_t sb, uint64_t gx, const NormView& v,
                     int64_t count) {
-  launch(dev, dtype, 3,
+  launch(dev, dtype, NORM_DATA_GRAD,
          {.x = x,
           .gy = gy,
           .w = w,

@@ -67,8 +67,8 @@ void histc(Device& dev, uint64_t src, int64_t numel, uint64_t bins, int64_t nbin
              .nbins = uint32_t(nbins),
              .numel = uint32_t(numel)};
   const Access access = counting(src, sizeof(float), 0, numel, bins, nbins);
-  dispatch_1d(dev, dev.pipelines().get(Shader::histogram, {0}), &p, sizeof(p), uint64_t(numel),
-              HISTOGRAM_WG, &access);
+  dispatch_1d(dev, dev.pipelines().get(Shader::histogram, {HISTOGRAM_HISTC}), &p, sizeof(p),
+              uint64_t(numel), HISTOGRAM_WG, &access);
 }
 
 void bincount(Device& dev, uint64_t src, uint64_t weights, int64_t numel, uint64_t bins,
@@ -83,8 +83,10 @@ void bincount(Device& dev, uint64_t src, uint64_t weights, int64_t numel, uint64
              .nbins = uint32_t(nbins),
              .numel = uint32_t(numel)};
   const Access access = counting(src, sizeof(int64_t), weights, numel, bins, nbins);
-  dispatch_1d(dev, dev.pipelines().get(Shader::histogram, {weights ? 2 : 1}), &p, sizeof(p),
-              uint64_t(numel), HISTOGRAM_WG, &access);
+  dispatch_1d(dev,
+              dev.pipelines().get(Shader::histogram,
+                                  {weights ? HISTOGRAM_WEIGHTED_BINCOUNT : HISTOGRAM_BINCOUNT}),
+              &p, sizeof(p), uint64_t(numel), HISTOGRAM_WG, &access);
 }
 
 }  // namespace vkml::ops

@@ -44,14 +44,15 @@ void repeat_index(Device& dev, uint64_t repeats, uint64_t cum, uint64_t dst, int
   fill.read(sums);
   fill.write(span_elems(dst, total, isize));
   int32_t wg = int32_t(kWorkgroup);
-  dispatch_1d(dev, dev.pipelines().get(Shader::repeat_index, {0, wg}), &p, sizeof(p), uint64_t(n),
-              wg, &counts);
+  dispatch_1d(dev, dev.pipelines().get(Shader::repeat_index, {REPEAT_INDEX_COUNTS, wg}), &p,
+              sizeof(p), uint64_t(n), wg, &counts);
   uint32_t scan_wg = 256;
   while (scan_wg > 64 && scan_wg > dev.info().max_workgroup_invocations) scan_wg /= 2;
-  dev.stream().dispatch(dev.pipelines().get(Shader::repeat_index, {1, int32_t(scan_wg)}), &p,
-                        sizeof(p), 1, 1, 1, &scan);
-  dispatch_1d(dev, dev.pipelines().get(Shader::repeat_index, {2, wg}), &p, sizeof(p),
-              uint64_t(total), wg, &fill);
+  dev.stream().dispatch(
+      dev.pipelines().get(Shader::repeat_index, {REPEAT_INDEX_PREFIX_SUM, int32_t(scan_wg)}), &p,
+      sizeof(p), 1, 1, 1, &scan);
+  dispatch_1d(dev, dev.pipelines().get(Shader::repeat_index, {REPEAT_INDEX_SEARCH, wg}), &p,
+              sizeof(p), uint64_t(total), wg, &fill);
 }
 
 void cat(Device& dev, DType dtype, uint64_t dst, const std::vector<CatInput>& inputs, int64_t outer,

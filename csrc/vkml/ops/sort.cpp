@@ -58,11 +58,11 @@ void sort_rows(Device& dev, DType key_dtype, uint64_t in, uint64_t out_keys, uin
   access.update(span_elems(idx, int64_t(padded), 4));
   access.write(span_elems(out_keys, rows * n, ks));
   access.write(span_elems(out_idx, rows * n, 8));
-  dispatch_1d(dev, dev.pipelines().get(shader, {0, int32_t(wg)}), &p, sizeof(p), p.pairs, wg,
-              &access);
+  dispatch_1d(dev, dev.pipelines().get(shader, {SORT_BLOCKS, int32_t(wg)}), &p, sizeof(p), p.pairs,
+              wg, &access);
   if (!p.last) {
-    VkPipeline step = dev.pipelines().get(shader, {1, int32_t(wg)});
-    VkPipeline merge = dev.pipelines().get(shader, {2, int32_t(wg)});
+    VkPipeline step = dev.pipelines().get(shader, {SORT_GLOBAL_STEP, int32_t(wg)});
+    VkPipeline merge = dev.pipelines().get(shader, {SORT_BLOCK_MERGE, int32_t(wg)});
     for (uint64_t k = block * 2; k <= P; k <<= 1) {
       p.k = uint32_t(k);
       for (uint64_t j = k / 2; j >= block; j >>= 1) {
@@ -113,12 +113,12 @@ void unique_groups(Device& dev, DType key_dtype, uint64_t keys, uint64_t ids, in
   flags.read(span_elems(keys, n, itemsize(key_dtype)));
   flags.write(group_ids);
   scan.update(group_ids);
-  dispatch_1d(dev, dev.pipelines().get(shader, {0, int32_t(kWorkgroup)}), &p, sizeof(p),
-              uint64_t(n), kWorkgroup, &flags);
+  dispatch_1d(dev, dev.pipelines().get(shader, {UNIQUE_GROUP_STARTS, int32_t(kWorkgroup)}), &p,
+              sizeof(p), uint64_t(n), kWorkgroup, &flags);
   uint32_t wg = 256;
   while (wg > 64 && wg > dev.info().max_workgroup_invocations) wg /= 2;
-  dev.stream().dispatch(dev.pipelines().get(shader, {1, int32_t(wg)}), &p, sizeof(p), 1, 1, 1,
-                        &scan);
+  dev.stream().dispatch(dev.pipelines().get(shader, {UNIQUE_PREFIX_SUM, int32_t(wg)}), &p,
+                        sizeof(p), 1, 1, 1, &scan);
 }
 
 void unique_write(Device& dev, DType key_dtype, uint64_t keys, uint64_t perm, uint64_t ids,
@@ -146,11 +146,11 @@ void unique_write(Device& dev, DType key_dtype, uint64_t keys, uint64_t perm, ui
   if (inverse) write.write(span_elems(inverse, n, 8));
   count_pass.read(starts);
   count_pass.write(span_elems(counts, count, 8));
-  dispatch_1d(dev, dev.pipelines().get(shader, {2, int32_t(kWorkgroup)}), &p, sizeof(p),
+  dispatch_1d(dev, dev.pipelines().get(shader, {UNIQUE_WRITE, int32_t(kWorkgroup)}), &p, sizeof(p),
               uint64_t(n), kWorkgroup, &write);
   if (counts)
-    dispatch_1d(dev, dev.pipelines().get(shader, {3, int32_t(kWorkgroup)}), &p, sizeof(p),
-                uint64_t(count), kWorkgroup, &count_pass);
+    dispatch_1d(dev, dev.pipelines().get(shader, {UNIQUE_COUNTS, int32_t(kWorkgroup)}), &p,
+                sizeof(p), uint64_t(count), kWorkgroup, &count_pass);
 }
 
 }  // namespace vkml::ops

@@ -25,7 +25,7 @@
 #extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 4) in;
-layout(constant_id = 0) const uint MODE = 1;
+layout(constant_id = 0) const uint MODE = ATTENTION_KEY_VALUE_GRADS;
 layout(constant_id = 1) const uint TM = 4;
 layout(constant_id = 2) const uint TN = 4;
 layout(constant_id = 3) const uint EP = 64;
@@ -78,7 +78,7 @@ void main() {
   uint bh = gl_WorkGroupID.y, r0 = gl_WorkGroupID.x * BR;
   uint t = gl_LocalInvocationID.x, tx = t % NTX, ty = t / NTX;
   bool causal = (pc.flags & ATTENTION_CAUSAL) != 0u, has_bias = (pc.flags & ATTENTION_BIAS) != 0u;
-  bool keys = MODE == 1u;  // rows are keys, columns queries
+  bool keys = MODE == ATTENTION_KEY_VALUE_GRADS;  // rows are keys, columns queries
   uint ncols = keys ? pc.L : pc.S;
 
   if (keys) {

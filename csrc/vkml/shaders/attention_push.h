@@ -16,6 +16,13 @@
 #define ATTENTION_TM_DST 64u
 #define ATTENTION_TM_DST2 128u
 
+// Modes (specialization constant 0 of attention_backward.comp). The launcher keys its
+// pipelines by mode too, ATTENTION_FORWARD standing for attention_forward.comp (no modes),
+// and sizes its slots by the last, ATTENTION_QUERY_GRAD.
+#define ATTENTION_FORWARD 0u
+#define ATTENTION_KEY_VALUE_GRADS 1u  // a workgroup owns keys: dk, dv
+#define ATTENTION_QUERY_GRAD 2u       // a workgroup owns queries: dq
+
 #include "push_block.h"
 
 VKML_CONTRACT_BEGIN(attention_detail)

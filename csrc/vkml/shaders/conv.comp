@@ -35,7 +35,7 @@ void main() {
   uint kvol = uint(pc.ksz.x * pc.ksz.y * pc.ksz.z);
   uint cig = pc.ci / pc.groups, cog = pc.co / pc.groups;
   float acc[TILE];
-  if (MODE == 0) {
+  if (MODE == CONV_FORWARD) {
     uint tiles = (cog + TILE - 1) / TILE;  // channel tiles per group
     uint t = linear_id();
     if (t >= pc.n * pc.groups * tiles * ospat) return;
@@ -72,7 +72,7 @@ void main() {
     uint ob = (nn * pc.co + c0) * ospat + sp;
     for (uint j = 0; j < TILE; ++j)
       if (j < cnt) STORE(pc.dst, ob + j * ospat, acc[j]);
-  } else if (MODE == 1) {
+  } else if (MODE == CONV_DATA_GRAD) {
     uint tiles = (cig + TILE - 1) / TILE;
     uint t = linear_id();
     if (t >= pc.n * pc.groups * tiles * ispat) return;
@@ -109,7 +109,7 @@ void main() {
     uint ob = (nn * pc.ci + c0) * ispat + sp;
     for (uint j = 0; j < TILE; ++j)
       if (j < cnt) STORE(pc.dst, ob + j * ispat, acc[j]);
-  } else {
+  } else {  // CONV_WEIGHT_GRAD
     // Workgroup = (output channel c, input-channel tile, kernel position).
     uint tiles = (cig + TILE - 1) / TILE;
     uint widx = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;

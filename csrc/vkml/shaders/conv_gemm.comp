@@ -111,9 +111,9 @@ void prepare_phase(uint phase) {
 // A's element (m, k); kd: k as digits over (1, 1, kvol) (mode 1), (1, 1, ospat) (mode
 // 2) or ph_kc (mode 3).
 float load_a(uint m, uint k, Digits kd) {
-  if (MODE == 0) return ld(pc.p1, ((g * cog + m) * cig) * kvol + k);
-  if (MODE == 1) return ld(pc.p1, ((g * cog + kd.q) * cig + m) * kvol + uint(kd.p.z));
-  if (MODE == 3)
+  if (MODE == CONV_FORWARD) return ld(pc.p1, ((g * cog + m) * cig) * kvol + k);
+  if (MODE == CONV_DATA_GRAD) return ld(pc.p1, ((g * cog + kd.q) * cig + m) * kvol + uint(kd.p.z));
+  if (MODE == CONV_PHASED_DATA_GRAD)
     return ld(pc.p1, ((g * cog + kd.q) * cig + m) * kvol + flat3(ph + kd.p * pc.str, pc.ksz));
   return ld(pc.p1, (kd.q * pc.co + g * cog + m) * ospat + uint(kd.p.z));
 }
@@ -125,15 +125,15 @@ ivec3 c_pos;
 uint c_off;
 
 void prepare_column(uint col) {
-  if (MODE == 0) {  // col = (image, output position): x at o * str - pad + kpos * dil
+  if (MODE == CONV_FORWARD) {  // col = (image, output position): x at o * str - pad + kpos * dil
     uint img = col / ospat;
     c_pos = unflat(col - img * ospat, pc.osz) * pc.str - pc.pad;
     c_off = (img * pc.ci + g * cig) * ispat;
-  } else if (MODE == 1) {  // col = (image, input position): gy at (t - kpos * dil) / str
+  } else if (MODE == CONV_DATA_GRAD) {  // col = (image, input position): gy at (t - kpos * dil) / str
     uint img = col / ispat;
     c_pos = unflat(col - img * ispat, pc.isz) + pc.pad;
     c_off = (img * pc.co + g * cog) * ospat;
-  } else if (MODE == 3) {  // col = (image, j): gy at ph_ob + j - the kernel digits
+  } else if (MODE == CONV_PHASED_DATA_GRAD) {  // col = (image, j): gy at ph_ob + j - the kernel digits
     Digits d = split(col, ph_cnt);
     c_pos = ph_ob + d.p;
     c_off = (d.q * pc.co + g * cog) * ospat;
@@ -147,17 +147,17 @@ void prepare_column(uint col) {
 // B's row k as digits: (channel, kernel position) over ksz in modes 0 and 1, (image,
 // output position) over osz in mode 2, (channel, kernel digits) over ph_kc in mode 3.
 float load_b(Digits k) {
-  if (MODE == 3) {
+  if (MODE == CONV_PHASED_DATA_GRAD) {
     ivec3 o = c_pos - k.p;
     if (any(lessThan(o, ivec3(0))) || any(greaterThanEqual(o, pc.osz))) return 0.0;
     return ld(pc.p0, c_off + k.q * ospat + flat3(o, pc.osz));
   }
-  if (MODE == 0) {
+  if (MODE == CONV_FORWARD) {
     ivec3 i = c_pos + k.p * pc.dil;
     if (!inside(i, pc.isz)) return 0.0;
     return ld(pc.p0, c_off + k.q * ispat + flat3(i, pc.isz));
   }
-  if (MODE == 2) {
+  if (MODE == CONV_WEIGHT_GRAD) {
     ivec3 i = k.p * pc.str + c_pos;
     if (!inside(i, pc.isz)) return 0.0;
     return ld(pc.p0, k.q * pc.ci * ispat + c_off + flat3(i, pc.isz));
@@ -228,15 +228,15 @@ vec4 chunk_get(uint e) {
 // Output (m, col) of the implicit GEMM, with its bias, to its place in y, gx or gw (or
 // the split-K partials).
 void store_out(uint m, uint col, float v, uint slice, bool partial, uint total) {
-  if (MODE == 0) {
+  if (MODE == CONV_FORWARD) {
     uint c = g * cog + m, nn = col / ospat;
     float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
     STORE(pc.dst, (nn * pc.co + c) * ospat + col % ospat, v + b);
-  } else if (MODE == 1) {
+  } else if (MODE == CONV_DATA_GRAD) {
     uint c = g * cig + m, nn = col / ispat;
     float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
     STORE(pc.dst, (nn * pc.ci + c) * ispat + col % ispat, v + b);
-  } else if (MODE == 3) {
+  } else if (MODE == CONV_PHASED_DATA_GRAD) {
     uint c = g * cig + m;
     Digits d = split(col, ph_cnt);
     float b = pc.p2 != 0 ? ld(pc.p2, c) : 0.0;
@@ -254,14 +254,14 @@ void main() {
   kvol = uint(pc.ksz.x * pc.ksz.y * pc.ksz.z);
   cig = pc.ci / pc.groups;
   cog = pc.co / pc.groups;
-  uint M = MODE == 1 || MODE == 3 ? cig : cog;
+  uint M = MODE == CONV_DATA_GRAD || MODE == CONV_PHASED_DATA_GRAD ? cig : cog;
   // Mode 3: the columns of the largest phase, for the grid; N and K per phase below.
   ivec3 most = (pc.isz + pc.str - 1) / pc.str;
-  uint N = MODE == 0   ? pc.n * ospat
-           : MODE == 1 ? pc.n * ispat
-           : MODE == 2 ? cig * kvol
+  uint N = MODE == CONV_FORWARD   ? pc.n * ospat
+           : MODE == CONV_DATA_GRAD ? pc.n * ispat
+           : MODE == CONV_WEIGHT_GRAD ? cig * kvol
                        : pc.n * uint(most.x * most.y * most.z);
-  uint K = MODE == 0 ? cig * kvol : MODE == 1 ? cog * kvol : pc.n * ospat;
+  uint K = MODE == CONV_FORWARD ? cig * kvol : MODE == CONV_DATA_GRAD ? cog * kvol : pc.n * ospat;
   uint wid = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   uint total = pc.co * cig * kvol;  // weight-grad outputs
   if ((pc.flags & CONV_SUM) != 0u) {
@@ -277,11 +277,11 @@ void main() {
   uint per_slice = pc.groups * mt * nt;
   bool partial = (pc.flags & CONV_PARTIAL) != 0u;
   // A slice is a K slice (split-K) or a phase (mode 3).
-  uint slices = partial ? pc.splits : MODE == 3 ? uint(pc.str.x * pc.str.y * pc.str.z) : 1u;
+  uint slices = partial ? pc.splits : MODE == CONV_PHASED_DATA_GRAD ? uint(pc.str.x * pc.str.y * pc.str.z) : 1u;
   if (wid >= per_slice * slices) return;  // uniform across the workgroup
   uint slice = wid / per_slice;
   wid -= slice * per_slice;
-  if (MODE == 3) {
+  if (MODE == CONV_PHASED_DATA_GRAD) {
     prepare_phase(slice);
     N = pc.n * uint(ph_cnt.x * ph_cnt.y * ph_cnt.z);
     K = cog * uint(ph_kc.x * ph_kc.y * ph_kc.z);
@@ -307,8 +307,8 @@ void main() {
   // and its rows are tid / TN + r * WG / TN. A's column is k0 + tid % TK.
   uint nn = tid % TN, col = n0 + nn;
   if (col < N) prepare_column(col);
-  const ivec3 b_sz = MODE == 2 ? pc.osz : MODE == 3 ? ph_kc : pc.ksz;
-  const ivec3 a_sz = MODE == 3 ? ph_kc : ivec3(1, 1, MODE == 2 ? ospat : kvol);
+  const ivec3 b_sz = MODE == CONV_WEIGHT_GRAD ? pc.osz : MODE == CONV_PHASED_DATA_GRAD ? ph_kc : pc.ksz;
+  const ivec3 a_sz = MODE == CONV_PHASED_DATA_GRAD ? ph_kc : ivec3(1, 1, MODE == CONV_WEIGHT_GRAD ? ospat : kvol);
   Digits b_row = split(k_begin + tid / TN, b_sz), b_next = split(WG / TN, b_sz);
   Digits b_step = split(TK, b_sz);
   Digits a_col = split(k_begin + tid % TK, a_sz), a_step = split(TK, a_sz);

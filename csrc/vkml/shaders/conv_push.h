@@ -10,6 +10,13 @@
 #define CONV_PARTIAL 1u
 #define CONV_SUM 2u
 
+// Modes (specialization constant 0): conv.comp runs 0-2, conv_gemm.comp 0-3. The launcher
+// sizes its pipeline slots by the last, CONV_PHASED_DATA_GRAD.
+#define CONV_FORWARD 0           // x, w (and bias [Co]) into y
+#define CONV_DATA_GRAD 1         // gy, w (and bias [Ci]) into gx
+#define CONV_WEIGHT_GRAD 2       // x, gy into gw
+#define CONV_PHASED_DATA_GRAD 3  // conv_gemm.comp: a strided, undilated data grad by phases
+
 #include "push_block.h"
 
 VKML_CONTRACT_BEGIN(conv_detail)

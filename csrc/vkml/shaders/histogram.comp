@@ -25,17 +25,17 @@ void atomic_add_f32(uint off, float v) {
 void main() {
   uint t = linear_id();
   if (t >= pc.numel) return;
-  if (MODE == 0) {
+  if (MODE == HISTOGRAM_HISTC) {
     float v = BufF32(pc.src).v[t];
     if (!(v >= pc.lo && v <= pc.hi)) return;  // also drops NaN
     // The CPU kernel's arithmetic (Histogram: linear interpolation), in float.
     int pos = int((v - pc.lo) * float(pc.nbins) / (pc.hi - pc.lo));
     if (pos >= int(pc.nbins)) pos = int(pc.nbins) - 1;
     atomicAdd(BufI32(pc.bins).v[pos], 1);
-  } else {
+  } else {  // HISTOGRAM_BINCOUNT or HISTOGRAM_WEIGHTED_BINCOUNT
     uint pos = uint(BufI64(pc.src).v[t]);
     if (pos >= pc.nbins) return;  // checked on the host
-    if (MODE == 1) atomicAdd(BufI32(pc.bins).v[pos], 1);
+    if (MODE == HISTOGRAM_BINCOUNT) atomicAdd(BufI32(pc.bins).v[pos], 1);
     else atomic_add_f32(pos, BufF32(pc.weights).v[t]);
   }
 }

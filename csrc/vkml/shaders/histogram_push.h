@@ -7,6 +7,11 @@
 // Threads per workgroup (the kernel's local size).
 #define HISTOGRAM_WG 256
 
+// Modes (specialization constant 0).
+#define HISTOGRAM_HISTC 0              // histc over float32 values: int32 counts
+#define HISTOGRAM_BINCOUNT 1           // bincount of int64 values: int32 counts
+#define HISTOGRAM_WEIGHTED_BINCOUNT 2  // bincount with float32 weights: float32 sums
+
 #include "push_block.h"
 
 VKML_CONTRACT_BEGIN(histogram_detail)

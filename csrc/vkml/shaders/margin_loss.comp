@@ -23,31 +23,31 @@ void main() {
   if (i >= pc.n) return;
   uint row = i * pc.c;
   float inv_c = 1.0 / float(pc.c);
-  if (MODE == 0 || MODE == 1) {
+  if (MODE == MARGIN_LOSS_MULTI_FORWARD || MODE == MARGIN_LOSS_MULTI_BACKWARD) {
     uint y = uint(BufI64(pc.target).v[i]);
     float xy = xs(row + y);
     float wy = (pc.flags & MARGIN_LOSS_WEIGHT) != 0u ? BufF32(pc.weight).v[y] : 1.0;
-    float g = MODE == 1 ? BufF32(pc.grad_fac).v[i] * inv_c : 0.0;
+    float g = MODE == MARGIN_LOSS_MULTI_BACKWARD ? BufF32(pc.grad_fac).v[i] * inv_c : 0.0;
     float sum = 0.0, gy = 0.0;
     for (uint j = 0u; j < pc.c; ++j) {
       if (j == y) continue;
       float z = pc.margin - xy + xs(row + j);
       float h = 0.0;
       if (z > 0.0) {
-        if (MODE == 0) {
+        if (MODE == MARGIN_LOSS_MULTI_FORWARD) {
           sum += (pc.p == 1u ? z : z * z) * wy;
         } else {
           h = (pc.p == 1u ? g : 2.0 * g * z) * wy;
           gy -= h;
         }
       }
-      if (MODE == 1) BufF32(pc.grad_in).v[row + j] = h;
+      if (MODE == MARGIN_LOSS_MULTI_BACKWARD) BufF32(pc.grad_in).v[row + j] = h;
     }
-    if (MODE == 0) BufF32(pc.loss).v[i] = sum * inv_c;
+    if (MODE == MARGIN_LOSS_MULTI_FORWARD) BufF32(pc.loss).v[i] = sum * inv_c;
     else BufF32(pc.grad_in).v[row + y] = gy;
-  } else {
+  } else {  // MARGIN_LOSS_MULTILABEL_FORWARD or MARGIN_LOSS_MULTILABEL_BACKWARD
     BufF32 is_t = BufF32(pc.is_target);
-    if (MODE == 2) {
+    if (MODE == MARGIN_LOSS_MULTILABEL_FORWARD) {
       for (uint k = 0u; k < pc.c; ++k) is_t.v[row + k] = 0.0;
       for (uint j = 0u; j < pc.c; ++j) {
         int64_t t = BufI64(pc.target).v[row + j];
@@ -57,7 +57,7 @@ void main() {
     } else {
       for (uint k = 0u; k < pc.c; ++k) BufF32(pc.grad_in).v[row + k] = 0.0;
     }
-    float g = MODE == 3 ? BufF32(pc.grad_fac).v[i] * inv_c : 0.0;
+    float g = MODE == MARGIN_LOSS_MULTILABEL_BACKWARD ? BufF32(pc.grad_fac).v[i] * inv_c : 0.0;
     float sum = 0.0;
     for (uint j = 0u; j < pc.c; ++j) {
       int64_t t = BufI64(pc.target).v[row + j];
@@ -68,7 +68,7 @@ void main() {
         if (is_t.v[row + k] != 0.0) continue;
         float z = 1.0 - xt + xs(row + k);
         if (z > 0.0) {
-          if (MODE == 2) {
+          if (MODE == MARGIN_LOSS_MULTILABEL_FORWARD) {
             sum += z;
           } else {
             BufF32(pc.grad_in).v[row + tj] -= g;
@@ -77,6 +77,6 @@ void main() {
         }
       }
     }
-    if (MODE == 2) BufF32(pc.loss).v[i] = sum * inv_c;
+    if (MODE == MARGIN_LOSS_MULTILABEL_FORWARD) BufF32(pc.loss).v[i] = sum * inv_c;
   }
 }

@@ -10,6 +10,12 @@
 // Threads per workgroup (the kernel's local size).
 #define MARGIN_LOSS_WG 64
 
+// Modes (specialization constant 0): each loss's backward follows its forward.
+#define MARGIN_LOSS_MULTI_FORWARD 0
+#define MARGIN_LOSS_MULTI_BACKWARD 1
+#define MARGIN_LOSS_MULTILABEL_FORWARD 2  // also writes is_target
+#define MARGIN_LOSS_MULTILABEL_BACKWARD 3
+
 #include "push_block.h"
 
 VKML_CONTRACT_BEGIN(margin_loss_detail)

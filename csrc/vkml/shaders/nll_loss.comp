@@ -40,7 +40,7 @@ shared float s_w[WG];
 shared uint s_bad[WG];
 
 void main() {
-  if (MODE == 0) {
+  if (MODE == NLL_LOSS_FORWARD) {
     uint tid = gl_LocalInvocationID.x;
     float loss = 0.0, tw = 0.0;
     uint bad = 0u;
@@ -83,7 +83,7 @@ void main() {
         BUF(pc.loss_out).v[0] = ST(v);
       }
     }
-  } else {
+  } else {  // NLL_LOSS_BACKWARD
     uint e = linear_id();
     if (e >= pc.n * pc.c) return;
     uint i = e / pc.c, j = e - i * pc.c;

@@ -9,6 +9,10 @@
 // flags
 #define NLL_LOSS_WEIGHT 1u
 
+// Modes (specialization constant 0).
+#define NLL_LOSS_FORWARD 0   // one workgroup: per-sample losses, the loss and total weight
+#define NLL_LOSS_BACKWARD 1  // one thread per element of grad_input
+
 #include "push_block.h"
 
 VKML_CONTRACT_BEGIN(nll_loss_detail)

@@ -164,15 +164,15 @@ void split_parts(uint wid) {
   part_range(wid, ch, lo, hi);
   uint tid = gl_LocalInvocationID.x;
   float a = 0.0, b = 0.0;
-  if (MODE == 6) {
+  if (MODE == NORM_PART_SUMS) {
     for (uint j = lo + tid; j < hi; j += WG) a += ld(pc.x, element(ch, j));
-  } else if (MODE == 7) {
+  } else if (MODE == NORM_PART_DEVIATIONS) {
     float m = sum_parts(0u, ch) / float(pc.outer * pc.inner);
     for (uint j = lo + tid; j < hi; j += WG) {
       float d = ld(pc.x, element(ch, j)) - m;
       b += d * d;
     }
-  } else {  // 9
+  } else {  // NORM_PART_BACKWARD_SUMS
     for (uint j = lo + tid; j < hi; j += WG) {
       uint e = element(ch, j), st = stat_of(e);
       float g = ld(pc.gy, e) * (pc.w != 0 ? ldf(pc.w, aff_of(e)) : 1.0);
@@ -184,28 +184,28 @@ void split_parts(uint wid) {
   reduce2(a, b);
   if (tid == 0u) {
     BufF32 part = BufF32(pc.part);
-    if (MODE != 7) part.v[wid] = a;
-    if (MODE != 6) part.v[pc.c * pc.parts + wid] = b;
+    if (MODE != NORM_PART_DEVIATIONS) part.v[wid] = a;
+    if (MODE != NORM_PART_SUMS) part.v[pc.c * pc.parts + wid] = b;
   }
 }
 
 void combine_parts(uint ch) {
-  if (MODE == 8) {
+  if (MODE == NORM_COMBINE_STATISTICS) {
     float total = float(pc.outer * pc.inner);
     float var = sum_parts(1u, ch) / total;
     BufF32(pc.mean).v[ch] = sum_parts(0u, ch) / total;
     BufF32(pc.rstd).v[ch] = inversesqrt(var + pc.eps);
     if (pc.sa != 0) BufF32(pc.sa).v[ch] = var;
-  } else {  // 10
+  } else {  // NORM_COMBINE_BACKWARD_SUMS
     BufF32(pc.sa).v[ch] = sum_parts(0u, ch);
     BufF32(pc.sb).v[ch] = sum_parts(1u, ch);
   }
 }
 
 void main() {
-  if (MODE >= 6) {
+  if (MODE >= NORM_PART_SUMS) {
     uint wid = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-    if (MODE == 8 || MODE == 10) {
+    if (MODE == NORM_COMBINE_STATISTICS || MODE == NORM_COMBINE_BACKWARD_SUMS) {
       uint ch = wid * WG + gl_LocalInvocationID.x;
       if (ch < pc.c) combine_parts(ch);
     } else if (wid < pc.c * pc.parts) {  // uniform across the workgroup
@@ -213,19 +213,19 @@ void main() {
     }
     return;
   }
-  if (MODE >= 4) {
+  if (MODE >= NORM_ROWS_FORWARD) {
     uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     if (row >= pc.c) return;  // uniform across the workgroup
-    if (MODE == 4) rows_forward(row);
+    if (MODE == NORM_ROWS_FORWARD) rows_forward(row);
     else rows_data_grad(row);
     return;
   }
-  if (MODE <= 1) {
+  if (MODE <= NORM_BACKWARD_SUMS) {
     uint ch = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     if (ch >= pc.c) return;  // uniform across the workgroup
     uint tid = gl_LocalInvocationID.x;
     uint total = pc.outer * pc.inner;
-    if (MODE == 0) {
+    if (MODE == NORM_STATISTICS) {
       // Two passes (mean, then squared deviations) for accuracy.
       float s = 0.0, unused = 0.0;
       for (uint j = tid; j < total; j += WG) {
@@ -269,7 +269,7 @@ void main() {
     if (e >= pc.outer * pc.c * pc.inner) return;
     uint st = stat_of(e), af = aff_of(e);
     float xh = (ld(pc.x, e) - ldf(pc.mean, st)) * ldf(pc.rstd, st);
-    if (MODE == 2) {
+    if (MODE == NORM_FORWARD) {
       float v = xh;
       if (pc.w != 0) v *= ldf(pc.w, af);
       if (pc.b != 0) v += ldf(pc.b, af);

@@ -15,7 +15,7 @@ layout(constant_id = 1) const uint WG = 256;
 shared uint s_sum[WG];
 
 void main() {
-  if (MODE == 1) {
+  if (MODE == REPEAT_INDEX_PREFIX_SUM) {
     uint tid = gl_LocalInvocationID.x;
     uint carry = 0u;
     for (uint base = 0u; base < pc.n; base += WG) {
@@ -35,11 +35,11 @@ void main() {
     return;
   }
   uint t = linear_id();
-  if (MODE == 0) {
+  if (MODE == REPEAT_INDEX_COUNTS) {
     if (t >= pc.n) return;
     BufU32(pc.cum).v[t] =
         pc.i32 != 0u ? uint(BufI32(pc.repeats).v[t]) : uint(BufI64(pc.repeats).v[t]);
-  } else {
+  } else {  // REPEAT_INDEX_SEARCH
     if (t >= pc.total) return;
     uint lo = 0u, hi = pc.n;
     while (lo < hi) {

@@ -4,6 +4,11 @@
 #ifndef VKML_REPEAT_INDEX_PUSH_H
 #define VKML_REPEAT_INDEX_PUSH_H
 
+// Modes (specialization constant 0): the passes, in the order they run.
+#define REPEAT_INDEX_COUNTS 0      // cum[i] = repeats[i]
+#define REPEAT_INDEX_PREFIX_SUM 1  // inclusive prefix sum of cum in place, one workgroup
+#define REPEAT_INDEX_SEARCH 2      // per output j: the first i with cum[i] > j
+
 #include "push_block.h"
 
 VKML_CONTRACT_BEGIN(repeat_index_detail)

@@ -63,7 +63,7 @@ void cmpx_shared(uint tid, uint flat0, uint k, uint j) {
 }
 
 void main() {
-  if (MODE == 1) {
+  if (MODE == SORT_GLOBAL_STEP) {
     uint t = linear_id();
     if (t >= pc.pairs) return;
     uint half_p = pc.P >> 1;
@@ -94,7 +94,7 @@ void main() {
     if (f >= total) {  // whole missing rows at the end of the last block: never stored
       s_key[e] = KT(0);
       s_idx[e] = 0xffffffffu;
-    } else if (MODE == 0) {
+    } else if (MODE == SORT_BLOCKS) {
       s_key[e] = g < pc.n ? KBUF(pc.in_keys).v[row * pc.n + g] : KT(0);
       s_idx[e] = g;
     } else {
@@ -103,7 +103,7 @@ void main() {
     }
   }
   barrier();
-  if (MODE == 0) {
+  if (MODE == SORT_BLOCKS) {
     uint kmax = min(block, pc.P);
     for (uint k = 2u; k <= kmax; k <<= 1) {
       for (uint j = k >> 1; j > 0u; j >>= 1) {
@@ -111,7 +111,7 @@ void main() {
         barrier();
       }
     }
-  } else {
+  } else {  // SORT_BLOCK_MERGE
     for (uint j = WG; j > 0u; j >>= 1) {
       cmpx_shared(tid, flat0, pc.k, j);
       barrier();

@@ -4,6 +4,11 @@
 #ifndef VKML_SORT_PUSH_H
 #define VKML_SORT_PUSH_H
 
+// Modes (specialization constant 0): the passes of the bitonic sort.
+#define SORT_BLOCKS 0       // sort each block in shared memory, reading the input
+#define SORT_GLOBAL_STEP 1  // one compare-exchange step (k, j) with j >= block size
+#define SORT_BLOCK_MERGE 2  // finish stage k inside each block (steps j < block size)
+
 #include "push_block.h"
 
 VKML_CONTRACT_BEGIN(sort_detail)

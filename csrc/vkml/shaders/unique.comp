@@ -30,7 +30,7 @@ bool starts_group(uint i) {
 }
 
 void main() {
-  if (MODE == 1) {
+  if (MODE == UNIQUE_PREFIX_SUM) {
     uint tid = gl_LocalInvocationID.x;
     uint carry = 0u;
     for (uint base = 0u; base < pc.n; base += WG) {
@@ -51,9 +51,9 @@ void main() {
     return;
   }
   uint i = linear_id();
-  if (MODE == 0) {
+  if (MODE == UNIQUE_GROUP_STARTS) {
     if (i < pc.n) BufU32(pc.ids).v[i] = starts_group(i) ? 1u : 0u;
-  } else if (MODE == 2) {
+  } else if (MODE == UNIQUE_WRITE) {
     if (i >= pc.n) return;
     uint g = BufU32(pc.ids).v[i] - 1u;
     if (starts_group(i)) {
@@ -61,7 +61,7 @@ void main() {
       BufI64(pc.start).v[g] = int64_t(i);
     }
     if (pc.inverse != 0ul) BufI64(pc.inverse).v[uint(BufI64(pc.perm).v[i])] = int64_t(g);
-  } else {
+  } else {  // UNIQUE_COUNTS
     if (i >= pc.count) return;
     int64_t end = i + 1u < pc.count ? BufI64(pc.start).v[i + 1u] : int64_t(pc.n);
     BufI64(pc.counts).v[i] = end - BufI64(pc.start).v[i];

@@ -4,6 +4,12 @@
 #ifndef VKML_UNIQUE_PUSH_H
 #define VKML_UNIQUE_PUSH_H
 
+// Modes (specialization constant 0): the passes, in the order they run.
+#define UNIQUE_GROUP_STARTS 0  // ids[i] = 1 where a group starts, else 0
+#define UNIQUE_PREFIX_SUM 1    // inclusive prefix sum of ids in place, one workgroup
+#define UNIQUE_WRITE 2         // unique keys, group starts and inverse
+#define UNIQUE_COUNTS 3        // counts[g] from the group starts
+
 #include "push_block.h"
 
 VKML_CONTRACT_BEGIN(unique_detail)
