@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
+#include <torch/version.h>
 
 #include <cstdlib>
 #include <string>
@@ -33,7 +34,8 @@ int resolve(std::optional<int> index) { return index.value_or(current_device());
 
 vkml::Device& dev(std::optional<int> index) { return device_at(c10::DeviceIndex(resolve(index))); }
 
-py::dict properties(int index) {
+// `details`: also what `python -m torch_vkml doctor` shows (the keys beyond DeviceProperties).
+py::dict properties(int index, bool details) {
   const vkml::DeviceInfo& i =
       guarded([&]() -> const vkml::DeviceInfo& { return vkml::Runtime::get().info(index); });
   py::dict d;
@@ -61,6 +63,43 @@ py::dict properties(int index) {
   d["cooperative_matrix"] = shape(i.coopmat_m, i.coopmat_n, i.coopmat_k);
   d["cooperative_matrix_bf16"] = shape(i.coopmat_bf16_m, i.coopmat_bf16_n, i.coopmat_bf16_k);
   d["pipeline_statistics"] = i.pipeline_statistics;
+  if (!details) return d;
+  d["driver_name"] = i.driver_name;
+  d["driver_info"] = i.driver_info;
+  // driverVersion's encoding is the vendor's: NVIDIA packs 10.8.8.6 bits, Intel's Windows
+  // driver 18.14, everyone else VK_MAKE_API_VERSION's.
+  const uint32_t v = i.driver_version;
+  std::string version;
+  if (i.vendor_id == 0x10DE) {
+    version = std::to_string(v >> 22) + "." + std::to_string((v >> 14) & 0xff) + "." +
+              std::to_string((v >> 6) & 0xff) + "." + std::to_string(v & 0x3f);
+  } else {
+#ifdef _WIN32
+    if (i.vendor_id == 0x8086) version = std::to_string(v >> 14) + "." + std::to_string(v & 0x3fff);
+#endif
+    if (version.empty())
+      version = std::to_string(VK_API_VERSION_MAJOR(v)) + "." +
+                std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+                std::to_string(VK_API_VERSION_PATCH(v));
+  }
+  d["driver_version"] = version;
+  py::list heaps;
+  for (const auto& h : i.heaps) {
+    py::dict hd;
+    hd["size"] = h.size;
+    hd["device_local"] = h.device_local;
+    hd["budget"] = h.budget;
+    hd["usage"] = h.usage;
+    heaps.append(hd);
+  }
+  d["heaps"] = heaps;
+  d["supports_memory_budget"] = i.supports_memory_budget;
+  d["subgroup_size_control"] = i.subgroup_size_control;
+  d["min_subgroup_size"] = i.min_subgroup_size;
+  d["max_subgroup_size"] = i.max_subgroup_size;
+  d["max_workgroup_invocations"] = i.max_workgroup_invocations;
+  d["max_shared_memory"] = i.max_shared_memory;
+  d["timestamp_period_ns"] = i.timestamp_period_ns;
   return d;
 }
 
@@ -127,7 +166,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("device_count", [] { return vkml::Runtime::get().device_count(); });
   m.def("in_bad_fork", [] { return vkml::Runtime::in_bad_fork(); });
   m.def("check_index", [](int i) { guarded([&] { vkml::Runtime::get().check_index(i); }); });
-  m.def("get_device_properties", &properties);
+  m.def("get_device_properties", &properties, py::arg("index"), py::arg("details") = false);
+  // The torch release whose headers this module was compiled against.
+  m.attr("built_for_torch") = std::to_string(TORCH_VERSION_MAJOR) + "." +
+                              std::to_string(TORCH_VERSION_MINOR) + "." +
+                              std::to_string(TORCH_VERSION_PATCH);
   m.def("current_device", [] { return int(current_device()); });
   m.def("set_device", [](int i) {
     guarded([&] { vkml::Runtime::get().check_index(i); });

@@ -33,6 +33,7 @@ from ._device import (
     set_device,
     synchronize,
 )
+from ._doctor import doctor
 from ._event import Event
 from ._memory import (
     empty_cache,
@@ -64,6 +65,7 @@ __all__ = [
     "device",
     "device_count",
     "device_name",
+    "doctor",
     "empty_cache",
     "fallback_counts",
     "get_device_properties",

@@ -9,6 +9,11 @@ namespace vkml {
 struct MemoryHeapInfo {
   uint64_t size = 0;
   bool device_local = false;
+  // VK_EXT_memory_budget, read at enumeration: what this process may allocate from the
+  // heap (the driver's estimate, other processes' use taken off) and what it used then.
+  // Both 0 without the extension.
+  uint64_t budget = 0;
+  uint64_t usage = 0;
 };
 
 struct DeviceInfo {
@@ -19,6 +24,7 @@ struct DeviceInfo {
   std::string vendor;  // "NVIDIA", "AMD", "Intel", "Mesa (lavapipe)", ...
   std::string driver_name;
   std::string driver_info;
+  uint32_t driver_version = 0;  // VkPhysicalDeviceProperties::driverVersion, vendor-encoded
   uint32_t api_version = 0;
   std::vector<MemoryHeapInfo> heaps;
   uint64_t total_memory = 0;  // sum of device-local heaps

@@ -152,6 +152,7 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   info.vendor = vendor_name(p.vendorID, driver.driverID);
   info.driver_name = driver.driverName;
   info.driver_info = driver.driverInfo;
+  info.driver_version = p.driverVersion;
   info.subgroup_size = subgroup.subgroupSize;
   info.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
@@ -174,6 +175,17 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
     if (local) info.total_memory += mem.memoryHeaps[i].size;
   }
   info.supports_memory_budget = has_extension(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  if (info.supports_memory_budget && vk::vkGetPhysicalDeviceMemoryProperties2) {
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 mem2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+    mem2.pNext = &budget;
+    vk::vkGetPhysicalDeviceMemoryProperties2(pd, &mem2);
+    for (size_t i = 0; i < info.heaps.size(); ++i) {
+      info.heaps[i].budget = budget.heapBudget[i];
+      info.heaps[i].usage = budget.heapUsage[i];
+    }
+  }
 
   // One query, with the 1.3 and cooperative-matrix structs chained where they exist.
   const bool api13 = std::min(instance_api, p.apiVersion) >= VK_API_VERSION_1_3;
