@@ -21,7 +21,7 @@ def _autoload() -> None:
 
 import torch
 
-from . import _C, _module_conversion
+from . import _C, _compile, _module_conversion
 from ._device import (
     current_device,
     default_device,
@@ -160,4 +160,5 @@ def _save_pipeline_cache() -> None:
 _register()
 _patch_printing()
 _module_conversion.install()
+_compile.install()
 atexit.register(_save_pipeline_cache)
