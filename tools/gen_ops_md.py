@@ -132,6 +132,10 @@ FAMILIES = {
         "Weight normalization (composed of native norms, sums and elementwise ops)",
         FB + " (16-bit in float32); float64 on the CPU, counted",
     ),
+    "composite/amp.cpp": (
+        "GradScaler's unscale / inf check and scale update (no read-back)",
+        "float32, float16, bfloat16 gradients; float32 scale, int32 growth tracker",
+    ),
 }
 
 

@@ -21,7 +21,7 @@ def _autoload() -> None:
 
 import torch
 
-from . import _C, _compile, _module_conversion
+from . import _C, _amp, _compile, _module_conversion
 from ._device import (
     current_device,
     default_device,
@@ -161,4 +161,5 @@ _register()
 _patch_printing()
 _module_conversion.install()
 _compile.install()
+_amp.install()
 atexit.register(_save_pipeline_cache)

@@ -1,6 +1,7 @@
 #include "vkml/runtime/physical_device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -62,6 +63,14 @@ std::string vendor_name(uint32_t id, VkDriverId driver) {
     default:
       return "unknown";
   }
+}
+
+// TORCH_VKML_NO_FP64=1 treats every device as one without shaderFloat64 (many Intel
+// and mobile GPUs), so that their code paths are tested where float64 exists; the
+// feature is then not enabled either, so a float64 kernel fails validation.
+bool fp64_hidden() {
+  const char* v = std::getenv("TORCH_VKML_NO_FP64");
+  return v && *v && std::strcmp(v, "0") != 0;
 }
 
 bool has_extension(VkPhysicalDevice pd, const char* name) {
@@ -199,7 +208,7 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   f.chain(api13, coopmat, bf16, executables);
   vk::vkGetPhysicalDeviceFeatures2(pd, &f.base);
   info.pipeline_statistics = executables && f.executables.pipelineExecutableInfo;
-  info.supports_fp64 = f.base.features.shaderFloat64;
+  info.supports_fp64 = f.base.features.shaderFloat64 && !fp64_hidden();
   info.supports_int64 = f.base.features.shaderInt64;
   info.supports_int16 = f.base.features.shaderInt16;
   info.supports_fp16 = f.v12.shaderFloat16 && f.v11.storageBuffer16BitAccess;
@@ -229,7 +238,7 @@ void choose_features(VkPhysicalDevice pd, const DeviceInfo& info, EnabledFeature
   auto& b = out.base.features;
   b.shaderInt64 = has.base.features.shaderInt64;
   b.shaderInt16 = has.base.features.shaderInt16;
-  b.shaderFloat64 = has.base.features.shaderFloat64;
+  b.shaderFloat64 = info.supports_fp64;
   out.v11.storageBuffer16BitAccess = has.v11.storageBuffer16BitAccess;
   out.v12.bufferDeviceAddress = VK_TRUE;
   out.v12.timelineSemaphore = VK_TRUE;
