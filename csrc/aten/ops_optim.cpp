@@ -123,19 +123,6 @@ void run(const char* op, OptimRule rule, const Lists& l, vkml::ops::OptimHyper h
   align.finish();
 }
 
-vkml::ops::OptimHyper adam_hyper(double lr, double beta1, double beta2, double weight_decay,
-                                 double eps, bool amsgrad, bool maximize) {
-  vkml::ops::OptimHyper h;
-  h.lr = lr;
-  h.beta1 = beta1;
-  h.beta2 = beta2;
-  h.weight_decay = weight_decay;
-  h.eps = eps;
-  h.amsgrad = amsgrad;
-  h.maximize = maximize;
-  return h;
-}
-
 // The learning rate of the scalar overloads, or of the .tensor_lr ones: a one-element
 // tensor the kernel reads on the device (its value here is a placeholder).
 double lr_value(double lr) { return lr; }
@@ -153,21 +140,14 @@ void fused_adam(at::TensorList self, at::TensorList grads, at::TensorList exp_av
                 const std::optional<at::Tensor>& found_inf) {
   const char* op = Rule == OptimRule::adamw ? "_fused_adamw_" : "_fused_adam_";
   run(op, Rule, {self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps},
-      adam_hyper(lr_value(lr), beta1, beta2, weight_decay, eps, amsgrad, maximize), grad_scale,
-      found_inf, lr_tensor(lr));
-}
-
-vkml::ops::OptimHyper sgd_hyper(double weight_decay, double momentum, double lr, double dampening,
-                                bool nesterov, bool maximize, bool is_first_step) {
-  vkml::ops::OptimHyper h;
-  h.lr = lr;
-  h.beta1 = momentum;
-  h.beta2 = dampening;
-  h.weight_decay = weight_decay;
-  h.nesterov = nesterov;
-  h.maximize = maximize;
-  h.first_step = is_first_step;
-  return h;
+      {.lr = lr_value(lr),
+       .beta1 = beta1,
+       .beta2 = beta2,
+       .weight_decay = weight_decay,
+       .eps = eps,
+       .amsgrad = amsgrad,
+       .maximize = maximize},
+      grad_scale, found_inf, lr_tensor(lr));
 }
 
 template <class Lr>
@@ -178,7 +158,13 @@ void fused_sgd(at::TensorList self, at::TensorList grads, at::TensorList momentu
   // Without momentum PyTorch passes no buffers; with momentum 0 any given are unused.
   at::TensorList buffers = momentum != 0 ? momentum_buffers : at::TensorList{};
   run("_fused_sgd_", OptimRule::sgd, {self, grads, buffers, {}, {}, {}},
-      sgd_hyper(weight_decay, momentum, lr_value(lr), dampening, nesterov, maximize, is_first_step),
+      {.lr = lr_value(lr),
+       .beta1 = momentum,
+       .beta2 = dampening,
+       .weight_decay = weight_decay,
+       .maximize = maximize,
+       .nesterov = nesterov,
+       .first_step = is_first_step},
       grad_scale, found_inf, lr_tensor(lr));
 }
 

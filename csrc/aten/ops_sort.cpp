@@ -270,16 +270,14 @@ at::Tensor vk_nanmedian(const at::Tensor& self) {
 
 // --------------------------------------------------------------- unique
 
-// Sorted unique values of the flattened input; the group count is read back once
-// (the output shape depends on it).
-std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_unique2(const at::Tensor& self, bool /*sorted*/,
-                                                          bool return_inverse, bool return_counts) {
-  at::ScalarType kt = key_type("unique", self.scalar_type());
-  at::TensorOptions lopt = self.options().dtype(at::kLong);
-  int64_t n = self.numel();
-  at::Tensor inverse = at::empty(return_inverse ? self.sizes() : at::IntArrayRef{0}, lopt);
-  if (n == 0) return {at::empty({0}, self.options()), inverse, at::empty({0}, lopt)};
-  auto [keys, perm] = sort_keys_last("unique", self.reshape({-1}), 0, false);
+// The groups of equal neighbours in `keys` (the flattened input in key dtype `kt`, in
+// the order `perm` gives): the values, each input's group (inverse, if asked) and each
+// group's size (counts, if asked). The group count is read back: it sizes the outputs.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_groups_of(
+    const at::Tensor& self, const at::Tensor& keys, const at::Tensor& perm, at::ScalarType kt,
+    at::Tensor inverse, bool return_inverse, bool return_counts) {
+  const int64_t n = keys.numel();
+  const at::TensorOptions lopt = self.options().dtype(at::kLong);
   at::Tensor ids = at::empty({n}, self.options().dtype(at::kInt));
   guarded(
       [&] { vkml::ops::unique_groups(vkml_device(keys), to_vkml(kt), addr(keys), addr(ids), n); });
@@ -294,6 +292,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_unique2(const at::Tensor& self
   });
   at::Tensor out = kt == self.scalar_type() ? uniq : uniq.to(self.scalar_type());
   return {out, inverse, counts};
+}
+
+// Sorted unique values of the flattened input; the group count is read back once
+// (the output shape depends on it).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_unique2(const at::Tensor& self, bool /*sorted*/,
+                                                          bool return_inverse, bool return_counts) {
+  at::ScalarType kt = key_type("unique", self.scalar_type());
+  at::TensorOptions lopt = self.options().dtype(at::kLong);
+  int64_t n = self.numel();
+  at::Tensor inverse = at::empty(return_inverse ? self.sizes() : at::IntArrayRef{0}, lopt);
+  if (n == 0) return {at::empty({0}, self.options()), inverse, at::empty({0}, lopt)};
+  auto [keys, perm] = sort_keys_last("unique", self.reshape({-1}), 0, false);
+  return unique_groups_of(self, keys, perm, kt, inverse, return_inverse, return_counts);
 }
 
 // _unique (index_fill's backward, older callers): _unique2 without counts.
@@ -315,20 +326,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive_flat(const at:
   at::Tensor keys = at::empty({n}, self.options().dtype(kt));
   keys.copy_(self.reshape({-1}));
   at::Tensor perm = at::arange(n, lopt);
-  at::Tensor ids = at::empty({n}, self.options().dtype(at::kInt));
-  guarded(
-      [&] { vkml::ops::unique_groups(vkml_device(keys), to_vkml(kt), addr(keys), addr(ids), n); });
-  int64_t count = ids.select(0, n - 1).item<int64_t>();
-  at::Tensor uniq = at::empty({count}, keys.options());
-  at::Tensor start = at::empty({count}, lopt);
-  at::Tensor counts = at::empty({return_counts ? count : 0}, lopt);
-  guarded([&] {
-    vkml::ops::unique_write(vkml_device(keys), to_vkml(kt), addr(keys), addr(perm), addr(ids), n,
-                            count, addr(uniq), addr(start), return_inverse ? addr(inverse) : 0,
-                            return_counts ? addr(counts) : 0);
-  });
-  at::Tensor out = kt == self.scalar_type() ? uniq : uniq.to(self.scalar_type());
-  return {out, inverse, counts};
+  return unique_groups_of(self, keys, perm, kt, inverse, return_inverse, return_counts);
 }
 
 // Boxed so that the dim= form (not implemented natively) keeps running on the CPU
