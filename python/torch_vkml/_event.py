@@ -1,4 +1,4 @@
-"""Device-clock events, shaped like ``torch.cuda.Event``."""
+"""Device-clock events: ``torch.Event`` on a vkml device, shaped like ``torch.cuda.Event``."""
 
 from __future__ import annotations
 
@@ -8,15 +8,39 @@ from . import _C
 from ._device import _check, _index
 
 
-class Event:
-    """A point in the device's stream; two recorded events give device time between them.
+class EventError(RuntimeError, ValueError):
+    """A misused event: a RuntimeError as ``torch.cuda.Event`` raises, and the ValueError
+    that ``torch.Event`` raises."""
 
-    ``record()`` places a GPU timestamp after all work queued so far on the device;
-    ``elapsed_time(end)`` waits for both and returns milliseconds, as ``torch.cuda.Event``.
-    Each vkml device has one in-order stream, so ``stream`` arguments are accepted and
-    ignored and ``wait()`` is a no-op. ``enable_timing=False`` events still work for
-    ``query()``/``synchronize()``; ``blocking`` and ``interprocess`` are not supported.
+
+class Event(torch.Event):
+    """A point in a vkml device's queue; two recorded timed events give device time between.
+
+    A ``torch.Event`` (the guard's event hooks do the work) with ``torch.cuda.Event``'s
+    signature and a fixed device (default: the current one). ``record(stream=None)``
+    marks the point after all work queued so far (on the device's current stream when
+    no stream is given); ``elapsed_time(end)`` waits for both events, unlike
+    ``torch.cuda.Event``, and returns milliseconds of device time. All streams of a device
+    share one in-order queue, so ``wait()`` costs nothing on the event's own device.
+    ``blocking`` is accepted and has no effect; ``interprocess`` is not supported.
     """
+
+    def __new__(
+        cls,
+        enable_timing: bool = False,
+        blocking: bool = False,
+        interprocess: bool = False,
+        device: int | torch.device | str | None = None,
+    ) -> Event:
+        if interprocess:
+            raise NotImplementedError("vkml events cannot be shared between processes")
+        index = _check(_index(device))
+        self = super().__new__(
+            cls, torch.device("vkml", index), enable_timing=enable_timing, blocking=blocking
+        )
+        self._index = index
+        self.enable_timing = enable_timing
+        return self
 
     def __init__(
         self,
@@ -25,38 +49,32 @@ class Event:
         interprocess: bool = False,
         device: int | torch.device | str | None = None,
     ) -> None:
-        if interprocess:
-            raise NotImplementedError("vkml events cannot be shared between processes")
-        self.enable_timing = enable_timing
-        self._device = _check(_index(device))
-        self._native = _C._Event(self._device)
-        self._recorded = False
+        pass  # __new__ did it all
 
     @property
     def device(self) -> torch.device:
-        return torch.device("vkml", self._device)
+        return torch.device("vkml", self._index)
 
-    def record(self, stream=None) -> None:
-        self._native.record()
-        self._recorded = True
+    def record(self, stream: torch.Stream | None = None) -> None:
+        if stream is None:
+            stream = torch.accelerator.current_stream(self._index)
+        elif stream.device_index != self._index:
+            raise EventError(
+                f"Event device {self.device} does not match recording stream's device "
+                f"{stream.device}."
+            )
+        super().record(stream)
 
-    def wait(self, stream=None) -> None:
-        """Make later work wait for this event: always true on the single in-order stream."""
-
-    def query(self) -> bool:
-        """True when the work before the event has finished (or it was never recorded)."""
-        return bool(self._native.query())
-
-    def synchronize(self) -> None:
-        self._native.synchronize()
-
-    def elapsed_time(self, end_event: Event) -> float:
-        """Milliseconds of device time between this event and ``end_event``."""
-        if not (self.enable_timing and end_event.enable_timing):
-            raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
-        if not (self._recorded and end_event._recorded):
-            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
-        return float(self._native.elapsed_ns(end_event._native)) / 1e6
+    def elapsed_time(self, end_event: torch.Event) -> float:
+        """Milliseconds of device time between this event and ``end_event`` (waits for both)."""
+        if not (self.enable_timing and getattr(end_event, "enable_timing", True)):
+            raise EventError("Both events must be created with argument 'enable_timing=True'.")
+        if not (self.event_id and end_event.event_id):
+            raise EventError("Both events must be recorded before calculating elapsed time.")
+        self.synchronize()
+        end_event.synchronize()
+        # torch.Event.elapsed_time would refuse a subclass as end_event.
+        return _C._event_elapsed_time(self, end_event)
 
     def __repr__(self) -> str:
-        return f"<torch_vkml.Event device={self._device} recorded={self._recorded}>"
+        return f"<torch_vkml.Event device={self._index} recorded={self.event_id != 0}>"

@@ -51,7 +51,9 @@ int type_rank(const std::string& type) {
   return 4;
 }
 
-// TORCH_VKML_VISIBLE_DEVICES="1,0": indices into the ranked list, in that order.
+// TORCH_VKML_VISIBLE_DEVICES="1,0": indices into the ranked list, in that order. An
+// index listed twice ("0,0") gives two logical devices on one physical device, each with
+// its own VkDevice, queue and memory: how multi-device code is tested on one GPU.
 std::vector<int> visible_order(int count) {
   std::vector<int> order;
   const char* env = std::getenv("TORCH_VKML_VISIBLE_DEVICES");
@@ -65,7 +67,7 @@ std::vector<int> visible_order(int count) {
     char* end = nullptr;
     long idx = std::strtol(item.c_str(), &end, 10);
     if (end == item.c_str() || idx < 0 || idx >= count) continue;
-    if (std::find(order.begin(), order.end(), idx) == order.end()) order.push_back(int(idx));
+    order.push_back(int(idx));
   }
   return order;
 }
@@ -199,7 +201,9 @@ void Runtime::init() {
   std::stable_sort(usable.begin(), usable.end(), [](const Entry& a, const Entry& b) {
     return type_rank(a.info.device_type) < type_rank(b.info.device_type);
   });
-  for (int idx : visible_order(int(usable.size()))) devices_.push_back(std::move(usable[idx]));
+  // Copied, not moved: an index may be listed twice.
+  for (int idx : visible_order(int(usable.size())))
+    devices_.push_back(Entry{usable[idx].physical, usable[idx].info, nullptr});
 
   if (devices_.empty()) {
     if (physicals.empty()) {
