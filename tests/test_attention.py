@@ -163,6 +163,73 @@ def test_token_major_operands_in_place(layout, causal, no_fallback):
         torch.testing.assert_close(a.grad.cpu(), b.grad, **TOL[torch.float32])
 
 
+def _operands(layout, B, H, L, E, Ev, device):
+    """q, k, v ([B, H, L, E], [B, H, L, E], [B, H, L, Ev]) in one of the layouts models
+    give them, uninitialised."""
+    dims = (E, E, Ev)
+    if layout == "contiguous":
+        return [torch.empty(B, H, L, d, device=device) for d in dims]
+    if layout == "token_major":  # x.view(B, L, H, d).transpose(1, 2)
+        return [torch.empty(B, L, H, d, device=device).transpose(1, 2) for d in dims]
+    if layout == "packed":  # slices of one qkv projection
+        x = torch.empty(B, L, H * (2 * E + Ev), device=device)
+        parts = x.split([H * d for d in dims], dim=2)
+        return [t.view(B, L, H, d).transpose(1, 2) for t, d in zip(parts, dims, strict=True)]
+    # nn.MultiheadAttention's: [L, B * H, d] projections as [B, H, L, d]
+    return [torch.empty(L, B * H, d, device=device).transpose(0, 1).view(B, H, L, d) for d in dims]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "token_major", "packed", "sequence_first"])
+@pytest.mark.parametrize("Ev", [16, 8], ids=["Ev=E", "Ev<E"])
+def test_results_have_the_meta_functions_strides(layout, Ev, no_fallback):
+    # torch.compile traces with PyTorch's meta functions of the fused ops, which give the
+    # output the query's layout and each gradient its input's; a graph's views rely on
+    # those strides. Where the kernel writes another layout (sequence_first), the
+    # adapter copies, so the values are checked against the CPU too.
+    B, H, L, E = 2, 3, 7, 16
+    fused = torch.ops.aten._scaled_dot_product_fused_attention_overrideable
+    backward = torch.ops.aten._scaled_dot_product_fused_attention_overrideable_backward
+    gen = torch.Generator().manual_seed(11)
+    ref = [torch.randn(B, H, L, d, generator=gen) for d in (E, E, Ev)]
+    grad = torch.randn(B, H, L, Ev, generator=gen)
+    results = {}
+    for device in ("meta", VKML):
+        q, k, v = _operands(layout, B, H, L, E, Ev, device)
+        if device == VKML:
+            for t, r in zip((q, k, v), ref, strict=True):
+                t.copy_(r.to(VKML))
+        out, lse, cum_q, cum_k, max_q, max_k, seed, offset, _ = fused(q, k, v, is_causal=True)
+        g = torch.empty(B, H, L, Ev, device=device) if device == "meta" else grad.to(VKML)
+        grads = backward(
+            g,
+            q,
+            k,
+            v,
+            None,
+            [True, True, True, False],
+            out,
+            lse,
+            cum_q,
+            cum_k,
+            max_q,
+            max_k,
+            0.0,
+            True,
+            seed,
+            offset,
+        )[:3]
+        results[device] = (out, *grads)
+    for got, want in zip(results[VKML], results["meta"], strict=True):
+        assert got.shape == want.shape and got.stride() == want.stride(), (layout, got.stride())
+    leaves = [r.clone().requires_grad_() for r in ref]
+    expected = F.scaled_dot_product_attention(*leaves, is_causal=True)
+    expected.backward(grad)
+    out, *grads = results[VKML]
+    torch.testing.assert_close(out.cpu(), expected.detach(), **TOL[torch.float32])
+    for got, leaf in zip(grads, leaves, strict=True):
+        torch.testing.assert_close(got.cpu(), leaf.grad, **TOL[torch.float32])
+
+
 @pytest.mark.parametrize("packed", [False, True], ids=["token_major", "packed"])
 def test_token_major_forward_is_one_dispatch(packed, no_fallback):
     B, L, H, E = 2, 24, 2, 32

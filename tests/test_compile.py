@@ -221,35 +221,102 @@ def test_transformer_lm_trains_like_eager():
     _assert_trains_like_eager(_TinyLM, batches, _lm_loss, {})
 
 
-# ---------------------------------------------------------------- not yet
+# ---------------------------------------------------------------- fused vkml kernels in the graph
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeError,
-    reason="vkml's fused attention returns its output token-major whatever the query's "
-    "layout; PyTorch's meta function gives it the query's layout, so the view that "
-    "nn.MultiheadAttention's traced graph takes of it fails",
-)
-def test_multihead_attention_layout():
-    layer = nn.TransformerEncoderLayer(DIM, HEADS, 2 * DIM, dropout=0.0, batch_first=True)
-    layer = layer.to(VKML)
-    x = _data(2, SEQ, DIM)
-    torch.compile(layer)(
-        x, is_causal=True, src_mask=nn.Transformer.generate_square_subsequent_mask(SEQ, device=VKML)
+def _recording_backend():
+    """AOT autograd whose forward and backward graphs run as they are, their code kept."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    code = {"forward": [], "backward": []}
+
+    def keep(kind):
+        def compiler(gm, example_inputs):
+            code[kind].append(gm.code)
+            return make_boxed_func(gm.forward)
+
+        return compiler
+
+    return aot_autograd(fw_compiler=keep("forward"), bw_compiler=keep("backward")), code
+
+
+def _ce(x, y, w):
+    # [n, c] scores, and [n, c, 1] ones with reduction="none": the fused op on rows,
+    # reached through a reshape of symbolic sizes once the batch is dynamic
+    loss = F.cross_entropy(x, y, weight=w, label_smoothing=0.1, ignore_index=2)
+    rows = F.cross_entropy(x.unsqueeze(2), y.unsqueeze(1), reduction="none")
+    return loss + 0.5 * rows.sum()
+
+
+@pytest.mark.parametrize("compile_kw", BACKENDS)
+def test_cross_entropy_inside_the_compiled_graph(compile_kw):
+    """vkml's fused cross_entropy traced as its custom ops: losses and gradients like the
+    CPU's over batch sizes 8, 12 and 5 (a dynamic batch after the first recompile)."""
+    run = torch.compile(_ce, **compile_kw)
+    w = _data(5, seed=7).abs() + 0.1
+    torch_vkml.reset_fallback_counts()
+    for i, n in enumerate((8, 12, 5)):
+        x, y = _data(n, 5, seed=i).requires_grad_(), _data(n, classes=5, seed=i)
+        loss = run(x, y, w)
+        loss.backward()
+        ref_x = x.detach().cpu().requires_grad_()
+        ref = _ce(ref_x, y.cpu(), w.cpu())
+        ref.backward()
+        torch.testing.assert_close(loss.cpu(), ref, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(x.grad.cpu(), ref_x.grad, rtol=1e-5, atol=1e-6)
+    assert torch_vkml.fallback_counts() == {}
+
+
+def _encoder_layer():
+    return nn.TransformerEncoderLayer(DIM, HEADS, 2 * DIM, dropout=0.0, batch_first=True)
+
+
+def _encode(model, x, mask):
+    return model(x, src_mask=mask, is_causal=True)
+
+
+def _causal_mask():
+    return nn.Transformer.generate_square_subsequent_mask(SEQ, device=VKML)
+
+
+def test_transformer_encoder_layer_trains_like_eager():
+    # nn.MultiheadAttention's q, k, v are [L, B * H, E] projections viewed as
+    # [B, H, L, E]; the graph's views of the fused attention's output and gradients
+    # rely on the strides the meta functions give them.
+    batches = [(_data(2, SEQ, DIM, seed=s), _causal_mask()) for s in range(2)]
+    _assert_trains_like_eager(
+        _encoder_layer, batches, lambda m, x, mask: _encode(m, x, mask).square().mean(), {}
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="vkml's fused cross_entropy is a C++ autograd function that launches its kernel "
-    "on the fake tensors Dynamo traces with",
-)
-def test_cross_entropy_inside_the_compiled_graph():
-    x, y = _data(8, 4), _data(8, classes=4)
-    torch.testing.assert_close(
-        torch.compile(F.cross_entropy)(x, y).cpu(), F.cross_entropy(x, y).cpu()
-    )
+def test_graphs_call_the_fused_kernels():
+    """The forward and backward graphs hold vkml's fused attention and cross_entropy,
+    not their decompositions; loss and gradients match eager."""
+    torch.manual_seed(0)
+    layer, head = _encoder_layer().to(VKML), nn.Linear(DIM, VOCAB).to(VKML)
+    params = [*layer.parameters(), *head.parameters()]
+
+    def fn(x, y, mask):
+        return F.cross_entropy(head(_encode(layer, x, mask)).reshape(-1, VOCAB), y.reshape(-1))
+
+    x, y, mask = _data(2, SEQ, DIM), _data(2, SEQ, classes=VOCAB), _causal_mask()
+    expected = fn(x, y, mask)
+    expected_grads = torch.autograd.grad(expected, params)
+    backend, code = _recording_backend()
+    torch_vkml.reset_fallback_counts()
+    loss = torch.compile(fn, backend=backend)(x, y, mask)
+    grads = torch.autograd.grad(loss, params)
+    assert torch_vkml.fallback_counts() == {}
+    forward, backward = "\n".join(code["forward"]), "\n".join(code["backward"])
+    assert "torch.ops.vkml.cross_entropy_forward.default" in forward
+    assert "torch.ops.vkml.cross_entropy_backward.default" in backward
+    assert "_scaled_dot_product_fused_attention_overrideable.default" in forward
+    assert "_scaled_dot_product_fused_attention_overrideable_backward.default" in backward
+    assert "log_softmax" not in forward and "nll_loss" not in forward + backward
+    torch.testing.assert_close(loss.cpu(), expected.cpu(), **LOSS_TOL)
+    for got, want in zip(grads, expected_grads, strict=True):
+        torch.testing.assert_close(got.cpu(), want.cpu(), rtol=1e-4, atol=1e-5)
 
 
 # ---------------------------------------------------------------- device interface

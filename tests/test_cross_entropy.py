@@ -151,6 +151,41 @@ def test_calls_left_to_aten():
         F.cross_entropy(x.detach().to(VKML), _targets((4,), 5).to(VKML), weight=make(3).to(VKML))
 
 
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_custom_ops_pass_opcheck(reduction, weighted):
+    # vkml::cross_entropy_forward and _backward, the fused kernels that torch.compile's
+    # graphs call: schema, Meta kernels against the vkml results, AOT tracing with
+    # dynamic shapes (torch.library.opcheck); and their values against the CPU's.
+    red = ["none", "mean", "sum"].index(reduction)
+    x, t = make((6, 5)), _targets((6,), 5, True)
+    (w,) = (make((5,), low=0.2, high=2.0),) if weighted else (None,)
+    dev = [a.to(VKML) if a is not None else None for a in (x, t, w)]
+    args = (*dev, red, -100, 0.1)
+    torch.library.opcheck(torch.ops.vkml.cross_entropy_forward.default, args)
+    out, lse, total = torch.ops.vkml.cross_entropy_forward(*args)
+    g = make(out.shape)
+    backward_args = (g.to(VKML), *dev, lse, total, red, -100, 0.1)
+    torch.library.opcheck(torch.ops.vkml.cross_entropy_backward.default, backward_args)
+    grad = torch.ops.vkml.cross_entropy_backward(*backward_args)
+    a = x.clone().requires_grad_()
+    expected = F.cross_entropy(a, t, weight=w, reduction=reduction, label_smoothing=0.1)
+    expected.backward(g)
+    assert_same(out, expected.detach(), atol=1e-6, rtol=1e-5)
+    assert_same(lse, torch.logsumexp(x, 1), atol=1e-6, rtol=1e-5)
+    assert_same(grad, a.grad, atol=1e-6, rtol=1e-5)
+
+
+def test_custom_ops_check_their_arguments():
+    x, t = make((4, 5)).to(VKML), _targets((4,), 5).to(VKML)
+    for device in (VKML, "meta"):
+        with pytest.raises(RuntimeError, match="disagree on n"):
+            torch.ops.vkml.cross_entropy_forward(x.to(device), t[:3].to(device), None, 1, -100, 0.0)
+        with pytest.raises(RuntimeError, match="c elements"):
+            w = torch.ones(3, device=device)
+            torch.ops.vkml.cross_entropy_forward(x.to(device), t.to(device), w, 1, -100, 0.0)
+
+
 # ------------------------- the cases of test_loss.py::test_nll_loss, 2-d scores
 
 

@@ -7,6 +7,8 @@
 #include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -99,11 +101,47 @@ at::Tensor in_place_or_copy(const at::Tensor& x, int& layout) {
   return layout ? x : x.contiguous();
 }
 
-// A [B, H, rows, dim] result stored token-major, so that the usual
-// out.transpose(1, 2).reshape(B, rows, H * dim) that follows costs no copy.
+// A [B, H, rows, dim] result stored token-major.
 at::Tensor empty_token_major(int64_t B, int64_t H, int64_t rows, int64_t dim,
                              const at::TensorOptions& options) {
   return at::empty({B, rows, H, dim}, options).transpose(1, 2);
+}
+
+// The results take the strides that PyTorch's meta functions give them
+// (torch/_meta_registrations.py), which torch.compile traces with: the forward's
+// output those of alloc_with_matching_layout(query, ...) (empty_like(query) when
+// the shapes agree, else query's dim order by decreasing stride over the output's
+// sizes), each gradient empty_like(its input). For a model's token-major q
+// (x.view(B, L, H, E).transpose(1, 2), or a slice of a packed qkv projection) that is
+// token-major; for contiguous q contiguous.
+at::Tensor empty_in_layout_of(const at::Tensor& x, int64_t last_dim) {
+  if (x.size(3) == last_dim) return at::empty_like(x);
+  std::array<int64_t, 4> order{0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return x.stride(a) > x.stride(b); });
+  std::array<int64_t, 4> sizes{x.size(0), x.size(1), x.size(2), last_dim}, strides{};
+  int64_t stride = 1;
+  for (int i = 3; i >= 0; --i) {
+    strides[order[i]] = stride;
+    stride *= sizes[order[i]];
+  }
+  return at::empty_strided(sizes, strides, x.options());
+}
+
+// Where the kernel writes a result: into `result` itself when its layout is the one the
+// kernel writes (token-major with `token_major`, else contiguous; the common case),
+// else into a buffer of that layout that `settle` copies into `result`.
+at::Tensor kernel_target(const at::Tensor& result, bool token_major) {
+  const bool fits = token_major ? token_major_multiple(result) == 1 : result.is_contiguous();
+  if (fits) return result;
+  return token_major ? empty_token_major(result.size(0), result.size(1), result.size(2),
+                                         result.size(3), result.options())
+                     : at::empty(result.sizes(), result.options());
+}
+
+const at::Tensor& settle(const at::Tensor& result, const at::Tensor& written) {
+  if (!written.is_same(result)) result.copy_(written);
+  return result;
 }
 
 float scale_of(const at::Tensor& q, std::optional<double> scale) {
@@ -124,16 +162,19 @@ ForwardResult fused_attention(const at::Tensor& query, const at::Tensor& key,
   AttentionShape s = shape_of(query, key, value);
   at::Tensor q = in_place_or_copy(query, s.layout.q), k = in_place_or_copy(key, s.layout.k),
              v = in_place_or_copy(value, s.layout.v);
-  at::Tensor out = empty_token_major(s.B, s.H, s.L, s.Ev, q.options());
-  s.layout.o = true;
+  at::Tensor out = empty_in_layout_of(query, s.Ev);
+  // Token-major where out is (or where it is neither layout: the copy's source is then
+  // the model's usual layout), contiguous where it is contiguous.
+  s.layout.o = !out.is_contiguous();
+  at::Tensor o = kernel_target(out, s.layout.o);
   at::Tensor lse = at::empty({s.B, s.H, s.L}, q.options().dtype(at::kFloat));
   at::Tensor keep;
   AttentionBias bias = bias_of(attn_bias.value_or(at::Tensor()), q, s.S, keep);
   guarded([&] {
     vkml::ops::attention_forward(vkml_device(q), to_vkml(q.scalar_type()), s, addr(q), addr(k),
-                                 addr(v), bias, is_causal, scale_of(q, scale), addr(out),
-                                 addr(lse));
+                                 addr(v), bias, is_causal, scale_of(q, scale), addr(o), addr(lse));
   });
+  settle(out, o);
   at::Tensor none = at::empty({0}, q.options().dtype(at::kLong));
   return {out,
           lse,
@@ -165,22 +206,20 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   // delta = rowsum(dO * o): the softmax backward's correction, one per query row.
   at::Tensor delta = (g.to(at::kFloat) * o.to(at::kFloat)).sum(-1).contiguous();
   at::Tensor lse = logsumexp.to(at::kFloat).contiguous();
-  // Each gradient in its input's layout, so the views it flows back through stay free.
-  auto grad_like = [&](const at::Tensor& x, bool token_major, int64_t rows, int64_t dim) {
-    return token_major ? empty_token_major(s.B, s.H, rows, dim, x.options())
-                       : at::empty(x.sizes(), x.options());
-  };
-  at::Tensor dq = grad_like(q, s.layout.q, s.L, s.E);
-  at::Tensor dk = grad_like(k, s.layout.k, s.S, s.E);
-  at::Tensor dv = grad_like(v, s.layout.v, s.S, s.Ev);
+  // Each gradient in its input's layout (empty_like, as the meta function gives it), so
+  // the views it flows back through stay free. The kernel writes a gradient token-major
+  // where it read the input in place token-major, else contiguous.
+  at::Tensor dq = at::empty_like(query), dk = at::empty_like(key), dv = at::empty_like(value);
+  at::Tensor dq_k = kernel_target(dq, s.layout.q != 0), dk_k = kernel_target(dk, s.layout.k != 0),
+             dv_k = kernel_target(dv, s.layout.v != 0);
   at::Tensor keep;
   AttentionBias bias = bias_of(attn_bias, q, s.S, keep);
   guarded([&] {
     vkml::ops::attention_backward(vkml_device(q), to_vkml(q.scalar_type()), s, addr(q), addr(k),
                                   addr(v), bias, is_causal, scale_of(q, scale), addr(g), addr(lse),
-                                  addr(delta), addr(dq), addr(dk), addr(dv));
+                                  addr(delta), addr(dq_k), addr(dk_k), addr(dv_k));
   });
-  return {dq, dk, dv, at::Tensor()};
+  return {settle(dq, dq_k), settle(dk, dk_k), settle(dv, dv_k), at::Tensor()};
 }
 
 }  // namespace

@@ -5,12 +5,19 @@
 // scores once and keeps a log-sum-exp per row; backward reads them once more and
 // writes the gradient.
 //
-// cross_entropy_loss is a composite op, so the fused path is its own autograd
-// function, registered for AutogradPrivateUse1 (and for PrivateUse1, which inference
-// mode reaches). Calls it does not cover (probability targets, float64, forward-mode
-// AD, a weight that needs a grad, shapes or devices that are wrong) take ATen's
-// decomposition, which also raises ATen's errors.
+// The kernels are two custom ops on [n, c] rows, vkml::cross_entropy_forward and
+// vkml::cross_entropy_backward, each with a PrivateUse1 kernel and a Meta kernel that
+// gives the results' shapes and dtypes without touching data. cross_entropy_loss is a
+// composite op, so the fused path is its own autograd function, registered for
+// AutogradPrivateUse1 (and for PrivateUse1, which inference mode reaches), whose
+// forward and backward call those ops: torch.compile traces them on fake tensors
+// through the Meta kernels and its graphs call the fused kernels. Calls the fused path
+// does not cover (probability targets, float64, forward-mode AD, a weight that needs a
+// grad, shapes or devices that are wrong) take ATen's decomposition, which also raises
+// ATen's errors.
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/cross_entropy_loss_native.h>
+#include <c10/core/SymBool.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
@@ -25,18 +32,20 @@ using torch::autograd::variable_list;
 
 bool on_vkml(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
 
+// Sizes are compared as SymInts (guarding), so that dynamic shapes under torch.compile
+// take the fused path too.
 bool fused_applies(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight,
                    int64_t reduction, double smoothing) {
   if (!on_vkml(self) || !is_float_storage(self.scalar_type())) return false;
   if (!on_vkml(target) || target.scalar_type() != at::kLong) return false;
   if (self.dim() < 1 || target.dim() != self.dim() - 1) return false;
   const int64_t class_dim = self.dim() == 1 ? 0 : 1;
-  if (self.size(class_dim) == 0) return false;
+  if (self.sym_size(class_dim) == 0) return false;
   for (int64_t d = 0, k = 0; d < self.dim(); ++d)
-    if (d != class_dim && self.size(d) != target.size(k++)) return false;
+    if (d != class_dim && self.sym_size(d) != target.sym_size(k++)) return false;
   if (weight.defined() &&
       (!on_vkml(weight) || weight.scalar_type() != self.scalar_type() || weight.dim() != 1 ||
-       weight.numel() != self.size(class_dim) || weight.requires_grad()))
+       weight.sym_numel() != self.sym_size(class_dim) || weight.requires_grad()))
     return false;
   if (reduction < 0 || reduction > 2 || !(smoothing >= 0.0 && smoothing <= 1.0)) return false;
   return !self._fw_grad(/*level=*/0).defined();
@@ -47,12 +56,37 @@ bool fused_applies(const at::Tensor& self, const at::Tensor& target, const at::T
 std::pair<at::Tensor, at::Tensor> as_rows(const at::Tensor& self, const at::Tensor& target) {
   if (self.dim() == 1) return {self.unsqueeze(0), target.reshape({1})};
   if (self.dim() == 2) return {self, target};
-  return {self.movedim(1, -1).reshape({-1, self.size(1)}), target.reshape({-1})};
+  return {self.movedim(1, -1).reshape_symint({-1, self.sym_size(1)}), target.reshape({-1})};
 }
 
-struct Forward {
-  at::Tensor output, lse, total, weight_sum;
-};
+// ------------------------------------------------------------------ the custom ops
+
+// What both ops take, checked on vkml and on meta tensors alike: [n, c] scores of a
+// float dtype, [n] int64 targets, an optional [c] weight of the scores' dtype.
+void check_rows(const char* op, const at::Tensor& scores, const at::Tensor& target,
+                const std::optional<at::Tensor>& weight, int64_t reduction, double smoothing) {
+  TORCH_CHECK(scores.dim() == 2 && is_float_storage(scores.scalar_type()), op,
+              ": scores must be [n, c] float32, float16 or bfloat16, got ", scores.dim(), "-d ",
+              scores.scalar_type());
+  TORCH_CHECK(target.dim() == 1 && target.scalar_type() == at::kLong, op,
+              ": target must be [n] int64");
+  TORCH_SYM_CHECK(target.sym_size(0).sym_eq(scores.sym_size(0)), op,
+                  ": scores and target disagree on n");
+  TORCH_CHECK(target.device() == scores.device(), op, ": target on another device");
+  if (weight.has_value() && weight->defined()) {
+    TORCH_CHECK(weight->dim() == 1 && weight->scalar_type() == scores.scalar_type() &&
+                    weight->device() == scores.device(),
+                op, ": weight must be [c] of the scores' dtype and device");
+    TORCH_SYM_CHECK(weight->sym_size(0).sym_eq(scores.sym_size(1)), op,
+                    ": weight must have c elements");
+  }
+  TORCH_CHECK(reduction >= 0 && reduction <= 2, op, ": reduction must be 0, 1 or 2");
+  TORCH_CHECK(smoothing >= 0.0 && smoothing <= 1.0, op, ": label_smoothing must be in [0, 1]");
+}
+
+at::Tensor defined_or_empty(const std::optional<at::Tensor>& t) {
+  return t.has_value() && t->defined() ? t->contiguous() : at::Tensor();
+}
 
 vkml::ops::CrossEntropyArgs args_for(const at::Tensor& x, const at::Tensor& target,
                                      const at::Tensor& weight, const at::Tensor& weight_sum,
@@ -71,26 +105,111 @@ vkml::ops::CrossEntropyArgs args_for(const at::Tensor& x, const at::Tensor& targ
   return a;
 }
 
-// scores, target and weight contiguous, on one device.
-Forward run_forward(const at::Tensor& x, const at::Tensor& target, const at::Tensor& weight,
-                    int64_t reduction, int64_t ignore_index, double smoothing) {
+// The weights' sum, which label smoothing needs, in float32.
+at::Tensor weight_sum_of(const at::Tensor& weight, double smoothing) {
+  return weight.defined() && smoothing != 0.0 ? weight.sum(0, false, at::kFloat) : at::Tensor();
+}
+
+using ForwardResult = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+
+// vkml::cross_entropy_forward: the loss (reduction none: [n], else a scalar, in the
+// scores' dtype), each row's log-sum-exp (float32 [n]) and the total weight of the
+// counted rows (float32 [], or [0] for reduction none, whose backward needs none),
+// which the backward takes.
+ForwardResult forward_vkml(const at::Tensor& scores, const at::Tensor& target,
+                           const std::optional<at::Tensor>& weight, int64_t reduction,
+                           int64_t ignore_index, double smoothing) {
+  constexpr const char* op = "vkml::cross_entropy_forward";
+  check_rows(op, scores, target, weight, reduction, smoothing);
+  TORCH_CHECK(on_vkml(scores), op, ": scores must be on vkml");
+  at::Tensor x = scores.contiguous(), t = target.contiguous(), w = defined_or_empty(weight);
   const bool none = reduction == at::Reduction::None;
   const auto f32 = x.options().dtype(at::kFloat);
-  Forward f;
-  f.lse = at::empty({x.size(0)}, f32);
-  f.total = at::empty({}, f32);
-  if (weight.defined() && smoothing != 0.0) f.weight_sum = weight.sum(0, false, at::kFloat);
-  f.output = at::empty(none ? at::IntArrayRef{x.size(0)} : at::IntArrayRef{}, x.options());
+  at::Tensor lse = at::empty({x.size(0)}, f32);
+  at::Tensor total = none ? at::empty({0}, f32) : at::empty({}, f32);
+  at::Tensor weight_sum = weight_sum_of(w, smoothing);
+  at::Tensor output = at::empty(none ? at::IntArrayRef{x.size(0)} : at::IntArrayRef{}, x.options());
   at::Tensor rows = none ? at::Tensor() : at::empty({x.size(0)}, f32);
-  auto a = args_for(x, target, weight, f.weight_sum, reduction, ignore_index, smoothing);
-  a.lse = addr(f.lse);
-  a.total_weight = addr(f.total);
+  auto a = args_for(x, t, w, weight_sum, reduction, ignore_index, smoothing);
+  a.lse = addr(lse);
+  a.total_weight = none ? 0 : addr(total);
   guarded([&] {
-    vkml::ops::cross_entropy_forward(vkml_device(x), a, addr(f.output),
+    vkml::ops::cross_entropy_forward(vkml_device(x), a, addr(output),
                                      rows.defined() ? addr(rows) : 0);
   });
-  return f;
+  return {output, lse, total};
 }
+
+ForwardResult forward_meta(const at::Tensor& scores, const at::Tensor& target,
+                           const std::optional<at::Tensor>& weight, int64_t reduction, int64_t,
+                           double smoothing) {
+  check_rows("vkml::cross_entropy_forward", scores, target, weight, reduction, smoothing);
+  const auto f32 = scores.options().dtype(at::kFloat);
+  const c10::SymInt n = scores.sym_size(0);
+  if (reduction == at::Reduction::None)
+    return {at::empty_symint({n}, scores.options()), at::empty_symint({n}, f32),
+            at::empty({0}, f32)};
+  return {at::empty({}, scores.options()), at::empty_symint({n}, f32), at::empty({}, f32)};
+}
+
+// vkml::cross_entropy_backward: the scores' gradient, [n, c] contiguous, from the
+// loss's gradient and the forward's log-sum-exp and total weight.
+at::Tensor backward_vkml(const at::Tensor& grad, const at::Tensor& scores, const at::Tensor& target,
+                         const std::optional<at::Tensor>& weight, const at::Tensor& lse,
+                         const at::Tensor& total, int64_t reduction, int64_t ignore_index,
+                         double smoothing) {
+  constexpr const char* op = "vkml::cross_entropy_backward";
+  check_rows(op, scores, target, weight, reduction, smoothing);
+  TORCH_CHECK(on_vkml(scores), op, ": scores must be on vkml");
+  TORCH_CHECK(grad.scalar_type() == scores.scalar_type() && grad.device() == scores.device(), op,
+              ": grad must have the scores' dtype and device");
+  TORCH_CHECK(reduction == at::Reduction::None ? grad.dim() == 1 && grad.size(0) == scores.size(0)
+                                               : grad.numel() == 1,
+              op, ": grad must have the loss's shape");
+  TORCH_CHECK(lse.scalar_type() == at::kFloat && lse.dim() == 1 && lse.size(0) == scores.size(0) &&
+                  total.scalar_type() == at::kFloat &&
+                  total.numel() == (reduction == at::Reduction::None ? 0 : 1) &&
+                  lse.device() == scores.device() && total.device() == scores.device(),
+              op, ": lse and total_weight must be what cross_entropy_forward returned");
+  at::Tensor x = scores.contiguous(), t = target.contiguous(), w = defined_or_empty(weight);
+  at::Tensor g = grad.contiguous(), l = lse.contiguous(), tw = total.contiguous();
+  at::Tensor weight_sum = weight_sum_of(w, smoothing);
+  at::Tensor grad_input = at::empty_like(x, at::MemoryFormat::Contiguous);
+  auto a = args_for(x, t, w, weight_sum, reduction, ignore_index, smoothing);
+  a.lse = addr(l);
+  a.total_weight = reduction == at::Reduction::None ? 0 : addr(tw);
+  guarded([&] { vkml::ops::cross_entropy_backward(vkml_device(x), a, addr(g), addr(grad_input)); });
+  return grad_input;
+}
+
+at::Tensor backward_meta(const at::Tensor&, const at::Tensor& scores, const at::Tensor& target,
+                         const std::optional<at::Tensor>& weight, const at::Tensor&,
+                         const at::Tensor&, int64_t reduction, int64_t, double smoothing) {
+  check_rows("vkml::cross_entropy_backward", scores, target, weight, reduction, smoothing);
+  return at::empty_symint(scores.sym_sizes(), scores.options());
+}
+
+// The ops through the dispatcher, so that tracing (fake, functional tensors) sees them.
+ForwardResult call_forward(const at::Tensor& scores, const at::Tensor& target,
+                           const std::optional<at::Tensor>& weight, int64_t reduction,
+                           int64_t ignore_index, double smoothing) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("vkml::cross_entropy_forward", "")
+                       .typed<decltype(forward_vkml)>();
+  return op.call(scores, target, weight, reduction, ignore_index, smoothing);
+}
+
+at::Tensor call_backward(const at::Tensor& grad, const at::Tensor& scores, const at::Tensor& target,
+                         const std::optional<at::Tensor>& weight, const at::Tensor& lse,
+                         const at::Tensor& total, int64_t reduction, int64_t ignore_index,
+                         double smoothing) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("vkml::cross_entropy_backward", "")
+                       .typed<decltype(backward_vkml)>();
+  return op.call(grad, scores, target, weight, lse, total, reduction, ignore_index, smoothing);
+}
+
+// ------------------------------------------------------------------ autograd
 
 // The gradient as differentiable ops, for a backward that builds a graph
 // (create_graph=True): the fused kernel has no derivative of its own.
@@ -118,42 +237,30 @@ class FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& scores,
                             const at::Tensor& target, const std::optional<at::Tensor>& weight,
                             int64_t reduction, int64_t ignore_index, double smoothing) {
-    at::Tensor x = scores.contiguous(), t = target.contiguous();
-    at::Tensor w = weight.has_value() && weight->defined() ? weight->contiguous() : at::Tensor();
-    Forward f = run_forward(x, t, w, reduction, ignore_index, smoothing);
-    ctx->save_for_backward({scores, target});
-    ctx->saved_data["weight"] = w;
-    ctx->saved_data["lse"] = f.lse;
-    ctx->saved_data["total"] = f.total;
-    ctx->saved_data["weight_sum"] = f.weight_sum;
+    auto [output, lse, total] =
+        call_forward(scores, target, weight, reduction, ignore_index, smoothing);
+    ctx->save_for_backward({scores, target, weight.value_or(at::Tensor()), lse, total});
     ctx->saved_data["reduction"] = reduction;
     ctx->saved_data["ignore_index"] = ignore_index;
     ctx->saved_data["smoothing"] = smoothing;
-    return f.output;
+    return output;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     variable_list saved = ctx->get_saved_variables();
-    at::Tensor x = saved[0].contiguous(), target = saved[1].contiguous();
-    at::Tensor weight = ctx->saved_data["weight"].toTensor();
+    const at::Tensor &x = saved[0], &target = saved[1], &weight = saved[2];
+    const at::Tensor &lse = saved[3], &total = saved[4];
     const int64_t reduction = ctx->saved_data["reduction"].toInt();
     const int64_t ignore_index = ctx->saved_data["ignore_index"].toInt();
     const double smoothing = ctx->saved_data["smoothing"].toDouble();
-    at::Tensor total = ctx->saved_data["total"].toTensor();
-    at::Tensor grad = grads[0].contiguous();
     at::Tensor grad_input;
     if (at::GradMode::is_enabled()) {
-      grad_input =
-          differentiable_grad(x, target, weight, grad, total, reduction, ignore_index, smoothing);
+      grad_input = differentiable_grad(x, target, weight, grads[0], total, reduction, ignore_index,
+                                       smoothing);
     } else {
-      grad_input = at::empty_like(x, at::MemoryFormat::Contiguous);
-      auto a = args_for(x, target, weight, ctx->saved_data["weight_sum"].toTensor(), reduction,
-                        ignore_index, smoothing);
-      a.lse = addr(ctx->saved_data["lse"].toTensor());
-      a.total_weight = addr(total);
-      guarded([&] {
-        vkml::ops::cross_entropy_backward(vkml_device(x), a, addr(grad), addr(grad_input));
-      });
+      auto w = weight.defined() ? std::optional<at::Tensor>(weight) : std::nullopt;
+      grad_input =
+          call_backward(grads[0], x, target, w, lse, total, reduction, ignore_index, smoothing);
     }
     return {grad_input, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
@@ -177,7 +284,7 @@ at::Tensor fused_or_composite(const at::Tensor& self, const at::Tensor& target,
     return composite(self, target, weight, reduction, std::move(ignore_index), smoothing);
   auto [scores, t] = as_rows(self, target);
   at::Tensor out = fused(scores, t, w, ignore_index.guard_int(__FILE__, __LINE__));
-  return reduction == at::Reduction::None ? out.reshape(target.sizes()) : out;
+  return reduction == at::Reduction::None ? out.reshape_symint(target.sym_sizes()) : out;
 }
 
 at::Tensor cross_entropy_autograd(const at::Tensor& self, const at::Tensor& target,
@@ -198,13 +305,36 @@ at::Tensor cross_entropy_no_grad(const at::Tensor& self, const at::Tensor& targe
   return fused_or_composite(
       self, target, weight, reduction, std::move(ignore_index), smoothing,
       [&](const at::Tensor& scores, const at::Tensor& t, const at::Tensor& w, int64_t ignore) {
-        return run_forward(scores.contiguous(), t.contiguous(), w.defined() ? w.contiguous() : w,
-                           reduction, ignore, smoothing)
-            .output;
+        auto w_arg = w.defined() ? std::optional<at::Tensor>(w) : std::nullopt;
+        return std::get<0>(call_forward(scores, t, w_arg, reduction, ignore, smoothing));
       });
 }
 
 }  // namespace
+
+// The vkml namespace is library.cpp's; these ops are a fragment of it.
+TORCH_LIBRARY_FRAGMENT(vkml, m) {
+  m.def(
+      "cross_entropy_forward(Tensor scores, Tensor target, Tensor? weight, int reduction, "
+      "int ignore_index, float label_smoothing) -> (Tensor output, Tensor lse, "
+      "Tensor total_weight)",
+      {at::Tag::pt2_compliant_tag});
+  m.def(
+      "cross_entropy_backward(Tensor grad, Tensor scores, Tensor target, Tensor? weight, "
+      "Tensor lse, Tensor total_weight, int reduction, int ignore_index, "
+      "float label_smoothing) -> Tensor",
+      {at::Tag::pt2_compliant_tag});
+}
+
+TORCH_LIBRARY_IMPL(vkml, PrivateUse1, m) {
+  m.impl("cross_entropy_forward", TORCH_FN(forward_vkml));
+  m.impl("cross_entropy_backward", TORCH_FN(backward_vkml));
+}
+
+TORCH_LIBRARY_IMPL(vkml, Meta, m) {
+  m.impl("cross_entropy_forward", TORCH_FN(forward_meta));
+  m.impl("cross_entropy_backward", TORCH_FN(backward_meta));
+}
 
 TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
   m.impl("cross_entropy_loss", TORCH_FN(cross_entropy_autograd));
