@@ -55,9 +55,12 @@ endif
 NO_AUTOLOAD = TORCH_DEVICE_BACKEND_AUTOLOAD=0
 
 # Exit 0 iff `import torch_vkml` resolves to this checkout (editable install present).
-IS_INSTALLED_PY = import importlib.util as u, os, sys; \
+# Installed from this tree, with the current autoload entry point (an older install named
+# torch_vkml:_autoload, which skips the check that keeps CUDA working).
+IS_INSTALLED_PY = import importlib.util as u, importlib.metadata as m, os, sys; \
   s = u.find_spec("torch_vkml"); \
-  sys.exit(0 if s and s.origin and os.path.realpath(s.origin).startswith(os.path.realpath("python/torch_vkml") + os.sep) else 1)
+  e = [x.value for x in m.entry_points(group="torch.backends") if x.name == "torch_vkml"]; \
+  sys.exit(0 if s and s.origin and os.path.realpath(s.origin).startswith(os.path.realpath("python/torch_vkml") + os.sep) and e == ["_torch_vkml_autoload:autoload"] else 1)
 
 .PHONY: all setup build demo test bench docs format lint clean
 
@@ -89,7 +92,7 @@ ifeq ($(SETUP),none)
 	@mkdir -p $(PYPATH_DIR)/torch_vkml-0.1.0.dist-info
 	@printf 'Metadata-Version: 2.1\nName: torch-vkml\nVersion: 0.1.0\n' \
 	  > $(PYPATH_DIR)/torch_vkml-0.1.0.dist-info/METADATA
-	@printf '[torch.backends]\ntorch_vkml = torch_vkml:_autoload\n' \
+	@printf '[torch.backends]\ntorch_vkml = _torch_vkml_autoload:autoload\n' \
 	  > $(PYPATH_DIR)/torch_vkml-0.1.0.dist-info/entry_points.txt
 else
 	@if ! $(PYTHON) -c '$(IS_INSTALLED_PY)'; then \

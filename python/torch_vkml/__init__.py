@@ -12,7 +12,8 @@ import sys
 
 
 def _autoload() -> None:
-    """Entry point of torch's device-backend autoload: importing this module is enough.
+    """The autoload entry point of installs made before _torch_vkml_autoload existed
+    (reinstalling moves it there): importing this module is enough.
 
     Defined before ``import torch``: when a script imports torch_vkml first, torch's
     autoload imports it again while it is still initialising and looks this name up.
@@ -121,12 +122,33 @@ def get_amp_supported_dtype() -> list[torch.dtype]:
 
 def _register() -> None:
     if torch._C._get_privateuse1_backend_name() != "vkml":
+        _warn_if_another_accelerator()
         torch.utils.rename_privateuse1_backend("vkml")
     if not hasattr(torch, "vkml"):
         torch._register_device_module("vkml", sys.modules[__name__])
     if not hasattr(torch.Tensor, "is_vkml"):
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+        )
+
+
+def _warn_if_another_accelerator() -> None:
+    # Registering vkml makes it the process's accelerator, ahead of CUDA; PyTorch's
+    # autograd engine then fails CUDA backward (docs/coexistence.md). The autoload skips
+    # vkml in such a process; an explicit import is taken as wanted, with this warning.
+    from _torch_vkml_autoload import builtin_accelerator
+
+    other = builtin_accelerator()
+    if other is not None:
+        import warnings
+
+        warnings.warn(
+            f"torch_vkml: this process also has {other} devices. Registering vkml makes it "
+            f"PyTorch's accelerator, and PyTorch's autograd engine then fails backward() on "
+            f"{other} tensors (pytorch/pytorch#161129; see docs/coexistence.md). Use vkml "
+            f"and {other} in separate processes.",
+            RuntimeWarning,
+            stacklevel=4,
         )
 
 
