@@ -23,6 +23,7 @@ namespace vkml_aten {
 void register_hooks();
 void register_event(pybind11::module& m);
 void register_module_conversion(pybind11::module& m);
+void register_profiler(pybind11::module& m);
 }  // namespace vkml_aten
 
 namespace py = pybind11;
@@ -103,16 +104,6 @@ py::dict properties(int index, bool details) {
   return d;
 }
 
-// An elementwise kernel's profile name with its op spelled out: the op code is its first
-// specialization constant ("elementwise_f32[200]" -> "elementwise_f32[200] add").
-std::string with_op_name(const std::string& name) {
-  if (name.rfind("elementwise", 0) != 0) return name;
-  size_t open = name.find('[');
-  if (open == std::string::npos) return name;
-  const char* op = vkml::ops::op_code_name(std::atoi(name.c_str() + open + 1));
-  return op ? name + " " + op : name;
-}
-
 // torch.cuda.memory_stats()'s keys ("allocated_bytes.all.current", "num_ooms", ...),
 // then vkml's own counters of the stream's work.
 py::dict memory_stats(std::optional<int> index) {
@@ -184,29 +175,8 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("device") = py::none());
   m.def("memory_stats", &memory_stats, py::arg("device") = py::none());
-  // torch_vkml.profile(): per-kernel device time (runtime/profiler.h).
-  m.def(
-      "_profile_start",
-      [](std::optional<int> i) {
-        py::gil_scoped_release no_gil;
-        guarded([&] { dev(i).start_profiling(); });
-      },
-      py::arg("device") = py::none());
-  m.def(
-      "_profile_stop",
-      [](std::optional<int> i) {
-        std::vector<vkml::Profiler::Kernel> kernels;
-        {
-          py::gil_scoped_release no_gil;
-          kernels = guarded([&] { return dev(i).stop_profiling(); });
-        }
-        py::list out;
-        for (const auto& k : kernels)
-          out.append(
-              py::make_tuple(with_op_name(k.name), k.calls, k.workgroups, k.total_ns, k.max_ns));
-        return out;
-      },
-      py::arg("device") = py::none());
+  // torch.profiler's vkml kernels and torch_vkml.profile (profiler.cpp).
+  register_profiler(m);
   m.def(
       "reset_peak_memory_stats", [](std::optional<int> i) { dev(i).memory().reset_peak(); },
       py::arg("device") = py::none());

@@ -48,7 +48,7 @@ from ._memory import (
     reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
-from ._profile import KernelTime, profile
+from ._profile import KernelTime, profile, profiler_utilization
 from ._random import (
     get_rng_state,
     initial_seed,
@@ -83,6 +83,7 @@ __all__ = [
     "memory_stats",
     "memory_summary",
     "profile",
+    "profiler_utilization",
     "reset_accumulated_memory_stats",
     "reset_fallback_counts",
     "reset_peak_memory_stats",

@@ -97,3 +97,50 @@ def test_resnet18_forward_backward_like_cpu():
             b_vk.cpu(), b_cpu, atol=1e-4, rtol=1e-4, msg=lambda m, name=name: f"{name}: {m}"
         )
     assert_no_fallback()
+
+
+def test_resnet18_training_step_chrome_trace_has_vkml_kernels(tmp_path):
+    """torch.profiler over a ResNet-18 training step: the Chrome trace puts vkml's kernels,
+    with their device times, on the device's track, each linked to the op that ran it."""
+    import json
+
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.manual_seed(0)
+    model = ResNet18().to(VKML)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(2, 3, 64, 64).to(VKML)
+    y = torch.tensor([3, 7]).to(VKML)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    step()  # pipelines made before the profiled step
+    torch_vkml.synchronize()
+    torch_vkml.reset_fallback_counts()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+        step()
+        torch_vkml.synchronize()
+    assert_no_fallback()
+    path = tmp_path / "resnet18.json"
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    tracks = {
+        e["pid"]: str(e["args"]["name"])
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "process_name"
+    }
+    device = {pid for pid, name in tracks.items() if name.startswith("vkml:0")}
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("pid") in device]
+    assert len(kernels) > 100, len(kernels)  # 20 convs, 20 norms, their backwards, ...
+    assert all(k["dur"] > 0 for k in kernels)
+    ops = {e["args"]["External id"]: e["name"] for e in events if e.get("cat") == "cpu_op"}
+    launched_by = {ops[k["args"]["External id"]] for k in kernels}
+    assert {"aten::convolution_overrideable", "aten::native_batch_norm"} <= launched_by, launched_by
+    # the ops' device time, as key_averages() sums it for the table
+    times = {e.key: e.self_device_time_total for e in prof.key_averages()}
+    assert times["aten::convolution_overrideable"] > 0
+    busy = sum(k["dur"] for k in kernels)
+    assert 0 < torch_vkml.profiler_utilization(prof)["busy_us"] <= busy * 1.01 + 1

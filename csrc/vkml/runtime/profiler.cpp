@@ -8,6 +8,11 @@
 
 namespace vkml {
 
+uint64_t& profiler_tag() {
+  thread_local uint64_t tag = 0;
+  return tag;
+}
+
 Profiler::Profiler(Device& device) : device_(device), timer_(device.timer()) {
   VKML_CHECK_ARG(
       timer_.supported(),
@@ -38,10 +43,10 @@ void Profiler::after(VkCommandBuffer cb, VkPipeline pipeline, uint64_t workgroup
   uint32_t query = uint32_t(commands_.size()) * 2 + 1;
   vk::vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
                           pools_[query / kQueriesPerPool].get(), query % kQueriesPerPool);
-  commands_.push_back({pipeline, workgroups});
+  commands_.push_back({pipeline, workgroups, profiler_tag()});
 }
 
-std::vector<Profiler::Kernel> Profiler::collect() {
+std::vector<Profiler::Command> Profiler::commands() {
   const uint32_t queries = uint32_t(commands_.size()) * 2;
   std::vector<uint64_t> ticks(queries);
   for (uint32_t first = 0; first < queries; first += kQueriesPerPool) {
@@ -50,12 +55,24 @@ std::vector<Profiler::Kernel> Profiler::collect() {
         device_.handle(), pools_[first / kQueriesPerPool].get(), 0, count, count * sizeof(uint64_t),
         ticks.data() + first, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
   }
+  std::vector<Command> out = commands_;
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].start_ticks = ticks[2 * i];
+    out[i].end_ticks = ticks[2 * i + 1];
+  }
+  return out;
+}
+
+std::string Profiler::name_of(VkPipeline pipeline) const {
+  return pipeline ? device_.pipelines().name_of(pipeline) : "copy";
+}
+
+std::vector<Profiler::Kernel> Profiler::collect() {
   const uint64_t mask = timer_.tick_mask();
   std::map<VkPipeline, Kernel> by_pipeline;
-  for (size_t i = 0; i < commands_.size(); ++i) {
-    const Command& c = commands_[i];
+  for (const Command& c : commands()) {
     Kernel& k = by_pipeline[c.pipeline];
-    double ns = double((ticks[2 * i + 1] - ticks[2 * i]) & mask) * timer_.period_ns();
+    double ns = double((c.end_ticks - c.start_ticks) & mask) * timer_.period_ns();
     ++k.calls;
     k.workgroups += c.workgroups;
     k.total_ns += ns;
@@ -63,7 +80,7 @@ std::vector<Profiler::Kernel> Profiler::collect() {
   }
   std::vector<Kernel> out;
   for (auto& [pipeline, k] : by_pipeline) {
-    k.name = pipeline ? device_.pipelines().name_of(pipeline) : "copy";
+    k.name = name_of(pipeline);
     out.push_back(std::move(k));
   }
   std::sort(out.begin(), out.end(),

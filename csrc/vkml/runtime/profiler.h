@@ -1,10 +1,14 @@
 #pragma once
-// Per-kernel device time (torch_vkml.profile): while a Profiler is attached, the
+// Per-kernel device time (torch.profiler, torch_vkml.profile): while a Profiler is attached, the
 // stream puts its barrier before every command (not only where the hazard tracker
 // sees a dependency) and the Profiler device-clock timestamps on both sides of it, so
 // each kernel's time is its own, measured alone, as a CUDA stream runs kernels one
 // after another. Serialising costs the overlap the hazard tracker normally allows; the
 // per-kernel breakdown is the point, not the total.
+//
+// Each command also carries the tag its recording thread had set (profiler_tag()): the
+// adapter sets it to the torch.profiler correlation id of the aten op running on that
+// thread, so a kernel names the op that launched it without the core knowing of ATen.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,6 +20,10 @@ namespace vkml {
 
 class Device;
 class Timer;
+
+// This thread's tag for the commands it records from now on (0: none). Read only while
+// a Profiler is attached to the stream; setting it costs nothing on the dispatch path.
+uint64_t& profiler_tag();
 
 class Profiler {
  public:
@@ -39,15 +47,24 @@ class Profiler {
   // The time of every command recorded, summed per kernel, most time first. The
   // caller has waited for the stream to finish them.
   std::vector<Kernel> collect();
+
+  // Each timed command in recording order: its raw device-clock ticks on both sides
+  // (differences wrap within Timer::tick_mask()) and the tag of the thread that recorded
+  // it. The caller has waited for the stream to finish them.
+  struct Command {
+    VkPipeline pipeline;  // null for a buffer copy
+    uint64_t workgroups;
+    uint64_t tag;
+    uint64_t start_ticks = 0, end_ticks = 0;
+  };
+  std::vector<Command> commands();
+  // The kernel's name: shader[specialization constants], or "copy" for a null pipeline.
+  std::string name_of(VkPipeline pipeline) const;
   uint64_t dropped() const { return dropped_; }
 
   static constexpr uint32_t kMaxCommands = 1u << 18;
 
  private:
-  struct Command {
-    VkPipeline pipeline;
-    uint64_t workgroups;
-  };
   static constexpr uint32_t kQueriesPerPool = 4096;  // two per command
 
   Device& device_;
