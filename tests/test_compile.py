@@ -319,6 +319,22 @@ def test_graphs_call_the_fused_kernels():
         torch.testing.assert_close(got.cpu(), want.cpu(), rtol=1e-4, atol=1e-5)
 
 
+def test_tensors_made_inside_compiled_code():
+    """A vkml tensor created inside the compiled function (a causal mask, zeros on
+    "vkml" without an index): fake tensors ask torch.vkml.is_initialized()."""
+
+    def fn(x):
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1], device=VKML)
+        return (x @ x.transpose(1, 2) + mask).softmax(-1) + torch.zeros(1, device=VKML)
+
+    x = _data(2, SEQ, DIM)
+    torch_vkml.reset_fallback_counts()
+    got = torch.compile(fn)(x)
+    assert torch_vkml.fallback_counts() == {}
+    torch.testing.assert_close(got.cpu(), fn(x).cpu(), rtol=1e-5, atol=1e-6)
+    assert torch_vkml.is_initialized()
+
+
 # ---------------------------------------------------------------- device interface
 
 

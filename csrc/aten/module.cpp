@@ -156,6 +156,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("unavailable_reason", [] { return vkml::Runtime::get().unavailable_reason(); });
   m.def("device_count", [] { return vkml::Runtime::get().device_count(); });
   m.def("in_bad_fork", [] { return vkml::Runtime::in_bad_fork(); });
+  // Whether a vkml device has been created (torch.cuda.is_initialized's meaning); creates
+  // nothing.
+  m.def("is_initialized", [] {
+    vkml::Runtime* rt = vkml::Runtime::existing();
+    if (!rt || vkml::Runtime::in_bad_fork()) return false;
+    for (int i = 0; i < rt->device_count(); ++i)
+      if (rt->created_device(i)) return true;
+    return false;
+  });
   m.def("check_index", [](int i) { guarded([&] { vkml::Runtime::get().check_index(i); }); });
   m.def("get_device_properties", &properties, py::arg("index"), py::arg("details") = false);
   // The torch release whose headers this module was compiled against.

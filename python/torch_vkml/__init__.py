@@ -31,6 +31,7 @@ from ._device import (
     device_name,
     get_device_properties,
     is_available,
+    is_initialized,
     set_device,
     synchronize,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "get_rng_state",
     "initial_seed",
     "is_available",
+    "is_initialized",
     "manual_seed",
     "manual_seed_all",
     "max_memory_allocated",

@@ -14,6 +14,12 @@ def is_available() -> bool:
     return bool(_C.is_available())
 
 
+def is_initialized() -> bool:
+    """True once a vkml device has been created in this process (as torch.cuda's; PyTorch's
+    fake tensors ask it when compiled code creates a vkml tensor)."""
+    return bool(_C.is_initialized())
+
+
 def device_count() -> int:
     return int(_C.device_count())
 
