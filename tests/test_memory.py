@@ -111,6 +111,9 @@ def test_out_of_memory_is_counted_and_leaves_the_device_usable():
 
 
 def test_memory_summary():
+    big = torch.empty(600 * MiB, dtype=torch.uint8, device=VKML)  # totals of 4 digits in MiB
+    del big
+    torch_vkml.synchronize()
     x = torch.empty(2 * MiB, dtype=torch.uint8, device=VKML)
     text = torch_vkml.memory_summary()
     assert "Allocated memory" in text and "Reserved memory" in text

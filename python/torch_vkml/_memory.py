@@ -84,14 +84,14 @@ def memory_summary(device: _Device = None, abbreviated: bool = False) -> str:
         ("Device reserved segments", "segment", str),
     ]
     pools = ["all"] if abbreviated else ["all", "large_pool", "small_pool"]
-    width = 89
+    width = 93  # value columns of 11: up to '1023.99 MiB'
     line = "|" + "-" * (width - 2) + "|"
     out = [
         line,
         f"|{'vkml memory summary, device ' + str(index):^{width - 2}}|",
         line,
-        f"| {'Metric':<34}| {'Cur Usage':>11} | {'Peak Usage':>11} | {'Tot Alloc':>9} |"
-        f" {'Tot Freed':>9} |",
+        f"| {'Metric':<34}| {'Cur Usage':>11} | {'Peak Usage':>11} | {'Tot Alloc':>11} |"
+        f" {'Tot Freed':>11} |",
         line,
     ]
     for title, key, fmt in rows:
@@ -99,13 +99,13 @@ def memory_summary(device: _Device = None, abbreviated: bool = False) -> str:
             name = title if pool == "all" else f"  from {pool.replace('_', ' ')}"
             vals = [fmt(s[f"{key}.{pool}.{k}"]) for k in ("current", "peak", "allocated", "freed")]
             out.append(
-                f"| {name:<34}| {vals[0]:>11} | {vals[1]:>11} | {vals[2]:>9} | {vals[3]:>9} |"
+                f"| {name:<34}| {vals[0]:>11} | {vals[1]:>11} | {vals[2]:>11} | {vals[3]:>11} |"
             )
         out.append(line)
     out += [
-        f"| {'Device memory free / total':<34}| {_size(free) + ' / ' + _size(total):>49} |",
+        f"| {'Device memory free / total':<34}| {_size(free) + ' / ' + _size(total):>53} |",
         f"| {'Allocation retries / OOMs':<34}|"
-        f" {str(s['num_alloc_retries']) + ' / ' + str(s['num_ooms']):>49} |",
+        f" {str(s['num_alloc_retries']) + ' / ' + str(s['num_ooms']):>53} |",
         line,
     ]
     return "\n".join(out)
