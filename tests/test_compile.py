@@ -178,47 +178,30 @@ def test_cnn_trains_like_eager():
 VOCAB, SEQ, DIM, HEADS = 16, 8, 16, 2
 
 
-class _Block(nn.Module):
-    """Pre-norm attention block: LayerNorm, causal scaled_dot_product_attention, GELU MLP."""
+def _model_test(name):
+    """A module of tests/models, whose models the model tests train against the CPU."""
+    import importlib
+    import sys
+    from pathlib import Path
 
-    def __init__(self):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(DIM), nn.LayerNorm(DIM)
-        self.qkv = nn.Linear(DIM, 3 * DIM, bias=False)
-        self.proj = nn.Linear(DIM, DIM)
-        self.mlp = nn.Sequential(nn.Linear(DIM, 2 * DIM), nn.GELU(), nn.Linear(2 * DIM, DIM))
-
-    def forward(self, x):
-        b, t, _ = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(DIM, dim=2)
-        q, k, v = (z.view(b, t, HEADS, DIM // HEADS).transpose(1, 2) for z in (q, k, v))
-        att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(att.transpose(1, 2).reshape(b, t, DIM))
-        return x + self.mlp(self.ln2(x))
+    models = str(Path(__file__).parent / "models")
+    if models not in sys.path:
+        sys.path.insert(0, models)
+    return importlib.import_module(name)
 
 
-class _TinyLM(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.tok, self.pos = nn.Embedding(VOCAB, DIM), nn.Embedding(SEQ, DIM)
-        self.block = _Block()
-        self.head = nn.Linear(DIM, VOCAB)
-
-    def forward(self, idx):
-        pos = torch.arange(idx.shape[1], device=idx.device)
-        return self.head(self.block(self.tok(idx) + self.pos(pos)))
-
-
-def _lm_loss(model, idx, target):
-    return F.cross_entropy(model(idx).reshape(-1, VOCAB), target.reshape(-1))
-
-
-def test_transformer_lm_trains_like_eager():
-    batches = []
-    for s in range(3):
-        seq = _data(4, SEQ + 1, classes=VOCAB, seed=s)
-        batches.append((seq[:, :-1], seq[:, 1:]))
-    _assert_trains_like_eager(_TinyLM, batches, _lm_loss, {})
+def test_model_tests_mlp_cnn_and_lm_train_like_eager():
+    """The model tests' digits MLP, digits CNN (batch norm; dropout off, as there) and
+    Transformer LM train under torch.compile to eager's losses and weights."""
+    mlp, cnn, lm = (_model_test(f"test_model_{n}") for n in ("mlp", "cnn", "transformer"))
+    digits = [(_data(16, 64, seed=s), _data(16, classes=10, seed=s)) for s in range(3)]
+    _assert_trains_like_eager(mlp.mlp, digits, _classify, {})
+    images = [(x.reshape(16, 1, 8, 8), y) for x, y in digits]
+    _assert_trains_like_eager(
+        lambda: cnn._deterministic_train(cnn.DigitsCNN()), images, _classify, {}
+    )
+    sequences = [(idx.to(VKML), target.to(VKML)) for idx, target in lm._batches()]
+    _assert_trains_like_eager(lm.TinyLM, sequences, lm._loss, {})
 
 
 # ---------------------------------------------------------------- fused vkml kernels in the graph
