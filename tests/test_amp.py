@@ -4,12 +4,15 @@ torch.amp.GradScaler with its two ops native on the device.
 Before: autocast on vkml cast nothing (a matmul under bf16 autocast gave float32), and
 a GradScaler step ran _amp_foreach_non_finite_check_and_unscale_ and _amp_update_scale_
 on the CPU fallback.
+
+Covers every case of torch_openreg's tests/test_autocast.py (PyTorch's reference backend).
 """
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch.testing._internal.autocast_test_lists import AutocastTestLists
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import torch_vkml
 
@@ -146,18 +149,19 @@ def test_autocast_api():
         assert (c @ c).dtype == torch.float32
 
 
+class CountCasts(TorchDispatchMode):
+    """Counts the dtype casts (aten::_to_copy) dispatched inside the block."""
+
+    def __init__(self):
+        super().__init__()
+        self.casts = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.casts += func is torch.ops.aten._to_copy.default
+        return func(*args, **(kwargs or {}))
+
+
 def test_weight_cast_cache():
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class CountCasts(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.casts = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.casts += func is torch.ops.aten._to_copy.default
-            return func(*args, **(kwargs or {}))
-
     lin = torch.nn.Linear(8, 8).to(VKML)
     x = torch.randn(2, 8, device=VKML)
     assert torch.is_autocast_cache_enabled()
@@ -192,6 +196,121 @@ def test_custom_fwd_bwd():
     assert y.dtype == torch.float32
     y.sum().backward()
     torch.testing.assert_close(x.grad.cpu(), (2 * x.detach().float()).half().cpu())
+
+
+# ---- the cases of torch_openreg's test_autocast.py not covered by the lists above ----
+
+
+LOW_TOL = {torch.float16: dict(atol=1e-2, rtol=1e-2), torch.bfloat16: dict(atol=5e-2, rtol=2e-2)}
+
+
+def test_an_unsupported_autocast_dtype_warns_and_disables_autocast():
+    a = torch.randn(2, 3, device=VKML)
+    b = torch.randn(3, 3, device=VKML)
+    for dtype in (torch.float32, torch.float64):
+        refused = "vkml autocast, but the target dtype is not supported"
+        with pytest.warns(UserWarning, match=refused):
+            ctx = torch.autocast(VKML, dtype=dtype)
+        with ctx:
+            assert not torch.is_autocast_enabled(VKML)
+            assert (a @ b).dtype == torch.float32  # nothing cast
+    assert torch.vkml.get_amp_supported_dtype() == [torch.float16, torch.bfloat16]
+
+
+def test_set_autocast_dtype_sets_the_default_of_autocast():
+    a = torch.randn(2, 3, device=VKML)
+    b = torch.randn(3, 3, device=VKML)
+    try:
+        for dtype in (torch.bfloat16, torch.float16):
+            torch.set_autocast_dtype(VKML, dtype)
+            assert torch.get_autocast_dtype(VKML) == dtype
+            with torch.autocast(VKML):  # no dtype given: the one set
+                assert (a @ b).dtype == dtype
+    finally:
+        torch.set_autocast_dtype(VKML, torch.float16)
+
+
+@pytest.mark.parametrize("low", LOW)
+@pytest.mark.parametrize("given", [torch.float16, torch.bfloat16, torch.float32])
+def test_fp32_policy_ops_give_float32_for_any_input(low, given):
+    x = (torch.rand(8) * 1.8 - 0.9).to(given)
+    with torch.autocast(VKML, dtype=low):
+        out = torch.asin(x.to(VKML))
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out.cpu(), torch.asin(x.float()))
+
+
+def test_ops_on_no_list_run_in_their_inputs_dtype():
+    f32 = torch.randn(2, 3, device=VKML)
+    f16 = torch.randn(2, 3, device=VKML, dtype=torch.float16)
+    with torch.autocast(VKML, dtype=torch.float16), CountCasts() as mode:
+        same32 = torch.add(f32, f32)
+        same16 = f16 * f16
+        mixed = f16 + f32  # ordinary type promotion, not autocast
+    assert mode.casts == 0
+    assert same32.dtype == torch.float32 and same16.dtype == torch.float16
+    assert mixed.dtype == torch.float32
+    torch.testing.assert_close(same32.cpu(), 2 * f32.cpu(), rtol=0, atol=0)
+
+
+def test_dot_promotes_as_on_cuda():
+    """dot is on CUDA's promote list (openreg once put it on its fp32 list): two float16
+    inputs stay float16, a float32 one makes it float32."""
+    h = torch.randn(4, device=VKML, dtype=torch.float16)
+    f = torch.randn(4, device=VKML)
+    with torch.autocast(VKML, dtype=torch.float16):
+        assert torch.dot(h, h).dtype == torch.float16
+        assert torch.dot(h, f).dtype == torch.float32
+
+
+@pytest.mark.parametrize("low", LOW)
+def test_mm_of_inputs_already_low_or_mixed(low):
+    g = torch.Generator().manual_seed(1)
+    x32, y32 = torch.randn(2, 3, generator=g), torch.randn(3, 3, generator=g)
+    x, y = x32.to(VKML), y32.to(low).to(VKML)
+    with torch.autocast(VKML, dtype=low), CountCasts() as mode:
+        already = torch.mm(x.to(low), y)
+        casts_of_the_explicit_to = mode.casts
+        mixed = torch.mm(x, y)
+    assert casts_of_the_explicit_to == 1  # autocast cast nothing more for the low pair
+    assert mode.casts == 2  # only the float32 operand of the mixed pair
+    assert already.dtype == mixed.dtype == low
+    want = torch.mm(x32.to(low), y32.to(low)).float()
+    torch.testing.assert_close(mixed.cpu().float(), want, **LOW_TOL[low])
+
+
+@pytest.mark.parametrize("low", LOW)
+def test_ops_chained_under_autocast(low):
+    x = torch.randn(2, 3, device=VKML)
+    y = torch.randn(3, 3, device=VKML)
+    z = torch.rand(2, device=VKML) - 0.5
+    with torch.autocast(VKML, dtype=low):
+        first = torch.mm(x, y)
+        angle = torch.asin(z)
+        second = torch.mm(first, y)  # a low result into a listed op with a float32 one
+        summed = first.sum()  # a float32-policy reduction of a low tensor
+    assert (first.dtype, angle.dtype, second.dtype) == (low, torch.float32, low)
+    assert summed.dtype == torch.float32
+    ref = (x.cpu().to(low) @ y.cpu().to(low)).to(low) @ y.cpu().to(low)
+    torch.testing.assert_close(second.cpu().float(), ref.float(), **LOW_TOL[low])
+
+
+def test_backward_through_autocast_gives_float32_grads():
+    g = torch.Generator().manual_seed(2)
+    x32, y32 = torch.randn(2, 3, generator=g), torch.randn(3, 3, generator=g)
+    x = x32.to(VKML).requires_grad_()
+    y = y32.to(VKML).requires_grad_()
+    with torch.autocast(VKML, dtype=torch.float16):
+        out = torch.mm(x, y)
+        assert out.dtype == torch.float16 and out.requires_grad
+        out.sum().backward()
+    assert x.grad.dtype == y.grad.dtype == torch.float32  # the leaves' own dtype
+    assert x.grad.device.type == VKML
+    ones = torch.ones(2, 3)
+    torch.testing.assert_close(x.grad.cpu(), ones @ y32.half().float().t(), atol=1e-2, rtol=1e-2)
+    torch.testing.assert_close(
+        y.grad.cpu(), x32.half().float().t() @ torch.ones(2, 3), atol=1e-2, rtol=1e-2
+    )
 
 
 # ---- GradScaler ----
