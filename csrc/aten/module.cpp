@@ -24,6 +24,7 @@ void register_hooks();
 void register_event(pybind11::module& m);
 void register_module_conversion(pybind11::module& m);
 void register_profiler(pybind11::module& m);
+void register_distributed(pybind11::module& m);
 }  // namespace vkml_aten
 
 namespace py = pybind11;
@@ -152,6 +153,7 @@ PYBIND11_MODULE(_C, m) {
   register_hooks();
   register_event(m);
   register_module_conversion(m);
+  register_distributed(m);
   m.def("is_available", [] { return vkml::Runtime::get().available(); });
   m.def("unavailable_reason", [] { return vkml::Runtime::get().unavailable_reason(); });
   m.def("device_count", [] { return vkml::Runtime::get().device_count(); });

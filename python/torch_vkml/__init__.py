@@ -22,7 +22,7 @@ def _autoload() -> None:
 
 import torch
 
-from . import _C, _amp, _compile, _module_conversion
+from . import _C, _amp, _compile, _distributed, _module_conversion
 from ._device import (
     current_device,
     default_device,
@@ -187,4 +187,5 @@ _patch_printing()
 _module_conversion.install()
 _compile.install()
 _amp.install()
+_distributed.install()
 atexit.register(_save_pipeline_cache)
