@@ -369,3 +369,35 @@ def describe(proc):
         f"exit status {proc.returncode}\n--- stdout ---\n{proc.stdout}"
         f"\n--- stderr ---\n{proc.stderr}"
     )
+
+
+def on_two_devices(test):
+    """Runs `test` here when two vkml devices exist; otherwise in a fresh pytest with
+    TORCH_VKML_VISIBLE_DEVICES=0,0, where the one device listed twice is two logical
+    devices, each with its own VkDevice, queue and memory (so two-device code is tested
+    on lavapipe instead of skipped)."""
+
+    def run():
+        if torch_vkml.device_count() >= 2:
+            return test()
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"{test.__code__.co_filename}::{test.__name__}",
+            ],
+            env=dict(os.environ, TORCH_VKML_VISIBLE_DEVICES="0,0"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0 and "1 passed" in proc.stdout, (
+            proc.stdout[-4000:] + proc.stderr[-4000:]
+        )
+
+    run.__name__ = test.__name__
+    return run

@@ -8,13 +8,11 @@ Covers every case of torch_openreg's tests/test_memory.py (PyTorch's reference b
 """
 
 import gc
-import os
-import subprocess
-import sys
 import warnings
 
 import pytest
 import torch
+from conftest import on_two_devices
 
 import torch_vkml
 
@@ -427,28 +425,6 @@ def test_a_tensor_set_to_pinned_storage_is_pinned():
         warnings.simplefilter("ignore", UserWarning)  # TypedStorage is deprecated
         typed = torch.tensor((), dtype=torch.float32).set_(pinned.storage())
     assert typed.is_pinned()
-
-
-def on_two_devices(test):
-    """Runs `test` here when two vkml devices exist; else in a fresh pytest where
-    TORCH_VKML_VISIBLE_DEVICES=0,0 lists the one device twice (two logical devices)."""
-
-    def run():
-        if torch_vkml.device_count() >= 2:
-            return test()
-        env = dict(os.environ, TORCH_VKML_VISIBLE_DEVICES="0,0")
-        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-        proc = subprocess.run(
-            [*argv, f"{__file__}::{test.__name__}"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
-
-    run.__name__ = test.__name__
-    return run
 
 
 @on_two_devices

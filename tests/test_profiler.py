@@ -5,16 +5,13 @@ Covers every case of torch_openreg's tests/test_profiler.py (PyTorch's reference
 """
 
 import json
-import os
-import subprocess
-import sys
 import time
 import warnings
 
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import VKML, describe, run_python
+from conftest import VKML, describe, on_two_devices, run_python
 from torch import nn
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile, record_function
@@ -506,28 +503,6 @@ def test_an_exception_inside_the_profiler_stops_it_cleanly(no_fallback):
             raise RuntimeError("raised inside the legacy block")
     assert [e.name for e in old.function_events if e.cpu_parent is None] == ["aten::mul"]
     assert steady_barriers() == plain
-
-
-def on_two_devices(test):
-    """Runs `test` here when two vkml devices exist; else in a fresh pytest where
-    TORCH_VKML_VISIBLE_DEVICES=0,0 lists the one device twice (two logical devices)."""
-
-    def run():
-        if torch_vkml.device_count() >= 2:
-            return test()
-        env = dict(os.environ, TORCH_VKML_VISIBLE_DEVICES="0,0")
-        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-        proc = subprocess.run(
-            [*argv, f"{__file__}::{test.__name__}"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
-
-    run.__name__ = test.__name__
-    return run
 
 
 @on_two_devices

@@ -6,49 +6,16 @@ are satisfied by queue order; the tests check what a program may rely on: result
 current-stream bookkeeping, event states and device timing.
 """
 
-import os
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 import torch
-from conftest import VKML, make
+from conftest import VKML, make, on_two_devices
 
 import torch_vkml
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-
-def on_two_devices(test):
-    """Runs `test` here when two vkml devices exist; otherwise in a fresh pytest with
-    TORCH_VKML_VISIBLE_DEVICES=0,0: one physical device listed twice is two logical
-    devices, each with its own VkDevice, queue and memory."""
-
-    def run():
-        if torch_vkml.device_count() >= 2:
-            return test()
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                f"{__file__}::{test.__name__}",
-            ],
-            env=dict(os.environ, TORCH_VKML_VISIBLE_DEVICES="0,0"),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-        assert "1 passed" in proc.stdout, proc.stdout[-2000:]
-
-    run.__name__ = test.__name__
-    return run
 
 
 _TYPE = torch.Stream(device=VKML).device_type
