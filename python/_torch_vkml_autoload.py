@@ -15,9 +15,13 @@ backend's autoload.
 
 from __future__ import annotations
 
+import functools
 import os
 
 
+# Asked by the autoload and again by torch_vkml's registration in the same import:
+# counted once.
+@functools.cache
 def builtin_accelerator() -> str | None:
     """The built-in accelerator with at least one device in this process, if any: "cuda"
     (ROCm included), "xpu" or "mps". Counts devices without creating a context (NVML

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from shader_variants import parse  # noqa: E402
+from shader_variants import parse, write_if_changed  # noqa: E402
 
 OP_DEFINE = re.compile(r"^#define OP_(\w+)\s+(\d+)\b", re.MULTILINE)
 
@@ -78,8 +78,7 @@ def main(argv: list[str]) -> int:
         "}  // namespace elementwise_detail\n\n"
         "}  // namespace vkml::ops\n"
     )
-    if not out.exists() or out.read_text() != text:
-        out.write_text(text)
+    write_if_changed(out, text)
     return 0
 
 

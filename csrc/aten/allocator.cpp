@@ -81,12 +81,7 @@ class VkmlAllocator final : public c10::DeviceAllocator {
     return rt && rt->available() && !vkml::Runtime::in_bad_fork();
   }
 
-  void emptyCache(c10::MempoolId_t) override {
-    vkml::Runtime* rt = vkml::Runtime::existing();
-    if (!rt || vkml::Runtime::in_bad_fork()) return;
-    for (int i = 0; i < rt->device_count(); ++i)
-      if (vkml::Device* d = rt->created_device(i)) guarded([&] { d->release_cached_memory(); });
-  }
+  void emptyCache(c10::MempoolId_t) override { empty_device_caches(); }
 
   // One queue per device runs everything in order, so memory freed on any stream
   // is safe to reuse at once: nothing to record.
@@ -116,6 +111,13 @@ VkmlAllocator g_allocator;
 }  // namespace
 
 c10::Allocator* vkml_allocator() { return &g_allocator; }
+
+void empty_device_caches() {
+  vkml::Runtime* rt = vkml::Runtime::existing();
+  if (!rt || vkml::Runtime::in_bad_fork()) return;
+  for (int i = 0; i < rt->device_count(); ++i)
+    if (vkml::Device* d = rt->created_device(i)) guarded([&] { d->release_cached_memory(); });
+}
 
 DeviceStats device_stats(vkml::Device& dev) {
   const vkml::MemoryStats s = dev.memory().stats();

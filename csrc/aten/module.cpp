@@ -204,9 +204,9 @@ PYBIND11_MODULE(_C, m) {
       py::arg("device") = py::none());
   m.def("empty_cache", [] {
     py::gil_scoped_release no_gil;
-    auto& rt = vkml::Runtime::get();
-    for (int i = 0; i < rt.device_count(); ++i)
-      guarded([&] { rt.device(i).release_cached_memory(); });
+    // In a forked child this raises the fork error, as every use of the device does.
+    if (vkml::Runtime::in_bad_fork()) guarded([] { vkml::Runtime::get().device(0); });
+    vkml_aten::empty_device_caches();
   });
   m.def(
       "coopmat_status",

@@ -71,48 +71,6 @@ def _exchange_device(index: int) -> int:
     return previous
 
 
-class _Event(torch.Event):
-    """``torch.Event`` (Dynamo captures only its subclasses) on a ``torch_vkml.Event``."""
-
-    def __new__(
-        cls,
-        enable_timing: bool = False,
-        blocking: bool = False,
-        interprocess: bool = False,
-        device=None,
-    ):
-        index = _device._index(device)
-        return super().__new__(cls, torch.device(_DEVICE, index), enable_timing=enable_timing)
-
-    def __init__(
-        self,
-        enable_timing: bool = False,
-        blocking: bool = False,
-        interprocess: bool = False,
-        device=None,
-    ) -> None:
-        self._event = _event.Event(enable_timing, blocking, interprocess, device)
-
-    @property
-    def device(self) -> torch.device:
-        return self._event.device
-
-    def record(self, stream=None) -> None:
-        self._event.record(stream)
-
-    def wait(self, stream=None) -> None:
-        self._event.wait(stream)
-
-    def query(self) -> bool:
-        return self._event.query()
-
-    def synchronize(self) -> None:
-        self._event.synchronize()
-
-    def elapsed_time(self, end_event: _Event) -> float:
-        return self._event.elapsed_time(end_event._event)
-
-
 def _current_stream(device: int | torch.device | str | None = None) -> torch.Stream:
     """The device's one in-order stream."""
     return torch.accelerator.current_stream(
@@ -140,7 +98,7 @@ def _make_interface(base: ModuleType) -> type:
 
     class VkmlInterface(base.DeviceInterface):
         device = _DeviceGuard
-        Event = _Event
+        Event = _event.Event  # a torch.Event subclass, which Dynamo captures
         Stream = torch.Stream
 
         class Worker:
