@@ -28,8 +28,7 @@ std::string mib(uint64_t bytes) {
 }
 }  // namespace
 
-MemoryPool::MemoryPool(Device& device, bool host_visible)
-    : device_(device), host_visible_(host_visible) {
+MemoryPool::MemoryPool(Device& device, bool host_visible) : device_(device) {
   VkPhysicalDeviceMemoryProperties mem;
   vk::vkGetPhysicalDeviceMemoryProperties(device.physical(), &mem);
   // Host pools prefer cached memory (fast reads back); device pools prefer
@@ -49,6 +48,11 @@ MemoryPool::MemoryPool(Device& device, bool host_visible)
   if (best < 0) fail(ErrorKind::Unavailable, "no suitable Vulkan memory type on this device");
   memory_type_ = uint32_t(best);
   heap_index_ = mem.memoryTypes[best].heapIndex;
+  constexpr VkMemoryPropertyFlags kHostUsable = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                                                VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+  const VkMemoryPropertyFlags flags = mem.memoryTypes[best].propertyFlags;
+  mapped_ = host_visible || (flags & kHostUsable) == kHostUsable;
 }
 
 MemoryPool::~MemoryPool() {
@@ -144,7 +148,7 @@ MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small) {
       vk::vkAllocateMemory(dev, &ai, nullptr, b->memory.put()) != VK_SUCCESS)
     return nullptr;
   VKML_CHECK_VK(vk::vkBindBufferMemory(dev, b->buffer.get(), b->memory.get(), 0));
-  if (host_visible_) {
+  if (mapped_) {
     void* p = nullptr;
     VKML_CHECK_VK(vk::vkMapMemory(dev, b->memory.get(), 0, VK_WHOLE_SIZE, 0, &p));
     b->mapped = static_cast<char*>(p);

@@ -81,6 +81,10 @@ class MemoryPool {
   // can use memory the GPU has finished with.
   void free_finished(uint64_t address);
   BufferSlice find(uint64_t address) const;
+  // Whether every block is mapped, so find() gives host pointers: staging pools, and
+  // device pools whose memory is also host-visible, coherent and cached (lavapipe, many
+  // integrated GPUs), where the host may read and write device tensors in place.
+  bool host_mapped() const { return mapped_; }
   // Host-visible pools: the device address of a mapped host pointer inside a
   // live allocation, or 0 when the pointer is not in this pool.
   uint64_t address_of_host(const void* p) const;
@@ -148,7 +152,7 @@ class MemoryPool {
   void count(MemoryStatArray& stat, const Block* b, int64_t n);
 
   Device& device_;
-  bool host_visible_;
+  bool mapped_ = false;
   uint32_t memory_type_ = 0;
   uint32_t heap_index_ = 0;
   mutable std::mutex mutex_;

@@ -234,6 +234,26 @@ void Stream::wait_locked(uint64_t value) {
   retire(value);
 }
 
+void Stream::wait_in_background(uint64_t value) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (value <= completed_value_) return;
+    if (value > submitted_value_) flush_locked();
+  }
+  VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+  wi.semaphoreCount = 1;
+  VkSemaphore timeline = timeline_.get();
+  wi.pSemaphores = &timeline;
+  wi.pValues = &value;
+  for (;;) {
+    VkResult r = vk::vkWaitSemaphores(device_.handle(), &wi, 1000000000ull);
+    if (r == VK_SUCCESS) break;
+    if (r != VK_TIMEOUT) check_lost(r, "vkWaitSemaphores");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  retire(value);
+}
+
 size_t Stream::in_flight() {
   std::lock_guard<std::mutex> lock(mutex_);
   return in_flight_.size();

@@ -46,6 +46,10 @@ class Stream {
   uint64_t flush();
   // Blocks until the GPU reached `value` (flushes first if it is not submitted).
   void wait(uint64_t value);
+  // Blocks the calling thread until the GPU reached `value` without holding the
+  // stream, so other threads keep recording meanwhile (a helper thread that waits
+  // for copies into host buffers). Not a sync: the GPU does not run dry for it.
+  void wait_in_background(uint64_t value);
   void synchronize();
   uint64_t completed_value();
   uint64_t dispatch_count() const { return total_dispatches_; }
