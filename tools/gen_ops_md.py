@@ -132,6 +132,11 @@ FAMILIES = {
         "Weight normalization (composed of native norms, sums and elementwise ops)",
         FB + " (16-bit in float32); float64 on the CPU, counted",
     ),
+    "composite/sync_batch_norm.cpp": (
+        "SyncBatchNorm's per-rank statistics, gather, normalization and backward "
+        "(composed of native reductions and elementwise ops)",
+        FB + " (16-bit inputs with float32 statistics)",
+    ),
     "composite/amp.cpp": (
         "GradScaler's unscale / inf check and scale update (no read-back)",
         "float32, float16, bfloat16 gradients; float32 scale, int32 growth tracker",
