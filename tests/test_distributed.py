@@ -65,7 +65,7 @@ def _collectives(rank: int, dev) -> None:
             _check(t.device == dev, f"all_reduce moved the tensor to {t.device}")
             _close(t, expect, f"all_reduce {op} {dtype}")
 
-    # async_op returns a completed Work whose future holds the result
+    # async_op: the Work's future holds the result once it completes
     t = torch.ones(4, device=dev)
     work = dist.all_reduce(t, async_op=True)
     work.wait()
@@ -135,6 +135,143 @@ def _collectives(rank: int, dev) -> None:
     dist.barrier()
 
 
+def _asynchronous(rank: int, dev) -> None:
+    """Collectives return before their transfer: the caller queues more work meanwhile."""
+    import torch
+    import torch.distributed as dist
+
+    import torch_vkml
+
+    ts = [torch.full((1000,), float(rank + i), device=dev) for i in range(3)]
+    torch.accelerator.synchronize()
+    syncs = torch_vkml.memory_stats()["num_syncs"]
+    works = [dist.all_reduce(t, async_op=True) for t in ts]
+    other = torch.arange(6.0, device=dev) * 2  # queued while the all_reduces run
+    _check(torch_vkml.memory_stats()["num_syncs"] == syncs, "issuing a collective waited")
+    for w in works:
+        w.wait()
+        _check(w.is_completed() and w.is_success(), "work not completed after wait()")
+    for i, t in enumerate(ts):
+        _close(t, torch.full((1000,), float(sum(r + i for r in range(WORLD)))), f"async {i}")
+    _close(other, torch.arange(6.0) * 2, "work queued between collectives")
+
+    # a then() callback sees the result on the device
+    t = torch.full((3,), float(rank + 1), device=dev)
+    fut = dist.all_reduce(t, async_op=True).get_future().then(lambda f: f.value()[0] * 10)
+    _close(fut.wait(), torch.full((3,), 10.0 * sum(range(1, WORLD + 1))), "future then")
+
+    # a large tensor goes in chunks (4 MiB each); fp16 and a non-multiple length
+    for dtype, n in ((torch.float32, 3_000_001), (torch.float16, 5_000_003)):
+        big = torch.ones(n, dtype=dtype, device=dev) * (rank + 1)
+        big[-1] = 0.5 * (rank + 1)
+        dist.all_reduce(big)
+        total = float(sum(range(1, WORLD + 1)))
+        host = big.cpu()
+        _check(bool((host[:-1] == total).all()), f"chunked all_reduce {dtype}")
+        _check(host[-1].item() == 0.5 * total, f"chunked all_reduce tail {dtype}")
+
+
+def _point_to_point(rank: int, dev) -> None:
+    import torch
+    import torch.distributed as dist
+
+    peer = 1 - rank
+    # both ranks post their send before their receive
+    out = torch.full((5,), float(rank), device=dev)
+    got = torch.empty(5, device=dev)
+    sends = dist.isend(out, dst=peer)
+    recvs = dist.irecv(got, src=peer)
+    sends.wait()
+    recvs.wait()
+    _close(got, torch.full((5,), float(peer)), "isend/irecv both first")
+
+    # a ring through batch_isend_irecv
+    out = torch.arange(4.0, device=dev) + 10 * rank
+    got = torch.empty(4, device=dev)
+    ops = [
+        dist.P2POp(dist.isend, out, (rank + 1) % WORLD),
+        dist.P2POp(dist.irecv, got, (rank - 1) % WORLD),
+    ]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    _close(got, torch.arange(4.0) + 10 * ((rank - 1) % WORLD), "batch_isend_irecv")
+
+
+def _coalesced(rank: int, dev) -> None:
+    import torch
+    import torch.distributed as dist
+
+    a = torch.full((3,), float(rank + 1), device=dev)
+    b = torch.full((2, 2), float(rank + 2), device=dev)
+    with dist._coalescing_manager(async_ops=True) as cm:
+        dist.all_reduce(a)
+        dist.all_reduce(b)
+    cm.wait()
+    _close(a, torch.full((3,), 3.0), "coalesced all_reduce a")
+    _close(b, torch.full((2, 2), 5.0), "coalesced all_reduce b")
+
+    ins = [
+        torch.full((2,), float(rank), device=dev),
+        torch.full((3,), float(rank) + 0.5, device=dev),
+    ]
+    outs = [torch.empty(2 * WORLD, device=dev), torch.empty(3 * WORLD, device=dev)]
+    with dist._coalescing_manager():
+        for o, i in zip(outs, ins, strict=True):
+            dist.all_gather_into_tensor(o, i)
+    _close(outs[0], torch.tensor([0.0, 0, 1, 1]), "coalesced all_gather_into_tensor")
+    _close(outs[1], torch.tensor([0.5, 0.5, 0.5, 1.5, 1.5, 1.5]), "coalesced all_gather 2")
+
+    full = [torch.arange(4.0, device=dev) * (rank + 1), torch.arange(6.0, device=dev)]
+    parts = [torch.empty(2, device=dev), torch.empty(3, device=dev)]
+    with dist._coalescing_manager():
+        for o, i in zip(parts, full, strict=True):
+            dist.reduce_scatter_tensor(o, i)
+    _close(parts[0], (torch.arange(4.0) * 3)[rank * 2 : rank * 2 + 2], "coalesced reduce_scatter")
+    _close(parts[1], (torch.arange(6.0) * 2)[rank * 3 : rank * 3 + 3], "coalesced reduce_scatter 2")
+
+    # all_to_all with a list per rank, and all_gather_into_tensor into a [1, world * n] view
+    ins = [torch.full((r + 1,), float(10 * rank + r), device=dev) for r in range(WORLD)]
+    outs = [torch.empty(rank + 1, device=dev) for _ in range(WORLD)]
+    dist.all_to_all(outs, ins)
+    for r in range(WORLD):
+        _close(outs[r], torch.full((rank + 1,), float(10 * r + rank)), f"all_to_all from {r}")
+    stacked = torch.empty(1, 2 * WORLD, device=dev)
+    dist.all_gather_into_tensor(stacked, torch.full((2,), float(rank), device=dev))
+    _close(stacked, torch.tensor([[0.0, 0, 1, 1]]), "all_gather_into_tensor [1, world * n]")
+
+
+def _groups_and_errors(rank: int, dev) -> None:
+    import torch
+    import torch.distributed as dist
+
+    # ranks that disagree on shapes get an error, not an abort, and the group stays usable
+    t = torch.ones(4 + rank, device=dev)
+    try:
+        dist.all_reduce(t)
+    except RuntimeError as e:
+        _check("different" in str(e) and "shapes" in str(e), f"unclear mismatch error: {e}")
+    else:
+        raise AssertionError("all_reduce of different shapes did not raise")
+    t = torch.ones(4, device=dev)
+    dist.all_reduce(t)
+    _close(t, torch.full((4,), float(WORLD)), "all_reduce after a mismatch")
+
+    # a wrongly sized output is a ValueError, as with NCCL
+    try:
+        dist.all_gather_into_tensor(torch.empty(3, device=dev), torch.ones(2, device=dev))
+    except ValueError as e:
+        _check("world size" in str(e), f"unclear size error: {e}")
+    else:
+        raise AssertionError("all_gather_into_tensor into a wrongly sized output did not raise")
+
+    # a new group over the same ranks, used and destroyed
+    group = dist.new_group(list(range(WORLD)))
+    t = torch.full((2,), float(rank), device=dev)
+    dist.all_reduce(t, group=group)
+    _close(t, torch.full((2,), float(sum(range(WORLD)))), "new_group all_reduce")
+    dist.destroy_process_group(group)
+
+
 def _cpu_tensor_error(dev) -> None:
     import torch
     import torch.distributed as dist
@@ -192,6 +329,10 @@ def _ddp(rank: int, dev) -> None:
         opt.step()
     fallbacks = torch_vkml.fallback_counts()
     _check(not fallbacks, f"CPU fallbacks under DDP: {fallbacks}")
+    # DDP times its steps on vkml as on CUDA (device time, torch_vkml's timer)
+    stats = model._get_ddp_logging_data()
+    for key in ("avg_forward_compute_time", "avg_backward_compute_time", "avg_backward_comm_time"):
+        _check(stats.get(key, 0) > 0, f"DDP logging data {key} = {stats.get(key)}")
     for p, q in zip(model.module.parameters(), ref.parameters(), strict=True):
         _check(p.device == dev, f"DDP parameter on {p.device}")
         _close(p.detach(), q.detach(), "DDP weights", rtol=1e-5, atol=1e-5)
@@ -234,6 +375,10 @@ def _worker(rank: int, ports: list[int], out_dir: str) -> None:
     store = init(ports[0])  # no backend argument: the accelerator's default
     scenario("default_backend", default_backend)
     scenario("collectives", _collectives, rank, dev)
+    scenario("asynchronous", _asynchronous, rank, dev)
+    scenario("point_to_point", _point_to_point, rank, dev)
+    scenario("coalesced", _coalesced, rank, dev)
+    scenario("groups_and_errors", _groups_and_errors, rank, dev)
     scenario("cpu_tensor_error", _cpu_tensor_error, dev)
     scenario("ddp", _ddp, rank, dev)
     dist.destroy_process_group()
@@ -271,12 +416,17 @@ def _free_ports(n: int) -> list[int]:
             s.close()
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
+@pytest.fixture(scope="module", params=["in-place", "copies"])
+def results(request, tmp_path_factory):
+    """Both ways to the host: Gloo on the device tensors themselves where the device's
+    memory is host-mapped (lavapipe, integrated GPUs), and through pinned copies (discrete
+    GPUs; forced with TORCH_VKML_DIST_ZERO_COPY=0)."""
     import torch_vkml
 
     out = tmp_path_factory.mktemp("dist")
     env = dict(os.environ)
+    if request.param == "copies":
+        env["TORCH_VKML_DIST_ZERO_COPY"] = "0"
     if torch_vkml.device_count() < WORLD:
         env["TORCH_VKML_VISIBLE_DEVICES"] = ",".join(["0"] * WORLD)
     ports = ",".join(map(str, _free_ports(2)))
@@ -308,7 +458,17 @@ def results(tmp_path_factory):
 
 @pytest.mark.parametrize(
     "name",
-    ["default_backend", "collectives", "cpu_tensor_error", "ddp", "reinit_mixed"],
+    [
+        "default_backend",
+        "collectives",
+        "asynchronous",
+        "point_to_point",
+        "coalesced",
+        "groups_and_errors",
+        "cpu_tensor_error",
+        "ddp",
+        "reinit_mixed",
+    ],
 )
 def test_distributed(results, name):
     for r, res in enumerate(results):

@@ -395,3 +395,25 @@ def test_streams_and_events_on_two_devices():
     s0.wait_stream(s1)
     torch.accelerator.synchronize(1)
     assert s1.query()
+
+
+def test_torch_cuda_style_stream_calls():
+    """torch.vkml (the device module FSDP2 asks) offers torch.cuda's stream calls."""
+    assert torch.vkml is torch_vkml
+    s = torch_vkml.Stream(priority=-1)
+    assert isinstance(s, torch.Stream) and s.device == torch.device(VKML, 0)
+    assert torch_vkml.default_stream() == _default()
+    assert torch_vkml.current_stream() == _default()
+    with torch_vkml.stream(s):
+        assert torch_vkml.current_stream() == s
+        y = torch.arange(6.0, device=VKML) * 3
+        done = s.record_event()
+    assert torch_vkml.current_stream() == _default()
+    torch_vkml.current_stream().wait_event(done)
+    torch.testing.assert_close(y.cpu(), torch.arange(6.0) * 3)
+    with torch_vkml.stream(None):  # None changes nothing, as torch.cuda.stream(None)
+        assert torch_vkml.current_stream() == _default()
+    torch_vkml.set_stream(s)
+    assert torch_vkml.current_stream() == s
+    torch_vkml.set_stream(_default())
+    assert torch_vkml.current_stream() == _default()

@@ -1,106 +1,220 @@
 // torch.distributed for vkml tensors: a c10d backend ("vkml_gloo") that stages vkml tensors
-// through host buffers (pinned where possible) into another c10d backend for CPU tensors — a
-// ProcessGroupGloo built on the Python side (python/torch_vkml/_distributed.py) and handed in
-// as a c10d::Backend, so no Gloo headers are needed here.
+// through pinned host buffers into another c10d backend for CPU tensors — a ProcessGroupGloo
+// built on the Python side (python/torch_vkml/_distributed.py) and handed in as a
+// c10d::Backend, so no Gloo headers are needed here.
 //
-// Every op is synchronous in this slice: it copies the vkml inputs to the host, runs the inner
-// backend's op, waits for its Work, copies the results back to the vkml tensors and returns an
-// already-completed Work (with a completed Future, which DDP's reducer reads). Errors of the
-// inner backend (timeouts, a peer that went away) surface as exceptions from the call.
+// Every op returns at once: it queues the copies of its inputs to the host and hands the rest
+// to the backend's staging threads (distributed_staging.h), which run the inner op and copy
+// the results back. Its Work's wait() and Future complete once the results are on the device
+// (DDP's reducer waits on the Future), and errors of the inner backend (timeouts, a peer that
+// went away) are raised from there.
 #include <ATen/ATen.h>
-#include <ATen/core/ivalue.h>
 #include <pybind11/pybind11.h>
 #include <torch/csrc/utils/pybind.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "distributed_staging.h"
+#include "vkml_tensor.h"
 
 namespace py = pybind11;
 
 namespace vkml_aten {
 namespace {
 
+using distributed::Part;
+using distributed::StagedWork;
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+using TensorList = std::vector<at::Tensor>;
+
 constexpr c10::DeviceType kVkml = c10::DeviceType::PrivateUse1;
 constexpr const char* kName = "vkml_gloo";
+// A single all_reduce larger than two of these goes in chunks of this size, so the copies of
+// one chunk overlap the transfer of the one before (measured: docs/distributed.md).
+constexpr int64_t kChunkBytes = int64_t(4) << 20;
 
-// A Work that is finished when constructed; its Future holds the op's output tensors.
-class StagedWork : public c10d::Work {
- public:
-  StagedWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-      : c10d::Work(rank, type), outputs_(std::move(outputs)) {
-    std::vector<c10::Device> devices;
-    for (const at::Tensor& t : outputs_)
-      if (t.defined() && t.device().type() == kVkml &&
-          std::find(devices.begin(), devices.end(), t.device()) == devices.end())
-        devices.push_back(t.device());
-    future_ = c10::make_intrusive<c10::ivalue::Future>(
-        c10::ListType::create(c10::TensorType::get()), devices);
-    future_->markCompleted(c10::IValue(outputs_));
-    finish();
-  }
-  std::vector<at::Tensor> result() override { return outputs_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+// t's bytes as the host sees them where the device's memory is host-mapped (lavapipe, many
+// integrated GPUs), else null (discrete GPUs, non-contiguous tensors).
+// TORCH_VKML_DIST_ZERO_COPY=0 stages through copies there too (testing the discrete-GPU path).
+void* mapped_pointer(const at::Tensor& t) {
+  static const bool zero_copy = [] {
+    const char* v = std::getenv("TORCH_VKML_DIST_ZERO_COPY");
+    return !(v && std::string(v) == "0");
+  }();
+  if (!zero_copy || !t.is_contiguous() || t.numel() == 0) return nullptr;
+  vkml::Device& dev = vkml_device(t);
+  if (!dev.memory().host_mapped()) return nullptr;
+  return guarded([&] { return dev.memory().find(addr(t)).host; });
+}
 
- private:
-  std::vector<at::Tensor> outputs_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
-};
+// A CPU tensor over t's own memory where it is host-mapped: Gloo then reads and writes the
+// device tensor in place, with no copies. Undefined where that is not possible.
+at::Tensor host_alias(const at::Tensor& t) {
+  void* p = mapped_pointer(t);
+  return p ? at::from_blob(p, t.sizes(), t.options().device(at::kCPU)) : at::Tensor();
+}
 
-// A host tensor of t's shape and dtype, contiguous, pinned where the allocator allows it.
-at::Tensor host_empty(const at::Tensor& t) {
-  at::TensorOptions opts = t.options().device(at::kCPU);
+// A host buffer of `sizes` and the dtype of `like` (a vkml tensor), pinned on its device where
+// the pool allows it (then the copies to and from the device are queued, not waited for).
+at::Tensor host_buffer(at::IntArrayRef sizes, const at::Tensor& like) {
+  c10::DeviceGuard guard(like.device());
+  at::TensorOptions opts = like.options().device(at::kCPU);
   try {
-    return at::empty(t.sizes(), opts.pinned_memory(true));
+    return at::empty(sizes, opts.pinned_memory(true));
   } catch (const c10::Error&) {
-    return at::empty(t.sizes(), opts);
+    return at::empty(sizes, opts);
   }
 }
 
-at::Tensor to_host(const at::Tensor& t) {
-  at::Tensor h = host_empty(t);
-  h.copy_(t);
+// Where the results land on the host: t itself where mapped, else a new buffer.
+at::Tensor host_buffer(const at::Tensor& t) {
+  at::Tensor alias = host_alias(t);
+  return alias.defined() ? alias : host_buffer(t.sizes(), t);
+}
+
+// t's contents on the host: t itself where mapped (once the device finished writing it: the
+// issuer waits for that), else a queued copy into a new buffer.
+at::Tensor stage_out(const at::Tensor& t) {
+  at::Tensor alias = host_alias(t);
+  if (alias.defined()) return alias;
+  at::Tensor h = host_buffer(t.sizes(), t);
+  h.copy_(t, /*non_blocking=*/true);
   return h;
 }
 
-std::vector<at::Tensor> to_host(const std::vector<at::Tensor>& ts) {
-  std::vector<at::Tensor> out;
+TensorList stage_out(const TensorList& ts) {
+  TensorList out;
   out.reserve(ts.size());
-  for (const at::Tensor& t : ts) out.push_back(to_host(t));
+  for (const at::Tensor& t : ts) out.push_back(stage_out(t));
   return out;
 }
 
-std::vector<at::Tensor> host_empty(const std::vector<at::Tensor>& ts) {
-  std::vector<at::Tensor> out;
+TensorList host_buffers(const TensorList& ts) {
+  TensorList out;
   out.reserve(ts.size());
-  for (const at::Tensor& t : ts) out.push_back(host_empty(t));
+  for (const at::Tensor& t : ts) out.push_back(host_buffer(t));
   return out;
 }
 
-std::vector<std::vector<at::Tensor>> to_host(const std::vector<std::vector<at::Tensor>>& ts) {
-  std::vector<std::vector<at::Tensor>> out;
-  for (const auto& l : ts) out.push_back(to_host(l));
+std::vector<TensorList> stage_out(const std::vector<TensorList>& ts) {
+  std::vector<TensorList> out;
+  for (const auto& l : ts) out.push_back(stage_out(l));
   return out;
 }
 
-std::vector<std::vector<at::Tensor>> host_empty(const std::vector<std::vector<at::Tensor>>& ts) {
-  std::vector<std::vector<at::Tensor>> out;
-  for (const auto& l : ts) out.push_back(host_empty(l));
+std::vector<TensorList> host_buffers(const std::vector<TensorList>& ts) {
+  std::vector<TensorList> out;
+  for (const auto& l : ts) out.push_back(host_buffers(l));
   return out;
 }
 
-void copy_back(std::vector<at::Tensor>& dst, const std::vector<at::Tensor>& src) {
-  for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
+// The *_into_tensor / *_tensor collectives take any shapes whose element counts fit (one
+// rank's part is a contiguous run of the flat buffer), as NCCL does (SyncBatchNorm gathers
+// into [1, world * n]); Gloo splits along dim 0, so it gets flat views of the host buffers.
+at::Tensor flat_view(const at::Tensor& host) { return host.view(-1); }
+
+TensorList flat_views(const TensorList& hosts) {
+  TensorList out;
+  for (const at::Tensor& h : hosts) out.push_back(h.view(-1));
+  return out;
 }
 
-std::vector<at::Tensor> flat(const std::vector<std::vector<at::Tensor>>& ts) {
-  std::vector<at::Tensor> out;
+// The element counts of a gather into (or reduce-scatter from) one tensor, checked as NCCL
+// checks them.
+void check_sizes(const at::Tensor& whole, const at::Tensor& part, int world, const char* op) {
+  TORCH_CHECK_VALUE(whole.numel() == part.numel() * world, kName, " ", op,
+                    ": the output must hold world size (", world, ") times the input's ",
+                    "elements; got ", whole.numel(), " and ", part.numel());
+  TORCH_CHECK_TYPE(whole.scalar_type() == part.scalar_type(), kName, " ", op,
+                   ": input and output must have the same dtype, got ", part.scalar_type(), " and ",
+                   whole.scalar_type());
+}
+
+// Queues the copy of a host result back into its vkml tensor (none where Gloo wrote the
+// tensor itself).
+void to_device(at::Tensor& dst, const at::Tensor& host) {
+  if (host.data_ptr() != mapped_pointer(dst)) dst.copy_(host, /*non_blocking=*/true);
+}
+
+void copy_back(TensorList& dst, const TensorList& src) {
+  for (size_t i = 0; i < dst.size(); ++i) to_device(dst[i], src[i]);
+}
+
+TensorList flat(const std::vector<TensorList>& ts) {
+  TensorList out;
   for (const auto& l : ts) out.insert(out.end(), l.begin(), l.end());
   return out;
+}
+
+TensorList cat_lists(TensorList a, const TensorList& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Checking that the ranks agree costs one small all_reduce per collective;
+// TORCH_VKML_DIST_CHECK=0 skips it (then a mismatch aborts the process inside Gloo).
+bool check_agreement() {
+  static const bool on = [] {
+    const char* v = std::getenv("TORCH_VKML_DIST_CHECK");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
+// What all ranks must pass alike to a collective: its name, the dtypes and the shapes.
+struct Signature {
+  int64_t hash = 0;  // in [1, 2^62]
+  std::string text;
+};
+
+Signature signature(const char* op, const TensorList& tensors) {
+  // FNV-1a over 8-byte words: the same on every rank whatever its standard library.
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+  };
+  for (const char* c = op; *c; ++c) mix(uint64_t(*c));
+  std::ostringstream text;
+  text << op;
+  for (const at::Tensor& t : tensors) {
+    mix(uint64_t(t.scalar_type()));
+    mix(uint64_t(t.dim()));
+    for (int64_t s : t.sizes()) mix(uint64_t(s));
+    text << " " << t.scalar_type() << t.sizes();
+  }
+  return {int64_t(h & ((uint64_t(1) << 62) - 1)) + 1, text.str()};
+}
+
+// Raises on every rank when the ranks' signatures differ. Gloo, given buffers of different
+// sizes, aborts the process from its I/O thread; one all_reduce of two integers first turns
+// that into an error. Runs on the issuer thread, before the op's own transfer.
+void check_agree(c10d::Backend& inner, const Signature& sig) {
+  at::Tensor t = at::empty({2}, at::kLong);
+  t.data_ptr<int64_t>()[0] = sig.hash;
+  t.data_ptr<int64_t>()[1] = -sig.hash;
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::MAX;
+  TensorList list{t};
+  inner.allreduce(list, opts)->wait();
+  const int64_t highest = t.data_ptr<int64_t>()[0], lowest = -t.data_ptr<int64_t>()[1];
+  TORCH_CHECK(highest == sig.hash && lowest == sig.hash, kName,
+              ": the ranks called different collectives, or passed tensors of different "
+              "shapes or dtypes; this rank called ",
+              sig.text);
+}
+
+// The ranks' agreement on `tensors` (see check_agreement), or nothing when it is off.
+std::function<void()> agreement(const c10::intrusive_ptr<c10d::Backend>& inner, const char* op,
+                                const TensorList& tensors) {
+  if (!check_agreement()) return {};
+  return [inner, sig = signature(op, tensors)] { check_agree(*inner, sig); };
 }
 
 class VkmlStagingBackend : public c10d::Backend {
@@ -110,152 +224,271 @@ class VkmlStagingBackend : public c10d::Backend {
 
   const std::string getBackendName() const override { return kName; }
 
-  c10::intrusive_ptr<c10d::Backend> inner() const { return inner_; }
-
   void setTimeout(std::chrono::milliseconds timeout) override { inner_->setTimeout(timeout); }
 
-  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
-                                           const c10d::BroadcastOptions& opts) override {
-    check(tensors, "broadcast");
-    std::vector<at::Tensor> host = to_host(tensors);
-    run(inner_->broadcast(host, opts));
-    if (getRank() != int(opts.rootRank)) copy_back(tensors, host);
-    return done(c10d::OpType::BROADCAST, tensors);
+  WorkPtr broadcast(TensorList& tensors, const c10d::BroadcastOptions& opts) override {
+    const Checked checked = check(tensors, "broadcast");
+    bool root = getRank() == int(opts.rootRank);
+    TensorList host = root ? stage_out(tensors) : host_buffers(tensors);
+    return launch(
+        c10d::OpType::BROADCAST, tensors, checked, agreement(inner_, "broadcast", tensors),
+        [inner = inner_, host, opts]() mutable { return inner->broadcast(host, opts); },
+        [tensors, host, root]() mutable {
+          if (!root) copy_back(tensors, host);
+        });
   }
 
-  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
-                                           const c10d::AllreduceOptions& opts) override {
-    check(tensors, "allreduce");
-    std::vector<at::Tensor> host = to_host(tensors);
-    run(inner_->allreduce(host, opts));
-    copy_back(tensors, host);
-    return done(c10d::OpType::ALLREDUCE, tensors);
+  WorkPtr allreduce(TensorList& tensors, const c10d::AllreduceOptions& opts) override {
+    const Checked checked = check(tensors, "allreduce");
+    if (tensors.size() == 1 && tensors[0].is_contiguous() && !mapped_pointer(tensors[0]) &&
+        int64_t(tensors[0].nbytes()) > 2 * kChunkBytes)
+      return allreduce_chunked(tensors[0], *checked.device, opts);
+    TensorList host = stage_out(tensors);
+    return launch(
+        c10d::OpType::ALLREDUCE, tensors, checked, agreement(inner_, "all_reduce", tensors),
+        [inner = inner_, host, opts]() mutable { return inner->allreduce(host, opts); },
+        [tensors, host]() mutable { copy_back(tensors, host); });
   }
 
-  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
-      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override {
-    check(tensors, "allreduce_coalesced");
-    std::vector<at::Tensor> host = to_host(tensors);
-    run(inner_->allreduce_coalesced(host, opts));
-    copy_back(tensors, host);
-    return done(c10d::OpType::ALLREDUCE_COALESCED, tensors);
+  WorkPtr allreduce_coalesced(TensorList& tensors,
+                              const c10d::AllreduceCoalescedOptions& opts) override {
+    const Checked checked = check(tensors, "allreduce_coalesced");
+    TensorList host = stage_out(tensors);
+    return launch(
+        c10d::OpType::ALLREDUCE_COALESCED, tensors, checked,
+        agreement(inner_, "all_reduce_coalesced", tensors),
+        [inner = inner_, host, opts]() mutable { return inner->allreduce_coalesced(host, opts); },
+        [tensors, host]() mutable { copy_back(tensors, host); });
   }
 
-  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
-                                        const c10d::ReduceOptions& opts) override {
-    check(tensors, "reduce");
-    std::vector<at::Tensor> host = to_host(tensors);
-    run(inner_->reduce(host, opts));
-    if (getRank() == int(opts.rootRank)) copy_back(tensors, host);
-    return done(c10d::OpType::REDUCE, tensors);
+  WorkPtr reduce(TensorList& tensors, const c10d::ReduceOptions& opts) override {
+    const Checked checked = check(tensors, "reduce");
+    bool root = getRank() == int(opts.rootRank);
+    TensorList host = stage_out(tensors);
+    return launch(
+        c10d::OpType::REDUCE, tensors, checked, agreement(inner_, "reduce", tensors),
+        [inner = inner_, host, opts]() mutable { return inner->reduce(host, opts); },
+        [tensors, host, root]() mutable {
+          if (root) copy_back(tensors, host);
+        });
   }
 
-  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
-                                           std::vector<at::Tensor>& inputs,
-                                           const c10d::AllgatherOptions& opts) override {
-    check(inputs, "allgather");
-    check(flat(outputs), "allgather");
-    std::vector<at::Tensor> in = to_host(inputs);
-    std::vector<std::vector<at::Tensor>> out = host_empty(outputs);
-    run(inner_->allgather(out, in, opts));
-    for (size_t i = 0; i < outputs.size(); ++i) copy_back(outputs[i], out[i]);
-    return done(c10d::OpType::ALLGATHER, flat(outputs));
+  WorkPtr allgather(std::vector<TensorList>& outputs, TensorList& inputs,
+                    const c10d::AllgatherOptions& opts) override {
+    const Checked checked = check(cat_lists(inputs, flat(outputs)), "allgather");
+    TensorList in = stage_out(inputs);
+    std::vector<TensorList> out = host_buffers(outputs);
+    return launch(
+        c10d::OpType::ALLGATHER, flat(outputs), checked, agreement(inner_, "all_gather", inputs),
+        [inner = inner_, in, out, opts]() mutable { return inner->allgather(out, in, opts); },
+        [outputs, out]() mutable {
+          for (size_t i = 0; i < outputs.size(); ++i) copy_back(outputs[i], out[i]);
+        });
   }
 
-  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
-                                                 const c10d::AllgatherOptions& opts) override {
-    check({output, input}, "all_gather_into_tensor");
-    at::Tensor in = to_host(input);
-    at::Tensor out = host_empty(output);
-    run(inner_->_allgather_base(out, in, opts));
-    output.copy_(out);
-    return done(c10d::OpType::_ALLGATHER_BASE, {output});
+  WorkPtr allgather_coalesced(std::vector<TensorList>& outputs, TensorList& inputs,
+                              const c10d::AllgatherOptions& opts) override {
+    const Checked checked = check(cat_lists(inputs, flat(outputs)), "allgather_coalesced");
+    TensorList in = stage_out(inputs);
+    std::vector<TensorList> out = host_buffers(outputs);
+    return launch(
+        c10d::OpType::ALLGATHER_COALESCED, flat(outputs), checked,
+        agreement(inner_, "all_gather_coalesced", inputs),
+        [inner = inner_, in, out, opts]() mutable {
+          return inner->allgather_coalesced(out, in, opts);
+        },
+        [outputs, out]() mutable {
+          for (size_t i = 0; i < outputs.size(); ++i) copy_back(outputs[i], out[i]);
+        });
   }
 
-  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
-                                        std::vector<at::Tensor>& inputs,
-                                        const c10d::GatherOptions& opts) override {
-    check(inputs, "gather");
-    check(flat(outputs), "gather");
-    std::vector<at::Tensor> in = to_host(inputs);
-    std::vector<std::vector<at::Tensor>> out = host_empty(outputs);
-    run(inner_->gather(out, in, opts));
-    for (size_t i = 0; i < outputs.size(); ++i) copy_back(outputs[i], out[i]);
-    return done(c10d::OpType::GATHER, flat(outputs));
+  WorkPtr _allgather_base(at::Tensor& output, at::Tensor& input,
+                          const c10d::AllgatherOptions& opts) override {
+    const Checked checked = check({output, input}, "all_gather_into_tensor");
+    check_sizes(output, input, getSize(), "all_gather_into_tensor");
+    at::Tensor in = stage_out(input), out = host_buffer(output);
+    return launch(
+        c10d::OpType::_ALLGATHER_BASE, {output}, checked,
+        agreement(inner_, "all_gather_into_tensor", TensorList{input}),
+        [inner = inner_, in = flat_view(in), out = flat_view(out), opts]() mutable {
+          return inner->_allgather_base(out, in, opts);
+        },
+        [output, out]() mutable { to_device(output, out); });
   }
 
-  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
-                                         std::vector<std::vector<at::Tensor>>& inputs,
-                                         const c10d::ScatterOptions& opts) override {
-    check(outputs, "scatter");
-    check(flat(inputs), "scatter");
-    std::vector<std::vector<at::Tensor>> in = to_host(inputs);
-    std::vector<at::Tensor> out = host_empty(outputs);
-    run(inner_->scatter(out, in, opts));
-    copy_back(outputs, out);
-    return done(c10d::OpType::SCATTER, outputs);
+  WorkPtr allgather_into_tensor_coalesced(TensorList& outputs, TensorList& inputs,
+                                          const c10d::AllgatherOptions& opts) override {
+    const Checked checked = check(cat_lists(outputs, inputs), "all_gather_into_tensor_coalesced");
+    TORCH_CHECK_VALUE(outputs.size() == inputs.size(), kName, ": ", outputs.size(), " outputs for ",
+                      inputs.size(), " inputs");
+    for (size_t i = 0; i < outputs.size(); ++i)
+      check_sizes(outputs[i], inputs[i], getSize(), "all_gather_into_tensor_coalesced");
+    TensorList in = stage_out(inputs), out = host_buffers(outputs);
+    return launch(
+        c10d::OpType::COALESCED, outputs, checked,
+        agreement(inner_, "all_gather_into_tensor_coalesced", inputs),
+        [inner = inner_, in, out, opts]() mutable {
+          TensorList out_flat = flat_views(out), in_flat = flat_views(in);
+          return inner->allgather_into_tensor_coalesced(out_flat, in_flat, opts);
+        },
+        [outputs, out]() mutable { copy_back(outputs, out); });
   }
 
-  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
-                                                std::vector<std::vector<at::Tensor>>& inputs,
-                                                const c10d::ReduceScatterOptions& opts) override {
-    check(outputs, "reduce_scatter");
-    check(flat(inputs), "reduce_scatter");
-    std::vector<std::vector<at::Tensor>> in = to_host(inputs);
-    std::vector<at::Tensor> out = host_empty(outputs);
-    run(inner_->reduce_scatter(out, in, opts));
-    copy_back(outputs, out);
-    return done(c10d::OpType::REDUCE_SCATTER, outputs);
+  WorkPtr gather(std::vector<TensorList>& outputs, TensorList& inputs,
+                 const c10d::GatherOptions& opts) override {
+    const Checked checked = check(cat_lists(inputs, flat(outputs)), "gather");
+    TensorList in = stage_out(inputs);
+    std::vector<TensorList> out = host_buffers(outputs);
+    return launch(
+        c10d::OpType::GATHER, flat(outputs), checked, agreement(inner_, "gather", inputs),
+        [inner = inner_, in, out, opts]() mutable { return inner->gather(out, in, opts); },
+        [outputs, out]() mutable {
+          for (size_t i = 0; i < outputs.size(); ++i) copy_back(outputs[i], out[i]);
+        });
   }
 
-  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
-      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override {
-    check({output, input}, "reduce_scatter_tensor");
-    at::Tensor in = to_host(input);
-    at::Tensor out = host_empty(output);
-    run(inner_->_reduce_scatter_base(out, in, opts));
-    output.copy_(out);
-    return done(c10d::OpType::_REDUCE_SCATTER_BASE, {output});
+  WorkPtr scatter(TensorList& outputs, std::vector<TensorList>& inputs,
+                  const c10d::ScatterOptions& opts) override {
+    const Checked checked = check(cat_lists(outputs, flat(inputs)), "scatter");
+    std::vector<TensorList> in = stage_out(inputs);
+    TensorList out = host_buffers(outputs);
+    return launch(
+        c10d::OpType::SCATTER, outputs, checked, agreement(inner_, "scatter", outputs),
+        [inner = inner_, in, out, opts]() mutable { return inner->scatter(out, in, opts); },
+        [outputs, out]() mutable { copy_back(outputs, out); });
   }
 
-  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
-                                               std::vector<int64_t>& output_splits,
-                                               std::vector<int64_t>& input_splits,
-                                               const c10d::AllToAllOptions& opts) override {
-    check({output, input}, "all_to_all_single");
-    at::Tensor in = to_host(input);
-    at::Tensor out = host_empty(output);
-    run(inner_->alltoall_base(out, in, output_splits, input_splits, opts));
-    output.copy_(out);
-    return done(c10d::OpType::ALLTOALL_BASE, {output});
+  WorkPtr reduce_scatter(TensorList& outputs, std::vector<TensorList>& inputs,
+                         const c10d::ReduceScatterOptions& opts) override {
+    const Checked checked = check(cat_lists(outputs, flat(inputs)), "reduce_scatter");
+    std::vector<TensorList> in = stage_out(inputs);
+    TensorList out = host_buffers(outputs);
+    return launch(
+        c10d::OpType::REDUCE_SCATTER, outputs, checked,
+        agreement(inner_, "reduce_scatter", outputs),
+        [inner = inner_, in, out, opts]() mutable { return inner->reduce_scatter(out, in, opts); },
+        [outputs, out]() mutable { copy_back(outputs, out); });
   }
 
-  // Synchronous like the rest: a send returns once Gloo has handed the data over, so a
-  // pattern where both ranks isend before they irecv needs the asynchronous staging of a
-  // later slice.
-  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
-    check(tensors, "send");
-    std::vector<at::Tensor> host = to_host(tensors);
-    run(inner_->send(host, dst, tag));
-    return done(c10d::OpType::SEND, tensors);
+  WorkPtr _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                               const c10d::ReduceScatterOptions& opts) override {
+    const Checked checked = check({output, input}, "reduce_scatter_tensor");
+    check_sizes(input, output, getSize(), "reduce_scatter_tensor");
+    at::Tensor in = stage_out(input), out = host_buffer(output);
+    return launch(
+        c10d::OpType::_REDUCE_SCATTER_BASE, {output}, checked,
+        agreement(inner_, "reduce_scatter_tensor", TensorList{input}),
+        [inner = inner_, in, out, opts]() mutable {
+          at::Tensor out_flat = flat_view(out), in_flat = flat_view(in);
+          return inner->_reduce_scatter_base(out_flat, in_flat, opts);
+        },
+        [output, out]() mutable { to_device(output, out); });
   }
 
-  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
-    check(tensors, "recv");
-    std::vector<at::Tensor> host = host_empty(tensors);
-    run(inner_->recv(host, src, tag));
-    copy_back(tensors, host);
-    return done(c10d::OpType::RECV, tensors);
+  WorkPtr reduce_scatter_tensor_coalesced(TensorList& outputs, TensorList& inputs,
+                                          const c10d::ReduceScatterOptions& opts) override {
+    const Checked checked = check(cat_lists(outputs, inputs), "reduce_scatter_tensor_coalesced");
+    TORCH_CHECK_VALUE(outputs.size() == inputs.size(), kName, ": ", outputs.size(), " outputs for ",
+                      inputs.size(), " inputs");
+    for (size_t i = 0; i < outputs.size(); ++i)
+      check_sizes(inputs[i], outputs[i], getSize(), "reduce_scatter_tensor_coalesced");
+    TensorList in = stage_out(inputs), out = host_buffers(outputs);
+    return launch(
+        c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, checked,
+        agreement(inner_, "reduce_scatter_tensor_coalesced", inputs),
+        [inner = inner_, in, out, opts]() mutable {
+          TensorList out_flat = flat_views(out), in_flat = flat_views(in);
+          return inner->reduce_scatter_tensor_coalesced(out_flat, in_flat, opts);
+        },
+        [outputs, out]() mutable { copy_back(outputs, out); });
   }
 
-  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
-    run(inner_->barrier(opts));
-    return done(c10d::OpType::BARRIER, {});
+  WorkPtr alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+                        std::vector<int64_t>& input_splits,
+                        const c10d::AllToAllOptions& opts) override {
+    const Checked checked = check({output, input}, "all_to_all_single");
+    at::Tensor in = stage_out(input), out = host_buffer(output);
+    return launch(
+        c10d::OpType::ALLTOALL_BASE, {output}, checked, {},
+        [inner = inner_, in, out, output_splits, input_splits, opts]() mutable {
+          return inner->alltoall_base(out, in, output_splits, input_splits, opts);
+        },
+        [output, out]() mutable { to_device(output, out); });
+  }
+
+  // Sizes may differ per peer, as with NCCL; Gloo's list form wants them equal, so the
+  // lists travel as one flat buffer each through the split form.
+  WorkPtr alltoall(TensorList& outputs, TensorList& inputs,
+                   const c10d::AllToAllOptions& opts) override {
+    const Checked checked = check(cat_lists(outputs, inputs), "all_to_all");
+    TORCH_CHECK_VALUE(int(outputs.size()) == getSize() && int(inputs.size()) == getSize(), kName,
+                      " all_to_all: expected ", getSize(), " input and output tensors, got ",
+                      inputs.size(), " and ", outputs.size());
+    std::vector<int64_t> in_splits, out_splits;
+    TensorList flat_inputs;
+    for (const at::Tensor& t : inputs) {
+      TORCH_CHECK_TYPE(
+          t.scalar_type() == inputs[0].scalar_type() && t.scalar_type() == outputs[0].scalar_type(),
+          kName, " all_to_all: all tensors must have one dtype");
+      in_splits.push_back(t.numel());
+      flat_inputs.push_back(t.reshape(-1));
+    }
+    int64_t out_total = 0;
+    for (const at::Tensor& t : outputs) {
+      out_splits.push_back(t.numel());
+      out_total += t.numel();
+    }
+    // kept by the lambda: Gloo may read it in place
+    at::Tensor joined = at::cat(flat_inputs), in = stage_out(joined);
+    at::Tensor out = host_buffer({out_total}, outputs[0]);
+    return launch(
+        c10d::OpType::ALLTOALL, outputs, checked, {},
+        [inner = inner_, joined, in, out, out_splits, in_splits, opts]() mutable {
+          return inner->alltoall_base(out, in, out_splits, in_splits, opts);
+        },
+        [outputs, out, out_splits]() mutable {
+          int64_t offset = 0;
+          for (size_t i = 0; i < outputs.size(); ++i) {
+            outputs[i].copy_(out.narrow(0, offset, out_splits[i]).view(outputs[i].sizes()), true);
+            offset += out_splits[i];
+          }
+        });
+  }
+
+  // Sends and receives are queued like the collectives, so a rank may post its send before
+  // its receive while the peer does the same (the issuer thread never waits for a transfer).
+  WorkPtr send(TensorList& tensors, int dst, int tag) override {
+    const Checked checked = check(tensors, "send");
+    TensorList host = stage_out(tensors);
+    return launch(
+        c10d::OpType::SEND, tensors, checked, {},
+        [inner = inner_, host, dst, tag]() mutable { return inner->send(host, dst, tag); }, {});
+  }
+
+  WorkPtr recv(TensorList& tensors, int src, int tag) override {
+    const Checked checked = check(tensors, "recv");
+    TensorList host = host_buffers(tensors);
+    return launch(
+        c10d::OpType::RECV, tensors, checked, {},
+        [inner = inner_, host, src, tag]() mutable { return inner->recv(host, src, tag); },
+        [tensors, host]() mutable { copy_back(tensors, host); });
+  }
+
+  WorkPtr barrier(const c10d::BarrierOptions& opts) override {
+    return launch(c10d::OpType::BARRIER, {}, Checked{}, agreement(inner_, "barrier", TensorList{}),
+                  [inner = inner_, opts]() mutable { return inner->barrier(opts); }, {});
   }
 
  private:
-  void check(const std::vector<at::Tensor>& tensors, const char* op) const {
-    c10::optional<c10::Device> device;
+  // The tensors of a collective and their one vkml device, after checking what the staging
+  // supports.
+  struct Checked {
+    std::optional<c10::Device> device;
+    TensorList tensors;
+  };
+
+  Checked check(TensorList tensors, const char* op) const {
+    std::optional<c10::Device> device;
     for (const at::Tensor& t : tensors) {
       TORCH_CHECK(t.defined(), kName, " ", op, ": got an undefined tensor");
       TORCH_CHECK(t.device().type() == kVkml, kName, " ", op,
@@ -269,18 +502,61 @@ class VkmlStagingBackend : public c10d::Backend {
                   ": all tensors must be on the same vkml device, got ", *device, " and ",
                   t.device());
     }
+    return {device, std::move(tensors)};
   }
 
-  static void run(const c10::intrusive_ptr<c10d::Work>& work) {
-    TORCH_CHECK(work, kName, ": the inner backend returned no Work");
-    work->wait();
+  // The stream's timeline value after every copy queued so far on the device.
+  static uint64_t mark(const c10::Device& device) {
+    return guarded([&] { return device_at(device.index()).stream().flush(); });
   }
 
-  c10::intrusive_ptr<c10d::Work> done(c10d::OpType type, std::vector<at::Tensor> outputs) const {
-    return c10::make_intrusive<StagedWork>(getRank(), type, std::move(outputs));
+  WorkPtr launch(c10d::OpType type, TensorList outputs, const Checked& checked,
+                 std::function<void()> before, std::function<WorkPtr()> start,
+                 std::function<void()> finish) {
+    const std::optional<c10::Device>& device = checked.device;
+    auto work = c10::make_intrusive<StagedWork>(getRank(), type, std::move(outputs), device);
+    work->keep_alive(checked.tensors);
+    Part part;
+    part.before = std::move(before);
+    // After the device's copies to the host, and after everything queued before that may
+    // still read or write the tensors Gloo uses in place.
+    part.ready = device ? mark(*device) : 0;
+    part.start = std::move(start);
+    part.finish = std::move(finish);
+    work->parts().push_back(std::move(part));
+    queue_.submit(work);
+    return work;
+  }
+
+  // One all_reduce per chunk: the device copies the next chunk to the host while the inner
+  // backend reduces this one, and copies this one back while it reduces the next.
+  WorkPtr allreduce_chunked(at::Tensor tensor, c10::Device device,
+                            const c10d::AllreduceOptions& opts) {
+    auto work = c10::make_intrusive<StagedWork>(getRank(), c10d::OpType::ALLREDUCE,
+                                                TensorList{tensor}, device);
+    at::Tensor src = tensor.view(-1), host = host_buffer(src);
+    const int64_t step = std::max<int64_t>(1, kChunkBytes / int64_t(tensor.element_size()));
+    for (int64_t off = 0; off < src.numel(); off += step) {
+      const int64_t len = std::min(step, src.numel() - off);
+      at::Tensor dev_chunk = src.narrow(0, off, len), host_chunk = host.narrow(0, off, len);
+      host_chunk.copy_(dev_chunk, /*non_blocking=*/true);
+      Part part;
+      part.ready = mark(device);
+      if (off == 0) part.before = agreement(inner_, "all_reduce", {tensor});
+      part.start = [inner = inner_, host_chunk, opts]() mutable {
+        TensorList chunk{host_chunk};
+        return inner->allreduce(chunk, opts);
+      };
+      part.finish = [dev_chunk, host_chunk]() mutable { to_device(dev_chunk, host_chunk); };
+      work->parts().push_back(std::move(part));
+    }
+    queue_.submit(work);
+    return work;
   }
 
   c10::intrusive_ptr<c10d::Backend> inner_;
+  // Declared last: destroyed first, so its threads finish before inner_ goes.
+  distributed::StagingQueue queue_;
 };
 
 }  // namespace

@@ -58,11 +58,15 @@ from ._random import (
     seed,
     set_rng_state,
 )
+from ._stream import Stream, current_stream, default_stream, set_stream, stream
 
 __all__ = [
     "Event",
     "KernelTime",
+    "Stream",
     "current_device",
+    "current_stream",
+    "default_stream",
     "default_device",
     "device",
     "device_count",
@@ -92,6 +96,8 @@ __all__ = [
     "seed",
     "set_device",
     "set_rng_state",
+    "set_stream",
+    "stream",
     "synchronize",
     "validation_messages",
 ]

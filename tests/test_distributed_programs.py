@@ -1,0 +1,110 @@
+"""Distributed training under torchrun, as users launch it: 2 and 4 ranks on one machine and
+two one-rank "machines" joined by rendezvous over 127.0.0.1 (tests/distributed_programs.py
+does the training and the comparisons with one process over the whole batch).
+
+With fewer physical devices than ranks, each rank gets its own logical device on the same
+GPU (TORCH_VKML_VISIBLE_DEVICES=0,0,...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import torch_vkml
+
+PROGRAM = str(Path(__file__).with_name("distributed_programs.py"))
+
+
+def _env(ranks_per_node: int) -> dict[str, str]:
+    env = dict(os.environ)
+    if torch_vkml.device_count() < ranks_per_node:
+        env["TORCH_VKML_VISIBLE_DEVICES"] = ",".join(["0"] * ranks_per_node)
+    env["TORCH_VKML_FALLBACK"] = "silent"  # counted by the program, which fails on any
+    env.pop("TORCHELASTIC_RUN_ID", None)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _results(out: Path, world: int, scenarios: list[str]) -> None:
+    for rank in range(world):
+        f = out / f"rank{rank}.json"
+        assert f.exists(), f"rank {rank} wrote no results"
+        res = json.loads(f.read_text())
+        assert res["world"] == str(world)
+        for name in scenarios:
+            assert res.get(name) == "ok", f"rank {rank}, {name}:\n{res.get(name)}"
+
+
+def _run(cmds: list[list[str]], env: dict[str, str], timeout: float) -> None:
+    procs = [
+        subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for c in cmds
+    ]
+    logs = []
+    try:
+        for p in procs:
+            logs.append(p.communicate(timeout=timeout)[0])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, log in zip(procs, logs, strict=True):
+        assert p.returncode == 0, f"torchrun exited with {p.returncode}:\n{log[-6000:]}"
+
+
+def _torchrun(*args: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", *args]
+
+
+@pytest.mark.parametrize(
+    "ranks, scenarios",
+    [
+        (2, ["ddp_cnn", "ddp_lm", "fsdp_lm", "dcp"]),
+        (4, ["ddp_cnn", "ddp_lm", "fsdp_lm"]),
+    ],
+    ids=["2-ranks", "4-ranks"],
+)
+def test_torchrun_one_machine(tmp_path, ranks, scenarios):
+    cmd = _torchrun(
+        "--standalone",
+        f"--nproc_per_node={ranks}",
+        PROGRAM,
+        str(tmp_path),
+        ",".join(scenarios),
+    )
+    _run([cmd], _env(ranks), timeout=600)
+    _results(tmp_path, ranks, scenarios)
+
+
+def test_torchrun_two_machines(tmp_path):
+    """Two torchrun agents (one per "machine", one rank each) meet through c10d rendezvous."""
+    endpoint = f"127.0.0.1:{_free_port()}"
+    cmds = [
+        _torchrun(
+            "--nnodes=2",
+            "--nproc_per_node=1",
+            f"--node_rank={node}",
+            "--rdzv_backend=c10d",
+            f"--rdzv_endpoint={endpoint}",
+            "--rdzv_id=vkml-two-machines",
+            PROGRAM,
+            str(tmp_path),
+            "ddp_lm",
+        )
+        for node in range(2)
+    ]
+    # both "machines" see device 0 as their local rank 0's
+    _run(cmds, _env(1), timeout=600)
+    _results(tmp_path, 2, ["ddp_lm"])
