@@ -1,8 +1,10 @@
 """python -m torch_vkml.bench [--quick | --smoke] [--cases PATTERNS] [--device-index I]
+python -m torch_vkml.bench --distributed [--quick | --smoke]
 
 Runs each case on vkml and on the baselines (PyTorch CPU always, in this process; CUDA
 when available, in a child process that has not imported torch_vkml) and writes
-results/<device>-<time>/{results.json, ratios.png} plus a table.
+results/<device>-<time>/{results.json, ratios.png} plus a table. With --distributed it
+measures torch.distributed on vkml instead (bench/distributed.py).
 """
 
 from __future__ import annotations
@@ -203,6 +205,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument(
+        "--distributed",
+        action="store_true",
+        help="instead of the cases: all_reduce through vkml_gloo against Gloo on CPU tensors, "
+        "and DDP throughput on 1 and 2 ranks (bench/distributed.py)",
+    )
+    ap.add_argument(
         "--replot",
         metavar="DIR",
         default=None,
@@ -214,6 +222,11 @@ def main(argv: list[str] | None = None) -> int:
         return replot(Path(args.replot))
 
     profile = "smoke" if args.smoke else "quick" if args.quick else "full"
+    if args.distributed:
+        from . import distributed
+
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        return distributed.main(profile, Path(args.out or f"results/distributed-{stamp}"))
     if not torch_vkml.is_available():
         print(
             f"torch-vkml: no usable Vulkan device: {torch_vkml._C.unavailable_reason()}",
