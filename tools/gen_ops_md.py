@@ -201,6 +201,11 @@ def render() -> str:
         "`full`, `rand`, `randn`, `randint`, `linear`, `matmul`, `nll_loss`, `stack`,",
         "`transpose`, `reshape`, ...) decompose into the ops below and so run natively too.",
         "",
+        "Complex tensors (complex64, complex128) are stored as pairs of their real dtype:",
+        "copies, fills, `view_as_real` / `view_as_complex`, `cat`, `add`, `sub`, `mul`, `div`,",
+        "`neg`, `sum` and `mean` of complex tensors run natively on those pairs",
+        "(`composite/complex.cpp`); other ops of complex tensors take the CPU fallback.",
+        "",
         f"{total} op overloads are registered natively.",
         "",
     ]

@@ -6,6 +6,7 @@
 
 #include <c10/util/SmallVector.h>
 
+#include "aten/composite/complex.h"
 #include "value_bounds.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/elementwise_range.h"
@@ -55,6 +56,9 @@ std::optional<at::Device> find_device(const Inputs& in, const at::Tensor& out) {
 }
 
 bool has_kernel(const EwOp& op, at::ScalarType compute, at::Device device) {
+  // Complex math has no kernels yet: add, sub, mul, div and neg are composed of float
+  // kernels (composite/complex.cpp), the rest takes the counted CPU route.
+  if (at::isComplexType(compute)) return complex_op_supported(op.code);
   if (compute != at::kDouble) return true;
   vkml::Device& dev = device_at(device.index());
   return vkml::ops::elementwise_supported(dev, vkml::DType::f64) &&
@@ -101,6 +105,12 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
                        const at::Tensor& out, const EwParams& params) {
   Inputs in(inputs_list.begin(), inputs_list.end());
   at::ScalarType compute = compute_type(op, in);
+  if (at::isComplexType(compute)) {
+    auto found = find_device(in, out);
+    TORCH_CHECK(found.has_value(), op.name, ": no vkml tensor among the arguments");
+    return complex_elementwise(op.code, op.name, std::vector<at::Tensor>(in.begin(), in.end()), out,
+                               params.s2, compute, *found);
+  }
   // PyTorch's "not implemented for '<dtype>'" is a NotImplementedError.
   TORCH_CHECK_NOT_IMPLEMENTED(!(op.integral_only && at::isFloatingType(compute)), "\"", op.name,
                               "\" not implemented for '", c10::toString(compute), "'");

@@ -96,8 +96,52 @@ void device_to_host(const at::Tensor& dst_cpu, const at::Tensor& src, bool non_b
   dst_cpu.copy_(host);
 }
 
+// The tensor's stored elements, without its lazy conjugation and negation bits (conj() and
+// _neg_view() of a flagged view clear the flag and keep the data).
+at::Tensor raw(const at::Tensor& t) {
+  at::Tensor r = t.is_conj() ? t.conj() : t;
+  return r.is_neg() ? at::_neg_view(r) : r;
+}
+
+// Copies where either side is complex, on their float views (the bits already resolved by
+// copy_from): complex to complex as pairs, real to complex into the real parts (imaginary
+// parts zeroed), complex to real from the real parts, as PyTorch's copy_ does. Returns
+// false where neither side is complex.
+bool copy_complex(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  const bool src_c = src.is_complex(), dst_c = dst.is_complex();
+  if (!src_c && !dst_c) return false;
+  at::Tensor s = src.sizes() == dst.sizes() ? src : src.expand(dst.sizes());
+  if (src_c && dst_c) {
+    at::view_as_real(dst).copy_(at::view_as_real(s), non_blocking);
+  } else if (dst_c) {
+    at::Tensor d = at::view_as_real(dst);
+    d.select(-1, 0).copy_(s, non_blocking);
+    d.select(-1, 1).zero_();
+  } else {
+    TORCH_WARN_ONCE("Casting complex values to real discards the imaginary part");
+    dst.copy_(at::view_as_real(s).select(-1, 0), non_blocking);
+  }
+  return true;
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
+
+// A copy from or into a conjugated or negated view (the Conjugate and Negative keys pass
+// _copy_from through to us, below): the stored elements are copied, then negated where the
+// two sides' bits disagree, on the float view, which has native kernels.
+bool copy_flagged(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  if (!src.is_conj() && !src.is_neg() && !dst.is_conj() && !dst.is_neg()) return false;
+  at::Tensor d = raw(dst);
+  copy_from(raw(src), d, non_blocking);
+  at::Tensor parts = d.is_complex() ? at::view_as_real(d) : d;
+  if (src.is_neg() != dst.is_neg()) parts.neg_();
+  if (src.is_conj() != dst.is_conj() && d.is_complex()) parts.select(-1, 1).neg_();
+  return true;
+}
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return dst;
+  if (copy_flagged(self, dst, non_blocking) || copy_complex(self, dst, non_blocking)) return dst;
   bool src_dev = self.device().is_privateuseone();
   bool dst_dev = dst.device().is_privateuseone();
   if (src_dev && dst_dev) {
@@ -146,6 +190,14 @@ vkml::Scalar to_vkml_scalar(const at::Scalar& s, at::ScalarType t) {
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   if (self.numel() == 0) return self;
   auto t = self.scalar_type();
+  if (self.is_complex()) {  // the real and imaginary parts, on the float view
+    const c10::complex<double> v = value.toComplexDouble();
+    at::Tensor parts = at::view_as_real(raw(self));
+    const double sign = self.is_neg() ? -1 : 1;
+    parts.select(-1, 0).fill_(sign * v.real());
+    parts.select(-1, 1).fill_(sign * (self.is_conj() ? -v.imag() : v.imag()));
+    return self;
+  }
   if (has_elementwise_kernel(t)) {
     guarded([&] { vkml::ops::fill(vkml_device(self), ref(self), to_vkml_scalar(value, t)); });
     // A filled index holds one known value (torch.full, zeros, a padding index).
@@ -174,6 +226,20 @@ at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
 at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
 
 }  // namespace
+
+// Without these, the Conjugate and Negative fallbacks materialize a flagged input of
+// _copy_from by cloning it, and a clone copies through _copy_from again: endless recursion.
+// copy_flagged resolves the bits instead. (Process-wide: other backends reaching _copy_from
+// with a flagged tensor recursed the same way before.)
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(copy_from));

@@ -31,6 +31,13 @@ bool narrow_float(at::ScalarType t) {
 at::Tensor run_reduce(const char* name, const at::Tensor& self, const std::vector<int64_t>& dims,
                       bool keepdim, ReduceOp op, at::ScalarType vt, double scale = 1.0,
                       at::Tensor* indices = nullptr, bool arg_only = false) {
+  if (is_complex_storage(vt) && op == ReduceOp::Sum && !indices) {
+    // sum and mean of complex values: of the float pairs, over the same dims.
+    if (self.dim() == 0) return self.to(vt) * scale;
+    at::Tensor pairs = at::view_as_real(self.to(vt).resolve_conj());
+    const at::ScalarType real = vt == at::kComplexFloat ? at::kFloat : at::kDouble;
+    return at::view_as_complex(run_reduce(name, pairs, dims, keepdim, op, real, scale));
+  }
   if (vt == at::kBFloat16) {
     // bfloat16 reduces in float32 and rounds once at the end, as PyTorch's CPU does.
     at::Tensor r = run_reduce(name, self, dims, keepdim, op, at::kFloat, scale, indices, arg_only);
@@ -91,7 +98,7 @@ at::Tensor sum_all(const at::Tensor& self, std::optional<at::ScalarType> dtype) 
 at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
   at::ScalarType t = dtype.value_or(self.scalar_type());
-  TORCH_CHECK(at::isFloatingType(t),
+  TORCH_CHECK(at::isFloatingType(t) || at::isComplexType(t),
               "mean(): could not infer output dtype. Input dtype must be either a floating "
               "point or complex dtype. Got: ",
               t);

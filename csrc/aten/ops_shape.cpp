@@ -83,6 +83,14 @@ at::Tensor& vk_cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& 
   }
   at::native::resize_output(out, shape);
   if (out.numel() == 0) return out;
+  if (is_complex_storage(out.scalar_type())) {  // the float pairs, joined along the same dim
+    std::vector<at::Tensor> pairs;
+    for (const auto& t : tensors)
+      if (!skipped(t)) pairs.push_back(at::view_as_real(t.to(out.scalar_type()).resolve_conj()));
+    at::Tensor out_pairs = at::view_as_real(out);
+    at::cat_out(out_pairs, pairs, d);
+    return out;
+  }
   TORCH_CHECK_NOT_IMPLEMENTED(has_vkml_dtype(out.scalar_type()), "cat on vkml: unsupported dtype ",
                               out.scalar_type());
   int64_t outer = 1, inner = 1;

@@ -11,8 +11,17 @@
 
 namespace vkml_aten {
 
-// false for dtypes the core cannot store (complex, quantized, ...).
+// false for dtypes the core has no kernels for (complex, quantized, ...).
 bool has_vkml_dtype(at::ScalarType t);
+
+// Complex tensors are stored as pairs of their real dtype (at::view_as_real): what moves
+// elements (copies, fills, cat) works on that view; the rest takes the CPU fallback.
+inline bool is_complex_storage(at::ScalarType t) {
+  return t == at::kComplexFloat || t == at::kComplexDouble;
+}
+
+// What a vkml tensor may hold.
+inline bool can_hold(at::ScalarType t) { return has_vkml_dtype(t) || is_complex_storage(t); }
 vkml::DType to_vkml(at::ScalarType t);
 
 // The dtypes of the float-only kernels (conv, pool, norm, resampling, ...):

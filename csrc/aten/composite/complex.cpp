@@ -1,0 +1,86 @@
+// Complex arithmetic (add, sub, mul, div, neg) composed of native float kernels on the
+// tensors' float views (at::view_as_real: [..., 2] pairs of re, im). Complex tensors have
+// storage but no kernels of their own yet (vkml_tensor.h); other complex math takes the
+// counted CPU route or raises NotImplementedError.
+#include "aten/composite/complex.h"
+
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
+
+#include "aten/vkml_tensor.h"
+#include "vkml/shaders/op_codes.h"
+
+namespace vkml_aten {
+namespace {
+
+// a as a complex tensor of `type` broadcast to `shape`, materialized only if needed
+// (a CPU scalar, a real tensor, another complex dtype or a conjugated view).
+at::Tensor as_complex(const at::Tensor& a, at::ScalarType type, at::IntArrayRef shape,
+                      const at::Device& device) {
+  at::Tensor t = a.to(device, type).resolve_conj().resolve_neg();
+  return t.expand(shape);
+}
+
+// (re, im) of a complex tensor: views into its float pairs.
+struct Parts {
+  at::Tensor re, im;
+};
+Parts parts(const at::Tensor& c) {
+  at::Tensor f = at::view_as_real(c);
+  return {f.select(-1, 0), f.select(-1, 1)};
+}
+
+at::Tensor result_of(const at::Tensor& re, const at::Tensor& im) {
+  return at::view_as_complex(at::stack({re, im}, -1));
+}
+
+}  // namespace
+
+bool complex_op_supported(int code) {
+  return code == OP_ADD || code == OP_SUB || code == OP_MUL || code == OP_DIV || code == OP_NEG;
+}
+
+at::Tensor complex_elementwise(int code, const char* name, const std::vector<at::Tensor>& in,
+                               const at::Tensor& out, const std::optional<at::Scalar>& alpha,
+                               at::ScalarType type, const at::Device& device) {
+  TORCH_CHECK_NOT_IMPLEMENTED(complex_op_supported(code), name,
+                              " on vkml does not support complex tensors yet");
+  std::vector<at::Tensor> defined;
+  for (const auto& t : in)
+    if (t.defined()) defined.push_back(t);
+  std::vector<int64_t> shape;
+  if (defined.size() == 1) {
+    shape = defined[0].sizes().vec();
+  } else {
+    shape = at::infer_size(defined[0].sizes(), defined[1].sizes());
+  }
+  at::Tensor result;
+  if (code == OP_NEG) {
+    result = at::view_as_complex(at::view_as_real(as_complex(in[0], type, shape, device)).neg());
+  } else {
+    Parts a = parts(as_complex(in[0], type, shape, device));
+    Parts b = parts(as_complex(in[1], type, shape, device));
+    if (code == OP_ADD || code == OP_SUB) {
+      at::Tensor br = b.re, bi = b.im;
+      if (alpha && !(alpha->isIntegral(false) && alpha->toLong() == 1)) {
+        // alpha may itself be complex: b * alpha
+        const c10::complex<double> k = alpha->toComplexDouble();
+        at::Tensor r = br * k.real() - bi * k.imag(), i = br * k.imag() + bi * k.real();
+        br = r, bi = i;
+      }
+      result = code == OP_ADD ? result_of(a.re + br, a.im + bi) : result_of(a.re - br, a.im - bi);
+    } else if (code == OP_MUL) {
+      result = result_of(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+    } else {  // (a.re + i a.im) / (b.re + i b.im), unscaled: |b|^2 may overflow where the
+              // CPU's scaled division does not
+      at::Tensor denom = b.re * b.re + b.im * b.im;
+      result = result_of((a.re * b.re + a.im * b.im) / denom, (a.im * b.re - a.re * b.im) / denom);
+    }
+  }
+  if (!out.defined()) return result;
+  at::native::resize_output(const_cast<at::Tensor&>(out), result.sizes());
+  const_cast<at::Tensor&>(out).copy_(result);
+  return out;
+}
+
+}  // namespace vkml_aten

@@ -1,0 +1,154 @@
+"""Complex tensors on vkml: storage, copies, views, and the first native arithmetic.
+
+complex64 / complex128 tensors are stored as pairs of their real dtype. Copies, fills,
+view_as_real / view_as_complex, cat, add / sub / mul / div / neg and sum / mean run natively
+on the float pairs (composite/complex.cpp); other complex math takes the counted CPU route.
+Every result is compared with the same op on the CPU.
+"""
+
+import warnings
+
+import pytest
+import torch
+from conftest import VKML, dtype_id
+
+import torch_vkml
+
+C64 = torch.complex64
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+def _c(shape=(2, 3), dtype=C64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.complex(torch.randn(shape, generator=g), torch.randn(shape, generator=g)).to(dtype)
+
+
+def _same(got, ref, tol=TOL):
+    assert got.device.type == "vkml"
+    assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
+    torch.testing.assert_close(
+        got.cpu().resolve_conj().resolve_neg(), ref.resolve_conj().resolve_neg(), **tol
+    )
+
+
+@pytest.fixture
+def no_fallback_here():
+    torch_vkml.reset_fallback_counts()
+    yield
+    assert not torch_vkml.fallback_counts(), torch_vkml.fallback_counts()
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=dtype_id)
+def test_storage_round_trip(dtype, no_fallback_here):
+    c = _c(dtype=dtype)
+    x = c.to(VKML)
+    assert x.dtype == dtype and x.is_complex()
+    _same(x, c)
+    assert x[1, 2].item() == pytest.approx(complex(c[1, 2].item()))
+    _same(torch.zeros(2, 2, dtype=dtype, device=VKML), torch.zeros(2, 2, dtype=dtype))
+    _same(torch.ones(3, dtype=dtype, device=VKML), torch.ones(3, dtype=dtype))
+    _same(torch.full((2,), 1 - 2j, dtype=dtype, device=VKML), torch.full((2,), 1 - 2j, dtype=dtype))
+    assert "device='vkml:0'" in repr(x)
+
+
+def test_strided_and_converting_copies(no_fallback_here):
+    c = _c((3, 4))
+    x = c.to(VKML)
+    _same(x.t().contiguous(), c.t().contiguous())
+    _same(x[:, ::2].cpu().to(VKML), c[:, ::2])
+    _same(x.to(torch.complex128), c.to(torch.complex128))
+    _same(x.real.to(C64), c.real.to(C64))  # real to complex: imaginary parts zero
+    with warnings.catch_warnings():  # warned once per process, as on the CPU
+        warnings.simplefilter("ignore")
+        _same(x.to(torch.float32), c.real.contiguous())
+    y = torch.empty(4, 3, dtype=C64, device=VKML)
+    y.copy_(x.t())
+    _same(y, c.t())
+    y[0].copy_(torch.tensor(2.5))  # a real value broadcast into complex elements
+    ref = c.t().clone()
+    ref[0] = 2.5
+    _same(y, ref)
+
+
+def test_conjugate_and_negative_views(no_fallback_here):
+    c = _c()
+    x = c.to(VKML)
+    _same(x.conj(), c.conj())
+    _same(x.conj().resolve_conj(), c.conj().resolve_conj())
+    _same(x.conj().imag, c.conj().imag)  # a real view with the negative bit
+    y = torch.zeros_like(x)
+    y.conj().copy_(x)  # into a conjugated view: y holds conj(x)
+    _same(y, c.conj().resolve_conj())
+    z = torch.zeros_like(x).conj()
+    z.fill_(1 + 2j)
+    _same(z, torch.full((2, 3), 1 + 2j, dtype=C64))
+
+
+def test_views_share_storage(no_fallback_here):
+    c = _c()
+    x = c.to(VKML)
+    pairs = torch.view_as_real(x)
+    _same(pairs, torch.view_as_real(c))
+    pairs[0, 0, 1] = 7.0  # writes the imaginary part of x[0, 0]
+    assert x[0, 0].item() == pytest.approx(complex(c[0, 0].real.item(), 7.0))
+    _same(torch.view_as_complex(pairs), x.cpu())
+    _same(x.real, c.real.clone().index_put_((torch.tensor([0]), torch.tensor([0])), c.real[0, 0]))
+    back = torch.view_as_complex(torch.view_as_real(c).to(VKML))
+    _same(back, c)
+
+
+ARITH = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "neg": lambda a, b: -a,
+    "alpha": lambda a, b: torch.add(a, b, alpha=2),
+    "complex_alpha": lambda a, b: torch.sub(a, b, alpha=1 - 1j),
+    "real_operand": lambda a, b: a * b.real,
+    "real_first": lambda a, b: b.imag - a,
+    "scalars": lambda a, b: a * 2 + (1 - 1j),
+    "broadcast": lambda a, b: a / b[0],
+    "conjugated": lambda a, b: a.conj() * b,
+    "in_place": lambda a, b: a.clone().mul_(b).add_(b),
+    "out": lambda a, b: torch.div(a, b, out=torch.empty_like(a)),
+    "widening": lambda a, b: a.to(torch.complex128) * b,
+}
+
+
+@pytest.mark.parametrize("name", list(ARITH))
+def test_arithmetic_is_native(name, no_fallback_here):
+    f = ARITH[name]
+    a, b = _c(seed=1), _c(seed=2)
+    _same(f(a.to(VKML), b.to(VKML)), f(a, b))
+
+
+def test_sum_mean_cat(no_fallback_here):
+    c = _c((3, 4))
+    x = c.to(VKML)
+    _same(x.sum(), c.sum())
+    _same(x.sum(1, keepdim=True), c.sum(1, keepdim=True))
+    _same(x.mean(0), c.mean(0))
+    _same(x.mean(), c.mean())
+    _same(torch.cat([x, x.conj()], 1), torch.cat([c, c.conj()], 1))
+    _same(torch.cat([x, x[:1]]), torch.cat([c, c[:1]]))
+
+
+def test_other_math_takes_the_counted_cpu_route():
+    c = _c()
+    x = c.to(VKML)
+    torch_vkml.reset_fallback_counts()
+    _same(x.exp(), c.exp())
+    _same(x.abs(), c.abs())
+    counts = torch_vkml.fallback_counts()
+    assert counts.get("aten::exp") and counts.get("aten::abs"), counts
+
+
+def test_autograd_through_native_ops():
+    c = _c(seed=3)
+    w_cpu = c.clone().requires_grad_()
+    w = c.to(VKML).requires_grad_()
+    for t in (w_cpu, w):
+        loss = torch.view_as_real(t * t.conj() + 2 * t).sum()
+        loss.backward()
+    _same(w.grad, w_cpu.grad)
