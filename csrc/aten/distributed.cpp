@@ -1,7 +1,8 @@
-// torch.distributed for vkml tensors: a c10d backend ("vkml_gloo") that stages vkml tensors
-// through pinned host buffers into another c10d backend for CPU tensors — a ProcessGroupGloo
-// built on the Python side (python/torch_vkml/_distributed.py) and handed in as a
-// c10d::Backend, so no Gloo headers are needed here.
+// torch.distributed for vkml tensors: a c10d backend ("vkml_gloo") that hands vkml tensors to
+// another c10d backend for CPU tensors through the host (distributed_host.h: the tensors
+// themselves where the device's memory is host-mapped, pinned buffers elsewhere). The inner
+// backend is a ProcessGroupGloo built on the Python side (python/torch_vkml/_distributed.py)
+// and handed in as a c10d::Backend, so no Gloo headers are needed here.
 //
 // Every op returns at once: it queues the copies of its inputs to the host and hands the rest
 // to the backend's staging threads (distributed_staging.h), which run the inner op and copy
@@ -15,12 +16,12 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include <algorithm>
-#include <cstdlib>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "distributed_agreement.h"
+#include "distributed_host.h"
 #include "distributed_staging.h"
 #include "vkml_tensor.h"
 
@@ -29,102 +30,14 @@ namespace py = pybind11;
 namespace vkml_aten {
 namespace {
 
-using distributed::Part;
-using distributed::StagedWork;
+using namespace distributed;  // the staging threads, host buffers and checks of this backend
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
-using TensorList = std::vector<at::Tensor>;
 
 constexpr c10::DeviceType kVkml = c10::DeviceType::PrivateUse1;
 constexpr const char* kName = "vkml_gloo";
 // A single all_reduce larger than two of these goes in chunks of this size, so the copies of
 // one chunk overlap the transfer of the one before (measured: docs/distributed.md).
 constexpr int64_t kChunkBytes = int64_t(4) << 20;
-
-// t's bytes as the host sees them where the device's memory is host-mapped (lavapipe, many
-// integrated GPUs), else null (discrete GPUs, non-contiguous tensors).
-// TORCH_VKML_DIST_ZERO_COPY=0 stages through copies there too (testing the discrete-GPU path).
-void* mapped_pointer(const at::Tensor& t) {
-  static const bool zero_copy = [] {
-    const char* v = std::getenv("TORCH_VKML_DIST_ZERO_COPY");
-    return !(v && std::string(v) == "0");
-  }();
-  if (!zero_copy || !t.is_contiguous() || t.numel() == 0) return nullptr;
-  vkml::Device& dev = vkml_device(t);
-  if (!dev.memory().host_mapped()) return nullptr;
-  return guarded([&] { return dev.memory().find(addr(t)).host; });
-}
-
-// A CPU tensor over t's own memory where it is host-mapped: Gloo then reads and writes the
-// device tensor in place, with no copies. Undefined where that is not possible.
-at::Tensor host_alias(const at::Tensor& t) {
-  void* p = mapped_pointer(t);
-  return p ? at::from_blob(p, t.sizes(), t.options().device(at::kCPU)) : at::Tensor();
-}
-
-// A host buffer of `sizes` and the dtype of `like` (a vkml tensor), pinned on its device where
-// the pool allows it (then the copies to and from the device are queued, not waited for).
-at::Tensor host_buffer(at::IntArrayRef sizes, const at::Tensor& like) {
-  c10::DeviceGuard guard(like.device());
-  at::TensorOptions opts = like.options().device(at::kCPU);
-  try {
-    return at::empty(sizes, opts.pinned_memory(true));
-  } catch (const c10::Error&) {
-    return at::empty(sizes, opts);
-  }
-}
-
-// Where the results land on the host: t itself where mapped, else a new buffer.
-at::Tensor host_buffer(const at::Tensor& t) {
-  at::Tensor alias = host_alias(t);
-  return alias.defined() ? alias : host_buffer(t.sizes(), t);
-}
-
-// t's contents on the host: t itself where mapped (once the device finished writing it: the
-// issuer waits for that), else a queued copy into a new buffer.
-at::Tensor stage_out(const at::Tensor& t) {
-  at::Tensor alias = host_alias(t);
-  if (alias.defined()) return alias;
-  at::Tensor h = host_buffer(t.sizes(), t);
-  h.copy_(t, /*non_blocking=*/true);
-  return h;
-}
-
-TensorList stage_out(const TensorList& ts) {
-  TensorList out;
-  out.reserve(ts.size());
-  for (const at::Tensor& t : ts) out.push_back(stage_out(t));
-  return out;
-}
-
-TensorList host_buffers(const TensorList& ts) {
-  TensorList out;
-  out.reserve(ts.size());
-  for (const at::Tensor& t : ts) out.push_back(host_buffer(t));
-  return out;
-}
-
-std::vector<TensorList> stage_out(const std::vector<TensorList>& ts) {
-  std::vector<TensorList> out;
-  for (const auto& l : ts) out.push_back(stage_out(l));
-  return out;
-}
-
-std::vector<TensorList> host_buffers(const std::vector<TensorList>& ts) {
-  std::vector<TensorList> out;
-  for (const auto& l : ts) out.push_back(host_buffers(l));
-  return out;
-}
-
-// The *_into_tensor / *_tensor collectives take any shapes whose element counts fit (one
-// rank's part is a contiguous run of the flat buffer), as NCCL does (SyncBatchNorm gathers
-// into [1, world * n]); Gloo splits along dim 0, so it gets flat views of the host buffers.
-at::Tensor flat_view(const at::Tensor& host) { return host.view(-1); }
-
-TensorList flat_views(const TensorList& hosts) {
-  TensorList out;
-  for (const at::Tensor& h : hosts) out.push_back(h.view(-1));
-  return out;
-}
 
 // The element counts of a gather into (or reduce-scatter from) one tensor, checked as NCCL
 // checks them.
@@ -137,16 +50,6 @@ void check_sizes(const at::Tensor& whole, const at::Tensor& part, int world, con
                    whole.scalar_type());
 }
 
-// Queues the copy of a host result back into its vkml tensor (none where Gloo wrote the
-// tensor itself).
-void to_device(at::Tensor& dst, const at::Tensor& host) {
-  if (host.data_ptr() != mapped_pointer(dst)) dst.copy_(host, /*non_blocking=*/true);
-}
-
-void copy_back(TensorList& dst, const TensorList& src) {
-  for (size_t i = 0; i < dst.size(); ++i) to_device(dst[i], src[i]);
-}
-
 TensorList flat(const std::vector<TensorList>& ts) {
   TensorList out;
   for (const auto& l : ts) out.insert(out.end(), l.begin(), l.end());
@@ -156,65 +59,6 @@ TensorList flat(const std::vector<TensorList>& ts) {
 TensorList cat_lists(TensorList a, const TensorList& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
-}
-
-// Checking that the ranks agree costs one small all_reduce per collective;
-// TORCH_VKML_DIST_CHECK=0 skips it (then a mismatch aborts the process inside Gloo).
-bool check_agreement() {
-  static const bool on = [] {
-    const char* v = std::getenv("TORCH_VKML_DIST_CHECK");
-    return !(v && std::string(v) == "0");
-  }();
-  return on;
-}
-
-// What all ranks must pass alike to a collective: its name, the dtypes and the shapes.
-struct Signature {
-  int64_t hash = 0;  // in [1, 2^62]
-  std::string text;
-};
-
-Signature signature(const char* op, const TensorList& tensors) {
-  // FNV-1a over 8-byte words: the same on every rank whatever its standard library.
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&h](uint64_t v) {
-    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
-  };
-  for (const char* c = op; *c; ++c) mix(uint64_t(*c));
-  std::ostringstream text;
-  text << op;
-  for (const at::Tensor& t : tensors) {
-    mix(uint64_t(t.scalar_type()));
-    mix(uint64_t(t.dim()));
-    for (int64_t s : t.sizes()) mix(uint64_t(s));
-    text << " " << t.scalar_type() << t.sizes();
-  }
-  return {int64_t(h & ((uint64_t(1) << 62) - 1)) + 1, text.str()};
-}
-
-// Raises on every rank when the ranks' signatures differ. Gloo, given buffers of different
-// sizes, aborts the process from its I/O thread; one all_reduce of two integers first turns
-// that into an error. Runs on the issuer thread, before the op's own transfer.
-void check_agree(c10d::Backend& inner, const Signature& sig) {
-  at::Tensor t = at::empty({2}, at::kLong);
-  t.data_ptr<int64_t>()[0] = sig.hash;
-  t.data_ptr<int64_t>()[1] = -sig.hash;
-  c10d::AllreduceOptions opts;
-  opts.reduceOp = c10d::ReduceOp::MAX;
-  TensorList list{t};
-  inner.allreduce(list, opts)->wait();
-  const int64_t highest = t.data_ptr<int64_t>()[0], lowest = -t.data_ptr<int64_t>()[1];
-  TORCH_CHECK(highest == sig.hash && lowest == sig.hash, kName,
-              ": the ranks called different collectives, or passed tensors of different "
-              "shapes or dtypes; this rank called ",
-              sig.text);
-}
-
-// The ranks' agreement on `tensors` (see check_agreement), or nothing when it is off.
-std::function<void()> agreement(const c10::intrusive_ptr<c10d::Backend>& inner, const char* op,
-                                const TensorList& tensors) {
-  if (!check_agreement()) return {};
-  return [inner, sig = signature(op, tensors)] { check_agree(*inner, sig); };
 }
 
 class VkmlStagingBackend : public c10d::Backend {
@@ -275,31 +119,18 @@ class VkmlStagingBackend : public c10d::Backend {
 
   WorkPtr allgather(std::vector<TensorList>& outputs, TensorList& inputs,
                     const c10d::AllgatherOptions& opts) override {
-    const Checked checked = check(cat_lists(inputs, flat(outputs)), "allgather");
-    TensorList in = stage_out(inputs);
-    std::vector<TensorList> out = host_buffers(outputs);
-    return launch(
-        c10d::OpType::ALLGATHER, flat(outputs), checked, agreement(inner_, "all_gather", inputs),
-        [inner = inner_, in, out, opts]() mutable { return inner->allgather(out, in, opts); },
-        [outputs, out]() mutable {
-          for (size_t i = 0; i < outputs.size(); ++i) copy_back(outputs[i], out[i]);
-        });
+    return into_lists("all_gather", c10d::OpType::ALLGATHER, outputs, inputs,
+                      [inner = inner_, opts](std::vector<TensorList>& out, TensorList& in) {
+                        return inner->allgather(out, in, opts);
+                      });
   }
 
   WorkPtr allgather_coalesced(std::vector<TensorList>& outputs, TensorList& inputs,
                               const c10d::AllgatherOptions& opts) override {
-    const Checked checked = check(cat_lists(inputs, flat(outputs)), "allgather_coalesced");
-    TensorList in = stage_out(inputs);
-    std::vector<TensorList> out = host_buffers(outputs);
-    return launch(
-        c10d::OpType::ALLGATHER_COALESCED, flat(outputs), checked,
-        agreement(inner_, "all_gather_coalesced", inputs),
-        [inner = inner_, in, out, opts]() mutable {
-          return inner->allgather_coalesced(out, in, opts);
-        },
-        [outputs, out]() mutable {
-          for (size_t i = 0; i < outputs.size(); ++i) copy_back(outputs[i], out[i]);
-        });
+    return into_lists("all_gather_coalesced", c10d::OpType::ALLGATHER_COALESCED, outputs, inputs,
+                      [inner = inner_, opts](std::vector<TensorList>& out, TensorList& in) {
+                        return inner->allgather_coalesced(out, in, opts);
+                      });
   }
 
   WorkPtr _allgather_base(at::Tensor& output, at::Tensor& input,
@@ -318,33 +149,19 @@ class VkmlStagingBackend : public c10d::Backend {
 
   WorkPtr allgather_into_tensor_coalesced(TensorList& outputs, TensorList& inputs,
                                           const c10d::AllgatherOptions& opts) override {
-    const Checked checked = check(cat_lists(outputs, inputs), "all_gather_into_tensor_coalesced");
-    TORCH_CHECK_VALUE(outputs.size() == inputs.size(), kName, ": ", outputs.size(), " outputs for ",
-                      inputs.size(), " inputs");
-    for (size_t i = 0; i < outputs.size(); ++i)
-      check_sizes(outputs[i], inputs[i], getSize(), "all_gather_into_tensor_coalesced");
-    TensorList in = stage_out(inputs), out = host_buffers(outputs);
-    return launch(
-        c10d::OpType::COALESCED, outputs, checked,
-        agreement(inner_, "all_gather_into_tensor_coalesced", inputs),
-        [inner = inner_, in, out, opts]() mutable {
-          TensorList out_flat = flat_views(out), in_flat = flat_views(in);
-          return inner->allgather_into_tensor_coalesced(out_flat, in_flat, opts);
-        },
-        [outputs, out]() mutable { copy_back(outputs, out); });
+    return coalesced_tensors("all_gather_into_tensor_coalesced", c10d::OpType::COALESCED, outputs,
+                             inputs, /*gather=*/true,
+                             [inner = inner_, opts](TensorList& out, TensorList& in) {
+                               return inner->allgather_into_tensor_coalesced(out, in, opts);
+                             });
   }
 
   WorkPtr gather(std::vector<TensorList>& outputs, TensorList& inputs,
                  const c10d::GatherOptions& opts) override {
-    const Checked checked = check(cat_lists(inputs, flat(outputs)), "gather");
-    TensorList in = stage_out(inputs);
-    std::vector<TensorList> out = host_buffers(outputs);
-    return launch(
-        c10d::OpType::GATHER, flat(outputs), checked, agreement(inner_, "gather", inputs),
-        [inner = inner_, in, out, opts]() mutable { return inner->gather(out, in, opts); },
-        [outputs, out]() mutable {
-          for (size_t i = 0; i < outputs.size(); ++i) copy_back(outputs[i], out[i]);
-        });
+    return into_lists("gather", c10d::OpType::GATHER, outputs, inputs,
+                      [inner = inner_, opts](std::vector<TensorList>& out, TensorList& in) {
+                        return inner->gather(out, in, opts);
+                      });
   }
 
   WorkPtr scatter(TensorList& outputs, std::vector<TensorList>& inputs,
@@ -387,20 +204,12 @@ class VkmlStagingBackend : public c10d::Backend {
 
   WorkPtr reduce_scatter_tensor_coalesced(TensorList& outputs, TensorList& inputs,
                                           const c10d::ReduceScatterOptions& opts) override {
-    const Checked checked = check(cat_lists(outputs, inputs), "reduce_scatter_tensor_coalesced");
-    TORCH_CHECK_VALUE(outputs.size() == inputs.size(), kName, ": ", outputs.size(), " outputs for ",
-                      inputs.size(), " inputs");
-    for (size_t i = 0; i < outputs.size(); ++i)
-      check_sizes(inputs[i], outputs[i], getSize(), "reduce_scatter_tensor_coalesced");
-    TensorList in = stage_out(inputs), out = host_buffers(outputs);
-    return launch(
-        c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, checked,
-        agreement(inner_, "reduce_scatter_tensor_coalesced", inputs),
-        [inner = inner_, in, out, opts]() mutable {
-          TensorList out_flat = flat_views(out), in_flat = flat_views(in);
-          return inner->reduce_scatter_tensor_coalesced(out_flat, in_flat, opts);
-        },
-        [outputs, out]() mutable { copy_back(outputs, out); });
+    return coalesced_tensors("reduce_scatter_tensor_coalesced",
+                             c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, inputs,
+                             /*gather=*/false,
+                             [inner = inner_, opts](TensorList& out, TensorList& in) {
+                               return inner->reduce_scatter_tensor_coalesced(out, in, opts);
+                             });
   }
 
   WorkPtr alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
@@ -508,6 +317,45 @@ class VkmlStagingBackend : public c10d::Backend {
   // The stream's timeline value after every copy queued so far on the device.
   static uint64_t mark(const c10::Device& device) {
     return guarded([&] { return device_at(device.index()).stream().flush(); });
+  }
+
+  // The gathers into lists of tensors (all_gather, its coalesced form, gather).
+  WorkPtr into_lists(const char* op, c10d::OpType type, std::vector<TensorList>& outputs,
+                     TensorList& inputs,
+                     std::function<WorkPtr(std::vector<TensorList>&, TensorList&)> call) {
+    const Checked checked = check(cat_lists(inputs, flat(outputs)), op);
+    TensorList in = stage_out(inputs);
+    std::vector<TensorList> out = host_buffers(outputs);
+    return launch(
+        type, flat(outputs), checked, agreement(inner_, op, inputs),
+        [in, out, call = std::move(call)]() mutable { return call(out, in); },
+        [outputs, out]() mutable {
+          for (size_t i = 0; i < outputs.size(); ++i) copy_back(outputs[i], out[i]);
+        });
+  }
+
+  // The coalesced *_tensor collectives: pairs of a whole tensor and one rank's part of it
+  // (the output when gathering, the input when reduce-scattering), flat for Gloo.
+  WorkPtr coalesced_tensors(const char* op, c10d::OpType type, TensorList& outputs,
+                            TensorList& inputs, bool gather,
+                            std::function<WorkPtr(TensorList&, TensorList&)> call) {
+    const Checked checked = check(cat_lists(outputs, inputs), op);
+    TORCH_CHECK_VALUE(outputs.size() == inputs.size(), kName, " ", op, ": ", outputs.size(),
+                      " outputs for ", inputs.size(), " inputs");
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (gather)
+        check_sizes(outputs[i], inputs[i], getSize(), op);
+      else
+        check_sizes(inputs[i], outputs[i], getSize(), op);
+    }
+    TensorList in = stage_out(inputs), out = host_buffers(outputs);
+    return launch(
+        type, outputs, checked, agreement(inner_, op, inputs),
+        [in, out, call = std::move(call)]() mutable {
+          TensorList out_flat = flat_views(out), in_flat = flat_views(in);
+          return call(out_flat, in_flat);
+        },
+        [outputs, out]() mutable { copy_back(outputs, out); });
   }
 
   WorkPtr launch(c10d::OpType type, TensorList outputs, const Checked& checked,

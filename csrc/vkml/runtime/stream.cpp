@@ -217,9 +217,7 @@ void Stream::wait(uint64_t value) {
   if (value >= submitted_value_) batch_limit_ = std::min(kFirstBatchAfterIdle, batch_size_);
 }
 
-void Stream::wait_locked(uint64_t value) {
-  if (value <= completed_value_) return;
-  ++total_syncs_;
+void Stream::wait_for_timeline(uint64_t value) {
   VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
   wi.semaphoreCount = 1;
   VkSemaphore timeline = timeline_.get();
@@ -231,6 +229,12 @@ void Stream::wait_locked(uint64_t value) {
     if (r == VK_SUCCESS) break;
     if (r != VK_TIMEOUT) check_lost(r, "vkWaitSemaphores");
   }
+}
+
+void Stream::wait_locked(uint64_t value) {
+  if (value <= completed_value_) return;
+  ++total_syncs_;
+  wait_for_timeline(value);
   retire(value);
 }
 
@@ -240,16 +244,7 @@ void Stream::wait_in_background(uint64_t value) {
     if (value <= completed_value_) return;
     if (value > submitted_value_) flush_locked();
   }
-  VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
-  wi.semaphoreCount = 1;
-  VkSemaphore timeline = timeline_.get();
-  wi.pSemaphores = &timeline;
-  wi.pValues = &value;
-  for (;;) {
-    VkResult r = vk::vkWaitSemaphores(device_.handle(), &wi, 1000000000ull);
-    if (r == VK_SUCCESS) break;
-    if (r != VK_TIMEOUT) check_lost(r, "vkWaitSemaphores");
-  }
+  wait_for_timeline(value);
   std::lock_guard<std::mutex> lock(mutex_);
   retire(value);
 }

@@ -89,8 +89,9 @@ class Stream {
   void begin_if_needed();                  // mutex held
   void barrier_for(const Access* access);  // mutex held
   uint64_t flush_locked();
-  void wait_locked(uint64_t value);  // mutex held; value submitted
-  void retire(uint64_t completed);   // mutex held
+  void wait_locked(uint64_t value);        // mutex held; value submitted
+  void wait_for_timeline(uint64_t value);  // no lock needed; value submitted
+  void retire(uint64_t completed);         // mutex held
   void check_lost(VkResult r, const char* what);
 
   Device& device_;
