@@ -8,6 +8,7 @@
 #include <ATen/ops/vdot_native.h>
 #include <torch/library.h>
 
+#include "aten/composite/complex.h"
 #include "fallback.h"
 #include "vkml/ops/matmul.h"
 #include "vkml_tensor.h"
@@ -72,9 +73,23 @@ bool upcast_bf16(const at::Tensor& a, const at::Tensor& b) {
 }
 at::Tensor as_float(const at::Tensor& t) { return t.defined() ? t.to(at::kFloat) : t; }
 
+// Complex products: four real GEMMs (composite/complex.cpp), then bias, alpha and beta.
+at::Tensor& complex_into(const at::Tensor& self, const at::Tensor& mat2, const at::Tensor& bias,
+                         const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  at::Tensor r = complex_matmul(self, mat2);
+  if (!(alpha.isIntegral(false) && alpha.toLong() == 1)) r = r * alpha;
+  if (bias.defined() && !(beta.isIntegral(false) && beta.toLong() == 0))
+    r = r + bias.expand(r.sizes()) * beta;
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
 at::Tensor& mm_into(const char* name, const at::Tensor& self, const at::Tensor& mat2,
                     const at::Tensor& bias, const at::Scalar& beta, const at::Scalar& alpha,
                     at::Tensor& out) {
+  if (self.is_complex() && self.dim() == 2 && mat2.dim() == 2)
+    return complex_into(self, mat2, bias, beta, alpha, out);
   if (upcast_bf16(self, mat2) && out.scalar_type() == at::kBFloat16) {
     at::Tensor r = at::empty({0}, out.options().dtype(at::kFloat));
     mm_into(name, as_float(self), as_float(mat2), as_float(bias), beta, alpha, r);
@@ -145,6 +160,8 @@ at::Tensor& addmm_(at::Tensor& self, const at::Tensor& a, const at::Tensor& b,
 at::Tensor& bmm_into(const char* name, const at::Tensor& self, const at::Tensor& mat2,
                      const at::Tensor& bias, const at::Scalar& beta, const at::Scalar& alpha,
                      at::Tensor& out) {
+  if (self.is_complex() && self.dim() == 3 && mat2.dim() == 3 && self.size(0) == mat2.size(0))
+    return complex_into(self, mat2, bias, beta, alpha, out);
   if (upcast_bf16(self, mat2) && out.scalar_type() == at::kBFloat16) {
     at::Tensor r = at::empty({0}, out.options().dtype(at::kFloat));
     bmm_into(name, as_float(self), as_float(mat2), as_float(bias), beta, alpha, r);

@@ -1,4 +1,5 @@
-// Complex arithmetic (add, sub, mul, div, neg) composed of native float kernels on the
+// Complex arithmetic (add, sub, mul, div, neg, abs, angle) and matrix products composed of
+// native float kernels on the
 // tensors' float views (at::view_as_real: [..., 2] pairs of re, im). Complex tensors have
 // storage but no kernels of their own yet (vkml_tensor.h); other complex math takes the
 // counted CPU route or raises NotImplementedError.
@@ -37,7 +38,8 @@ at::Tensor result_of(const at::Tensor& re, const at::Tensor& im) {
 }  // namespace
 
 bool complex_op_supported(int code) {
-  return code == OP_ADD || code == OP_SUB || code == OP_MUL || code == OP_DIV || code == OP_NEG;
+  return code == OP_ADD || code == OP_SUB || code == OP_MUL || code == OP_DIV || code == OP_NEG ||
+         code == OP_ABS || code == OP_ANGLE;
 }
 
 at::Tensor complex_elementwise(int code, const char* name, const std::vector<at::Tensor>& in,
@@ -55,7 +57,12 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
     shape = at::infer_size(defined[0].sizes(), defined[1].sizes());
   }
   at::Tensor result;
-  if (code == OP_NEG) {
+  if (code == OP_ABS || code == OP_ANGLE) {  // real results: |z| and arg z
+    TORCH_CHECK(!(out.defined() && out.is_complex() && out.is_same(in[0])), "In-place ", name,
+                " is not supported for complex tensors.");
+    Parts z = parts(as_complex(in[0], type, shape, device));
+    result = code == OP_ABS ? at::hypot(z.re, z.im) : at::atan2(z.im, z.re);
+  } else if (code == OP_NEG) {
     result = at::view_as_complex(at::view_as_real(as_complex(in[0], type, shape, device)).neg());
   } else {
     Parts a = parts(as_complex(in[0], type, shape, device));
@@ -81,6 +88,19 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
   at::native::resize_output(const_cast<at::Tensor&>(out), result.sizes());
   const_cast<at::Tensor&>(out).copy_(result);
   return out;
+}
+
+at::Tensor complex_matmul(const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(),
+              "expected m1 and m2 to have the same dtype, but got: ", a.scalar_type(),
+              " != ", b.scalar_type());
+  Parts x = parts(a.resolve_conj().resolve_neg()), y = parts(b.resolve_conj().resolve_neg());
+  auto product = [&](const at::Tensor& p, const at::Tensor& q) {
+    return a.dim() == 3 ? at::bmm(p, q) : at::mm(p, q);
+  };
+  // (xr + i xi)(yr + i yi) = (xr yr - xi yi) + i (xr yi + xi yr): four real products.
+  return result_of(product(x.re, y.re) - product(x.im, y.im),
+                   product(x.re, y.im) + product(x.im, y.re));
 }
 
 }  // namespace vkml_aten

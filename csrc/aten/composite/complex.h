@@ -17,4 +17,7 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
                                const at::Tensor& out, const std::optional<at::Scalar>& alpha,
                                at::ScalarType type, const at::Device& device);
 
+// a @ b for complex matrices (2-d) or batches of them (3-d), of one complex dtype.
+at::Tensor complex_matmul(const at::Tensor& a, const at::Tensor& b);
+
 }  // namespace vkml_aten
