@@ -1,9 +1,9 @@
 """Complex tensors on vkml: storage, copies, views, and the first native arithmetic.
 
 complex64 / complex128 tensors are stored as pairs of their real dtype. Copies, fills,
-view_as_real / view_as_complex, cat, add / sub / mul / div / neg, abs / angle, sum / mean
-and the matrix products run natively on the float pairs (composite/complex.cpp); other
-complex math takes the counted CPU route.
+view_as_real / view_as_complex, cat, remaps, triangles, indexing, where, add / sub / mul /
+div / neg, abs / angle, sum / mean and the matrix products run natively on the float pairs
+(composite/complex.cpp); other complex math takes the counted CPU route.
 Every result is compared with the same op on the CPU.
 """
 
@@ -181,3 +181,31 @@ def test_autograd_through_native_ops():
         loss = torch.view_as_real(t * t.conj() + 2 * t).sum()
         loss.backward()
     _same(w.grad, w_cpu.grad)
+
+
+MOVES = {
+    "flip": lambda x, i: x.flip(0, 2),
+    "roll": lambda x, i: x.roll(2, 2),
+    "fftshift": lambda x, i: torch.fft.fftshift(x, dim=(1, 2)),
+    "rot90": lambda x, i: x.rot90(1, (1, 2)),
+    "reflect_pad": lambda x, i: torch.nn.functional.pad(x, (1, 2), mode="reflect"),
+    "flip_conjugated": lambda x, i: x.conj()[:, ::2].flip(1),
+    "tril": lambda x, i: x.tril(),
+    "triu_": lambda x, i: x.clone().triu_(1),
+    "index_select": lambda x, i: x.index_select(1, i),
+    "advanced_index": lambda x, i: x[i],
+    "boolean_mask": lambda x, i: x[x.real > 0],
+    "gather": lambda x, i: x.gather(2, i.view(1, 2, 1).expand(3, 2, 2)),
+    "scatter": lambda x, i: torch.zeros_like(x).scatter_(1, i.view(1, 2, 1).expand(3, 2, 5), x),
+    "index_put": lambda x, i: x.clone().index_put_((i,), torch.tensor(1 + 1j, device=x.device)),
+    "where": lambda x, i: torch.where(x.real > 0, x, x.conj()),
+    "where_scalar": lambda x, i: torch.where(x.imag > 0, x, 0),
+}
+
+
+@pytest.mark.parametrize("name", list(MOVES))
+def test_element_moves_are_native(name, no_fallback_here):
+    """What only moves or picks elements runs on the pairs (remaps, triangles, indexing)."""
+    f = MOVES[name]
+    c, i = _c((3, 4, 5), seed=7), torch.tensor([2, 0])
+    _same(f(c.to(VKML), i.to(VKML)), f(c, i))

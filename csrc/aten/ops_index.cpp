@@ -52,6 +52,7 @@ vkml::DType kernel_dtype(const char* name, at::ScalarType t, bool reduce) {
     case at::kBool:
       return to_vkml(t);
     case at::kDouble:
+    case at::kComplexFloat:  // a pair of floats moves as one 8-byte element
       if (!reduce) return vkml::DType::i64;
       break;
     case at::kChar:

@@ -35,6 +35,18 @@ std::vector<RemapDim> identity_dims(const at::Tensor& t) {
 }
 
 at::Tensor run_remap(const char* op, const at::Tensor& self, const std::vector<RemapDim>& dims) {
+  if (self.is_complex()) {
+    // The same map over the float pairs: every dim's stride counts real elements, and the
+    // pair is one more dim, kept as it is. (dims' strides are self's: the forward ops
+    // describe self's own layout.)
+    at::Tensor pairs = at::view_as_real(self.resolve_conj().resolve_neg());
+    std::vector<RemapDim> real_dims = dims;
+    for (size_t k = 0; k < real_dims.size(); ++k) real_dims[k].in_stride = pairs.stride(int64_t(k));
+    RemapDim pair;
+    pair.out_size = pair.in_size = 2;
+    real_dims.push_back(pair);
+    return at::view_as_complex(run_remap(op, pairs, real_dims));
+  }
   check_dtype(op, self);
   std::vector<int64_t> shape;
   for (const RemapDim& d : dims) shape.push_back(d.out_size);

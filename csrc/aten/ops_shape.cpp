@@ -137,6 +137,17 @@ void check_dtype(const char* op, const at::Tensor& t) {
 at::Tensor& tri_out(const char* op, const at::Tensor& self, int64_t k, bool upper,
                     at::Tensor& out) {
   TORCH_CHECK(self.dim() >= 2, op, ": input tensor must have at least 2 dimensions");
+  if (self.is_complex()) {  // the real and imaginary parts, each a real matrix
+    at::Tensor pairs = at::view_as_real(self.resolve_conj().resolve_neg());
+    auto part = [&](int64_t i) {
+      at::Tensor p = pairs.select(-1, i);
+      return upper ? at::triu(p, k) : at::tril(p, k);
+    };
+    at::Tensor r = at::view_as_complex(at::stack({part(0), part(1)}, -1));
+    if (!out.is_same(self)) at::native::resize_output(out, self.sizes());
+    out.copy_(r);
+    return out;
+  }
   check_dtype(op, self);
   if (!out.is_same(self)) {
     at::native::resize_output(out, self.sizes());

@@ -1,4 +1,4 @@
-// Complex arithmetic (add, sub, mul, div, neg, abs, angle) and matrix products composed of
+// Complex arithmetic (add, sub, mul, div, neg, abs, angle, where) and matrix products composed of
 // native float kernels on the
 // tensors' float views (at::view_as_real: [..., 2] pairs of re, im). Complex tensors have
 // storage but no kernels of their own yet (vkml_tensor.h); other complex math takes the
@@ -39,7 +39,7 @@ at::Tensor result_of(const at::Tensor& re, const at::Tensor& im) {
 
 bool complex_op_supported(int code) {
   return code == OP_ADD || code == OP_SUB || code == OP_MUL || code == OP_DIV || code == OP_NEG ||
-         code == OP_ABS || code == OP_ANGLE;
+         code == OP_ABS || code == OP_ANGLE || code == OP_WHERE;
 }
 
 at::Tensor complex_elementwise(int code, const char* name, const std::vector<at::Tensor>& in,
@@ -57,7 +57,14 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
     shape = at::infer_size(defined[0].sizes(), defined[1].sizes());
   }
   at::Tensor result;
-  if (code == OP_ABS || code == OP_ANGLE) {  // real results: |z| and arg z
+  if (code == OP_WHERE) {  // in: condition, then the two choices, picked as pairs
+    shape = at::infer_size(at::infer_size(in[0].sizes(), in[1].sizes()), in[2].sizes());
+    at::Tensor cond = in[0].to(device).expand(shape).unsqueeze(-1);
+    result = at::view_as_complex(at::where(cond,
+                                           at::view_as_real(as_complex(in[1], type, shape, device)),
+                                           at::view_as_real(as_complex(in[2], type, shape, device)))
+                                     .contiguous());
+  } else if (code == OP_ABS || code == OP_ANGLE) {  // real results: |z| and arg z
     TORCH_CHECK(!(out.defined() && out.is_complex() && out.is_same(in[0])), "In-place ", name,
                 " is not supported for complex tensors.");
     Parts z = parts(as_complex(in[0], type, shape, device));
