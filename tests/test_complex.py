@@ -140,6 +140,8 @@ MATMUL = {
     "bmm": lambda a, b, v: a.expand(2, 3, 4) @ b.expand(2, 4, 5),
     "mv": lambda a, b, v: a @ v,
     "dot": lambda a, b, v: v @ v,
+    "vdot": lambda a, b, v: torch.vdot(v, v.flip(0)),
+    "vdot_conjugated": lambda a, b, v: torch.vdot(v.conj(), v),
     "addmm": lambda a, b, v: torch.addmm(a @ b, a, b, beta=0.5, alpha=2 - 1j),
     "conjugate_transpose": lambda a, b, v: a.mH @ a,
     "einsum": lambda a, b, v: torch.einsum("ij,jk->ik", a, b),

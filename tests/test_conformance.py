@@ -182,6 +182,18 @@ def test_inputs_keep_their_layout_on_vkml():
     assert kw["x"].untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
 
 
+def test_inputs_keep_their_conjugate_and_negative_bits():
+    """The storage travels as stored; a conjugated (or negated) view must stay one."""
+    to_vkml = conformance._ToVkml()
+    c = torch.tensor([1 + 2j, 3 - 1j])
+    for t in (c.conj(), c.conj().imag):
+        moved = to_vkml(t)
+        assert moved.is_conj() == t.is_conj() and moved.is_neg() == t.is_neg()
+        torch.testing.assert_close(
+            moved.cpu().resolve_conj().resolve_neg(), t.resolve_conj().resolve_neg()
+        )
+
+
 def test_measured_set_excludes_linalg_and_fft():
     for key in [
         "linalg.svd",

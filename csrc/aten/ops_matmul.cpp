@@ -5,7 +5,6 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addr_native.h>
-#include <ATen/ops/vdot_native.h>
 #include <torch/library.h>
 
 #include "aten/composite/complex.h"
@@ -312,6 +311,12 @@ at::Tensor dot(const at::Tensor& self, const at::Tensor& other) {
   return vk_mm(self.unsqueeze(0), other.unsqueeze(1)).reshape({});
 }
 
+// vdot(a, b) = dot(conj(a), b). ATen's own vdot reads complex inputs through host pointers
+// (a BLAS loop), which on vkml memory gives garbage.
+at::Tensor vk_vdot(const at::Tensor& self, const at::Tensor& other) {
+  return vkml_aten::dot(self.is_complex() ? self.conj() : self, other);
+}
+
 // bfloat16 addr as the CPU kernel computes it, beta * self + (alpha * v1) * v2, with
 // beta and alpha rounded to bfloat16 and every product and the sum rounded to
 // bfloat16 (each native bfloat16 elementwise op rounds its result once).
@@ -373,7 +378,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmv", TORCH_FN(vk_addmv));
   m.impl("addmv.out", TORCH_FN(vk_addmv_out));
   m.impl("addmv_", TORCH_FN(vk_addmv_));
-  m.impl("vdot", TORCH_FN(at::native::vdot));
+  m.impl("vdot", TORCH_FN(vk_vdot));
   m.impl("addr", TORCH_FN(vk_addr));
   m.impl("addr.out", TORCH_FN(vk_addr_out));
   m.impl("mm", TORCH_FN(vk_mm));

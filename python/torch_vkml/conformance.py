@@ -49,7 +49,7 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-DTYPE_NAMES = ["float32", "float16", "bfloat16", "int64", "int32", "uint8", "bool"]
+DTYPE_NAMES = ["float32", "float16", "bfloat16", "int64", "int32", "uint8", "bool", "complex64"]
 GRAD = "grad"  # the float32 gradient check, reported as a column of its own
 COLUMNS = [*DTYPE_NAMES, GRAD]
 
@@ -84,6 +84,7 @@ DEFAULT_TOLERANCE = {
     "float32": (1e-5, 1.3e-5),
     "float16": (1e-2, 1e-2),
     "bfloat16": (1e-2, 1.6e-2),
+    "complex64": (1e-5, 1.3e-5),  # float32 parts
 }
 # Gradients compound the forward's rounding (e.g. atanh' = 1/(1-x^2) near |x| = 1).
 GRAD_TOLERANCE_FACTOR = 10.0
@@ -293,6 +294,11 @@ class _ToVkml:
                 flat = whole.to("vkml")
                 self.storages[key] = flat
             copy = flat.as_strided(t.size(), t.stride(), t.storage_offset())
+            # The storage holds the stored values: the lazy bits go on the view again.
+            if t.is_conj():
+                copy = copy.conj()
+            if t.is_neg():
+                copy = torch._neg_view(copy)
         if t.requires_grad:
             copy.requires_grad_()
         return copy
