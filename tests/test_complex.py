@@ -165,6 +165,20 @@ def test_abs_and_angle_are_native(no_fallback_here):
         x.abs_()
 
 
+def test_comparisons_and_norms_are_native(no_fallback_here):
+    c = _c((3, 4), seed=8)
+    d = c.clone()
+    d[0, 0] = 7j
+    x, y = c.to(VKML), d.to(VKML)
+    _same(x == y, c == d)
+    _same(x != y, c != d)
+    _same(x == 0, c == 0)
+    assert torch.equal(x, x.clone()) and not torch.equal(x, y)
+    for ord in (2, 1, float("inf"), 0):
+        _same(torch.linalg.vector_norm(x, ord, dim=1), torch.linalg.vector_norm(c, ord, dim=1))
+    _same(x.norm(), c.norm())
+
+
 def test_other_math_takes_the_counted_cpu_route():
     c = _c()
     x = c.to(VKML)

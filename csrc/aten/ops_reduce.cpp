@@ -264,6 +264,13 @@ at::Tensor& any_all_out(const at::Tensor& self, at::Tensor& out) {
 at::Tensor vk_vector_norm(const at::Tensor& self, const at::Scalar& ord_s,
                           at::OptionalIntArrayRef dim, bool keepdim,
                           std::optional<at::ScalarType> dtype) {
+  if (self.is_complex()) {  // the norm of the magnitudes, in the real dtype
+    std::optional<at::ScalarType> real;
+    if (dtype) real = c10::toRealValueType(*dtype);
+    at::Tensor z = dtype ? self.to(*dtype) : self;
+    return vk_vector_norm(z.abs(), ord_s, dim, keepdim, std::nullopt)
+        .to(real.value_or(c10::toRealValueType(z.scalar_type())));
+  }
   TORCH_CHECK(at::isFloatingType(self.scalar_type()),
               "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
               self.scalar_type());

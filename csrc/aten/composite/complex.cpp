@@ -1,8 +1,7 @@
-// Complex arithmetic (add, sub, mul, div, neg, abs, angle, where) and matrix products composed of
-// native float kernels on the
-// tensors' float views (at::view_as_real: [..., 2] pairs of re, im). Complex tensors have
-// storage but no kernels of their own yet (vkml_tensor.h); other complex math takes the
-// counted CPU route or raises NotImplementedError.
+// Complex arithmetic (add, sub, mul, div, neg, abs, angle, where, eq, ne) and matrix products
+// composed of native float kernels on the tensors' float views (at::view_as_real: [..., 2] pairs of
+// re, im). Complex tensors have storage but no kernels of their own yet (vkml_tensor.h); other
+// complex math takes the counted CPU route or raises NotImplementedError.
 #include "aten/composite/complex.h"
 
 #include <ATen/ExpandUtils.h>
@@ -39,7 +38,7 @@ at::Tensor result_of(const at::Tensor& re, const at::Tensor& im) {
 
 bool complex_op_supported(int code) {
   return code == OP_ADD || code == OP_SUB || code == OP_MUL || code == OP_DIV || code == OP_NEG ||
-         code == OP_ABS || code == OP_ANGLE || code == OP_WHERE;
+         code == OP_ABS || code == OP_ANGLE || code == OP_WHERE || code == OP_EQ || code == OP_NE;
 }
 
 at::Tensor complex_elementwise(int code, const char* name, const std::vector<at::Tensor>& in,
@@ -74,7 +73,10 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
   } else {
     Parts a = parts(as_complex(in[0], type, shape, device));
     Parts b = parts(as_complex(in[1], type, shape, device));
-    if (code == OP_ADD || code == OP_SUB) {
+    if (code == OP_EQ || code == OP_NE) {  // equal when both parts are
+      at::Tensor same = at::logical_and(at::eq(a.re, b.re), at::eq(a.im, b.im));
+      result = code == OP_EQ ? same : at::logical_not(same);
+    } else if (code == OP_ADD || code == OP_SUB) {
       at::Tensor br = b.re, bi = b.im;
       if (alpha && !(alpha->isIntegral(false) && alpha->toLong() == 1)) {
         // alpha may itself be complex: b * alpha
