@@ -13,6 +13,7 @@ os.environ.setdefault("TORCH_VKML_VALIDATION", "1")  # Khronos validation layer 
 os.environ.setdefault("LP_NUM_THREADS", "0")  # lavapipe: no worker threads
 os.environ.setdefault("TORCH_VKML_FALLBACK", "warn")
 
+import socket  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import textwrap  # noqa: E402
@@ -361,6 +362,18 @@ def run_python(code, env=None, unset=(), timeout=180):
         text=True,
         timeout=timeout,
     )
+
+
+def free_ports(n=1):
+    """n TCP ports free on 127.0.0.1 now (for process groups' stores and rendezvous)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def describe(proc):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import traceback
@@ -405,22 +404,13 @@ def _worker(rank: int, ports: list[int], out_dir: str) -> None:
 # --------------------------------------------------------------------------- test side
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 @pytest.fixture(scope="module", params=["in-place", "copies"])
 def results(request, tmp_path_factory):
     """Both ways to the host: Gloo on the device tensors themselves where the device's
     memory is host-mapped (lavapipe, integrated GPUs), and through pinned copies (discrete
     GPUs; forced with TORCH_VKML_DIST_ZERO_COPY=0)."""
+    from conftest import free_ports  # here: this file also runs as the ranks' script
+
     import torch_vkml
 
     out = tmp_path_factory.mktemp("dist")
@@ -429,7 +419,7 @@ def results(request, tmp_path_factory):
         env["TORCH_VKML_DIST_ZERO_COPY"] = "0"
     if torch_vkml.device_count() < WORLD:
         env["TORCH_VKML_VISIBLE_DEVICES"] = ",".join(["0"] * WORLD)
-    ports = ",".join(map(str, _free_ports(2)))
+    ports = ",".join(map(str, free_ports(2)))
     procs = [
         subprocess.Popen(
             [sys.executable, __file__, str(r), ports, str(out)],

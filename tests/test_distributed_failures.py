@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -67,18 +66,14 @@ def _worker(case: str, rank: int, port: int, out: str) -> None:
     os._exit(0)  # the group is broken: leave without tearing it down with the dead peer
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("case", ["peer_dies", "peer_stalls", "never_joins"])
 def test_failure_raises_within_timeout(tmp_path, case):
+    from conftest import free_ports  # here: this file also runs as the ranks' script
+
     env = dict(os.environ)
     if torch_vkml.device_count() < 2:
         env["TORCH_VKML_VISIBLE_DEVICES"] = "0,0"
-    port = str(_free_port())
+    port = str(free_ports()[0])
     out = tmp_path / "rank0.json"
     ranks = [0] if case == "never_joins" else [0, 1]
     procs = [

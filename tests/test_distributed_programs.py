@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import free_ports
 
 import torch_vkml
 
@@ -29,12 +29,6 @@ def _env(ranks_per_node: int) -> dict[str, str]:
     env["TORCH_VKML_FALLBACK"] = "silent"  # counted by the program, which fails on any
     env.pop("TORCHELASTIC_RUN_ID", None)
     return env
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _results(out: Path, world: int, scenarios: list[str]) -> None:
@@ -90,7 +84,7 @@ def test_torchrun_one_machine(tmp_path, ranks, scenarios):
 
 def test_torchrun_two_machines(tmp_path):
     """Two torchrun agents (one per "machine", one rank each) meet through c10d rendezvous."""
-    endpoint = f"127.0.0.1:{_free_port()}"
+    endpoint = f"127.0.0.1:{free_ports()[0]}"
     cmds = [
         _torchrun(
             "--nnodes=2",

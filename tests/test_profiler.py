@@ -57,13 +57,20 @@ def train_step(model, opt, x, y):
     return loss
 
 
+def warmed_up(model):
+    """An optimizer and a batch for model, after one step (pipelines created before
+    what is measured)."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = batch(model)
+    train_step(model, opt, x, y)
+    torch_vkml.synchronize()
+    return opt, x, y
+
+
 def profiled_step(model, activities=BOTH):
     """One warmed-up training step under torch.profiler; returns the profiler and the
     wall time of the profiled block in microseconds."""
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x, y = batch(model)
-    train_step(model, opt, x, y)  # pipelines created before the profiled step
-    torch_vkml.synchronize()
+    opt, x, y = warmed_up(model)
     with profile(activities=activities) as prof:
         start = time.perf_counter()
         train_step(model, opt, x, y)
@@ -163,10 +170,7 @@ def test_profiling_twice_counts_each_run_once(no_fallback):
 
 def test_cpu_only_profiling_leaves_the_device_alone(no_fallback):
     model = mlp()
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x, y = batch(model)
-    train_step(model, opt, x, y)
-    torch_vkml.synchronize()
+    opt, x, y = warmed_up(model)
 
     def barriers_of_a_step():
         before = torch_vkml.memory_stats()["num_barriers"]
@@ -217,10 +221,7 @@ def test_utilization_is_busy_over_wall(no_fallback):
 
 def test_torch_vkml_profile_inside_torch_profiler_sees_the_same_kernels(no_fallback):
     model = mlp()
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x, y = batch(model)
-    train_step(model, opt, x, y)
-    torch_vkml.synchronize()
+    opt, x, y = warmed_up(model)
     with profile(activities=BOTH) as prof:
         with torch_vkml.profile() as inner:
             train_step(model, opt, x, y)
