@@ -93,16 +93,19 @@ std::string with_op_name(const std::string& name) {
   return op ? name + " " + op : name;
 }
 
-std::string kernel_name(vkml::Device& dev, VkPipeline pipeline) {
+std::string kernel_name(vkml::Device& dev, VkPipeline pipeline, const char* label) {
+  if (label) return label;
   return pipeline ? with_op_name(dev.pipelines().name_of(pipeline)) : "copy";
 }
 
 // One timed command, on the host's clock.
 struct Record {
-  VkPipeline pipeline;  // null: a buffer copy
+  VkPipeline pipeline;  // null: a buffer copy, or a library's commands (label)
   uint64_t tag;         // the correlation id of the op that recorded it (0: none)
   uint64_t workgroups;
   int64_t start_ns, end_ns;
+  const char* label;  // a library's kernels (VkFFT): their name
+  bool kernel() const { return pipeline || label; }
 };
 
 // A device's records, shared by everyone profiling it (a torch.profiler session, any
@@ -203,7 +206,7 @@ class Recorder {
     };
     for (const vkml::Profiler::Command& c : done->commands())
       log_.push_back(
-          {c.pipeline, c.tag, c.workgroups, host_ns(c.start_ticks), host_ns(c.end_ticks)});
+          {c.pipeline, c.tag, c.workgroups, host_ns(c.start_ticks), host_ns(c.end_ticks), c.label});
     dropped_ += done->dropped();
   }
 
@@ -375,14 +378,17 @@ class TraceSession final : public libkineto::IActivityProfilerSession {
   };
 
   void add_activities(const Traced& t, const libkineto::getLinkedActivityCallback& linked) {
-    std::unordered_map<VkPipeline, std::string> names;
+    std::map<std::pair<VkPipeline, const char*>, std::string> names;
     for (const Record& r : t.records) {
-      if (r.pipeline ? !kernels_ : !copies_) continue;
-      auto name = names.find(r.pipeline);
+      if (r.kernel() ? !kernels_ : !copies_) continue;
+      auto name = names.find({r.pipeline, r.label});
       if (name == names.end())
-        name = names.emplace(r.pipeline, kernel_name(*t.device, r.pipeline)).first;
+        name = names
+                   .emplace(std::pair{r.pipeline, r.label},
+                            kernel_name(*t.device, r.pipeline, r.label))
+                   .first;
       buffer_->emplace_activity(buffer_->span,
-                                r.pipeline ? libkineto::ActivityType::CONCURRENT_KERNEL
+                                r.kernel() ? libkineto::ActivityType::CONCURRENT_KERNEL
                                            : libkineto::ActivityType::GPU_MEMCPY,
                                 name->second);
       libkineto::GenericTraceActivity& a = *buffer_->activities.back();
@@ -527,17 +533,17 @@ void register_profiler(py::module& m) {
           py::gil_scoped_release no_gil;
           guarded([&] {
             vkml::Device& d = dev(i);
-            std::map<VkPipeline, Kernel> by_pipeline;
+            std::map<std::pair<VkPipeline, const char*>, Kernel> by_pipeline;
             for (const Record& r : recorder(d).stop(cursor)) {
-              Kernel& k = by_pipeline[r.pipeline];
+              Kernel& k = by_pipeline[{r.pipeline, r.label}];
               const double ns = double(r.end_ns - r.start_ns);
               ++k.calls;
               k.workgroups += r.workgroups;
               k.total_ns += ns;
               k.max_ns = std::max(k.max_ns, ns);
             }
-            for (const auto& [pipeline, k] : by_pipeline)
-              kernels.emplace_back(kernel_name(d, pipeline), k);
+            for (const auto& [key, k] : by_pipeline)
+              kernels.emplace_back(kernel_name(d, key.first, key.second), k);
           });
         }
         std::stable_sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) {

@@ -62,6 +62,7 @@ Device::Device(VkPhysicalDevice physical, const DeviceInfo& info, int index)
 
 Device::~Device() {
   if (device_) vk::vkDeviceWaitIdle(device_);
+  attachments_.clear();
   stream_.reset();
   profiler_.reset();
   timer_.reset();
@@ -70,6 +71,14 @@ Device::~Device() {
   staging_.reset();
   memory_.reset();
   if (device_) vk::vkDestroyDevice(device_, nullptr);
+}
+
+Device::Attachment& Device::attachment(const std::string& key,
+                                       const std::function<std::unique_ptr<Attachment>()>& make) {
+  std::lock_guard<std::mutex> lock(attachments_mutex_);
+  auto& slot = attachments_[key];
+  if (!slot) slot = make();
+  return *slot;
 }
 
 Timer& Device::timer() {

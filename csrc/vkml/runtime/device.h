@@ -1,8 +1,11 @@
 #pragma once
 // One logical Vulkan device: its queue, memory pools, stream and pipelines.
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "vkml/runtime/device_errors.h"
 #include "vkml/runtime/device_info.h"
@@ -53,6 +56,16 @@ class Device {
   // Waits for the GPU, then returns unused blocks of both pools to the driver.
   void release_cached_memory();
 
+  // An op family's per-device state that owns Vulkan objects (VkFFT's plans): made by
+  // `make` on first use under `key`, destroyed with the device once the GPU is idle,
+  // before the stream and the pools it may still return memory to.
+  class Attachment {
+   public:
+    virtual ~Attachment() = default;
+  };
+  Attachment& attachment(const std::string& key,
+                         const std::function<std::unique_ptr<Attachment>()>& make);
+
   // Set once a Vulkan call reported VK_ERROR_DEVICE_LOST; every later use throws.
   bool lost() const { return lost_.load(); }
   void mark_lost() { lost_.store(true); }
@@ -76,6 +89,8 @@ class Device {
   std::mutex profiler_mutex_;
   std::unique_ptr<Profiler> profiler_;
   std::atomic<bool> lost_{false};
+  std::mutex attachments_mutex_;
+  std::map<std::string, std::unique_ptr<Attachment>> attachments_;
 };
 
 }  // namespace vkml

@@ -293,7 +293,7 @@ BufferSlice MemoryPool::find(uint64_t address) const {
   Block* b = it->second;
   if (address >= b->address + b->size) fail(ErrorKind::Internal, "vkml: address outside any block");
   uint64_t off = address - b->address;
-  return {b->buffer.get(), off, b->mapped ? b->mapped + off : nullptr};
+  return {b->buffer.get(), off, b->mapped ? b->mapped + off : nullptr, b->memory.get()};
 }
 
 uint64_t MemoryPool::address_of_host(const void* p) const {

@@ -64,6 +64,9 @@ struct BufferSlice {
   VkBuffer buffer = VK_NULL_HANDLE;
   uint64_t offset = 0;
   void* host = nullptr;  // mapped pointer at that offset, host-visible pools only
+  // The block's memory; `buffer` is bound to it at 0, so `offset` is also the memory
+  // offset (for a library that binds buffers of its own to a chunk: VkFFT).
+  VkDeviceMemory memory = VK_NULL_HANDLE;
 };
 
 class MemoryPool {

@@ -37,13 +37,14 @@ void Profiler::before(VkCommandBuffer cb) {
   open_ = true;
 }
 
-void Profiler::after(VkCommandBuffer cb, VkPipeline pipeline, uint64_t workgroups) {
+void Profiler::after(VkCommandBuffer cb, VkPipeline pipeline, uint64_t workgroups,
+                     const char* label) {
   if (!open_) return;  // past kMaxCommands
   open_ = false;
   uint32_t query = uint32_t(commands_.size()) * 2 + 1;
   vk::vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
                           pools_[query / kQueriesPerPool].get(), query % kQueriesPerPool);
-  commands_.push_back({pipeline, workgroups, profiler_tag()});
+  commands_.push_back({pipeline, workgroups, profiler_tag(), label});
 }
 
 std::vector<Profiler::Command> Profiler::commands() {
@@ -63,15 +64,16 @@ std::vector<Profiler::Command> Profiler::commands() {
   return out;
 }
 
-std::string Profiler::name_of(VkPipeline pipeline) const {
+std::string Profiler::name_of(VkPipeline pipeline, const char* label) const {
+  if (label) return label;
   return pipeline ? device_.pipelines().name_of(pipeline) : "copy";
 }
 
 std::vector<Profiler::Kernel> Profiler::collect() {
   const uint64_t mask = timer_.tick_mask();
-  std::map<VkPipeline, Kernel> by_pipeline;
+  std::map<std::pair<VkPipeline, const char*>, Kernel> by_pipeline;
   for (const Command& c : commands()) {
-    Kernel& k = by_pipeline[c.pipeline];
+    Kernel& k = by_pipeline[{c.pipeline, c.label}];
     double ns = double((c.end_ticks - c.start_ticks) & mask) * timer_.period_ns();
     ++k.calls;
     k.workgroups += c.workgroups;
@@ -79,8 +81,8 @@ std::vector<Profiler::Kernel> Profiler::collect() {
     k.max_ns = std::max(k.max_ns, ns);
   }
   std::vector<Kernel> out;
-  for (auto& [pipeline, k] : by_pipeline) {
-    k.name = name_of(pipeline);
+  for (auto& [key, k] : by_pipeline) {
+    k.name = name_of(key.first, key.second);
     out.push_back(std::move(k));
   }
   std::sort(out.begin(), out.end(),

@@ -33,10 +33,12 @@ class Profiler {
   Profiler(const Profiler&) = delete;
 
   // Called by the stream, its lock held, around each command it records into cb;
-  // `pipeline` is null for a buffer copy. Commands past kMaxCommands are run but not
+  // `pipeline` is null for a buffer copy and for a library's commands, which
+  // `label` names (a static string). Commands past kMaxCommands are run but not
   // timed (counted in dropped()).
   void before(VkCommandBuffer cb);
-  void after(VkCommandBuffer cb, VkPipeline pipeline, uint64_t workgroups);
+  void after(VkCommandBuffer cb, VkPipeline pipeline, uint64_t workgroups,
+             const char* label = nullptr);
 
   struct Kernel {
     std::string name;  // shader[specialization constants], or "copy"
@@ -52,14 +54,16 @@ class Profiler {
   // (differences wrap within Timer::tick_mask()) and the tag of the thread that recorded
   // it. The caller has waited for the stream to finish them.
   struct Command {
-    VkPipeline pipeline;  // null for a buffer copy
+    VkPipeline pipeline;  // null for a buffer copy or a library's commands
     uint64_t workgroups;
     uint64_t tag;
+    const char* label = nullptr;  // a library's commands (VkFFT): their name
     uint64_t start_ticks = 0, end_ticks = 0;
   };
   std::vector<Command> commands();
-  // The kernel's name: shader[specialization constants], or "copy" for a null pipeline.
-  std::string name_of(VkPipeline pipeline) const;
+  // The kernel's name: shader[specialization constants], `label` where given, or
+  // "copy" for a null pipeline.
+  std::string name_of(VkPipeline pipeline, const char* label = nullptr) const;
   uint64_t dropped() const { return dropped_; }
 
   static constexpr uint32_t kMaxCommands = 1u << 18;

@@ -122,6 +122,28 @@ void Stream::copy_buffer(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64
   if (++recorded_ >= batch_limit_) flush_locked();
 }
 
+uint64_t Stream::record_external(const char* label, const Access* access,
+                                 const std::function<void(VkCommandBuffer)>& record) {
+  record_deferred();
+  std::lock_guard<std::mutex> lock(mutex_);
+  begin_if_needed();
+  barrier_for(access);
+  if (profiler_) profiler_->before(current_);
+  record(current_);
+  if (profiler_) profiler_->after(current_, VK_NULL_HANDLE, 0, label);
+  bound_ = VK_NULL_HANDLE;  // it bound pipelines of its own
+  ++total_dispatches_;
+  uint64_t done = submitted_value_ + 1;
+  if (++recorded_ >= batch_limit_) flush_locked();
+  return done;
+}
+
+void Stream::with_queue(const std::function<void(VkQueue)>& use) {
+  record_deferred();
+  std::lock_guard<std::mutex> lock(mutex_);
+  use(device_.queue());
+}
+
 void Stream::free_after_use(MemoryPool& pool, uint64_t address) {
   record_deferred();  // held-back work may use it
   std::lock_guard<std::mutex> lock(mutex_);

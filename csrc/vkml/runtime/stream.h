@@ -4,6 +4,7 @@
 // the host records. The host waits only where it needs data (read-backs,
 // synchronize, memory pressure), on a timeline semaphore.
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -31,6 +32,15 @@ class Stream {
                 uint32_t gy = 1, uint32_t gz = 1, const Access* access = nullptr);
   void copy_buffer(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64_t dst_offset,
                    uint64_t size, const Access* access = nullptr);
+  // Lets a library that records its own commands (VkFFT) append them: `record` gets
+  // the command buffer after the barrier `access` needs, binds its own pipelines and
+  // descriptor sets and orders its own steps. Timed as one command named `label`.
+  // Returns the timeline value after which the commands have run.
+  uint64_t record_external(const char* label, const Access* access,
+                           const std::function<void(VkCommandBuffer)>& record);
+  // Runs `use` with the queue to itself: a library's one-off set-up submissions,
+  // which it waits for on a fence of its own.
+  void with_queue(const std::function<void(VkQueue)>& use);
   // Frees `address` back to `pool` once the work recorded so far has run
   // (staging memory the GPU still has to read or write).
   void free_after_use(MemoryPool& pool, uint64_t address);

@@ -20,13 +20,13 @@
   X(vkGetPhysicalDeviceMemoryProperties)      \
   X(vkGetPhysicalDeviceMemoryProperties2)     \
   X(vkGetPhysicalDeviceQueueFamilyProperties) \
+  X(vkGetPhysicalDeviceProperties)            \
   X(vkEnumerateDeviceExtensionProperties)     \
   X(vkCreateDevice)                           \
   X(vkGetDeviceProcAddr)                      \
   X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)
 
-#define VKML_DEBUG_FUNCS(X)         \
-  X(vkCreateDebugUtilsMessengerEXT)
+#define VKML_DEBUG_FUNCS(X) X(vkCreateDebugUtilsMessengerEXT)
 
 #define VKML_DEVICE_FUNCS(X)              \
   X(vkDestroyDevice)                      \
@@ -71,7 +71,25 @@
   X(vkGetQueryPoolResults)                \
   X(vkCmdResetQueryPool)                  \
   X(vkGetPipelineExecutablePropertiesKHR) \
-  X(vkGetPipelineExecutableStatisticsKHR)
+  X(vkGetPipelineExecutableStatisticsKHR) \
+  VKML_LIBRARY_DEVICE_FUNCS(X)
+
+// What VkFFT calls beyond the above: descriptor sets (its kernels bind buffers that
+// way), fences and one-off command buffers (its set-up uploads).
+#define VKML_LIBRARY_DEVICE_FUNCS(X) \
+  X(vkCreateFence)                   \
+  X(vkDestroyFence)                  \
+  X(vkWaitForFences)                 \
+  X(vkResetFences)                   \
+  X(vkCreateDescriptorPool)          \
+  X(vkDestroyDescriptorPool)         \
+  X(vkCreateDescriptorSetLayout)     \
+  X(vkDestroyDescriptorSetLayout)    \
+  X(vkAllocateDescriptorSets)        \
+  X(vkUpdateDescriptorSets)          \
+  X(vkCmdBindDescriptorSets)         \
+  X(vkFreeCommandBuffers)            \
+  X(vkUnmapMemory)
 
 namespace vkml::vk {
 

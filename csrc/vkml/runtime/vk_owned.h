@@ -29,6 +29,7 @@ VKML_VK_DESTROYER(VkShaderModule, vkDestroyShaderModule)
 VKML_VK_DESTROYER(VkPipeline, vkDestroyPipeline)
 VKML_VK_DESTROYER(VkPipelineLayout, vkDestroyPipelineLayout)
 VKML_VK_DESTROYER(VkPipelineCache, vkDestroyPipelineCache)
+VKML_VK_DESTROYER(VkFence, vkDestroyFence)
 #undef VKML_VK_DESTROYER
 
 template <class H>
