@@ -2,7 +2,8 @@
 # Idempotent developer/CI set-up for torch-vkml on Debian 12 (run as root, or with sudo).
 #
 #   1. installs the Debian packages that are missing (Vulkan loader + headers, Mesa's
-#      lavapipe CPU driver, glslc, validation layers, vulkaninfo, GoogleTest, a compiler);
+#      lavapipe CPU driver, glslc, validation layers, vulkaninfo, GoogleTest, VkFFT and
+#      the glslang it compiles with, a compiler);
 #   2. creates ./.venv if it is missing;
 #   3. pip-installs requirements-dev.txt into it, but only if something in it is missing.
 #
@@ -28,6 +29,9 @@ APT_PACKAGES=(
   vulkan-validationlayers
   vulkan-tools
   libgtest-dev
+  libvkfft-dev
+  glslang-dev
+  glslang-tools
   g++
   make
 )

@@ -14,6 +14,7 @@
 #include "generator.h"
 #include "vkml/ops/attention.h"
 #include "vkml/ops/elementwise.h"
+#include "vkml/ops/fft.h"
 #include "vkml/ops/gemm_coopmat.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/shader_registry.h"
@@ -207,6 +208,20 @@ PYBIND11_MODULE(_C, m) {
     // In a forked child this raises the fork error, as every use of the device does.
     if (vkml::Runtime::in_bad_fork()) guarded([] { vkml::Runtime::get().device(0); });
     vkml_aten::empty_device_caches();
+  });
+  // VkFFT's plan cache (vkml/ops/fft.h), for torch_vkml.fft_plan_cache.
+  m.def("_fft_available", [] { return vkml::ops::fft_available(); });
+  m.def("_fft_plan_cache_info", [](std::optional<int> i) {
+    auto info = guarded([&] { return vkml::ops::fft_plan_cache_info(dev(i)); });
+    return std::make_pair(info.size, info.max_size);
+  });
+  m.def("_fft_plan_cache_set_max_size", [](std::optional<int> i, int64_t n) {
+    py::gil_scoped_release no_gil;
+    guarded([&] { vkml::ops::fft_plan_cache_set_max_size(dev(i), n); });
+  });
+  m.def("_fft_plan_cache_clear", [](std::optional<int> i) {
+    py::gil_scoped_release no_gil;
+    guarded([&] { vkml::ops::fft_plan_cache_clear(dev(i)); });
   });
   m.def(
       "coopmat_status",

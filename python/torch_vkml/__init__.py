@@ -37,6 +37,7 @@ from ._device import (
 )
 from ._doctor import doctor
 from ._event import Event
+from ._fft import fft_plan_cache
 from ._memory import (
     empty_cache,
     max_memory_allocated,
@@ -74,6 +75,7 @@ __all__ = [
     "doctor",
     "empty_cache",
     "fallback_counts",
+    "fft_plan_cache",
     "get_device_properties",
     "get_rng_state",
     "initial_seed",
