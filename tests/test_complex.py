@@ -165,6 +165,29 @@ def test_abs_and_angle_are_native(no_fallback_here):
         x.abs_()
 
 
+def test_sgn_and_conj_physical_are_native(no_fallback_here):
+    c = _c((3, 4), seed=5)
+    c[1, 1] = 0  # sgn(0) = 0
+    x = c.to(VKML)
+    _same(x.sgn(), c.sgn())
+    _same(torch.conj_physical(x), torch.conj_physical(c))
+    _same(torch.conj_physical(x.t()), torch.conj_physical(c.t()))
+    out = torch.empty(0, dtype=C64, device=VKML)
+    torch.conj_physical(x, out=out)
+    _same(out, torch.conj_physical(c))
+    y = x.clone()
+    y.conj_physical_()
+    _same(y, torch.conj_physical(c))
+    _same(x.abs().conj_physical(), c.abs().conj_physical())  # a copy for real tensors
+    with pytest.raises(RuntimeError, match="torch.sgn instead"):
+        x.sign()
+    a = c.clone().requires_grad_()
+    b = x.clone().requires_grad_()
+    a.abs().sum().backward()
+    b.abs().sum().backward()  # |z|' is sgn(z)
+    _same(b.grad, a.grad)
+
+
 def test_comparisons_and_norms_are_native(no_fallback_here):
     c = _c((3, 4), seed=8)
     d = c.clone()

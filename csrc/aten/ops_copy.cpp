@@ -231,6 +231,24 @@ at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
 // _copy_from by cloning it, and a clone copies through _copy_from again: endless recursion.
 // copy_flagged resolves the bits instead. (Process-wide: other backends reaching _copy_from
 // with a flagged tensor recursed the same way before.)
+namespace {
+
+// conj_physical: the conjugate materialized (the lazy conj bit resolved into a copy);
+// a copy for real tensors.
+at::Tensor& vk_conj_physical_(at::Tensor& self) {
+  if (self.is_complex()) at::view_as_real(self).select(-1, 1).neg_();
+  return self;
+}
+
+at::Tensor& conj_physical_out(const at::Tensor& self, at::Tensor& out) {
+  if (out.is_same(self)) return vk_conj_physical_(out);
+  at::native::resize_output(out, self.sizes());
+  out.copy_(self.is_complex() ? self.conj() : self);
+  return out;
+}
+
+}  // namespace
+
 TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
   m.impl("_copy_from", torch::CppFunction::makeFallthrough());
   m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
@@ -248,6 +266,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
   m.impl("fill_.Tensor", TORCH_FN(fill_tensor));
   m.impl("zero_", TORCH_FN(zero_));
+  m.impl("conj_physical_", TORCH_FN(vk_conj_physical_));
+  m.impl("conj_physical.out", TORCH_FN(conj_physical_out));
 }
 
 }  // namespace vkml_aten

@@ -14,6 +14,7 @@ constexpr auto F = ResultType::PromoteToFloat;  // integer inputs give float res
 const EwOp kNeg{OP_NEG, "neg"};
 const EwOp kAbs{OP_ABS, "abs"};
 const EwOp kSign{OP_SIGN, "sign"};
+const EwOp kSgn{OP_SIGN, "sgn"};  // sign, and z / |z| for complex z
 const EwOp kSqrt{OP_SQRT, "sqrt", F};
 const EwOp kRsqrt{OP_RSQRT, "rsqrt", F};
 const EwOp kExp{OP_EXP, "exp", F};
@@ -104,7 +105,7 @@ VKML_UNARY(erfinv, kErfinv)
 VKML_UNARY(lgamma, kLgamma)
 VKML_UNARY(digamma, kDigamma)
 VKML_UNARY(frac, kFrac)
-VKML_UNARY(sgn, kSign)
+VKML_UNARY(sgn, kSgn)
 VKML_UNARY(sinc, kSinc)
 at::Tensor special_entr(const at::Tensor& a) {
   if (runs_on_cpu(kEntr, {a})) return cpu_route<at::_ops::special_entr>(a);

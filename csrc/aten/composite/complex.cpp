@@ -1,4 +1,4 @@
-// Complex arithmetic (add, sub, mul, div, neg, abs, angle, where, eq, ne) and matrix products
+// Complex arithmetic (add, sub, mul, div, neg, abs, angle, sgn, where, eq, ne) and matrix products
 // composed of native float kernels on the tensors' float views (at::view_as_real: [..., 2] pairs of
 // re, im). Complex tensors have storage but no kernels of their own yet (vkml_tensor.h); other
 // complex math takes the counted CPU route or raises NotImplementedError.
@@ -6,6 +6,8 @@
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
+
+#include <string>
 
 #include "aten/vkml_tensor.h"
 #include "vkml/shaders/op_codes.h"
@@ -38,7 +40,8 @@ at::Tensor result_of(const at::Tensor& re, const at::Tensor& im) {
 
 bool complex_op_supported(int code) {
   return code == OP_ADD || code == OP_SUB || code == OP_MUL || code == OP_DIV || code == OP_NEG ||
-         code == OP_ABS || code == OP_ANGLE || code == OP_WHERE || code == OP_EQ || code == OP_NE;
+         code == OP_ABS || code == OP_ANGLE || code == OP_WHERE || code == OP_EQ || code == OP_NE ||
+         code == OP_SIGN;
 }
 
 at::Tensor complex_elementwise(int code, const char* name, const std::vector<at::Tensor>& in,
@@ -68,6 +71,14 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
                 " is not supported for complex tensors.");
     Parts z = parts(as_complex(in[0], type, shape, device));
     result = code == OP_ABS ? at::hypot(z.re, z.im) : at::atan2(z.im, z.re);
+  } else if (code == OP_SIGN) {  // sgn: z / |z|, and 0 at 0
+    TORCH_CHECK(std::string(name) != "sign",
+                "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                "torch.sgn instead.");
+    Parts z = parts(as_complex(in[0], type, shape, device));
+    at::Tensor r = at::hypot(z.re, z.im);
+    r = r.masked_fill(r.eq(0), 1);
+    result = result_of(z.re / r, z.im / r);
   } else if (code == OP_NEG) {
     result = at::view_as_complex(at::view_as_real(as_complex(in[0], type, shape, device)).neg());
   } else {
