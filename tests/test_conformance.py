@@ -194,10 +194,11 @@ def test_inputs_keep_their_conjugate_and_negative_bits():
         )
 
 
-def test_measured_set_excludes_linalg_and_fft():
+def test_families_count_apart():
+    for key in ["fft.fft", "fft.irfftn", "stft", "istft"]:
+        assert conformance.family(key) == "fft", key
     for key in [
         "linalg.svd",
-        "fft.fft",
         "svd",
         "qr",
         "cholesky_solve",
@@ -206,12 +207,22 @@ def test_measured_set_excludes_linalg_and_fft():
         "pinverse",
         "matrix_exp",
         "linalg.tensorsolve",
-        "stft",
         "triangular_solve",
     ]:
-        assert not conformance.is_measured(key), key
+        assert conformance.family(key) == "linalg", key
     for key in ["add", "resolve_conj", "matmul", "diagonal", "nn.functional.conv2d", "lerp"]:
+        assert conformance.family(key) == "ops", key
         assert conformance.is_measured(key), key
+    assert not conformance.is_measured("jiterator_binary")
+    results = [
+        conformance.Result("add", "float32", "native"),
+        conformance.Result("fft.fft", "float32", "fallback"),
+        conformance.Result("svd", "float32", "native"),
+    ]
+    assert conformance.summarize(results) == {"float32": {"native": 1}}
+    assert conformance.summarize(results, "fft") == {"float32": {"fallback": 1}}
+    lines = conformance.summary_lines(results)
+    assert lines[0].startswith("ops (") and "fft (torch.fft, stft, istft):" in lines
 
 
 def test_cli_survives_crash_and_hang(tmp_path):

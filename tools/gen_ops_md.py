@@ -56,6 +56,10 @@ FAMILIES = {
         F + ", bfloat16 (fp32 accumulation), int64, int32, uint8 (int64 accumulation, wrapping); "
         "cross: all but bool",
     ),
+    "ops_fft.cpp": (
+        "Fourier transforms through VkFFT (torch.fft, stft, istft)",
+        "complex64, float32; complex128, float64 where the device has shaderFloat64",
+    ),
     "ops_softmax.cpp": (
         "Softmax",
         F + ", bfloat16 (in float32), float64 (where the device has shaderFloat64)",
@@ -204,9 +208,14 @@ def render() -> str:
         "Complex tensors (complex64, complex128) are stored as pairs of their real dtype:",
         "copies, fills, `view_as_real` / `view_as_complex`, `cat`, the remaps (`flip`, `roll`,",
         "padding), `tril` / `triu`, indexing (complex64), `where`, `eq`, `ne`, `add`, `sub`,",
-        "`mul`, `div`, `neg`, `abs`, `angle`, `sum`, `mean`, vector norms and the matrix",
-        "products (`mm`, `bmm`, `addmm`, `matmul`) of complex tensors run natively on those",
-        "pairs (`composite/complex.cpp`); other ops of complex tensors take the CPU fallback.",
+        "`mul`, `div`, `neg`, `abs`, `angle`, `sgn`, `conj_physical`, `sum`, `mean`, vector",
+        "norms and the matrix products (`mm`, `bmm`, `addmm`, `matmul`) of complex tensors run",
+        "natively on those pairs (`composite/complex.cpp`); other ops of complex tensors take",
+        "the CPU fallback.",
+        "",
+        "`torch.fft` (every function), `torch.stft` and `torch.istft` reduce to `_fft_c2c`,",
+        "`_fft_r2c` and `_fft_c2r`, which run through VkFFT (`ops_fft.cpp`); see",
+        "docs/fft.md.",
         "",
         f"{total} op overloads are registered natively.",
         "",

@@ -27,8 +27,8 @@ Units of work run in worker subprocesses (``--jobs``, default 1) so that a hard 
 or a hang costs one (op, dtype), not the sweep; ``--jobs 0`` runs in this process.
 Ops whose outputs OpInfo calls non-deterministic or undefined (random sampling, empty,
 out-of-range casts) are compared on dtype, shape and device only. The summary counts
-only the measured set: CPU-supported entries outside the linear-algebra
-decompositions/solvers and the FFT family (see ``is_measured``).
+three families apart (see ``family``): the FFTs, the linear-algebra decompositions and
+solvers, and every other op; CUDA-only entries are not measured (``is_measured``).
 """
 
 from __future__ import annotations
@@ -57,14 +57,21 @@ COLUMNS = [*DTYPE_NAMES, GRAD]
 STATUSES = ["crash", "timeout", "wrong", "error", "fallback", "native", "skip"]
 _SEVERITY = {"skip": 0, "native": 1, "fallback": 2, "error": 3, "wrong": 4}
 
-# Families issue 3 leaves out of the measured set: linear-algebra decompositions and
-# solvers (svd, qr, cholesky, lu, solve, det, eig, inverse, pinv, matrix_*, tensorsolve,
-# ...) and FFTs (stft/istft included; norm.nuc is an SVD).
-_EXCLUDED = re.compile(
-    r"^(linalg|fft)\.|svd|pca_lowrank|^qr$|^geqrf$|^ormqr$|cholesky|^lu(_|$)|(^|[._])solve"
-    r"|det$|eig|inverse|pinv|^matrix_|^i?stft$|^norm\.nuc$"
-    r"|^jiterator_"  # CUDA-only (the CPU raises), though OpInfo lists CPU dtypes
+# The families the summary counts apart: FFTs (stft/istft included), and linear-algebra
+# decompositions and solvers (svd, qr, cholesky, lu, solve, det, eig, inverse, pinv,
+# matrix_*, tensorsolve, ...; norm.nuc is an SVD). Everything else is "ops".
+_FFT = re.compile(r"^fft\.|^i?stft$")
+_LINALG = re.compile(
+    r"^linalg\.|svd|pca_lowrank|^qr$|^geqrf$|^ormqr$|cholesky|^lu(_|$)|(^|[._])solve"
+    r"|det$|eig|inverse|pinv|^matrix_|^norm\.nuc$"
 )
+FAMILIES = {
+    "ops": "every op but the FFTs and linear algebra",
+    "fft": "torch.fft, stft, istft",
+    "linalg": "linear-algebra decompositions and solvers",
+}
+# CUDA-only entries (the CPU raises), though OpInfo lists CPU dtypes.
+_UNMEASURED = re.compile(r"^jiterator_")
 
 # Positional arguments PyTorch requires on the CPU whatever the device of the input.
 _CPU_ARGS = {"tensor_split": {0}}
@@ -100,8 +107,15 @@ def op_key(op) -> str:
 
 
 def is_measured(key: str) -> bool:
-    """Whether an entry counts in the summary (issue 3 excludes linalg and FFT)."""
-    return not _EXCLUDED.search(key)
+    """Whether an entry counts in the summary at all."""
+    return not _UNMEASURED.search(key)
+
+
+def family(key: str) -> str:
+    """The summary family of an entry: "fft", "linalg" or "ops" (``FAMILIES``)."""
+    if _FFT.search(key):
+        return "fft"
+    return "linalg" if _LINALG.search(key) else "ops"
 
 
 def _dtype(name):
@@ -839,26 +853,34 @@ def run_units(
 # --------------------------------------------------------------------------
 
 
-def summarize(results):
-    """{column: Counter(status)} over the measured set."""
+def summarize(results, of_family="ops"):
+    """{column: Counter(status)} over the measured entries of one family."""
     summary = {}
     for r in results:
-        if r.measured:
+        if r.measured and family(r.op) == of_family:
             summary.setdefault(r.dtype, Counter())[r.status] += 1
     return {c: summary[c] for c in COLUMNS if c in summary}
 
 
 def summary_lines(results):
+    """Each family's counts per column, under a line naming the family."""
     lines = []
-    for column, counts in summarize(results).items():
-        total = sum(counts.values())
-        native = counts["native"]
-        lines.append(
-            f"{column}: {native}/{total} native ({100.0 * native / max(total, 1):.1f}%), "
-            f"{counts['fallback']} fallback, {counts['wrong']} wrong, "
-            f"{counts['error']} error, {counts['crash']} crash, "
-            f"{counts['timeout']} timeout, {counts['skip']} skip"
-        )
+    for name, what in FAMILIES.items():
+        counts_by_column = summarize(results, name)
+        if not counts_by_column:
+            continue
+        if lines:
+            lines.append("")
+        lines.append(f"{name} ({what}):")
+        for column, counts in counts_by_column.items():
+            total = sum(counts.values())
+            native = counts["native"]
+            lines.append(
+                f"  {column}: {native}/{total} native ({100.0 * native / max(total, 1):.1f}%), "
+                f"{counts['fallback']} fallback, {counts['wrong']} wrong, "
+                f"{counts['error']} error, {counts['crash']} crash, "
+                f"{counts['timeout']} timeout, {counts['skip']} skip"
+            )
     return lines
 
 
@@ -910,7 +932,7 @@ def markdown(results, meta):
         "hung; skip: no sample ran on the CPU; blank: dtype not supported by the op on CPU.",
         "`grad` is the float32 gradient check (its fallbacks are those of the backward).",
         "",
-        "## Summary (measured set: excludes linalg decompositions/solvers and FFT)",
+        "## Summary",
         "",
         "```",
         *summary_lines(results),
@@ -1055,6 +1077,10 @@ def main(argv=None):
                 {
                     "meta": meta,
                     "summary": {c: dict(v) for c, v in summarize(results).items()},
+                    "families": {
+                        name: {c: dict(v) for c, v in summarize(results, name).items()}
+                        for name in FAMILIES
+                    },
                     "results": [asdict(r) for r in results],
                 },
                 f,
@@ -1063,7 +1089,7 @@ def main(argv=None):
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(markdown(results, meta))
-    print(f"done in {elapsed:.0f} s; measured set:")
+    print(f"done in {elapsed:.0f} s:")
     for line in summary_lines(results):
         print(line)
     return 0

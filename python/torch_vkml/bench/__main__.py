@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     write_json(results, out / "results.json")
 
     table = format_table(results)
-    (out / "table.txt").write_text(table + "\n")
+    (out / "table.txt").write_text(table + "\n", encoding="utf-8")
     why_not = plot(results, out / "ratios.png")
     print()
     print(table)
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
 def replot(out: Path) -> int:
     results = json.loads((out / "results.json").read_text())
     table = format_table(results)
-    (out / "table.txt").write_text(table + "\n")
+    (out / "table.txt").write_text(table + "\n", encoding="utf-8")
     why_not = plot(results, out / "ratios.png")
     print(table)
     print(f"wrote {out}/table.txt" + (f" ({why_not})" if why_not else ", ratios.png"))

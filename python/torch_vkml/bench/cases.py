@@ -193,6 +193,30 @@ def conv2d(
     )
 
 
+def fft(kind: str, batch: int, shape: tuple[int, ...]) -> Case:
+    """torch.fft over the last dims of a batch: "c2c" (complex64) or "r2c" (float32 in).
+
+    Bytes are one read of the input and one write of the output: a transform that fits
+    on chip moves no more, so memory bandwidth is its ceiling.
+    """
+    dims = tuple(range(-len(shape), 0))
+    points = batch * math.prod(shape)
+
+    def setup(device):
+        if kind == "c2c":
+            x = torch.view_as_complex(_rand((batch, *shape, 2), torch.float32, device))
+            return lambda: torch.fft.fftn(x, dim=dims)
+        x = _rand((batch, *shape), torch.float32, device)
+        return lambda: torch.fft.rfftn(x, dim=dims)
+
+    if kind == "c2c":
+        moved = 16.0 * points
+    else:
+        moved = 4.0 * points + 8.0 * points / shape[-1] * (shape[-1] // 2 + 1)
+    size = "x".join(str(n) for n in shape)
+    return Case(f"fft-{kind}/{len(shape)}d/{batch}x{size}", "micro", "GB/s", moved, setup)
+
+
 def host_overhead(calls: int) -> Case:
     def setup(device):
         a = torch.zeros(16, device=device)
@@ -484,6 +508,11 @@ def build(profile: str, big: bool) -> list[Case]:
             optimizer_step(64, 16 * 1024, False),
             attention(1, 4, 128, 64, "fp32", False),
             attention(1, 4, 128, 64, "fp32", True),
+            fft("c2c", 256, (1024,)),
+            fft("c2c", 16, (4099,)),  # a prime: Bluestein
+            fft("r2c", 256, (1024,)),
+            fft("c2c", 8, (256, 256)),
+            fft("r2c", 8, (256, 256)),
         ]
         cases += [conv2d(1, cin, hw // 2, cout, k, s, lbl) for cin, hw, cout, k, s, lbl in _R50[:3]]
         cases += [
@@ -529,6 +558,15 @@ def build(profile: str, big: bool) -> list[Case]:
         cross_entropy(2048, 50257) if big else cross_entropy(512, 8192),
         optimizer_step(150, 256 * 1024, True),
         optimizer_step(150, 256 * 1024, False),
+    ]
+    fft_batch = 4096 if big else 256
+    cases += [
+        fft("c2c", fft_batch, (1024,)),
+        fft("c2c", fft_batch // 16, (16384,)),
+        fft("c2c", fft_batch // 64, (4099,)),
+        fft("r2c", fft_batch, (1024,)),
+        fft("c2c", fft_batch // 64, (512, 512)),
+        fft("r2c", fft_batch // 64, (512, 512)),
     ]
     if big:
         cases += [
