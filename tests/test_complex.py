@@ -202,8 +202,140 @@ def test_comparisons_and_norms_are_native(no_fallback_here):
     _same(x.norm(), c.norm())
 
 
+def _grid():
+    # Random values, and the points where formulas lose precision or branch: zero,
+    # tiny values, the real and imaginary axes (branch cuts of log, sqrt and the
+    # inverse functions lie on them), large parts.
+    c = _c((120,), seed=11) * 2
+    special = [
+        0,
+        1e-4j,
+        1e-4,
+        -3,
+        -2j,
+        2j,
+        0.5,
+        -0.5,
+        1.5,
+        -1.5,
+        30 + 1j,
+        -30 + 2j,
+        1 + 1j,
+        -4 - 3j,
+    ]
+    c[: len(special)] = torch.tensor(special, dtype=C64)
+    return c
+
+
+MATH = [
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal",
+    "sigmoid", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh",
+    "acosh", "atanh", "sgn",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", MATH)
+def test_complex64_math_kernels(name, no_fallback_here):
+    # shaders/complex.comp: one kernel per function, the C99 formulas PyTorch's CPU uses.
+    c = _grid()
+    fn = getattr(torch, name)
+    got, ref = fn(c.to(VKML)).cpu(), fn(c)
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=2e-5, equal_nan=True)
+
+
+def test_pow_and_division(no_fallback_here):
+    c, w = _grid(), _c((120,), seed=12)
+    x = c.to(VKML)
+    for e in (2, 3, -2, 0.5, -0.5, -1, 0, 1.7, 0.5 + 1.5j, -1 + 1j):
+        torch.testing.assert_close(
+            torch.pow(x, e).cpu(), torch.pow(c, e), atol=1e-5, rtol=2e-5, equal_nan=True
+        )
+    _same(torch.pow(x, w.to(VKML)), torch.pow(c, w), dict(atol=1e-4, rtol=2e-5, equal_nan=True))
+    _same(torch.pow(2.0, w.to(VKML)), torch.pow(2.0, w))
+    _same(x * (1 + 2j), c * (1 + 2j))  # a complex Python scalar
+    # Scaled division: |b|^2 overflows float32 here, the quotient does not.
+    big = torch.tensor([1e30 + 1e30j, 3e30 - 4e30j], dtype=C64)
+    _same(big.to(VKML) / big.flip(0).to(VKML), big / big.flip(0), dict(atol=0, rtol=1e-5))
+    _same(x / w.to(VKML), c / w)
+
+
+def test_predicates_and_logical_ops(no_fallback_here):
+    c = _c((2, 6), seed=13)
+    c[0, 0], c[0, 1], c[0, 2], c[1, 0] = 0, complex(float("nan"), 1), complex(1, float("inf")), 1j
+    d = _c((2, 6), seed=14)
+    d[1, 1] = 0
+    x, y = c.to(VKML), d.to(VKML)
+    for fn in (torch.isnan, torch.isinf, torch.isfinite, torch.logical_not):
+        _same(fn(x), fn(c))
+    for fn in (torch.logical_and, torch.logical_or, torch.logical_xor):
+        _same(fn(x, y), fn(c, d))
+        _same(fn(x, y.real), fn(c, d.real))  # one operand real
+
+
+def test_ternary_ops(no_fallback_here):
+    a, b, t = _c((3, 4), seed=15), _c((3, 4), seed=16), _c((4,), seed=17)
+    x, y, u = a.to(VKML), b.to(VKML), t.to(VKML)
+    _same(torch.addcmul(x, y, u, value=0.5 - 1j), torch.addcmul(a, b, t, value=0.5 - 1j))
+    _same(torch.addcdiv(x, y, u, value=2), torch.addcdiv(a, b, t, value=2))
+    _same(torch.lerp(x, y, 0.3), torch.lerp(a, b, 0.3))
+    _same(torch.lerp(x, y, u), torch.lerp(a, b, t))
+
+
+def test_scans_products_and_variance(no_fallback_here):
+    c = _c((3, 7), seed=18)
+    x = c.to(VKML)
+    _same(x.cumsum(1), c.cumsum(1))
+    _same(x.conj().cumsum(0), c.conj().cumsum(0))
+    _same(x.cumprod(1), c.cumprod(1), dict(atol=1e-4, rtol=1e-5))
+    _same(x.prod(1), c.prod(1), dict(atol=1e-4, rtol=1e-5))
+    _same(x.prod(0, keepdim=True), c.prod(0, keepdim=True))
+    _same(x.prod(), c.prod(), dict(atol=1e-3, rtol=1e-5))
+    _same(x.var(1), c.var(1))
+    _same(x.std(0, correction=0), c.std(0, correction=0))
+    v, m = torch.var_mean(x, 1)
+    rv, rm = torch.var_mean(c, 1)
+    _same(v, rv)
+    _same(m, rm)
+
+
+def test_accumulating_indexing(no_fallback_here):
+    c = _c((5, 4), seed=19)
+    src = _c((3, 4), seed=20)
+    idx = torch.tensor([0, 2, 0])
+    x, s = c.to(VKML), src.to(VKML)
+    _same(x.index_add(0, idx.to(VKML), s, alpha=2), c.index_add(0, idx, src, alpha=2))
+    sidx = torch.tensor([[0, 1, 0, 4], [2, 2, 3, 3], [4, 0, 1, 1]])
+    _same(x.scatter_add(0, sidx.to(VKML), s), c.scatter_add(0, sidx, src))
+    _same(
+        x.index_put((idx.to(VKML),), s, accumulate=True), c.index_put((idx,), src, accumulate=True)
+    )
+    flat = torch.tensor([1, 7, 1, 19])
+    vals = _c((4,), seed=21)
+    _same(
+        x.clone().put_(flat.to(VKML), vals.to(VKML), accumulate=True),
+        c.clone().put_(flat, vals, accumulate=True),
+    )
+    _same(
+        x.index_fill(1, torch.tensor([0, 2]).to(VKML), 2 - 3j),
+        c.index_fill(1, torch.tensor([0, 2]), 2 - 3j),
+    )
+
+
+def test_random_complex_and_construction(no_fallback_here):
+    torch.manual_seed(0)
+    n = torch.randn(20000, dtype=C64, device=VKML).cpu()
+    # Each part normal with variance 1/2, so that E|z|^2 = 1, as on the CPU.
+    assert abs(n.real.var().item() - 0.5) < 0.03 and abs(n.imag.var().item() - 0.5) < 0.03
+    u = torch.rand(20000, dtype=C64, device=VKML).cpu()
+    assert 0 <= u.real.min() and u.real.max() < 1 and 0 <= u.imag.min() and u.imag.max() < 1
+    assert abs(u.imag.mean().item() - 0.5) < 0.02
+    re, im = torch.randn(3, 4), torch.randn(4)
+    _same(torch.complex(re.to(VKML), im.to(VKML)), torch.complex(re, im))
+
+
 def test_other_math_takes_the_counted_cpu_route():
-    c = _c()
+    # complex128 has no kernels of its own for the transcendental functions.
+    c = _c(dtype=torch.complex128)
     x = c.to(VKML)
     torch_vkml.reset_fallback_counts()
     _same(x.exp(), c.exp())

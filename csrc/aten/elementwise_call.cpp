@@ -56,9 +56,9 @@ std::optional<at::Device> find_device(const Inputs& in, const at::Tensor& out) {
 }
 
 bool has_kernel(const EwOp& op, at::ScalarType compute, at::Device device) {
-  // Complex math has no kernels yet: add, sub, mul, div and neg are composed of float
-  // kernels (composite/complex.cpp), the rest takes the counted CPU route.
-  if (at::isComplexType(compute)) return complex_op_supported(op.code);
+  // Complex math composes float kernels or runs complex64 kernels of its own
+  // (composite/complex.cpp); the rest takes the counted CPU route.
+  if (at::isComplexType(compute)) return complex_op_supported(op.code, compute);
   if (compute != at::kDouble) return true;
   vkml::Device& dev = device_at(device.index());
   return vkml::ops::elementwise_supported(dev, vkml::DType::f64) &&

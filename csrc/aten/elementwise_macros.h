@@ -10,9 +10,10 @@ namespace vkml_aten {
 // A Python number as PyTorch passes it to kernels: a CPU 0-dim wrapped number.
 inline at::Tensor wrap(const at::Scalar& s) {
   at::Tensor t = at::scalar_tensor(
-      s, at::TensorOptions().device(at::kCPU).dtype(s.isFloatingPoint() ? at::kDouble
-                                                    : s.isBoolean()     ? at::kBool
-                                                                        : at::kLong));
+      s, at::TensorOptions().device(at::kCPU).dtype(s.isComplex()         ? at::kComplexDouble
+                                                    : s.isFloatingPoint() ? at::kDouble
+                                                    : s.isBoolean()       ? at::kBool
+                                                                          : at::kLong));
   t.unsafeGetTensorImpl()->set_wrapped_number(true);
   return t;
 }

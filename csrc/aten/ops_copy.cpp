@@ -247,6 +247,17 @@ at::Tensor& conj_physical_out(const at::Tensor& self, at::Tensor& out) {
   return out;
 }
 
+// torch.complex(real, imag) and torch.polar's second step: the parts interleaved.
+at::Tensor& complex_out(const at::Tensor& re, const at::Tensor& im, at::Tensor& out) {
+  TORCH_CHECK(re.scalar_type() == im.scalar_type(), "Expected object of scalar type ",
+              re.scalar_type(), " but got scalar type ", im.scalar_type(), " for second argument");
+  at::Tensor pairs = at::stack(at::broadcast_tensors({re, im}), -1).contiguous();
+  at::Tensor result = at::view_as_complex(pairs);
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
@@ -268,6 +279,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("zero_", TORCH_FN(zero_));
   m.impl("conj_physical_", TORCH_FN(vk_conj_physical_));
   m.impl("conj_physical.out", TORCH_FN(conj_physical_out));
+  m.impl("complex.out", TORCH_FN(complex_out));
 }
 
 }  // namespace vkml_aten

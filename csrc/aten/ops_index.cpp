@@ -112,28 +112,51 @@ void launch(const char* name, const Launch& l) {
   for (int64_t s : l.iter)
     if (s == 0) return;
   bool reduce = l.mode == IndexMode::Scatter && l.reduce != IndexReduce::Assign;
-  vkml::ops::IndexArgs a;
-  a.mode = l.mode;
-  a.reduce = l.reduce;
-  a.dtype = kernel_dtype(name, l.dst.scalar_type(), reduce);
-  a.dst = view_ref(l.dst, l.iter, l.dst_strides, a.dtype);
-  a.src = l.src.defined() ? view_ref(l.src, l.iter, l.src_strides, a.dtype)
-                          : view_ref(at::Tensor(), l.iter, zeros(l.iter.size()), a.dtype);
-  a.idx = view_ref(l.idx, l.iter, l.idx_strides, to_vkml(l.idx.scalar_type()));
-  if (l.dst.is_floating_point()) {
-    a.value = vkml::Scalar::of(l.value.toDouble());
-  } else {
-    a.value = vkml::Scalar::of_int(l.value.toLong());
+  // Complex tensors that accumulate, or take a fill value, go as two float lanes: the
+  // real parts, then the imaginary ones (strides in floats, the value's part per lane).
+  const bool lanes = l.dst.is_complex() && (reduce || !l.src.defined());
+  const at::ScalarType element =
+      !lanes ? l.dst.scalar_type()
+             : (l.dst.scalar_type() == at::kComplexDouble ? at::kDouble : at::kFloat);
+  const int64_t scale = lanes ? 2 : 1;
+  auto scaled = [&](const Sizes& strides) {
+    Sizes out = strides;
+    for (int64_t& v : out) v *= scale;
+    return out;
+  };
+  for (int lane = 0; lane < (lanes ? 2 : 1); ++lane) {
+    vkml::ops::IndexArgs a;
+    a.mode = l.mode;
+    a.reduce = l.reduce;
+    a.dtype = kernel_dtype(name, element, reduce);
+    const uint64_t lane_offset = uint64_t(lane) * at::elementSize(element);
+    a.dst = view_ref(l.dst, l.iter, scaled(l.dst_strides), a.dtype);
+    a.dst.address += lane_offset;
+    if (l.src.defined()) {
+      a.src = view_ref(l.src, l.iter, scaled(l.src_strides), a.dtype);
+      a.src.address += lane_offset;
+    } else {
+      a.src = view_ref(at::Tensor(), l.iter, zeros(l.iter.size()), a.dtype);
+    }
+    a.idx = view_ref(l.idx, l.iter, l.idx_strides, to_vkml(l.idx.scalar_type()));
+    if (lanes) {
+      const c10::complex<double> v = l.value.toComplexDouble();
+      a.value = vkml::Scalar::of(lane ? v.imag() : v.real());
+    } else if (l.dst.is_floating_point()) {
+      a.value = vkml::Scalar::of(l.value.toDouble());
+    } else {
+      a.value = vkml::Scalar::of_int(l.value.toLong());
+    }
+    a.dim_stride = l.dim_stride * scale;
+    a.dim_size = l.dim_size;
+    a.wrap_negative = l.wrap;
+    a.skip = l.skip.has_value();
+    a.skip_value = l.skip.value_or(0);
+    // Atomic float sums depend on the order threads arrive in; under
+    // torch.use_deterministic_algorithms the serial path gives the CPU's order.
+    a.serial = l.serial || (reduce && at::globalContext().deterministicAlgorithms());
+    guarded([&] { vkml::ops::index_op(vkml_device(l.dst), a); });
   }
-  a.dim_stride = l.dim_stride;
-  a.dim_size = l.dim_size;
-  a.wrap_negative = l.wrap;
-  a.skip = l.skip.has_value();
-  a.skip_value = l.skip.value_or(0);
-  // Atomic float sums depend on the order threads arrive in; under
-  // torch.use_deterministic_algorithms the serial path gives the CPU's order.
-  a.serial = l.serial || (reduce && at::globalContext().deterministicAlgorithms());
-  guarded([&] { vkml::ops::index_op(vkml_device(l.dst), a); });
 }
 
 // --------------------------------------------------------------------------

@@ -48,11 +48,22 @@ at::Tensor& generate(at::Tensor& self, Distribution dist, vkml::Scalar a, vkml::
 at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
+  if (self.is_complex()) {  // each part uniform in [from, to), as ATen draws complex values
+    at::Tensor parts = at::view_as_real(self);
+    generate(parts, Distribution::Uniform, vkml::Scalar::of(from), vkml::Scalar::of(to), gen);
+    return self;
+  }
   return generate(self, Distribution::Uniform, vkml::Scalar::of(from), vkml::Scalar::of(to), gen);
 }
 
 at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  if (self.is_complex()) {  // each part normal with std / sqrt(2), as ATen draws them
+    at::Tensor parts = at::view_as_real(self);
+    generate(parts, Distribution::Normal, vkml::Scalar::of(mean),
+             vkml::Scalar::of(std / std::sqrt(2.0)), gen);
+    return self;
+  }
   return generate(self, Distribution::Normal, vkml::Scalar::of(mean), vkml::Scalar::of(std), gen);
 }
 

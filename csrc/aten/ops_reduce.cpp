@@ -6,6 +6,7 @@
 #include <torch/library.h>
 #include <cmath>
 
+#include "aten/composite/complex.h"
 #include "op_helpers.h"
 #include "reduce_layout.h"
 #include "value_bounds.h"
@@ -116,11 +117,16 @@ at::Tensor mean_all(const at::Tensor& self, std::optional<at::ScalarType> dtype)
 }
 
 at::Tensor prod_all(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
+  if (at::isComplexType(sum_type(self, dtype)))
+    return complex_prod(self.to(sum_type(self, dtype)).reshape(-1), 0, false);
   return run_reduce("prod", self, reduce_dims(self, std::nullopt), false, ReduceOp::Prod,
                     sum_type(self, dtype));
 }
 at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
+  if (at::isComplexType(sum_type(self, dtype)))
+    return complex_prod(self.to(sum_type(self, dtype)), at::maybe_wrap_dim(dim, self.dim()),
+                        keepdim);
   return run_reduce("prod", self, reduce_dims(self, at::IntArrayRef{dim}), keepdim, ReduceOp::Prod,
                     sum_type(self, dtype));
 }
@@ -416,7 +422,7 @@ std::tuple<at::Tensor, at::Tensor> var_and_mean(const char* name, const at::Tens
                                                 at::OptionalIntArrayRef dim,
                                                 const std::optional<at::Scalar>& correction,
                                                 bool keepdim) {
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()), name,
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()), name,
               " only supports floating point and complex dtypes");
   if (self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16) {
     auto [v, mu] = var_and_mean(name, self.to(at::kFloat), dim, correction, keepdim);
@@ -429,7 +435,10 @@ std::tuple<at::Tensor, at::Tensor> var_and_mean(const char* name, const at::Tens
   at::Tensor mean = at::mean(self, ds, /*keepdim=*/true);
   at::Tensor dev = self - mean;
   double c = correction.has_value() ? correction->toDouble() : 1.0;
-  at::Tensor var = at::sum(dev * dev, ds, keepdim) / std::max(double(n) - c, 0.0);
+  // |x - mean|^2: the squares of both parts for complex x (a real variance).
+  at::Tensor square =
+      dev.is_complex() ? at::real(dev).square() + at::imag(dev).square() : dev * dev;
+  at::Tensor var = at::sum(square, ds, keepdim) / std::max(double(n) - c, 0.0);
   return {var, keepdim ? mean : mean.squeeze(ds)};
 }
 at::Tensor vk_var(const at::Tensor& self, at::OptionalIntArrayRef dim,

@@ -5,6 +5,7 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include "aten/composite/complex.h"
 #include "op_helpers.h"
 #include "vkml/ops/scan.h"
 #include "vkml_tensor.h"
@@ -35,6 +36,14 @@ bool scan_dtype(at::ScalarType t, ScanOp op) {
 at::Tensor run_scan(const char* name, const at::Tensor& self, int64_t dim, ScanOp op,
                     at::ScalarType dt, at::Tensor* indices = nullptr) {
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  if (at::isComplexType(dt) && !indices && (op == ScanOp::Sum || op == ScanOp::Prod)) {
+    at::Tensor c = (self.scalar_type() == dt ? self : self.to(dt)).resolve_conj().resolve_neg();
+    if (c.dim() == 0) return c.clone();
+    if (op == ScanOp::Prod) return complex_cumprod(c, d);
+    // A running sum of each part: the pairs' trailing dim is not scanned.
+    at::Tensor parts = at::view_as_real(c.contiguous());
+    return at::view_as_complex(run_scan(name, parts, d, op, parts.scalar_type()));
+  }
   TORCH_CHECK_NOT_IMPLEMENTED(scan_dtype(dt, op), name, " on vkml does not support ", dt, " yet");
   at::Tensor in = (self.scalar_type() == dt ? self : self.to(dt)).contiguous();
   at::Tensor out = at::empty(in.sizes(), in.options());

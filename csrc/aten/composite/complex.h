@@ -7,8 +7,9 @@
 
 namespace vkml_aten {
 
-// Whether complex_elementwise computes the elementwise op of this code (op_codes.h).
-bool complex_op_supported(int code);
+// Whether complex_elementwise computes the elementwise op of this code (op_codes.h) in
+// `type` (complex64 has kernels of its own for the transcendental functions and pow).
+bool complex_op_supported(int code, at::ScalarType type);
 
 // The elementwise op `code` over inputs of which one at least is complex, in `type` (the
 // promoted complex dtype), into out when it is defined; `alpha` scales the second operand
@@ -16,6 +17,11 @@ bool complex_op_supported(int code);
 at::Tensor complex_elementwise(int code, const char* name, const std::vector<at::Tensor>& in,
                                const at::Tensor& out, const std::optional<at::Scalar>& alpha,
                                at::ScalarType type, const at::Device& device);
+
+// The product of a complex tensor's elements along `dim`, pairwise (log2 n rounds of
+// complex multiplies), and its running product (a doubling scan, as many rounds).
+at::Tensor complex_prod(const at::Tensor& x, int64_t dim, bool keepdim);
+at::Tensor complex_cumprod(const at::Tensor& x, int64_t dim);
 
 // a @ b for complex matrices (2-d) or batches of them (3-d), of one complex dtype.
 at::Tensor complex_matmul(const at::Tensor& a, const at::Tensor& b);
