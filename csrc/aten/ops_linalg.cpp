@@ -1,0 +1,448 @@
+// torch.linalg's factorizations and solves on their backend kernels: Cholesky, LU with
+// partial pivoting, triangular and LU solves (vkml/ops/linalg.h), and what ATen builds
+// of them per backend: solve, inv, det, slogdet, cholesky_solve / cholesky_inverse,
+// triangular_solve. The composite entries (linalg.solve, inv, det, logdet, cholesky,
+// matrix_power, tensorsolve, ...) reach these. Errors come back through the info
+// tensors without a host wait; check_errors=True reads them, as on CUDA.
+//
+// float32 and float64 (where the device has shaderFloat64); complex and the forms not
+// written yet (adjoint and right-side LU solves) take the counted CPU route.
+#include <ATen/native/LinearAlgebraUtils.h>
+#include <torch/library.h>
+
+#include <vector>
+
+#include "fallback.h"
+#include "op_helpers.h"
+#include "vkml/ops/linalg.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+namespace {
+
+using vkml::ops::LinalgAlgo;
+using Shape = std::vector<int64_t>;
+
+bool native(const at::Tensor& t) {
+  return (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) &&
+         vkml::ops::linalg_supported(vkml_device(t), to_vkml(t.scalar_type()));
+}
+
+Shape batch_shape(const at::Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end() - 2); }
+
+int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t v : s) n *= v;
+  return n;
+}
+
+Shape with(Shape s, std::initializer_list<int64_t> tail) {
+  s.insert(s.end(), tail);
+  return s;
+}
+
+// A fresh contiguous copy (the kernels work in place).
+at::Tensor fresh(const at::Tensor& t, const Shape& shape) {
+  at::Tensor out = at::empty(shape, t.options().memory_format(at::MemoryFormat::Contiguous));
+  out.copy_(t.expand(shape));
+  return out;
+}
+
+void run(const at::Tensor& on, vkml::ops::LinalgArgs a) {
+  a.dtype = to_vkml(on.scalar_type());
+  guarded([&] { vkml::ops::linalg(vkml_device(on), a); });
+}
+
+// ---- Cholesky -----------------------------------------------------------------------
+
+std::tuple<at::Tensor, at::Tensor> cholesky_ex(const at::Tensor& A, bool upper, bool check_errors) {
+  at::native::squareCheckInputs(A, "linalg.cholesky");
+  at::native::checkFloatingOrComplex(A, "linalg.cholesky");
+  if (!native(A)) return cpu_route<at::_ops::linalg_cholesky_ex>(A, upper, check_errors);
+  const int64_t n = A.size(-1);
+  const Shape batch = batch_shape(A);
+  // LAPACK reads one triangle: the lower one, or the upper one as its transpose.
+  at::Tensor L = fresh(upper ? A.mT() : A, A.sizes().vec());
+  at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
+  vkml::ops::LinalgArgs a;
+  a.algo = LinalgAlgo::Cholesky;
+  a.a = addr(L);
+  a.info = addr(info);
+  a.m = a.n = n;
+  a.batch = numel_of(batch);
+  if (L.numel()) run(L, a);
+  if (check_errors) at::_linalg_check_errors(info, "linalg.cholesky_ex", A.dim() == 2);
+  return {upper ? L.mT() : L, info};
+}
+std::tuple<at::Tensor&, at::Tensor&> cholesky_ex_out(const at::Tensor& A, bool upper,
+                                                     bool check_errors, at::Tensor& L,
+                                                     at::Tensor& info) {
+  auto [l, i] = cholesky_ex(A, upper, check_errors);
+  write_out(L, l);
+  write_out(info, i);
+  return {L, info};
+}
+
+// ---- LU -----------------------------------------------------------------------------
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex(const at::Tensor& A, bool pivot,
+                                                            bool check_errors) {
+  TORCH_CHECK(A.dim() >= 2,
+              "torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: ", A.sizes(),
+              " instead");
+  TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  if (!native(A)) return cpu_route<at::_ops::linalg_lu_factor_ex>(A, pivot, check_errors);
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  const Shape batch = batch_shape(A);
+  at::Tensor LU = fresh(A, A.sizes().vec());
+  at::Tensor pivots = at::empty(with(batch, {k}), A.options().dtype(at::kInt));
+  at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
+  vkml::ops::LinalgArgs a;
+  a.algo = LinalgAlgo::Lu;
+  a.a = addr(LU);
+  a.pivots = addr(pivots);
+  a.info = addr(info);
+  a.m = m;
+  a.n = n;
+  a.batch = numel_of(batch);
+  if (LU.numel()) run(LU, a);
+  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.lu_factor_ex", A.dim() == 2);
+  return {LU, pivots, info};
+}
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> lu_factor_ex_out(const at::Tensor& A, bool pivot,
+                                                                   bool check_errors,
+                                                                   at::Tensor& LU,
+                                                                   at::Tensor& pivots,
+                                                                   at::Tensor& info) {
+  auto [lu, p, i] = lu_factor_ex(A, pivot, check_errors);
+  write_out(LU, lu);
+  write_out(pivots, p);
+  write_out(info, i);
+  return {LU, pivots, info};
+}
+
+// A = P L U from LU's packed factors and LAPACK's pivots; empty tensors for what is not
+// asked for, as ATen returns.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_lu_unpack(const at::Tensor& LU,
+                                                            const at::Tensor& pivots,
+                                                            bool unpack_data, bool unpack_pivots) {
+  if (!native(LU)) return cpu_route<at::_ops::lu_unpack>(LU, pivots, unpack_data, unpack_pivots);
+  TORCH_CHECK(LU.dim() >= 2,
+              "torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: ", LU.sizes(),
+              " instead");
+  TORCH_CHECK(
+      pivots.scalar_type() == at::kInt,
+      "torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.",
+      " Note: this function is intended to be used with the output produced by "
+      "torch.linalg.lu_factor");
+  const int64_t m = LU.size(-2), n = LU.size(-1), k = std::min(m, n);
+  at::Tensor P, L, U;
+  if (unpack_data) {
+    L = LU.narrow(-1, 0, k).tril(-1) + at::eye(m, k, LU.options());
+    U = LU.narrow(-2, 0, k).triu();
+  } else {
+    L = at::empty({0}, LU.options());
+    U = at::empty({0}, LU.options());
+  }
+  if (unpack_pivots) {
+    const Shape batch = batch_shape(LU);
+    at::Tensor piv = fresh(pivots, with(batch, {k}));
+    at::Tensor perm = at::empty(with(batch, {m}), pivots.options());
+    vkml::ops::LinalgArgs a;
+    a.algo = LinalgAlgo::Permutation;
+    a.b = addr(perm);
+    a.pivots = addr(piv);
+    a.m = m;
+    a.k = k;
+    a.batch = numel_of(batch);
+    run(LU, a);
+    // P[perm[i], i] = 1: (P^T A)[i] = A[perm[i]].
+    P = at::zeros(with(batch, {m, m}), LU.options())
+            .scatter_(-2, perm.to(at::kLong).unsqueeze(-2), 1.0);
+  } else {
+    P = at::empty({0}, LU.options());
+  }
+  return {P, L, U};
+}
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> lu_unpack_out(const at::Tensor& LU,
+                                                                const at::Tensor& pivots,
+                                                                bool unpack_data,
+                                                                bool unpack_pivots, at::Tensor& P,
+                                                                at::Tensor& L, at::Tensor& U) {
+  auto [p, l, u] = vk_lu_unpack(LU, pivots, unpack_data, unpack_pivots);
+  write_out(P, p);
+  write_out(L, l);
+  write_out(U, u);
+  return {P, L, U};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_linalg_lu(const at::Tensor& A, bool pivot) {
+  if (!native(A)) return cpu_route<at::_ops::linalg_lu>(A, pivot);
+  TORCH_CHECK(pivot, "linalg.lu: LU without pivoting is not implemented on the CPU");
+  auto [LU, pivots, info] = lu_factor_ex(A, true, false);
+  return vk_lu_unpack(LU, pivots, true, true);
+}
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_out(const at::Tensor& A, bool pivot,
+                                                                at::Tensor& P, at::Tensor& L,
+                                                                at::Tensor& U) {
+  auto [p, l, u] = vk_linalg_lu(A, pivot);
+  write_out(P, p);
+  write_out(L, l);
+  write_out(U, u);
+  return {P, L, U};
+}
+
+// The broadcast batch of a system's matrix and right-hand sides.
+Shape system_batch(const at::Tensor& A, const at::Tensor& B) {
+  return at::infer_size(batch_shape(A), batch_shape(B));
+}
+
+at::Tensor lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& B, bool left,
+                    bool adjoint) {
+  if (!native(LU) || B.scalar_type() != LU.scalar_type())
+    return cpu_route<at::_ops::linalg_lu_solve>(LU, pivots, B, left, adjoint);
+  // X A = B is A^T X^T = B^T (real matrices: the adjoint is the transpose).
+  if (!left) return lu_solve(LU, pivots, B.mT(), true, !adjoint).mT();
+  at::native::squareCheckInputs(LU, "torch.linalg.lu_solve");
+  const int64_t n = LU.size(-1);
+  TORCH_CHECK(B.dim() >= 2 && B.size(-2) == n,
+              "linalg.lu_solve: Incompatible shapes of A and B for the equation AX = B (",
+              LU.size(-2), "x", n, " and ", B.size(-2), "x", B.size(-1), ")");
+  TORCH_CHECK(pivots.scalar_type() == at::kInt,
+              "linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32");
+  const Shape batch = system_batch(LU, B);
+  const int64_t k = B.size(-1);
+  at::Tensor a = fresh(LU, with(batch, {n, n}));
+  at::Tensor p = fresh(pivots, with(batch, {n}));
+  at::Tensor X = fresh(B, with(batch, {n, k}));
+  vkml::ops::LinalgArgs args;
+  args.algo = LinalgAlgo::LuSolve;
+  args.a = addr(a);
+  args.b = addr(X);
+  args.pivots = addr(p);
+  args.n = n;
+  args.k = k;
+  args.batch = numel_of(batch);
+  args.adjoint = adjoint;
+  if (X.numel()) run(X, args);
+  return X;
+}
+at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& B,
+                         bool left, bool adjoint, at::Tensor& out) {
+  return write_out(out, lu_solve(LU, pivots, B, left, adjoint));
+}
+
+// ---- Triangular solves ----------------------------------------------------------------
+
+// A^-1 B for triangular A (left), or B A^-1 (right: A^T X^T = B^T).
+at::Tensor solve_triangular(const at::Tensor& A, const at::Tensor& B, bool upper, bool left,
+                            bool unitriangular) {
+  if (!native(A) || B.scalar_type() != A.scalar_type())
+    return cpu_route<at::_ops::linalg_solve_triangular>(A, B, upper, left, unitriangular);
+  if (!left) return solve_triangular(A.mT(), B.mT(), !upper, true, unitriangular).mT();
+  at::native::squareCheckInputs(A, "linalg.solve_triangular");
+  const int64_t n = A.size(-1);
+  TORCH_CHECK(B.dim() >= 2 && B.size(-2) == n,
+              "linalg.solve_triangular: Incompatible shapes of A and B for the equation AX = B (",
+              n, "x", n, " and ", B.size(-2), "x", B.size(-1), ")");
+  const Shape batch = system_batch(A, B);
+  const int64_t k = B.size(-1);
+  at::Tensor a = fresh(A, with(batch, {n, n}));
+  at::Tensor X = fresh(B, with(batch, {n, k}));
+  vkml::ops::LinalgArgs args;
+  args.algo = LinalgAlgo::Trsm;
+  args.a = addr(a);
+  args.b = addr(X);
+  args.n = n;
+  args.k = k;
+  args.batch = numel_of(batch);
+  args.upper = upper;
+  args.unit = unitriangular;
+  if (X.numel()) run(X, args);
+  return X;
+}
+at::Tensor& solve_triangular_out(const at::Tensor& A, const at::Tensor& B, bool upper, bool left,
+                                 bool unitriangular, at::Tensor& out) {
+  return write_out(out, solve_triangular(A, B, upper, left, unitriangular));
+}
+
+std::tuple<at::Tensor, at::Tensor> vk_triangular_solve(const at::Tensor& b, const at::Tensor& A,
+                                                       bool upper, bool transpose,
+                                                       bool unitriangular) {
+  if (!native(A) || b.scalar_type() != A.scalar_type())
+    return cpu_route<at::_ops::triangular_solve>(b, A, upper, transpose, unitriangular);
+  at::Tensor X = transpose ? solve_triangular(A.mT(), b, !upper, true, unitriangular)
+                           : solve_triangular(A, b, upper, true, unitriangular);
+  const Shape batch = system_batch(A, b);
+  return {X, fresh(A, with(batch, {A.size(-2), A.size(-1)}))};
+}
+std::tuple<at::Tensor&, at::Tensor&> triangular_solve_out(const at::Tensor& b, const at::Tensor& A,
+                                                          bool upper, bool transpose,
+                                                          bool unitriangular, at::Tensor& X,
+                                                          at::Tensor& M) {
+  auto [x, m] = vk_triangular_solve(b, A, upper, transpose, unitriangular);
+  write_out(X, x);
+  write_out(M, m);
+  return {X, M};
+}
+
+// ---- What ATen builds of them per backend ---------------------------------------------
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> solve_ex(const at::Tensor& A,
+                                                                    const at::Tensor& B, bool left,
+                                                                    bool check_errors) {
+  if (!native(A) || B.scalar_type() != A.scalar_type())
+    return cpu_route<at::_ops::_linalg_solve_ex>(A, B, left, check_errors);
+  auto [LU, pivots, info] = lu_factor_ex(A, true, false);
+  // A vector right-hand side (B of A's batch plus one dim) is one column.
+  const bool vector =
+      B.dim() == 1 ||
+      (B.dim() == A.dim() - 1 && B.sizes().vec() == Shape(A.sizes().begin(), A.sizes().end() - 1));
+  at::Tensor X = vector ? lu_solve(LU, pivots, B.unsqueeze(-1), left, false).squeeze(-1)
+                        : lu_solve(LU, pivots, B, left, false);
+  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
+  return {X, LU, pivots, info};
+}
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> solve_ex_out(
+    const at::Tensor& A, const at::Tensor& B, bool left, bool check_errors, at::Tensor& result,
+    at::Tensor& LU, at::Tensor& pivots, at::Tensor& info) {
+  auto [x, lu, p, i] = solve_ex(A, B, left, check_errors);
+  write_out(result, x);
+  write_out(LU, lu);
+  write_out(pivots, p);
+  write_out(info, i);
+  return {result, LU, pivots, info};
+}
+
+std::tuple<at::Tensor, at::Tensor> inv_ex(const at::Tensor& A, bool check_errors) {
+  at::native::squareCheckInputs(A, "linalg.inv");
+  if (!native(A)) return cpu_route<at::_ops::linalg_inv_ex>(A, check_errors);
+  auto [LU, pivots, info] = lu_factor_ex(A, true, false);
+  at::Tensor eye = at::eye(A.size(-1), A.options()).expand(A.sizes());
+  at::Tensor inverse = lu_solve(LU, pivots, eye, true, false);
+  if (check_errors) at::_linalg_check_errors(info, "linalg.inv_ex", A.dim() == 2);
+  return {inverse, info};
+}
+std::tuple<at::Tensor&, at::Tensor&> inv_ex_out(const at::Tensor& A, bool check_errors,
+                                                at::Tensor& inverse, at::Tensor& info) {
+  auto [x, i] = inv_ex(A, check_errors);
+  write_out(inverse, x);
+  write_out(info, i);
+  return {inverse, info};
+}
+
+// The sign of the permutation LAPACK's pivots describe: -1 per row swap.
+at::Tensor pivot_sign(const at::Tensor& pivots, const at::TensorOptions& options) {
+  const int64_t k = pivots.size(-1);
+  at::Tensor identity = at::arange(1, k + 1, pivots.options());
+  at::Tensor swaps = pivots.ne(identity).sum(-1);
+  return (1 - 2 * swaps.remainder(2)).to(options.dtype());
+}
+
+// The product along the last dim (float64 has no product kernel: pairwise).
+at::Tensor last_dim_product(at::Tensor d) {
+  if (d.scalar_type() != at::kDouble) return d.prod(-1);
+  if (d.size(-1) == 0) return at::ones(d.sizes().slice(0, d.dim() - 1), d.options());
+  while (d.size(-1) > 1) {
+    if (d.size(-1) % 2) d = at::cat({d, at::ones_like(d.narrow(-1, 0, 1))}, -1);
+    at::Tensor pairs = d.unflatten(-1, {d.size(-1) / 2, 2});
+    d = pairs.select(-1, 0) * pairs.select(-1, 1);
+  }
+  return d.squeeze(-1);
+}
+
+// The matrix whose LU _linalg_det and _linalg_slogdet return: as ATen's CPU and CUDA
+// kernels, that of A^T when A is contiguous and real (det A^T = det A), which their
+// backward formulas assume.
+at::Tensor factored_for_det(const at::Tensor& A) {
+  return A.is_contiguous() && !A.is_complex() ? A.mH() : A;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_det(const at::Tensor& A) {
+  at::native::squareCheckInputs(A, "linalg.det");
+  at::native::checkFloatingOrComplex(A, "linalg.det");
+  if (!native(A)) return cpu_route<at::_ops::_linalg_det>(A);
+  auto [LU, pivots, info] = lu_factor_ex(factored_for_det(A), true, false);
+  at::Tensor d = last_dim_product(LU.diagonal(0, -2, -1)) * pivot_sign(pivots, A.options());
+  return {d, LU, pivots};
+}
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> det_out(const at::Tensor& A, at::Tensor& result,
+                                                          at::Tensor& LU, at::Tensor& pivots) {
+  auto [d, lu, p] = vk_det(A);
+  write_out(result, d);
+  write_out(LU, lu);
+  write_out(pivots, p);
+  return {result, LU, pivots};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_slogdet(const at::Tensor& A) {
+  at::native::squareCheckInputs(A, "linalg.slogdet");
+  at::native::checkFloatingOrComplex(A, "linalg.slogdet");
+  if (!native(A)) return cpu_route<at::_ops::_linalg_slogdet>(A);
+  auto [LU, pivots, info] = lu_factor_ex(factored_for_det(A), true, false);
+  at::Tensor diag = LU.diagonal(0, -2, -1);
+  at::Tensor sign = last_dim_product(diag.sign()) * pivot_sign(pivots, A.options());
+  at::Tensor logabs = diag.abs().log().sum(-1);
+  return {sign, logabs, LU, pivots};
+}
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> slogdet_out(
+    const at::Tensor& A, at::Tensor& sign, at::Tensor& logabs, at::Tensor& LU, at::Tensor& pivots) {
+  auto [s, l, lu, p] = vk_slogdet(A);
+  write_out(sign, s);
+  write_out(logabs, l);
+  write_out(LU, lu);
+  write_out(pivots, p);
+  return {sign, logabs, LU, pivots};
+}
+
+// (L L^H)^-1 B from the Cholesky factor (or U^H U from the upper one); ATen's
+// cholesky_solve has broadcast the batches.
+at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& factor, bool upper) {
+  if (!native(factor) || B.scalar_type() != factor.scalar_type())
+    return cpu_route<at::_ops::_cholesky_solve_helper>(B, factor, upper);
+  at::Tensor L = upper ? factor.mT() : factor;
+  at::Tensor y = solve_triangular(L, B, false, true, false);
+  return solve_triangular(L.mT(), y, true, true, false);
+}
+
+at::Tensor vk_cholesky_inverse(const at::Tensor& factor, bool upper) {
+  at::native::squareCheckInputs(factor, "cholesky_inverse");
+  if (!native(factor)) return cpu_route<at::_ops::cholesky_inverse>(factor, upper);
+  at::Tensor eye = at::eye(factor.size(-1), factor.options()).expand(factor.sizes());
+  return cholesky_solve_helper(eye, factor, upper);
+}
+at::Tensor& cholesky_inverse_out(const at::Tensor& factor, bool upper, at::Tensor& out) {
+  return write_out(out, vk_cholesky_inverse(factor, upper));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("linalg_cholesky_ex", TORCH_FN(cholesky_ex));
+  m.impl("linalg_cholesky_ex.L", TORCH_FN(cholesky_ex_out));
+  m.impl("linalg_lu_factor_ex", TORCH_FN(lu_factor_ex));
+  m.impl("linalg_lu_factor_ex.out", TORCH_FN(lu_factor_ex_out));
+  m.impl("linalg_lu", TORCH_FN(vk_linalg_lu));
+  m.impl("linalg_lu.out", TORCH_FN(linalg_lu_out));
+  m.impl("lu_unpack", TORCH_FN(vk_lu_unpack));
+  m.impl("lu_unpack.out", TORCH_FN(lu_unpack_out));
+  m.impl("linalg_lu_solve", TORCH_FN(lu_solve));
+  m.impl("linalg_lu_solve.out", TORCH_FN(lu_solve_out));
+  m.impl("linalg_solve_triangular", TORCH_FN(solve_triangular));
+  m.impl("linalg_solve_triangular.out", TORCH_FN(solve_triangular_out));
+  m.impl("triangular_solve", TORCH_FN(vk_triangular_solve));
+  m.impl("triangular_solve.X", TORCH_FN(triangular_solve_out));
+  m.impl("_linalg_solve_ex", TORCH_FN(solve_ex));
+  m.impl("_linalg_solve_ex.result", TORCH_FN(solve_ex_out));
+  m.impl("linalg_inv_ex", TORCH_FN(inv_ex));
+  m.impl("linalg_inv_ex.inverse", TORCH_FN(inv_ex_out));
+  m.impl("_linalg_det", TORCH_FN(vk_det));
+  m.impl("_linalg_det.result", TORCH_FN(det_out));
+  m.impl("_linalg_slogdet", TORCH_FN(vk_slogdet));
+  m.impl("_linalg_slogdet.sign", TORCH_FN(slogdet_out));
+  m.impl("_cholesky_solve_helper", TORCH_FN(cholesky_solve_helper));
+  m.impl("cholesky_inverse", TORCH_FN(vk_cholesky_inverse));
+  m.impl("cholesky_inverse.out", TORCH_FN(cholesky_inverse_out));
+}
+
+}  // namespace vkml_aten

@@ -1,0 +1,74 @@
+#include "vkml/ops/linalg.h"
+
+#include <string>
+
+#include "vkml/core/error.h"
+#include "vkml/ops/launch.h"
+#include "vkml/shaders/linalg_push.h"
+
+namespace vkml::ops {
+
+static_assert(int(LinalgAlgo::Cholesky) == LINALG_CHOLESKY && int(LinalgAlgo::Lu) == LINALG_LU &&
+              int(LinalgAlgo::Trsm) == LINALG_TRSM && int(LinalgAlgo::LuSolve) == LINALG_LU_SOLVE &&
+              int(LinalgAlgo::Permutation) == LINALG_PERMUTATION);
+
+bool linalg_supported(Device& dev, DType t) {
+  return t == DType::f32 || (t == DType::f64 && dev.info().supports_fp64);
+}
+
+void linalg(Device& dev, const LinalgArgs& a) {
+  VKML_CHECK_ARG(linalg_supported(dev, a.dtype), "linalg: float32 or float64 only");
+  if (a.algo == LinalgAlgo::Permutation) {
+    if (a.batch == 0 || a.m == 0) return;
+    linalg_detail::Push p{};
+    p.b = a.b;
+    p.pivots = a.pivots;
+    p.m = uint32_t(a.m);
+    p.k = uint32_t(a.k);
+    p.batch = uint32_t(a.batch);
+    Access access;
+    access.read(span_elems(a.pivots, a.batch * a.k, 4));
+    access.write(span_elems(a.b, a.batch * a.m, 4));
+    VkPipeline pipeline = dev.pipelines().get(shaders::linalg(a.dtype), {int(a.algo), int32_t(64)});
+    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.batch), 64, &access);
+    return;
+  }
+  if (a.batch == 0 || a.n == 0 || a.m < 0) return;
+  const bool factor = a.algo == LinalgAlgo::Cholesky || a.algo == LinalgAlgo::Lu;
+  if (!factor && a.k == 0) return;
+  const int64_t m = a.algo == LinalgAlgo::Lu ? a.m : a.n;
+  VKML_CHECK_ARG(a.batch * m * a.n < (int64_t(1) << 32) && a.batch * a.n * a.k < (int64_t(1) << 32),
+                 "linalg: more than 2^32 elements");
+  const size_t item = itemsize(a.dtype);
+  linalg_detail::Push p{};
+  p.a = a.a;
+  p.b = a.b;
+  p.pivots = a.pivots;
+  p.info = a.info;
+  p.m = uint32_t(m);
+  p.n = uint32_t(a.n);
+  p.k = uint32_t(a.k);
+  p.batch = uint32_t(a.batch);
+  p.flags = (a.upper ? LINALG_UPPER : 0u) | (a.unit ? LINALG_UNIT : 0u) |
+            (a.adjoint ? LINALG_ADJOINT : 0u);
+  Access access;
+  const Span a_span = span_elems(a.a, a.batch * m * a.n, item);
+  const int64_t steps = m < a.n ? m : a.n;
+  if (factor) {
+    access.update(a_span);
+    access.update(span_elems(a.info, a.batch, 4));
+    if (a.algo == LinalgAlgo::Lu) access.write(span_elems(a.pivots, a.batch * steps, 4));
+  } else {
+    access.read(a_span);
+    access.update(span_elems(a.b, a.batch * a.n * a.k, item));
+    if (a.algo == LinalgAlgo::LuSolve) access.read(span_elems(a.pivots, a.batch * a.n, 4));
+  }
+  const uint32_t wg = factor ? 256u : 64u;
+  VkPipeline pipeline = dev.pipelines().get(shaders::linalg(a.dtype), {int(a.algo), int32_t(wg)});
+  if (factor)
+    dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(a.batch), &access);
+  else
+    dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.batch * a.k), wg, &access);
+}
+
+}  // namespace vkml::ops

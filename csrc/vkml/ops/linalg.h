@@ -1,0 +1,38 @@
+#pragma once
+// Dense linear algebra of batches of matrices (shaders/linalg.comp): Cholesky and LU
+// factorizations, triangular and LU solves. Matrices are row-major and contiguous, one
+// after another; float32, and float64 where the device has shaderFloat64.
+#include <cstdint>
+
+#include "vkml/core/dtype.h"
+#include "vkml/runtime/device.h"
+
+namespace vkml::ops {
+
+enum class LinalgAlgo : int {
+  Cholesky = 0,     // a: n x n -> its lower factor in place; info: 0, or the order of the
+                    // first leading minor that is not positive definite (LAPACK's potrf)
+  Lu = 1,           // a: m x n -> L\U in place with partial pivoting; pivots (1-based),
+                    // info: 0, or the first zero pivot's index + 1 (getrf)
+  Trsm = 2,         // b: n x k -> a^-1 b, a triangular (upper, unit)
+  LuSolve = 3,      // b: n x k -> A^-1 b (adjoint: A^T^-1 b) from A's L\U in a and its
+                    // pivots (getrs)
+  Permutation = 4,  // b: int32, m per matrix <- the row order that k pivots leave 0..m-1
+                    // in: (P^T A)[i] = A[b[i]]
+};
+
+struct LinalgArgs {
+  LinalgAlgo algo = LinalgAlgo::Cholesky;
+  DType dtype = DType::f32;
+  uint64_t a = 0, b = 0;
+  uint64_t pivots = 0;  // int32, min(m, n) per matrix (Permutation: k per matrix)
+  uint64_t info = 0;    // int32 per matrix, zeroed by the caller
+  int64_t m = 0, n = 0, k = 0, batch = 0;
+  bool upper = false, unit = false;  // Trsm
+  bool adjoint = false;              // LuSolve
+};
+
+bool linalg_supported(Device& dev, DType t);
+void linalg(Device& dev, const LinalgArgs& args);
+
+}  // namespace vkml::ops

@@ -1,0 +1,210 @@
+#version 450
+// Dense factorizations and solves of batches of matrices (vkml/ops/linalg.h). The
+// algorithm is specialization constant 0 (LINALG_* of linalg_push.h).
+//
+// CHOLESKY and LU: one workgroup per matrix, unblocked and right-looking, in place in
+// global memory (any size; O(n) barriers, well under lavapipe's 2^17). Each column:
+// its pivot (LU: the first largest magnitude, as LAPACK's isamax), the scaled column,
+// then the trailing update shared among the workgroup's threads.
+// TRSM and LU_SOLVE: one thread per right-hand-side column, substituting down (and
+// up) the triangle; LU_SOLVE first applies the row swaps.
+//! dtypes f32 f64
+#include "common.glsl"
+#include "linalg_push.h"
+
+layout(local_size_x_id = 1) in;
+layout(constant_id = 0) const int ALGO = LINALG_CHOLESKY;
+layout(constant_id = 1) const uint WG = 256;
+
+#if defined(ST_F64)
+#define REAL double
+#define RSIZE 8u
+layout(buffer_reference, scalar, buffer_reference_align = 8) coherent buffer BufR { double v[]; };
+#else
+#define REAL float
+#define RSIZE 4u
+layout(buffer_reference, scalar, buffer_reference_align = 4) coherent buffer BufR { float v[]; };
+#endif
+layout(buffer_reference, scalar, buffer_reference_align = 4) coherent buffer CohI32 { int v[]; };
+
+// Writes by this workgroup become visible to all of it.
+void sync() {
+  memoryBarrierBuffer();
+  barrier();
+}
+
+shared REAL s_best[WG];
+shared uint s_where[WG];
+shared int s_stop;
+
+uint group_id() { return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
+
+// Matrix `mat` of a batch of rows x cols ones at `base`: indexed within it in 32 bits.
+BufR matrix(uint64_t base, uint mat, uint rows, uint cols) {
+  return BufR(base + uint64_t(mat) * rows * cols * RSIZE);
+}
+
+void cholesky(uint mat) {
+  const uint n = pc.n, t = gl_LocalInvocationID.x;
+  BufR a = matrix(pc.a, mat, n, n);
+  if (t == 0u) s_stop = 0;
+  sync();
+  for (uint j = 0u; j < n; ++j) {
+    if (t == 0u) {
+      REAL d = a.v[j * n + j];
+      if (!(d > REAL(0))) {  // not positive (or NaN): the leading minor of order j + 1
+        CohI32(pc.info).v[mat] = int(j + 1u);
+        s_stop = 1;
+      } else {
+        a.v[j * n + j] = sqrt(d);
+      }
+    }
+    sync();
+    if (s_stop != 0) break;
+    const REAL d = a.v[j * n + j];
+    for (uint i = j + 1u + t; i < n; i += WG) a.v[i * n + j] /= d;
+    sync();
+    // Trailing update of the lower triangle: a[i][c] -= a[i][j] a[c][j], j < c <= i.
+    const uint rest = n - j - 1u;
+    for (uint e = t; e < rest * rest; e += WG) {
+      uint i = j + 1u + e / rest, c = j + 1u + e % rest;
+      if (c <= i) a.v[i * n + c] -= a.v[i * n + j] * a.v[c * n + j];
+    }
+    sync();
+  }
+  // The strict upper triangle is zero in the factor.
+  for (uint e = t; e < n * n; e += WG) {
+    uint i = e / n, c = e % n;
+    if (c > i) a.v[e] = REAL(0);
+  }
+}
+
+void lu(uint mat) {
+  const uint m = pc.m, n = pc.n, t = gl_LocalInvocationID.x;
+  const uint steps = min(m, n);
+  BufR a = matrix(pc.a, mat, m, n);
+  for (uint j = 0u; j < steps; ++j) {
+    // The pivot: the first row of the largest magnitude in column j, rows j..m-1.
+    REAL best = REAL(-1);
+    uint where = j;
+    for (uint i = j + t; i < m; i += WG) {
+      REAL v = abs(a.v[i * n + j]);
+      if (v > best) {
+        best = v;
+        where = i;
+      }
+    }
+    s_best[t] = best;
+    s_where[t] = where;
+    barrier();
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+      if (t < s) {
+        REAL o = s_best[t + s];
+        uint ow = s_where[t + s];
+        if (o > s_best[t] || (o == s_best[t] && ow < s_where[t])) {
+          s_best[t] = o;
+          s_where[t] = ow;
+        }
+      }
+      barrier();
+    }
+    const uint p = s_where[0];
+    const REAL pivot_abs = s_best[0];
+    if (t == 0u) {
+      CohI32(pc.pivots).v[mat * steps + j] = int(p + 1u);
+      if (pivot_abs == REAL(0) && CohI32(pc.info).v[mat] == 0) CohI32(pc.info).v[mat] = int(j + 1u);
+    }
+    if (p != j) {
+      for (uint c = t; c < n; c += WG) {
+        REAL x = a.v[j * n + c];
+        a.v[j * n + c] = a.v[p * n + c];
+        a.v[p * n + c] = x;
+      }
+    }
+    sync();
+    const REAL d = a.v[j * n + j];
+    if (d != REAL(0)) {
+      for (uint i = j + 1u + t; i < m; i += WG) a.v[i * n + j] /= d;
+    }
+    sync();
+    const uint rows = m - j - 1u, cols = n - j - 1u;
+    for (uint e = t; e < rows * cols; e += WG) {
+      uint i = j + 1u + e / cols, c = j + 1u + e % cols;
+      a.v[i * n + c] -= a.v[i * n + j] * a.v[j * n + c];
+    }
+    sync();
+  }
+}
+
+// Substitution with a triangle of the n x n matrix a (read transposed: of a^T), down
+// (lower) or up, on column `col` of the n x k right-hand side b.
+void substitute(BufR a, BufR b, uint col, bool upper, bool unit, bool transposed) {
+  const uint n = pc.n, k = pc.k;
+  const uint row_stride = transposed ? 1u : n, col_stride = transposed ? n : 1u;
+  for (uint step = 0u; step < n; ++step) {
+    const uint i = upper ? n - 1u - step : step;
+    REAL x = b.v[i * k + col];
+    if (upper) {
+      for (uint j = i + 1u; j < n; ++j) x -= a.v[i * row_stride + j * col_stride] * b.v[j * k + col];
+    } else {
+      for (uint j = 0u; j < i; ++j) x -= a.v[i * row_stride + j * col_stride] * b.v[j * k + col];
+    }
+    if (!unit) x /= a.v[i * n + i];
+    b.v[i * k + col] = x;
+  }
+}
+
+void swap_rows(BufR b, uint col, uint j, uint p) {
+  const uint k = pc.k;
+  REAL x = b.v[j * k + col];
+  b.v[j * k + col] = b.v[p * k + col];
+  b.v[p * k + col] = x;
+}
+
+void main() {
+  if (ALGO == LINALG_CHOLESKY || ALGO == LINALG_LU) {
+    const uint mat = group_id();
+    if (mat >= pc.batch) return;
+    if (ALGO == LINALG_CHOLESKY) cholesky(mat);
+    else lu(mat);
+    return;
+  }
+  const uint id = group_id() * WG + gl_LocalInvocationID.x;
+  if (ALGO == LINALG_PERMUTATION) {
+    // The rows of A in the order LAPACK's swaps leave them: (P^T A)[i] = A[perm[i]].
+    if (id >= pc.batch) return;
+    CohI32 perm = CohI32(pc.b), piv = CohI32(pc.pivots);
+    const uint m = pc.m, k = pc.k;
+    for (uint i = 0u; i < m; ++i) perm.v[id * m + i] = int(i);
+    for (uint j = 0u; j < k; ++j) {
+      uint p = uint(piv.v[id * k + j] - 1);
+      int x = perm.v[id * m + j];
+      perm.v[id * m + j] = perm.v[id * m + p];
+      perm.v[id * m + p] = x;
+    }
+    return;
+  }
+  if (id >= pc.batch * pc.k) return;
+  const uint mat = id / pc.k, col = id % pc.k;
+  const uint n = pc.n, k = pc.k;
+  BufR a = matrix(pc.a, mat, n, n), b = matrix(pc.b, mat, n, k);
+  if (ALGO == LINALG_TRSM) {
+    substitute(a, b, col, (pc.flags & LINALG_UPPER) != 0u, (pc.flags & LINALG_UNIT) != 0u, false);
+    return;
+  }
+  // LU_SOLVE: P A = L U with P LAPACK's sequence of row swaps, so x = U^-1 L^-1 P b;
+  // and A^T x = b is x = P^T L^-T U^-T b (the swaps undone in reverse order).
+  CohI32 piv = CohI32(pc.pivots);
+  if ((pc.flags & LINALG_ADJOINT) == 0u) {
+    for (uint j = 0u; j < n; ++j) swap_rows(b, col, j, uint(piv.v[mat * n + j] - 1));
+    substitute(a, b, col, false, true, false);
+    substitute(a, b, col, true, false, false);
+  } else {
+    substitute(a, b, col, false, false, true);  // U^T: lower
+    substitute(a, b, col, true, true, true);    // L^T: upper, unit
+    for (uint s = 0u; s < n; ++s) {
+      const uint j = n - 1u - s;
+      swap_rows(b, col, j, uint(piv.v[mat * n + j] - 1));
+    }
+  }
+}

@@ -1,0 +1,36 @@
+// The push constants of shaders/linalg.comp, written once for its launcher
+// (vkml/ops/linalg.cpp, C++) and the kernel (GLSL): the algorithms (specialization
+// constant 0) and their flags.
+#ifndef VKML_LINALG_PUSH_H
+#define VKML_LINALG_PUSH_H
+
+#include "push_block.h"
+
+// Algorithms. Matrices are row-major and contiguous, one after another.
+#define LINALG_CHOLESKY 0  // a (n x n) -> its lower factor in place; info
+#define LINALG_LU 1        // a (m x n) -> L\U in place, partial pivoting; pivots, info
+#define LINALG_TRSM 2      // b (n x k) -> a^-1 b, a triangular (flags)
+#define LINALG_LU_SOLVE 3  // b (n x k) -> A^-1 b from A's L\U in a and pivots
+#define LINALG_PERMUTATION 4  // b (int32, m) <- the row order k pivots give 0..m-1
+
+// flags
+#define LINALG_UPPER 1u  // TRSM: a is upper triangular (else lower)
+#define LINALG_UNIT 2u     // TRSM: a's diagonal is taken as ones
+#define LINALG_ADJOINT 4u  // LU_SOLVE: solve with A^T
+
+VKML_CONTRACT_BEGIN(linalg_detail)
+VKML_PUSH_BEGIN(Push)
+  uint64_t a;       // the matrices (factored in place, or the factors)
+  uint64_t b;       // right-hand sides, solved in place (TRSM, LU_SOLVE)
+  uint64_t pivots;  // int32, min(m, n) per matrix, 1-based as LAPACK's
+  uint64_t info;    // int32 per matrix: 0, or LAPACK's info (> 0)
+  uint m;           // rows of a
+  uint n;           // columns of a (the order for CHOLESKY, TRSM, LU_SOLVE)
+  uint k;           // columns of b
+  uint batch;
+  uint flags;
+  uint pad;  // to the 8-byte multiple C++ rounds the struct to
+VKML_PUSH_END(Push, 4 * 8 + 6 * 4)
+VKML_CONTRACT_END(linalg_detail)
+
+#endif

@@ -1,0 +1,242 @@
+"""Linear algebra on vkml: Cholesky, LU, triangular and LU solves, and what builds on
+them (solve, inv, det, slogdet, cholesky_solve / cholesky_inverse, matrix_exp).
+
+Each result is compared with the CPU's (LAPACK) on the same inputs: well-conditioned
+matrices (diagonally dominant, or A A^T + n I for the positive definite ones), so that
+float32 results agree to 1e-4 relative to their largest magnitude. Errors (not positive
+definite, singular) come back through the info tensors as LAPACK's codes. Every test
+asserts that nothing ran on the CPU fallback.
+"""
+
+import pytest
+import torch
+from conftest import VKML
+
+import torch_vkml
+
+F32 = dict(atol=1e-4, rtol=1e-4)
+
+
+def _general(shape, seed=0, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(shape, generator=g, dtype=dtype)
+    if shape[-2] != shape[-1]:
+        return a
+    return a + shape[-1] * torch.eye(shape[-1], dtype=dtype)
+
+
+def _spd(shape, seed=0, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(shape, generator=g, dtype=dtype)
+    return a @ a.mT + shape[-1] * torch.eye(shape[-1], dtype=dtype)
+
+
+def _same(got, ref, tol=F32):
+    assert got.device.type == "vkml", got.device
+    assert got.dtype == ref.dtype and got.shape == ref.shape, (got.dtype, got.shape, ref.shape)
+    torch.testing.assert_close(got.cpu(), ref, **tol)
+
+
+@pytest.fixture(autouse=True)
+def _no_fallback():
+    torch_vkml.reset_fallback_counts()
+    yield
+    assert torch_vkml.fallback_counts() == {}, torch_vkml.fallback_counts()
+
+
+SIZES = [(1, 1), (3, 3), (2, 5, 5), (4, 2, 17, 17), (64, 64), (130, 130)]
+
+
+@pytest.mark.parametrize("shape", SIZES, ids=str)
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky(shape, upper):
+    a = _spd(shape)
+    L, info = torch.linalg.cholesky_ex(a.to(VKML), upper=upper)
+    rL, _ = torch.linalg.cholesky_ex(a, upper=upper)
+    _same(L, rL)
+    assert info.cpu().eq(0).all()
+    _same(torch.linalg.cholesky(a.to(VKML)), torch.linalg.cholesky(a))
+
+
+def test_cholesky_reports_the_failing_minor():
+    a = _spd((3, 4, 4))
+    a[1, 2, 2] = -100.0  # the leading minor of order 3 is not positive definite
+    a[2, 0, 0] = 0.0
+    L, info = torch.linalg.cholesky_ex(a.to(VKML))
+    _, rinfo = torch.linalg.cholesky_ex(a)
+    assert info.cpu().tolist() == rinfo.tolist() == [0, 3, 1]
+    _same(L[0], torch.linalg.cholesky(a[0]))
+    with pytest.raises(torch.linalg.LinAlgError, match="order 3"):
+        torch.linalg.cholesky(a[1].to(VKML))
+
+
+@pytest.mark.parametrize(
+    "shape", [(1, 1), (4, 4), (3, 6, 6), (5, 3), (3, 5), (2, 40, 40), (150, 150)], ids=str
+)
+def test_lu_factor(shape):
+    a = _general(shape, seed=1)
+    LU, piv, info = torch.linalg.lu_factor_ex(a.to(VKML))
+    rLU, rpiv, rinfo = torch.linalg.lu_factor_ex(a)
+    _same(LU, rLU)
+    assert piv.dtype == torch.int32 and piv.cpu().equal(rpiv)
+    assert info.cpu().equal(rinfo)
+
+
+def test_lu_factor_of_singular_matrices():
+    a = _general((2, 4, 4), seed=2)
+    a[1, :, 2] = 0  # column 2 is zero: the third pivot is zero
+    LU, piv, info = torch.linalg.lu_factor_ex(a.to(VKML))
+    rLU, rpiv, rinfo = torch.linalg.lu_factor_ex(a)
+    assert info.cpu().tolist() == rinfo.tolist() == [0, 3]
+    _same(LU, rLU)
+    assert piv.cpu().equal(rpiv)
+
+
+@pytest.mark.parametrize(
+    "shape,rhs",
+    [((4, 4), (4, 3)), ((2, 9, 9), (2, 9, 1)), ((3, 8, 8), (8, 5)), ((1, 1), (1, 2))],
+    ids=str,
+)
+def test_solves(shape, rhs):
+    a = _general(shape, seed=3)
+    b = torch.randn(rhs)
+    av, bv = a.to(VKML), b.to(VKML)
+    _same(torch.linalg.solve(av, bv), torch.linalg.solve(a, b))
+    LU, piv = torch.linalg.lu_factor(av)
+    rLU, rpiv = torch.linalg.lu_factor(a)
+    for left, adjoint in ((True, False), (True, True), (False, False), (False, True)):
+        rhs = b if left else b.mT
+        _same(
+            torch.linalg.lu_solve(LU, piv, rhs.to(VKML), left=left, adjoint=adjoint),
+            torch.linalg.lu_solve(rLU, rpiv, rhs, left=left, adjoint=adjoint),
+        )
+    _same(torch.linalg.solve(av, bv.mT, left=False), torch.linalg.solve(a, b.mT, left=False))
+    _same(torch.linalg.inv(av), torch.linalg.inv(a))
+    vec = torch.randn(shape[:-1])
+    _same(torch.linalg.solve(av, vec.to(VKML)), torch.linalg.solve(a, vec))
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [False, True])
+def test_triangular_solves(upper, left, unit):
+    a = _general((3, 6, 6), seed=4)
+    a = a.triu() if upper else a.tril()
+    b = torch.randn((3, 6, 4) if left else (3, 4, 6))
+    args = dict(upper=upper, left=left, unitriangular=unit)
+    _same(
+        torch.linalg.solve_triangular(a.to(VKML), b.to(VKML), **args),
+        torch.linalg.solve_triangular(a, b, **args),
+    )
+    if left:
+        for transpose in (False, True):
+            x, m = torch.triangular_solve(b.to(VKML), a.to(VKML), upper, transpose, unit)
+            rx, rm = torch.triangular_solve(b, a, upper, transpose, unit)
+            _same(x, rx)
+            _same(m, rm)
+
+
+def test_determinants():
+    a = _general((4, 5, 5), seed=5) * 0.3
+    a[3] = a[3].flip(0)  # an odd number of row swaps: a negative sign
+    av = a.to(VKML)
+    _same(torch.linalg.det(av), torch.linalg.det(a))
+    sign, logabs = torch.linalg.slogdet(av)
+    rsign, rlogabs = torch.linalg.slogdet(a)
+    _same(sign, rsign)
+    _same(logabs, rlogabs)
+    spd = _spd((2, 4, 4))
+    _same(torch.logdet(spd.to(VKML)), torch.logdet(spd))
+    singular = torch.ones(3, 3)
+    _same(torch.linalg.det(singular.to(VKML)), torch.linalg.det(singular))
+
+
+def test_cholesky_solve_and_inverse():
+    a = _spd((3, 7, 7), seed=6)
+    b = torch.randn(3, 7, 2)
+    for upper in (False, True):
+        f = torch.linalg.cholesky(a, upper=upper)
+        fv = f.to(VKML)
+        _same(torch.cholesky_solve(b.to(VKML), fv, upper), torch.cholesky_solve(b, f, upper))
+        _same(torch.cholesky_inverse(fv, upper), torch.cholesky_inverse(f, upper))
+
+
+def test_gaussian_process_fit():
+    # A GP regression's posterior mean and log marginal likelihood: Cholesky of the
+    # kernel matrix, two triangular solves, a log determinant.
+    g = torch.Generator().manual_seed(7)
+    x = torch.rand(80, 1, generator=g) * 6
+    y = torch.sin(x).squeeze(1) + 0.1 * torch.randn(80, generator=g)
+    xs = torch.linspace(0, 6, 25).unsqueeze(1)
+
+    def fit(x, y, xs):
+        k = torch.exp(-0.5 * torch.cdist(x, x) ** 2) + 0.01 * torch.eye(len(x), device=x.device)
+        ks = torch.exp(-0.5 * torch.cdist(xs, x) ** 2)
+        L = torch.linalg.cholesky(k)
+        alpha = torch.cholesky_solve(y.unsqueeze(1), L)
+        mean = (ks @ alpha).squeeze(1)
+        nll = 0.5 * (y @ alpha.squeeze(1)) + L.diagonal().log().sum()
+        return mean, nll
+
+    mean, nll = fit(x.to(VKML), y.to(VKML), xs.to(VKML))
+    rmean, rnll = fit(x, y, xs)
+    _same(mean, rmean, dict(atol=1e-3, rtol=1e-3))
+    _same(nll, rnll, dict(atol=1e-3, rtol=1e-4))
+
+
+def test_lu_unpack_and_lu():
+    for shape in ((5, 5), (2, 6, 4), (2, 4, 6)):
+        a = _general(shape, seed=10)
+        LU, piv = torch.linalg.lu_factor(a)
+        for data, pivots in ((True, True), (True, False), (False, True)):
+            got = torch.lu_unpack(LU.to(VKML), piv.to(VKML), data, pivots)
+            ref = torch.lu_unpack(LU, piv, data, pivots)
+            for g, r in zip(got, ref, strict=True):
+                _same(g, r)
+        P, L, U = torch.linalg.lu(a.to(VKML))
+        _same(P @ L @ U, a)
+
+
+def test_gradients():
+    a = _general((2, 5, 5), seed=8)
+    b = torch.randn(2, 5, 3)
+    for fn in (
+        lambda a, b: torch.linalg.solve(a, b),
+        lambda a, b: torch.linalg.cholesky(a @ a.mT + 5 * torch.eye(5, device=a.device)) @ b,
+        lambda a, b: torch.linalg.lu_factor(a).LU @ b,
+        lambda a, b: torch.linalg.inv(a) @ b,
+        # det's backward reads the LU ATen returns (of A^T for contiguous real A): a wrong
+        # one gave the transposed gradient.
+        lambda a, b: torch.linalg.det(a * 0.3)[:, None, None] * b,
+        lambda a, b: torch.linalg.slogdet(a).logabsdet[:, None, None] * b,
+        lambda a, b: torch.linalg.det(a.mT * 0.3)[:, None, None] * b,  # not contiguous
+    ):
+        ca, cb = a.clone().requires_grad_(), b.clone().requires_grad_()
+        va, vb = a.to(VKML).requires_grad_(), b.to(VKML).requires_grad_()
+        rc, rv = fn(ca, cb), fn(va, vb)
+        _same(rv.detach(), rc.detach())
+        g = torch.randn(rc.shape)
+        rc.backward(g)
+        rv.backward(g.to(VKML))
+        _same(va.grad, ca.grad, dict(atol=2e-4, rtol=2e-4))
+        _same(vb.grad, cb.grad, dict(atol=2e-4, rtol=2e-4))
+
+
+def test_matrix_powers():
+    a = _general((3, 6, 6), seed=9) * 0.05
+    av = a.to(VKML)
+    _same(
+        torch.linalg.matrix_power(av + torch.eye(6, device=VKML), -2),
+        torch.linalg.matrix_power(a + torch.eye(6), -2),
+    )
+
+
+def test_float64():
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.skip("the device has no float64")
+    a = _spd((3, 9, 9), dtype=torch.float64)
+    b = torch.randn(3, 9, 2, dtype=torch.float64)
+    tol = dict(atol=1e-10, rtol=1e-10)
+    _same(torch.linalg.cholesky(a.to(VKML)), torch.linalg.cholesky(a), tol)
+    _same(torch.linalg.solve(a.to(VKML), b.to(VKML)), torch.linalg.solve(a, b), tol)
+    _same(torch.linalg.det(a.to(VKML)), torch.linalg.det(a), dict(atol=0, rtol=1e-10))
