@@ -56,6 +56,7 @@ def test_cholesky(shape, upper):
     _same(L, rL)
     assert info.cpu().eq(0).all()
     _same(torch.linalg.cholesky(a.to(VKML)), torch.linalg.cholesky(a))
+    _same(torch.cholesky(a.to(VKML), upper=upper), torch.cholesky(a, upper=upper))
 
 
 def test_cholesky_reports_the_failing_minor():
@@ -222,9 +223,16 @@ def test_gradients():
         _same(vb.grad, cb.grad, dict(atol=2e-4, rtol=2e-4))
 
 
-def test_matrix_powers():
+def test_matrix_exp_and_powers():
     a = _general((3, 6, 6), seed=9) * 0.05
     av = a.to(VKML)
+    big = torch.randn(2, 5, 5) * 3  # scaled by 2^s, then squared back
+    for m in (a, big, torch.zeros(1, 3, 3), torch.eye(4) * 2):
+        _same(
+            torch.linalg.matrix_exp(m.to(VKML)),
+            torch.linalg.matrix_exp(m),
+            dict(atol=1e-4, rtol=2e-4),
+        )
     _same(
         torch.linalg.matrix_power(av + torch.eye(6, device=VKML), -2),
         torch.linalg.matrix_power(a + torch.eye(6), -2),
@@ -240,3 +248,34 @@ def test_float64():
     _same(torch.linalg.cholesky(a.to(VKML)), torch.linalg.cholesky(a), tol)
     _same(torch.linalg.solve(a.to(VKML), b.to(VKML)), torch.linalg.solve(a, b), tol)
     _same(torch.linalg.det(a.to(VKML)), torch.linalg.det(a), dict(atol=0, rtol=1e-10))
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (7, 4), (4, 7), (2, 30, 20), (1, 1)], ids=str)
+def test_qr(shape):
+    a = _general(shape, seed=11)
+    av = a.to(VKML)
+    got, tau = torch.geqrf(av)
+    ref, rtau = torch.geqrf(a)
+    _same(got, ref)  # LAPACK's reflectors and signs
+    _same(tau, rtau)
+    for mode in ("reduced", "complete", "r"):
+        q, r = torch.linalg.qr(av, mode=mode)
+        rq, rr = torch.linalg.qr(a, mode=mode)
+        _same(q, rq)
+        _same(r, rr)
+    k = min(shape[-2:])
+    if shape[-2] >= shape[-1]:
+        _same(
+            torch.linalg.householder_product(got, tau), torch.linalg.householder_product(ref, rtau)
+        )
+    c = torch.randn(*shape[:-2], shape[-2], 3)
+    for transpose in (False, True):
+        _same(
+            torch.ormqr(got, tau, c.to(VKML), left=True, transpose=transpose),
+            torch.ormqr(ref, rtau, c, left=True, transpose=transpose),
+        )
+        _same(
+            torch.ormqr(got, tau, c.mT.to(VKML), left=False, transpose=transpose),
+            torch.ormqr(ref, rtau, c.mT, left=False, transpose=transpose),
+        )
+    assert k == tau.shape[-1]

@@ -83,6 +83,17 @@ std::tuple<at::Tensor&, at::Tensor&> cholesky_ex_out(const at::Tensor& A, bool u
   return {L, info};
 }
 
+// The deprecated torch.cholesky: errors raised at once, as its CPU kernel does.
+at::Tensor vk_cholesky(const at::Tensor& A, bool upper) {
+  if (!native(A)) return cpu_route<at::_ops::cholesky>(A, upper);
+  auto [L, info] = cholesky_ex(A, upper, false);
+  at::_linalg_check_errors(info, "cholesky", A.dim() == 2);
+  return L;
+}
+at::Tensor& cholesky_out(const at::Tensor& A, bool upper, at::Tensor& out) {
+  return write_out(out, vk_cholesky(A, upper));
+}
+
 // ---- LU -----------------------------------------------------------------------------
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex(const at::Tensor& A, bool pivot,
@@ -415,9 +426,153 @@ at::Tensor& cholesky_inverse_out(const at::Tensor& factor, bool upper, at::Tenso
   return write_out(out, vk_cholesky_inverse(factor, upper));
 }
 
+// ---- QR -------------------------------------------------------------------------------
+
+std::tuple<at::Tensor, at::Tensor> vk_geqrf(const at::Tensor& A) {
+  TORCH_CHECK(A.dim() >= 2, "torch.geqrf: input must have at least 2 dimensions.");
+  if (!native(A)) return cpu_route<at::_ops::geqrf>(A);
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  const Shape batch = batch_shape(A);
+  at::Tensor a = fresh(A, A.sizes().vec());
+  at::Tensor tau = at::empty(with(batch, {k}), A.options());
+  vkml::ops::LinalgArgs args;
+  args.algo = LinalgAlgo::Geqrf;
+  args.a = addr(a);
+  args.b = addr(tau);
+  args.m = m;
+  args.n = n;
+  args.batch = numel_of(batch);
+  if (a.numel()) run(a, args);
+  return {a, tau};
+}
+std::tuple<at::Tensor&, at::Tensor&> geqrf_out(const at::Tensor& A, at::Tensor& a,
+                                               at::Tensor& tau) {
+  auto [r, t] = vk_geqrf(A);
+  write_out(a, r);
+  write_out(tau, t);
+  return {a, tau};
+}
+
+// Q's first n columns from the reflectors below the diagonal of `input` (m x n) and tau.
+at::Tensor vk_householder_product(const at::Tensor& input, const at::Tensor& tau) {
+  if (!native(input) || tau.scalar_type() != input.scalar_type())
+    return cpu_route<at::_ops::linalg_householder_product>(input, tau);
+  TORCH_CHECK(input.dim() >= 2,
+              "torch.linalg.householder_product: input must have at least 2 dimensions.");
+  const int64_t m = input.size(-2), n = input.size(-1), k = tau.size(-1);
+  TORCH_CHECK(m >= n,
+              "torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "
+              "input.shape[-1]");
+  TORCH_CHECK(n >= k,
+              "torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
+              "tau.shape[-1]");
+  const Shape batch = batch_shape(input);
+  at::Tensor q = fresh(input, input.sizes().vec());
+  at::Tensor t = fresh(tau, with(batch, {k}));
+  vkml::ops::LinalgArgs args;
+  args.algo = LinalgAlgo::Orgqr;
+  args.a = addr(q);
+  args.b = addr(t);
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.batch = numel_of(batch);
+  if (q.numel()) run(q, args);
+  return q;
+}
+at::Tensor& householder_product_out(const at::Tensor& input, const at::Tensor& tau,
+                                    at::Tensor& out) {
+  return write_out(out, vk_householder_product(input, tau));
+}
+
+// The whole m x m Q of k reflectors: the reflectors padded with identity ones (tau 0).
+at::Tensor full_q(const at::Tensor& reflectors, const at::Tensor& tau) {
+  const int64_t m = reflectors.size(-2), k = tau.size(-1);
+  at::Tensor v = reflectors.narrow(-1, 0, k);
+  if (k < m) v = at::cat({v, at::zeros(with(batch_shape(v), {m, m - k}), v.options())}, -1);
+  at::Tensor t =
+      k < m ? at::cat({tau, at::zeros(with(batch_shape(v), {m - k}), tau.options())}, -1) : tau;
+  return vk_householder_product(v, t);
+}
+
+at::Tensor vk_ormqr(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other,
+                    bool left, bool transpose) {
+  if (!native(input) || tau.scalar_type() != input.scalar_type() ||
+      other.scalar_type() != input.scalar_type())
+    return cpu_route<at::_ops::ormqr>(input, tau, other, left, transpose);
+  at::Tensor q = full_q(input, tau);
+  if (transpose) q = q.mT();
+  return left ? at::matmul(q, other) : at::matmul(other, q);
+}
+at::Tensor& ormqr_out(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other,
+                      bool left, bool transpose, at::Tensor& out) {
+  return write_out(out, vk_ormqr(input, tau, other, left, transpose));
+}
+
+std::tuple<at::Tensor, at::Tensor> vk_linalg_qr(const at::Tensor& A, c10::string_view mode) {
+  if (!native(A)) return cpu_route<at::_ops::linalg_qr>(A, mode);
+  TORCH_CHECK(A.dim() >= 2, "linalg.qr: The input tensor A must have at least 2 dimensions.");
+  TORCH_CHECK(mode == "reduced" || mode == "complete" || mode == "r",
+              "qr received unrecognized mode '", mode,
+              "' but expected one of 'reduced' (default), 'r', or 'complete'");
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  auto [a, tau] = vk_geqrf(A);
+  const bool complete = mode == "complete";
+  at::Tensor R = (complete ? a : a.narrow(-2, 0, k)).triu();
+  at::Tensor Q;
+  if (mode == "r")
+    Q = at::empty({0}, A.options());
+  else if (complete || m <= n)
+    Q = full_q(a, tau);
+  else
+    Q = vk_householder_product(a.narrow(-1, 0, k), tau);
+  return {Q, R};
+}
+std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::string_view mode,
+                                                   at::Tensor& Q, at::Tensor& R) {
+  auto [q, r] = vk_linalg_qr(A, mode);
+  write_out(Q, q);
+  write_out(R, r);
+  return {Q, R};
+}
+
+// exp(A) by scaling and squaring: a degree-18 Taylor polynomial of A / 2^s, where
+// |A / 2^s|_1 <= 1 (truncation error under 1e-16), then s squarings. The largest s of
+// the batch is read on the host, as ATen's kernel reads its norms.
+at::Tensor vk_matrix_exp(const at::Tensor& A) {
+  at::native::squareCheckInputs(A, "linalg.matrix_exp");
+  if (!native(A)) return cpu_route<at::_ops::linalg_matrix_exp>(A);
+  const int64_t n = A.size(-1);
+  if (A.numel() == 0) return A.clone();
+  at::Tensor norm = A.abs().sum(-2).amax(-1);  // max column sum per matrix
+  at::Tensor s = at::clamp_min(at::ceil(at::log2(norm)), 0);
+  s = at::where(at::isfinite(s), s, 0);  // a zero matrix (log2 0 = -inf)
+  at::Tensor scaled = A / at::pow(2.0, s).unsqueeze(-1).unsqueeze(-1);
+  at::Tensor eye = at::eye(n, A.options()).expand(A.sizes());
+  at::Tensor result = eye.clone();
+  for (int k = 18; k >= 1; --k) result = eye + at::matmul(scaled, result) / double(k);
+  const int64_t squarings = s.max().item<int64_t>();
+  for (int64_t t = 0; t < squarings; ++t) {
+    at::Tensor squared = at::matmul(result, result);
+    result = at::where((s > double(t)).unsqueeze(-1).unsqueeze(-1), squared, result);
+  }
+  return result;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("cholesky", TORCH_FN(vk_cholesky));
+  m.impl("cholesky.out", TORCH_FN(cholesky_out));
+  m.impl("linalg_matrix_exp", TORCH_FN(vk_matrix_exp));
+  m.impl("geqrf", TORCH_FN(vk_geqrf));
+  m.impl("geqrf.a", TORCH_FN(geqrf_out));
+  m.impl("linalg_householder_product", TORCH_FN(vk_householder_product));
+  m.impl("linalg_householder_product.out", TORCH_FN(householder_product_out));
+  m.impl("ormqr", TORCH_FN(vk_ormqr));
+  m.impl("ormqr.out", TORCH_FN(ormqr_out));
+  m.impl("linalg_qr", TORCH_FN(vk_linalg_qr));
+  m.impl("linalg_qr.out", TORCH_FN(linalg_qr_out));
   m.impl("linalg_cholesky_ex", TORCH_FN(cholesky_ex));
   m.impl("linalg_cholesky_ex.L", TORCH_FN(cholesky_ex_out));
   m.impl("linalg_lu_factor_ex", TORCH_FN(lu_factor_ex));

@@ -10,7 +10,8 @@ namespace vkml::ops {
 
 static_assert(int(LinalgAlgo::Cholesky) == LINALG_CHOLESKY && int(LinalgAlgo::Lu) == LINALG_LU &&
               int(LinalgAlgo::Trsm) == LINALG_TRSM && int(LinalgAlgo::LuSolve) == LINALG_LU_SOLVE &&
-              int(LinalgAlgo::Permutation) == LINALG_PERMUTATION);
+              int(LinalgAlgo::Permutation) == LINALG_PERMUTATION &&
+              int(LinalgAlgo::Geqrf) == LINALG_GEQRF && int(LinalgAlgo::Orgqr) == LINALG_ORGQR);
 
 bool linalg_supported(Device& dev, DType t) {
   return t == DType::f32 || (t == DType::f64 && dev.info().supports_fp64);
@@ -34,9 +35,11 @@ void linalg(Device& dev, const LinalgArgs& a) {
     return;
   }
   if (a.batch == 0 || a.n == 0 || a.m < 0) return;
-  const bool factor = a.algo == LinalgAlgo::Cholesky || a.algo == LinalgAlgo::Lu;
+  const bool factor = a.algo == LinalgAlgo::Cholesky || a.algo == LinalgAlgo::Lu ||
+                      a.algo == LinalgAlgo::Geqrf || a.algo == LinalgAlgo::Orgqr;
+  const bool householder = a.algo == LinalgAlgo::Geqrf || a.algo == LinalgAlgo::Orgqr;
   if (!factor && a.k == 0) return;
-  const int64_t m = a.algo == LinalgAlgo::Lu ? a.m : a.n;
+  const int64_t m = a.algo == LinalgAlgo::Lu || householder ? a.m : a.n;
   VKML_CHECK_ARG(a.batch * m * a.n < (int64_t(1) << 32) && a.batch * a.n * a.k < (int64_t(1) << 32),
                  "linalg: more than 2^32 elements");
   const size_t item = itemsize(a.dtype);
@@ -56,8 +59,10 @@ void linalg(Device& dev, const LinalgArgs& a) {
   const int64_t steps = m < a.n ? m : a.n;
   if (factor) {
     access.update(a_span);
-    access.update(span_elems(a.info, a.batch, 4));
+    if (a.info) access.update(span_elems(a.info, a.batch, 4));
     if (a.algo == LinalgAlgo::Lu) access.write(span_elems(a.pivots, a.batch * steps, 4));
+    if (a.algo == LinalgAlgo::Geqrf) access.write(span_elems(a.b, a.batch * steps, item));
+    if (a.algo == LinalgAlgo::Orgqr) access.read(span_elems(a.b, a.batch * a.k, item));
   } else {
     access.read(a_span);
     access.update(span_elems(a.b, a.batch * a.n * a.k, item));

@@ -19,6 +19,8 @@ enum class LinalgAlgo : int {
                     // pivots (getrs)
   Permutation = 4,  // b: int32, m per matrix <- the row order that k pivots leave 0..m-1
                     // in: (P^T A)[i] = A[b[i]]
+  Geqrf = 5,        // a: m x n -> R above, Householder vectors below; b <- min(m, n) taus
+  Orgqr = 6,        // a: m x n holding k vectors, b: k taus -> Q's first n columns
 };
 
 struct LinalgArgs {

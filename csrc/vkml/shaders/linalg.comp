@@ -2,7 +2,7 @@
 // Dense factorizations and solves of batches of matrices (vkml/ops/linalg.h). The
 // algorithm is specialization constant 0 (LINALG_* of linalg_push.h).
 //
-// CHOLESKY and LU: one workgroup per matrix, unblocked and right-looking, in place in
+// CHOLESKY, LU, GEQRF and ORGQR: one workgroup per matrix, unblocked and right-looking, in place in
 // global memory (any size; O(n) barriers, well under lavapipe's 2^17). Each column:
 // its pivot (LU: the first largest magnitude, as LAPACK's isamax), the scaled column,
 // then the trailing update shared among the workgroup's threads.
@@ -136,6 +136,82 @@ void lu(uint mat) {
   }
 }
 
+// Householder QR (LAPACK's geqr2 and larfg): column j's reflector H = I - tau v v^T
+// (v[j] = 1, v below the diagonal stored in place) zeroes it below the diagonal; then H
+// is applied to the columns right of j, one column per thread.
+void geqrf(uint mat) {
+  const uint m = pc.m, n = pc.n, k = min(m, n), t = gl_LocalInvocationID.x;
+  BufR a = matrix(pc.a, mat, m, n), tau = matrix(pc.b, mat, 1u, k);
+  for (uint j = 0u; j < k; ++j) {
+    REAL part = REAL(0);
+    for (uint i = j + 1u + t; i < m; i += WG) part += a.v[i * n + j] * a.v[i * n + j];
+    s_best[t] = part;
+    barrier();
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+      if (t < s) s_best[t] += s_best[t + s];
+      barrier();
+    }
+    const REAL xnorm2 = s_best[0];
+    const REAL alpha = a.v[j * n + j];
+    REAL tj = REAL(0), scale = REAL(1);
+    if (xnorm2 > REAL(0)) {
+      REAL r = sqrt(alpha * alpha + xnorm2);
+      REAL beta = alpha >= REAL(0) ? -r : r;
+      tj = (beta - alpha) / beta;
+      scale = REAL(1) / (alpha - beta);
+    }
+    sync();  // every thread has read alpha before it changes
+    if (t == 0u) {
+      tau.v[j] = tj;
+      if (tj != REAL(0)) a.v[j * n + j] = alpha >= REAL(0) ? -sqrt(alpha * alpha + xnorm2)
+                                                            : sqrt(alpha * alpha + xnorm2);
+    }
+    if (tj != REAL(0))
+      for (uint i = j + 1u + t; i < m; i += WG) a.v[i * n + j] *= scale;
+    sync();
+    if (tj != REAL(0)) {
+      for (uint c = j + 1u + t; c < n; c += WG) {
+        REAL w = a.v[j * n + c];
+        for (uint i = j + 1u; i < m; ++i) w += a.v[i * n + j] * a.v[i * n + c];
+        w *= tj;
+        a.v[j * n + c] -= w;
+        for (uint i = j + 1u; i < m; ++i) a.v[i * n + c] -= w * a.v[i * n + j];
+      }
+    }
+    sync();
+  }
+}
+
+// Q = H_0 H_1 ... H_{k-1}, its first n columns, in place over the reflectors (LAPACK's
+// org2r): from the last reflector back, each applied to the columns right of it.
+void orgqr(uint mat) {
+  const uint m = pc.m, n = pc.n, k = pc.k, t = gl_LocalInvocationID.x;
+  BufR a = matrix(pc.a, mat, m, n), tau = matrix(pc.b, mat, 1u, k);
+  for (uint e = t; e < m * (n - k); e += WG) {  // columns k..n-1 start as the identity's
+    uint i = e / (n - k), c = k + e % (n - k);
+    a.v[i * n + c] = i == c ? REAL(1) : REAL(0);
+  }
+  sync();
+  for (uint s = 0u; s < k; ++s) {
+    const uint j = k - 1u - s;
+    const REAL tj = tau.v[j];
+    for (uint c = j + 1u + t; c < n; c += WG) {
+      REAL w = a.v[j * n + c];
+      for (uint i = j + 1u; i < m; ++i) w += a.v[i * n + j] * a.v[i * n + c];
+      w *= tj;
+      a.v[j * n + c] -= w;
+      for (uint i = j + 1u; i < m; ++i) a.v[i * n + c] -= w * a.v[i * n + j];
+    }
+    sync();
+    for (uint i = t; i < m; i += WG) {
+      if (i < j) a.v[i * n + j] = REAL(0);
+      else if (i == j) a.v[i * n + j] = REAL(1) - tj;
+      else a.v[i * n + j] *= -tj;
+    }
+    sync();
+  }
+}
+
 // Substitution with a triangle of the n x n matrix a (read transposed: of a^T), down
 // (lower) or up, on column `col` of the n x k right-hand side b.
 void substitute(BufR a, BufR b, uint col, bool upper, bool unit, bool transposed) {
@@ -162,11 +238,14 @@ void swap_rows(BufR b, uint col, uint j, uint p) {
 }
 
 void main() {
-  if (ALGO == LINALG_CHOLESKY || ALGO == LINALG_LU) {
+  if (ALGO == LINALG_CHOLESKY || ALGO == LINALG_LU || ALGO == LINALG_GEQRF ||
+      ALGO == LINALG_ORGQR) {
     const uint mat = group_id();
     if (mat >= pc.batch) return;
     if (ALGO == LINALG_CHOLESKY) cholesky(mat);
-    else lu(mat);
+    else if (ALGO == LINALG_LU) lu(mat);
+    else if (ALGO == LINALG_GEQRF) geqrf(mat);
+    else orgqr(mat);
     return;
   }
   const uint id = group_id() * WG + gl_LocalInvocationID.x;

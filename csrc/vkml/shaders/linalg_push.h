@@ -12,6 +12,8 @@
 #define LINALG_TRSM 2      // b (n x k) -> a^-1 b, a triangular (flags)
 #define LINALG_LU_SOLVE 3  // b (n x k) -> A^-1 b from A's L\U in a and pivots
 #define LINALG_PERMUTATION 4  // b (int32, m) <- the row order k pivots give 0..m-1
+#define LINALG_GEQRF 5  // a (m x n) -> R and Householder vectors in place; b <- k taus
+#define LINALG_ORGQR 6  // a (m x n) with k vectors, b (k taus) -> Q's first n columns
 
 // flags
 #define LINALG_UPPER 1u  // TRSM: a is upper triangular (else lower)
