@@ -497,8 +497,9 @@ at::Tensor full_q(const at::Tensor& reflectors, const at::Tensor& tau) {
 
 at::Tensor vk_ormqr(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other,
                     bool left, bool transpose) {
-  if (!native(input) || tau.scalar_type() != input.scalar_type() ||
-      other.scalar_type() != input.scalar_type())
+  // Through the full Q and a matrix product, which float64 lacks on vkml.
+  if (!native(input) || input.scalar_type() != at::kFloat ||
+      tau.scalar_type() != input.scalar_type() || other.scalar_type() != input.scalar_type())
     return cpu_route<at::_ops::ormqr>(input, tau, other, left, transpose);
   at::Tensor q = full_q(input, tau);
   if (transpose) q = q.mT();
@@ -536,35 +537,11 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::str
   return {Q, R};
 }
 
-// exp(A) by scaling and squaring: a degree-18 Taylor polynomial of A / 2^s, where
-// |A / 2^s|_1 <= 1 (truncation error under 1e-16), then s squarings. The largest s of
-// the batch is read on the host, as ATen's kernel reads its norms.
-at::Tensor vk_matrix_exp(const at::Tensor& A) {
-  at::native::squareCheckInputs(A, "linalg.matrix_exp");
-  if (!native(A)) return cpu_route<at::_ops::linalg_matrix_exp>(A);
-  const int64_t n = A.size(-1);
-  if (A.numel() == 0) return A.clone();
-  at::Tensor norm = A.abs().sum(-2).amax(-1);  // max column sum per matrix
-  at::Tensor s = at::clamp_min(at::ceil(at::log2(norm)), 0);
-  s = at::where(at::isfinite(s), s, 0);  // a zero matrix (log2 0 = -inf)
-  at::Tensor scaled = A / at::pow(2.0, s).unsqueeze(-1).unsqueeze(-1);
-  at::Tensor eye = at::eye(n, A.options()).expand(A.sizes());
-  at::Tensor result = eye.clone();
-  for (int k = 18; k >= 1; --k) result = eye + at::matmul(scaled, result) / double(k);
-  const int64_t squarings = s.max().item<int64_t>();
-  for (int64_t t = 0; t < squarings; ++t) {
-    at::Tensor squared = at::matmul(result, result);
-    result = at::where((s > double(t)).unsqueeze(-1).unsqueeze(-1), squared, result);
-  }
-  return result;
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cholesky", TORCH_FN(vk_cholesky));
   m.impl("cholesky.out", TORCH_FN(cholesky_out));
-  m.impl("linalg_matrix_exp", TORCH_FN(vk_matrix_exp));
   m.impl("geqrf", TORCH_FN(vk_geqrf));
   m.impl("geqrf.a", TORCH_FN(geqrf_out));
   m.impl("linalg_householder_product", TORCH_FN(vk_householder_product));
