@@ -272,3 +272,53 @@ def test_qr(shape):
             torch.ormqr(ref, rtau, c.mT, left=False, transpose=transpose),
         )
     assert k == tau.shape[-1]
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (4, 4), (3, 10, 10), (48, 48)], ids=str)
+def test_eigh(shape):
+    # Cyclic Jacobi: eigenvalues ascending as LAPACK's; eigenvectors up to sign, so
+    # checked as an orthonormal basis that diagonalizes A.
+    g = torch.Generator().manual_seed(12)
+    a = torch.randn(shape, generator=g)
+    a = a + a.mT
+    w, v = torch.linalg.eigh(a.to(VKML))
+    rw = torch.linalg.eigvalsh(a)
+    tol = dict(atol=2e-4, rtol=1e-4)
+    _same(w, rw, tol)
+    _same(torch.linalg.eigvalsh(a.to(VKML)), rw, tol)
+    n = shape[-1]
+    _same(v.mT @ v, torch.eye(n).expand(shape).contiguous(), tol)
+    _same(v @ torch.diag_embed(w) @ v.mT, a, tol)
+    upper = a.triu() + a.triu(1).mT  # the upper triangle is what UPLO="U" reads
+    _same(torch.linalg.eigvalsh(a.triu().to(VKML), UPLO="U"), torch.linalg.eigvalsh(upper), tol)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 3), (3, 5), (6, 6), (2, 32, 20), (40, 32)], ids=str)
+def test_svd(shape):
+    g = torch.Generator().manual_seed(13)
+    a = torch.randn(shape, generator=g)
+    u, s, vh = torch.linalg.svd(a.to(VKML), full_matrices=False)
+    rs = torch.linalg.svdvals(a)
+    tol = dict(atol=1e-4, rtol=1e-4)
+    _same(s, rs, tol)
+    _same(torch.linalg.svdvals(a.to(VKML)), rs, tol)
+    _same(u @ torch.diag_embed(s) @ vh, a, tol)
+    k = min(shape[-2:])
+    _same(u.mT @ u, torch.eye(k).expand(*shape[:-2], k, k).contiguous(), tol)
+    _same(torch.linalg.pinv(a.to(VKML)), torch.linalg.pinv(a), dict(atol=1e-3, rtol=1e-3))
+    _same(torch.linalg.matrix_norm(a.to(VKML), "nuc"), torch.linalg.matrix_norm(a, "nuc"), tol)
+
+
+def test_large_eigh_and_svd_take_the_counted_cpu_route():
+    # Beyond the Jacobi kernels' orders (shaders/linalg_push.h): LAPACK on the CPU, counted.
+    a = torch.randn(60, 60)
+    torch_vkml.reset_fallback_counts()
+    _same(
+        torch.linalg.eigvalsh(a.to(VKML) + a.mT.to(VKML)),
+        torch.linalg.eigvalsh(a + a.mT),
+        dict(atol=1e-3, rtol=1e-4),
+    )
+    _same(torch.linalg.svdvals(a.to(VKML)), torch.linalg.svdvals(a), dict(atol=1e-3, rtol=1e-4))
+    counts = torch_vkml.fallback_counts()
+    assert counts.get("aten::_linalg_eigh") and counts.get("aten::_linalg_svd"), counts
+    torch_vkml.reset_fallback_counts()  # the autouse check: this test's fallbacks are its point

@@ -537,9 +537,91 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::str
   return {Q, R};
 }
 
+// ---- Eigenvalues and singular values (Jacobi, small matrices) -------------------------
+
+std::tuple<at::Tensor, at::Tensor> vk_eigh(const at::Tensor& A, c10::string_view uplo,
+                                           bool compute_v) {
+  at::native::squareCheckInputs(A, "linalg.eigh");
+  const int64_t n = A.size(-1);
+  if (!native(A) || n > vkml::ops::kEighMax)
+    return cpu_route<at::_ops::_linalg_eigh>(A, uplo, compute_v);
+  const bool upper = uplo == "U" || uplo == "u";
+  TORCH_CHECK(upper || uplo == "L" || uplo == "l",
+              "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
+  const Shape batch = batch_shape(A);
+  at::Tensor a = fresh(upper ? A.mT() : A, A.sizes().vec());
+  at::Tensor values = at::empty(with(batch, {n}), A.options());
+  at::Tensor vectors = at::empty(A.sizes(), A.options());
+  vkml::ops::LinalgArgs args;
+  args.algo = LinalgAlgo::Eigh;
+  args.a = addr(a);
+  args.b = addr(values);
+  args.c = addr(vectors);
+  args.m = args.n = n;
+  args.batch = numel_of(batch);
+  if (a.numel()) run(a, args);
+  return {values, compute_v ? vectors : at::empty({0}, A.options())};
+}
+std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_view uplo,
+                                              bool compute_v, at::Tensor& values,
+                                              at::Tensor& vectors) {
+  auto [w, v] = vk_eigh(A, uplo, compute_v);
+  write_out(values, w);
+  write_out(vectors, v);
+  return {values, vectors};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool full_matrices,
+                                                      bool compute_uv,
+                                                      std::optional<c10::string_view> driver) {
+  TORCH_CHECK(A.dim() >= 2, "linalg.svd: The input tensor A must have at least 2 dimensions.");
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  // U is m x k here: full matrices only where that is square.
+  if (!native(A) || k > vkml::ops::kSvdMax || (compute_uv && full_matrices && m != n))
+    return cpu_route<at::_ops::_linalg_svd>(A, full_matrices, compute_uv, driver);
+  // Work on the tall one of A and A^T: A^T = U' S V'^T gives A = V' S U'^T.
+  const bool wide = m < n;
+  at::Tensor tall = wide ? A.mT() : A;
+  const int64_t rows = tall.size(-2);
+  const Shape batch = batch_shape(A);
+  at::Tensor a = fresh(tall, tall.sizes().vec());
+  at::Tensor S = at::empty(with(batch, {k}), A.options());
+  at::Tensor left = at::empty(with(batch, {rows, k}), A.options());
+  at::Tensor right = at::empty(with(batch, {k, k}), A.options());
+  vkml::ops::LinalgArgs args;
+  args.algo = LinalgAlgo::Svd;
+  args.a = addr(a);
+  args.b = addr(S);
+  args.c = addr(right);
+  args.d = addr(left);
+  args.m = rows;
+  args.n = k;
+  args.batch = numel_of(batch);
+  if (a.numel()) run(a, args);
+  if (!compute_uv) return {at::empty({0}, A.options()), S, at::empty({0}, A.options())};
+  at::Tensor U = wide ? right : left;
+  at::Tensor Vh = (wide ? left : right).mT();
+  return {U, S, Vh};
+}
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> svd_out(const at::Tensor& A, bool full_matrices,
+                                                          bool compute_uv,
+                                                          std::optional<c10::string_view> driver,
+                                                          at::Tensor& U, at::Tensor& S,
+                                                          at::Tensor& Vh) {
+  auto [u, s, vh] = vk_svd(A, full_matrices, compute_uv, driver);
+  write_out(U, u);
+  write_out(S, s);
+  write_out(Vh, vh);
+  return {U, S, Vh};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_linalg_eigh", TORCH_FN(vk_eigh));
+  m.impl("_linalg_eigh.eigenvalues", TORCH_FN(eigh_out));
+  m.impl("_linalg_svd", TORCH_FN(vk_svd));
+  m.impl("_linalg_svd.U", TORCH_FN(svd_out));
   m.impl("cholesky", TORCH_FN(vk_cholesky));
   m.impl("cholesky.out", TORCH_FN(cholesky_out));
   m.impl("geqrf", TORCH_FN(vk_geqrf));

@@ -11,7 +11,10 @@ namespace vkml::ops {
 static_assert(int(LinalgAlgo::Cholesky) == LINALG_CHOLESKY && int(LinalgAlgo::Lu) == LINALG_LU &&
               int(LinalgAlgo::Trsm) == LINALG_TRSM && int(LinalgAlgo::LuSolve) == LINALG_LU_SOLVE &&
               int(LinalgAlgo::Permutation) == LINALG_PERMUTATION &&
-              int(LinalgAlgo::Geqrf) == LINALG_GEQRF && int(LinalgAlgo::Orgqr) == LINALG_ORGQR);
+              int(LinalgAlgo::Geqrf) == LINALG_GEQRF && int(LinalgAlgo::Orgqr) == LINALG_ORGQR &&
+              int(LinalgAlgo::Eigh) == LINALG_EIGH && int(LinalgAlgo::Svd) == LINALG_SVD);
+
+const int64_t kEighMax = LINALG_EIGH_MAX, kSvdMax = LINALG_SVD_MAX;
 
 bool linalg_supported(Device& dev, DType t) {
   return t == DType::f32 || (t == DType::f64 && dev.info().supports_fp64);
@@ -35,11 +38,16 @@ void linalg(Device& dev, const LinalgArgs& a) {
     return;
   }
   if (a.batch == 0 || a.n == 0 || a.m < 0) return;
+  const bool jacobi = a.algo == LinalgAlgo::Eigh || a.algo == LinalgAlgo::Svd;
   const bool factor = a.algo == LinalgAlgo::Cholesky || a.algo == LinalgAlgo::Lu ||
-                      a.algo == LinalgAlgo::Geqrf || a.algo == LinalgAlgo::Orgqr;
+                      a.algo == LinalgAlgo::Geqrf || a.algo == LinalgAlgo::Orgqr || jacobi;
   const bool householder = a.algo == LinalgAlgo::Geqrf || a.algo == LinalgAlgo::Orgqr;
   if (!factor && a.k == 0) return;
-  const int64_t m = a.algo == LinalgAlgo::Lu || householder ? a.m : a.n;
+  const int64_t m =
+      a.algo == LinalgAlgo::Lu || householder || a.algo == LinalgAlgo::Svd ? a.m : a.n;
+  VKML_CHECK_ARG(a.algo != LinalgAlgo::Eigh || a.n <= kEighMax, "linalg: eigh order too large");
+  VKML_CHECK_ARG(a.algo != LinalgAlgo::Svd || (a.n <= kSvdMax && a.m >= a.n),
+                 "linalg: svd shape not supported");
   VKML_CHECK_ARG(a.batch * m * a.n < (int64_t(1) << 32) && a.batch * a.n * a.k < (int64_t(1) << 32),
                  "linalg: more than 2^32 elements");
   const size_t item = itemsize(a.dtype);
@@ -48,6 +56,8 @@ void linalg(Device& dev, const LinalgArgs& a) {
   p.b = a.b;
   p.pivots = a.pivots;
   p.info = a.info;
+  p.c = a.c;
+  p.d = a.d;
   p.m = uint32_t(m);
   p.n = uint32_t(a.n);
   p.k = uint32_t(a.k);
@@ -63,6 +73,11 @@ void linalg(Device& dev, const LinalgArgs& a) {
     if (a.algo == LinalgAlgo::Lu) access.write(span_elems(a.pivots, a.batch * steps, 4));
     if (a.algo == LinalgAlgo::Geqrf) access.write(span_elems(a.b, a.batch * steps, item));
     if (a.algo == LinalgAlgo::Orgqr) access.read(span_elems(a.b, a.batch * a.k, item));
+    if (jacobi) {
+      access.write(span_elems(a.b, a.batch * a.n, item));
+      access.write(span_elems(a.c, a.batch * a.n * a.n, item));
+      if (a.d) access.write(span_elems(a.d, a.batch * m * a.n, item));
+    }
   } else {
     access.read(a_span);
     access.update(span_elems(a.b, a.batch * a.n * a.k, item));

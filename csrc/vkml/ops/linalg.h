@@ -21,18 +21,25 @@ enum class LinalgAlgo : int {
                     // in: (P^T A)[i] = A[b[i]]
   Geqrf = 5,        // a: m x n -> R above, Householder vectors below; b <- min(m, n) taus
   Orgqr = 6,        // a: m x n holding k vectors, b: k taus -> Q's first n columns
+  Eigh = 7,         // a: n x n (lower triangle read, destroyed) -> b: eigenvalues
+                    // ascending, c: eigenvectors as columns; n <= kEighMax
+  Svd = 8,          // a: m x n, m >= n (destroyed) -> b: singular values descending,
+                    // d: U (m x n), c: V (n x n); n <= kSvdMax
 };
 
 struct LinalgArgs {
   LinalgAlgo algo = LinalgAlgo::Cholesky;
   DType dtype = DType::f32;
-  uint64_t a = 0, b = 0;
+  uint64_t a = 0, b = 0, c = 0, d = 0;
   uint64_t pivots = 0;  // int32, min(m, n) per matrix (Permutation: k per matrix)
   uint64_t info = 0;    // int32 per matrix, zeroed by the caller
   int64_t m = 0, n = 0, k = 0, batch = 0;
   bool upper = false, unit = false;  // Trsm
   bool adjoint = false;              // LuSolve
 };
+
+// The orders the Jacobi kernels take (shaders/linalg_push.h says why).
+extern const int64_t kEighMax, kSvdMax;
 
 bool linalg_supported(Device& dev, DType t);
 void linalg(Device& dev, const LinalgArgs& args);

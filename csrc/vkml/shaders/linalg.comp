@@ -2,7 +2,7 @@
 // Dense factorizations and solves of batches of matrices (vkml/ops/linalg.h). The
 // algorithm is specialization constant 0 (LINALG_* of linalg_push.h).
 //
-// CHOLESKY, LU, GEQRF and ORGQR: one workgroup per matrix, unblocked and right-looking, in place in
+// CHOLESKY, LU, GEQRF, ORGQR, EIGH and SVD: one workgroup per matrix, unblocked and right-looking, in place in
 // global memory (any size; O(n) barriers, well under lavapipe's 2^17). Each column:
 // its pivot (LU: the first largest magnitude, as LAPACK's isamax), the scaled column,
 // then the trailing update shared among the workgroup's threads.
@@ -34,8 +34,20 @@ void sync() {
 }
 
 shared REAL s_best[WG];
+shared REAL s_sum1[WG];
+shared REAL s_sum2[WG];
 shared uint s_where[WG];
 shared int s_stop;
+shared REAL s_cos, s_sin;
+shared int s_rotate, s_rotated;
+
+#if defined(ST_F64)
+const REAL EPS = 2.220446049250313e-16LF;
+const REAL TINY = 1e-290LF;
+#else
+const REAL EPS = 1.1920929e-7;
+const REAL TINY = 1e-35;
+#endif
 
 uint group_id() { return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
 
@@ -212,6 +224,172 @@ void orgqr(uint mat) {
   }
 }
 
+// Sums s_best, s_sum1 and s_sum2 over the workgroup into their first element.
+void reduce_three() {
+  const uint t = gl_LocalInvocationID.x;
+  barrier();
+  for (uint s = WG / 2u; s > 0u; s >>= 1) {
+    if (t < s) {
+      s_best[t] += s_best[t + s];
+      s_sum1[t] += s_sum1[t + s];
+      s_sum2[t] += s_sum2[t + s];
+    }
+    barrier();
+  }
+}
+
+// The rotation (c, s) with t = s / c the smaller root of t^2 + 2 zeta t - 1 = 0.
+void set_rotation(REAL zeta) {
+  REAL t = (zeta >= REAL(0) ? REAL(1) : REAL(-1)) / (abs(zeta) + sqrt(REAL(1) + zeta * zeta));
+  REAL c = REAL(1) / sqrt(REAL(1) + t * t);
+  s_cos = c;
+  s_sin = c * t;
+  s_rotate = 1;
+  s_rotated = 1;
+}
+
+// Rotates columns p, q of the rows x cols matrix x: (x_p, x_q) <- (c x_p - s x_q, s x_p + c x_q).
+void rotate_columns(BufR x, uint rows, uint cols, uint p, uint q) {
+  const REAL c = s_cos, s = s_sin;
+  for (uint k = gl_LocalInvocationID.x; k < rows; k += WG) {
+    REAL xp = x.v[k * cols + p], xq = x.v[k * cols + q];
+    x.v[k * cols + p] = c * xp - s * xq;
+    x.v[k * cols + q] = s * xp + c * xq;
+  }
+}
+
+// Sorts indices 0..n-1 of s_best (ascending, or descending) into s_where: thread 0,
+// insertion sort (n <= LINALG_EIGH_MAX).
+void sort_indices(uint n, bool descending) {
+  if (gl_LocalInvocationID.x == 0u) {
+    for (uint i = 0u; i < n; ++i) s_where[i] = i;
+    for (uint i = 1u; i < n; ++i) {
+      uint x = s_where[i];
+      uint j = i;
+      while (j > 0u && (descending ? s_best[s_where[j - 1u]] < s_best[x]
+                                   : s_best[s_where[j - 1u]] > s_best[x])) {
+        s_where[j] = s_where[j - 1u];
+        --j;
+      }
+      s_where[j] = x;
+    }
+  }
+  sync();
+}
+
+// Symmetric eigendecomposition by cyclic Jacobi: rotations J^T A J zero each
+// off-diagonal pair in turn until a sweep rotates nothing; V accumulates the J.
+void eigh(uint mat) {
+  const uint n = pc.n, t = gl_LocalInvocationID.x;
+  BufR a = matrix(pc.a, mat, n, n), w = matrix(pc.b, mat, 1u, n), v = matrix(pc.c, mat, n, n);
+  for (uint e = t; e < n * n; e += WG) {
+    uint i = e / n, j = e % n;
+    if (j > i) a.v[e] = a.v[j * n + i];  // symmetric from the lower triangle
+    v.v[e] = i == j ? REAL(1) : REAL(0);
+  }
+  sync();
+  for (uint sweep = 0u; sweep < 40u; ++sweep) {
+    if (t == 0u) s_rotated = 0;
+    for (uint p = 0u; p + 1u < n; ++p) {
+      for (uint q = p + 1u; q < n; ++q) {
+        if (t == 0u) {
+          const REAL apq = a.v[p * n + q], app = a.v[p * n + p], aqq = a.v[q * n + q];
+          s_rotate = 0;
+          if (abs(apq) > TINY && abs(apq) > EPS * sqrt(abs(app) * abs(aqq)))
+            set_rotation((aqq - app) / (REAL(2) * apq));
+        }
+        sync();
+        if (s_rotate == 0) {
+          barrier();  // all have read s_rotate before thread 0 sets the next pair's
+        } else {
+          rotate_columns(a, n, n, p, q);
+          rotate_columns(v, n, n, p, q);
+          sync();
+          const REAL c = s_cos, s = s_sin;
+          for (uint k = t; k < n; k += WG) {  // the rows
+            REAL x = a.v[p * n + k], y = a.v[q * n + k];
+            a.v[p * n + k] = c * x - s * y;
+            a.v[q * n + k] = s * x + c * y;
+          }
+          sync();
+        }
+      }
+    }
+    sync();
+    const bool converged = s_rotated == 0;
+    barrier();  // all have read s_rotated before thread 0 resets it
+    if (converged) break;
+  }
+  if (t < n) s_best[t] = a.v[t * n + t];
+  sync();
+  sort_indices(n, false);
+  for (uint e = t; e < n * n; e += WG) a.v[e] = v.v[e];
+  sync();
+  for (uint e = t; e < n * n; e += WG) v.v[e] = a.v[(e / n) * n + s_where[e % n]];
+  if (t < n) w.v[t] = s_best[s_where[t]];
+}
+
+// Singular values by one-sided Jacobi (Hestenes): rotations of column pairs of A until
+// all are orthogonal; then sigma_j = |a_j|, U's columns a_j / sigma_j, V the rotations.
+void svd(uint mat) {
+  const uint m = pc.m, n = pc.n, t = gl_LocalInvocationID.x;
+  BufR a = matrix(pc.a, mat, m, n), sv = matrix(pc.b, mat, 1u, n);
+  BufR v = matrix(pc.c, mat, n, n), u = matrix(pc.d, mat, m, n);
+  for (uint e = t; e < n * n; e += WG) v.v[e] = (e / n) == (e % n) ? REAL(1) : REAL(0);
+  sync();
+  for (uint sweep = 0u; sweep < 40u; ++sweep) {
+    if (t == 0u) s_rotated = 0;
+    for (uint p = 0u; p + 1u < n; ++p) {
+      for (uint q = p + 1u; q < n; ++q) {
+        REAL al = REAL(0), be = REAL(0), ga = REAL(0);
+        for (uint k = t; k < m; k += WG) {
+          REAL x = a.v[k * n + p], y = a.v[k * n + q];
+          al += x * x;
+          be += y * y;
+          ga += x * y;
+        }
+        s_best[t] = al;
+        s_sum1[t] = be;
+        s_sum2[t] = ga;
+        reduce_three();
+        if (t == 0u) {
+          const REAL alpha = s_best[0], beta = s_sum1[0], gamma = s_sum2[0];
+          s_rotate = 0;
+          if (abs(gamma) > TINY && abs(gamma) > EPS * sqrt(alpha * beta))
+            set_rotation((beta - alpha) / (REAL(2) * gamma));
+        }
+        sync();
+        if (s_rotate != 0) {
+          rotate_columns(a, m, n, p, q);
+          rotate_columns(v, n, n, p, q);
+        }
+        sync();
+      }
+    }
+    sync();
+    const bool converged = s_rotated == 0;
+    barrier();  // all have read s_rotated before thread 0 resets it
+    if (converged) break;
+  }
+  if (t < n) {
+    REAL norm2 = REAL(0);
+    for (uint k = 0u; k < m; ++k) norm2 += a.v[k * n + t] * a.v[k * n + t];
+    s_best[t] = sqrt(norm2);
+  }
+  sync();
+  sort_indices(n, true);
+  for (uint e = t; e < m * n; e += WG) {
+    const uint src = s_where[e % n];
+    const REAL sigma = s_best[src];
+    u.v[e] = sigma > REAL(0) ? a.v[(e / n) * n + src] / sigma : REAL(0);
+  }
+  sync();
+  for (uint e = t; e < n * n; e += WG) a.v[e] = v.v[e];  // a is m x n, m >= n
+  sync();
+  for (uint e = t; e < n * n; e += WG) v.v[e] = a.v[(e / n) * n + s_where[e % n]];
+  if (t < n) sv.v[t] = s_best[s_where[t]];
+}
+
 // Substitution with a triangle of the n x n matrix a (read transposed: of a^T), down
 // (lower) or up, on column `col` of the n x k right-hand side b.
 void substitute(BufR a, BufR b, uint col, bool upper, bool unit, bool transposed) {
@@ -239,13 +417,15 @@ void swap_rows(BufR b, uint col, uint j, uint p) {
 
 void main() {
   if (ALGO == LINALG_CHOLESKY || ALGO == LINALG_LU || ALGO == LINALG_GEQRF ||
-      ALGO == LINALG_ORGQR) {
+      ALGO == LINALG_ORGQR || ALGO == LINALG_EIGH || ALGO == LINALG_SVD) {
     const uint mat = group_id();
     if (mat >= pc.batch) return;
     if (ALGO == LINALG_CHOLESKY) cholesky(mat);
     else if (ALGO == LINALG_LU) lu(mat);
     else if (ALGO == LINALG_GEQRF) geqrf(mat);
-    else orgqr(mat);
+    else if (ALGO == LINALG_ORGQR) orgqr(mat);
+    else if (ALGO == LINALG_EIGH) eigh(mat);
+    else svd(mat);
     return;
   }
   const uint id = group_id() * WG + gl_LocalInvocationID.x;

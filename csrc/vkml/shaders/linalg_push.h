@@ -14,6 +14,14 @@
 #define LINALG_PERMUTATION 4  // b (int32, m) <- the row order k pivots give 0..m-1
 #define LINALG_GEQRF 5  // a (m x n) -> R and Householder vectors in place; b <- k taus
 #define LINALG_ORGQR 6  // a (m x n) with k vectors, b (k taus) -> Q's first n columns
+#define LINALG_EIGH 7   // a (n x n, lower triangle read) -> b: eigenvalues, c: vectors
+#define LINALG_SVD 8    // a (m x n, m >= n) -> b: singular values, d: U, c: V
+
+// The largest orders EIGH and SVD take: a Jacobi sweep is n^2 / 2 rotations of a few
+// workgroup barriers each (SVD's three reductions: about 11), which ten sweeps must keep
+// under lavapipe's 2^17 per workgroup; and they sort n values in shared memory. At 64 lavapipe (Mesa 22.3) crashed in EIGH.
+#define LINALG_EIGH_MAX 48
+#define LINALG_SVD_MAX 32
 
 // flags
 #define LINALG_UPPER 1u  // TRSM: a is upper triangular (else lower)
@@ -26,13 +34,15 @@ VKML_PUSH_BEGIN(Push)
   uint64_t b;       // right-hand sides, solved in place (TRSM, LU_SOLVE)
   uint64_t pivots;  // int32, min(m, n) per matrix, 1-based as LAPACK's
   uint64_t info;    // int32 per matrix: 0, or LAPACK's info (> 0)
+  uint64_t c;       // EIGH, SVD: the eigenvectors / right singular vectors (n x n)
+  uint64_t d;       // SVD: the left singular vectors (m x n)
   uint m;           // rows of a
   uint n;           // columns of a (the order for CHOLESKY, TRSM, LU_SOLVE)
   uint k;           // columns of b
   uint batch;
   uint flags;
   uint pad;  // to the 8-byte multiple C++ rounds the struct to
-VKML_PUSH_END(Push, 4 * 8 + 6 * 4)
+VKML_PUSH_END(Push, 6 * 8 + 6 * 4)
 VKML_CONTRACT_END(linalg_detail)
 
 #endif
