@@ -322,3 +322,15 @@ def test_large_eigh_and_svd_take_the_counted_cpu_route():
     counts = torch_vkml.fallback_counts()
     assert counts.get("aten::_linalg_eigh") and counts.get("aten::_linalg_svd"), counts
     torch_vkml.reset_fallback_counts()  # the autouse check: this test's fallbacks are its point
+
+
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+def test_lstsq(driver):
+    g = torch.Generator().manual_seed(14)
+    tol = dict(atol=1e-4, rtol=1e-4)
+    for shape, rhs in (((6, 3), (6, 2)), ((2, 8, 5), (2, 8, 1)), ((3, 6), (3, 2)), ((5, 4), (5,))):
+        a, b = torch.randn(shape, generator=g), torch.randn(rhs, generator=g)
+        got = torch.linalg.lstsq(a.to(VKML), b.to(VKML), driver=driver)
+        ref = torch.linalg.lstsq(a, b, driver=driver)
+        for name in ("solution", "residuals", "rank", "singular_values"):
+            _same(getattr(got, name), getattr(ref, name), tol)

@@ -615,9 +615,50 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> svd_out(const at::Tensor& A, b
   return {U, S, Vh};
 }
 
+// Least squares through the SVD: X = V S^+ U^T B with singular values under rcond * the
+// largest dropped, the minimum-norm solution (LAPACK's gelsd / gelss). For a full-rank
+// A it is every driver's solution; gels and gelsy solve rank-deficient systems
+// otherwise, so those take the CPU route after one host read of the ranks.
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
+    const at::Tensor& A, const at::Tensor& B, std::optional<double> rcond,
+    std::optional<c10::string_view> driver_name, at::Tensor& solution, at::Tensor& residuals,
+    at::Tensor& rank, at::Tensor& singular_values) {
+  auto cpu = [&] {
+    return cpu_route<at::_ops::linalg_lstsq_out>(A, B, rcond, driver_name, solution, residuals,
+                                                 rank, singular_values);
+  };
+  const std::string driver(driver_name.value_or("gelsy"));
+  TORCH_CHECK(
+      driver == "gels" || driver == "gelsy" || driver == "gelsd" || driver == "gelss",
+      "torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)");
+  if (!native(A) || B.scalar_type() != A.scalar_type() || A.dim() < 2) return cpu();
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  const bool vector = B.dim() == A.dim() - 1;
+  at::Tensor b = vector ? B.unsqueeze(-1) : B;
+  if (k == 0 || k > vkml::ops::kSvdMax || b.size(-2) != m) return cpu();
+  auto [U, S, Vh] = vk_svd(A, false, true, std::nullopt);
+  const double eps = A.scalar_type() == at::kDouble ? 2.220446049250313e-16 : 1.1920929e-07;
+  const double r = rcond.value_or(eps * double(std::max(m, n)));
+  at::Tensor keep = S > (S.narrow(-1, 0, 1) * r);
+  at::Tensor ranks = keep.sum(-1);
+  const bool full = ranks.min().item<int64_t>() == k;
+  if (!full && (driver == "gels" || driver == "gelsy")) return cpu();
+  at::Tensor inv = at::where(keep, S.reciprocal(), 0.0);
+  at::Tensor X = at::matmul(Vh.mT() * inv.unsqueeze(-2), at::matmul(U.mT(), b));
+  at::Tensor res = at::empty({0}, A.options());
+  if (m > n && full && driver != "gelsy") res = (at::matmul(A, X) - b).square().sum(-2);
+  write_out(solution, vector ? X.squeeze(-1) : X);
+  write_out(residuals, res);  // a vector right-hand side keeps its one column here
+  write_out(rank, driver == "gels" ? at::empty({0}, ranks.options()) : ranks);
+  write_out(singular_values,
+            driver == "gelsd" || driver == "gelss" ? S : at::empty({0}, A.options()));
+  return {solution, residuals, rank, singular_values};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("linalg_lstsq.out", TORCH_FN(lstsq_out));
   m.impl("_linalg_eigh", TORCH_FN(vk_eigh));
   m.impl("_linalg_eigh.eigenvalues", TORCH_FN(eigh_out));
   m.impl("_linalg_svd", TORCH_FN(vk_svd));
