@@ -56,6 +56,12 @@ FAMILIES = {
         F + ", bfloat16 (fp32 accumulation), int64, int32, uint8 (int64 accumulation, wrapping); "
         "cross: all but bool",
     ),
+    "ops_linalg.cpp": (
+        "Linear algebra: Cholesky, LU, QR, triangular and LU solves, solve, inv, det, "
+        "slogdet, eigh and SVD of small matrices (Jacobi), lstsq",
+        "float32; float64 where the device has shaderFloat64 (ormqr: float32); complex, "
+        "eigh of order > 48 and SVD of min(m, n) > 32 on the CPU, counted",
+    ),
     "ops_fft.cpp": (
         "Fourier transforms through VkFFT (torch.fft, stft, istft)",
         "complex64, float32; complex128, float64 where the device has shaderFloat64",
@@ -219,6 +225,9 @@ def render() -> str:
         "`torch.fft` (every function), `torch.stft` and `torch.istft` reduce to `_fft_c2c`,",
         "`_fft_r2c` and `_fft_c2r`, which run through VkFFT (`ops_fft.cpp`); see",
         "docs/fft.md.",
+        "",
+        "`torch.linalg`'s factorizations and solves run on the kernels of `ops_linalg.cpp`;",
+        "see docs/linalg.md for what runs where and the sizes each kernel takes.",
         "",
         f"{total} op overloads are registered natively.",
         "",

@@ -217,6 +217,36 @@ def fft(kind: str, batch: int, shape: tuple[int, ...]) -> Case:
     return Case(f"fft-{kind}/{len(shape)}d/{batch}x{size}", "micro", "GB/s", moved, setup)
 
 
+def linalg(kind: str, batch: int, n: int) -> Case:
+    """A batch of n x n factorizations or solves: "cholesky", "solve" (LU, 4 right-hand
+    sides), "qr", "eigh" or "svd", on well-conditioned matrices. FLOPs are LAPACK's
+    nominal counts (the Jacobi kernels do more), so the figure compares implementations,
+    not hardware use."""
+    flops = {
+        "cholesky": n**3 / 3,
+        "solve": 2 * n**3 / 3 + 2 * n * n * 4,
+        "qr": 4 * n**3 / 3,
+        "eigh": 9 * n**3,
+        "svd": 12 * n**3,
+    }[kind]
+
+    def setup(device):
+        a = _rand((batch, n, n), torch.float32, device, 1)
+        spd = a @ a.mT + n * torch.eye(n, device=device)
+        if kind == "cholesky":
+            return lambda: torch.linalg.cholesky(spd)
+        if kind == "solve":
+            b = _rand((batch, n, 4), torch.float32, device, 2)
+            return lambda: torch.linalg.solve(spd, b)
+        if kind == "qr":
+            return lambda: torch.linalg.qr(a)
+        if kind == "eigh":
+            return lambda: torch.linalg.eigh(spd)
+        return lambda: torch.linalg.svd(a, full_matrices=False)
+
+    return Case(f"{kind}/fp32/{batch}x{n}x{n}", "micro", "TFLOP/s", batch * flops, setup)
+
+
 def host_overhead(calls: int) -> Case:
     def setup(device):
         a = torch.zeros(16, device=device)
@@ -513,6 +543,12 @@ def build(profile: str, big: bool) -> list[Case]:
             fft("r2c", 256, (1024,)),
             fft("c2c", 8, (256, 256)),
             fft("r2c", 8, (256, 256)),
+            linalg("cholesky", 256, 32),
+            linalg("cholesky", 4, 256),
+            linalg("solve", 256, 32),
+            linalg("qr", 256, 32),
+            linalg("eigh", 64, 16),
+            linalg("svd", 64, 16),
         ]
         cases += [conv2d(1, cin, hw // 2, cout, k, s, lbl) for cin, hw, cout, k, s, lbl in _R50[:3]]
         cases += [
@@ -567,6 +603,13 @@ def build(profile: str, big: bool) -> list[Case]:
         fft("r2c", fft_batch, (1024,)),
         fft("c2c", fft_batch // 64, (512, 512)),
         fft("r2c", fft_batch // 64, (512, 512)),
+        linalg("cholesky", 4096 if big else 256, 32),
+        linalg("cholesky", 16, 1024 if big else 256),
+        linalg("solve", 4096 if big else 256, 32),
+        linalg("solve", 16, 1024 if big else 256),
+        linalg("qr", 4096 if big else 256, 32),
+        linalg("eigh", 1024 if big else 64, 32),
+        linalg("svd", 1024 if big else 64, 32),
     ]
     if big:
         cases += [
