@@ -307,6 +307,8 @@ def test_svd(shape):
     _same(u.mT @ u, torch.eye(k).expand(*shape[:-2], k, k).contiguous(), tol)
     _same(torch.linalg.pinv(a.to(VKML)), torch.linalg.pinv(a), dict(atol=1e-3, rtol=1e-3))
     _same(torch.linalg.matrix_norm(a.to(VKML), "nuc"), torch.linalg.matrix_norm(a, "nuc"), tol)
+    with pytest.raises(RuntimeError, match="only supported on CUDA"):
+        torch.linalg.svd(a.to(VKML), driver="gesvd")
 
 
 def test_large_eigh_and_svd_take_the_counted_cpu_route():

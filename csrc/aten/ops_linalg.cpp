@@ -575,6 +575,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
                                                       bool compute_uv,
                                                       std::optional<c10::string_view> driver) {
   TORCH_CHECK(A.dim() >= 2, "linalg.svd: The input tensor A must have at least 2 dimensions.");
+  TORCH_CHECK(!driver.has_value(),
+              "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+              "cuSOLVER backend.");
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   // U is m x k here: full matrices only where that is square.
   if (!native(A) || k > vkml::ops::kSvdMax || (compute_uv && full_matrices && m != n))

@@ -169,10 +169,16 @@ class PlanCache : public Device::Attachment {
     trim();
     sweep_retired();
   }
+  // Drops every plan and the working buffer, waiting for the GPU to finish with them
+  // (as empty_cache does), so that their memory is back in the pool on return.
   void clear() {
     const int64_t keep = max_size_;
-    set_max_size(0);
+    max_size_ = 0;
+    trim();
     max_size_ = keep;
+    arena_.reset();
+    dev_.stream().synchronize();
+    retired_.clear();
   }
 
   // cuFFT's default plan cache size in PyTorch.
