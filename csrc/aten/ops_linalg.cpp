@@ -10,6 +10,7 @@
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <torch/library.h>
 
+#include <utility>
 #include <vector>
 
 #include "fallback.h"
@@ -53,6 +54,17 @@ void run(const at::Tensor& on, vkml::ops::LinalgArgs a) {
   guarded([&] { vkml::ops::linalg(vkml_device(on), a); });
 }
 
+// out= forms: each result written into its out argument (resized as ATen does).
+template <class Results, class... Outs, size_t... I>
+void write_each(const Results& results, std::index_sequence<I...>, Outs&... outs) {
+  (write_out(outs, std::get<I>(results)), ...);
+}
+template <class Results, class... Outs>
+std::tuple<Outs&...> write_outs(const Results& results, Outs&... outs) {
+  write_each(results, std::index_sequence_for<Outs...>{}, outs...);
+  return {outs...};
+}
+
 // ---- Cholesky -----------------------------------------------------------------------
 
 std::tuple<at::Tensor, at::Tensor> cholesky_ex(const at::Tensor& A, bool upper, bool check_errors) {
@@ -77,10 +89,7 @@ std::tuple<at::Tensor, at::Tensor> cholesky_ex(const at::Tensor& A, bool upper, 
 std::tuple<at::Tensor&, at::Tensor&> cholesky_ex_out(const at::Tensor& A, bool upper,
                                                      bool check_errors, at::Tensor& L,
                                                      at::Tensor& info) {
-  auto [l, i] = cholesky_ex(A, upper, check_errors);
-  write_out(L, l);
-  write_out(info, i);
-  return {L, info};
+  return write_outs(cholesky_ex(A, upper, check_errors), L, info);
 }
 
 // The deprecated torch.cholesky: errors raised at once, as its CPU kernel does.
@@ -125,11 +134,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> lu_factor_ex_out(const at::Ten
                                                                    at::Tensor& LU,
                                                                    at::Tensor& pivots,
                                                                    at::Tensor& info) {
-  auto [lu, p, i] = lu_factor_ex(A, pivot, check_errors);
-  write_out(LU, lu);
-  write_out(pivots, p);
-  write_out(info, i);
-  return {LU, pivots, info};
+  return write_outs(lu_factor_ex(A, pivot, check_errors), LU, pivots, info);
 }
 
 // A = P L U from LU's packed factors and LAPACK's pivots; empty tensors for what is not
@@ -180,11 +185,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> lu_unpack_out(const at::Tensor
                                                                 bool unpack_data,
                                                                 bool unpack_pivots, at::Tensor& P,
                                                                 at::Tensor& L, at::Tensor& U) {
-  auto [p, l, u] = vk_lu_unpack(LU, pivots, unpack_data, unpack_pivots);
-  write_out(P, p);
-  write_out(L, l);
-  write_out(U, u);
-  return {P, L, U};
+  return write_outs(vk_lu_unpack(LU, pivots, unpack_data, unpack_pivots), P, L, U);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_linalg_lu(const at::Tensor& A, bool pivot) {
@@ -196,11 +197,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_linalg_lu(const at::Tensor& A,
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_out(const at::Tensor& A, bool pivot,
                                                                 at::Tensor& P, at::Tensor& L,
                                                                 at::Tensor& U) {
-  auto [p, l, u] = vk_linalg_lu(A, pivot);
-  write_out(P, p);
-  write_out(L, l);
-  write_out(U, u);
-  return {P, L, U};
+  return write_outs(vk_linalg_lu(A, pivot), P, L, U);
 }
 
 // The broadcast batch of a system's matrix and right-hand sides.
@@ -291,10 +288,7 @@ std::tuple<at::Tensor&, at::Tensor&> triangular_solve_out(const at::Tensor& b, c
                                                           bool upper, bool transpose,
                                                           bool unitriangular, at::Tensor& X,
                                                           at::Tensor& M) {
-  auto [x, m] = vk_triangular_solve(b, A, upper, transpose, unitriangular);
-  write_out(X, x);
-  write_out(M, m);
-  return {X, M};
+  return write_outs(vk_triangular_solve(b, A, upper, transpose, unitriangular), X, M);
 }
 
 // ---- What ATen builds of them per backend ---------------------------------------------
@@ -317,12 +311,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> solve_ex(const at::Te
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> solve_ex_out(
     const at::Tensor& A, const at::Tensor& B, bool left, bool check_errors, at::Tensor& result,
     at::Tensor& LU, at::Tensor& pivots, at::Tensor& info) {
-  auto [x, lu, p, i] = solve_ex(A, B, left, check_errors);
-  write_out(result, x);
-  write_out(LU, lu);
-  write_out(pivots, p);
-  write_out(info, i);
-  return {result, LU, pivots, info};
+  return write_outs(solve_ex(A, B, left, check_errors), result, LU, pivots, info);
 }
 
 std::tuple<at::Tensor, at::Tensor> inv_ex(const at::Tensor& A, bool check_errors) {
@@ -336,10 +325,7 @@ std::tuple<at::Tensor, at::Tensor> inv_ex(const at::Tensor& A, bool check_errors
 }
 std::tuple<at::Tensor&, at::Tensor&> inv_ex_out(const at::Tensor& A, bool check_errors,
                                                 at::Tensor& inverse, at::Tensor& info) {
-  auto [x, i] = inv_ex(A, check_errors);
-  write_out(inverse, x);
-  write_out(info, i);
-  return {inverse, info};
+  return write_outs(inv_ex(A, check_errors), inverse, info);
 }
 
 // The sign of the permutation LAPACK's pivots describe: -1 per row swap.
@@ -379,11 +365,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_det(const at::Tensor& A) {
 }
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> det_out(const at::Tensor& A, at::Tensor& result,
                                                           at::Tensor& LU, at::Tensor& pivots) {
-  auto [d, lu, p] = vk_det(A);
-  write_out(result, d);
-  write_out(LU, lu);
-  write_out(pivots, p);
-  return {result, LU, pivots};
+  return write_outs(vk_det(A), result, LU, pivots);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_slogdet(const at::Tensor& A) {
@@ -398,12 +380,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_slogdet(const at::
 }
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> slogdet_out(
     const at::Tensor& A, at::Tensor& sign, at::Tensor& logabs, at::Tensor& LU, at::Tensor& pivots) {
-  auto [s, l, lu, p] = vk_slogdet(A);
-  write_out(sign, s);
-  write_out(logabs, l);
-  write_out(LU, lu);
-  write_out(pivots, p);
-  return {sign, logabs, LU, pivots};
+  return write_outs(vk_slogdet(A), sign, logabs, LU, pivots);
 }
 
 // (L L^H)^-1 B from the Cholesky factor (or U^H U from the upper one); ATen's
@@ -447,10 +424,7 @@ std::tuple<at::Tensor, at::Tensor> vk_geqrf(const at::Tensor& A) {
 }
 std::tuple<at::Tensor&, at::Tensor&> geqrf_out(const at::Tensor& A, at::Tensor& a,
                                                at::Tensor& tau) {
-  auto [r, t] = vk_geqrf(A);
-  write_out(a, r);
-  write_out(tau, t);
-  return {a, tau};
+  return write_outs(vk_geqrf(A), a, tau);
 }
 
 // Q's first n columns from the reflectors below the diagonal of `input` (m x n) and tau.
@@ -531,10 +505,7 @@ std::tuple<at::Tensor, at::Tensor> vk_linalg_qr(const at::Tensor& A, c10::string
 }
 std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::string_view mode,
                                                    at::Tensor& Q, at::Tensor& R) {
-  auto [q, r] = vk_linalg_qr(A, mode);
-  write_out(Q, q);
-  write_out(R, r);
-  return {Q, R};
+  return write_outs(vk_linalg_qr(A, mode), Q, R);
 }
 
 // ---- Eigenvalues and singular values (Jacobi, small matrices) -------------------------
@@ -565,10 +536,7 @@ std::tuple<at::Tensor, at::Tensor> vk_eigh(const at::Tensor& A, c10::string_view
 std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_view uplo,
                                               bool compute_v, at::Tensor& values,
                                               at::Tensor& vectors) {
-  auto [w, v] = vk_eigh(A, uplo, compute_v);
-  write_out(values, w);
-  write_out(vectors, v);
-  return {values, vectors};
+  return write_outs(vk_eigh(A, uplo, compute_v), values, vectors);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool full_matrices,
@@ -611,11 +579,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> svd_out(const at::Tensor& A, b
                                                           std::optional<c10::string_view> driver,
                                                           at::Tensor& U, at::Tensor& S,
                                                           at::Tensor& Vh) {
-  auto [u, s, vh] = vk_svd(A, full_matrices, compute_uv, driver);
-  write_out(U, u);
-  write_out(S, s);
-  write_out(Vh, vh);
-  return {U, S, Vh};
+  return write_outs(vk_svd(A, full_matrices, compute_uv, driver), U, S, Vh);
 }
 
 // Least squares through the SVD: X = V S^+ U^T B with singular values under rcond * the
