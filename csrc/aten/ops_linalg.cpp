@@ -76,13 +76,13 @@ std::tuple<at::Tensor, at::Tensor> cholesky_ex(const at::Tensor& A, bool upper, 
   // LAPACK reads one triangle: the lower one, or the upper one as its transpose.
   at::Tensor L = fresh(upper ? A.mT() : A, A.sizes().vec());
   at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
-  vkml::ops::LinalgArgs a;
-  a.algo = LinalgAlgo::Cholesky;
-  a.a = addr(L);
-  a.info = addr(info);
-  a.m = a.n = n;
-  a.batch = numel_of(batch);
-  if (L.numel()) run(L, a);
+  if (L.numel())
+    run(L, {.algo = LinalgAlgo::Cholesky,
+            .a = addr(L),
+            .info = addr(info),
+            .m = n,
+            .n = n,
+            .batch = numel_of(batch)});
   if (check_errors) at::_linalg_check_errors(info, "linalg.cholesky_ex", A.dim() == 2);
   return {upper ? L.mT() : L, info};
 }
@@ -117,15 +117,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex(const at::Tensor& A,
   at::Tensor LU = fresh(A, A.sizes().vec());
   at::Tensor pivots = at::empty(with(batch, {k}), A.options().dtype(at::kInt));
   at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
-  vkml::ops::LinalgArgs a;
-  a.algo = LinalgAlgo::Lu;
-  a.a = addr(LU);
-  a.pivots = addr(pivots);
-  a.info = addr(info);
-  a.m = m;
-  a.n = n;
-  a.batch = numel_of(batch);
-  if (LU.numel()) run(LU, a);
+  if (LU.numel())
+    run(LU, {.algo = LinalgAlgo::Lu,
+             .a = addr(LU),
+             .pivots = addr(pivots),
+             .info = addr(info),
+             .m = m,
+             .n = n,
+             .batch = numel_of(batch)});
   if (check_errors) at::_linalg_check_errors(info, "torch.linalg.lu_factor_ex", A.dim() == 2);
   return {LU, pivots, info};
 }
@@ -164,14 +163,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_lu_unpack(const at::Tensor& LU
     const Shape batch = batch_shape(LU);
     at::Tensor piv = fresh(pivots, with(batch, {k}));
     at::Tensor perm = at::empty(with(batch, {m}), pivots.options());
-    vkml::ops::LinalgArgs a;
-    a.algo = LinalgAlgo::Permutation;
-    a.b = addr(perm);
-    a.pivots = addr(piv);
-    a.m = m;
-    a.k = k;
-    a.batch = numel_of(batch);
-    run(LU, a);
+    run(LU, {.algo = LinalgAlgo::Permutation,
+             .b = addr(perm),
+             .pivots = addr(piv),
+             .m = m,
+             .k = k,
+             .batch = numel_of(batch)});
     // P[perm[i], i] = 1: (P^T A)[i] = A[perm[i]].
     P = at::zeros(with(batch, {m, m}), LU.options())
             .scatter_(-2, perm.to(at::kLong).unsqueeze(-2), 1.0);
@@ -223,16 +220,15 @@ at::Tensor lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Te
   at::Tensor a = fresh(LU, with(batch, {n, n}));
   at::Tensor p = fresh(pivots, with(batch, {n}));
   at::Tensor X = fresh(B, with(batch, {n, k}));
-  vkml::ops::LinalgArgs args;
-  args.algo = LinalgAlgo::LuSolve;
-  args.a = addr(a);
-  args.b = addr(X);
-  args.pivots = addr(p);
-  args.n = n;
-  args.k = k;
-  args.batch = numel_of(batch);
-  args.adjoint = adjoint;
-  if (X.numel()) run(X, args);
+  if (X.numel())
+    run(X, {.algo = LinalgAlgo::LuSolve,
+            .a = addr(a),
+            .b = addr(X),
+            .pivots = addr(p),
+            .n = n,
+            .k = k,
+            .batch = numel_of(batch),
+            .adjoint = adjoint});
   return X;
 }
 at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& B,
@@ -257,16 +253,15 @@ at::Tensor solve_triangular(const at::Tensor& A, const at::Tensor& B, bool upper
   const int64_t k = B.size(-1);
   at::Tensor a = fresh(A, with(batch, {n, n}));
   at::Tensor X = fresh(B, with(batch, {n, k}));
-  vkml::ops::LinalgArgs args;
-  args.algo = LinalgAlgo::Trsm;
-  args.a = addr(a);
-  args.b = addr(X);
-  args.n = n;
-  args.k = k;
-  args.batch = numel_of(batch);
-  args.upper = upper;
-  args.unit = unitriangular;
-  if (X.numel()) run(X, args);
+  if (X.numel())
+    run(X, {.algo = LinalgAlgo::Trsm,
+            .a = addr(a),
+            .b = addr(X),
+            .n = n,
+            .k = k,
+            .batch = numel_of(batch),
+            .upper = upper,
+            .unit = unitriangular});
   return X;
 }
 at::Tensor& solve_triangular_out(const at::Tensor& A, const at::Tensor& B, bool upper, bool left,
@@ -412,14 +407,13 @@ std::tuple<at::Tensor, at::Tensor> vk_geqrf(const at::Tensor& A) {
   const Shape batch = batch_shape(A);
   at::Tensor a = fresh(A, A.sizes().vec());
   at::Tensor tau = at::empty(with(batch, {k}), A.options());
-  vkml::ops::LinalgArgs args;
-  args.algo = LinalgAlgo::Geqrf;
-  args.a = addr(a);
-  args.b = addr(tau);
-  args.m = m;
-  args.n = n;
-  args.batch = numel_of(batch);
-  if (a.numel()) run(a, args);
+  if (a.numel())
+    run(a, {.algo = LinalgAlgo::Geqrf,
+            .a = addr(a),
+            .b = addr(tau),
+            .m = m,
+            .n = n,
+            .batch = numel_of(batch)});
   return {a, tau};
 }
 std::tuple<at::Tensor&, at::Tensor&> geqrf_out(const at::Tensor& A, at::Tensor& a,
@@ -443,15 +437,14 @@ at::Tensor vk_householder_product(const at::Tensor& input, const at::Tensor& tau
   const Shape batch = batch_shape(input);
   at::Tensor q = fresh(input, input.sizes().vec());
   at::Tensor t = fresh(tau, with(batch, {k}));
-  vkml::ops::LinalgArgs args;
-  args.algo = LinalgAlgo::Orgqr;
-  args.a = addr(q);
-  args.b = addr(t);
-  args.m = m;
-  args.n = n;
-  args.k = k;
-  args.batch = numel_of(batch);
-  if (q.numel()) run(q, args);
+  if (q.numel())
+    run(q, {.algo = LinalgAlgo::Orgqr,
+            .a = addr(q),
+            .b = addr(t),
+            .m = m,
+            .n = n,
+            .k = k,
+            .batch = numel_of(batch)});
   return q;
 }
 at::Tensor& householder_product_out(const at::Tensor& input, const at::Tensor& tau,
@@ -523,14 +516,14 @@ std::tuple<at::Tensor, at::Tensor> vk_eigh(const at::Tensor& A, c10::string_view
   at::Tensor a = fresh(upper ? A.mT() : A, A.sizes().vec());
   at::Tensor values = at::empty(with(batch, {n}), A.options());
   at::Tensor vectors = at::empty(A.sizes(), A.options());
-  vkml::ops::LinalgArgs args;
-  args.algo = LinalgAlgo::Eigh;
-  args.a = addr(a);
-  args.b = addr(values);
-  args.c = addr(vectors);
-  args.m = args.n = n;
-  args.batch = numel_of(batch);
-  if (a.numel()) run(a, args);
+  if (a.numel())
+    run(a, {.algo = LinalgAlgo::Eigh,
+            .a = addr(a),
+            .b = addr(values),
+            .c = addr(vectors),
+            .m = n,
+            .n = n,
+            .batch = numel_of(batch)});
   return {values, compute_v ? vectors : at::empty({0}, A.options())};
 }
 std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_view uplo,
@@ -559,16 +552,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
   at::Tensor S = at::empty(with(batch, {k}), A.options());
   at::Tensor left = at::empty(with(batch, {rows, k}), A.options());
   at::Tensor right = at::empty(with(batch, {k, k}), A.options());
-  vkml::ops::LinalgArgs args;
-  args.algo = LinalgAlgo::Svd;
-  args.a = addr(a);
-  args.b = addr(S);
-  args.c = addr(right);
-  args.d = addr(left);
-  args.m = rows;
-  args.n = k;
-  args.batch = numel_of(batch);
-  if (a.numel()) run(a, args);
+  if (a.numel())
+    run(a, {.algo = LinalgAlgo::Svd,
+            .a = addr(a),
+            .b = addr(S),
+            .c = addr(right),
+            .d = addr(left),
+            .m = rows,
+            .n = k,
+            .batch = numel_of(batch)});
   if (!compute_uv) return {at::empty({0}, A.options()), S, at::empty({0}, A.options())};
   at::Tensor U = wide ? right : left;
   at::Tensor Vh = (wide ? left : right).mT();
