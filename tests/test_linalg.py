@@ -305,6 +305,13 @@ def test_svd(shape):
     _same(u @ torch.diag_embed(s) @ vh, a, tol)
     k = min(shape[-2:])
     _same(u.mT @ u, torch.eye(k).expand(*shape[:-2], k, k).contiguous(), tol)
+    # Full matrices (the default): the square factors are orthogonal, and the first k
+    # columns (rows of Vh) are the reduced ones.
+    fu, fs, fvh = torch.linalg.svd(a.to(VKML))
+    m, n = shape[-2:]
+    _same(fu.mT @ fu, torch.eye(m).expand(*shape[:-2], m, m).contiguous(), tol)
+    _same(fvh @ fvh.mT, torch.eye(n).expand(*shape[:-2], n, n).contiguous(), tol)
+    _same(fu[..., :k] @ torch.diag_embed(fs) @ fvh[..., :k, :], a, tol)
     _same(torch.linalg.pinv(a.to(VKML)), torch.linalg.pinv(a), dict(atol=1e-3, rtol=1e-3))
     _same(torch.linalg.matrix_norm(a.to(VKML), "nuc"), torch.linalg.matrix_norm(a, "nuc"), tol)
     with pytest.raises(RuntimeError, match="only supported on CUDA"):

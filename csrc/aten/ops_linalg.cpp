@@ -540,8 +540,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
               "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
               "cuSOLVER backend.");
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
-  // U is m x k here: full matrices only where that is square.
-  if (!native(A) || k > vkml::ops::kSvdMax || (compute_uv && full_matrices && m != n))
+  if (!native(A) || k > vkml::ops::kSvdMax)
     return cpu_route<at::_ops::_linalg_svd>(A, full_matrices, compute_uv, driver);
   // Work on the tall one of A and A^T: A^T = U' S V'^T gives A = V' S U'^T.
   const bool wide = m < n;
@@ -562,6 +561,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
             .n = k,
             .batch = numel_of(batch)});
   if (!compute_uv) return {at::empty({0}, A.options()), S, at::empty({0}, A.options())};
+  // Full matrices: the tall side's k vectors completed to an orthonormal basis by the
+  // last columns of a complete QR of them (orthogonal to their span).
+  if (full_matrices && rows > k) {
+    at::Tensor Q = std::get<0>(vk_linalg_qr(left, "complete"));
+    left = at::cat({left, Q.narrow(-1, k, rows - k)}, -1);
+  }
   at::Tensor U = wide ? right : left;
   at::Tensor Vh = (wide ? left : right).mT();
   return {U, S, Vh};
