@@ -318,6 +318,25 @@ def test_svd(shape):
         torch.linalg.svd(a.to(VKML), driver="gesvd")
 
 
+def test_non_finite_input_raises_as_on_the_cpu():
+    a = torch.randn(2, 4, 4)
+    a = a + a.mT
+    a[1, 1, 2] = a[1, 2, 1] = float("nan")
+    for fn in (torch.linalg.eigh, torch.linalg.eigvalsh, torch.linalg.svd, torch.linalg.svdvals):
+        with pytest.raises(torch.linalg.LinAlgError) as cpu:
+            fn(a)
+        with pytest.raises(torch.linalg.LinAlgError) as got:
+            fn(a.to(VKML))
+        # The same words; eigh's LAPACK error code (elements that failed to converge) is
+        # LAPACK's own.
+        assert str(got.value).split(" (error code")[0] == str(cpu.value).split(" (error code")[0]
+    _same(
+        torch.linalg.eigvalsh(a[0].to(VKML)),
+        torch.linalg.eigvalsh(a[0]),
+        dict(atol=1e-4, rtol=1e-4),
+    )
+
+
 def test_large_eigh_and_svd_take_the_counted_cpu_route():
     # Beyond the Jacobi kernels' orders (shaders/linalg_push.h): LAPACK on the CPU, counted.
     a = torch.randn(60, 60)

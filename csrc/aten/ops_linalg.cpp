@@ -516,14 +516,18 @@ std::tuple<at::Tensor, at::Tensor> vk_eigh(const at::Tensor& A, c10::string_view
   at::Tensor a = fresh(upper ? A.mT() : A, A.sizes().vec());
   at::Tensor values = at::empty(with(batch, {n}), A.options());
   at::Tensor vectors = at::empty(A.sizes(), A.options());
+  at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
   if (a.numel())
     run(a, {.algo = LinalgAlgo::Eigh,
             .a = addr(a),
             .b = addr(values),
             .c = addr(vectors),
+            .info = addr(info),
             .m = n,
             .n = n,
             .batch = numel_of(batch)});
+  // As on the CPU and CUDA: a failure (non-finite input) raises, after one host read.
+  at::_linalg_check_errors(info, "linalg.eigh", A.dim() == 2);
   return {values, compute_v ? vectors : at::empty({0}, A.options())};
 }
 std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_view uplo,
@@ -551,15 +555,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
   at::Tensor S = at::empty(with(batch, {k}), A.options());
   at::Tensor left = at::empty(with(batch, {rows, k}), A.options());
   at::Tensor right = at::empty(with(batch, {k, k}), A.options());
+  at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
   if (a.numel())
     run(a, {.algo = LinalgAlgo::Svd,
             .a = addr(a),
             .b = addr(S),
             .c = addr(right),
             .d = addr(left),
+            .info = addr(info),
             .m = rows,
             .n = k,
             .batch = numel_of(batch)});
+  at::_linalg_check_errors(info, "linalg.svd", A.dim() == 2);
   if (!compute_uv) return {at::empty({0}, A.options()), S, at::empty({0}, A.options())};
   // Full matrices: the tall side's k vectors completed to an orthonormal basis by the
   // last columns of a complete QR of them (orthogonal to their span).

@@ -25,6 +25,8 @@ enum class LinalgAlgo : int {
                     // ascending, c: eigenvectors as columns; n <= kEighMax
   Svd = 8,          // a: m x n, m >= n (destroyed) -> b: singular values descending,
                     // d: U (m x n), c: V (n x n); n <= kSvdMax
+                    // (Eigh, Svd: info as LAPACK's syevd / gesdd where the input is not
+                    // finite, 1 where 40 sweeps did not converge)
 };
 
 struct LinalgArgs {

@@ -277,6 +277,12 @@ void sort_indices(uint n, bool descending) {
   sync();
 }
 
+// LAPACK fails on non-finite input (the caller raises from info): so do EIGH and SVD,
+// with LAPACK's codes (syevd: no convergence, > 0; gesdd: argument 4 illegal, -4).
+void flag_non_finite(REAL x, uint mat, int code) {
+  if (isnan(x) || isinf(x)) CohI32(pc.info).v[mat] = code;
+}
+
 // Symmetric eigendecomposition by cyclic Jacobi: rotations J^T A J zero each
 // off-diagonal pair in turn until a sweep rotates nothing; V accumulates the J.
 void eigh(uint mat) {
@@ -285,9 +291,11 @@ void eigh(uint mat) {
   for (uint e = t; e < n * n; e += WG) {
     uint i = e / n, j = e % n;
     if (j > i) a.v[e] = a.v[j * n + i];  // symmetric from the lower triangle
+    else flag_non_finite(a.v[e], mat, 1);
     v.v[e] = i == j ? REAL(1) : REAL(0);
   }
   sync();
+  bool converged_once = false;
   for (uint sweep = 0u; sweep < 40u; ++sweep) {
     if (t == 0u) s_rotated = 0;
     for (uint p = 0u; p + 1u < n; ++p) {
@@ -318,8 +326,12 @@ void eigh(uint mat) {
     sync();
     const bool converged = s_rotated == 0;
     barrier();  // all have read s_rotated before thread 0 resets it
-    if (converged) break;
+    if (converged) {
+      converged_once = true;
+      break;
+    }
   }
+  if (!converged_once && t == 0u) CohI32(pc.info).v[mat] = 1;
   if (t < n) s_best[t] = a.v[t * n + t];
   sync();
   sort_indices(n, false);
@@ -336,7 +348,9 @@ void svd(uint mat) {
   BufR a = matrix(pc.a, mat, m, n), sv = matrix(pc.b, mat, 1u, n);
   BufR v = matrix(pc.c, mat, n, n), u = matrix(pc.d, mat, m, n);
   for (uint e = t; e < n * n; e += WG) v.v[e] = (e / n) == (e % n) ? REAL(1) : REAL(0);
+  for (uint e = t; e < m * n; e += WG) flag_non_finite(a.v[e], mat, -4);
   sync();
+  bool converged_once = false;
   for (uint sweep = 0u; sweep < 40u; ++sweep) {
     if (t == 0u) s_rotated = 0;
     for (uint p = 0u; p + 1u < n; ++p) {
@@ -369,8 +383,13 @@ void svd(uint mat) {
     sync();
     const bool converged = s_rotated == 0;
     barrier();  // all have read s_rotated before thread 0 resets it
-    if (converged) break;
+    if (converged) {
+      converged_once = true;
+      break;
+    }
   }
+  sync();  // the non-finite flag is written first
+  if (!converged_once && t == 0u && CohI32(pc.info).v[mat] == 0) CohI32(pc.info).v[mat] = 1;
   if (t < n) {
     REAL norm2 = REAL(0);
     for (uint k = 0u; k < m; ++k) norm2 += a.v[k * n + t] * a.v[k * n + t];

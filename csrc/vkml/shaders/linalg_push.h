@@ -16,6 +16,8 @@
 #define LINALG_ORGQR 6  // a (m x n) with k vectors, b (k taus) -> Q's first n columns
 #define LINALG_EIGH 7   // a (n x n, lower triangle read) -> b: eigenvalues, c: vectors
 #define LINALG_SVD 8    // a (m x n, m >= n) -> b: singular values, d: U, c: V
+                        // (info: LAPACK's codes for non-finite input, 1 for no
+                        // convergence)
 
 // The largest orders EIGH and SVD take: a Jacobi sweep is n^2 / 2 rotations of a few
 // workgroup barriers each (SVD's three reductions: about 11), which ten sweeps must keep
