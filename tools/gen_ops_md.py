@@ -57,8 +57,11 @@ FAMILIES = {
         "cross: all but bool",
     ),
     "ops_linalg.cpp": (
-        "Linear algebra: Cholesky, LU, QR, triangular and LU solves, solve, inv, det, "
-        "slogdet, eigh and SVD of small matrices (Jacobi), lstsq",
+        "Linear algebra: Cholesky, LU, triangular and LU solves, solve, inv, det, slogdet",
+        "float32; float64 where the device has shaderFloat64; complex on the CPU, counted",
+    ),
+    "ops_linalg_orthogonal.cpp": (
+        "Linear algebra: QR, eigh and SVD of small matrices (Jacobi), lstsq",
         "float32; float64 where the device has shaderFloat64 (ormqr: float32); complex, "
         "eigh of order > 48 and SVD of min(m, n) > 32 on the CPU, counted",
     ),
@@ -226,8 +229,9 @@ def render() -> str:
         "`_fft_r2c` and `_fft_c2r`, which run through VkFFT (`ops_fft.cpp`); see",
         "docs/fft.md.",
         "",
-        "`torch.linalg`'s factorizations and solves run on the kernels of `ops_linalg.cpp`;",
-        "see docs/linalg.md for what runs where and the sizes each kernel takes.",
+        "`torch.linalg`'s factorizations and solves run on the kernels of `ops_linalg.cpp`",
+        "and `ops_linalg_orthogonal.cpp`; see docs/linalg.md for what runs where and the",
+        "sizes each kernel takes.",
         "",
         f"{total} op overloads are registered natively.",
         "",

@@ -1,0 +1,64 @@
+#pragma once
+// What the linear-algebra adapters (ops_linalg.cpp, ops_linalg_orthogonal.cpp) share:
+// which inputs the kernels take, batch shapes, fresh contiguous copies for the kernels
+// to work in, the launch, and writing multi-output out= arguments.
+#include <ATen/ATen.h>
+
+#include <initializer_list>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "op_helpers.h"
+#include "vkml/ops/linalg.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten::linalg {
+
+using vkml::ops::LinalgAlgo;
+using Shape = std::vector<int64_t>;
+
+inline bool native(const at::Tensor& t) {
+  return (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) &&
+         vkml::ops::linalg_supported(vkml_device(t), to_vkml(t.scalar_type()));
+}
+
+inline Shape batch_shape(const at::Tensor& t) {
+  return Shape(t.sizes().begin(), t.sizes().end() - 2);
+}
+
+inline int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t v : s) n *= v;
+  return n;
+}
+
+inline Shape with(Shape s, std::initializer_list<int64_t> tail) {
+  s.insert(s.end(), tail);
+  return s;
+}
+
+// A fresh contiguous copy (the kernels work in place).
+inline at::Tensor fresh(const at::Tensor& t, const Shape& shape) {
+  at::Tensor out = at::empty(shape, t.options().memory_format(at::MemoryFormat::Contiguous));
+  out.copy_(t.expand(shape));
+  return out;
+}
+
+inline void run(const at::Tensor& on, vkml::ops::LinalgArgs a) {
+  a.dtype = to_vkml(on.scalar_type());
+  guarded([&] { vkml::ops::linalg(vkml_device(on), a); });
+}
+
+// out= forms: each result written into its out argument (resized as ATen does).
+template <class Results, class... Outs, size_t... I>
+void write_each(const Results& results, std::index_sequence<I...>, Outs&... outs) {
+  (write_out(outs, std::get<I>(results)), ...);
+}
+template <class Results, class... Outs>
+std::tuple<Outs&...> write_outs(const Results& results, Outs&... outs) {
+  write_each(results, std::index_sequence_for<Outs...>{}, outs...);
+  return {outs...};
+}
+
+}  // namespace vkml_aten::linalg
