@@ -16,6 +16,8 @@ from conftest import (
     make,
 )
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 # Summation order differs between devices: allow a little absolute slack.
@@ -120,6 +122,17 @@ def test_large_sums():
     assert_close_to_cpu(lambda t: t[::3].sum(), make(65_537 * 3), atol=1e-2, rtol=1e-5)
     # float16 sums accumulate in float32
     assert_close_to_cpu(lambda t: t.sum(), make(4096, torch.float16, low=0, high=1))
+
+
+def test_float64_products_multiply_pairwise():
+    # The product kernel has no float64: prod multiplies pairs (composite/complex.cpp).
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.skip("the device has no float64")
+    x = make((3, 7), torch.float64, low=0.5, high=1.5)
+    assert_close_to_cpu(lambda t: t.prod(), x, atol=0, rtol=1e-12)
+    assert_close_to_cpu(lambda t: t.prod(1), x, atol=0, rtol=1e-12)
+    assert_close_to_cpu(lambda t: t.prod(0, keepdim=True), x, atol=0, rtol=1e-12)
+    assert_close_to_cpu(lambda t: t[:, :0].prod(1), x)  # empty: ones
 
 
 def test_integer_sums_are_exact_and_64_bit():

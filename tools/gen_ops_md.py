@@ -49,7 +49,8 @@ FAMILIES = {
     "ops_activation.cpp": ("Activations and their backward", ACT),
     "ops_reduce.cpp": (
         "Reductions",
-        "float32, float16, bfloat16 (in float32), int64, int32, uint8, bool",
+        "float32, float16, bfloat16 (in float32), int64, int32, uint8, bool; prod also "
+        "float64 and complex (pairwise multiplies)",
     ),
     "ops_matmul.cpp": (
         "Matrix products, cross product",

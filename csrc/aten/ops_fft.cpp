@@ -34,16 +34,10 @@ void check_dtype(const at::Tensor& t, bool complex) {
 at::Tensor transform(const at::Tensor& x, at::IntArrayRef all_dims, FftKind kind, bool inverse,
                      int64_t last_size = 0);
 
-at::ScalarType complex_of(const at::Tensor& t) {
-  return t.scalar_type() == at::kDouble || t.scalar_type() == at::kComplexDouble
-             ? at::kComplexDouble
-             : at::kComplexFloat;
-}
-
 // R2C as a complex transform, keeping the onesided half.
 at::Tensor r2c_as_complex(const at::Tensor& x, at::IntArrayRef dims) {
   const int64_t d = dims.back();
-  at::Tensor full = transform(x.to(complex_of(x)), dims, FftKind::C2C, false);
+  at::Tensor full = transform(x.to(c10::toComplexType(x.scalar_type())), dims, FftKind::C2C, false);
   return full.narrow(d, 0, x.size(d) / 2 + 1);
 }
 
@@ -94,9 +88,8 @@ at::Tensor transform(const at::Tensor& x, at::IntArrayRef all_dims, FftKind kind
   int64_t& last = out_sizes.back();
   if (kind == FftKind::R2C) last = last / 2 + 1;
   if (kind == FftKind::C2R) last = last_size;
-  const at::ScalarType out_type = kind == FftKind::C2R
-                                      ? (dp ? at::kDouble : at::kFloat)
-                                      : (dp ? at::kComplexDouble : at::kComplexFloat);
+  const at::ScalarType out_type = kind == FftKind::C2R ? c10::toRealValueType(in.scalar_type())
+                                                       : c10::toComplexType(in.scalar_type());
   at::Tensor out = at::empty(out_sizes, in.options().dtype(out_type));
 
   if (out.numel() > 0 && in.numel() > 0) {
@@ -174,8 +167,7 @@ at::Tensor fft_r2c(const at::Tensor& self, at::IntArrayRef dim, int64_t normaliz
   if (!onesided || self.size(dims.back()) == 1) {
     // The full spectrum (or one of a single point, the same): a complex transform of
     // the real input.
-    const auto complex = self.scalar_type() == at::kDouble ? at::kComplexDouble : at::kComplexFloat;
-    return fft_c2c(self.to(complex), dims, normalization, true);
+    return fft_c2c(self.to(c10::toComplexType(self.scalar_type())), dims, normalization, true);
   }
   auto groups = groups_of(dims);
   at::Tensor out = transform(self, groups.back(), FftKind::R2C, false);

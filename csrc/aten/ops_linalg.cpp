@@ -285,18 +285,6 @@ at::Tensor pivot_sign(const at::Tensor& pivots, const at::TensorOptions& options
   return (1 - 2 * swaps.remainder(2)).to(options.dtype());
 }
 
-// The product along the last dim (float64 has no product kernel: pairwise).
-at::Tensor last_dim_product(at::Tensor d) {
-  if (d.scalar_type() != at::kDouble) return d.prod(-1);
-  if (d.size(-1) == 0) return at::ones(d.sizes().slice(0, d.dim() - 1), d.options());
-  while (d.size(-1) > 1) {
-    if (d.size(-1) % 2) d = at::cat({d, at::ones_like(d.narrow(-1, 0, 1))}, -1);
-    at::Tensor pairs = d.unflatten(-1, {d.size(-1) / 2, 2});
-    d = pairs.select(-1, 0) * pairs.select(-1, 1);
-  }
-  return d.squeeze(-1);
-}
-
 // The matrix whose LU _linalg_det and _linalg_slogdet return: as ATen's CPU and CUDA
 // kernels, that of A^T when A is contiguous and real (det A^T = det A), which their
 // backward formulas assume.
@@ -309,7 +297,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_det(const at::Tensor& A) {
   at::native::checkFloatingOrComplex(A, "linalg.det");
   if (!native(A)) return cpu_route<at::_ops::_linalg_det>(A);
   auto [LU, pivots, info] = lu_factor_ex(factored_for_det(A), true, false);
-  at::Tensor d = last_dim_product(LU.diagonal(0, -2, -1)) * pivot_sign(pivots, A.options());
+  at::Tensor d = LU.diagonal(0, -2, -1).prod(-1) * pivot_sign(pivots, A.options());
   return {d, LU, pivots};
 }
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> det_out(const at::Tensor& A, at::Tensor& result,
@@ -323,7 +311,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_slogdet(const at::
   if (!native(A)) return cpu_route<at::_ops::_linalg_slogdet>(A);
   auto [LU, pivots, info] = lu_factor_ex(factored_for_det(A), true, false);
   at::Tensor diag = LU.diagonal(0, -2, -1);
-  at::Tensor sign = last_dim_product(diag.sign()) * pivot_sign(pivots, A.options());
+  at::Tensor sign = diag.sign().prod(-1) * pivot_sign(pivots, A.options());
   at::Tensor logabs = diag.abs().log().sum(-1);
   return {sign, logabs, LU, pivots};
 }

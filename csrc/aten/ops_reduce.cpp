@@ -116,19 +116,21 @@ at::Tensor mean_all(const at::Tensor& self, std::optional<at::ScalarType> dtype)
   return mean_dim(self, std::nullopt, false, dtype);
 }
 
+// The reduce kernel has no complex or float64 product: those multiply pairwise.
+bool pairwise_product(at::ScalarType t) { return at::isComplexType(t) || t == at::kDouble; }
+
 at::Tensor prod_all(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
-  if (at::isComplexType(sum_type(self, dtype)))
-    return complex_prod(self.to(sum_type(self, dtype)).reshape(-1), 0, false);
-  return run_reduce("prod", self, reduce_dims(self, std::nullopt), false, ReduceOp::Prod,
-                    sum_type(self, dtype));
+  const at::ScalarType t = sum_type(self, dtype);
+  if (pairwise_product(t)) return pairwise_prod(self.to(t).reshape(-1), 0, false);
+  return run_reduce("prod", self, reduce_dims(self, std::nullopt), false, ReduceOp::Prod, t);
 }
 at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
-  if (at::isComplexType(sum_type(self, dtype)))
-    return complex_prod(self.to(sum_type(self, dtype)), at::maybe_wrap_dim(dim, self.dim()),
-                        keepdim);
+  const at::ScalarType t = sum_type(self, dtype);
+  if (pairwise_product(t))
+    return pairwise_prod(self.to(t), at::maybe_wrap_dim(dim, self.dim()), keepdim);
   return run_reduce("prod", self, reduce_dims(self, at::IntArrayRef{dim}), keepdim, ReduceOp::Prod,
-                    sum_type(self, dtype));
+                    t);
 }
 at::Tensor& prod_out(const at::Tensor& self, int64_t dim, bool keepdim,
                      std::optional<at::ScalarType> dtype, at::Tensor& out) {

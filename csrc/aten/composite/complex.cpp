@@ -113,6 +113,7 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
     shape = at::infer_size(defined[0].sizes(), defined[1].sizes());
   }
   at::Tensor result;
+  const int special = code == OP_POW ? pow_special_case(in[1]) : -1;
   if (code == OP_ADDCMUL || code == OP_ADDCDIV || code == OP_LERP_SCALAR ||
       code == OP_LERP_TENSOR) {
     // a + v t1 t2, a + v t1 / t2, a + w (end - a): composed of the ops above.
@@ -130,13 +131,7 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
       step =
           call(OP_MUL, {call(OP_SUB, {in[1], in[0]}), code == OP_LERP_TENSOR ? in[2] : scalar(v)});
     result = call(OP_ADD, {in[0], step});
-    if (!out.defined()) return result;
-    at::native::resize_output(const_cast<at::Tensor&>(out), result.sizes());
-    const_cast<at::Tensor&>(out).copy_(result);
-    return out;
-  }
-  const int special = code == OP_POW ? pow_special_case(in[1]) : -1;
-  if (special == OP_IDENTITY) {
+  } else if (special == OP_IDENTITY) {
     result = at::ones(shape, at::TensorOptions().dtype(type).device(device));
   } else if (special == OP_MUL) {  // z^2, z^3, z^-2 as products, as the CPU computes them
     const double e = in[1].item().toComplexDouble().real();
@@ -217,7 +212,7 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
   return out;
 }
 
-at::Tensor complex_prod(const at::Tensor& x, int64_t dim, bool keepdim) {
+at::Tensor pairwise_prod(const at::Tensor& x, int64_t dim, bool keepdim) {
   at::Tensor y = x.resolve_conj().resolve_neg();
   if (y.size(dim) == 0) {
     std::vector<int64_t> shape = y.sizes().vec();

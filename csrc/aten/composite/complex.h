@@ -18,9 +18,10 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
                                const at::Tensor& out, const std::optional<at::Scalar>& alpha,
                                at::ScalarType type, const at::Device& device);
 
-// The product of a complex tensor's elements along `dim`, pairwise (log2 n rounds of
-// complex multiplies), and its running product (a doubling scan, as many rounds).
-at::Tensor complex_prod(const at::Tensor& x, int64_t dim, bool keepdim);
+// The product of a tensor's elements along `dim`, pairwise (log2 n rounds of
+// multiplies), for the dtypes the product kernel lacks (complex, float64); and a complex
+// tensor's running product (a doubling scan, as many rounds).
+at::Tensor pairwise_prod(const at::Tensor& x, int64_t dim, bool keepdim);
 at::Tensor complex_cumprod(const at::Tensor& x, int64_t dim);
 
 // a @ b for complex matrices (2-d) or batches of them (3-d), of one complex dtype.
