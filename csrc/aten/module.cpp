@@ -260,6 +260,22 @@ PYBIND11_MODULE(_C, m) {
         return out;
       },
       py::arg("device") = py::none());
+  // TORCH_VKML_COOPMAT's modes at run time ("0", "1", "fp16", "emulate"), so that tests
+  // reach the matrix-unit kernels' emulated variants in process.
+  m.def("_set_coopmat_mode", [](const std::string& mode) {
+    using vkml::ops::CoopmatMode;
+    const CoopmatMode m =
+        mode == "0"         ? CoopmatMode::kOff
+        : mode == "1"       ? CoopmatMode::kAuto
+        : mode == "fp16"    ? CoopmatMode::kFp16Only
+        : mode == "emulate" ? CoopmatMode::kEmulated
+                            : throw py::value_error("coopmat mode: '0', '1', 'fp16' or 'emulate'");
+    vkml::ops::set_coopmat_mode(m);
+  });
+  m.def("_coopmat_mode", [] {
+    static const char* const kNames[] = {"0", "1", "emulate", "fp16"};  // CoopmatMode's order
+    return std::string(kNames[int(vkml::ops::coopmat_mode())]);
+  });
   m.def("_coopmat_tuning", [] {
     const vkml::ops::CoopmatTuning t = vkml::ops::coopmat_tuning();
     return py::make_tuple(t.bk, t.tile);

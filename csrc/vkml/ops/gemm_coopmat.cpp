@@ -371,6 +371,13 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
   return kernel;
 }
 
+MatrixUnits matrix_units(Device& dev, DType dtype) {
+  if (dtype != DType::f16 && dtype != DType::bf16) return {};
+  Shape s;
+  if (!shape_for(dev, coopmat_mode(), dtype, &s) || !checked_shape(dev, s)) return {};
+  return {s.m, s.n, s.k, s.sg, s.required, s.emulated};
+}
+
 const char* coopmat_status(Device& dev, DType dtype) {
   VKML_CHECK_ARG(
       dtype == DType::f16 || dtype == DType::bf16,

@@ -47,6 +47,18 @@ struct CoopmatKernel {
 // The kernel for this fp16 or bf16 product on this device, or none.
 CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g);
 
+// The matrix units as other kernels use them (attention_coopmat.cpp): the fragment shape
+// and subgroup size for `dtype` (f16 or bf16) products on this device, once the GEMM's
+// start-up check has passed with them (it runs here on first use); m = 0 where the
+// matrix units are not used (off, unsupported, not built, rejected). `emulated`: the
+// kernels' emulated variants stand in for them (TORCH_VKML_COOPMAT=emulate).
+struct MatrixUnits {
+  uint32_t m = 0, n = 0, k = 0, sg = 0;
+  bool required = false;  // pipelines require subgroups of sg
+  bool emulated = false;
+};
+MatrixUnits matrix_units(Device& dev, DType dtype);
+
 // For products of `dtype` (f16 or bf16): "active", "emulated", "unchecked"
 // (not used yet), "rejected" (failed the start-up check), "off"
 // (TORCH_VKML_COOPMAT=0), "not built" or "unsupported".
