@@ -320,3 +320,88 @@ def test_direct_call_rejects_dropout():
     # the device stays usable
     out = F.scaled_dot_product_attention(q, k, v)
     assert torch.isfinite(out.cpu()).all()
+
+
+# ------------------------------------------------- the matrix-unit kernels (fp16, bf16)
+
+
+@pytest.fixture
+def emulated_matrix_units():
+    """TORCH_VKML_COOPMAT=emulate in process: fp16 and bf16 attention (and GEMM) take the
+    matrix-unit kernels' emulated variants, plain arithmetic in place of the matrix
+    units, so that their tiling, staging, masking, softmax and edges run on any device
+    with fp16 (Debian 12's lavapipe has no matrix units; scripts/lavapipe_next.sh runs
+    the real fp16 variants on Mesa 26's)."""
+    before = torch_vkml._C._coopmat_mode()
+    torch_vkml._C._set_coopmat_mode("emulate")
+    yield
+    torch_vkml._C._set_coopmat_mode(before)
+
+
+def _attention_kernels(fn):
+    """The names of the attention kernels `fn` dispatches, from the profiler."""
+    with torch.profiler.profile() as prof:
+        fn()
+        torch_vkml.synchronize()
+    return {e.key.split("[")[0] for e in prof.key_averages() if e.key.startswith("attention_")}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_matrix_unit_kernels_match_cpu(dtype, shape, causal, emulated_matrix_units, no_fallback):
+    # Probabilities and dS are rounded to the storage dtype for the fragment products,
+    # as in FlashAttention-2: within the 16-bit tolerances above against the CPU's
+    # float32 math on the same inputs.
+    q, k, v = _inputs(*shape, dtype)
+    _compare(q, k, v, dtype, is_causal=causal)
+
+
+def test_matrix_unit_kernels_are_the_ones_run(emulated_matrix_units, no_fallback):
+    suffix = {torch.float16: "emulated", torch.bfloat16: "emulated_bf16"}
+    for dtype in (torch.float16, torch.bfloat16):
+        q, k, v = (t.to(VKML).requires_grad_() for t in _inputs(1, 2, 40, 40, 64, 64, dtype))
+
+        def step(q=q, k=k, v=v):
+            F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+
+        s = suffix[dtype]
+        assert _attention_kernels(step) == {
+            f"attention_forward_coopmat_{s}",
+            f"attention_backward_coopmat_{s}",
+        }
+    # fp32 keeps the scalar kernels
+    q, k, v = (t.to(VKML) for t in _inputs(1, 2, 40, 40, 64, 64, torch.float32))
+    assert _attention_kernels(lambda: F.scaled_dot_product_attention(q, k, v)) == {
+        "attention_forward_f32"
+    }
+    with pytest.raises(ValueError, match="coopmat mode"):
+        torch_vkml._C._set_coopmat_mode("2")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
+def test_matrix_unit_kernels_masks(dtype, emulated_matrix_units, no_fallback):
+    q, k, v = _inputs(2, 2, 12, 20, 16, 16, dtype)
+    mask = torch.rand(12, 20, generator=torch.Generator().manual_seed(4)) > 0.3
+    mask[3] = False  # a query that sees no key: its output and gradients are 0
+    _compare(q, k, v, dtype, attn_mask=mask)
+    for shape in [(2, 1, 12, 20), (1, 2, 1, 20), (12, 1)]:
+        additive = torch.randn(shape, generator=torch.Generator().manual_seed(5)).to(dtype)
+        _compare(q, k, v, dtype, attn_mask=additive)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
+@pytest.mark.parametrize("layout", ["token_major", "packed"])
+def test_matrix_unit_kernels_read_token_major_operands(
+    dtype, layout, emulated_matrix_units, no_fallback
+):
+    # A transformer's q, k and v as x.view(B, L, H, E).transpose(1, 2), or slices of one
+    # packed projection, read in place; a scale other than 1 / sqrt(E).
+    B, L, H, E = 2, 37, 3, 32
+    gen = torch.Generator().manual_seed(9)
+    if layout == "packed":
+        x = torch.randn(B, L, 3 * H * E, generator=gen).to(dtype)
+        q, k, v = (t.view(B, L, H, E).transpose(1, 2) for t in x.split(H * E, dim=2))
+    else:
+        q, k, v = (torch.randn(B, L, H, E, generator=gen).to(dtype).transpose(1, 2) for _ in "qkv")
+    _compare(q, k, v, dtype, scale=0.3, is_causal=True)

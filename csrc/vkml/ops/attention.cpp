@@ -7,6 +7,7 @@
 #include <string>
 
 #include "vkml/core/error.h"
+#include "vkml/ops/attention_coopmat.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/pipeline_slots.h"
 #include "vkml/shaders/attention_push.h"
@@ -136,12 +137,20 @@ Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, 
   return p;
 }
 
-void run_backward(Device& dev, DType dtype, uint32_t mode, const AttentionShape& s, const Push& p,
-                  const Access& access) {
-  Tiling t = backward_tiling(dev, s);
+// One kernel of `mode` over its owned rows (queries, or keys for the key/value grads):
+// the matrix-unit kernel where it runs, else the scalar one's tiling.
+void run(Device& dev, DType dtype, uint32_t mode, const AttentionShape& s, const Push& p,
+         const Access& access) {
+  AttentionCoopmatKernel k = attention_coopmat_kernel(dev, dtype, mode, s);
+  uint64_t rows = k.rows;
+  if (!k.pipeline) {
+    Tiling t = mode == ATTENTION_FORWARD ? forward_tiling(dev, s) : backward_tiling(dev, s);
+    k.pipeline = pipeline(dev, dtype, mode, t);
+    rows = t.rows();
+  }
   int64_t owned = mode == ATTENTION_KEY_VALUE_GRADS ? s.S : s.L;
-  dev.stream().dispatch(pipeline(dev, dtype, mode, t), &p, sizeof(p),
-                        uint32_t(tiles(owned, t.rows())), uint32_t(s.B * s.H), 1, &access);
+  dev.stream().dispatch(k.pipeline, &p, sizeof(p), uint32_t(tiles(owned, rows)),
+                        uint32_t(s.B * s.H), 1, &access);
 }
 
 // Rows of a token-major operand are m times further apart than its own width.
@@ -210,9 +219,7 @@ void attention_forward(Device& dev, DType dtype, const AttentionShape& s, uint64
   Access a = read_inputs(s, bias, is, q, k, v);
   a.write(span_elems(o, bh * s.L * s.Ev, is));
   a.write(span_elems(lse, bh * s.L, 4));
-  Tiling t = forward_tiling(dev, s);
-  dev.stream().dispatch(pipeline(dev, dtype, ATTENTION_FORWARD, t), &p, sizeof(p),
-                        uint32_t(tiles(s.L, t.rows())), uint32_t(bh), 1, &a);
+  run(dev, dtype, ATTENTION_FORWARD, s, p, a);
 }
 
 void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint64_t q, uint64_t k,
@@ -238,14 +245,14 @@ void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint6
   const uint32_t base_flags = p.flags;
   p.flags =
       base_flags | (s.layout.k ? ATTENTION_TM_DST : 0u) | (s.layout.v ? ATTENTION_TM_DST2 : 0u);
-  run_backward(dev, dtype, ATTENTION_KEY_VALUE_GRADS, s, p, kv);
+  run(dev, dtype, ATTENTION_KEY_VALUE_GRADS, s, p, kv);
 
   Access qa = in;
   qa.write(span_elems(dq, bh * s.L * s.E, is));
   p.dst = dq;
   p.dst2 = 0;
   p.flags = base_flags | (s.layout.q ? ATTENTION_TM_DST : 0u);
-  run_backward(dev, dtype, ATTENTION_QUERY_GRAD, s, p, qa);
+  run(dev, dtype, ATTENTION_QUERY_GRAD, s, p, qa);
 }
 
 }  // namespace vkml::ops
