@@ -268,16 +268,12 @@ def test_fused_inference_without_grad(no_fallback):
 
 @pytest.mark.parametrize(
     "case",
-    ["head_dim_256", "gqa", "three_dim", "float64", "mask_requires_grad"],
+    ["head_dim_256", "three_dim", "float64", "mask_requires_grad"],
 )
 def test_math_path_for_what_the_kernel_does_not_take(case, no_fallback):
     kw = {}
     if case == "head_dim_256":
         q, k, v = _inputs(1, 2, 8, 8, 256, 256, torch.float32)
-    elif case == "gqa":
-        q, _, _ = _inputs(1, 4, 8, 8, 16, 16, torch.float32)
-        _, k, v = _inputs(1, 2, 8, 8, 16, 16, torch.float32, seed=1)
-        kw["enable_gqa"] = True
     elif case == "three_dim":
         q, k, v = (t[0] for t in _inputs(1, 3, 8, 8, 16, 16, torch.float32))
     elif case == "float64":
@@ -298,6 +294,38 @@ def test_math_path_for_what_the_kernel_does_not_take(case, no_fallback):
         assert torch._fused_sdp_choice(qd, qd, qd) == SDPBackend.MATH.value
         return
     _compare(q, k, v, torch.float32, expect_fused=False, **kw)
+
+
+def _grouped_inputs(B, H, Hkv, L, S, E, dtype, token_major=False):
+    """q with H heads, k and v with Hkv; token-major as x.view(B, L, H, E).transpose(1, 2)."""
+    gen = torch.Generator().manual_seed(12)
+    shapes = [(B, H, L, E), (B, Hkv, S, E), (B, Hkv, S, E)]
+    if token_major:
+        return [
+            torch.randn(b, n, h, e, generator=gen).to(dtype).transpose(1, 2)
+            for b, h, n, e in shapes
+        ]
+    return [torch.randn(shape, generator=gen).to(dtype) for shape in shapes]
+
+
+@pytest.mark.parametrize("token_major", [False, True], ids=["contiguous", "token_major"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_grouped_query_attention_is_fused(causal, token_major, no_fallback):
+    # enable_gqa: 6 query heads over 2 k/v heads (Llama-style models). The kernels read
+    # each k/v head for its 3 query heads, and the key/value grads sum over them.
+    q, k, v = _grouped_inputs(2, 6, 2, 33, 40, 32, torch.float32, token_major)
+    _compare(q, k, v, torch.float32, is_causal=causal, enable_gqa=True)
+    q, k, v = _grouped_inputs(2, 6, 2, 33, 40, 32, torch.float32, token_major)
+    mask = torch.randn(33, 40, generator=torch.Generator().manual_seed(13))
+    _compare(q, k, v, torch.float32, attn_mask=mask, enable_gqa=True)
+
+
+def test_unequal_heads_without_gqa_raise_as_on_the_cpu():
+    q, k, v = _grouped_inputs(1, 4, 2, 8, 8, 16, torch.float32)
+    with pytest.raises(RuntimeError) as cpu_error:
+        F.scaled_dot_product_attention(q, k, v)
+    with pytest.raises(type(cpu_error.value)):
+        F.scaled_dot_product_attention(q.to(VKML), k.to(VKML), v.to(VKML))
 
 
 def test_dropout_takes_the_math_path():
@@ -388,6 +416,14 @@ def test_matrix_unit_kernels_masks(dtype, emulated_matrix_units, no_fallback):
     for shape in [(2, 1, 12, 20), (1, 2, 1, 20), (12, 1)]:
         additive = torch.randn(shape, generator=torch.Generator().manual_seed(5)).to(dtype)
         _compare(q, k, v, dtype, attn_mask=additive)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
+def test_matrix_unit_kernels_grouped_query_attention(dtype, emulated_matrix_units, no_fallback):
+    q, k, v = _grouped_inputs(1, 4, 1, 20, 70, 64, dtype, token_major=True)
+    _compare(q, k, v, dtype, enable_gqa=True)
+    q, k, v = _grouped_inputs(2, 6, 2, 33, 40, 32, dtype)
+    _compare(q, k, v, dtype, is_causal=True, enable_gqa=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)

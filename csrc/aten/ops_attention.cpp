@@ -1,8 +1,8 @@
 // scaled_dot_product_attention. _fused_sdp_choice picks the "overrideable" backend
 // for the shapes the fused kernel (vkml/ops/attention.h) takes: 4-d q, k, v of one
-// float dtype, equal heads, head dims up to 128, no dropout, and a mask (if any) that
-// needs no gradient. Everything else takes PyTorch's math path, which decomposes into
-// native matmul, softmax, masking and dropout ops.
+// float dtype, equal heads (or, with enable_gqa, k and v heads dividing q's), head dims
+// up to 128, no dropout, and a mask (if any) that needs no gradient. Everything else takes
+// PyTorch's math path, which decomposes into native matmul, softmax, masking and dropout ops.
 #include <ATen/SDPBackend.h>
 #include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
@@ -22,20 +22,25 @@ using vkml::ops::AttentionBias;
 using vkml::ops::AttentionShape;
 
 AttentionShape shape_of(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  return AttentionShape{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
+  AttentionShape s{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
+  s.Hkv = k.size(1);
+  return s;
 }
 
+// gqa: k and v may have fewer heads than q, a divisor of q's (enable_gqa).
 bool fused_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                   const std::optional<at::Tensor>& mask, double dropout_p) {
+                   const std::optional<at::Tensor>& mask, double dropout_p, bool gqa) {
   if (dropout_p > 0.0) return false;
   if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return false;
   if (!is_float_storage(q.scalar_type()) || k.scalar_type() != q.scalar_type() ||
       v.scalar_type() != q.scalar_type())
     return false;
   if (q.is_nested() || k.is_nested() || v.is_nested()) return false;
-  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || k.size(1) != q.size(1) ||
-      v.size(1) != q.size(1) || v.size(2) != k.size(2) || k.size(3) != q.size(3))
+  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || v.size(1) != k.size(1) ||
+      v.size(2) != k.size(2) || k.size(3) != q.size(3))
     return false;
+  const bool grouped = gqa && k.size(1) > 0 && q.size(1) % k.size(1) == 0;
+  if (k.size(1) != q.size(1) && !grouped) return false;
   if (mask.has_value() && mask->defined()) {
     const at::Tensor& m = *mask;
     if (m.scalar_type() != at::kBool && m.scalar_type() != q.scalar_type()) return false;
@@ -49,9 +54,9 @@ bool fused_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
 
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& mask, double dropout_p, bool,
-                         std::optional<double>, bool) {
+                         std::optional<double>, bool gqa) {
   auto& ctx = at::globalContext();
-  if (ctx.userEnabledOverrideableSDP() && fused_applies(q, k, v, mask, dropout_p))
+  if (ctx.userEnabledOverrideableSDP() && fused_applies(q, k, v, mask, dropout_p, gqa))
     return static_cast<int64_t>(at::SDPBackend::overrideable);
   return static_cast<int64_t>(at::SDPBackend::math);
 }
@@ -155,10 +160,12 @@ ForwardResult fused_attention(const at::Tensor& query, const at::Tensor& key,
                               const at::Tensor& value, const std::optional<at::Tensor>& attn_bias,
                               double dropout_p, bool is_causal, bool return_debug_mask,
                               std::optional<double> scale) {
-  TORCH_CHECK(fused_applies(query, key, value, attn_bias, dropout_p),
+  // Reached through scaled_dot_product_attention's choice, which passed k and v with
+  // fewer heads only under enable_gqa.
+  TORCH_CHECK(fused_applies(query, key, value, attn_bias, dropout_p, /*gqa=*/true),
               "vkml fused attention: unsupported inputs (it takes 4-d float q, k, v with equal "
-              "heads, head dims up to 128, no dropout); use scaled_dot_product_attention, "
-              "which picks the math path for these");
+              "or grouped heads, head dims up to 128, no dropout); use "
+              "scaled_dot_product_attention, which picks the math path for these");
   AttentionShape s = shape_of(query, key, value);
   at::Tensor q = in_place_or_copy(query, s.layout.q), k = in_place_or_copy(key, s.layout.k),
              v = in_place_or_copy(value, s.layout.v);

@@ -134,6 +134,7 @@ Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, 
             (l.v ? ATTENTION_TM_V : 0u) | (l.g ? ATTENTION_TM_G : 0u);
   p.tm_mult = uint32_t(l.q) | uint32_t(l.k) << 8 | uint32_t(l.v) << 16 | uint32_t(l.g) << 24;
   p.scale = scale;
+  p.Hkv = uint32_t(s.kv_heads());
   return p;
 }
 
@@ -148,9 +149,10 @@ void run(Device& dev, DType dtype, uint32_t mode, const AttentionShape& s, const
     k.pipeline = pipeline(dev, dtype, mode, t);
     rows = t.rows();
   }
-  int64_t owned = mode == ATTENTION_KEY_VALUE_GRADS ? s.S : s.L;
-  dev.stream().dispatch(k.pipeline, &p, sizeof(p), uint32_t(tiles(owned, rows)),
-                        uint32_t(s.B * s.H), 1, &access);
+  // The key/value grads' workgroups own k/v heads, the others query heads.
+  const bool kv = mode == ATTENTION_KEY_VALUE_GRADS;
+  dev.stream().dispatch(k.pipeline, &p, sizeof(p), uint32_t(tiles(kv ? s.S : s.L, rows)),
+                        uint32_t(s.B * (kv ? s.kv_heads() : s.H)), 1, &access);
 }
 
 // Rows of a token-major operand are m times further apart than its own width.
@@ -159,12 +161,12 @@ int64_t spread(int m) { return m > 0 ? m : 1; }
 // What every attention kernel reads: q, k and v (in their layouts) and the bias.
 Access read_inputs(const AttentionShape& s, const AttentionBias& bias, size_t is, uint64_t q,
                    uint64_t k, uint64_t v) {
-  const int64_t bh = s.B * s.H;
+  const int64_t bh = s.B * s.H, bkv = s.B * s.kv_heads();
   const AttentionLayout& l = s.layout;
   Access a;
   a.read(span_elems(q, bh * s.L * s.E * spread(l.q), is));
-  a.read(span_elems(k, bh * s.S * s.E * spread(l.k), is));
-  a.read(span_elems(v, bh * s.S * s.Ev * spread(l.v), is));
+  a.read(span_elems(k, bkv * s.S * s.E * spread(l.k), is));
+  a.read(span_elems(v, bkv * s.S * s.Ev * spread(l.v), is));
   if (bias.address != 0) a.read(span_elems(bias.address, bias.span, is));
   return a;
 }
@@ -196,6 +198,7 @@ int attention_tiling() { return forced_tiling().load(); }
 
 bool attention_supported(Device& dev, const AttentionShape& s) {
   if (s.B < 1 || s.H < 1 || s.L < 1 || s.S < 1 || s.E < 1 || s.Ev < 1) return false;
+  if (s.kv_heads() < 1 || s.H % s.kv_heads() != 0) return false;
   Tiling f = forward_tiling(dev, s), b = backward_tiling(dev, s);
   if (f.threads == 0 || b.threads == 0) return false;
   uint64_t max_y = std::min<uint64_t>(dev.info().max_workgroup_count[1], 65535);
@@ -238,13 +241,14 @@ void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint6
   in.read(span_elems(delta, bh * s.L, 4));
 
   Access kv = in;
-  kv.write(span_elems(dk, bh * s.S * s.E, is));
-  kv.write(span_elems(dv, bh * s.S * s.Ev, is));
+  const int64_t bkv = s.B * s.kv_heads();
+  kv.write(span_elems(dk, bkv * s.S * s.E, is));
+  kv.write(span_elems(dv, bkv * s.S * s.Ev, is));
   p.dst = dk;
   p.dst2 = dv;
   const uint32_t base_flags = p.flags;
-  p.flags =
-      base_flags | (s.layout.k ? ATTENTION_TM_DST : 0u) | (s.layout.v ? ATTENTION_TM_DST2 : 0u);
+  p.flags = base_flags | ATTENTION_DST_KV | (s.layout.k ? ATTENTION_TM_DST : 0u) |
+            (s.layout.v ? ATTENTION_TM_DST2 : 0u);
   run(dev, dtype, ATTENTION_KEY_VALUE_GRADS, s, p, kv);
 
   Access qa = in;

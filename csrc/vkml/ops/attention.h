@@ -24,6 +24,10 @@ struct AttentionShape {
   int64_t L = 0, S = 0;   // query and key lengths
   int64_t E = 0, Ev = 0;  // head dims of q/k and of v
   AttentionLayout layout;
+  // Heads of k and v (0: H). Fewer than H is grouped-query attention: H / Hkv query
+  // heads share each k/v head (query head h reads k/v head h / (H / Hkv)).
+  int64_t Hkv = 0;
+  int64_t kv_heads() const { return Hkv ? Hkv : H; }
 };
 
 // An optional additive bias in the storage dtype, read at
@@ -51,7 +55,8 @@ void attention_forward(Device& dev, DType dtype, const AttentionShape& s, uint64
                        uint64_t v, const AttentionBias& bias, bool causal, float scale, uint64_t o,
                        uint64_t lse);
 
-// dq, dk, dv from the forward's inputs, lse, the output's grad g and
+// dq, dk, dv (k's and v's shapes, summed over each k/v head's query heads under GQA) from
+// the forward's inputs, lse, the output's grad g and
 // delta = rowsum(g * o) (float32 [BH, L]).
 void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint64_t q, uint64_t k,
                         uint64_t v, const AttentionBias& bias, bool causal, float scale, uint64_t g,

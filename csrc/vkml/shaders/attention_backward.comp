@@ -75,6 +75,8 @@ shared vec4 T2[BR * PS];  // mode 1: dS^T
   }
 
 void main() {
+  // bh: mode 1 a (batch, k/v head), whose keys every query head of its group sees (GQA);
+  // mode 2 a (batch, query head).
   uint bh = gl_WorkGroupID.y, r0 = gl_WorkGroupID.x * BR;
   uint t = gl_LocalInvocationID.x, tx = t % NTX, ty = t / NTX;
   bool causal = (pc.flags & ATTENTION_CAUSAL) != 0u, has_bias = (pc.flags & ATTENTION_BIAS) != 0u;
@@ -107,81 +109,85 @@ void main() {
   // first owned key, and mode 2 stops after the last owned query.
   uint cbegin = keys && causal ? r0 : 0u;
   uint cend = !keys && causal ? min(pc.S, r0 + BR) : ncols;
-  for (uint c0 = cbegin; c0 < cend; c0 += BC) {
-    barrier();  // the previous tile's readers of C1, C2, T1 and T2 are done
-    if (keys) {
-      LOAD_TILE(C1, QS, BC, pc.q, ATTENTION_TM_Q, bh, c0, pc.L, pc.E);
-      LOAD_TILE(C2, QS, BC, pc.g, ATTENTION_TM_G, bh, c0, pc.L, pc.Ev);
-    } else {
-      LOAD_TILE(C1, QS, BC, pc.k, ATTENTION_TM_K, bh, c0, pc.S, pc.E);
-      LOAD_TILE(C2, QS, BC, pc.v, ATTENTION_TM_V, bh, c0, pc.S, pc.Ev);
-    }
-    barrier();
+  uint group = keys ? pc.H / pc.Hkv : 1u;
+  for (uint t_ = 0u; t_ < group; ++t_) {  // mode 1: each query head of the group
+    uint bq = keys ? query_head(bh, t_) : bh, bk = keys ? bh : kv_head(bh);
+    for (uint c0 = cbegin; c0 < cend; c0 += BC) {
+      barrier();  // the previous tile's readers of C1, C2, T1 and T2 are done
+      if (keys) {
+        LOAD_TILE(C1, QS, BC, pc.q, ATTENTION_TM_Q, bq, c0, pc.L, pc.E);
+        LOAD_TILE(C2, QS, BC, pc.g, ATTENTION_TM_G, bq, c0, pc.L, pc.Ev);
+      } else {
+        LOAD_TILE(C1, QS, BC, pc.k, ATTENTION_TM_K, bk, c0, pc.S, pc.E);
+        LOAD_TILE(C2, QS, BC, pc.v, ATTENTION_TM_V, bk, c0, pc.S, pc.Ev);
+      }
+      barrier();
 
-    float s[TM * TN], dp[TM * TN];
-    [[unroll]] for (uint x = 0u; x < TM * TN; ++x) {
-      s[x] = 0.0;
-      dp[x] = 0.0;
-    }
-    for (uint e4 = 0u; e4 < E4; ++e4) {
-      vec4 a1[TM], a2[TM], b1[TN], b2[TN];
-      [[unroll]] for (uint i = 0u; i < TM; ++i) {
-        a1[i] = R1[(ty + i * NTY) * QS + e4];
-        a2[i] = R2[(ty + i * NTY) * QS + e4];
+      float s[TM * TN], dp[TM * TN];
+      [[unroll]] for (uint x = 0u; x < TM * TN; ++x) {
+        s[x] = 0.0;
+        dp[x] = 0.0;
       }
-      [[unroll]] for (uint u = 0u; u < TN; ++u) {
-        b1[u] = C1[(tx + u * NTX) * QS + e4];
-        b2[u] = C2[(tx + u * NTX) * QS + e4];
-      }
-      [[unroll]] for (uint i = 0u; i < TM; ++i) {
+      for (uint e4 = 0u; e4 < E4; ++e4) {
+        vec4 a1[TM], a2[TM], b1[TN], b2[TN];
+        [[unroll]] for (uint i = 0u; i < TM; ++i) {
+          a1[i] = R1[(ty + i * NTY) * QS + e4];
+          a2[i] = R2[(ty + i * NTY) * QS + e4];
+        }
         [[unroll]] for (uint u = 0u; u < TN; ++u) {
-          float x = s[i * TN + u], y = dp[i * TN + u];
-          [[unroll]] for (uint w = 0u; w < 4u; ++w) {
-            x = fma(a1[i][w], b1[u][w], x);
-            y = fma(a2[i][w], b2[u][w], y);
+          b1[u] = C1[(tx + u * NTX) * QS + e4];
+          b2[u] = C2[(tx + u * NTX) * QS + e4];
+        }
+        [[unroll]] for (uint i = 0u; i < TM; ++i) {
+          [[unroll]] for (uint u = 0u; u < TN; ++u) {
+            float x = s[i * TN + u], y = dp[i * TN + u];
+            [[unroll]] for (uint w = 0u; w < 4u; ++w) {
+              x = fma(a1[i][w], b1[u][w], x);
+              y = fma(a2[i][w], b2[u][w], y);
+            }
+            s[i * TN + u] = x;
+            dp[i * TN + u] = y;
           }
-          s[i * TN + u] = x;
-          dp[i * TN + u] = y;
         }
       }
-    }
 
-    // Mode 1: the streamed queries' lse and delta.
-    float col_lse[TN], col_delta[TN];
-    [[unroll]] for (uint u = 0u; u < TN; ++u) {
-      uint qi = c0 + tx + u * NTX;
-      bool live = keys && qi < pc.L;
-      col_lse[u] = live ? lse.v[bh * pc.L + qi] : NEG_INF;
-      col_delta[u] = live ? delta.v[bh * pc.L + qi] : 0.0;
-    }
-    [[unroll]] for (uint i = 0u; i < TM; ++i) {
-      uint row = ty + i * NTY;
+      // Mode 1: the streamed queries' lse and delta.
+      float col_lse[TN], col_delta[TN];
       [[unroll]] for (uint u = 0u; u < TN; ++u) {
-        uint col = tx + u * NTX;
-        uint qi = keys ? c0 + col : r0 + row, kj = keys ? r0 + row : c0 + col;
-        float m = keys ? col_lse[u] : row_lse[i];
-        float p = 0.0;
-        if (qi < pc.L && kj < pc.S && !(causal && kj > qi) && m != NEG_INF) {
-          float v = s[i * TN + u] * pc.scale;
-          if (has_bias) v += bias_at(bh, qi, kj);
-          if (v != NEG_INF) p = exp(v - m);
-        }
-        float ds = p * (dp[i * TN + u] - (keys ? col_delta[u] : row_delta[i]));
-        if (keys) {
-          T1[row * PS + col / 4u][col % 4u] = p;
-          T2[row * PS + col / 4u][col % 4u] = ds;
-        } else {
-          T1[row * PS + col / 4u][col % 4u] = ds;
+        uint qi = c0 + tx + u * NTX;
+        bool live = keys && qi < pc.L;
+        col_lse[u] = live ? lse.v[bq * pc.L + qi] : NEG_INF;
+        col_delta[u] = live ? delta.v[bq * pc.L + qi] : 0.0;
+      }
+      [[unroll]] for (uint i = 0u; i < TM; ++i) {
+        uint row = ty + i * NTY;
+        [[unroll]] for (uint u = 0u; u < TN; ++u) {
+          uint col = tx + u * NTX;
+          uint qi = keys ? c0 + col : r0 + row, kj = keys ? r0 + row : c0 + col;
+          float m = keys ? col_lse[u] : row_lse[i];
+          float p = 0.0;
+          if (qi < pc.L && kj < pc.S && !(causal && kj > qi) && m != NEG_INF) {
+            float v = s[i * TN + u] * pc.scale;
+            if (has_bias) v += bias_at(bq, qi, kj);
+            if (v != NEG_INF) p = exp(v - m);
+          }
+          float ds = p * (dp[i * TN + u] - (keys ? col_delta[u] : row_delta[i]));
+          if (keys) {
+            T1[row * PS + col / 4u][col % 4u] = p;
+            T2[row * PS + col / 4u][col % 4u] = ds;
+          } else {
+            T1[row * PS + col / 4u][col % 4u] = ds;
+          }
         }
       }
-    }
-    barrier();
+      barrier();
 
-    if (keys) {
-      ACCUMULATE(acc2, T1, C2);  // dv += P^T dO
-      ACCUMULATE(acc1, T2, C1);  // dk += dS^T q
-    } else {
-      ACCUMULATE(acc1, T1, C1);  // dq += dS k
+      if (keys) {
+        ACCUMULATE(acc2, T1, C2);  // dv += P^T dO
+        ACCUMULATE(acc1, T2, C1);  // dk += dS^T q
+      } else {
+        ACCUMULATE(acc1, T1, C1);  // dq += dS k
+      }
     }
   }
 

@@ -37,6 +37,8 @@ void main() {
   // A driver running other subgroup sizes than this pipeline was made for would
   // compute garbage: write nothing (uniform across the workgroup).
   if (gl_NumSubgroups != WARPS) return;
+  // bh: mode 1 a (batch, k/v head), whose keys every query head of its group sees (GQA);
+  // mode 2 a (batch, query head).
   uint bh = gl_WorkGroupID.y, r0 = gl_WorkGroupID.x * BR;
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   bool causal = (pc.flags & ATTENTION_CAUSAL) != 0u, has_bias = (pc.flags & ATTENTION_BIAS) != 0u;
@@ -62,53 +64,57 @@ void main() {
   // first owned key, and mode 2 stops after the last owned query.
   uint cbegin = keys && causal ? r0 : 0u;
   uint cend = !keys && causal ? min(pc.S, r0 + BR) : ncols;
-  for (uint c0 = cbegin; c0 < cend; c0 += BC) {
-    barrier();  // the previous tile's readers of C1 and C2 are done
-    if (keys) {
-      LOAD_ROWS(C1, 0u, BC, pc.q, ATTENTION_TM_Q, bh, c0, pc.L, pc.E);
-      LOAD_ROWS(C2, 0u, BC, pc.g, ATTENTION_TM_G, bh, c0, pc.L, pc.Ev);
-    } else {
-      LOAD_ROWS(C1, 0u, BC, pc.k, ATTENTION_TM_K, bh, c0, pc.S, pc.E);
-      LOAD_ROWS(C2, 0u, BC, pc.v, ATTENTION_TM_V, bh, c0, pc.S, pc.Ev);
-    }
-    barrier();
-
-    SCORES(R1, wr * OP, C1, 0u, sat);
-    float p[PE];
-    [[unroll]] for (uint e = 0u; e < PE; ++e) {
-      uint i = lane + e * SG, r = i / BC, c = i % BC;
-      uint qi = keys ? c0 + c : r0 + wr + r, kj = keys ? r0 + wr + r : c0 + c;
-      p[e] = 0.0;
-      if (qi < pc.L && kj < pc.S && !(causal && kj > qi)) {
-        float m = lse.v[bh * pc.L + qi];
-        float v = Ss[sat + r * SP + c] * pc.scale;
-        if (has_bias) v += bias_at(bh, qi, kj);
-        if (m != NEG_INF && v != NEG_INF) p[e] = exp(v - m);
-      }
-    }
-    subgroupBarrier();  // the scores are read
-    SCORES(R2, wr * OP, C2, 0u, sat);
-    [[unroll]] for (uint e = 0u; e < PE; ++e) {
-      uint i = lane + e * SG, r = i / BC, c = i % BC;
-      uint qi = keys ? c0 + c : r0 + wr + r;
-      float ds = 0.0;
-      if (p[e] != 0.0) ds = p[e] * (Ss[sat + r * SP + c] - delta.v[bh * pc.L + qi]);
+  uint group = keys ? pc.H / pc.Hkv : 1u;
+  for (uint t_ = 0u; t_ < group; ++t_) {  // mode 1: each query head of the group
+    uint bq = keys ? query_head(bh, t_) : bh, bk = keys ? bh : kv_head(bh);
+    for (uint c0 = cbegin; c0 < cend; c0 += BC) {
+      barrier();  // the previous tile's readers of C1 and C2 are done
       if (keys) {
-        staged(T1, tat + r * TP + c) = to_elem(p[e]);
-        staged(T2, tat + r * TP + c) = to_elem(ds);
+        LOAD_ROWS(C1, 0u, BC, pc.q, ATTENTION_TM_Q, bq, c0, pc.L, pc.E);
+        LOAD_ROWS(C2, 0u, BC, pc.g, ATTENTION_TM_G, bq, c0, pc.L, pc.Ev);
       } else {
-        staged(T1, tat + r * TP + c) = to_elem(ds);
+        LOAD_ROWS(C1, 0u, BC, pc.k, ATTENTION_TM_K, bk, c0, pc.S, pc.E);
+        LOAD_ROWS(C2, 0u, BC, pc.v, ATTENTION_TM_V, bk, c0, pc.S, pc.Ev);
       }
-    }
-    subgroupBarrier();
+      barrier();
 
-    if (keys) {
-      ACCUMULATE(acc2, EP, T1, tat, C2, 0u);  // dv += P^T dO
-      ACCUMULATE(acc1, EP, T2, tat, C1, 0u);  // dk += dS^T q
-    } else {
-      ACCUMULATE(acc1, EP, T1, tat, C1, 0u);  // dq += dS k
+      SCORES(R1, wr * OP, C1, 0u, sat);
+      float p[PE];
+      [[unroll]] for (uint e = 0u; e < PE; ++e) {
+        uint i = lane + e * SG, r = i / BC, c = i % BC;
+        uint qi = keys ? c0 + c : r0 + wr + r, kj = keys ? r0 + wr + r : c0 + c;
+        p[e] = 0.0;
+        if (qi < pc.L && kj < pc.S && !(causal && kj > qi)) {
+          float m = lse.v[bq * pc.L + qi];
+          float v = Ss[sat + r * SP + c] * pc.scale;
+          if (has_bias) v += bias_at(bq, qi, kj);
+          if (m != NEG_INF && v != NEG_INF) p[e] = exp(v - m);
+        }
+      }
+      subgroupBarrier();  // the scores are read
+      SCORES(R2, wr * OP, C2, 0u, sat);
+      [[unroll]] for (uint e = 0u; e < PE; ++e) {
+        uint i = lane + e * SG, r = i / BC, c = i % BC;
+        uint qi = keys ? c0 + c : r0 + wr + r;
+        float ds = 0.0;
+        if (p[e] != 0.0) ds = p[e] * (Ss[sat + r * SP + c] - delta.v[bq * pc.L + qi]);
+        if (keys) {
+          staged(T1, tat + r * TP + c) = to_elem(p[e]);
+          staged(T2, tat + r * TP + c) = to_elem(ds);
+        } else {
+          staged(T1, tat + r * TP + c) = to_elem(ds);
+        }
+      }
+      subgroupBarrier();
+
+      if (keys) {
+        ACCUMULATE(acc2, EP, T1, tat, C2, 0u);  // dv += P^T dO
+        ACCUMULATE(acc1, EP, T2, tat, C1, 0u);  // dk += dS^T q
+      } else {
+        ACCUMULATE(acc1, EP, T1, tat, C1, 0u);  // dq += dS k
+      }
+      subgroupBarrier();  // the tiles are read before the next walk step writes them
     }
-    subgroupBarrier();  // the tiles are read before the next walk step writes them
   }
 
   uint rows = keys ? pc.S : pc.L;

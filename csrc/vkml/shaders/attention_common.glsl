@@ -13,18 +13,27 @@
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
-// Element offset of row `row` (of `rows`) of head bh in an operand `n` wide.
+// Element offset of row `row` (of `rows`) of head bh in an operand `n` wide; bh counts
+// the operand's own heads (k's and v's Hkv for them and their grads, else H).
 uint row_offset(uint tm_flag, uint bh, uint row, uint rows, uint n) {
   if ((pc.flags & tm_flag) == 0u) return (bh * rows + row) * n;
-  uint b = bh / pc.H, h = bh % pc.H;
+  bool kv = tm_flag == ATTENTION_TM_K || tm_flag == ATTENTION_TM_V ||
+            (tm_flag >= ATTENTION_TM_DST && (pc.flags & ATTENTION_DST_KV) != 0u);
+  uint heads = kv ? pc.Hkv : pc.H;
+  uint b = bh / heads, h = bh % heads;
   uint shift = tm_flag == ATTENTION_TM_Q ? 0u
              : tm_flag == ATTENTION_TM_K ? 8u
              : tm_flag == ATTENTION_TM_V ? 16u
              : tm_flag == ATTENTION_TM_G ? 24u
                                          : 32u;
   uint m = shift < 32u ? max((pc.tm_mult >> shift) & 255u, 1u) : 1u;
-  return ((b * rows + row) * m * pc.H + h) * n;
+  return ((b * rows + row) * m * heads + h) * n;
 }
+
+// The (batch, k/v head) of query head bh: H / Hkv query heads share one (GQA).
+uint kv_head(uint bh) { return bh / pc.H * pc.Hkv + bh % pc.H / (pc.H / pc.Hkv); }
+// Query head t of the group that shares k/v head bkv.
+uint query_head(uint bkv, uint t) { return bkv / pc.Hkv * pc.H + bkv % pc.Hkv * (pc.H / pc.Hkv) + t; }
 
 // The additive bias of query i, key j in head bh.
 float bias_at(uint bh, uint i, uint j) {

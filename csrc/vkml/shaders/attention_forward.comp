@@ -43,7 +43,7 @@ shared vec4 Ps[BQ * PS];   // [query row][key]: this tile's probabilities
 shared float red[BQ * NTX];  // a partial row maximum (then sum) per thread
 
 void main() {
-  uint bh = gl_WorkGroupID.y, q0 = gl_WorkGroupID.x * BQ;
+  uint bh = gl_WorkGroupID.y, q0 = gl_WorkGroupID.x * BQ, bkv = kv_head(bh);
   uint t = gl_LocalInvocationID.x, tx = t % NTX, ty = t / NTX;
   bool causal = (pc.flags & ATTENTION_CAUSAL) != 0u, has_bias = (pc.flags & ATTENTION_BIAS) != 0u;
 
@@ -60,8 +60,8 @@ void main() {
   uint kend = causal ? min(pc.S, q0 + BQ) : pc.S;
   for (uint k0 = 0u; k0 < kend; k0 += BKV) {
     barrier();  // the previous tile's readers of Ks, Vs and Ps are done
-    LOAD_TILE(Ks, QS, BKV, pc.k, ATTENTION_TM_K, bh, k0, pc.S, pc.E);
-    LOAD_TILE(Vs, E4, BKV, pc.v, ATTENTION_TM_V, bh, k0, pc.S, pc.Ev);
+    LOAD_TILE(Ks, QS, BKV, pc.k, ATTENTION_TM_K, bkv, k0, pc.S, pc.E);
+    LOAD_TILE(Vs, E4, BKV, pc.v, ATTENTION_TM_V, bkv, k0, pc.S, pc.Ev);
     barrier();
 
     float s[TM * TN];

@@ -43,7 +43,7 @@ void main() {
   // A driver running other subgroup sizes than this pipeline was made for would
   // compute garbage: write nothing (uniform across the workgroup).
   if (gl_NumSubgroups != WARPS) return;
-  uint bh = gl_WorkGroupID.y, q0 = gl_WorkGroupID.x * BR;
+  uint bh = gl_WorkGroupID.y, q0 = gl_WorkGroupID.x * BR, bkv = kv_head(bh);
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   bool causal = (pc.flags & ATTENTION_CAUSAL) != 0u, has_bias = (pc.flags & ATTENTION_BIAS) != 0u;
   uint wr = warp * MM;  // the subgroup's first row: of the tile, its scratch, its stats
@@ -66,8 +66,8 @@ void main() {
   uint kend = causal ? min(pc.S, q0 + BR) : pc.S;
   for (uint k0 = 0u; k0 < kend; k0 += BC) {
     barrier();  // the previous tile's readers of Ks and Vs are done
-    LOAD_ROWS(Ks, 0u, BC, pc.k, ATTENTION_TM_K, bh, k0, pc.S, pc.E);
-    LOAD_ROWS(Vs, 0u, BC, pc.v, ATTENTION_TM_V, bh, k0, pc.S, pc.Ev);
+    LOAD_ROWS(Ks, 0u, BC, pc.k, ATTENTION_TM_K, bkv, k0, pc.S, pc.E);
+    LOAD_ROWS(Vs, 0u, BC, pc.v, ATTENTION_TM_V, bkv, k0, pc.S, pc.Ev);
     barrier();
     SCORES(Qs, wr * OP, Ks, 0u, sat);
 

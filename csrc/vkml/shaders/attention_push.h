@@ -15,6 +15,8 @@
 #define ATTENTION_TM_G 32u
 #define ATTENTION_TM_DST 64u
 #define ATTENTION_TM_DST2 128u
+// The results at dst and dst2 have k's and v's heads (the key/value grads under GQA).
+#define ATTENTION_DST_KV 256u
 
 // Modes (specialization constant 0 of attention_backward.comp). The launcher keys its
 // pipelines by mode too, ATTENTION_FORWARD standing for attention_forward.comp (no modes),
@@ -39,7 +41,9 @@ VKML_PUSH_BEGIN(Push)
   uint flags;
   float scale;
   uint tm_mult;  // row-stride multiples of token-major q, k, v, dO: a byte each
-VKML_PUSH_END(Push, 9 * 8 + 12 * 4)
+  uint Hkv;      // heads of k and v, dividing H: H / Hkv query heads share each (GQA)
+  uint pad;
+VKML_PUSH_END(Push, 9 * 8 + 14 * 4)
 VKML_CONTRACT_END(attention_detail)
 
 #endif
