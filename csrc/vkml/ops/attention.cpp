@@ -18,8 +18,7 @@ namespace {
 
 using Push = attention_detail::Push;
 
-constexpr int64_t kMaxHeadDim = 128;  // a thread's gradient columns: at most 4 vec4s x 8 lanes
-constexpr uint32_t kLanes = 8;        // NTX of the kernels' thread grids
+constexpr uint32_t kLanes = 8;  // NTX of the kernels' thread grids
 
 // A register-blocked tile of the kernels (attention_forward.comp,
 // attention_backward.comp): an NTY x 8 thread grid, each thread holding TM rows by TN
@@ -52,7 +51,7 @@ template <typename Floats>
 Tiling choose(Device& dev, const AttentionShape& s, const int (&order)[kTilingCount],
               Floats floats) {
   int64_t e = std::max(s.E, s.Ev);
-  if (e <= 0 || e > kMaxHeadDim) return {};
+  if (e <= 0 || e > kAttentionMaxHeadDim) return {};
   auto fitted = [&](int i) {
     Tiling t = kTilings[i];
     t.ep = uint32_t((e + 31) / 32 * 32);
@@ -96,7 +95,7 @@ Tiling backward_tiling(Device& dev, const AttentionShape& s) {
 // class, tiling). ATTENTION_FORWARD is the forward.
 VkPipeline pipeline(Device& dev, DType dtype, uint32_t mode, const Tiling& t) {
   static const PipelineSlots slots(
-      {16, ATTENTION_QUERY_GRAD + 1, kMaxHeadDim / 32 + 1, uint32_t(kTilingCount)});
+      {16, ATTENTION_QUERY_GRAD + 1, kAttentionMaxHeadDim / 32 + 1, uint32_t(kTilingCount)});
   return slots.get(dev, {uint32_t(dtype), mode, t.ep / 32, t.index}, [&] {
     check_float_dtype(dev, dtype, "scaled_dot_product_attention");
     if (mode == ATTENTION_FORWARD) {

@@ -19,6 +19,11 @@ struct AttentionLayout {
   bool o = false;           // the forward's output (m = 1)
 };
 
+// The largest head dim (of q/k and of v) the fused kernels take: a scalar kernel thread
+// holds at most 4 vec4s x 8 lanes of gradient columns, and the matrix-unit kernels'
+// shared arrays are sized for it.
+constexpr int64_t kAttentionMaxHeadDim = 128;
+
 struct AttentionShape {
   int64_t B = 1, H = 1;   // batch and heads: BH = B * H rows of tiles
   int64_t L = 0, S = 0;   // query and key lengths

@@ -13,8 +13,6 @@ namespace vkml::ops {
 
 namespace {
 
-constexpr int64_t kMaxHeadDim = 128;
-
 // A tiling: `warps` subgroups, each owning MM rows, walking `cols` rows of the other
 // operands at a time. Largest first; the first whose shared arrays fit is taken.
 struct Tiling {
@@ -60,7 +58,7 @@ AttentionCoopmatKernel attention_coopmat_kernel(Device& dev, DType dtype, uint32
                                                 const AttentionShape& s) {
   if (dtype != DType::f16 && dtype != DType::bf16) return {};
   const int64_t e = std::max(s.E, s.Ev);
-  if (e <= 0 || e > kMaxHeadDim) return {};
+  if (e <= 0 || e > kAttentionMaxHeadDim) return {};
   const MatrixUnits u = matrix_units(dev, dtype);
   if (u.m == 0) return {};
   const bool bf16 = dtype == DType::bf16;
@@ -77,8 +75,8 @@ AttentionCoopmatKernel attention_coopmat_kernel(Device& dev, DType dtype, uint32
         shared_bytes(mode, t, u, ep) > info.max_shared_memory ||
         uint64_t(ceil_div(owned, int64_t(rows))) > max_x)
       continue;
-    static const PipelineSlots slots(
-        {4, ATTENTION_QUERY_GRAD + 1, kMaxHeadDim / 32 + 1, uint32_t(std::size(kTilings))});
+    static const PipelineSlots slots({4, ATTENTION_QUERY_GRAD + 1, kAttentionMaxHeadDim / 32 + 1,
+                                      uint32_t(std::size(kTilings))});
     VkPipeline pipeline = slots.get(
         dev, {uint32_t(bf16) * 2 + uint32_t(u.emulated), mode, uint32_t(ep / 32), i}, [&] {
           return dev.pipelines().get(
