@@ -281,6 +281,7 @@ def test_bench_profiles_cover_the_suite(profile, big):
         "layer_norm/",
         "conv2d/",
         "conv2d-bwd/",
+        "sdpa-fwd+bwd-gqa",
         "train/digits-mlp/",
         "train/small-cnn/",
         "train/resnet18/",

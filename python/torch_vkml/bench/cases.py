@@ -140,16 +140,19 @@ def cross_entropy(rows: int, classes: int) -> Case:
     )
 
 
-def attention(b: int, h: int, seq: int, e: int, dt: str, backward: bool) -> Case:
+def attention(b: int, h: int, seq: int, e: int, dt: str, backward: bool, kv_heads: int = 0) -> Case:
     """Causal scaled_dot_product_attention of [b, h, seq, e] q, k, v; with `backward`,
-    forward plus the gradients of q, k and v."""
+    forward plus the gradients of q, k and v. `kv_heads`: k and v with that many heads,
+    grouped-query attention (enable_gqa) as Llama-style models call it."""
+    hkv = kv_heads or h
 
     def setup(device):
-        q, k, v = (_rand((b, h, seq, e), _DT[dt], device, i).requires_grad_() for i in range(3))
+        shapes = [(b, h, seq, e), (b, hkv, seq, e), (b, hkv, seq, e)]
+        q, k, v = (_rand(x, _DT[dt], device, i).requires_grad_() for i, x in enumerate(shapes))
         g = _rand((b, h, seq, e), _DT[dt], device, 3)
 
         def run():
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=hkv != h)
             if backward:
                 return torch.autograd.grad(out, (q, k, v), g)
             return out
@@ -158,7 +161,7 @@ def attention(b: int, h: int, seq: int, e: int, dt: str, backward: bool) -> Case
 
     # Causal: half of the 4 * seq^2 * e multiply-adds of q k^T and P v; backward ~2.5x.
     flops = 2.0 * b * h * seq * seq * e * (3.5 if backward else 1.0)
-    kind = "fwd+bwd" if backward else "fwd"
+    kind = ("fwd+bwd" if backward else "fwd") + (f"-gqa{hkv}" if hkv != h else "")
     return Case(f"sdpa-{kind}/{dt}/{b}x{h}x{seq}x{e}", "micro", "TFLOP/s", flops, setup)
 
 
@@ -538,6 +541,7 @@ def build(profile: str, big: bool) -> list[Case]:
             optimizer_step(64, 16 * 1024, False),
             attention(1, 4, 128, 64, "fp32", False),
             attention(1, 4, 128, 64, "fp32", True),
+            attention(1, 8, 128, 64, "fp32", True, kv_heads=2),
             fft("c2c", 256, (1024,)),
             fft("c2c", 16, (4099,)),  # a prime: Bluestein
             fft("r2c", 256, (1024,)),
@@ -633,6 +637,10 @@ def build(profile: str, big: bool) -> list[Case]:
     seq = 2048 if big else 256
     for dt in ("fp32", "fp16", "bf16") if big else ("fp32",):
         cases += [attention(8, 12, seq, 64, dt, False), attention(8, 12, seq, 64, dt, True)]
+    # Grouped-query attention (32 query heads over 8 k/v heads, head dim 128), as Llama 3
+    # 8B calls it, in the dtype such models train in.
+    gqa_dt = "bf16" if big else "fp32"
+    cases.append(attention(2 if big else 1, 32, seq // 2, 128, gqa_dt, True, kv_heads=8))
     n = 32 if big else 1
     cases += [conv2d(n, cin, hw, cout, k, s, lbl) for cin, hw, cout, k, s, lbl in _R50]
     cases += [conv2d(n, cin, hw, cout, k, s, lbl, True) for cin, hw, cout, k, s, lbl in _R50[1:]]
