@@ -632,3 +632,39 @@ def test_tied_embeddings_survive_move(name):
         msg=lambda m: f"tied embedding after one AdamW step: {m}",
     )
     assert_no_fallback()
+
+
+def test_grouped_query_attention_runs_fused():
+    """Llama's 4 query heads over 2 k/v heads: with no padding mask, transformers' sdpa
+    integration passes enable_gqa, and vkml's fused kernel must take k and v with their
+    own 2 heads (no repeat_interleave of the math path), forward and backward, with the
+    CPU's loss and gradients."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class FusedCalls(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.heads, self.ops = [], []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(func.__name__)
+            if func.__name__.startswith("_scaled_dot_product_fused_attention_overrideable"):
+                q, k, v = args[1:4] if "backward" in func.__name__ else args[:3]
+                self.heads.append((q.shape[1], k.shape[1], v.shape[1]))
+            return func(*args, **(kwargs or {}))
+
+    cpu, vk = _twins("llama")
+    ids = _causal_batch()["input_ids"]
+    calls = FusedCalls()
+    torch_vkml.reset_fallback_counts()
+    with calls:
+        loss = vk(input_ids=ids.to(VKML), labels=ids.to(VKML)).loss
+        loss.backward()
+    want = cpu(input_ids=ids, labels=ids).loss
+    want.backward()
+    # two layers, each one fused forward and one fused backward, with 4 q and 2 k/v heads
+    assert calls.heads == [(4, 2, 2)] * 4, calls.heads
+    assert not any(op.startswith("repeat_interleave") for op in calls.ops)
+    torch.testing.assert_close(loss.detach().cpu(), want.detach(), **LOSS_TOL)
+    _compare_grads(vk, cpu)
+    assert_no_fallback()
