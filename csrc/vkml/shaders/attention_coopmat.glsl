@@ -63,24 +63,7 @@ const uint RPL = SG >= MM ? 1u : MM / SG;
 const uint RSTEP = SG / LPR;
 const uint CPL = BC / LPR;
 
-#if defined(BF16)
-#define ELEM uint16_t
-#define ELEM4 u16vec4
-#define BufE BufU16
-#define BufE4 BufU16x4
-#define elem_value(x) bf16_to_f32(uint(x))
-#define to_elem(f) uint16_t(f32_to_bf16(f))
-layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufU16x4 { u16vec4 v[]; };
-#else
-#define ELEM float16_t
-#define ELEM4 f16vec4
-#define BufE BufF16
-#define BufE4 BufF16x4
-#define elem_value(x) float(x)
-#define to_elem(f) float16_t(f)
-layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF16x4 { f16vec4 v[]; };
-#endif
-#define staged(ARR, IDX) ARR[(IDX) / 4u][(IDX) % 4u]  // one element of a quad array
+#include "coopmat_elements.glsl"
 
 // Rows [row0, row0 + NR) of head bh's [rows, n] operand into TILE (quads, OP elements a
 // row) at element offset AT, zeros past its ends; a quad is one 8-byte load where the

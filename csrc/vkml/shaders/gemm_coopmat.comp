@@ -75,20 +75,8 @@ const uint AST = BK + 8, ATS = BM + 8;
 const uint BST = BN + 8, BTS = BK + 8;
 const uint CST = MN + 4;
 
-// The staged element type, and its value as a float in the emulation.
-#if defined(BF16)
-#define ELEM uint16_t
-#define ELEM4 u16vec4
-#define BufE BufU16
-#define BufE4 BufU16x4
-#define elem_value(x) bf16_to_f32(uint(x))
-#else
-#define ELEM float16_t
-#define ELEM4 f16vec4
-#define BufE BufF16
-#define BufE4 BufF16x4
-#define elem_value(x) float(x)
-#endif
+#include "coopmat_elements.glsl"
+
 // Two stages of each: a K step multiplies from one while the next step's tiles are
 // stored into the other, so one barrier per step suffices. A stage holds either form
 // (BM, BN >= BK: the [m][k] and [n][k] forms are the larger).
@@ -99,13 +87,7 @@ const uint A_STAGE = BM * AST, B_STAGE = BN * BTS;
 // stride count quads).
 shared ELEM4 As[2 * A_STAGE / 4u];  // [stage][m][k], or [stage][k][m] (GEMM_A_MFAST)
 shared ELEM4 Bs[2 * B_STAGE / 4u];  // [stage][k][n], or [stage][n][k] (GEMM_B_KFAST)
-#define staged(ARR, IDX) ARR[(IDX) / 4u][(IDX) % 4u]  // one element
 shared float Cs[WARPS * MM * CST];
-
-layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF16x4 { f16vec4 v[]; };
-#if defined(BF16)
-layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufU16x4 { u16vec4 v[]; };
-#endif
 
 #include "gemm_push.h"
 
