@@ -11,6 +11,7 @@ Covers every case of torch_openreg's tests/test_autocast.py (PyTorch's reference
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import assert_same, make
 from torch.testing._internal.autocast_test_lists import AutocastTestLists
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -488,3 +489,27 @@ def test_grad_scaler_on_a_device_without_float64():
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.startswith("ok")
+
+
+@pytest.mark.parametrize("low", LOW)
+def test_cross_entropy_under_autocast_is_float32_as_on_cuda(low):
+    """CUDA's cross_entropy decomposes into log_softmax and nll_loss, both float32 under
+    autocast; vkml's fused kernel must give the same float32 loss on 16-bit logits, and
+    a GradScaler's 65536 x that loss must backpropagate finite 16-bit gradients (in 16
+    bits throughout, the scaled gradient overflows and every first step is skipped)."""
+    logits = make((4, 10), low=-3, high=3).to(low)
+    target = torch.tensor([0, 3, 5, 9])
+    results = {}
+    for device in ("cpu", VKML):
+        x = logits.clone().to(device).requires_grad_()
+        with torch.autocast(device, dtype=low):
+            loss = F.cross_entropy(x, target.to(device), label_smoothing=0.1)
+        (loss * 65536.0).backward()
+        assert loss.dtype == torch.float32, device
+        assert x.grad.dtype == low and torch.isfinite(x.grad).all(), device
+        results[device] = loss, x.grad
+    assert_same(results[VKML][0], results["cpu"][0], atol=1e-5, rtol=1e-5, where="loss")
+    assert_same(results[VKML][1], results["cpu"][1], where="grad")
+    # and in inference mode (the fused kernel's PrivateUse1 registration)
+    with torch.inference_mode(), torch.autocast(VKML, dtype=low):
+        assert F.cross_entropy(logits.to(VKML), target.to(VKML)).dtype == torch.float32

@@ -45,6 +45,11 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE(VKML_DIFFERENT_REDISPATCH)
   AT_FORALL_PROMOTE(VKML_PROMOTE)
   m.impl(TORCH_SELECTIVE_NAME("aten::binary_cross_entropy"), TORCH_FN(bce_refused));
+  // cross_entropy_loss is in no list: on CUDA its decomposition's log_softmax and
+  // nll_loss reach autocast and run in float32, so the loss is float32 and 16-bit
+  // logits get their gradient through a cast. vkml's fused kernel (ops_cross_entropy.cpp)
+  // replaces that decomposition below autocast, so the cast is made here, before it.
+  VKML_FP32(cross_entropy_loss)
 
 #undef VKML_LOWER_PRECISION
 #undef VKML_FP32
