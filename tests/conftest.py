@@ -101,6 +101,19 @@ def no_fallback():
     assert counts == {}, f"ops ran on the CPU fallback: {counts}"
 
 
+@pytest.fixture
+def emulated_matrix_units():
+    """TORCH_VKML_COOPMAT=emulate in process: fp16 and bf16 GEMM, convolution and
+    attention take the matrix-unit kernels' emulated variants, plain arithmetic in place
+    of the matrix units, so that their tiling, staging, gathers, masking, softmax and
+    edges run on any device with fp16 (Debian 12's lavapipe has no matrix units;
+    scripts/lavapipe_next.sh runs the real fp16 variants on Mesa 26's)."""
+    before = torch_vkml._C._coopmat_mode()
+    torch_vkml._C._set_coopmat_mode("emulate")
+    yield
+    torch_vkml._C._set_coopmat_mode(before)
+
+
 # --------------------------------------------------------------------------
 # Test data
 # --------------------------------------------------------------------------

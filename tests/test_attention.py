@@ -353,19 +353,6 @@ def test_direct_call_rejects_dropout():
 # ------------------------------------------------- the matrix-unit kernels (fp16, bf16)
 
 
-@pytest.fixture
-def emulated_matrix_units():
-    """TORCH_VKML_COOPMAT=emulate in process: fp16 and bf16 attention (and GEMM) take the
-    matrix-unit kernels' emulated variants, plain arithmetic in place of the matrix
-    units, so that their tiling, staging, masking, softmax and edges run on any device
-    with fp16 (Debian 12's lavapipe has no matrix units; scripts/lavapipe_next.sh runs
-    the real fp16 variants on Mesa 26's)."""
-    before = torch_vkml._C._coopmat_mode()
-    torch_vkml._C._set_coopmat_mode("emulate")
-    yield
-    torch_vkml._C._set_coopmat_mode(before)
-
-
 def _attention_kernels(fn):
     """The names of the attention kernels `fn` dispatches, from the profiler."""
     with torch.profiler.profile() as prof:

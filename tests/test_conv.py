@@ -5,10 +5,16 @@ import torch
 import torch.nn.functional as F
 from conftest import MATMUL_TOLERANCES, assert_grads_close_to_cpu, assert_same, make, to_device
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 TOL = MATMUL_TOLERANCES[torch.float32]  # sums of up to a few hundred products
-F16_TOL = dict(atol=3e-2, rtol=2e-2)  # fp16 storage of inputs and results, fp32 math
+# 16-bit storage of inputs and results, fp32 math
+HALF_TOL = {
+    torch.float16: dict(atol=3e-2, rtol=2e-2),
+    torch.bfloat16: dict(atol=6e-2, rtol=3e-2),  # 8 significant bits: 4x fp16's rounding
+}
 
 
 def _leaf(shape, dtype=torch.float32):
@@ -18,7 +24,7 @@ def _leaf(shape, dtype=torch.float32):
 def check_conv(fn, x, w, b, dtype=torch.float32):
     """Forward and the gradients of x, w and b against the CPU.
 
-    float16 runs against the CPU in float32 on the same (fp16-rounded) values.
+    float16 and bfloat16 run against the CPU in float32 on the same (rounded) values.
     """
     if dtype == torch.float32:
         assert_grads_close_to_cpu(fn, x, w, *([] if b is None else [b]), **TOL)
@@ -27,14 +33,15 @@ def check_conv(fn, x, w, b, dtype=torch.float32):
     cpu = [t.detach().to(dtype).float().requires_grad_() for t in inputs]
     vk = [t.detach().to(dtype).to("vkml").requires_grad_() for t in inputs]
     expected, actual = fn(*cpu), fn(*vk)
-    assert actual.dtype == torch.float16
-    assert_same(actual.float(), expected, where="forward", **F16_TOL)
+    tol = HALF_TOL[dtype]
+    assert actual.dtype == dtype
+    assert_same(actual.float(), expected, where="forward", **tol)
     grad = make(expected.shape, low=-1, high=1).to(dtype)
     expected.backward(grad.float())
     actual.backward(grad.to("vkml"))
     for i, (c, v) in enumerate(zip(cpu, vk, strict=True)):
-        assert v.grad.dtype == torch.float16
-        assert_same(v.grad.float(), c.grad, where=f"grad[{i}]", **F16_TOL)
+        assert v.grad.dtype == dtype
+        assert_same(v.grad.float(), c.grad, where=f"grad[{i}]", **tol)
 
 
 # (N, Cin, spatial, Cout, kernel, stride, padding, dilation, groups, bias)
@@ -242,3 +249,117 @@ def test_tiny_cnn_trains_like_cpu():
             opt.step()
     for (name, pc), pv in zip(cpu.state_dict().items(), vk.state_dict().values(), strict=True):
         assert_same(pv, pc, where=name, atol=1e-4, rtol=1e-4)
+
+
+# ------------------------------------------------- the matrix-unit kernel (fp16, bf16)
+
+# (conv, N, Cin, spatial, Cout, kernel, stride, padding, dilation, groups): 32+ output rows
+# and columns per group, so every implicit GEMM of forward and backward takes
+# conv_coopmat.comp. Ragged tiles (rows, columns and K not multiples of 64 and 16), each
+# mode: forward, data grad (plain, strided-and-dilated, by phases), weight grad.
+MATRIX_UNIT_CONVS = {
+    "3x3_ragged": (F.conv2d, 2, 36, (9, 11), 40, 3, 1, 1, 1, 1),
+    "stride2_phases": (F.conv2d, 2, 40, (12, 10), 64, 3, 2, 1, 1, 1),
+    "stride2_dilation2": (F.conv2d, 1, 32, (11, 9), 33, 3, 2, 2, 2, 1),
+    "groups2_rect": (F.conv2d, 1, 64, (8, 7), 96, (3, 2), 1, (2, 0), 1, 2),
+    "conv1d_k5": (F.conv1d, 3, 33, (40,), 48, 5, 1, 2, 1, 1),
+    "conv3d": (F.conv3d, 2, 32, (4, 5, 6), 32, 3, 1, 1, 1, 1),
+    "1x1_weight_grad": (F.conv2d, 2, 64, (6, 6), 64, 1, 1, 0, 1, 1),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("case", list(MATRIX_UNIT_CONVS))
+def test_matrix_unit_conv_matches_cpu(case, dtype, emulated_matrix_units):
+    conv, n, ci, sp, co, k, s, p, d, g = MATRIX_UNIT_CONVS[case]
+    ks = (k,) * len(sp) if isinstance(k, int) else k
+    x, w, b = _leaf((n, ci, *sp)), _leaf((co, ci // g, *ks)), _leaf(co)
+    check_conv(
+        lambda x, w, b: conv(x, w, b, stride=s, padding=p, dilation=d, groups=g), x, w, b, dtype
+    )
+
+
+def _conv_kernels(fn):
+    """The names of the convolution kernels `fn` dispatches, from the profiler."""
+    with torch.profiler.profile() as prof:
+        fn()
+        torch_vkml.synchronize()
+    return {e.key.split("[")[0] for e in prof.key_averages() if e.key.startswith("conv")}
+
+
+def test_matrix_unit_conv_is_the_one_run(emulated_matrix_units):
+    x, w = _leaf((2, 36, 9, 11)), _leaf((40, 36, 3, 3))
+    for dtype, name in (
+        (torch.float16, "conv_coopmat_emulated"),
+        (torch.bfloat16, "conv_coopmat_emulated_bf16"),
+    ):
+        xd, wd = (t.detach().to(dtype).to("vkml").requires_grad_() for t in (x, w))
+        step = lambda xd=xd, wd=wd: F.conv2d(xd, wd, padding=1).sum().backward()  # noqa: E731
+        assert _conv_kernels(step) == {name}  # forward, data grad and weight grad
+        # 16 output channels: too few rows for a 64-row tile, conv_gemm.comp runs
+        w16 = _leaf((16, 36, 3, 3)).detach().to(dtype).to("vkml")
+        assert _conv_kernels(lambda xd=xd, w16=w16: F.conv2d(xd, w16, padding=1)) == {
+            "conv_gemm_" + {torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
+        }
+    # float32 keeps conv_gemm.comp
+    xf, wf = x.detach().to("vkml"), w.detach().to("vkml")
+    assert _conv_kernels(lambda: F.conv2d(xf, wf, padding=1)) == {"conv_gemm_f32"}
+    # with the matrix units off (TORCH_VKML_COOPMAT=0), fp16 keeps conv_gemm.comp too
+    torch_vkml._C._set_coopmat_mode("0")
+    xh, wh = x.detach().half().to("vkml"), w.detach().half().to("vkml")
+    assert _conv_kernels(lambda: F.conv2d(xh, wh, padding=1)) == {"conv_gemm_f16"}
+
+
+def test_matrix_unit_conv_trains_resnet_blocks_under_autocast(emulated_matrix_units):
+    """torchvision-style basic blocks (conv-bn-relu, a strided downsample with a 1x1
+    shortcut) under fp16 autocast with a GradScaler, two steps: loss and parameters
+    against the same program on the CPU in float32 (autocast to fp16 there too)."""
+
+    def block(cin, cout, stride):
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False),
+            torch.nn.BatchNorm2d(cout),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False),
+            torch.nn.BatchNorm2d(cout),
+        )
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 32, 3, 1, 1)
+            self.a = block(32, 32, 1)
+            self.b = block(32, 64, 2)
+            self.short = torch.nn.Conv2d(32, 64, 1, 2, bias=False)
+            self.head = torch.nn.Linear(64, 10)
+
+        def forward(self, x):
+            x = F.relu(self.stem(x))
+            x = F.relu(self.a(x) + x)
+            x = F.relu(self.b(x) + self.short(x))
+            return self.head(x.mean((2, 3)))
+
+    torch.manual_seed(0)
+    cpu = Net()
+    vk = Net()
+    vk.load_state_dict(cpu.state_dict())
+    vk = vk.to("vkml")
+    x = make((4, 3, 12, 12), low=-1, high=1)
+    y = torch.tensor([0, 3, 5, 9])
+    for model, dev in ((cpu, "cpu"), (vk, "vkml")):
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        scaler = torch.amp.GradScaler(dev)
+        losses = []
+        for _ in range(2):
+            with torch.autocast(dev, dtype=torch.float16):
+                loss = F.cross_entropy(model(x.to(dev)), y.to(dev))
+            opt.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            losses.append(loss.detach().float().cpu())
+        model.losses = losses
+    for i, (lc, lv) in enumerate(zip(cpu.losses, vk.losses, strict=True)):
+        assert abs(lv.item() - lc.item()) < 2e-2, f"loss {i}: {lv.item()} vs {lc.item()}"
+    for (name, pc), pv in zip(cpu.state_dict().items(), vk.state_dict().values(), strict=True):
+        assert_same(pv, pc, where=name, atol=2e-2, rtol=2e-2)

@@ -73,6 +73,28 @@ def test_conv_weight_grad_splits_on_large_tiles():
     assert_grads_close_to_cpu(lambda a, b: F.conv2d(a, b, padding=1), x, w, atol=2e-3, rtol=1e-3)
 
 
+def test_conv_weight_grad_splits_on_matrix_units(emulated_matrix_units):
+    """fp16's weight grad on the matrix-unit kernel (emulated here): the same K slices as
+    conv_gemm.comp's 64 x 64 tiles above, its fp32 partials added by conv_gemm.comp's
+    pass. Sums of 16384 fp16 products in fp32: against the CPU in float32 on the same
+    fp16 values, within the fp16 store's rounding."""
+    x, gy = (
+        make((16, 16, 32, 32), low=-1, high=1).half(),
+        make((16, 32, 32, 32), low=-1, high=1).half(),
+    )
+    w = make((32, 16, 3, 3), low=-1, high=1).half()
+
+    def weight_grad(x, gy, w):
+        args = ([1, 1], [1, 1], [1, 1], False, [0, 0], 1, [False, True, False])
+        return torch.ops.aten.convolution_backward(gy, x, w, None, *args)[1]
+
+    gw, ran = kernels(lambda: weight_grad(x.to("vkml"), gy.to("vkml"), w.to("vkml")))
+    split = {k: v for k, v in ran.items() if k.startswith("conv_coopmat_emulated[2,")}
+    assert list(split.values()) == [(1, 3 * 64)], ran  # 1 x 3 tiles by 64 slices
+    assert ran.get("conv_gemm_f16[2,64,32,4,16]") == (1, 32 * 144 // 64), ran  # the sum pass
+    assert_same(gw.float(), weight_grad(x.float(), gy.float(), w.float()), atol=0.1, rtol=2e-3)
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_attention_backward_on_the_smallest_tiling(causal):
     q, k, v = (make((1, 2, 70, 32), low=-1, high=1).requires_grad_() for _ in range(3))

@@ -169,7 +169,9 @@ def main() -> int:
             f.write(retyped)
         spv = os.path.join(tmp, "bf16.spv")
         run(tool("spirv-as"), "--target-env", args.target_env, "-o", spv, asm)
-        run(tool("spirv-val"), "--target-env", args.target_env, spv)
+        # Every device runs with scalarBlockLayout (runtime/physical_device.cpp), which
+        # push blocks with vectors across 16-byte boundaries need (conv_push.h).
+        run(tool("spirv-val"), "--target-env", args.target_env, "--scalar-block-layout", spv)
         shutil.copyfile(spv, args.output)
     return 0
 

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "vkml/core/error.h"
+#include "vkml/ops/conv_coopmat.h"
 #include "vkml/ops/launch.h"
 #include "vkml/ops/matmul.h"
 #include "vkml/ops/window.h"
@@ -123,17 +125,30 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
                                                           : cig * prod3(s.kernel);
     if (shader_mode != CONV_PHASED_DATA_GRAD) phases = 1;
     const int64_t k = mode == CONV_WEIGHT_GRAD ? s.n * prod3(s.out) : 0;
-    // The weight grad's split-K (launch.h, conv_gemm.comp) multiplies its few tiles.
-    const int64_t tiles64 = phases * s.groups * ceil_div(rows, 64) * ceil_div(cols, 64);
-    const int64_t splits64 = mode == CONV_WEIGHT_GRAD ? k_splits(dev, tiles64, k, w_numel) : 1;
-    const int32_t bm = conv_tile(dev, tiles64 * splits64);
-    const int32_t per_thread = bm == 128 ? 8 : 4;  // outputs along each side
-    const int32_t threads = (bm / per_thread) * (bm / per_thread);
-    const uint32_t tile_class = bm == 128 ? 5 : bm == 64 ? 4 : 0;
-    VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(shader_mode), tile_class}, [&] {
-      return dev.pipelines().get(shaders::conv_gemm(dtype),
-                                 {shader_mode, threads, bm, per_thread, bm == 128 ? 8 : 16});
-    });
+    // conv_gemm.comp with a 32 (0), 64 (4) or 128 (5) tile; its CONV_SUM pass adds the
+    // split-K partials of either kernel.
+    auto gemm_pipeline = [&](int32_t bm) {
+      const int32_t per_thread = bm == 128 ? 8 : 4;  // outputs along each side
+      const int32_t threads = (bm / per_thread) * (bm / per_thread);
+      const uint32_t tile_class = bm == 128 ? 5 : bm == 64 ? 4 : 0;
+      VkPipeline pipeline =
+          slots.get(dev, {uint32_t(dtype), uint32_t(shader_mode), tile_class}, [&] {
+            return dev.pipelines().get(shaders::conv_gemm(dtype),
+                                       {shader_mode, threads, bm, per_thread, bm == 128 ? 8 : 16});
+          });
+      return std::pair{pipeline, uint32_t(threads)};
+    };
+    // fp16 and bf16 on the matrix units where they are in use, else conv_gemm.comp.
+    const ConvCoopmatKernel coopmat = conv_coopmat_kernel(dev, dtype, shader_mode, rows, cols);
+    VkPipeline pipeline = coopmat.pipeline;
+    int64_t bm = coopmat.tile;
+    if (!pipeline) {
+      // The weight grad's split-K (launch.h) multiplies its few tiles.
+      const int64_t tiles64 = phases * s.groups * ceil_div(rows, 64) * ceil_div(cols, 64);
+      const int64_t splits64 = mode == CONV_WEIGHT_GRAD ? k_splits(dev, tiles64, k, w_numel) : 1;
+      bm = conv_tile(dev, tiles64 * splits64);
+      pipeline = gemm_pipeline(int32_t(bm)).first;
+    }
     const int64_t tiles = phases * s.groups * ceil_div(rows, bm) * ceil_div(cols, bm);
     const int64_t splits = mode == CONV_WEIGHT_GRAD ? k_splits(dev, tiles, k, w_numel) : 1;
     if (splits == 1) {
@@ -159,7 +174,8 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     Access second;
     second.read(span_elems(scratch.address, splits * w_numel, 4));
     second.write(span_elems(out, w_numel, is));
-    dispatch_1d(dev, pipeline, &sum, sizeof(sum), uint64_t(w_numel), uint32_t(threads), &second);
+    const auto [sum_pipeline, sum_threads] = gemm_pipeline(coopmat.pipeline ? 32 : int32_t(bm));
+    dispatch_1d(dev, sum_pipeline, &sum, sizeof(sum), uint64_t(w_numel), sum_threads, &second);
     dev.memory().free(scratch.address);
     return;
   }
