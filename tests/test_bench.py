@@ -281,15 +281,19 @@ def test_bench_profiles_cover_the_suite(profile, big):
         "layer_norm/",
         "conv2d/",
         "conv2d-bwd/",
+        "conv2d-bwd/fp16/",
         "sdpa-fwd+bwd-gqa",
         "train/digits-mlp/",
         "train/small-cnn/",
         "train/resnet18/",
+        "train/resnet18-fp16-autocast/",
         "infer/resnet18/",
         "train/lm-",
         "infer/lm-",
     ):
         assert any(n.startswith(family) for n in names), family
+    # autocast training as users write it: GPT-style in bf16 beside ResNet's fp16 above
+    assert any(n.startswith("train/lm-") and "-bf16-autocast/" in n for n in names)
     assert all(c.work > 0 for c in built if c.unit != "us/op")
     if big:
         assert "train/resnet18/b64x224" in names

@@ -166,31 +166,44 @@ def attention(b: int, h: int, seq: int, e: int, dt: str, backward: bool, kv_head
 
 
 def conv2d(
-    n: int, cin: int, hw: int, cout: int, k: int, stride: int, label: str, backward: bool = False
+    n: int,
+    cin: int,
+    hw: int,
+    cout: int,
+    k: int,
+    stride: int,
+    label: str,
+    backward: bool = False,
+    dt: str = "fp32",
 ) -> Case:
     """F.conv2d forward; with `backward`, the data and weight gradients of a training
-    step instead (twice the forward's work)."""
+    step instead (twice the forward's work). fp16 and bf16 run on the matrix units
+    (conv_coopmat.comp) where the device has them."""
     pad = k // 2
     out_hw = (hw + 2 * pad - k) // stride + 1
 
     def setup(device):
-        x = _rand((n, cin, hw, hw), torch.float32, device, 1)
-        w = _rand((cout, cin, k, k), torch.float32, device, 2) * (1.0 / math.sqrt(cin * k * k))
+        x = _rand((n, cin, hw, hw), _DT[dt], device, 1)
+        w = (_rand((cout, cin, k, k), torch.float32, device, 2) / math.sqrt(cin * k * k)).to(
+            _DT[dt]
+        )
         if not backward:
             return lambda: F.conv2d(x, w, stride=stride, padding=pad)
         x.requires_grad_()
         w.requires_grad_()
         y = F.conv2d(x, w, stride=stride, padding=pad)
-        g = _rand(tuple(y.shape), torch.float32, device, 3)
+        g = _rand(tuple(y.shape), _DT[dt], device, 3)
         return lambda: torch.autograd.grad(y, (x, w), g, retain_graph=True)
 
     flops = 2.0 * n * cout * out_hw * out_hw * cin * k * k * (2.0 if backward else 1.0)
     return Case(
-        f"conv2d{'-bwd' if backward else ''}/fp32/{label}/n{n}",
+        f"conv2d{'-bwd' if backward else ''}/{dt}/{label}/n{n}",
         "micro",
         "TFLOP/s",
         flops,
         setup,
+        # the CPU's 16-bit convolutions are too slow for a baseline at these sizes
+        skip_baseline=set() if dt == "fp32" or flops <= 2e10 else {"cpu"},
         note=f"{cin}->{cout} {k}x{k}/{stride} @{hw}"
         + (", data + weight grads" if backward else ""),
     )
@@ -386,13 +399,24 @@ class TransformerLM(nn.Module):
         return self.ln(x) @ self.tok.weight.t()
 
 
-def _train_step(model, opt, x, y):
+def _train_step(model, opt, x, y, amp: str | None = None):
+    """One step as users write it; with `amp`, under torch.autocast in that dtype, fp16
+    with a GradScaler."""
+    dtype = _DT[amp] if amp else None
+    scaler = torch.amp.GradScaler(x.device.type) if amp == "fp16" else None
+
     def step():
         opt.zero_grad(set_to_none=True)
-        out = model(x)
-        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
-        loss.backward()
-        opt.step()
+        with torch.autocast(x.device.type, dtype=dtype, enabled=amp is not None):
+            out = model(x)
+            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        if scaler is None:
+            loss.backward()
+            opt.step()
+            return
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
 
     return step
 
@@ -457,7 +481,7 @@ def train_cnn(batch: int) -> Case:
     )
 
 
-def resnet18(batch: int, hw: int, train: bool) -> Case:
+def resnet18(batch: int, hw: int, train: bool, amp: str | None = None) -> Case:
     def setup(device):
         torch.manual_seed(0)
         model = ResNet18().to(device)
@@ -466,23 +490,30 @@ def resnet18(batch: int, hw: int, train: bool) -> Case:
             return _infer(model, x)
         y = torch.randint(0, 1000, (batch,)).to(device)
         return _train_step(
-            model, torch.optim.SGD(model.parameters(), 0.01, momentum=0.9, fused=True), x, y
+            model, torch.optim.SGD(model.parameters(), 0.01, momentum=0.9, fused=True), x, y, amp
         )
 
     kind = "train" if train else "infer"
     return Case(
-        f"{kind}/resnet18/b{batch}x{hw}",
+        f"{kind}/resnet18{f'-{amp}-autocast' if amp else ''}/b{batch}x{hw}",
         "model",
         "images/s",
         batch,
         setup,
         clock="wall",
-        note="fused SGD" if train else "no_grad",
+        note=("fused SGD" if train else "no_grad") + (", GradScaler" if amp == "fp16" else ""),
     )
 
 
 def transformer_lm(
-    batch: int, seq: int, d: int, layers: int, heads: int, vocab: int, train: bool
+    batch: int,
+    seq: int,
+    d: int,
+    layers: int,
+    heads: int,
+    vocab: int,
+    train: bool,
+    amp: str | None = None,
 ) -> Case:
     def setup(device):
         torch.manual_seed(0)
@@ -492,11 +523,13 @@ def transformer_lm(
         if not train:
             return _infer(model, idx)
         y = torch.randint(0, vocab, (batch, seq), generator=g).to(device)
-        return _train_step(model, torch.optim.AdamW(model.parameters(), 1e-4, fused=True), idx, y)
+        return _train_step(
+            model, torch.optim.AdamW(model.parameters(), 1e-4, fused=True), idx, y, amp
+        )
 
     kind = "train" if train else "infer"
     return Case(
-        f"{kind}/lm-{layers}x{d}/b{batch}x{seq}",
+        f"{kind}/lm-{layers}x{d}{f'-{amp}-autocast' if amp else ''}/b{batch}x{seq}",
         "model",
         "tokens/s",
         batch * seq,
@@ -558,13 +591,16 @@ def build(profile: str, big: bool) -> list[Case]:
         cases += [
             conv2d(1, 64, 28, 64, 3, 1, "l1-3x3", True),
             conv2d(1, 128, 28, 256, 3, 2, "l3-down", True),
+            conv2d(1, 64, 28, 64, 3, 1, "l1-3x3", True, "fp16"),
         ]
         cases += [
             train_mlp(32),
             train_cnn(16),
             resnet18(2, 64, True),
+            resnet18(2, 64, True, "fp16"),
             resnet18(2, 64, False),
             transformer_lm(2, 64, 128, 2, 4, 512, True),
+            transformer_lm(2, 64, 128, 2, 4, 512, True, "bf16"),
             transformer_lm(2, 64, 128, 2, 4, 512, False),
         ]
         return cases
@@ -623,6 +659,9 @@ def build(profile: str, big: bool) -> list[Case]:
             resnet18(64, 224, False),
             transformer_lm(4, 512, 768, 12, 12, 50257, True),
             transformer_lm(4, 512, 768, 12, 12, 50257, False),
+            # as users train on matrix units: ResNet in fp16 with a GradScaler, GPT in bf16
+            resnet18(64, 224, True, "fp16"),
+            transformer_lm(4, 512, 768, 12, 12, 50257, True, "bf16"),
         ]
     else:
         cases += [
@@ -632,6 +671,8 @@ def build(profile: str, big: bool) -> list[Case]:
             resnet18(8, 96, False),
             transformer_lm(4, 128, 256, 4, 4, 4096, True),
             transformer_lm(4, 128, 256, 4, 4, 4096, False),
+            resnet18(8, 96, True, "fp16"),
+            transformer_lm(4, 128, 256, 4, 4, 4096, True, "bf16"),
         ]
     cases += gemms("fp16") + gemms("bf16")
     seq = 2048 if big else 256
@@ -646,4 +687,11 @@ def build(profile: str, big: bool) -> list[Case]:
     cases += [conv2d(n, cin, hw, cout, k, s, lbl, True) for cin, hw, cout, k, s, lbl in _R50[1:]]
     # ResNet's downsampling 3x3 / 2: a strided data grad
     cases.append(conv2d(n, 128, 28 if big else 14, 256, 3, 2, "l3-down", True))
+    # 16-bit convolutions, on the matrix units where the device has them
+    for dt in ("fp16", "bf16") if big else ("fp16",):
+        cases += [conv2d(n, cin, hw, cout, k, s, lbl, dt=dt) for cin, hw, cout, k, s, lbl in _R50]
+        cases += [
+            conv2d(n, cin, hw, cout, k, s, lbl, True, dt) for cin, hw, cout, k, s, lbl in _R50[1:4]
+        ]
+        cases.append(conv2d(n, 128, 28 if big else 14, 256, 3, 2, "l3-down", True, dt))
     return cases
