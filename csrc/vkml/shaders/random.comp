@@ -18,16 +18,7 @@ layout(constant_id = 0) const int DIST = 0;
 const uint WG = RANDOM_WG;
 layout(local_size_x = WG) in;
 
-uvec4 philox4x32_10(uvec4 ctr, uvec2 key) {
-  for (int round = 0; round < 10; ++round) {
-    uint hi0, lo0, hi1, lo1;
-    umulExtended(0xD2511F53u, ctr.x, hi0, lo0);
-    umulExtended(0xCD9E8D57u, ctr.z, hi1, lo1);
-    ctr = uvec4(hi1 ^ ctr.y ^ key.x, lo1, hi0 ^ ctr.w ^ key.y, lo0);
-    key += uvec2(0x9E3779B9u, 0xBB67AE85u);
-  }
-  return ctr;
-}
+#include "philox.glsl"
 
 // [0, 1) from the top 24 bits: every value is exact in fp32.
 float unit(uint x) { return float(x >> 8) * (1.0 / 16777216.0); }
@@ -67,7 +58,7 @@ void store_int(uint i, int64_t v) {
 void main() {
   uint i = linear_id();
   if (i >= pc.numel) return;
-  uvec4 x = philox4x32_10(uvec4(i, pc.offset_lo, pc.offset_hi, 0u), uvec2(pc.seed_lo, pc.seed_hi));
+  uvec4 x = philox4x32(uvec4(i, pc.offset_lo, pc.offset_hi, 0u), uvec2(pc.seed_lo, pc.seed_hi), 10);
   switch (DIST) {
     case RANDOM_UNIFORM: {
       float v = round_to_storage(pc.a + (pc.b - pc.a) * unit(x.x));
