@@ -1,6 +1,8 @@
 """scaled_dot_product_attention: the fused kernel (forward and backward) against the
 CPU's math path, and the choice between the fused kernel and the math path."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -328,11 +330,76 @@ def test_unequal_heads_without_gqa_raise_as_on_the_cpu():
         F.scaled_dot_product_attention(q.to(VKML), k.to(VKML), v.to(VKML))
 
 
-def test_dropout_takes_the_math_path():
+def test_dropout_takes_the_fused_kernels_below_one():
     q, _, _ = _inputs(1, 2, 8, 8, 16, 16, torch.float32)
     qd = q.to(VKML)
-    assert torch._fused_sdp_choice(qd, qd, qd, dropout_p=0.1) == SDPBackend.MATH.value
+    assert torch._fused_sdp_choice(qd, qd, qd, dropout_p=0.1) == SDPBackend.OVERRIDEABLE.value
     assert torch._fused_sdp_choice(qd, qd, qd) == SDPBackend.OVERRIDEABLE.value
+    # p = 1 drops everything: the math path's zeros
+    assert torch._fused_sdp_choice(qd, qd, qd, dropout_p=1.0) == SDPBackend.MATH.value
+    assert (F.scaled_dot_product_attention(qd, qd, qd, dropout_p=1.0).cpu() == 0).all()
+
+
+def _dropout_mask(q, k, dtype, seed, p, **kw):
+    """The mask the fused kernels draw for q, k after torch.manual_seed(seed): with v the
+    identity over keys, the output is P * mask / (1 - p) itself. It depends on the seed,
+    the generator's offset and the element, not on v."""
+    S = k.shape[2]
+    eye = torch.eye(S).to(dtype).expand(k.shape[0], k.shape[1], S, S)
+    torch.manual_seed(seed)
+    out = F.scaled_dot_product_attention(q.to(VKML), k.to(VKML), eye.to(VKML), dropout_p=p, **kw)
+    return out.cpu() != 0
+
+
+def _check_dropout(q, k, v, dtype, p, **kw):
+    """Forward and backward with dropout_p = p against the CPU's math on the same mask."""
+    mask = _dropout_mask(q, k, dtype, 7, p, **kw)
+    dev = [t.to(VKML).requires_grad_() for t in (q, k, v)]
+    torch.manual_seed(7)  # the same seed and offset: the same mask
+    log = OpLog()
+    with log:
+        out = F.scaled_dot_product_attention(*dev, dropout_p=p, **kw)
+        g = torch.randn(out.shape, generator=torch.Generator().manual_seed(2)).to(dtype)
+        out.backward(g.to(VKML))
+    assert FUSED in log.ops and FUSED_BACKWARD in log.ops, log.ops
+    ref = [t.float().requires_grad_() for t in (q, k, v)]
+    rq, rk, rv = ref
+    if kw.get("enable_gqa"):
+        rk = rk.repeat_interleave(q.shape[1] // k.shape[1], 1)
+        rv = rv.repeat_interleave(q.shape[1] // k.shape[1], 1)
+    scores = rq @ rk.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if kw.get("is_causal"):
+        scores = scores.masked_fill(torch.ones(scores.shape[-2:]).triu(1).bool(), -math.inf)
+    probs = torch.softmax(scores, -1)
+    expected = (probs * mask / (1 - p)) @ rv
+    expected.backward(g.float())
+    torch.testing.assert_close(out.detach().cpu().float(), expected.detach(), **TOL[dtype])
+    for name, a, b in zip("qkv", dev, ref, strict=True):
+        torch.testing.assert_close(a.grad.cpu().float(), b.grad, **TOL[dtype], msg=name)
+    return mask
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_dropout_forward_and_backward_use_one_mask(causal, no_fallback):
+    q, k, v = _inputs(2, 3, 40, 72, 32, 48, torch.float32)
+    mask = _check_dropout(q, k, v, torch.float32, 0.25, is_causal=causal)
+    seen = mask if not causal else mask[..., torch.ones(40, 72).tril().bool()]
+    dropped = 1 - seen.float().mean().item()
+    assert abs(dropped - 0.25) < 5 * math.sqrt(0.25 * 0.75 / seen.numel()), dropped
+
+
+def test_dropout_masks_differ_between_calls_and_follow_the_seed(no_fallback):
+    q, k, _ = _inputs(1, 2, 16, 64, 16, 16, torch.float32)
+    first = _dropout_mask(q, k, torch.float32, 3, 0.5)
+    assert torch.equal(first, _dropout_mask(q, k, torch.float32, 3, 0.5))
+    assert not torch.equal(first, _dropout_mask(q, k, torch.float32, 4, 0.5))
+    eye = torch.eye(64).expand(1, 2, 64, 64).to(VKML)
+    torch.manual_seed(3)
+    a, b = (
+        F.scaled_dot_product_attention(q.to(VKML), k.to(VKML), eye, dropout_p=0.5).cpu() != 0
+        for _ in range(2)
+    )
+    assert torch.equal(a, first) and not torch.equal(a, b)  # the generator's offset moves on
 
 
 def test_math_backend_forced(no_fallback):
@@ -341,10 +408,10 @@ def test_math_backend_forced(no_fallback):
         _compare(q, k, v, torch.float32, expect_fused=False, is_causal=True)
 
 
-def test_direct_call_rejects_dropout():
+def test_direct_call_rejects_dropout_of_one():
     q, k, v = (t.to(VKML) for t in _inputs(1, 2, 8, 8, 16, 16, torch.float32))
     with pytest.raises(RuntimeError, match="fused attention"):
-        torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v, dropout_p=0.5)
+        torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v, dropout_p=1.0)
     # the device stays usable
     out = F.scaled_dot_product_attention(q, k, v)
     assert torch.isfinite(out.cpu()).all()
@@ -428,3 +495,11 @@ def test_matrix_unit_kernels_read_token_major_operands(
     else:
         q, k, v = (torch.randn(B, L, H, E, generator=gen).to(dtype).transpose(1, 2) for _ in "qkv")
     _compare(q, k, v, dtype, scale=0.3, is_causal=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
+def test_matrix_unit_kernels_dropout(dtype, emulated_matrix_units, no_fallback):
+    q, k, v = _inputs(1, 2, 33, 40, 32, 32, dtype)
+    _check_dropout(q, k, v, dtype, 0.2, is_causal=True)
+    q, k, v = _grouped_inputs(1, 4, 2, 20, 48, 64, dtype)
+    _check_dropout(q, k, v, dtype, 0.1, enable_gqa=True)

@@ -136,7 +136,7 @@ FAMILIES = {
     "ops_attention.cpp": (
         "Fused scaled_dot_product_attention (forward, backward, backend choice)",
         "float32, float16, bfloat16 (4-d q/k/v, equal heads or grouped (enable_gqa), head dims "
-        "up to 128, no dropout, a mask that needs no grad; other calls take PyTorch's math "
+        "up to 128, dropout_p below 1, a mask that needs no grad; other calls take PyTorch's math "
         "path, native)",
     ),
     "composite/one_hot.cpp": (

@@ -1,8 +1,10 @@
 // scaled_dot_product_attention. _fused_sdp_choice picks the "overrideable" backend
 // for the shapes the fused kernel (vkml/ops/attention.h) takes: 4-d q, k, v of one
 // float dtype, equal heads (or, with enable_gqa, k and v heads dividing q's), head dims
-// up to 128, no dropout, and a mask (if any) that needs no gradient. Everything else takes
-// PyTorch's math path, which decomposes into native matmul, softmax, masking and dropout ops.
+// up to 128, dropout_p below 1, and a mask (if any) that needs no gradient. Everything else
+// takes PyTorch's math path, which decomposes into native matmul, softmax, masking and
+// dropout ops. Dropout draws its mask in the kernels from the device's generator (seed
+// and offset, returned to autograd as the philox tensors), and the backward redraws it.
 #include <ATen/SDPBackend.h>
 #include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
@@ -12,6 +14,7 @@
 #include <cmath>
 #include <limits>
 
+#include "generator.h"
 #include "vkml/ops/attention.h"
 #include "vkml_tensor.h"
 
@@ -19,6 +22,7 @@ namespace vkml_aten {
 namespace {
 
 using vkml::ops::AttentionBias;
+using vkml::ops::AttentionDropout;
 using vkml::ops::AttentionShape;
 
 AttentionShape shape_of(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
@@ -30,7 +34,7 @@ AttentionShape shape_of(const at::Tensor& q, const at::Tensor& k, const at::Tens
 // gqa: k and v may have fewer heads than q, a divisor of q's (enable_gqa).
 bool fused_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                    const std::optional<at::Tensor>& mask, double dropout_p, bool gqa) {
-  if (dropout_p > 0.0) return false;
+  if (!(dropout_p >= 0.0 && dropout_p < 1.0)) return false;
   if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return false;
   if (!is_float_storage(q.scalar_type()) || k.scalar_type() != q.scalar_type() ||
       v.scalar_type() != q.scalar_type())
@@ -149,6 +153,32 @@ const at::Tensor& settle(const at::Tensor& result, const at::Tensor& written) {
   return result;
 }
 
+// A forward's dropout: its p and the default generator's seed and next offset, which
+// the forward returns as the philox tensors (CPU scalars: the backward reads them
+// without waiting for the device).
+AttentionDropout take_dropout(const at::Tensor& q, double p) {
+  AttentionDropout d;
+  d.p = p;
+  if (p == 0.0) return d;
+  VkmlGeneratorImpl* g = get_generator(std::nullopt, q.device().index());
+  std::lock_guard<std::mutex> lock(g->mutex_);
+  d.seed = g->current_seed();
+  d.offset = g->take_offset(1);
+  return d;
+}
+
+AttentionDropout dropout_of(double p, const at::Tensor& seed, const at::Tensor& offset) {
+  AttentionDropout d;
+  d.p = p;
+  if (p == 0.0) return d;
+  TORCH_CHECK(seed.numel() == 1 && offset.numel() == 1,
+              "vkml fused attention: dropout's backward needs the forward's philox seed and "
+              "offset");
+  d.seed = uint64_t(seed.item<int64_t>());
+  d.offset = uint64_t(offset.item<int64_t>());
+  return d;
+}
+
 float scale_of(const at::Tensor& q, std::optional<double> scale) {
   return float(scale.has_value() ? *scale : 1.0 / std::sqrt(double(q.size(3))));
 }
@@ -164,7 +194,7 @@ ForwardResult fused_attention(const at::Tensor& query, const at::Tensor& key,
   // fewer heads only under enable_gqa.
   TORCH_CHECK(fused_applies(query, key, value, attn_bias, dropout_p, /*gqa=*/true),
               "vkml fused attention: unsupported inputs (it takes 4-d float q, k, v with equal "
-              "or grouped heads, head dims up to 128, no dropout); use "
+              "or grouped heads, head dims up to 128, dropout_p below 1); use "
               "scaled_dot_product_attention, which picks the math path for these");
   AttentionShape s = shape_of(query, key, value);
   at::Tensor q = in_place_or_copy(query, s.layout.q), k = in_place_or_copy(key, s.layout.k),
@@ -177,20 +207,27 @@ ForwardResult fused_attention(const at::Tensor& query, const at::Tensor& key,
   at::Tensor lse = at::empty({s.B, s.H, s.L}, q.options().dtype(at::kFloat));
   at::Tensor keep;
   AttentionBias bias = bias_of(attn_bias.value_or(at::Tensor()), q, s.S, keep);
+  const AttentionDropout dropout = take_dropout(q, dropout_p);
   guarded([&] {
     vkml::ops::attention_forward(vkml_device(q), to_vkml(q.scalar_type()), s, addr(q), addr(k),
-                                 addr(v), bias, is_causal, scale_of(q, scale), addr(o), addr(lse));
+                                 addr(v), bias, is_causal, scale_of(q, scale), dropout, addr(o),
+                                 addr(lse));
   });
   settle(out, o);
   at::Tensor none = at::empty({0}, q.options().dtype(at::kLong));
+  at::Tensor seed = none, offset = none;
+  if (dropout.p > 0.0) {
+    seed = at::scalar_tensor(int64_t(dropout.seed), at::dtype(at::kLong));
+    offset = at::scalar_tensor(int64_t(dropout.offset), at::dtype(at::kLong));
+  }
   return {out,
           lse,
           none,
           none,
           c10::SymInt(s.L),
           c10::SymInt(s.S),
-          none,
-          none,
+          seed,
+          offset,
           at::empty({0}, q.options())};
 }
 
@@ -198,10 +235,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
     const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key,
     const at::Tensor& value, const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask,
     const at::Tensor& out, const at::Tensor& logsumexp, const at::Tensor&, const at::Tensor&,
-    c10::SymInt, c10::SymInt, double dropout_p, bool is_causal, const at::Tensor&,
-    const at::Tensor&, std::optional<double> scale) {
+    c10::SymInt, c10::SymInt, double dropout_p, bool is_causal, const at::Tensor& philox_seed,
+    const at::Tensor& philox_offset, std::optional<double> scale) {
   if (!grad_out.defined()) return {};
-  TORCH_CHECK(dropout_p == 0.0, "vkml fused attention: dropout is not supported");
+  const AttentionDropout dropout = dropout_of(dropout_p, philox_seed, philox_offset);
   TORCH_CHECK(!(grad_input_mask[3] && attn_bias.defined()),
               "vkml fused attention: no gradient for attn_mask (scaled_dot_product_attention "
               "takes the math path when the mask requires grad)");
@@ -223,8 +260,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   AttentionBias bias = bias_of(attn_bias, q, s.S, keep);
   guarded([&] {
     vkml::ops::attention_backward(vkml_device(q), to_vkml(q.scalar_type()), s, addr(q), addr(k),
-                                  addr(v), bias, is_causal, scale_of(q, scale), addr(g), addr(lse),
-                                  addr(delta), addr(dq_k), addr(dk_k), addr(dv_k));
+                                  addr(v), bias, is_causal, scale_of(q, scale), dropout, addr(g),
+                                  addr(lse), addr(delta), addr(dq_k), addr(dk_k), addr(dv_k));
   });
   return {settle(dq, dq_k), settle(dk, dk_k), settle(dv, dv_k), at::Tensor()};
 }

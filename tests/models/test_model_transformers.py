@@ -64,7 +64,7 @@ SCORE_TOL = dict(atol=1e-4, rtol=1e-4)
 
 
 def _gpt2(**overrides):
-    cfg = transformers.GPT2Config(
+    kw = dict(
         vocab_size=VOCAB,
         n_positions=64,
         n_embd=HIDDEN,
@@ -77,9 +77,8 @@ def _gpt2(**overrides):
         bos_token_id=1,
         eos_token_id=2,
         pad_token_id=0,
-        **overrides,
     )
-    return transformers.GPT2LMHeadModel(cfg)
+    return transformers.GPT2LMHeadModel(transformers.GPT2Config(**(kw | overrides)))
 
 
 def _llama(**overrides):
@@ -667,4 +666,59 @@ def test_grouped_query_attention_runs_fused():
     assert not any(op.startswith("repeat_interleave") for op in calls.ops)
     torch.testing.assert_close(loss.detach().cpu(), want.detach(), **LOSS_TOL)
     _compare_grads(vk, cpu)
+    assert_no_fallback()
+
+
+def test_attention_dropout_runs_fused():
+    """GPT-2 with attn_pdrop = 0.1 in training mode, as its default config trains:
+    transformers' sdpa integration passes dropout_p, and vkml's fused kernels draw the
+    mask themselves, forward and backward, with no fallback. The same seed gives the
+    same loss and gradients (the mask follows torch.manual_seed); a step under another
+    seed differs; in eval mode the model matches the CPU again. The kernels' masks
+    against the math on the same mask: tests/test_attention.py."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class DropoutCalls(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.p = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.__name__.startswith("_scaled_dot_product_fused_attention_overrideable"):
+                kw = kwargs or {}
+                self.p.append(
+                    kw.get("dropout_p", args[4 if "backward" not in func.__name__ else 12])
+                )
+            return func(*args, **(kwargs or {}))
+
+    torch.manual_seed(0)
+    cpu = _gpt2(attn_pdrop=0.1)
+    vk = copy.deepcopy(cpu).to(VKML)
+    ids = _causal_batch()["input_ids"]
+    torch_vkml.reset_fallback_counts()
+
+    def step(seed, calls=None):
+        vk.zero_grad()
+        torch.manual_seed(seed)
+        if calls is None:
+            loss = vk(input_ids=ids.to(VKML), labels=ids.to(VKML)).loss
+            loss.backward()
+        else:
+            with calls:
+                loss = vk(input_ids=ids.to(VKML), labels=ids.to(VKML)).loss
+                loss.backward()
+        return loss.item(), vk.transformer.h[0].attn.c_attn.weight.grad.cpu()
+
+    calls = DropoutCalls()
+    loss_a, grad_a = step(5, calls)
+    assert calls.p == [0.1] * 4, calls.p  # two layers, forward and backward each
+    loss_b, grad_b = step(5)
+    assert loss_a == loss_b and torch.equal(grad_a, grad_b)
+    loss_c, _ = step(6)
+    assert loss_c != loss_a
+    vk.eval()
+    cpu.eval()
+    want = cpu(input_ids=ids, labels=ids).loss
+    got = vk(input_ids=ids.to(VKML), labels=ids.to(VKML)).loss
+    torch.testing.assert_close(got.detach().cpu(), want.detach(), **LOSS_TOL)
     assert_no_fallback()

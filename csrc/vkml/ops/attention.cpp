@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <iterator>
 #include <string>
@@ -110,6 +111,27 @@ VkPipeline pipeline(Device& dev, DType dtype, uint32_t mode, const Tiling& t) {
 
 int64_t tiles(int64_t n, uint64_t rows) { return (n + int64_t(rows) - 1) / int64_t(rows); }
 
+uint64_t mix64(uint64_t x) {  // SplitMix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// The dropout threshold (p in units of 2^-23; 0: none) and the mask's Philox key, one
+// per (seed, offset): a call's mask is its own stream, as random.cpp's calls are.
+void set_dropout(Push& p, const AttentionDropout& d) {
+  VKML_CHECK_ARG(d.p >= 0.0 && d.p < 1.0,
+                 "scaled_dot_product_attention: the fused kernels take dropout_p in [0, 1)");
+  if (d.p == 0.0) return;
+  const double t = std::nearbyint(d.p * double(ATTENTION_DROPOUT_ONE));
+  const uint32_t threshold = uint32_t(std::clamp(t, 1.0, double(ATTENTION_DROPOUT_ONE - 1)));
+  p.flags |= threshold << ATTENTION_DROPOUT_SHIFT;
+  const uint64_t key = mix64(d.seed ^ mix64(d.offset));
+  p.drop_key_lo = uint32_t(key);
+  p.drop_key_hi = uint32_t(key >> 32);
+}
+
 // The push constants every attention kernel shares: q, k, v, the bias and the shape.
 Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, float scale,
                uint64_t q, uint64_t k, uint64_t v) {
@@ -122,7 +144,8 @@ Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, 
   p.bs_h = uint32_t(bias.strides[1]);
   p.bs_i = uint32_t(bias.strides[2]);
   p.bs_j = uint32_t(bias.strides[3]);
-  p.H = uint32_t(s.H);
+  // attention_supported keeps B * H within a grid's 65535 rows, so both fit 16 bits.
+  p.heads = uint32_t(s.H) | uint32_t(s.kv_heads()) << 16;
   p.L = uint32_t(s.L);
   p.S = uint32_t(s.S);
   p.E = uint32_t(s.E);
@@ -133,7 +156,6 @@ Push make_push(const AttentionShape& s, const AttentionBias& bias, bool causal, 
             (l.v ? ATTENTION_TM_V : 0u) | (l.g ? ATTENTION_TM_G : 0u);
   p.tm_mult = uint32_t(l.q) | uint32_t(l.k) << 8 | uint32_t(l.v) << 16 | uint32_t(l.g) << 24;
   p.scale = scale;
-  p.Hkv = uint32_t(s.kv_heads());
   return p;
 }
 
@@ -209,12 +231,13 @@ bool attention_supported(Device& dev, const AttentionShape& s) {
 }
 
 void attention_forward(Device& dev, DType dtype, const AttentionShape& s, uint64_t q, uint64_t k,
-                       uint64_t v, const AttentionBias& bias, bool causal, float scale, uint64_t o,
-                       uint64_t lse) {
+                       uint64_t v, const AttentionBias& bias, bool causal, float scale,
+                       const AttentionDropout& dropout, uint64_t o, uint64_t lse) {
   check(dev, s, bias);
   size_t is = itemsize(dtype);
   int64_t bh = s.B * s.H;
   Push p = make_push(s, bias, causal, scale, q, k, v);
+  set_dropout(p, dropout);
   p.dst = o;
   if (s.layout.o) p.flags |= ATTENTION_TM_DST;
   p.lse = lse;
@@ -225,12 +248,14 @@ void attention_forward(Device& dev, DType dtype, const AttentionShape& s, uint64
 }
 
 void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint64_t q, uint64_t k,
-                        uint64_t v, const AttentionBias& bias, bool causal, float scale, uint64_t g,
-                        uint64_t lse, uint64_t delta, uint64_t dq, uint64_t dk, uint64_t dv) {
+                        uint64_t v, const AttentionBias& bias, bool causal, float scale,
+                        const AttentionDropout& dropout, uint64_t g, uint64_t lse, uint64_t delta,
+                        uint64_t dq, uint64_t dk, uint64_t dv) {
   check(dev, s, bias);
   size_t is = itemsize(dtype);
   int64_t bh = s.B * s.H;
   Push p = make_push(s, bias, causal, scale, q, k, v);
+  set_dropout(p, dropout);
   p.g = g;
   p.lse = lse;
   p.delta = delta;

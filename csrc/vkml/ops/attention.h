@@ -44,6 +44,16 @@ struct AttentionBias {
   int64_t span = 0;  // elements from the first to one past the last reachable
 };
 
+// Dropout of the probabilities (scaled_dot_product_attention's dropout_p, in [0, 1)):
+// each element's keep decision is a function of (seed, offset) and its (query head,
+// query, key), so the backward given the forward's seed and offset regenerates the
+// forward's mask. p is rounded to a multiple of 2^-23 (and the kept probabilities
+// scaled by 1 / (1 - p) of that p), finer than a float's draw against p.
+struct AttentionDropout {
+  double p = 0.0;
+  uint64_t seed = 0, offset = 0;
+};
+
 // A benchmark knob, TORCH_VKML_ATTENTION_TILE at start-up: 0 lets each kernel take the
 // largest register tiling whose shared arrays fit the device; 1..5 force one of them
 // (64 x 32 query rows by keys with 128 threads, 32 x 32, 32 x 16, 16 x 16, 16 x 8 with
@@ -57,14 +67,15 @@ bool attention_supported(Device& dev, const AttentionShape& s);
 
 // o [BH, L, Ev] and lse (float32 [BH, L]) from q [BH, L, E], k [BH, S, E], v [BH, S, Ev].
 void attention_forward(Device& dev, DType dtype, const AttentionShape& s, uint64_t q, uint64_t k,
-                       uint64_t v, const AttentionBias& bias, bool causal, float scale, uint64_t o,
-                       uint64_t lse);
+                       uint64_t v, const AttentionBias& bias, bool causal, float scale,
+                       const AttentionDropout& dropout, uint64_t o, uint64_t lse);
 
 // dq, dk, dv (k's and v's shapes, summed over each k/v head's query heads under GQA) from
 // the forward's inputs, lse, the output's grad g and
 // delta = rowsum(g * o) (float32 [BH, L]).
 void attention_backward(Device& dev, DType dtype, const AttentionShape& s, uint64_t q, uint64_t k,
-                        uint64_t v, const AttentionBias& bias, bool causal, float scale, uint64_t g,
-                        uint64_t lse, uint64_t delta, uint64_t dq, uint64_t dk, uint64_t dv);
+                        uint64_t v, const AttentionBias& bias, bool causal, float scale,
+                        const AttentionDropout& dropout, uint64_t g, uint64_t lse, uint64_t delta,
+                        uint64_t dq, uint64_t dk, uint64_t dv);
 
 }  // namespace vkml::ops

@@ -80,6 +80,7 @@ void main() {
   uint bh = gl_WorkGroupID.y, r0 = gl_WorkGroupID.x * BR;
   uint t = gl_LocalInvocationID.x, tx = t % NTX, ty = t / NTX;
   bool causal = (pc.flags & ATTENTION_CAUSAL) != 0u, has_bias = (pc.flags & ATTENTION_BIAS) != 0u;
+  bool drop = dropping();
   bool keys = MODE == ATTENTION_KEY_VALUE_GRADS;  // rows are keys, columns queries
   uint ncols = keys ? pc.L : pc.S;
 
@@ -109,7 +110,7 @@ void main() {
   // first owned key, and mode 2 stops after the last owned query.
   uint cbegin = keys && causal ? r0 : 0u;
   uint cend = !keys && causal ? min(pc.S, r0 + BR) : ncols;
-  uint group = keys ? pc.H / pc.Hkv : 1u;
+  uint group = keys ? HEADS / KV_HEADS : 1u;
   for (uint t_ = 0u; t_ < group; ++t_) {  // mode 1: each query head of the group
     uint bq = keys ? query_head(bh, t_) : bh, bk = keys ? bh : kv_head(bh);
     for (uint c0 = cbegin; c0 < cend; c0 += BC) {
@@ -171,9 +172,11 @@ void main() {
             if (has_bias) v += bias_at(bq, qi, kj);
             if (v != NEG_INF) p = exp(v - m);
           }
-          float ds = p * (dp[i * TN + u] - (keys ? col_delta[u] : row_delta[i]));
+          // Dropout: o used P z (z = 0 or 1 / (1 - p)), so dv takes P z and dP is z dO v.
+          float z = drop && p != 0.0 ? dropout_factor(bq, qi, kj) : 1.0;
+          float ds = p * (dp[i * TN + u] * z - (keys ? col_delta[u] : row_delta[i]));
           if (keys) {
-            T1[row * PS + col / 4u][col % 4u] = p;
+            T1[row * PS + col / 4u][col % 4u] = p * z;
             T2[row * PS + col / 4u][col % 4u] = ds;
           } else {
             T1[row * PS + col / 4u][col % 4u] = ds;

@@ -42,6 +42,7 @@ void main() {
   uint bh = gl_WorkGroupID.y, r0 = gl_WorkGroupID.x * BR;
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   bool causal = (pc.flags & ATTENTION_CAUSAL) != 0u, has_bias = (pc.flags & ATTENTION_BIAS) != 0u;
+  bool drop = dropping();
   bool keys = MODE == ATTENTION_KEY_VALUE_GRADS;  // rows are keys, columns queries
   uint wr = warp * MM;  // the subgroup's first row: of the tile and of its scratch
   uint sat = wr * SP, tat = wr * TP;
@@ -64,7 +65,7 @@ void main() {
   // first owned key, and mode 2 stops after the last owned query.
   uint cbegin = keys && causal ? r0 : 0u;
   uint cend = !keys && causal ? min(pc.S, r0 + BR) : ncols;
-  uint group = keys ? pc.H / pc.Hkv : 1u;
+  uint group = keys ? HEADS / KV_HEADS : 1u;
   for (uint t_ = 0u; t_ < group; ++t_) {  // mode 1: each query head of the group
     uint bq = keys ? query_head(bh, t_) : bh, bk = keys ? bh : kv_head(bh);
     for (uint c0 = cbegin; c0 < cend; c0 += BC) {
@@ -95,11 +96,13 @@ void main() {
       SCORES(R2, wr * OP, C2, 0u, sat);
       [[unroll]] for (uint e = 0u; e < PE; ++e) {
         uint i = lane + e * SG, r = i / BC, c = i % BC;
-        uint qi = keys ? c0 + c : r0 + wr + r;
+        uint qi = keys ? c0 + c : r0 + wr + r, kj = keys ? r0 + wr + r : c0 + c;
+        // Dropout: o used P z (z = 0 or 1 / (1 - p)), so dv takes P z and dP is z dO v.
+        float z = drop && p[e] != 0.0 ? dropout_factor(bq, qi, kj) : 1.0;
         float ds = 0.0;
-        if (p[e] != 0.0) ds = p[e] * (Ss[sat + r * SP + c] - delta.v[bq * pc.L + qi]);
+        if (p[e] != 0.0) ds = p[e] * (Ss[sat + r * SP + c] * z - delta.v[bq * pc.L + qi]);
         if (keys) {
-          staged(T1, tat + r * TP + c) = to_elem(p[e]);
+          staged(T1, tat + r * TP + c) = to_elem(p[e] * z);
           staged(T2, tat + r * TP + c) = to_elem(ds);
         } else {
           staged(T1, tat + r * TP + c) = to_elem(ds);

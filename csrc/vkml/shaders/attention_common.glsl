@@ -10,8 +10,11 @@
 // mask is never expanded.
 
 #include "attention_push.h"
+#include "philox.glsl"
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
+#define HEADS (pc.heads & 0xffffu)  // of q
+#define KV_HEADS (pc.heads >> 16)   // of k and v
 
 // Element offset of row `row` (of `rows`) of head bh in an operand `n` wide; bh counts
 // the operand's own heads (k's and v's Hkv for them and their grads, else H).
@@ -19,7 +22,7 @@ uint row_offset(uint tm_flag, uint bh, uint row, uint rows, uint n) {
   if ((pc.flags & tm_flag) == 0u) return (bh * rows + row) * n;
   bool kv = tm_flag == ATTENTION_TM_K || tm_flag == ATTENTION_TM_V ||
             (tm_flag >= ATTENTION_TM_DST && (pc.flags & ATTENTION_DST_KV) != 0u);
-  uint heads = kv ? pc.Hkv : pc.H;
+  uint heads = kv ? KV_HEADS : HEADS;
   uint b = bh / heads, h = bh % heads;
   uint shift = tm_flag == ATTENTION_TM_Q ? 0u
              : tm_flag == ATTENTION_TM_K ? 8u
@@ -31,14 +34,37 @@ uint row_offset(uint tm_flag, uint bh, uint row, uint rows, uint n) {
 }
 
 // The (batch, k/v head) of query head bh: H / Hkv query heads share one (GQA).
-uint kv_head(uint bh) { return bh / pc.H * pc.Hkv + bh % pc.H / (pc.H / pc.Hkv); }
+uint kv_head(uint bh) { return bh / HEADS * KV_HEADS + bh % HEADS / (HEADS / KV_HEADS); }
 // Query head t of the group that shares k/v head bkv.
-uint query_head(uint bkv, uint t) { return bkv / pc.Hkv * pc.H + bkv % pc.Hkv * (pc.H / pc.Hkv) + t; }
+uint query_head(uint bkv, uint t) {
+  return bkv / KV_HEADS * HEADS + bkv % KV_HEADS * (HEADS / KV_HEADS) + t;
+}
 
 // The additive bias of query i, key j in head bh.
 float bias_at(uint bh, uint i, uint j) {
-  uint b = bh / pc.H, h = bh % pc.H;
+  uint b = bh / HEADS, h = bh % HEADS;
   return LD(pc.bias, b * pc.bs_b + h * pc.bs_h + i * pc.bs_i + j * pc.bs_j);
+}
+
+// Dropout of the probabilities, as scaled_dot_product_attention's dropout_p: P's
+// element (i, j) of query head bh is kept with probability 1 - p, and what is kept is
+// scaled by 1 / (1 - p) (dropout_scale, applied by the kernels where it costs least).
+// Each element's draw is Philox4x32-7 of counter (j, i, bh, 0) under the call's key,
+// so the backward regenerates the forward's mask from the same key, whatever the
+// kernel or tiling; seven rounds pass BigCrush (Salmon et al., SC'11).
+bool dropping() { return (pc.flags >> ATTENTION_DROPOUT_SHIFT) != 0u; }
+bool dropout_keep(uint bh, uint i, uint j) {
+  uint r = philox4x32(uvec4(j, i, bh, 0u), uvec2(pc.drop_key_lo, pc.drop_key_hi), 7).x;
+  return (r >> 9) >= (pc.flags >> ATTENTION_DROPOUT_SHIFT);
+}
+// 1 / (1 - p), p a multiple of 2^-23 (exact in fp32); 1 without dropout.
+float dropout_scale() {
+  return 1.0 / (1.0 - float(pc.flags >> ATTENTION_DROPOUT_SHIFT) * (1.0 / 8388608.0));
+}
+// The factor P's element is multiplied by in the products: 0 or dropout_scale().
+float dropout_factor(uint bh, uint i, uint j) {
+  if (!dropping()) return 1.0;
+  return dropout_keep(bh, i, j) ? dropout_scale() : 0.0;
 }
 
 // Rows [row0, row0 + NR) of head bh's [rows, n] operand into the vec4 tile TILE, PITCH

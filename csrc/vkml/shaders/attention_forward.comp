@@ -46,6 +46,7 @@ void main() {
   uint bh = gl_WorkGroupID.y, q0 = gl_WorkGroupID.x * BQ, bkv = kv_head(bh);
   uint t = gl_LocalInvocationID.x, tx = t % NTX, ty = t / NTX;
   bool causal = (pc.flags & ATTENTION_CAUSAL) != 0u, has_bias = (pc.flags & ATTENTION_BIAS) != 0u;
+  bool drop = dropping();
 
   LOAD_TILE(Qs, QS, BQ, pc.q, ATTENTION_TM_Q, bh, q0, pc.L, pc.E);
   float m[TM], l[TM];  // running row maximum, and this thread's share of the row sum
@@ -108,8 +109,9 @@ void main() {
       [[unroll]] for (uint u = 0u; u < TN; ++u) {
         float v = s[i * TN + u];
         float p = v == NEG_INF ? 0.0 : exp(v - mt);
-        sum += p;
+        sum += p;  // the softmax's sum is of every probability, dropped or not
         uint c = tx + u * NTX;
+        if (drop && p != 0.0 && !dropout_keep(bh, q0 + row, k0 + c)) p = 0.0;
         Ps[row * PS + c / 4u][c % 4u] = p;
       }
       l[i] = l[i] * alpha + sum;
@@ -141,7 +143,8 @@ void main() {
     float total = 0.0;
     [[unroll]] for (uint w = 0u; w < NTX; ++w) total += red[row * NTX + w];
     // A fully masked row has no probabilities: its output is 0, as with _safe_softmax.
-    float inv = total > 0.0 ? 1.0 / total : 0.0;
+    // Dropout's 1 / (1 - p) joins the normalisation.
+    float inv = total > 0.0 ? dropout_scale() / total : 0.0;
     uint base = row_offset(ATTENTION_TM_DST, bh, qi, pc.L, pc.Ev);
     [[unroll]] for (uint jj = 0u; jj < DQ; ++jj) {
       uint d = (jj * NTX + tx) * 4u;

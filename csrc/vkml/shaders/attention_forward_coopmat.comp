@@ -46,6 +46,7 @@ void main() {
   uint bh = gl_WorkGroupID.y, q0 = gl_WorkGroupID.x * BR, bkv = kv_head(bh);
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   bool causal = (pc.flags & ATTENTION_CAUSAL) != 0u, has_bias = (pc.flags & ATTENTION_BIAS) != 0u;
+  bool drop = dropping();
   uint wr = warp * MM;  // the subgroup's first row: of the tile, its scratch, its stats
   uint sat = wr * SP, tat = wr * TP;
 
@@ -95,7 +96,8 @@ void main() {
         uint c = lane % LPR + u * LPR;
         float v = masked_score(Ss[sat + r * SP + c], bh, qi, k0 + c, causal, has_bias);
         float p = v == NEG_INF ? 0.0 : exp(v - mt);
-        sum[t] += p;
+        sum[t] += p;  // the softmax's sum is of every probability, dropped or not
+        if (drop && p != 0.0 && !dropout_keep(bh, qi, k0 + c)) p = 0.0;
         staged(Ps, tat + r * TP + c) = to_elem(p);
       }
       if (lane % LPR == 0u) rowf[wr + r] = alpha[t];
@@ -134,7 +136,7 @@ void main() {
     uint r = lane / LPR + t * RSTEP, qi = q0 + wr + r;
     // A fully masked row has no probabilities: its output is 0, as with _safe_softmax.
     if (lane % LPR == 0u) {
-      rowf[wr + r] = l[t] > 0.0 ? 1.0 / l[t] : 0.0;
+      rowf[wr + r] = l[t] > 0.0 ? dropout_scale() / l[t] : 0.0;  // with dropout's 1 / (1 - p)
       if (qi < pc.L) BufF32(pc.lse).v[bh * pc.L + qi] = l[t] > 0.0 ? m[t] + log(l[t]) : NEG_INF;
     }
   }

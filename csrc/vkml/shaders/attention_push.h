@@ -17,6 +17,10 @@
 #define ATTENTION_TM_DST2 128u
 // The results at dst and dst2 have k's and v's heads (the key/value grads under GQA).
 #define ATTENTION_DST_KV 256u
+// flags >> ATTENTION_DROPOUT_SHIFT: dropout of the probabilities with p = that / 2^23
+// (0: none), keyed by drop_key (attention_common.glsl's dropout_keep).
+#define ATTENTION_DROPOUT_SHIFT 9u
+#define ATTENTION_DROPOUT_ONE 8388608u  // 2^23: p = 1
 
 // Modes (specialization constant 0 of attention_backward.comp). The launcher keys its
 // pipelines by mode too, ATTENTION_FORWARD standing for attention_forward.comp (no modes),
@@ -37,12 +41,14 @@ VKML_PUSH_BEGIN(Push)
   uint64_t dst;                 // forward: o; key/value grads: dk; query grad: dq
   uint64_t dst2;                // key/value grads: dv
   uint bs_b, bs_h, bs_i, bs_j;  // bias element strides
-  uint H, L, S, E, Ev;
-  uint flags;
+  // H | Hkv << 16: heads of q, and of k and v, dividing H: H / Hkv query heads share
+  // each k/v head (GQA). Both below 2^16, as grids of B * H workgroups rows need.
+  uint heads;
+  uint L, S, E, Ev;
+  uint flags;  // the flags above, and the dropout threshold from ATTENTION_DROPOUT_SHIFT
   float scale;
-  uint tm_mult;  // row-stride multiples of token-major q, k, v, dO: a byte each
-  uint Hkv;      // heads of k and v, dividing H: H / Hkv query heads share each (GQA)
-  uint pad;
+  uint tm_mult;                 // row-stride multiples of token-major q, k, v, dO: a byte each
+  uint drop_key_lo, drop_key_hi;  // the dropout mask's Philox key
 VKML_PUSH_END(Push, 9 * 8 + 14 * 4)
 VKML_CONTRACT_END(attention_detail)
 
