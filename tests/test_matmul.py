@@ -444,3 +444,59 @@ def test_int8_matmul_takes_the_counted_cpu_route():
     assert r.is_vkml and torch.equal(r.cpu(), a @ b)
     assert torch_vkml.fallback_counts().get("aten::mm", 0) == 1
     torch_vkml.reset_fallback_counts()  # the fallback was the point (no_fallback fixture)
+
+
+# (m, k, n, A transposed, A's storage offset, B transposed, B's offset): A transposed is
+# contiguous along m, B transposed along k (x @ w.T). Together the cases give each operand
+# form every load width: 8 (fast side a multiple of 8 elements, aligned to 16 bytes), 4
+# (multiple of 4, or an 8-byte offset), 1 (odd).
+LOAD_CASES = [
+    (36, 48, 40, False, 0, False, 0),
+    (33, 44, 50, False, 0, True, 0),
+    (40, 45, 36, False, 0, False, 0),
+    (48, 40, 33, True, 0, True, 0),
+    (44, 35, 37, True, 4, False, 0),
+    (41, 41, 34, True, 0, True, 0),
+    (32, 48, 48, False, 4, False, 8),
+]
+
+
+def _width(fast, offset):
+    for w in (8, 4):
+        if fast % w == 0 and offset % w == 0:
+            return w
+    return 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("case", LOAD_CASES, ids=lambda c: "x".join(map(str, c[:3])))
+def test_matrix_unit_gemm_operand_forms_and_load_widths(case, dtype, emulated_matrix_units):
+    """The matrix-unit kernel's operand forms (staged as given, or transposed) and global
+    load widths (8, 4 or 1 elements) are specialization constants: each combination is
+    its own pipeline, named with them, and gives the CPU's product (float64 on the same
+    values; relative tolerance 1e-2 for fp16, 2e-2 for bf16)."""
+    m, k, n, a_t, a_off, b_t, b_off = case
+
+    def operand(rows, cols, transposed, offset):
+        shape = (cols, rows) if transposed else (rows, cols)
+        flat = make((shape[0] * shape[1] + offset,), low=-1, high=1).to(dtype)
+        stored = flat.to("vkml")[offset:].view(shape)
+        cpu = flat[offset:].view(shape)
+        return (stored.t(), cpu.t()) if transposed else (stored, cpu)
+
+    a, a_cpu = operand(m, k, a_t, a_off)
+    b, b_cpu = operand(k, n, b_t, b_off)
+    torch.mm(a, b)  # the kernel's start-up check runs at its first product, not below
+    with torch_vkml.profile() as prof:
+        got = torch.mm(a, b)
+        torch_vkml.synchronize()
+    names = [kern.name for kern in prof.kernels if kern.name.startswith("gemm_coopmat")]
+    assert len(names) == 1, [kern.name for kern in prof.kernels]
+    forms = [int(v) for v in names[0].split("[")[1].rstrip("]").split(",")][8:]
+    a_w = _width(m if a_t else k, a_off)
+    b_w = _width(k if b_t else n, b_off)
+    assert forms == [int(a_t), int(b_t), a_w, b_w], names[0]
+    want = a_cpu.double() @ b_cpu.double()
+    err = (got.cpu().double() - want).abs().max().item()
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-2
+    assert err <= tol * (want.abs().max().item() + 1), err

@@ -32,7 +32,7 @@ TEST(PipelineCacheFile, KeysRoundTrip) {
 TEST(PipelineCacheFile, MalformedLinesAreSkipped) {
   pcf::Keys keys = pcf::parse_keys(
       "ok 1 5\n"
-      "too_many 9 1 2 3 4 5 6 7 8 9\n"  // more constants than a key holds
+      "too_many 13 1 2 3 4 5 6 7 8 9 10 11 12 13\n"  // more constants than a key holds
       "short 3 1 2\n"
       "not_a_number 1 x\n"
       "bad_tag 1 5 zz 32\n"

@@ -140,10 +140,21 @@ std::vector<Shape> candidates(const DeviceInfo& info, const Shape& base) {
   return out;
 }
 
-VkPipeline make_pipeline(Device& dev, const Shape& s, int32_t tile, int32_t bk) {
-  return dev.pipelines().get(s.shader, {{tile, tile, bk, int32_t(kSubgroups * s.sg), int32_t(s.m),
-                                         int32_t(s.n), int32_t(s.k), int32_t(s.sg)},
-                                        s.required ? s.sg : 0u});
+// An operand's staged form and load width, gemm_coopmat.comp's A_MFAST / B_KFAST and
+// A_VEC / B_VEC.
+struct OperandLoad {
+  bool transposed = false;  // A contiguous along m, B along k
+  int32_t width = 1;        // 1, 4 or 8 elements per load
+  uint32_t slot() const { return uint32_t(transposed) * 3 + (width == 8 ? 2 : width == 4 ? 1 : 0); }
+};
+
+VkPipeline make_pipeline(Device& dev, const Shape& s, int32_t tile, int32_t bk,
+                         const OperandLoad& a, const OperandLoad& b) {
+  return dev.pipelines().get(
+      s.shader,
+      {{tile, tile, bk, int32_t(kSubgroups * s.sg), int32_t(s.m), int32_t(s.n), int32_t(s.k),
+        int32_t(s.sg), int32_t(a.transposed), int32_t(b.transposed), a.width, b.width},
+       s.required ? s.sg : 0u});
 }
 
 // Two stages of the A and B tiles (16-bit, rows padded by 8; each stage holds its
@@ -203,15 +214,15 @@ float round_bf16(float f) {
   return f;
 }
 
-// A 101 x 100 by 100 x 84 product of values in {-1, -0.5, 0, 0.5, 1}: every
+// A 101 x 104 by 104 x 88 product of values in {-1, -0.5, 0, 0.5, 1}: every
 // partial sum is exact in fp32 (and in fp16), so the answer must be exact in
 // any summation order, up to the one rounding of the bf16 store. The sizes
-// cover full and ragged tiles and K slices, and the row strides allow the
-// vector loads. C starts as NaN. The product runs at both staging depths, with the
-// operands as given and transposed (staged in the other layout, read as column-major
-// fragments).
+// cover full and ragged tiles and K slices, and the row strides allow eight-element
+// loads (A along k, B along n; transposed, B along k and A element-wise). C starts as
+// NaN. The product runs at both staging depths, with the operands as given and
+// transposed (staged in the other layout, read as column-major fragments).
 bool self_check(Device& dev, bool bf16) {
-  const int64_t m = 101, n = 84, k = 100;
+  const int64_t m = 101, n = 88, k = 104;
   auto value = [](int64_t i, int64_t salt) { return float((i * 7 + salt) % 5 - 2) * 0.5f; };
   std::vector<uint16_t> a(size_t(m * k)), b(size_t(k * n));
   std::vector<uint16_t> c(size_t(m * n), bf16 ? 0x7fc0 : 0x7e00);
@@ -358,16 +369,25 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
   CoopmatKernel kernel;
   kernel.bm = kernel.bn = large ? kLargeTile : kSmallTile;
   const int32_t tile = int32_t(kernel.bm);
-  static const PipelineSlots slots({2, 2, 2, 2});  // bf16, emulated, large, bk
+  // Eight-element loads where each thread's share of a tile is whole units of eight.
+  const bool eights = (int64_t(tile) * tuning.bk / 8) % (int64_t(kSubgroups) * s.sg) == 0;
+  auto load = [&](bool a) {
+    OperandLoad l;
+    l.transposed = a ? g.a_row == 1 && g.a_col != 1 : g.b_row == 1 && g.b_col != 1;
+    l.width = int32_t(eights ? vector_width(g, a, 2, {8, 4}) : vector_width(g, a, 2, {4}));
+    return l;
+  };
+  const OperandLoad a = load(true), b = load(false);
+  // (bf16, emulated), (large, bk), A's load, B's load
+  static const PipelineSlots slots({4, 4, 6, 6});
   // The check tries candidates: none of them may take the slot.
-  auto make = [&] { return make_pipeline(dev, s, tile, tuning.bk); };
-  kernel.pipeline =
-      checking
-          ? make()
-          : slots.get(
-                dev, {uint32_t(s.bf16), uint32_t(s.emulated), uint32_t(large), bk_class(tuning.bk)},
-                make);
-  kernel.flags = quad_flags(g, 2);
+  auto make = [&] { return make_pipeline(dev, s, tile, tuning.bk, a, b); };
+  kernel.pipeline = checking
+                        ? make()
+                        : slots.get(dev,
+                                    {uint32_t(s.bf16) * 2 + uint32_t(s.emulated),
+                                     uint32_t(large) * 2 + bk_class(tuning.bk), a.slot(), b.slot()},
+                                    make);
   return kernel;
 }
 

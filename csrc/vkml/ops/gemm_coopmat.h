@@ -41,7 +41,6 @@ void set_coopmat_tuning(CoopmatTuning t);  // throws on values outside those abo
 struct CoopmatKernel {
   VkPipeline pipeline = VK_NULL_HANDLE;  // null: use the scalar kernel
   int64_t bm = 0, bn = 0;                // output tile
-  uint32_t flags = 0;  // GEMM_A_VEC / GEMM_B_VEC (shaders/gemm_push.h) where the operands allow
 };
 
 // The kernel for this fp16 or bf16 product on this device, or none.

@@ -211,9 +211,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   }
   p.flags = (bias ? GEMM_BIAS : 0) | (g.a_row == 1 && g.a_col != 1 ? GEMM_A_MFAST : 0) |
             (g.b_row == 1 && g.b_col != 1 ? GEMM_B_KFAST : 0) |
-            (coop.pipeline ? coop.flags
-             : integer     ? 0
-                           : quad_flags(g, itemsize(g.dtype)));
+            (coop.pipeline || integer ? 0 : quad_flags(g, itemsize(g.dtype)));
 
   // Split-K (launch.h) for float products: the partial sums are fp32.
   const int64_t splits = integer ? 1 : k_splits(dev, tiles, g.k, g.batch * g.m * g.n);

@@ -32,13 +32,14 @@ class Device;
 // made: a required subgroup size with full subgroups (0: the driver's choice;
 // needs DeviceInfo::subgroup_size_control).
 struct SpecConstants {
-  std::array<int32_t, 8> values{};
+  std::array<int32_t, 12> values{};
   uint32_t count = 0;
   uint32_t subgroup_size = 0;
   SpecConstants() = default;
   SpecConstants(std::initializer_list<int32_t> v, uint32_t required_subgroup_size = 0)
       : subgroup_size(required_subgroup_size) {
-    for (int32_t x : v) values[count++] = x;
+    for (int32_t x : v)
+      if (count < values.size()) values[count++] = x;
   }
   bool operator==(const SpecConstants&) const = default;
 };

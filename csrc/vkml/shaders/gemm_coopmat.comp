@@ -7,10 +7,12 @@
 // A workgroup computes a BM x BN tile of C with WARPS_M x WARPS_N subgroups;
 // each subgroup owns a WM x WN block of it, held as FM x FN accumulator
 // fragments of MM x MN. K advances BK at a time: all threads stage the A and B
-// tiles in shared memory as 16-bit values (bf16 as bits), four elements per load where
-// the operand is contiguous along the tile's fast side (GEMM_A_VEC, GEMM_B_VEC;
-// element-wise at the edges), the next step's loads in flight while each
-// subgroup multiplies its fragments MK deep, in two shared-memory stages. Results
+// tiles in shared memory as 16-bit values (bf16 as bits), eight or four elements per
+// load (16 or 8 bytes) where the operand is contiguous along the tile's fast side and
+// aligned for it (A_VEC, B_VEC; element-wise at the edges), the next step's loads in
+// flight while each subgroup multiplies its fragments MK deep, in two shared-memory
+// stages. Each operand's layout and load width are specialization constants, so the
+// unrolled K loop carries no branch on them. Results
 // pass through a shared staging fragment per subgroup, so that alpha, beta,
 // the bias, output strides and edges are handled per element, as in gemm.comp.
 //
@@ -33,7 +35,9 @@
 // fp16 on the H200; whether the bits help there is still to be measured.)
 //
 // Specialization constants: 0 = BM, 1 = BN, 2 = BK, 3 = WG (threads),
-// 4 = MM, 5 = MN, 6 = MK (the fragment shape), 7 = SG (subgroup size).
+// 4 = MM, 5 = MN, 6 = MK (the fragment shape), 7 = SG (subgroup size), 8 = A_MFAST,
+// 9 = B_KFAST (the operands' staged forms, below), 10 = A_VEC, 11 = B_VEC (elements per
+// global load: 1, 4 or 8; ops/gemm_quads.h's vector_width).
 //! variant emulated -DEMULATED -DNEED_F16
 //! variant emulated_bf16 -DEMULATED -DBF16 -DNEED_F16 -DNEED_I16
 //! coopmat-variant f16 -DNEED_F16
@@ -56,6 +60,10 @@ layout(constant_id = 4) const uint MM = 16;
 layout(constant_id = 5) const uint MN = 16;
 layout(constant_id = 6) const uint MK = 16;
 layout(constant_id = 7) const uint SG = 32;
+layout(constant_id = 8) const uint A_MFAST = 0;
+layout(constant_id = 9) const uint B_KFAST = 0;
+layout(constant_id = 10) const uint A_VEC = 4;
+layout(constant_id = 11) const uint B_VEC = 4;
 
 const uint WARPS = WG / SG;
 const uint WARPS_M = 2;
@@ -68,8 +76,8 @@ const uint FN = WN / MN;
 // 16-byte aligned rows, and the padding moves successive rows to other banks.
 // An operand is staged with its contiguous side along the stage's rows, so that each
 // quad it loads is one store: A as [m][k] (AST apart) or, when it is contiguous along m
-// (GEMM_A_MFAST), as [k][m] (ATS apart); B as [k][n] (BST) or, contiguous along k
-// (GEMM_B_KFAST: x @ w^T in a linear layer), as [n][k] (BTS). The fragment loads then read
+// (A_MFAST), as [k][m] (ATS apart); B as [k][n] (BST) or, contiguous along k
+// (B_KFAST: x @ w^T in a linear layer), as [n][k] (BTS). The fragment loads then read
 // the second forms column-major.
 const uint AST = BK + 8, ATS = BM + 8;
 const uint BST = BN + 8, BTS = BK + 8;
@@ -85,8 +93,8 @@ const uint A_STAGE = BM * AST, B_STAGE = BN * BTS;
 // otherwise outnumber the matrix-unit instructions. Strides and fragment offsets are
 // multiples of four elements, so coopMatLoad reads the quads directly (its element and
 // stride count quads).
-shared ELEM4 As[2 * A_STAGE / 4u];  // [stage][m][k], or [stage][k][m] (GEMM_A_MFAST)
-shared ELEM4 Bs[2 * B_STAGE / 4u];  // [stage][k][n], or [stage][n][k] (GEMM_B_KFAST)
+shared ELEM4 As[2 * A_STAGE / 4u];  // [stage][m][k], or [stage][k][m] (A_MFAST)
+shared ELEM4 Bs[2 * B_STAGE / 4u];  // [stage][k][n], or [stage][n][k] (B_KFAST)
 shared float Cs[WARPS * MM * CST];
 
 #include "gemm_push.h"
@@ -111,81 +119,96 @@ void store_c(uint bi, uint gi, uint gj, float v) {
 
 // Staging runs in two halves so that the next K step's global loads are in
 // flight while this one multiplies (as in gemm.comp): fetch_a() loads this
-// thread's quads of A[row0 .. row0+BM) x [k0 .. k0+BK), zero outside m and
-// k_end, into g_a, and put_a() stores them into As; B likewise. A quad is four
-// elements along the operand's fast side.
-const uint AQ = BM * BK / 4u / WG;  // quads per thread of a tile
-const uint BQ = BK * BN / 4u / WG;
-ELEM4 g_a[AQ];
-ELEM4 g_b[BQ];
+// thread's units of A[row0 .. row0+BM) x [k0 .. k0+BK), zero outside m and
+// k_end, into g_a, and put_a() stores them into As; B likewise. A unit is AU (BU)
+// elements along the operand's fast side, eight where it loads eight at a time, else
+// four; it is held and stored as quads.
+const uint AU = A_VEC == 8u ? 8u : 4u, BU = B_VEC == 8u ? 8u : 4u;
+const uint AUN = BM * BK / AU / WG;  // units per thread of a tile
+const uint BUN = BK * BN / BU / WG;
+ELEM4 g_a[AUN * AU / 4u];
+ELEM4 g_b[BUN * BU / 4u];
+
+// Unit q's place in the A tile: its first row i and column kk.
+uvec2 a_unit(uint q) {
+  return A_MFAST != 0u ? uvec2(q % (BM / AU) * AU, q / (BM / AU))
+                       : uvec2(q / (BK / AU), q % (BK / AU) * AU);
+}
+// Unit q's place in the B tile: its first row kk and column j.
+uvec2 b_unit(uint q) {
+  return B_KFAST != 0u ? uvec2(q % (BK / BU) * BU, q / (BK / BU))
+                       : uvec2(q / (BN / BU), q % (BN / BU) * BU);
+}
 
 void fetch_a(uint bi, uint row0, uint k0, uint k_end) {
   uint64_t base = pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * 2u;
   BufE A = BufE(base);
-  bool mfast = (pc.flags & GEMM_A_MFAST) != 0u;
-  bool vec = (pc.flags & GEMM_A_VEC) != 0u;
-  uint di = mfast ? 1u : 0u, dk = 1u - di;
-  [[unroll]] for (uint t = 0u; t < AQ; ++t) {
-    uint q = gl_LocalInvocationID.x + t * WG;
-    uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
-    uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
-    uint gi = row0 + i, gk = k0 + kk;
-    ELEM4 v = ELEM4(0);
-    if (vec && gi + 3u * di < pc.m && gk + 3u * dk < k_end) {
-      int off = int(gi) * pc.a_row + int(gk) * pc.a_col;
-      v = BufE4(base + uint64_t(off) * 2u).v[0];
+  const uint di = A_MFAST, dk = 1u - A_MFAST;  // the unit's direction
+  [[unroll]] for (uint t = 0u; t < AUN; ++t) {
+    uvec2 at = a_unit(gl_LocalInvocationID.x + t * WG);
+    uint gi = row0 + at.x, gk = k0 + at.y;
+    const uint h0 = t * (AU / 4u);
+    if (A_VEC > 1u && gi + (AU - 1u) * di < pc.m && gk + (AU - 1u) * dk < k_end) {
+      uint64_t address = base + uint64_t(int(gi) * pc.a_row + int(gk) * pc.a_col) * 2u;
+      if (AU == 8u) {
+        uvec4 x = BufU32x4(address).v[0];
+        g_a[h0] = quad_of(x.xy);
+        g_a[h0 + 1u] = quad_of(x.zw);
+      } else {
+        g_a[h0] = BufE4(address).v[0];
+      }
     } else {
-      [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+      [[unroll]] for (uint u = 0u; u < AU; ++u) {
         uint ri = gi + u * di, rk = gk + u * dk;
-        if (ri < pc.m && rk < k_end) v[u] = A.v[int(ri) * pc.a_row + int(rk) * pc.a_col];
+        ELEM x = ELEM(0);
+        if (ri < pc.m && rk < k_end) x = A.v[int(ri) * pc.a_row + int(rk) * pc.a_col];
+        g_a[h0 + u / 4u][u % 4u] = x;
       }
     }
-    g_a[t] = v;
   }
 }
 
 void put_a(uint st) {
-  bool mfast = (pc.flags & GEMM_A_MFAST) != 0u;
-  [[unroll]] for (uint t = 0u; t < AQ; ++t) {
-    uint q = gl_LocalInvocationID.x + t * WG;
-    uint i = mfast ? q % (BM / 4u) * 4u : q / (BK / 4u);
-    uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
-    As[(st * A_STAGE + (mfast ? kk * ATS + i : i * AST + kk)) / 4u] = g_a[t];
+  [[unroll]] for (uint t = 0u; t < AUN; ++t) {
+    uvec2 at = a_unit(gl_LocalInvocationID.x + t * WG);
+    uint first = st * A_STAGE + (A_MFAST != 0u ? at.y * ATS + at.x : at.x * AST + at.y);
+    [[unroll]] for (uint h = 0u; h < AU / 4u; ++h) As[first / 4u + h] = g_a[t * (AU / 4u) + h];
   }
 }
 
 void fetch_b(uint bi, uint col0, uint k0, uint k_end) {
   uint64_t base = pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * 2u;
   BufE B = BufE(base);
-  bool kfast = (pc.flags & GEMM_B_KFAST) != 0u;
-  bool vec = (pc.flags & GEMM_B_VEC) != 0u;
-  uint dk = kfast ? 1u : 0u, dj = 1u - dk;
-  [[unroll]] for (uint t = 0u; t < BQ; ++t) {
-    uint q = gl_LocalInvocationID.x + t * WG;
-    uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
-    uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
-    uint gj = col0 + j, gk = k0 + kk;
-    ELEM4 v = ELEM4(0);
-    if (vec && gk + 3u * dk < k_end && gj + 3u * dj < pc.n) {
-      int off = int(gk) * pc.b_row + int(gj) * pc.b_col;
-      v = BufE4(base + uint64_t(off) * 2u).v[0];
+  const uint dk = B_KFAST, dj = 1u - B_KFAST;
+  [[unroll]] for (uint t = 0u; t < BUN; ++t) {
+    uvec2 at = b_unit(gl_LocalInvocationID.x + t * WG);
+    uint gk = k0 + at.x, gj = col0 + at.y;
+    const uint h0 = t * (BU / 4u);
+    if (B_VEC > 1u && gk + (BU - 1u) * dk < k_end && gj + (BU - 1u) * dj < pc.n) {
+      uint64_t address = base + uint64_t(int(gk) * pc.b_row + int(gj) * pc.b_col) * 2u;
+      if (BU == 8u) {
+        uvec4 x = BufU32x4(address).v[0];
+        g_b[h0] = quad_of(x.xy);
+        g_b[h0 + 1u] = quad_of(x.zw);
+      } else {
+        g_b[h0] = BufE4(address).v[0];
+      }
     } else {
-      [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+      [[unroll]] for (uint u = 0u; u < BU; ++u) {
         uint rk = gk + u * dk, rj = gj + u * dj;
-        if (rk < k_end && rj < pc.n) v[u] = B.v[int(rk) * pc.b_row + int(rj) * pc.b_col];
+        ELEM x = ELEM(0);
+        if (rk < k_end && rj < pc.n) x = B.v[int(rk) * pc.b_row + int(rj) * pc.b_col];
+        g_b[h0 + u / 4u][u % 4u] = x;
       }
     }
-    g_b[t] = v;
   }
 }
 
 void put_b(uint st) {
-  bool kfast = (pc.flags & GEMM_B_KFAST) != 0u;
-  [[unroll]] for (uint t = 0u; t < BQ; ++t) {
-    uint q = gl_LocalInvocationID.x + t * WG;
-    uint j = kfast ? q / (BK / 4u) : q % (BN / 4u) * 4u;
-    uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
-    Bs[(st * B_STAGE + (kfast ? j * BTS + kk : kk * BST + j)) / 4u] = g_b[t];
+  [[unroll]] for (uint t = 0u; t < BUN; ++t) {
+    uvec2 at = b_unit(gl_LocalInvocationID.x + t * WG);
+    uint first = st * B_STAGE + (B_KFAST != 0u ? at.y * BTS + at.x : at.x * BST + at.y);
+    [[unroll]] for (uint h = 0u; h < BU / 4u; ++h) Bs[first / 4u + h] = g_b[t * (BU / 4u) + h];
   }
 }
 
@@ -211,7 +234,6 @@ void main() {
   uint bi = rest / tiles_m;
   uint row0 = tm * BM, col0 = tn * BN;
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-  bool mfast = (pc.flags & GEMM_A_MFAST) != 0u, kfast = (pc.flags & GEMM_B_KFAST) != 0u;
   uint wm0 = warp % WARPS_M * WM, wn0 = warp / WARPS_M * WN;
 
 #ifdef EMULATED
@@ -240,8 +262,8 @@ void main() {
     }
     uint a_st = st * A_STAGE, b_st = st * B_STAGE;
     // Where element (row, k) of A and (k, col) of B are staged (see AST above).
-    uint a_row = mfast ? 1u : AST, a_k = mfast ? ATS : 1u;
-    uint b_k = kfast ? 1u : BST, b_col = kfast ? BTS : 1u;
+    const uint a_row = A_MFAST != 0u ? 1u : AST, a_k = A_MFAST != 0u ? ATS : 1u;
+    const uint b_k = B_KFAST != 0u ? 1u : BST, b_col = B_KFAST != 0u ? BTS : 1u;
     [[unroll]] for (uint kk = 0u; kk < BK; kk += MK) {
 #ifdef EMULATED
       [[unroll]] for (uint f = 0u; f < FM * FN; ++f) {
@@ -260,14 +282,14 @@ void main() {
       coopmat<float16_t, gl_ScopeSubgroup, MK, MN, gl_MatrixUseB> fb[FN];
       [[unroll]] for (uint i = 0u; i < FM; ++i) {
         uint at = (a_st + (wm0 + i * MM) * a_row + kk * a_k) / 4u;
-        if (mfast)
+        if (A_MFAST != 0u)
           coopMatLoad(fa[i], As, at, ATS / 4u, gl_CooperativeMatrixLayoutColumnMajor);
         else
           coopMatLoad(fa[i], As, at, AST / 4u, gl_CooperativeMatrixLayoutRowMajor);
       }
       [[unroll]] for (uint j = 0u; j < FN; ++j) {
         uint at = (b_st + kk * b_k + (wn0 + j * MN) * b_col) / 4u;
-        if (kfast)
+        if (B_KFAST != 0u)
           coopMatLoad(fb[j], Bs, at, BTS / 4u, gl_CooperativeMatrixLayoutColumnMajor);
         else
           coopMatLoad(fb[j], Bs, at, BST / 4u, gl_CooperativeMatrixLayoutRowMajor);
