@@ -6,7 +6,7 @@ python3 scripts/gpu_gemm_sweep.py [SECONDS]
 
 The tile defaults of ops/matmul.cpp, ops/conv.cpp, ops/attention.cpp and
 ops/gemm_coopmat.cpp come from such sweeps on an H200; this measures the alternatives
-(TORCH_VKML_COOPMAT_BK / _TILE among them) on the device at hand, with the device clock,
+(TORCH_VKML_COOPMAT_BK / _TILE / _WARPS among them) on the device at hand, with the device clock,
 and checks each result against the default's.
 
 Where the driver reports its compiler's statistics (VK_KHR_pipeline_executable_properties),
@@ -32,7 +32,7 @@ from torch_vkml.bench.timing import Backend, Plan, measure
 
 SHAPES = [(4096, 4096, 4096), (1024, 1024, 1024), (4096, 512, 14336)]
 VKML = Backend("vkml", torch.device("vkml", 0))
-CONFIGS = [(bk, tile) for tile in (128, 64) for bk in (32, 16)]
+CONFIGS = [(bk, tile, warps) for tile in (128, 64) for bk in (32, 16) for warps in (4, 8)]
 # ResNet-50 layers at batch 32: (cin, hw, cout, k)
 CONVS = [(64, 56, 64, 3), (256, 56, 64, 1), (128, 28, 128, 3)]
 
@@ -226,14 +226,14 @@ def sweep(budget: float) -> int:
             if (m, k, n) == SHAPES[0]:  # after the first product: its start-up check
                 print(f"{name}: {torch_vkml._C.coopmat_status(0, name)}", flush=True)
             row = []
-            for bk, tile in CONFIGS:
+            for bk, tile, warps in CONFIGS:
                 if time.perf_counter() - t0 > budget:
                     print("  (time budget reached)")
                     return 0
-                torch_vkml._C._set_coopmat_tuning(bk, tile)
+                torch_vkml._C._set_coopmat_tuning(bk, tile, warps)
                 err = (torch.mm(a, b).float() - want).abs().max().item()
                 ok = "" if err <= 1e-2 * want.abs().max().item() else f" DIFF {err:.3g}"
-                row.append(f"bk{bk}/t{tile} {tflops(a, b):.3g}{ok}")
+                row.append(f"bk{bk}/t{tile}/w{warps} {tflops(a, b):.3g}{ok}")
             print(f"  {m}x{k}x{n} TFLOP/s: " + " | ".join(row), flush=True)
             del a, b, want
     torch_vkml._C._set_coopmat_tuning(0, 0)

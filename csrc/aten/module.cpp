@@ -238,8 +238,12 @@ PYBIND11_MODULE(_C, m) {
   // kernel's tile, 0 for the default choice), for scripts/gpu_gemm_sweep.py.
   m.def("_set_attention_tiling",
         [](int tiling) { guarded([&] { vkml::ops::set_attention_tiling(tiling); }); });
-  m.def("_set_coopmat_tuning",
-        [](int bk, int tile) { guarded([&] { vkml::ops::set_coopmat_tuning({bk, tile}); }); });
+  m.def(
+      "_set_coopmat_tuning",
+      [](int bk, int tile, int warps) {
+        guarded([&] { vkml::ops::set_coopmat_tuning({bk, tile, warps}); });
+      },
+      py::arg("bk"), py::arg("tile"), py::arg("warps") = 0);
   m.def("_set_gemm_tile", [](int tile) { vkml::ops::set_gemm_tile(tile); });
   m.def("_set_gpu_choices", [](bool on) { vkml::ops::set_gpu_choices(on); });
   m.def("_set_gemm_config", [](int bm, int bn, int bk, int threads, int tn) {
@@ -278,7 +282,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_coopmat_tuning", [] {
     const vkml::ops::CoopmatTuning t = vkml::ops::coopmat_tuning();
-    return py::make_tuple(t.bk, t.tile);
+    return py::make_tuple(t.bk, t.tile, t.warps);
   });
   m.def("fallback_counts", [] { return fallback_counts(); });
   m.def("reset_fallback_counts", [] { reset_fallback_counts(); });

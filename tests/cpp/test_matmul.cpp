@@ -403,24 +403,26 @@ TEST_P(CoopmatKernel, UnalignedOperandsLoadElementwise) {
   run(Case{1, 35, 38, 42});  // row strides not a multiple of 4
 }
 
-// The sweep knobs (TORCH_VKML_COOPMAT_BK, TORCH_VKML_COOPMAT_TILE): other staging
-// depths and forced tiles compute the same products.
+// The sweep knobs (TORCH_VKML_COOPMAT_BK, _TILE, _WARPS): other staging depths, forced
+// tiles and eight subgroups compute the same products.
 TEST_P(CoopmatKernel, OtherStagingDepthsAndTiles) {
   const ops::CoopmatTuning saved = ops::coopmat_tuning();
   for (int32_t bk : {16, 32})
-    for (int32_t tile : {64, 128}) {
-      SCOPED_TRACE(testing::Message() << "bk " << bk << " tile " << tile);
-      ops::set_coopmat_tuning({bk, tile});
-      Case c{2, 130, 129, 67};
-      c.ta = true;
-      run(c);
-      run(Case{1, 50, 64, 700});  // split K: slices rounded to whole steps
-      run(Case{1, 35, 38, 42});   // element-wise loads
-    }
+    for (int32_t tile : {64, 128})
+      for (int32_t warps : {4, 8}) {
+        SCOPED_TRACE(testing::Message() << "bk " << bk << " tile " << tile << " warps " << warps);
+        ops::set_coopmat_tuning({bk, tile, warps});
+        Case c{2, 130, 129, 67};
+        c.ta = true;
+        run(c);
+        run(Case{1, 50, 64, 700});  // split K: slices rounded to whole steps
+        run(Case{1, 35, 38, 42});   // element-wise loads
+      }
   ops::set_coopmat_tuning(saved);
   EXPECT_THROW(ops::set_coopmat_tuning({24, 0}), Error);
   EXPECT_THROW(ops::set_coopmat_tuning({64, 0}), Error);  // two stages of 64 fit few devices
   EXPECT_THROW(ops::set_coopmat_tuning({32, 96}), Error);
+  EXPECT_THROW(ops::set_coopmat_tuning({32, 64, 6}), Error);
 }
 
 TEST_P(CoopmatKernel, SplitK) {

@@ -25,7 +25,9 @@ namespace {
 
 using namespace gemm_detail;
 
-constexpr int32_t kSubgroups = 4;  // 2 x 2, as gemm_coopmat.comp lays them out
+// Subgroups per workgroup: 2 x 2, as gemm_coopmat.comp lays them out (2 x 4 when the
+// tuning asks for 8). The start-up check runs with the default.
+constexpr int32_t kSubgroups = 4;
 constexpr int64_t kLargeTile = 128, kSmallTile = 64;
 // Products smaller than this on any side stay on the scalar kernel: a 64 x 64
 // tile would be mostly empty.
@@ -56,10 +58,12 @@ int32_t env_choice(const char* name, std::initializer_list<int32_t> allowed, int
   return fallback;
 }
 
-// The tuning as bk | tile << 8, one atomic so that a reader sees one setting.
+// The tuning as bk | tile << 8 | warps << 16, one atomic so that a reader sees one
+// setting.
 std::atomic<int32_t>& tuning_value() {
   static std::atomic<int32_t> t{env_choice("TORCH_VKML_COOPMAT_BK", {16, 32}, 0) |
-                                env_choice("TORCH_VKML_COOPMAT_TILE", {64, 128}, 0) << 8};
+                                env_choice("TORCH_VKML_COOPMAT_TILE", {64, 128}, 0) << 8 |
+                                env_choice("TORCH_VKML_COOPMAT_WARPS", {4, 8}, 0) << 16};
   return t;
 }
 
@@ -148,20 +152,19 @@ struct OperandLoad {
   uint32_t slot() const { return uint32_t(transposed) * 3 + (width == 8 ? 2 : width == 4 ? 1 : 0); }
 };
 
-VkPipeline make_pipeline(Device& dev, const Shape& s, int32_t tile, int32_t bk,
+VkPipeline make_pipeline(Device& dev, const Shape& s, int32_t tile, int32_t bk, int32_t warps,
                          const OperandLoad& a, const OperandLoad& b) {
   return dev.pipelines().get(
-      s.shader,
-      {{tile, tile, bk, int32_t(kSubgroups * s.sg), int32_t(s.m), int32_t(s.n), int32_t(s.k),
-        int32_t(s.sg), int32_t(a.transposed), int32_t(b.transposed), a.width, b.width},
-       s.required ? s.sg : 0u});
+      s.shader, {{tile, tile, bk, int32_t(warps * s.sg), int32_t(s.m), int32_t(s.n), int32_t(s.k),
+                  int32_t(s.sg), int32_t(a.transposed), int32_t(b.transposed), a.width, b.width},
+                 s.required ? s.sg : 0u});
 }
 
 // Two stages of the A and B tiles (16-bit, rows padded by 8; each stage holds its
 // operand as [tile][bk] or [bk][tile], the first being the larger) and a float staging
 // fragment per subgroup.
-uint64_t shared_bytes(int64_t tile, int64_t bk, const Shape& s) {
-  return 2 * uint64_t(2 * tile * (bk + 8)) * 2 + uint64_t(kSubgroups) * s.m * (s.n + 4) * 4;
+uint64_t shared_bytes(int64_t tile, int64_t bk, int64_t warps, const Shape& s) {
+  return 2 * uint64_t(2 * tile * (bk + 8)) * 2 + uint64_t(warps) * s.m * (s.n + 4) * 4;
 }
 
 // Start-up check outcomes, per device and kernel (fp16 / bf16, real / emulated):
@@ -331,14 +334,16 @@ void set_coopmat_mode(CoopmatMode mode) { mode_value().store(int(mode)); }
 
 CoopmatTuning coopmat_tuning() {
   const int32_t v = tuning_value().load();
-  return {v & 0xff, v >> 8};
+  return {v & 0xff, (v >> 8) & 0xff, v >> 16};
 }
 void set_coopmat_tuning(CoopmatTuning t) {
   VKML_CHECK_ARG(t.bk == 0 || t.bk == 16 || t.bk == 32,
                  "coopmat tuning: bk must be 0 (automatic), 16 or 32");
   VKML_CHECK_ARG(t.tile == 0 || t.tile == 64 || t.tile == 128,
                  "coopmat tuning: tile must be 0, 64 or 128");
-  tuning_value().store(t.bk | t.tile << 8);
+  VKML_CHECK_ARG(t.warps == 0 || t.warps == 4 || t.warps == 8,
+                 "coopmat tuning: warps must be 0 (automatic: 4), 4 or 8");
+  tuning_value().store(t.bk | t.tile << 8 | t.warps << 16);
 }
 
 CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
@@ -361,8 +366,15 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
   if (!tuning.bk) tuning.bk = s.bf16 || !long_k ? 16 : 32;
   if (t_checking_bk) tuning.bk = t_checking_bk;
   const uint32_t shared = dev.info().max_shared_memory;
-  if (large && shared_bytes(kLargeTile, tuning.bk, s) > shared) large = false;
-  if (!large && shared_bytes(kSmallTile, tuning.bk, s) > shared) return {};
+  // Eight subgroups (2 x 4) only when asked for, and where they fit and each thread
+  // stages whole quads of the tile; never during the check.
+  int32_t warps = kSubgroups;
+  const int64_t eight = 8 * int64_t(s.sg);
+  if (tuning.warps == 8 && !t_checking && eight <= int64_t(dev.info().max_workgroup_invocations) &&
+      (kSmallTile * tuning.bk / 4) % eight == 0 && (kSmallTile / 4) % s.n == 0)
+    warps = 8;
+  if (large && shared_bytes(kLargeTile, tuning.bk, warps, s) > shared) large = false;
+  if (!large && shared_bytes(kSmallTile, tuning.bk, warps, s) > shared) return {};
   const bool checking = t_checking != nullptr;
   if (!checked_shape(dev, s)) return {};
 
@@ -370,7 +382,7 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
   kernel.bm = kernel.bn = large ? kLargeTile : kSmallTile;
   const int32_t tile = int32_t(kernel.bm);
   // Eight-element loads where each thread's share of a tile is whole units of eight.
-  const bool eights = (int64_t(tile) * tuning.bk / 8) % (int64_t(kSubgroups) * s.sg) == 0;
+  const bool eights = (int64_t(tile) * tuning.bk / 8) % (int64_t(warps) * s.sg) == 0;
   auto load = [&](bool a) {
     OperandLoad l;
     l.transposed = a ? g.a_row == 1 && g.a_col != 1 : g.b_row == 1 && g.b_col != 1;
@@ -378,16 +390,17 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
     return l;
   };
   const OperandLoad a = load(true), b = load(false);
-  // (bf16, emulated), (large, bk), A's load, B's load
-  static const PipelineSlots slots({4, 4, 6, 6});
+  // (bf16, emulated), (large, bk, warps), A's load, B's load
+  static const PipelineSlots slots({4, 8, 6, 6});
   // The check tries candidates: none of them may take the slot.
-  auto make = [&] { return make_pipeline(dev, s, tile, tuning.bk, a, b); };
-  kernel.pipeline = checking
-                        ? make()
-                        : slots.get(dev,
-                                    {uint32_t(s.bf16) * 2 + uint32_t(s.emulated),
-                                     uint32_t(large) * 2 + bk_class(tuning.bk), a.slot(), b.slot()},
-                                    make);
+  auto make = [&] { return make_pipeline(dev, s, tile, tuning.bk, warps, a, b); };
+  kernel.pipeline =
+      checking ? make()
+               : slots.get(dev,
+                           {uint32_t(s.bf16) * 2 + uint32_t(s.emulated),
+                            uint32_t(large) * 4 + bk_class(tuning.bk) * 2 + uint32_t(warps == 8),
+                            a.slot(), b.slot()},
+                           make);
   return kernel;
 }
 

@@ -28,12 +28,14 @@ void set_coopmat_mode(CoopmatMode mode);
 
 // Benchmark knobs for sweeps on new hardware, read once from the environment:
 // TORCH_VKML_COOPMAT_BK, the K depth of a step (16 or 32, two steps staged; default 0:
-// 32 for fp16 with K >= 1024, else 16), and TORCH_VKML_COOPMAT_TILE, the output tile
+// 32 for fp16 with K >= 1024, else 16), TORCH_VKML_COOPMAT_TILE, the output tile
 // (64 or 128; default 0: 128 x 128 for fp16 with K >= 1024 and 256+ such tiles, else
-// 64 x 64; never beyond the device's shared memory).
+// 64 x 64; never beyond the device's shared memory), and TORCH_VKML_COOPMAT_WARPS, the
+// subgroups per workgroup (4 or 8; default 0: 4; 8 where the device and fragment fit).
 struct CoopmatTuning {
   int32_t bk = 0;
   int32_t tile = 0;
+  int32_t warps = 0;
 };
 CoopmatTuning coopmat_tuning();
 void set_coopmat_tuning(CoopmatTuning t);  // throws on values outside those above
