@@ -500,3 +500,96 @@ def test_matrix_unit_gemm_operand_forms_and_load_widths(case, dtype, emulated_ma
     err = (got.cpu().double() - want).abs().max().item()
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-2
     assert err <= tol * (want.abs().max().item() + 1), err
+
+
+# ------------------------------------------- torch.set_float32_matmul_precision
+
+
+@pytest.fixture
+def matmul_precision():
+    before = torch.get_float32_matmul_precision()
+    yield torch.set_float32_matmul_precision
+    torch.set_float32_matmul_precision(before)
+
+
+def _kernel_names(fn):
+    with torch_vkml.profile() as prof:
+        out = fn()
+        torch_vkml.synchronize()
+    return out, {k.name.split("[")[0] for k in prof.kernels}
+
+
+def _relative_error(got, a, b):
+    """Largest error against the float64 product, relative to sum |a| |b| of its row."""
+    want = a.double() @ b.double()
+    return ((got.cpu().double() - want).abs() / (a.double().abs() @ b.double().abs())).max().item()
+
+
+# Measured on lavapipe (emulated): high ~2e-6, medium ~1e-3 of sum |a| |b|; exact fp32 ~2e-7.
+PRECISION_BOUND = {"high": 2e-5, "medium": 8e-3}
+
+
+@pytest.mark.parametrize("precision", ["high", "medium"])
+def test_float32_matmul_precision_runs_on_bf16_matrix_units(
+    precision, matmul_precision, emulated_matrix_units, no_fallback
+):
+    """As CUDA runs float32 products on TF32 tensor cores under "high", vkml runs them on
+    bf16 matrix units: "high" as bf16x3 (hi hi + hi lo + lo hi, about 16 significant
+    bits, finer than TF32), "medium" as one bf16 product; fp32 accumulation and a float32
+    result either way, with bias, alpha and beta, batched and transposed operands, and
+    linear's backward."""
+    bound = PRECISION_BOUND[precision]
+    a, b = make((3, 70, 130), low=-1, high=1), make((3, 130, 90), low=-1, high=1)
+    torch.bmm(a.to("vkml"), b.to("vkml"))  # the matrix units' start-up check, unprofiled
+    matmul_precision(precision)
+    got, ran = _kernel_names(lambda: torch.bmm(a.to("vkml"), b.to("vkml")))
+    assert got.dtype == torch.float32
+    assert {"gemm_split_bf16", "gemm_coopmat_emulated_bf16"} <= ran, ran
+    assert _relative_error(got, a, b) <= bound
+    # A transposed in memory, addmm's bias, alpha and beta
+    x, w, bias = make((150, 96), low=-1, high=1), make((96, 40), low=-1, high=1), make((40,))
+    xt = x.t().contiguous().to("vkml").t()
+    got = torch.addmm(bias.to("vkml"), xt, w.to("vkml"), beta=0.5, alpha=2.0)
+    want = 0.5 * bias.double() + 2.0 * (x.double() @ w.double())
+    scale = 2.0 * (x.double().abs() @ w.double().abs()) + 0.5 * bias.double().abs()
+    assert ((got.cpu().double() - want).abs() / scale).max().item() <= bound
+    # nn.Linear forward and backward
+    lin = torch.nn.Linear(96, 64)
+    dl = torch.nn.Linear(96, 64).to("vkml")
+    dl.load_state_dict(lin.state_dict())
+    inp = make((50, 96), low=-1, high=1)
+    di = inp.to("vkml").requires_grad_()
+    dl(di).square().sum().backward()
+    ri = inp.double().requires_grad_()
+    rw = lin.weight.detach().double().requires_grad_()
+    torch.nn.functional.linear(ri, rw, lin.bias.detach().double()).square().sum().backward()
+    for name, got, want in (("input", di.grad, ri.grad), ("weight", dl.weight.grad, rw.grad)):
+        err = ((got.cpu().double() - want).abs().max() / want.abs().max()).item()
+        assert err <= 20 * bound, (name, err)
+    # an infinite element stays infinite (its low part is 0), as in float32
+    a_inf = a[0].clone()
+    a_inf[3, 5] = float("inf")
+    got = torch.mm(a_inf.to("vkml"), b[0].abs().to("vkml")).cpu()
+    assert torch.isinf(got[3]).all() and torch.isfinite(got[torch.arange(70) != 3]).all()
+    b_inf = b[0].abs()
+    b_inf[5, 7] = float("inf")
+    got = torch.mm(a[0].abs().to("vkml"), b_inf.to("vkml")).cpu()
+    assert torch.isinf(got[:, 7]).all() and torch.isfinite(got[:, torch.arange(90) != 7]).all()
+
+
+def test_float32_matmul_precision_highest_or_no_matrix_units_stay_exact(
+    matmul_precision, emulated_matrix_units, no_fallback
+):
+    a, b = make((70, 130), low=-1, high=1), make((130, 90), low=-1, high=1)
+    for precision, mode in (("highest", "emulate"), ("high", "0"), ("medium", "0")):
+        matmul_precision(precision)
+        torch_vkml._C._set_coopmat_mode(mode)
+        got, ran = _kernel_names(lambda: torch.mm(a.to("vkml"), b.to("vkml")))
+        assert ran <= {"gemm_f32", "copy"}, (precision, mode, ran)
+        assert _relative_error(got, a, b) <= 1e-6
+    # products too small for the matrix-unit tiles stay exact under "high" too
+    torch_vkml._C._set_coopmat_mode("emulate")
+    matmul_precision("high")
+    s, t = make((16, 40), low=-1, high=1), make((40, 24), low=-1, high=1)
+    got, ran = _kernel_names(lambda: torch.mm(s.to("vkml"), t.to("vkml")))
+    assert "gemm_split_bf16" not in ran and _relative_error(got, s, t) <= 1e-6

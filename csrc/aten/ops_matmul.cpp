@@ -1,6 +1,7 @@
 // Matrix products: mm, addmm, bmm, baddbmm, addbmm, mv, dot, addr, addmv, and
 // the 3-vector cross product. Operands are read with their strides, so
 // transposed views cost no copy.
+#include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
@@ -54,6 +55,18 @@ void gemm3(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out, cons
   }
   g.alpha = alpha;
   g.beta = bias.defined() ? beta : 0.0f;
+  // torch.set_float32_matmul_precision: "high" and "medium" let float32 products run on
+  // bf16 matrix units (ops/gemm_bf16x3.h), as CUDA runs them on TF32 tensor cores.
+  switch (at::globalContext().float32MatmulPrecision()) {
+    case at::Float32MatmulPrecision::HIGH:
+      g.precision = vkml::ops::Fp32Precision::kHigh;
+      break;
+    case at::Float32MatmulPrecision::MEDIUM:
+      g.precision = vkml::ops::Fp32Precision::kMedium;
+      break;
+    default:
+      break;
+  }
   if (integer) {
     g.int_alpha = alpha_s.toLong();
     g.int_beta = bias.defined() ? int_beta : 0;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "vkml/core/error.h"
+#include "vkml/ops/gemm_bf16x3.h"
 #include "vkml/ops/gemm_coopmat.h"
 #include "vkml/ops/gemm_quads.h"
 #include "vkml/ops/launch.h"
@@ -163,6 +164,12 @@ void gemm(Device& dev, const GemmArgs& g) {
                                                         " is not supported on " + dev.info().name);
   VKML_CHECK_ARG(g.batch >= 0 && g.m >= 0 && g.n >= 0 && g.k >= 0, "gemm: negative size");
   if (g.batch == 0 || g.m == 0 || g.n == 0) return;
+  VKML_CHECK_ARG(!g.f32_result || g.dtype == DType::bf16,
+                 "gemm: a float32 result is for bf16 operands");
+  // float32 on bf16 matrix units where torch.set_float32_matmul_precision allows it.
+  if (g.dtype == DType::f32 && g.precision != Fp32Precision::kHighest && g.k > 0 &&
+      gemm_on_bf16_units(dev, g))
+    return;
   bool bias = (integer ? g.int_beta != 0 : g.beta != 0.0f) && g.bias != 0;
   const char* op = "gemm";
   if (g.k > 0) {
@@ -176,6 +183,8 @@ void gemm(Device& dev, const GemmArgs& g) {
   const Tile t = tile_class == kCustomClass ? custom_tile() : kTiles[tile_class];
   // fp16 products on the matrix units where the device has them.
   const CoopmatKernel coop = g.k > 0 ? coopmat_kernel(dev, g) : CoopmatKernel{};
+  VKML_CHECK_ARG(!g.f32_result || coop.pipeline,
+                 "gemm: a float32 result needs the matrix-unit kernel");
   const int64_t bm = coop.pipeline ? coop.bm : t.bm, bn = coop.pipeline ? coop.bn : t.bn;
   int64_t tiles = ceil_div(g.m, bm) * ceil_div(g.n, bn) * g.batch;
   VKML_CHECK_ARG(tiles < (int64_t(1) << 32), "gemm: too many output tiles");
@@ -216,30 +225,34 @@ void gemm(Device& dev, const GemmArgs& g) {
   // Split-K (launch.h) for float products: the partial sums are fp32.
   const int64_t splits = integer ? 1 : k_splits(dev, tiles, g.k, g.batch * g.m * g.n);
   static const PipelineSlots slots({16, uint32_t(std::size(kTiles))});  // dtype, tile class
-  auto make_scalar = [&](const Tile& tile) {
-    return dev.pipelines().get(shaders::gemm(g.dtype),
+  // C's dtype: the operands', or float32 for f32_result (the sum pass writes it).
+  const DType c_dtype = g.f32_result ? DType::f32 : g.dtype;
+  auto make_scalar = [&](DType dtype, const Tile& tile) {
+    return dev.pipelines().get(shaders::gemm(dtype),
                                {tile.bm, tile.bn, tile.bk, tile.threads, tile.tn});
   };
-  auto scalar_pipeline = [&](size_t c) {
-    if (c == kCustomClass) return make_scalar(t);  // a sweep's: not kept in the slots
-    return slots.get(dev, {uint32_t(g.dtype), uint32_t(c)}, [&] { return make_scalar(kTiles[c]); });
+  auto scalar_pipeline = [&](DType dtype, size_t c) {
+    if (c == kCustomClass) return make_scalar(dtype, t);  // a sweep's: not kept in the slots
+    return slots.get(dev, {uint32_t(dtype), uint32_t(c)},
+                     [&] { return make_scalar(dtype, kTiles[c]); });
   };
-  const VkPipeline pipeline = coop.pipeline ? coop.pipeline : scalar_pipeline(tile_class);
-  const size_t item = itemsize(g.dtype);
-  auto span = [&](uint64_t address, int64_t rows, int64_t cols, int64_t sb, int64_t sr,
-                  int64_t sc) {
+  const VkPipeline pipeline = coop.pipeline ? coop.pipeline : scalar_pipeline(g.dtype, tile_class);
+  auto span = [&](uint64_t address, int64_t rows, int64_t cols, int64_t sb, int64_t sr, int64_t sc,
+                  DType dtype) {
     const int64_t sizes[3] = {g.batch, rows, cols}, strides[3] = {sb, sr, sc};
-    return span_of(address, item, 3, sizes, strides);
+    return span_of(address, itemsize(dtype), 3, sizes, strides);
   };
-  const Span c_span = span(g.c, g.m, g.n, g.c_batch, g.c_row, g.c_col);
-  const Span bias_span = span(g.bias, g.m, g.n, g.bias_batch, g.bias_row, g.bias_col);
+  const Span c_span = span(g.c, g.m, g.n, g.c_batch, g.c_row, g.c_col, c_dtype);
+  const Span bias_span = span(g.bias, g.m, g.n, g.bias_batch, g.bias_row, g.bias_col, c_dtype);
   auto read_operands = [&](Access& access) {
     if (g.k > 0) {
-      access.read(span(g.a, g.m, g.k, g.a_batch, g.a_row, g.a_col));
-      access.read(span(g.b, g.k, g.n, g.b_batch, g.b_row, g.b_col));
+      access.read(span(g.a, g.m, g.k, g.a_batch, g.a_row, g.a_col, g.dtype));
+      access.read(span(g.b, g.k, g.n, g.b_batch, g.b_row, g.b_col, g.dtype));
     }
   };
-  if (splits == 1) {
+  // An f32_result product leaves the matrix-unit kernel as fp32 partial sums (one slice
+  // at least), which the sum pass writes to C.
+  if (splits == 1 && !g.f32_result) {
     Access access;
     access.write(c_span);
     read_operands(access);
@@ -271,7 +284,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   second.read(span_elems(scratch.address, splits * outputs, 4));
   second.write(c_span);
   if (bias) second.read(bias_span);
-  dispatch_1d(dev, scalar_pipeline(sum_class), &sum, sizeof(sum), uint64_t(outputs),
+  dispatch_1d(dev, scalar_pipeline(c_dtype, sum_class), &sum, sizeof(sum), uint64_t(outputs),
               uint32_t(sum_class == kCustomClass ? t.threads : kTiles[sum_class].threads), &second);
   dev.memory().free(scratch.address);
 }

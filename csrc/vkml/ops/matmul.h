@@ -8,6 +8,14 @@
 
 namespace vkml::ops {
 
+// What torch.set_float32_matmul_precision allows a float32 product (ops/gemm_bf16x3.h);
+// other dtypes ignore it.
+enum class Fp32Precision {
+  kHighest,  // fp32 arithmetic throughout
+  kHigh,     // may run as bf16x3 on matrix units: about 16 significant bits a product
+  kMedium,   // may run as one bf16 product on matrix units, fp32 accumulation
+};
+
 struct GemmArgs {
   // f32, f16 or bf16 (fp32 accumulation, rounded once), or i64 / i32 / u8 (int64 accumulation,
   // wrapping in the element type); all operands
@@ -26,6 +34,10 @@ struct GemmArgs {
   // alpha and beta of the integer dtypes (int32 range)
   int64_t int_alpha = 1;
   int64_t int_beta = 0;
+  Fp32Precision precision = Fp32Precision::kHighest;
+  // bf16 operands with a float32 c and bias (gemm_bf16x3.cpp's products): fp32
+  // accumulation, written unrounded; needs the matrix-unit kernel.
+  bool f32_result = false;
 };
 
 void gemm(Device& dev, const GemmArgs& args);

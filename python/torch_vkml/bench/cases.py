@@ -52,19 +52,33 @@ def _rand(shape, dtype, device, seed=0):
 _DT = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
-def gemm(m: int, k: int, n: int, dt: str, cpu_ok: bool = True) -> Case:
+def gemm(m: int, k: int, n: int, dt: str, cpu_ok: bool = True, precision: str = "") -> Case:
+    """torch.mm; `precision` runs float32 under torch.set_float32_matmul_precision(it),
+    restored after each call: TF32 on CUDA, bf16x3 ("high") on vkml's matrix units."""
+
     def setup(device):
         a, b = _rand((m, k), _DT[dt], device, 1), _rand((k, n), _DT[dt], device, 2)
-        return lambda: torch.mm(a, b)
+        if not precision:
+            return lambda: torch.mm(a, b)
+
+        def run():
+            before = torch.get_float32_matmul_precision()
+            torch.set_float32_matmul_precision(precision)
+            try:
+                return torch.mm(a, b)
+            finally:
+                torch.set_float32_matmul_precision(before)
+
+        return run
 
     return Case(
-        f"gemm/{dt}/{m}x{k}x{n}",
+        f"gemm/{dt}{f'-{precision}' if precision else ''}/{m}x{k}x{n}",
         "micro",
         "TFLOP/s",
         2.0 * m * k * n,
         setup,
         skip_baseline=set() if cpu_ok else {"cpu"},
-        note="MxKxN",
+        note="MxKxN" + (f", float32 matmul precision {precision}" if precision else ""),
     )
 
 
@@ -621,6 +635,8 @@ def build(profile: str, big: bool) -> list[Case]:
         ]
 
     cases += gemms("fp32")
+    # float32 as users speed it up: set_float32_matmul_precision("high")
+    cases += [gemm(s, s, s, "fp32", precision="high") for s in squares[-2:]]
     sizes = (2**20, 16 * 2**20, 64 * 2**20, 256 * 2**20) if big else (2**20, 16 * 2**20)
     for op in ("add", "mul", "gelu"):
         cases += [elementwise(op, n) for n in sizes]
