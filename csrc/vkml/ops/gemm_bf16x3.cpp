@@ -62,7 +62,10 @@ bool gemm_on_bf16_units(Device& dev, const GemmArgs& g) {
   h.a_batch = g.m * h.k, h.a_row = h.k, h.a_col = 1;
   h.b_batch = h.k * np, h.b_row = np, h.b_col = 1;
   const int64_t a_elems = g.batch * h.a_batch, b_elems = g.batch * h.b_batch;
-  if (a_elems >= (int64_t(1) << 31) || b_elems >= (int64_t(1) << 31)) return false;
+  // The pieces, and the fp32 partial sums the product leaves (32-bit indexing).
+  if (a_elems >= (int64_t(1) << 31) || b_elems >= (int64_t(1) << 31) ||
+      g.batch * g.m * g.n >= (int64_t(1) << 31))
+    return false;
   h.a = h.b = 0;  // aligned, as the allocations will be: the same kernel choice
   if (!coopmat_kernel(dev, h).pipeline) return false;
   Allocation a = dev.memory().allocate(uint64_t(a_elems) * 2);
