@@ -318,6 +318,29 @@ def test_svd(shape):
         torch.linalg.svd(a.to(VKML), driver="gesvd")
 
 
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 6, 4), (4, 4)], ids=str)
+def test_svd_of_a_rank_deficient_matrix_has_orthonormal_factors(shape):
+    """Zero singular values: LAPACK (the CPU) still returns orthonormal U and Vh, which
+    callers use as bases (projections onto the complement, orthogonal completions); the
+    vectors A v / s of a one-sided Jacobi SVD are zero there and must be completed."""
+    g = torch.Generator().manual_seed(3)
+    *batch, m, n = shape
+    a = torch.randn(*batch, m, 1, generator=g) @ torch.randn(*batch, 1, n, generator=g)
+    a[..., :, -1] = 0.0  # rank 1, with an exactly zero column too
+    tol = dict(atol=1e-4, rtol=1e-4)
+    for full in (False, True):
+        u, s, vh = torch.linalg.svd(a.to(VKML), full_matrices=full)
+        _same(s, torch.linalg.svdvals(a), tol)
+        k = min(m, n)
+        _same(u.mT @ u, torch.eye(u.shape[-1]).expand(*batch, -1, -1).contiguous(), tol)
+        _same(vh @ vh.mT, torch.eye(vh.shape[-2]).expand(*batch, -1, -1).contiguous(), tol)
+        _same(u[..., :k] @ torch.diag_embed(s) @ vh[..., :k, :], a, tol)
+    zero = torch.zeros(4, 3)
+    u, s, vh = torch.linalg.svd(zero.to(VKML), full_matrices=False)
+    _same(u.mT @ u, torch.eye(3), tol)
+    _same(s, torch.zeros(3), tol)
+
+
 def test_non_finite_input_raises_as_on_the_cpu():
     a = torch.randn(2, 4, 4)
     a = a + a.mT

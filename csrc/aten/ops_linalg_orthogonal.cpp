@@ -184,6 +184,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
             .batch = numel_of(batch)});
   at::_linalg_check_errors(info, "linalg.svd", A.dim() == 2);
   if (!compute_uv) return {at::empty({0}, A.options()), S, at::empty({0}, A.options())};
+  // The kernel's tall-side vectors are A v / s: zero where s is 0 (a rank-deficient A),
+  // where LAPACK returns orthonormal ones. Such columns come last (s descends), so a
+  // reduced QR of them keeps the others' span in its leading columns, and its columns
+  // at the zero ones complete an orthonormal set: taken there, on the device (no read
+  // of S), the rest left as they are.
+  if (left.numel()) {
+    at::Tensor Q = std::get<0>(vk_linalg_qr(left, "reduced"));
+    left = at::where(at::linalg_vector_norm(left, 2, {-2}, true) < 0.5, Q, left);
+  }
   // Full matrices: the tall side's k vectors completed to an orthonormal basis by the
   // last columns of a complete QR of them (orthogonal to their span).
   if (full_matrices && rows > k) {
