@@ -159,6 +159,38 @@ def test_chrome_trace_has_the_kernels_on_the_device_track(tmp_path, no_fallback)
     assert {"aten::convolution_overrideable", "aten::addmm", "aten::mm"} <= launched_by
 
 
+def test_kernel_times_lie_inside_their_steps_on_the_host_clock(tmp_path, no_fallback):
+    """Each step launches a product and waits for it: on the trace's one clock its kernel
+    starts after the step does and ends before it ends. With VK_EXT_calibrated_timestamps
+    (lavapipe has it) the device clock is mapped through one calibrated reading, so the
+    slack is a few microseconds; otherwise through a submit-and-wait window (50)."""
+    calibrated = torch_vkml.get_device_properties().calibrated_timestamps
+    slack = 5.0 if calibrated else 50.0
+    x = torch.randn(128, 128, device=VKML)
+    torch_vkml.synchronize()
+    with profile(activities=BOTH) as prof:
+        for i in range(4):
+            with record_function(f"step{i}"):
+                x @ x
+                torch_vkml.synchronize()
+            time.sleep(0.005)
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    steps = [
+        e
+        for e in events
+        if e.get("ph") == "X" and e.get("name", "").startswith("step") and e["pid"] != 0
+    ]
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    assert len(steps) == 4 and len(kernels) == 4, (steps, kernels)
+    for step, kernel in zip(
+        sorted(steps, key=lambda e: e["ts"]), sorted(kernels, key=lambda e: e["ts"]), strict=True
+    ):
+        assert kernel["ts"] >= step["ts"] - slack, (step, kernel)
+        assert kernel["ts"] + kernel["dur"] <= step["ts"] + step["dur"] + slack, (step, kernel)
+
+
 def test_profiling_twice_counts_each_run_once(no_fallback):
     model = mlp()
     first, _ = profiled_step(model)

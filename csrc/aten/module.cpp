@@ -66,6 +66,7 @@ py::dict properties(int index, bool details) {
   d["cooperative_matrix"] = shape(i.coopmat_m, i.coopmat_n, i.coopmat_k);
   d["cooperative_matrix_bf16"] = shape(i.coopmat_bf16_m, i.coopmat_bf16_n, i.coopmat_bf16_k);
   d["pipeline_statistics"] = i.pipeline_statistics;
+  d["calibrated_timestamps"] = i.calibrated_timestamps;
   if (!details) return d;
   d["driver_name"] = i.driver_name;
   d["driver_info"] = i.driver_info;

@@ -43,6 +43,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -164,30 +165,56 @@ class Recorder {
     stream.set_profiler(profiler.get());
     try {
       stream.synchronize();  // the queue is idle: a timestamp written now runs at once
-      // Device clock to host clock: a timestamp written on the idle queue lands between
-      // the host's times around its submit and its wait; the middle is off by at most
-      // half of that window, so the narrowest of a few tries is kept (tens of
-      // microseconds). The tick period's drift over a profile is negligible.
       vkml::Timer& timer = dev_.timer();
-      const uint32_t slot = timer.acquire();
-      int64_t window = -1;
-      for (int attempt = 0; attempt < 3; ++attempt) {
-        const int64_t before = host_now_ns();
-        timer.record(slot);
-        const uint64_t ticks = timer.ticks(slot);
-        const int64_t after = host_now_ns();
-        if (window < 0 || after - before < window) {
-          window = after - before;
-          host0_ = before + window / 2;
-          tick0_ = ticks;
+      if (!calibrated(timer)) {
+        // Device clock to host clock: a timestamp written on the idle queue lands between
+        // the host's times around its submit and its wait; the middle is off by at most
+        // half of that window, so the narrowest of a few tries is kept (tens of
+        // microseconds). The tick period's drift over a profile is negligible.
+        const uint32_t slot = timer.acquire();
+        int64_t window = -1;
+        for (int attempt = 0; attempt < 3; ++attempt) {
+          const int64_t before = host_now_ns();
+          timer.record(slot);
+          const uint64_t ticks = timer.ticks(slot);
+          const int64_t after = host_now_ns();
+          if (window < 0 || after - before < window) {
+            window = after - before;
+            host0_ = before + window / 2;
+            tick0_ = ticks;
+          }
         }
+        timer.release(slot);
       }
-      timer.release(slot);
     } catch (...) {
       stream.set_profiler(nullptr);
       throw;
     }
     profiler_ = std::move(profiler);
+  }
+
+  // Device clock to host clock through VK_EXT_calibrated_timestamps, where the device
+  // has it: a device tick count and CLOCK_MONOTONIC read together (within the driver's
+  // stated deviation, typically under a microsecond), then CLOCK_MONOTONIC moved onto
+  // Kineto's system clock by the two host clocks read back to back. Linux only: elsewhere
+  // the host domain is another clock.
+  bool calibrated(vkml::Timer& timer) {
+#if defined(__linux__)
+    vkml::Timer::Calibration c;
+    if (!timer.calibrate(&c)) return false;
+    timespec before{}, after{};
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    const int64_t system = host_now_ns();
+    clock_gettime(CLOCK_MONOTONIC, &after);
+    auto ns = [](const timespec& t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; };
+    const int64_t monotonic = (ns(before) + ns(after)) / 2;
+    host0_ = int64_t(c.monotonic_ns) + (system - monotonic);
+    tick0_ = c.ticks;
+    return true;
+#else
+    (void)timer;
+    return false;
+#endif
   }
 
   // Detaches the Profiler, waits for its commands and logs them.

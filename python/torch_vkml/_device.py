@@ -97,6 +97,10 @@ class DeviceProperties:
     # The driver reports its compiler's statistics per pipeline
     # (VK_KHR_pipeline_executable_properties; TORCH_VKML_PIPELINE_STATS=1 captures them)
     pipeline_statistics: bool
+    # The device clock and CLOCK_MONOTONIC can be read together
+    # (VK_EXT_calibrated_timestamps): the profiler maps kernel times onto the host's
+    # clock through them
+    calibrated_timestamps: bool
 
     def __str__(self) -> str:
         gib = self.total_memory / 2**30

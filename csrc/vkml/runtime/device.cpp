@@ -43,6 +43,7 @@ Device::Device(VkPhysicalDevice physical, const DeviceInfo& info, int index)
   if (info.coopmat_bf16_m != 0) extensions.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
   if (captures_statistics_)
     extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  if (info.calibrated_timestamps) extensions.push_back(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
 
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   ci.pNext = &features.base;

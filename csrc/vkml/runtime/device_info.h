@@ -52,6 +52,10 @@ struct DeviceInfo {
   // VK_KHR_pipeline_executable_properties: the driver reports its compiler's statistics
   // per pipeline (registers, spills, ...; TORCH_VKML_PIPELINE_STATS=1 turns it on).
   bool pipeline_statistics = false;
+  // VK_EXT_calibrated_timestamps with the device's clock and CLOCK_MONOTONIC (the
+  // host's steady clock on Linux): the profiler maps device ticks to host time through
+  // one calibrated pair instead of a submit-and-wait window.
+  bool calibrated_timestamps = false;
   // Empty when the device has what torch-vkml needs; otherwise why not.
   std::string unsupported_reason;
 };

@@ -83,6 +83,26 @@ bool has_extension(VkPhysicalDevice pd, const char* name) {
   return false;
 }
 
+// Whether the device offers calibrated timestamps of its own clock and of
+// CLOCK_MONOTONIC.
+bool calibrated_domains(VkPhysicalDevice pd) {
+  if (!vk::vkGetPhysicalDeviceCalibrateableTimeDomainsEXT ||
+      !has_extension(pd, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME))
+    return false;
+  uint32_t n = 0;
+  if (vk::vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(pd, &n, nullptr) != VK_SUCCESS)
+    return false;
+  std::vector<VkTimeDomainEXT> domains(n);
+  if (vk::vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(pd, &n, domains.data()) != VK_SUCCESS)
+    return false;
+  bool device = false, monotonic = false;
+  for (VkTimeDomainEXT d : domains) {
+    device |= d == VK_TIME_DOMAIN_DEVICE_EXT;
+    monotonic |= d == VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
+  }
+  return device && monotonic;
+}
+
 // The 16-bit x 16-bit -> fp32 subgroup shapes (fp16, and bf16 where the device
 // has VK_KHR_shader_bfloat16's matrix types) our GEMM kernel can tile: 16x16x16
 // where offered (NVIDIA, AMD), else the smallest with sides in 8..32 (Intel
@@ -204,6 +224,7 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   const bool executables = vk::vkGetPipelineExecutablePropertiesKHR &&
                            vk::vkGetPipelineExecutableStatisticsKHR &&
                            has_extension(pd, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  info.calibrated_timestamps = calibrated_domains(pd);
   EnabledFeatures f;
   f.chain(api13, coopmat, bf16, executables);
   vk::vkGetPhysicalDeviceFeatures2(pd, &f.base);

@@ -115,4 +115,21 @@ double Timer::elapsed_ns(uint32_t start, uint32_t end) {
   return double(d) * period_ns_;
 }
 
+bool Timer::calibrate(Calibration* out) {
+  if (!supported() || !device_.info().calibrated_timestamps || !vk::vkGetCalibratedTimestampsEXT)
+    return false;
+  VkCalibratedTimestampInfoEXT infos[2] = {{VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT},
+                                           {VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT}};
+  infos[0].timeDomain = VK_TIME_DOMAIN_DEVICE_EXT;
+  infos[1].timeDomain = VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
+  uint64_t stamps[2] = {0, 0}, deviation = 0;
+  if (vk::vkGetCalibratedTimestampsEXT(device_.handle(), 2, infos, stamps, &deviation) !=
+      VK_SUCCESS)
+    return false;
+  out->ticks = stamps[0];
+  out->monotonic_ns = stamps[1];
+  out->deviation_ns = deviation;
+  return true;
+}
+
 }  // namespace vkml

@@ -45,6 +45,16 @@ class Timer {
   // Device time from `start` to `end` in nanoseconds (blocks until both are written).
   double elapsed_ns(uint32_t start, uint32_t end);
 
+  // One reading of the device clock (ticks) and CLOCK_MONOTONIC (ns) taken together,
+  // within `deviation_ns` of each other (VK_EXT_calibrated_timestamps); false where the
+  // device has no calibrated timestamps or the driver fails the call.
+  struct Calibration {
+    uint64_t ticks = 0;
+    uint64_t monotonic_ns = 0;
+    uint64_t deviation_ns = 0;
+  };
+  bool calibrate(Calibration* out);
+
  private:
   void check(uint32_t slot) const;  // mutex held
   void grow();                      // mutex held

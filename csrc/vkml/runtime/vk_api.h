@@ -13,18 +13,19 @@
   X(vkEnumerateInstanceExtensionProperties) \
   X(vkEnumerateInstanceVersion)
 
-#define VKML_INSTANCE_FUNCS(X)                \
-  X(vkEnumeratePhysicalDevices)               \
-  X(vkGetPhysicalDeviceProperties2)           \
-  X(vkGetPhysicalDeviceFeatures2)             \
-  X(vkGetPhysicalDeviceMemoryProperties)      \
-  X(vkGetPhysicalDeviceMemoryProperties2)     \
-  X(vkGetPhysicalDeviceQueueFamilyProperties) \
-  X(vkGetPhysicalDeviceProperties)            \
-  X(vkEnumerateDeviceExtensionProperties)     \
-  X(vkCreateDevice)                           \
-  X(vkGetDeviceProcAddr)                      \
-  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)
+#define VKML_INSTANCE_FUNCS(X)                         \
+  X(vkEnumeratePhysicalDevices)                        \
+  X(vkGetPhysicalDeviceProperties2)                    \
+  X(vkGetPhysicalDeviceFeatures2)                      \
+  X(vkGetPhysicalDeviceMemoryProperties)               \
+  X(vkGetPhysicalDeviceMemoryProperties2)              \
+  X(vkGetPhysicalDeviceQueueFamilyProperties)          \
+  X(vkGetPhysicalDeviceProperties)                     \
+  X(vkEnumerateDeviceExtensionProperties)              \
+  X(vkCreateDevice)                                    \
+  X(vkGetDeviceProcAddr)                               \
+  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR) \
+  X(vkGetPhysicalDeviceCalibrateableTimeDomainsEXT)
 
 #define VKML_DEBUG_FUNCS(X) X(vkCreateDebugUtilsMessengerEXT)
 
@@ -72,6 +73,7 @@
   X(vkCmdResetQueryPool)                  \
   X(vkGetPipelineExecutablePropertiesKHR) \
   X(vkGetPipelineExecutableStatisticsKHR) \
+  X(vkGetCalibratedTimestampsEXT)         \
   VKML_LIBRARY_DEVICE_FUNCS(X)
 
 // What VkFFT calls beyond the above: descriptor sets (its kernels bind buffers that
