@@ -283,6 +283,7 @@ def test_bench_profiles_cover_the_suite(profile, big):
         "conv2d-bwd/",
         "conv2d-bwd/fp16/",
         "sdpa-fwd+bwd-gqa",
+        "sdpa-fwd+bwd-dropout",
         "train/digits-mlp/",
         "train/small-cnn/",
         "train/resnet18/",

@@ -154,10 +154,20 @@ def cross_entropy(rows: int, classes: int) -> Case:
     )
 
 
-def attention(b: int, h: int, seq: int, e: int, dt: str, backward: bool, kv_heads: int = 0) -> Case:
+def attention(
+    b: int,
+    h: int,
+    seq: int,
+    e: int,
+    dt: str,
+    backward: bool,
+    kv_heads: int = 0,
+    dropout: float = 0.0,
+) -> Case:
     """Causal scaled_dot_product_attention of [b, h, seq, e] q, k, v; with `backward`,
     forward plus the gradients of q, k and v. `kv_heads`: k and v with that many heads,
-    grouped-query attention (enable_gqa) as Llama-style models call it."""
+    grouped-query attention (enable_gqa) as Llama-style models call it. `dropout`: the
+    attention dropout GPT-2/BERT-style models train with."""
     hkv = kv_heads or h
 
     def setup(device):
@@ -166,7 +176,9 @@ def attention(b: int, h: int, seq: int, e: int, dt: str, backward: bool, kv_head
         g = _rand((b, h, seq, e), _DT[dt], device, 3)
 
         def run():
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=hkv != h)
+            out = F.scaled_dot_product_attention(
+                q, k, v, dropout_p=dropout, is_causal=True, enable_gqa=hkv != h
+            )
             if backward:
                 return torch.autograd.grad(out, (q, k, v), g)
             return out
@@ -176,6 +188,7 @@ def attention(b: int, h: int, seq: int, e: int, dt: str, backward: bool, kv_head
     # Causal: half of the 4 * seq^2 * e multiply-adds of q k^T and P v; backward ~2.5x.
     flops = 2.0 * b * h * seq * seq * e * (3.5 if backward else 1.0)
     kind = ("fwd+bwd" if backward else "fwd") + (f"-gqa{hkv}" if hkv != h else "")
+    kind += f"-dropout{dropout:g}" if dropout else ""
     return Case(f"sdpa-{kind}/{dt}/{b}x{h}x{seq}x{e}", "micro", "TFLOP/s", flops, setup)
 
 
@@ -589,6 +602,7 @@ def build(profile: str, big: bool) -> list[Case]:
             attention(1, 4, 128, 64, "fp32", False),
             attention(1, 4, 128, 64, "fp32", True),
             attention(1, 8, 128, 64, "fp32", True, kv_heads=2),
+            attention(1, 4, 128, 64, "fp32", True, dropout=0.1),
             fft("c2c", 256, (1024,)),
             fft("c2c", 16, (4099,)),  # a prime: Bluestein
             fft("r2c", 256, (1024,)),
@@ -698,6 +712,8 @@ def build(profile: str, big: bool) -> list[Case]:
     # 8B calls it, in the dtype such models train in.
     gqa_dt = "bf16" if big else "fp32"
     cases.append(attention(2 if big else 1, 32, seq // 2, 128, gqa_dt, True, kv_heads=8))
+    # Attention dropout in training (GPT-2's attn_pdrop), drawn inside the fused kernels.
+    cases.append(attention(8, 12, seq, 64, "bf16" if big else "fp32", True, dropout=0.1))
     n = 32 if big else 1
     cases += [conv2d(n, cin, hw, cout, k, s, lbl) for cin, hw, cout, k, s, lbl in _R50]
     cases += [conv2d(n, cin, hw, cout, k, s, lbl, True) for cin, hw, cout, k, s, lbl in _R50[1:]]
