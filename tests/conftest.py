@@ -101,6 +101,15 @@ def no_fallback():
     assert counts == {}, f"ops ran on the CPU fallback: {counts}"
 
 
+def kernels_run(fn, prefix=""):
+    """fn's result and the names (without their specialization constants) of the device
+    kernels it dispatched whose names start with ``prefix``, from torch_vkml.profile."""
+    with torch_vkml.profile() as prof:
+        out = fn()
+        torch_vkml.synchronize()
+    return out, {k.name.split("[")[0] for k in prof.kernels if k.name.startswith(prefix)}
+
+
 @pytest.fixture
 def emulated_matrix_units():
     """TORCH_VKML_COOPMAT=emulate in process: fp16 and bf16 GEMM, convolution and

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import VKML, dtype_id
+from conftest import VKML, dtype_id, kernels_run
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -421,11 +421,8 @@ def test_direct_call_rejects_dropout_of_one():
 
 
 def _attention_kernels(fn):
-    """The names of the attention kernels `fn` dispatches, from the profiler."""
-    with torch.profiler.profile() as prof:
-        fn()
-        torch_vkml.synchronize()
-    return {e.key.split("[")[0] for e in prof.key_averages() if e.key.startswith("attention_")}
+    """The names of the attention kernels `fn` dispatches."""
+    return kernels_run(fn, "attention_")[1]
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)

@@ -3,7 +3,14 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import MATMUL_TOLERANCES, assert_grads_close_to_cpu, assert_same, make, to_device
+from conftest import (
+    MATMUL_TOLERANCES,
+    assert_grads_close_to_cpu,
+    assert_same,
+    kernels_run,
+    make,
+    to_device,
+)
 
 import torch_vkml
 
@@ -280,11 +287,8 @@ def test_matrix_unit_conv_matches_cpu(case, dtype, emulated_matrix_units):
 
 
 def _conv_kernels(fn):
-    """The names of the convolution kernels `fn` dispatches, from the profiler."""
-    with torch.profiler.profile() as prof:
-        fn()
-        torch_vkml.synchronize()
-    return {e.key.split("[")[0] for e in prof.key_averages() if e.key.startswith("conv")}
+    """The names of the convolution kernels `fn` dispatches."""
+    return kernels_run(fn, "conv")[1]
 
 
 def test_matrix_unit_conv_is_the_one_run(emulated_matrix_units):

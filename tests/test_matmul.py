@@ -13,6 +13,7 @@ from conftest import (
     assert_close_to_cpu,
     assert_same,
     dtype_id,
+    kernels_run,
     make,
     to_device,
 )
@@ -512,13 +513,6 @@ def matmul_precision():
     torch.set_float32_matmul_precision(before)
 
 
-def _kernel_names(fn):
-    with torch_vkml.profile() as prof:
-        out = fn()
-        torch_vkml.synchronize()
-    return out, {k.name.split("[")[0] for k in prof.kernels}
-
-
 def _relative_error(got, a, b):
     """Largest error against the float64 product, relative to sum |a| |b| of its row."""
     want = a.double() @ b.double()
@@ -542,7 +536,7 @@ def test_float32_matmul_precision_runs_on_bf16_matrix_units(
     a, b = make((3, 70, 130), low=-1, high=1), make((3, 130, 90), low=-1, high=1)
     torch.bmm(a.to("vkml"), b.to("vkml"))  # the matrix units' start-up check, unprofiled
     matmul_precision(precision)
-    got, ran = _kernel_names(lambda: torch.bmm(a.to("vkml"), b.to("vkml")))
+    got, ran = kernels_run(lambda: torch.bmm(a.to("vkml"), b.to("vkml")))
     assert got.dtype == torch.float32
     assert {"gemm_split_bf16", "gemm_coopmat_emulated_bf16"} <= ran, ran
     assert _relative_error(got, a, b) <= bound
@@ -584,12 +578,12 @@ def test_float32_matmul_precision_highest_or_no_matrix_units_stay_exact(
     for precision, mode in (("highest", "emulate"), ("high", "0"), ("medium", "0")):
         matmul_precision(precision)
         torch_vkml._C._set_coopmat_mode(mode)
-        got, ran = _kernel_names(lambda: torch.mm(a.to("vkml"), b.to("vkml")))
+        got, ran = kernels_run(lambda: torch.mm(a.to("vkml"), b.to("vkml")))
         assert ran <= {"gemm_f32", "copy"}, (precision, mode, ran)
         assert _relative_error(got, a, b) <= 1e-6
     # products too small for the matrix-unit tiles stay exact under "high" too
     torch_vkml._C._set_coopmat_mode("emulate")
     matmul_precision("high")
     s, t = make((16, 40), low=-1, high=1), make((40, 24), low=-1, high=1)
-    got, ran = _kernel_names(lambda: torch.mm(s.to("vkml"), t.to("vkml")))
+    got, ran = kernels_run(lambda: torch.mm(s.to("vkml"), t.to("vkml")))
     assert "gemm_split_bf16" not in ran and _relative_error(got, s, t) <= 1e-6
