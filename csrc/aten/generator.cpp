@@ -38,6 +38,11 @@ uint64_t VkmlGeneratorImpl::take_offset(uint64_t n) {
   return o;
 }
 
+VkmlGeneratorImpl::Draw VkmlGeneratorImpl::take_draw() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {current_seed(), take_offset(1)};
+}
+
 // State: 16 bytes, seed then offset (little endian), as a CPU uint8 tensor.
 c10::intrusive_ptr<c10::TensorImpl> VkmlGeneratorImpl::get_state() const {
   auto t = at::empty({16}, at::TensorOptions().dtype(at::kByte).device(at::kCPU));

@@ -19,6 +19,12 @@ struct VkmlGeneratorImpl : public c10::GeneratorImpl {
   static c10::DeviceType device_type() { return c10::DeviceType::PrivateUse1; }
   // Reserves `n` counter steps and returns the first one. The caller holds mutex_.
   uint64_t take_offset(uint64_t n = 1);
+  // A random op's Philox key and counter: the seed, and one offset reserved for it
+  // (locks mutex_).
+  struct Draw {
+    uint64_t seed, offset;
+  };
+  Draw take_draw();
 
  private:
   VkmlGeneratorImpl* clone_impl() const override;

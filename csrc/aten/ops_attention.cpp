@@ -160,10 +160,9 @@ AttentionDropout take_dropout(const at::Tensor& q, double p) {
   AttentionDropout d;
   d.p = p;
   if (p == 0.0) return d;
-  VkmlGeneratorImpl* g = get_generator(std::nullopt, q.device().index());
-  std::lock_guard<std::mutex> lock(g->mutex_);
-  d.seed = g->current_seed();
-  d.offset = g->take_offset(1);
+  const auto [seed, offset] = get_generator(std::nullopt, q.device().index())->take_draw();
+  d.seed = seed;
+  d.offset = offset;
   return d;
 }
 

@@ -31,13 +31,7 @@ at::Tensor& generate(at::Tensor& self, Distribution dist, vkml::Scalar a, vkml::
   if (self.numel() == 0) return self;
   TORCH_CHECK_NOT_IMPLEMENTED(random_dtype(self.scalar_type()),
                               "random numbers on vkml do not support ", self.scalar_type(), " yet");
-  VkmlGeneratorImpl* g = get_generator(gen, self.device().index());
-  uint64_t seed, offset;
-  {
-    std::lock_guard<std::mutex> lock(g->mutex_);
-    seed = g->current_seed();
-    offset = g->take_offset(1);
-  }
+  const auto [seed, offset] = get_generator(gen, self.device().index())->take_draw();
   at::Tensor target = self.is_contiguous() ? self : at::empty(self.sizes(), self.options());
   guarded([&] { vkml::ops::random(vkml_device(target), ref(target), dist, a, b, seed, offset); });
   if (dist == Distribution::RandInt) note_values(target, a.i, b.i - 1);
