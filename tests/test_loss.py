@@ -14,6 +14,8 @@ from conftest import (
     make,
 )
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 REDUCTIONS = ["none", "mean", "sum"]
@@ -137,6 +139,21 @@ def test_multilabel_margin_loss(reduction):
         leaf(5, low=-1, high=1),
         target[0],
     )
+
+
+def test_multilabel_margin_loss_of_many_classes():
+    """One thread walks a row's targets against its classes (c^2 steps): where the
+    driver stops an invocation's loops at 65535 iterations (Mesa 22.3's lavapipe) such
+    rows take the counted CPU route; elsewhere the kernel runs them."""
+    x = leaf((2, 300), low=-1, high=1)
+    target = torch.randint(-1, 300, (2, 300), generator=torch.Generator().manual_seed(5))
+    assert_grads_close_to_cpu(lambda a, t: F.multilabel_margin_loss(a, t), x, target)
+    counts = torch_vkml.fallback_counts()
+    if torch_vkml.get_device_properties().loop_iteration_limit:
+        assert "aten::multilabel_margin_loss_forward" in counts, counts
+    else:
+        assert not counts, counts
+    torch_vkml.reset_fallback_counts()  # the no_fallback check: these are the point here
 
 
 # ---------------------------------------------------- nll_loss, 2-d scores

@@ -146,3 +146,13 @@ def test_very_long_row():
     assert_close_to_cpu(lambda t: t.cummax(0), x)
     assert_close_to_cpu(lambda t: t.view(3, -1).cummin(1), x)
     assert_close_to_cpu(lambda t: t.nonzero(), x)
+
+
+def test_very_long_line_through_a_middle_dim():
+    """A line with elements after it is one thread's loop: Mesa 22.3's lavapipe stops an
+    invocation's loops after 65535 iterations, so there (DeviceInfo::
+    loop_iteration_limit) such a line is scanned moved last; elsewhere as it is."""
+    x = make((2, 70_000, 2), torch.int64, low=-5, high=6)
+    assert_close_to_cpu(lambda t: t.cumsum(1), x)
+    assert_close_to_cpu(lambda t: t.cummax(1), x)
+    assert_close_to_cpu(lambda t: t.cummin(1), x)

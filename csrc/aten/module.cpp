@@ -67,6 +67,7 @@ py::dict properties(int index, bool details) {
   d["cooperative_matrix_bf16"] = shape(i.coopmat_bf16_m, i.coopmat_bf16_n, i.coopmat_bf16_k);
   d["pipeline_statistics"] = i.pipeline_statistics;
   d["calibrated_timestamps"] = i.calibrated_timestamps;
+  d["loop_iteration_limit"] = i.loop_iteration_limit;
   if (!details) return d;
   d["driver_name"] = i.driver_name;
   d["driver_info"] = i.driver_info;

@@ -4,6 +4,7 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include "fallback.h"
 #include "vkml/ops/loss.h"
 #include "vkml/ops/value_check.h"
 #include "vkml/shaders/device_error.h"
@@ -461,9 +462,20 @@ vkml::ops::MarginLossArgs multilabel_args(const MarginRows& r, const at::Tensor&
   return a;
 }
 
+// One thread walks a row's targets against its classes, c^2 steps: past the device's
+// loop iteration limit (Mesa 22.3's lavapipe stops such loops short, silently) the loss
+// takes the counted CPU route.
+bool multilabel_too_wide(const at::Tensor& self) {
+  const uint32_t limit = vkml_device(self).info().loop_iteration_limit;
+  const int64_t c = self.dim() == 0 ? 1 : self.size(-1);
+  return limit && c * c > int64_t(limit / 2);
+}
+
 std::tuple<at::Tensor, at::Tensor> vk_multilabel_forward(const at::Tensor& self,
                                                          const at::Tensor& target,
                                                          int64_t reduction) {
+  if (multilabel_too_wide(self))
+    return cpu_route<at::_ops::multilabel_margin_loss_forward>(self, target, reduction);
   MarginRows r = multilabel_rows(self, target);
   at::Tensor is_target = at::empty({r.n, r.c}, r.x.options());
   at::Tensor loss = at::empty({r.n}, r.x.options());
@@ -485,6 +497,9 @@ std::tuple<at::Tensor&, at::Tensor&> vk_multilabel_forward_out(const at::Tensor&
 at::Tensor vk_multilabel_backward(const at::Tensor& grad, const at::Tensor& self,
                                   const at::Tensor& target, int64_t reduction,
                                   const at::Tensor& is_target) {
+  if (multilabel_too_wide(self))
+    return cpu_route<at::_ops::multilabel_margin_loss_backward>(grad, self, target, reduction,
+                                                                is_target);
   MarginRows r = multilabel_rows(self, target);
   TORCH_CHECK(is_target.sizes() == target.sizes(),
               "inconsistent is_target size: ", is_target.sizes(),

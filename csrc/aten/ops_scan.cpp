@@ -45,6 +45,13 @@ at::Tensor run_scan(const char* name, const at::Tensor& self, int64_t dim, ScanO
     return at::view_as_complex(run_scan(name, parts, d, op, parts.scalar_type()));
   }
   TORCH_CHECK_NOT_IMPLEMENTED(scan_dtype(dt, op), name, " on vkml does not support ", dt, " yet");
+  if (line_walk_too_long(self, d, 1)) {
+    at::Tensor moved_indices;
+    at::Tensor moved =
+        run_scan(name, self.movedim(d, -1), -1, op, dt, indices ? &moved_indices : nullptr);
+    if (indices) *indices = moved_indices.movedim(-1, d).contiguous();
+    return moved.movedim(-1, d).contiguous();
+  }
   at::Tensor in = (self.scalar_type() == dt ? self : self.to(dt)).contiguous();
   at::Tensor out = at::empty(in.sizes(), in.options());
   if (indices) *indices = at::empty(in.sizes(), in.options().dtype(at::kLong));

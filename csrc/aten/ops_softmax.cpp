@@ -28,6 +28,8 @@ void check_softmax_dtype(const char* name, at::ScalarType t) {
 at::Tensor forward(const char* name, const at::Tensor& self, int64_t dim, bool half_to_float,
                    bool log) {
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  if (line_walk_too_long(self, d, 3))  // max, sum, write
+    return forward(name, self.movedim(d, -1), -1, half_to_float, log).movedim(-1, d).contiguous();
   at::Tensor in = self.contiguous();
   if (half_to_float) {
     TORCH_CHECK(self.scalar_type() == at::kHalf, "conversion is supported for Half type only");
@@ -49,6 +51,10 @@ at::Tensor forward(const char* name, const at::Tensor& self, int64_t dim, bool h
 at::Tensor backward(const char* name, const at::Tensor& grad, const at::Tensor& output, int64_t dim,
                     at::ScalarType input_dtype, bool log) {
   int64_t d = at::maybe_wrap_dim(dim, grad.dim());
+  if (line_walk_too_long(grad, d, 2))  // the dot, the write
+    return backward(name, grad.movedim(d, -1), output.movedim(d, -1), -1, input_dtype, log)
+        .movedim(-1, d)
+        .contiguous();
   at::Tensor g = grad.contiguous(), y = output.contiguous();
   if (g.scalar_type() != y.scalar_type()) g = g.to(y.scalar_type());
   if (y.scalar_type() == at::kBFloat16) {

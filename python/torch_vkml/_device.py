@@ -101,6 +101,10 @@ class DeviceProperties:
     # (VK_EXT_calibrated_timestamps): the profiler maps kernel times onto the host's
     # clock through them
     calibrated_timestamps: bool
+    # Mesa's llvmpipe before 24.1 ends an invocation's loops once they together ran this
+    # many iterations; the kernels that could iterate more leave it for the CPU route.
+    # 0: no limit
+    loop_iteration_limit: int
 
     def __str__(self) -> str:
         gib = self.total_memory / 2**30

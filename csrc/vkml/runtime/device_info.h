@@ -56,6 +56,10 @@ struct DeviceInfo {
   // host's steady clock on Linux): the profiler maps device ticks to host time through
   // one calibrated pair instead of a submit-and-wait window.
   bool calibrated_timestamps = false;
+  // Mesa's llvmpipe before 24.1 (lavapipe) guards against endless loops by ending every
+  // loop of an invocation once its loops together ran this many iterations, silently:
+  // a kernel whose one invocation iterates more computes garbage there. 0: no limit.
+  uint32_t loop_iteration_limit = 0;
   // Empty when the device has what torch-vkml needs; otherwise why not.
   std::string unsupported_reason;
 };

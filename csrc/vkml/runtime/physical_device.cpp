@@ -182,6 +182,11 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   info.driver_name = driver.driverName;
   info.driver_info = driver.driverInfo;
   info.driver_version = p.driverVersion;
+  // Mesa encodes its own version, VK_MAKE_VERSION(major, minor, patch); gallivm's
+  // shared limit of 65535 loop iterations went with its move to LLVM's own control
+  // flow (seen on 22.3, gone by 26; 24.1 is the conservative boundary).
+  if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE && p.driverVersion < ((24u << 22) | (1u << 12)))
+    info.loop_iteration_limit = 65535;
   info.subgroup_size = subgroup.subgroupSize;
   info.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];

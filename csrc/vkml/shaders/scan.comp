@@ -15,8 +15,9 @@
 //   2: after the chunk totals were scanned (into `scanned`, indices into
 //      `scanned_idx` pointing at chunks), one thread per element folds the
 //      total of all earlier chunks into it.
-// Chunks bound the barriers per workgroup: lavapipe (Mesa 22.3) miscomputes
-// workgroups that pass more than 2^17 barriers.
+// Chunks bound each invocation's loop iterations: Mesa 22.3's lavapipe ends all loops
+// of an invocation once they ran 65535 iterations together (DeviceInfo::
+// loop_iteration_limit), so there a long line scanned by one thread is moved last first.
 //
 // cummax/cummin follow PyTorch's CPU loop: a later element replaces the
 // running one when it is >= (<= for min) or NaN, unless the running one is NaN
