@@ -274,10 +274,14 @@ def test_qr(shape):
     assert k == tau.shape[-1]
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (4, 4), (3, 10, 10), (48, 48)], ids=str)
+EIGH_SHAPES = [(1, 1), (2, 2), (4, 4), (3, 10, 10), (48, 48), (49, 49), (2, 64, 64), (96, 96)]
+
+
+@pytest.mark.parametrize("shape", EIGH_SHAPES, ids=str)
 def test_eigh(shape):
-    # Cyclic Jacobi: eigenvalues ascending as LAPACK's; eigenvectors up to sign, so
-    # checked as an orthonormal basis that diagonalizes A.
+    # Cyclic Jacobi up to order 48, a tridiagonal form and QL steps beyond: eigenvalues
+    # ascending as LAPACK's; eigenvectors up to sign, so checked as an orthonormal basis
+    # that diagonalizes A.
     g = torch.Generator().manual_seed(12)
     a = torch.randn(shape, generator=g)
     a = a + a.mT
@@ -293,8 +297,23 @@ def test_eigh(shape):
     _same(torch.linalg.eigvalsh(a.triu().to(VKML), UPLO="U"), torch.linalg.eigvalsh(upper), tol)
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (5, 3), (3, 5), (6, 6), (2, 32, 20), (40, 32)], ids=str)
+SVD_SHAPES = [
+    (1, 1),
+    (5, 3),
+    (3, 5),
+    (6, 6),
+    (2, 32, 20),
+    (40, 32),
+    (33, 33),
+    (2, 100, 40),
+    (48, 64),
+]
+
+
+@pytest.mark.parametrize("shape", SVD_SHAPES, ids=str)
 def test_svd(shape):
+    # One-sided Jacobi up to 32 columns of the tall side, a bidiagonal form and
+    # Golub-Kahan steps beyond.
     g = torch.Generator().manual_seed(13)
     a = torch.randn(shape, generator=g)
     u, s, vh = torch.linalg.svd(a.to(VKML), full_matrices=False)
@@ -318,7 +337,7 @@ def test_svd(shape):
         torch.linalg.svd(a.to(VKML), driver="gesvd")
 
 
-@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 6, 4), (4, 4)], ids=str)
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 6, 4), (4, 4), (60, 40), (40, 44)], ids=str)
 def test_svd_of_a_rank_deficient_matrix_has_orthonormal_factors(shape):
     """Zero singular values: LAPACK (the CPU) still returns orthonormal U and Vh, which
     callers use as bases (projections onto the complement, orthogonal completions); the
@@ -360,18 +379,79 @@ def test_non_finite_input_raises_as_on_the_cpu():
     )
 
 
-def test_large_eigh_and_svd_take_the_counted_cpu_route():
-    # Beyond the Jacobi kernels' orders (shaders/linalg_push.h): LAPACK on the CPU, counted.
-    a = torch.randn(60, 60)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_condensed_eigh_and_svd_of_structured_matrices(dtype):
+    """The condensed forms' special paths: clustered and repeated eigenvalues (QL's
+    deflation), a diagonal matrix (every reflector the identity), the zero matrix (no
+    scaling), tiny and huge magnitudes (scaled by a power of two, so no square under-
+    or overflows), and a singular bidiagonal (the zero-diagonal chases)."""
+    n = 72
+    g = torch.Generator().manual_seed(21)
+    q, _ = torch.linalg.qr(torch.randn(n, n, generator=g, dtype=dtype))
+    values = torch.cat([torch.ones(30), 2 * torch.ones(30), torch.linspace(3, 4, 12)]).to(dtype)
+    cases = {
+        "repeated": q @ torch.diag(values) @ q.mT,
+        "diagonal": torch.diag(torch.randn(n, generator=g, dtype=dtype)),
+        "zero": torch.zeros(n, n, dtype=dtype),
+        "tiny": 1e-30 * (q @ torch.diag(values) @ q.mT),
+        "huge": 1e30 * (q @ torch.diag(values) @ q.mT),
+    }
+    close = torch.testing.assert_close
+    for a in cases.values():
+        a = (a + a.mT) / 2
+        scale = max(float(a.abs().max()), 1e-300)
+        tol = dict(atol=2e-5 * scale if dtype == torch.float32 else 1e-12 * scale, rtol=0)
+        w, v = torch.linalg.eigh(a.to(VKML))
+        _same(w, torch.linalg.eigvalsh(a), tol)
+        w, v = w.cpu(), v.cpu()  # products on the CPU: vkml has no float64 matmul
+        close(v @ torch.diag(w) @ v.mT, a, **tol)
+        close(v.mT @ v, torch.eye(n, dtype=dtype), atol=tol["atol"] / scale, rtol=0)
+        b = a[:, :40]  # columns past the Jacobi kernel's 32
+        u, s, vh = torch.linalg.svd(b.to(VKML), full_matrices=False)
+        _same(s, torch.linalg.svdvals(b), tol)
+        u, s, vh = u.cpu(), s.cpu(), vh.cpu()
+        close(u @ torch.diag(s) @ vh, b, **tol)
+        close(vh @ vh.mT, torch.eye(40, dtype=dtype), atol=tol["atol"] / scale, rtol=0)
+
+
+def test_condensed_eigh_gradients():
+    g = torch.Generator().manual_seed(22)
+    a = torch.randn(56, 56, generator=g)
+    a = a + a.mT
+    x = a.to(VKML).requires_grad_()
+    w, v = torch.linalg.eigh(x)
+    (w.square().sum() + (v[:, :4] ** 4).sum()).backward()
+    ref = a.clone().requires_grad_()
+    rw, rv = torch.linalg.eigh(ref)
+    (rw.square().sum() + (rv[:, :4] ** 4).sum()).backward()
+    _same(x.grad, ref.grad, dict(atol=1e-3, rtol=1e-3))
+
+
+def test_orders_past_the_devices_kernels_take_the_counted_cpu_route():
+    """Mesa 22.3's lavapipe ends an invocation's loops after 65535 iterations in all
+    (DeviceInfo::loop_iteration_limit): the one-workgroup kernels would return garbage
+    (or crash the process) past a few hundred rows, so there those orders are LAPACK's
+    on the CPU, counted. Elsewhere they run on the device."""
+    limited = torch_vkml.get_device_properties().loop_iteration_limit > 0
+    g = torch.Generator().manual_seed(23)
+    a = torch.randn(200, 200, generator=g)
+    spd = a @ a.mT + 200 * torch.eye(200)
     torch_vkml.reset_fallback_counts()
-    _same(
-        torch.linalg.eigvalsh(a.to(VKML) + a.mT.to(VKML)),
-        torch.linalg.eigvalsh(a + a.mT),
-        dict(atol=1e-3, rtol=1e-4),
-    )
-    _same(torch.linalg.svdvals(a.to(VKML)), torch.linalg.svdvals(a), dict(atol=1e-3, rtol=1e-4))
+    tol = dict(atol=1e-3, rtol=1e-4)
+    _same(torch.linalg.eigvalsh(a.to(VKML) + a.mT.to(VKML)), torch.linalg.eigvalsh(a + a.mT), tol)
+    _same(torch.linalg.svdvals(a[:, :60].to(VKML)), torch.linalg.svdvals(a[:, :60]), tol)
+    _same(torch.linalg.solve(a.to(VKML), a[:, :3].to(VKML)), torch.linalg.solve(a, a[:, :3]), tol)
+    big = torch.randn(300, 300, generator=g)
+    big = big @ big.mT + 300 * torch.eye(300)
+    _same(torch.linalg.cholesky(big.to(VKML)), torch.linalg.cholesky(big), tol)
+    _same(torch.linalg.cholesky(spd.to(VKML)), torch.linalg.cholesky(spd), tol)
     counts = torch_vkml.fallback_counts()
-    assert counts.get("aten::_linalg_eigh") and counts.get("aten::_linalg_svd"), counts
+    routed = {"aten::_linalg_eigh", "aten::_linalg_svd", "aten::linalg_cholesky_ex"}
+    if limited:
+        assert routed <= set(counts), counts
+        assert counts["aten::linalg_cholesky_ex"] == 1, counts  # order 200 stays native
+    else:
+        assert not counts, counts
     torch_vkml.reset_fallback_counts()  # the autouse check: this test's fallbacks are its point
 
 

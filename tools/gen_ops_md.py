@@ -62,9 +62,10 @@ FAMILIES = {
         "float32; float64 where the device has shaderFloat64; complex on the CPU, counted",
     ),
     "ops_linalg_orthogonal.cpp": (
-        "Linear algebra: QR, eigh and SVD of small matrices (Jacobi), lstsq",
+        "Linear algebra: QR, eigh and SVD (Jacobi, condensed forms), lstsq",
         "float32; float64 where the device has shaderFloat64 (ormqr: float32); complex, "
-        "eigh of order > 48 and SVD of min(m, n) > 32 on the CPU, counted",
+        "eigh and SVD of order > 4096 (lower on Mesa 22.3's lavapipe, docs/linalg.md) "
+        "on the CPU, counted",
     ),
     "ops_fft.cpp": (
         "Fourier transforms through VkFFT (torch.fft, stft, istft)",

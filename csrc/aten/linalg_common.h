@@ -4,6 +4,7 @@
 // to work in, the launch, and writing multi-output out= arguments.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <tuple>
 #include <utility>
@@ -18,9 +19,15 @@ namespace vkml_aten::linalg {
 using vkml::ops::LinalgAlgo;
 using Shape = std::vector<int64_t>;
 
-inline bool native(const at::Tensor& t) {
-  return (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) &&
-         vkml::ops::linalg_supported(vkml_device(t), to_vkml(t.scalar_type()));
+// Whether the kernels take the matrices t: float32, or float64 where the device has it,
+// and, where the driver limits an invocation's loop iterations, of an order the
+// kernels of `algo` keep under that limit (vkml::ops::linalg_max_order).
+inline bool native(const at::Tensor& t, LinalgAlgo algo = LinalgAlgo::Lu) {
+  if (!(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) ||
+      !vkml::ops::linalg_supported(vkml_device(t), to_vkml(t.scalar_type())))
+    return false;
+  return t.dim() < 2 ||
+         std::max(t.size(-1), t.size(-2)) <= vkml::ops::linalg_max_order(vkml_device(t), algo);
 }
 
 inline Shape batch_shape(const at::Tensor& t) {

@@ -24,7 +24,8 @@ using namespace linalg;
 std::tuple<at::Tensor, at::Tensor> cholesky_ex(const at::Tensor& A, bool upper, bool check_errors) {
   at::native::squareCheckInputs(A, "linalg.cholesky");
   at::native::checkFloatingOrComplex(A, "linalg.cholesky");
-  if (!native(A)) return cpu_route<at::_ops::linalg_cholesky_ex>(A, upper, check_errors);
+  if (!native(A, LinalgAlgo::Cholesky))
+    return cpu_route<at::_ops::linalg_cholesky_ex>(A, upper, check_errors);
   const int64_t n = A.size(-1);
   const Shape batch = batch_shape(A);
   // LAPACK reads one triangle: the lower one, or the upper one as its transpose.
@@ -48,7 +49,7 @@ std::tuple<at::Tensor&, at::Tensor&> cholesky_ex_out(const at::Tensor& A, bool u
 
 // The deprecated torch.cholesky: errors raised at once, as its CPU kernel does.
 at::Tensor vk_cholesky(const at::Tensor& A, bool upper) {
-  if (!native(A)) return cpu_route<at::_ops::cholesky>(A, upper);
+  if (!native(A, LinalgAlgo::Cholesky)) return cpu_route<at::_ops::cholesky>(A, upper);
   auto [L, info] = cholesky_ex(A, upper, false);
   at::_linalg_check_errors(info, "cholesky", A.dim() == 2);
   return L;

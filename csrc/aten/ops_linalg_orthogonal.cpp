@@ -1,8 +1,9 @@
 // torch.linalg's orthogonal factorizations on their backend kernels (vkml/ops/linalg.h):
 // Householder QR and its Q (geqrf, householder_product, ormqr, linalg_qr), symmetric
-// eigendecomposition and SVD of small matrices by Jacobi (larger ones on the CPU,
-// counted), and least squares through the SVD. float32, and float64 where the device has
-// it (ormqr: float32, through a matrix product); complex takes the counted CPU route.
+// eigendecomposition and SVD (Jacobi for small matrices, condensed forms up to order
+// 4096, larger ones on the CPU, counted), and least squares through the SVD. float32, and float64
+// where the device has it (ormqr: float32, through a matrix product); complex takes the counted CPU
+// route.
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <torch/library.h>
 
@@ -117,31 +118,44 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::str
   return write_outs(vk_linalg_qr(A, mode), Q, R);
 }
 
-// ---- Eigenvalues and singular values (Jacobi, small matrices) -------------------------
+// ---- Eigenvalues and singular values ---------------------------------------------------
+// Jacobi up to kEighMax / kSvdMax (more accurate for small matrices), condensed forms
+// beyond (linalg_condensed.comp).
+
+// The condensed forms' scratch (none for Jacobi).
+at::Tensor scratch_for(const at::Tensor& A, const Shape& batch, int64_t n, bool condensed) {
+  if (!condensed) return at::Tensor();
+  return at::empty({numel_of(batch) * vkml::ops::kCondensedScratch * n}, A.options());
+}
 
 std::tuple<at::Tensor, at::Tensor> vk_eigh(const at::Tensor& A, c10::string_view uplo,
                                            bool compute_v) {
   at::native::squareCheckInputs(A, "linalg.eigh");
   const int64_t n = A.size(-1);
-  if (!native(A) || n > vkml::ops::kEighMax)
+  if (!native(A) ||
+      (n > vkml::ops::kEighMax && !vkml::ops::condensed_fits(vkml_device(A), false, n, n)))
     return cpu_route<at::_ops::_linalg_eigh>(A, uplo, compute_v);
   const bool upper = uplo == "U" || uplo == "u";
   TORCH_CHECK(upper || uplo == "L" || uplo == "l",
               "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
   const Shape batch = batch_shape(A);
+  const bool condensed = n > vkml::ops::kEighMax;
   at::Tensor a = fresh(upper ? A.mT() : A, A.sizes().vec());
   at::Tensor values = at::empty(with(batch, {n}), A.options());
-  at::Tensor vectors = at::empty(A.sizes(), A.options());
+  at::Tensor vectors = at::empty(condensed && !compute_v ? Shape{0} : A.sizes().vec(), A.options());
+  at::Tensor scratch = scratch_for(A, batch, n, condensed);
   at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
   if (a.numel())
-    run(a, {.algo = LinalgAlgo::Eigh,
+    run(a, {.algo = condensed ? LinalgAlgo::EighTridiagonal : LinalgAlgo::Eigh,
             .a = addr(a),
             .b = addr(values),
             .c = addr(vectors),
             .info = addr(info),
             .m = n,
             .n = n,
-            .batch = numel_of(batch)});
+            .batch = numel_of(batch),
+            .values_only = !compute_v,
+            .scratch = condensed ? addr(scratch) : 0});
   // As on the CPU and CUDA: a failure (non-finite input) raises, after one host read.
   at::_linalg_check_errors(info, "linalg.eigh", A.dim() == 2);
   return {values, compute_v ? vectors : at::empty({0}, A.options())};
@@ -160,20 +174,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
               "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
               "cuSOLVER backend.");
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
-  if (!native(A) || k > vkml::ops::kSvdMax)
+  if (!native(A) || (k > vkml::ops::kSvdMax &&
+                     !vkml::ops::condensed_fits(vkml_device(A), true, std::max(m, n), k)))
     return cpu_route<at::_ops::_linalg_svd>(A, full_matrices, compute_uv, driver);
   // Work on the tall one of A and A^T: A^T = U' S V'^T gives A = V' S U'^T.
   const bool wide = m < n;
   at::Tensor tall = wide ? A.mT() : A;
   const int64_t rows = tall.size(-2);
   const Shape batch = batch_shape(A);
+  const bool condensed = k > vkml::ops::kSvdMax, vectors = compute_uv || !condensed;
   at::Tensor a = fresh(tall, tall.sizes().vec());
   at::Tensor S = at::empty(with(batch, {k}), A.options());
-  at::Tensor left = at::empty(with(batch, {rows, k}), A.options());
-  at::Tensor right = at::empty(with(batch, {k, k}), A.options());
+  at::Tensor left = at::empty(vectors ? with(batch, {rows, k}) : Shape{0}, A.options());
+  at::Tensor right = at::empty(vectors ? with(batch, {k, k}) : Shape{0}, A.options());
+  at::Tensor scratch = scratch_for(A, batch, k, condensed);
   at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
   if (a.numel())
-    run(a, {.algo = LinalgAlgo::Svd,
+    run(a, {.algo = condensed ? LinalgAlgo::SvdBidiagonal : LinalgAlgo::Svd,
             .a = addr(a),
             .b = addr(S),
             .c = addr(right),
@@ -181,15 +198,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
             .info = addr(info),
             .m = rows,
             .n = k,
-            .batch = numel_of(batch)});
+            .batch = numel_of(batch),
+            .values_only = !compute_uv,
+            .scratch = condensed ? addr(scratch) : 0});
   at::_linalg_check_errors(info, "linalg.svd", A.dim() == 2);
   if (!compute_uv) return {at::empty({0}, A.options()), S, at::empty({0}, A.options())};
-  // The kernel's tall-side vectors are A v / s: zero where s is 0 (a rank-deficient A),
+  // Jacobi's tall-side vectors are A v / s: zero where s is 0 (a rank-deficient A),
   // where LAPACK returns orthonormal ones. Such columns come last (s descends), so a
   // reduced QR of them keeps the others' span in its leading columns, and its columns
   // at the zero ones complete an orthonormal set: taken there, on the device (no read
-  // of S), the rest left as they are.
-  if (left.numel()) {
+  // of S), the rest left as they are. The condensed form's are orthonormal already.
+  if (left.numel() && !condensed) {
     at::Tensor Q = std::get<0>(vk_linalg_qr(left, "reduced"));
     left = at::where(at::linalg_vector_norm(left, 2, {-2}, true) < 0.5, Q, left);
   }
@@ -231,7 +250,9 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   const bool vector = B.dim() == A.dim() - 1;
   at::Tensor b = vector ? B.unsqueeze(-1) : B;
-  if (k == 0 || k > vkml::ops::kSvdMax || b.size(-2) != m) return cpu();
+  if (k == 0 || b.size(-2) != m) return cpu();
+  if (k > vkml::ops::kSvdMax && !vkml::ops::condensed_fits(vkml_device(A), true, std::max(m, n), k))
+    return cpu();
   auto [U, S, Vh] = vk_svd(A, false, true, std::nullopt);
   const double eps = A.scalar_type() == at::kDouble ? 2.220446049250313e-16 : 1.1920929e-07;
   const double r = rcond.value_or(eps * double(std::max(m, n)));

@@ -1,5 +1,6 @@
 #include "vkml/ops/linalg.h"
 
+#include <limits>
 #include <string>
 
 #include "vkml/core/error.h"
@@ -12,16 +13,72 @@ static_assert(int(LinalgAlgo::Cholesky) == LINALG_CHOLESKY && int(LinalgAlgo::Lu
               int(LinalgAlgo::Trsm) == LINALG_TRSM && int(LinalgAlgo::LuSolve) == LINALG_LU_SOLVE &&
               int(LinalgAlgo::Permutation) == LINALG_PERMUTATION &&
               int(LinalgAlgo::Geqrf) == LINALG_GEQRF && int(LinalgAlgo::Orgqr) == LINALG_ORGQR &&
-              int(LinalgAlgo::Eigh) == LINALG_EIGH && int(LinalgAlgo::Svd) == LINALG_SVD);
+              int(LinalgAlgo::Eigh) == LINALG_EIGH && int(LinalgAlgo::Svd) == LINALG_SVD &&
+              int(LinalgAlgo::EighTridiagonal) == LINALG_EIGH_TRIDIAGONAL &&
+              int(LinalgAlgo::SvdBidiagonal) == LINALG_SVD_BIDIAGONAL);
 
 const int64_t kEighMax = LINALG_EIGH_MAX, kSvdMax = LINALG_SVD_MAX;
+const int64_t kCondensedMax = LINALG_CONDENSED_MAX, kCondensedScratch = LINALG_CONDENSED_SCRATCH;
 
 bool linalg_supported(Device& dev, DType t) {
   return t == DType::f32 || (t == DType::f64 && dev.info().supports_fp64);
 }
 
+int64_t linalg_max_order(Device& dev, LinalgAlgo algo) {
+  if (dev.info().loop_iteration_limit == 0) return std::numeric_limits<int64_t>::max();
+  // Measured on Mesa 22.3's lavapipe (a workgroup of 256): Cholesky went wrong at order
+  // 384, LU, QR and the solves at 256 (a thread's trailing updates grow as n^3 / 256,
+  // a solve's substitution as n^2); both bounds passed.
+  return algo == LinalgAlgo::Cholesky ? 256 : 160;
+}
+
+bool condensed_fits(Device& dev, bool svd, int64_t rows, int64_t n) {
+  if (n > kCondensedMax) return false;
+  if (dev.info().loop_iteration_limit == 0) return true;
+  // Thread 0 iterates about 3 n^2 times in EIGH (the reduction's products, the QL
+  // steps' searches and rotations), and 2 rows n + 11 n^2 in SVD: measured on Mesa
+  // 22.3's lavapipe, eigh failed from order 128 and SVD from 72 (71 rows); these keep
+  // a margin of a third.
+  return svd ? n <= 48 && rows <= 128 : n <= 96;
+}
+
+// EighTridiagonal, SvdBidiagonal: one workgroup per matrix.
+static void condensed(Device& dev, const LinalgArgs& a) {
+  const bool svd = a.algo == LinalgAlgo::SvdBidiagonal;
+  const int64_t m = svd ? a.m : a.n;
+  VKML_CHECK_ARG(a.n <= kCondensedMax && m >= a.n, "linalg: condensed form shape not supported");
+  VKML_CHECK_ARG(a.batch * m * a.n < (int64_t(1) << 32), "linalg: more than 2^32 elements");
+  if (a.batch == 0 || a.n == 0) return;
+  const size_t item = itemsize(a.dtype);
+  linalg_detail::Push p{};
+  p.a = a.a;
+  p.b = a.b;
+  p.c = a.c;
+  p.d = a.d;
+  p.info = a.info;
+  p.scratch = a.scratch;
+  p.m = uint32_t(m);
+  p.n = uint32_t(a.n);
+  p.batch = uint32_t(a.batch);
+  p.flags = a.values_only ? LINALG_VALUES_ONLY : 0u;
+  Access access;
+  access.update(span_elems(a.a, a.batch * m * a.n, item));
+  access.update(span_elems(a.info, a.batch, 4));
+  access.update(span_elems(a.scratch, a.batch * kCondensedScratch * a.n, item));
+  access.write(span_elems(a.b, a.batch * a.n, item));
+  if (!a.values_only) {
+    access.update(span_elems(a.c, a.batch * a.n * a.n, item));
+    if (svd) access.update(span_elems(a.d, a.batch * m * a.n, item));
+  }
+  VkPipeline pipeline =
+      dev.pipelines().get(shaders::linalg_condensed(a.dtype), {int(a.algo), int32_t(256)});
+  dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(a.batch), &access);
+}
+
 void linalg(Device& dev, const LinalgArgs& a) {
   VKML_CHECK_ARG(linalg_supported(dev, a.dtype), "linalg: float32 or float64 only");
+  if (a.algo == LinalgAlgo::EighTridiagonal || a.algo == LinalgAlgo::SvdBidiagonal)
+    return condensed(dev, a);
   if (a.algo == LinalgAlgo::Permutation) {
     if (a.batch == 0 || a.m == 0) return;
     linalg_detail::Push p{};
@@ -33,7 +90,8 @@ void linalg(Device& dev, const LinalgArgs& a) {
     Access access;
     access.read(span_elems(a.pivots, a.batch * a.k, 4));
     access.write(span_elems(a.b, a.batch * a.m, 4));
-    VkPipeline pipeline = dev.pipelines().get(shaders::linalg(a.dtype), {int(a.algo), int32_t(64)});
+    VkPipeline pipeline =
+        dev.pipelines().get(shaders::linalg(a.dtype), {int(a.algo), int32_t(256)});
     dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.batch), 64, &access);
     return;
   }

@@ -1,6 +1,7 @@
 #pragma once
-// Dense linear algebra of batches of matrices (shaders/linalg.comp): Cholesky and LU
-// factorizations, triangular and LU solves. Matrices are row-major and contiguous, one
+// Dense linear algebra of batches of matrices (shaders/linalg.comp,
+// linalg_condensed.comp): Cholesky, LU and QR factorizations, triangular and LU
+// solves, symmetric eigendecomposition and SVD. Matrices are row-major and contiguous, one
 // after another; float32, and float64 where the device has shaderFloat64.
 #include <cstdint>
 
@@ -27,6 +28,12 @@ enum class LinalgAlgo : int {
                     // d: U (m x n), c: V (n x n); n <= kSvdMax
                     // (Eigh, Svd: info as LAPACK's syevd / gesdd where the input is not
                     // finite, 1 where 40 sweeps did not converge)
+  // Eigh and Svd of any order up to kCondensedMax, through a tridiagonal (bidiagonal)
+  // form and QR steps (shaders/linalg_condensed.comp), with their operands, plus
+  // `scratch`: kCondensedScratch * n reals per matrix. info 1: a QR iteration did not
+  // converge. values_only: b alone is written.
+  EighTridiagonal = 9,
+  SvdBidiagonal = 10,
 };
 
 struct LinalgArgs {
@@ -38,12 +45,25 @@ struct LinalgArgs {
   int64_t m = 0, n = 0, k = 0, batch = 0;
   bool upper = false, unit = false;  // Trsm
   bool adjoint = false;              // LuSolve
+  bool values_only = false;          // EighTridiagonal, SvdBidiagonal
+  uint64_t scratch = 0;              // EighTridiagonal, SvdBidiagonal
 };
 
-// The orders the Jacobi kernels take (shaders/linalg_push.h says why).
-extern const int64_t kEighMax, kSvdMax;
+// The orders the Jacobi kernels take, and the condensed forms (shaders/linalg_push.h
+// says why); the condensed forms' scratch, in reals per order per matrix.
+extern const int64_t kEighMax, kSvdMax, kCondensedMax, kCondensedScratch;
 
 bool linalg_supported(Device& dev, DType t);
+
+// The largest order `algo`'s kernels take on this device: any, except where the driver
+// limits an invocation's loop iterations (DeviceInfo::loop_iteration_limit: Mesa 22.3's
+// lavapipe), there the orders that keep one workgroup's thread under it.
+int64_t linalg_max_order(Device& dev, LinalgAlgo algo);
+
+// Whether the condensed forms take an eigh of order n (svd: false), or an SVD of a
+// rows x n matrix, rows >= n, on this device: up to kCondensedMax, and where the
+// driver limits an invocation's loop iterations, only as far as they stay under it.
+bool condensed_fits(Device& dev, bool svd, int64_t rows, int64_t n);
 void linalg(Device& dev, const LinalgArgs& args);
 
 }  // namespace vkml::ops

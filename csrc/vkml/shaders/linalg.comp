@@ -2,8 +2,8 @@
 // Dense factorizations and solves of batches of matrices (vkml/ops/linalg.h). The
 // algorithm is specialization constant 0 (LINALG_* of linalg_push.h).
 //
-// CHOLESKY, LU, GEQRF, ORGQR, EIGH and SVD: one workgroup per matrix, unblocked and right-looking, in place in
-// global memory (any size; O(n) barriers, well under lavapipe's 2^17). Each column:
+// CHOLESKY, LU, GEQRF, ORGQR, EIGH and SVD: one workgroup per matrix, unblocked and
+// right-looking, in place in global memory (any size; O(n) barriers). Each column:
 // its pivot (LU: the first largest magnitude, as LAPACK's isamax), the scaled column,
 // then the trailing update shared among the workgroup's threads.
 // TRSM and LU_SOLVE: one thread per right-hand-side column, substituting down (and
@@ -16,22 +16,7 @@ layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int ALGO = LINALG_CHOLESKY;
 layout(constant_id = 1) const uint WG = 256;
 
-#if defined(ST_F64)
-#define REAL double
-#define RSIZE 8u
-layout(buffer_reference, scalar, buffer_reference_align = 8) coherent buffer BufR { double v[]; };
-#else
-#define REAL float
-#define RSIZE 4u
-layout(buffer_reference, scalar, buffer_reference_align = 4) coherent buffer BufR { float v[]; };
-#endif
-layout(buffer_reference, scalar, buffer_reference_align = 4) coherent buffer CohI32 { int v[]; };
-
-// Writes by this workgroup become visible to all of it.
-void sync() {
-  memoryBarrierBuffer();
-  barrier();
-}
+#include "linalg_common.glsl"
 
 shared REAL s_best[WG];
 shared REAL s_sum1[WG];
@@ -40,21 +25,6 @@ shared uint s_where[WG];
 shared int s_stop;
 shared REAL s_cos, s_sin;
 shared int s_rotate, s_rotated;
-
-#if defined(ST_F64)
-const REAL EPS = 2.220446049250313e-16LF;
-const REAL TINY = 1e-290LF;
-#else
-const REAL EPS = 1.1920929e-7;
-const REAL TINY = 1e-35;
-#endif
-
-uint group_id() { return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
-
-// Matrix `mat` of a batch of rows x cols ones at `base`: indexed within it in 32 bits.
-BufR matrix(uint64_t base, uint mat, uint rows, uint cols) {
-  return BufR(base + uint64_t(mat) * rows * cols * RSIZE);
-}
 
 void cholesky(uint mat) {
   const uint n = pc.n, t = gl_LocalInvocationID.x;
@@ -275,12 +245,6 @@ void sort_indices(uint n, bool descending) {
     }
   }
   sync();
-}
-
-// LAPACK fails on non-finite input (the caller raises from info): so do EIGH and SVD,
-// with LAPACK's codes (syevd: no convergence, > 0; gesdd: argument 4 illegal, -4).
-void flag_non_finite(REAL x, uint mat, int code) {
-  if (isnan(x) || isinf(x)) CohI32(pc.info).v[mat] = code;
 }
 
 // Symmetric eigendecomposition by cyclic Jacobi: rotations J^T A J zero each

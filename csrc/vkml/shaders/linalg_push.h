@@ -18,17 +18,27 @@
 #define LINALG_SVD 8    // a (m x n, m >= n) -> b: singular values, d: U, c: V
                         // (info: LAPACK's codes for non-finite input, 1 for no
                         // convergence)
+// linalg_condensed.comp: EIGH and SVD of any order up to LINALG_CONDENSED_MAX, with the
+// same operands and results, and a scratch of LINALG_CONDENSED_SCRATCH reals per order
+// per matrix.
+#define LINALG_EIGH_TRIDIAGONAL 9
+#define LINALG_SVD_BIDIAGONAL 10
 
-// The largest orders EIGH and SVD take: a Jacobi sweep is n^2 / 2 rotations of a few
-// workgroup barriers each (SVD's three reductions: about 11), which ten sweeps must keep
-// under lavapipe's 2^17 per workgroup; and they sort n values in shared memory. At 64 lavapipe (Mesa 22.3) crashed in EIGH.
+// The largest orders the Jacobi kernels EIGH and SVD take (the condensed forms take the
+// orders past them): a Jacobi sweep is n^2 / 2 rotations of a few workgroup barriers
+// each, and the kernels sort n values in shared memory.
 #define LINALG_EIGH_MAX 48
 #define LINALG_SVD_MAX 32
+// The condensed forms take O(n) barriers (about 10 a column); 4096 bounds one
+// workgroup's O(n^3) work.
+#define LINALG_CONDENSED_MAX 4096
+#define LINALG_CONDENSED_SCRATCH 16
 
 // flags
 #define LINALG_UPPER 1u  // TRSM: a is upper triangular (else lower)
 #define LINALG_UNIT 2u     // TRSM: a's diagonal is taken as ones
 #define LINALG_ADJOINT 4u  // LU_SOLVE: solve with A^T
+#define LINALG_VALUES_ONLY 8u  // EIGH_TRIDIAGONAL, SVD_BIDIAGONAL: no vectors (c, d unused)
 
 VKML_CONTRACT_BEGIN(linalg_detail)
 VKML_PUSH_BEGIN(Push)
@@ -38,13 +48,14 @@ VKML_PUSH_BEGIN(Push)
   uint64_t info;    // int32 per matrix: 0, or LAPACK's info (> 0)
   uint64_t c;       // EIGH, SVD: the eigenvectors / right singular vectors (n x n)
   uint64_t d;       // SVD: the left singular vectors (m x n)
+  uint64_t scratch; // EIGH_TRIDIAGONAL, SVD_BIDIAGONAL: LINALG_CONDENSED_SCRATCH * n reals
   uint m;           // rows of a
   uint n;           // columns of a (the order for CHOLESKY, TRSM, LU_SOLVE)
   uint k;           // columns of b
   uint batch;
   uint flags;
   uint pad;  // to the 8-byte multiple C++ rounds the struct to
-VKML_PUSH_END(Push, 6 * 8 + 6 * 4)
+VKML_PUSH_END(Push, 7 * 8 + 6 * 4)
 VKML_CONTRACT_END(linalg_detail)
 
 #endif
