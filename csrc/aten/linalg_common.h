@@ -4,7 +4,6 @@
 // to work in, the launch, and writing multi-output out= arguments.
 #include <ATen/ATen.h>
 
-#include <algorithm>
 #include <initializer_list>
 #include <tuple>
 #include <utility>
@@ -19,15 +18,14 @@ namespace vkml_aten::linalg {
 using vkml::ops::LinalgAlgo;
 using Shape = std::vector<int64_t>;
 
-// Whether the kernels take the matrices t: float32, or float64 where the device has it,
-// and, where the driver limits an invocation's loop iterations, of an order the
-// kernels of `algo` keep under that limit (vkml::ops::linalg_max_order).
-inline bool native(const at::Tensor& t, LinalgAlgo algo = LinalgAlgo::Lu) {
+// Whether the kernels of `algo` take the matrices t: float32, or float64 where the device
+// has it, of a size the device's kernels take (vkml::ops::linalg_fits: where the driver
+// limits an invocation's loop iterations, Mesa 22.3's lavapipe, not every size).
+inline bool native(const at::Tensor& t, LinalgAlgo algo) {
   if (!(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) ||
       !vkml::ops::linalg_supported(vkml_device(t), to_vkml(t.scalar_type())))
     return false;
-  return t.dim() < 2 ||
-         std::max(t.size(-1), t.size(-2)) <= vkml::ops::linalg_max_order(vkml_device(t), algo);
+  return t.dim() < 2 || vkml::ops::linalg_fits(vkml_device(t), algo, t.size(-2), t.size(-1));
 }
 
 inline Shape batch_shape(const at::Tensor& t) {

@@ -66,7 +66,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex(const at::Tensor& A,
               "torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: ", A.sizes(),
               " instead");
   TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
-  if (!native(A)) return cpu_route<at::_ops::linalg_lu_factor_ex>(A, pivot, check_errors);
+  if (!native(A, LinalgAlgo::Lu))
+    return cpu_route<at::_ops::linalg_lu_factor_ex>(A, pivot, check_errors);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   const Shape batch = batch_shape(A);
   at::Tensor LU = fresh(A, A.sizes().vec());
@@ -96,7 +97,8 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> lu_factor_ex_out(const at::Ten
 std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_lu_unpack(const at::Tensor& LU,
                                                             const at::Tensor& pivots,
                                                             bool unpack_data, bool unpack_pivots) {
-  if (!native(LU)) return cpu_route<at::_ops::lu_unpack>(LU, pivots, unpack_data, unpack_pivots);
+  if (!native(LU, LinalgAlgo::Permutation))
+    return cpu_route<at::_ops::lu_unpack>(LU, pivots, unpack_data, unpack_pivots);
   TORCH_CHECK(LU.dim() >= 2,
               "torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: ", LU.sizes(),
               " instead");
@@ -141,7 +143,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> lu_unpack_out(const at::Tensor
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_linalg_lu(const at::Tensor& A, bool pivot) {
-  if (!native(A)) return cpu_route<at::_ops::linalg_lu>(A, pivot);
+  if (!native(A, LinalgAlgo::Lu)) return cpu_route<at::_ops::linalg_lu>(A, pivot);
   TORCH_CHECK(pivot, "linalg.lu: LU without pivoting is not implemented on the CPU");
   auto [LU, pivots, info] = lu_factor_ex(A, true, false);
   return vk_lu_unpack(LU, pivots, true, true);
@@ -159,7 +161,7 @@ Shape system_batch(const at::Tensor& A, const at::Tensor& B) {
 
 at::Tensor lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& B, bool left,
                     bool adjoint) {
-  if (!native(LU) || B.scalar_type() != LU.scalar_type())
+  if (!native(LU, LinalgAlgo::LuSolve) || B.scalar_type() != LU.scalar_type())
     return cpu_route<at::_ops::linalg_lu_solve>(LU, pivots, B, left, adjoint);
   // X A = B is A^T X^T = B^T (real matrices: the adjoint is the transpose).
   if (!left) return lu_solve(LU, pivots, B.mT(), true, !adjoint).mT();
@@ -196,7 +198,7 @@ at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& pivots, const a
 // A^-1 B for triangular A (left), or B A^-1 (right: A^T X^T = B^T).
 at::Tensor solve_triangular(const at::Tensor& A, const at::Tensor& B, bool upper, bool left,
                             bool unitriangular) {
-  if (!native(A) || B.scalar_type() != A.scalar_type())
+  if (!native(A, LinalgAlgo::Trsm) || B.scalar_type() != A.scalar_type())
     return cpu_route<at::_ops::linalg_solve_triangular>(A, B, upper, left, unitriangular);
   if (!left) return solve_triangular(A.mT(), B.mT(), !upper, true, unitriangular).mT();
   at::native::squareCheckInputs(A, "linalg.solve_triangular");
@@ -227,7 +229,7 @@ at::Tensor& solve_triangular_out(const at::Tensor& A, const at::Tensor& B, bool 
 std::tuple<at::Tensor, at::Tensor> vk_triangular_solve(const at::Tensor& b, const at::Tensor& A,
                                                        bool upper, bool transpose,
                                                        bool unitriangular) {
-  if (!native(A) || b.scalar_type() != A.scalar_type())
+  if (!native(A, LinalgAlgo::Trsm) || b.scalar_type() != A.scalar_type())
     return cpu_route<at::_ops::triangular_solve>(b, A, upper, transpose, unitriangular);
   at::Tensor X = transpose ? solve_triangular(A.mT(), b, !upper, true, unitriangular)
                            : solve_triangular(A, b, upper, true, unitriangular);
@@ -246,7 +248,7 @@ std::tuple<at::Tensor&, at::Tensor&> triangular_solve_out(const at::Tensor& b, c
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> solve_ex(const at::Tensor& A,
                                                                     const at::Tensor& B, bool left,
                                                                     bool check_errors) {
-  if (!native(A) || B.scalar_type() != A.scalar_type())
+  if (!native(A, LinalgAlgo::LuSolve) || B.scalar_type() != A.scalar_type())
     return cpu_route<at::_ops::_linalg_solve_ex>(A, B, left, check_errors);
   auto [LU, pivots, info] = lu_factor_ex(A, true, false);
   // A vector right-hand side (B of A's batch plus one dim) is one column.
@@ -266,7 +268,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> solve_ex_out(
 
 std::tuple<at::Tensor, at::Tensor> inv_ex(const at::Tensor& A, bool check_errors) {
   at::native::squareCheckInputs(A, "linalg.inv");
-  if (!native(A)) return cpu_route<at::_ops::linalg_inv_ex>(A, check_errors);
+  if (!native(A, LinalgAlgo::LuSolve)) return cpu_route<at::_ops::linalg_inv_ex>(A, check_errors);
   auto [LU, pivots, info] = lu_factor_ex(A, true, false);
   at::Tensor eye = at::eye(A.size(-1), A.options()).expand(A.sizes());
   at::Tensor inverse = lu_solve(LU, pivots, eye, true, false);
@@ -296,7 +298,7 @@ at::Tensor factored_for_det(const at::Tensor& A) {
 std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_det(const at::Tensor& A) {
   at::native::squareCheckInputs(A, "linalg.det");
   at::native::checkFloatingOrComplex(A, "linalg.det");
-  if (!native(A)) return cpu_route<at::_ops::_linalg_det>(A);
+  if (!native(A, LinalgAlgo::Lu)) return cpu_route<at::_ops::_linalg_det>(A);
   auto [LU, pivots, info] = lu_factor_ex(factored_for_det(A), true, false);
   at::Tensor d = LU.diagonal(0, -2, -1).prod(-1) * pivot_sign(pivots, A.options());
   return {d, LU, pivots};
@@ -309,7 +311,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> det_out(const at::Tensor& A, a
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_slogdet(const at::Tensor& A) {
   at::native::squareCheckInputs(A, "linalg.slogdet");
   at::native::checkFloatingOrComplex(A, "linalg.slogdet");
-  if (!native(A)) return cpu_route<at::_ops::_linalg_slogdet>(A);
+  if (!native(A, LinalgAlgo::Lu)) return cpu_route<at::_ops::_linalg_slogdet>(A);
   auto [LU, pivots, info] = lu_factor_ex(factored_for_det(A), true, false);
   at::Tensor diag = LU.diagonal(0, -2, -1);
   at::Tensor sign = diag.sign().prod(-1) * pivot_sign(pivots, A.options());
@@ -324,7 +326,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> slogdet_out(
 // (L L^H)^-1 B from the Cholesky factor (or U^H U from the upper one); ATen's
 // cholesky_solve has broadcast the batches.
 at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& factor, bool upper) {
-  if (!native(factor) || B.scalar_type() != factor.scalar_type())
+  if (!native(factor, LinalgAlgo::LuSolve) || B.scalar_type() != factor.scalar_type())
     return cpu_route<at::_ops::_cholesky_solve_helper>(B, factor, upper);
   at::Tensor L = upper ? factor.mT() : factor;
   at::Tensor y = solve_triangular(L, B, false, true, false);
@@ -333,7 +335,8 @@ at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& factor, 
 
 at::Tensor vk_cholesky_inverse(const at::Tensor& factor, bool upper) {
   at::native::squareCheckInputs(factor, "cholesky_inverse");
-  if (!native(factor)) return cpu_route<at::_ops::cholesky_inverse>(factor, upper);
+  if (!native(factor, LinalgAlgo::LuSolve))
+    return cpu_route<at::_ops::cholesky_inverse>(factor, upper);
   at::Tensor eye = at::eye(factor.size(-1), factor.options()).expand(factor.sizes());
   return cholesky_solve_helper(eye, factor, upper);
 }

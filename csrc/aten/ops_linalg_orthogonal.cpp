@@ -19,7 +19,7 @@ using namespace linalg;
 
 std::tuple<at::Tensor, at::Tensor> vk_geqrf(const at::Tensor& A) {
   TORCH_CHECK(A.dim() >= 2, "torch.geqrf: input must have at least 2 dimensions.");
-  if (!native(A)) return cpu_route<at::_ops::geqrf>(A);
+  if (!native(A, LinalgAlgo::Geqrf)) return cpu_route<at::_ops::geqrf>(A);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   const Shape batch = batch_shape(A);
   at::Tensor a = fresh(A, A.sizes().vec());
@@ -40,7 +40,7 @@ std::tuple<at::Tensor&, at::Tensor&> geqrf_out(const at::Tensor& A, at::Tensor& 
 
 // Q's first n columns from the reflectors below the diagonal of `input` (m x n) and tau.
 at::Tensor vk_householder_product(const at::Tensor& input, const at::Tensor& tau) {
-  if (!native(input) || tau.scalar_type() != input.scalar_type())
+  if (!native(input, LinalgAlgo::Orgqr) || tau.scalar_type() != input.scalar_type())
     return cpu_route<at::_ops::linalg_householder_product>(input, tau);
   TORCH_CHECK(input.dim() >= 2,
               "torch.linalg.householder_product: input must have at least 2 dimensions.");
@@ -82,7 +82,7 @@ at::Tensor full_q(const at::Tensor& reflectors, const at::Tensor& tau) {
 at::Tensor vk_ormqr(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other,
                     bool left, bool transpose) {
   // Through the full Q and a matrix product, which float64 lacks on vkml.
-  if (!native(input) || input.scalar_type() != at::kFloat ||
+  if (!native(input, LinalgAlgo::Orgqr) || input.scalar_type() != at::kFloat ||
       tau.scalar_type() != input.scalar_type() || other.scalar_type() != input.scalar_type())
     return cpu_route<at::_ops::ormqr>(input, tau, other, left, transpose);
   at::Tensor q = full_q(input, tau);
@@ -95,7 +95,7 @@ at::Tensor& ormqr_out(const at::Tensor& input, const at::Tensor& tau, const at::
 }
 
 std::tuple<at::Tensor, at::Tensor> vk_linalg_qr(const at::Tensor& A, c10::string_view mode) {
-  if (!native(A)) return cpu_route<at::_ops::linalg_qr>(A, mode);
+  if (!native(A, LinalgAlgo::Geqrf)) return cpu_route<at::_ops::linalg_qr>(A, mode);
   TORCH_CHECK(A.dim() >= 2, "linalg.qr: The input tensor A must have at least 2 dimensions.");
   TORCH_CHECK(mode == "reduced" || mode == "complete" || mode == "r",
               "qr received unrecognized mode '", mode,
@@ -132,9 +132,7 @@ std::tuple<at::Tensor, at::Tensor> vk_eigh(const at::Tensor& A, c10::string_view
                                            bool compute_v) {
   at::native::squareCheckInputs(A, "linalg.eigh");
   const int64_t n = A.size(-1);
-  if (!native(A) ||
-      (n > vkml::ops::kEighMax && !vkml::ops::condensed_fits(vkml_device(A), false, n, n)))
-    return cpu_route<at::_ops::_linalg_eigh>(A, uplo, compute_v);
+  if (!native(A, LinalgAlgo::Eigh)) return cpu_route<at::_ops::_linalg_eigh>(A, uplo, compute_v);
   const bool upper = uplo == "U" || uplo == "u";
   TORCH_CHECK(upper || uplo == "L" || uplo == "l",
               "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
@@ -174,8 +172,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
               "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
               "cuSOLVER backend.");
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
-  if (!native(A) || (k > vkml::ops::kSvdMax &&
-                     !vkml::ops::condensed_fits(vkml_device(A), true, std::max(m, n), k)))
+  if (!native(A, LinalgAlgo::Svd))
     return cpu_route<at::_ops::_linalg_svd>(A, full_matrices, compute_uv, driver);
   // Work on the tall one of A and A^T: A^T = U' S V'^T gives A = V' S U'^T.
   const bool wide = m < n;
@@ -246,13 +243,12 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
   TORCH_CHECK(
       driver == "gels" || driver == "gelsy" || driver == "gelsd" || driver == "gelss",
       "torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)");
-  if (!native(A) || B.scalar_type() != A.scalar_type() || A.dim() < 2) return cpu();
+  if (!native(A, LinalgAlgo::Svd) || B.scalar_type() != A.scalar_type() || A.dim() < 2)
+    return cpu();
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   const bool vector = B.dim() == A.dim() - 1;
   at::Tensor b = vector ? B.unsqueeze(-1) : B;
   if (k == 0 || b.size(-2) != m) return cpu();
-  if (k > vkml::ops::kSvdMax && !vkml::ops::condensed_fits(vkml_device(A), true, std::max(m, n), k))
-    return cpu();
   auto [U, S, Vh] = vk_svd(A, false, true, std::nullopt);
   const double eps = A.scalar_type() == at::kDouble ? 2.220446049250313e-16 : 1.1920929e-07;
   const double r = rcond.value_or(eps * double(std::max(m, n)));

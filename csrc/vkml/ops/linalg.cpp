@@ -24,22 +24,48 @@ bool linalg_supported(Device& dev, DType t) {
   return t == DType::f32 || (t == DType::f64 && dev.info().supports_fp64);
 }
 
-int64_t linalg_max_order(Device& dev, LinalgAlgo algo) {
-  if (dev.info().loop_iteration_limit == 0) return std::numeric_limits<int64_t>::max();
-  // Measured on Mesa 22.3's lavapipe (a workgroup of 256): Cholesky went wrong at order
-  // 384, LU, QR and the solves at 256 (a thread's trailing updates grow as n^3 / 256,
-  // a solve's substitution as n^2); both bounds passed.
-  return algo == LinalgAlgo::Cholesky ? 256 : 160;
-}
-
-bool condensed_fits(Device& dev, bool svd, int64_t rows, int64_t n) {
-  if (n > kCondensedMax) return false;
-  if (dev.info().loop_iteration_limit == 0) return true;
-  // Thread 0 iterates about 3 n^2 times in EIGH (the reduction's products, the QL
-  // steps' searches and rotations), and 2 rows n + 11 n^2 in SVD: measured on Mesa
-  // 22.3's lavapipe, eigh failed from order 128 and SVD from 72 (71 rows); these keep
-  // a margin of a third.
-  return svd ? n <= 48 && rows <= 128 : n <= 96;
+bool linalg_fits(Device& dev, LinalgAlgo algo, int64_t m, int64_t n) {
+  const int64_t rows = std::max(m, n), k = std::min(m, n);
+  if (algo == LinalgAlgo::Eigh && n > kEighMax) algo = LinalgAlgo::EighTridiagonal;
+  if (algo == LinalgAlgo::Svd && k > kSvdMax) algo = LinalgAlgo::SvdBidiagonal;
+  if ((algo == LinalgAlgo::EighTridiagonal || algo == LinalgAlgo::SvdBidiagonal) &&
+      k > kCondensedMax)
+    return false;
+  const int64_t limit = dev.info().loop_iteration_limit;
+  if (limit == 0) return true;
+  // The loop iterations of the busiest thread of a workgroup of 256, counted from the
+  // kernels' loops where they are plain (the solves exactly; the factorizations' trailing
+  // updates, n^3 / 768 for Cholesky, a thread's whole columns in QR), kept under half
+  // the limit for what the count leaves out. Where thread 0's work depends on the data
+  // (the Jacobi sweeps, the QR steps of the condensed forms), the bounds are measured on
+  // Mesa 22.3's lavapipe with a third to spare: Jacobi SVD of 1000 x 32 crashed, eigh of
+  // order 128 and SVD of 72 columns by 79 rows came back wrong, while 256 x 32, 100 and
+  // 64 x 71 were right.
+  const int64_t half = limit / 2, most = limit * 9 / 10;
+  switch (algo) {
+    case LinalgAlgo::Cholesky:
+      return n * n * n / 768 + 4 * n <= half;
+    case LinalgAlgo::Lu:
+      return (m * n * k - (m + n) * k * k / 2 + k * k * k / 3) / 256 + 10 * k <= half;
+    case LinalgAlgo::Geqrf:
+    case LinalgAlgo::Orgqr:
+      return 2 * rows * k - k * k + 10 * k <= half;
+    case LinalgAlgo::Trsm:
+      return n * (n + 1) / 2 <= most;
+    case LinalgAlgo::LuSolve:
+      return n * n + 2 * n <= most;
+    case LinalgAlgo::Permutation:
+      return m + n <= most;
+    case LinalgAlgo::Eigh:
+      return true;  // n <= kEighMax
+    case LinalgAlgo::Svd:
+      return rows <= 256;
+    case LinalgAlgo::EighTridiagonal:
+      return n <= 96;
+    case LinalgAlgo::SvdBidiagonal:
+      return k <= 48 && rows <= 128;
+  }
+  return false;
 }
 
 // EighTridiagonal, SvdBidiagonal: one workgroup per matrix.

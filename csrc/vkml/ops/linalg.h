@@ -55,15 +55,13 @@ extern const int64_t kEighMax, kSvdMax, kCondensedMax, kCondensedScratch;
 
 bool linalg_supported(Device& dev, DType t);
 
-// The largest order `algo`'s kernels take on this device: any, except where the driver
-// limits an invocation's loop iterations (DeviceInfo::loop_iteration_limit: Mesa 22.3's
-// lavapipe), there the orders that keep one workgroup's thread under it.
-int64_t linalg_max_order(Device& dev, LinalgAlgo algo);
+// Whether the kernels of `algo` take an m x n operand (the solves: an order-n system) on
+// this device: eigh and SVD up to kCondensedMax; and where the driver limits an
+// invocation's loop iterations (DeviceInfo::loop_iteration_limit: Mesa 22.3's
+// lavapipe), only what keeps each thread under it. Eigh and Svd stand for whichever
+// kernel their size picks (Jacobi or the condensed form).
+bool linalg_fits(Device& dev, LinalgAlgo algo, int64_t m, int64_t n);
 
-// Whether the condensed forms take an eigh of order n (svd: false), or an SVD of a
-// rows x n matrix, rows >= n, on this device: up to kCondensedMax, and where the
-// driver limits an invocation's loop iterations, only as far as they stay under it.
-bool condensed_fits(Device& dev, bool svd, int64_t rows, int64_t n);
 void linalg(Device& dev, const LinalgArgs& args);
 
 }  // namespace vkml::ops
