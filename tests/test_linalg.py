@@ -232,6 +232,59 @@ def test_matrix_powers():
     )
 
 
+def test_matrix_exp():
+    """Scaling and squaring with the [7/7] Pade approximant. Against float64 (truth)
+    rather than the CPU's float32 elementwise: at a 1-norm of 27 the result reaches 1e5
+    with entries near 1, and any two float32 algorithms (the CPU's is Taylor's) differ
+    there by ~1e-6 of the largest element. Both must be that close to the truth."""
+    g = torch.Generator().manual_seed(31)
+    # A batch whose matrices need 0, 1, 3 and 6 squarings: each its own.
+    scales = torch.tensor([0.1, 5.0, 20.0, 150.0]).view(4, 1, 1)
+    for a in (
+        torch.randn(4, 6, 6, generator=g) * scales / 6,
+        18 * torch.rand(5, 5, generator=g) - 9,
+    ):
+        ref = torch.linalg.matrix_exp(a.double())
+        got = torch.linalg.matrix_exp(a.to(VKML))
+        assert got.device.type == "vkml" and got.dtype == torch.float32
+        biggest = ref.abs().amax((-2, -1), keepdim=True)
+        cpu_error = ((torch.linalg.matrix_exp(a).double() - ref).abs() / biggest).max()
+        error = ((got.cpu().double() - ref).abs() / biggest).max()
+        assert error < max(2e-6, 10 * cpu_error), (error, cpu_error)
+        _same(torch.matrix_exp(a.to(VKML)), got.cpu(), dict(atol=0, rtol=0))
+    # Small and edge cases: 1 x 1, empty, zero, half precision (float32 inside).
+    _same(
+        torch.linalg.matrix_exp(torch.full((2, 1, 1), 0.5).to(VKML)),
+        torch.full((2, 1, 1), 0.5).exp(),
+    )
+    _same(torch.linalg.matrix_exp(torch.zeros(0, 3, 3).to(VKML)), torch.zeros(0, 3, 3))
+    _same(torch.linalg.matrix_exp(torch.zeros(3, 3).to(VKML)), torch.eye(3))
+    # float16 against the float32 result rounded: the CPU's own float16 matrix_exp is
+    # wrong in torch 2.13 (-2e4 on the diagonal of exp of a matrix of norm 1).
+    h = (torch.randn(4, 4, generator=g) / 4).half()
+    _same(
+        torch.linalg.matrix_exp(h.to(VKML)),
+        torch.linalg.matrix_exp(h.float()).half(),
+        dict(atol=1e-3, rtol=1e-3),
+    )
+    # Non-finite input gives a non-finite result, not an exception, as on the CPU.
+    bad = torch.eye(3)
+    bad[0, 1] = float("nan")
+    assert torch.linalg.matrix_exp(bad.to(VKML)).cpu().isnan().any()
+
+
+def test_matrix_exp_gradients():
+    # ATen's backward takes the exponential of a 2n x 2n block matrix: through vkml again.
+    g = torch.Generator().manual_seed(32)
+    a = torch.randn(2, 5, 5, generator=g)
+    w = torch.randn(2, 5, 5, generator=g)
+    x = a.to(VKML).requires_grad_()
+    (torch.linalg.matrix_exp(x) * w.to(VKML)).sum().backward()
+    ref = a.double().requires_grad_()
+    (torch.linalg.matrix_exp(ref) * w.double()).sum().backward()
+    _same(x.grad, ref.grad.float(), dict(atol=1e-4, rtol=1e-4))
+
+
 def test_float64():
     if not torch_vkml.get_device_properties(0).supports_fp64:
         pytest.skip("the device has no float64")

@@ -67,6 +67,10 @@ FAMILIES = {
         "eigh and SVD of order > 4096 (lower on Mesa 22.3's lavapipe, docs/linalg.md) "
         "on the CPU, counted",
     ),
+    "ops_linalg_matrix_exp.cpp": (
+        "Linear algebra: matrix_exp (scaling and squaring, Pade [7/7])",
+        "float32; float16 and bfloat16 in float32; float64 and complex on the CPU, counted",
+    ),
     "ops_fft.cpp": (
         "Fourier transforms through VkFFT (torch.fft, stft, istft)",
         "complex64, float32; complex128, float64 where the device has shaderFloat64",

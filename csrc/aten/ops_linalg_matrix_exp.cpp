@@ -66,8 +66,6 @@ at::Tensor vk_matrix_exp(const at::Tensor& A) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("linalg_matrix_exp", TORCH_FN(vk_matrix_exp));
-}
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("linalg_matrix_exp", TORCH_FN(vk_matrix_exp)); }
 
 }  // namespace vkml_aten
