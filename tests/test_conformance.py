@@ -102,6 +102,21 @@ def test_tolerance_follows_the_result_dtype(op_db):
     assert result.status == "native", result
 
 
+def test_matrix_exp_compares_normwise(op_db):
+    """A matrix function's float32 error bound is normwise: its absolute tolerance scales
+    with the result's largest element; every other op's stays elementwise."""
+    expected = torch.tensor([1e5, 1.0])
+    actual = expected + torch.tensor([0.0, 0.03])  # 3e-7 of the largest element
+    tol = conformance._tolerance(op_db["matrix_exp"], "float32")
+    conformance._compare(actual.to("vkml"), expected, tol, True)
+    with pytest.raises(conformance._Mismatch):
+        conformance._compare(
+            actual.to("vkml"), expected, conformance._tolerance(op_db["exp"], "float32"), True
+        )
+    with pytest.raises(conformance._Mismatch):  # 1e-4 of it is too far
+        conformance._compare((expected + torch.tensor([0.0, 10.0])).to("vkml"), expected, tol, True)
+
+
 def test_fallback_op_is_fallback_pass(op_db):
     (result,) = _run([op_db[FALLBACK_OP]], "float32")
     assert result.status == "fallback", result

@@ -155,8 +155,8 @@ def test_out_of_memory_then_still_usable():
 
 # -------------------------------------------------------- fallback modes
 
-# torch.linalg.matrix_exp has no vkml kernel (docs/linalg.md says why); it must run on
-# the CPU fallback.
+# torch.linalg.eigvals (non-symmetric) has no vkml kernel (docs/linalg.md); it must run
+# on the CPU fallback.
 FALLBACK = """
 import json
 import warnings
@@ -164,21 +164,21 @@ import torch
 import torch_vkml
 
 x = torch.eye(4) * 0.3 + torch.linspace(0.0, 0.1, 16).reshape(4, 4)
-expected = torch.linalg.matrix_exp(x)
+expected = torch.linalg.eigvals(x)
 result = {"results": [], "error": None}
 torch_vkml.reset_fallback_counts()
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     try:
         for _ in range(2):
-            y = torch.linalg.matrix_exp(x.to("vkml"))
+            y = torch.linalg.eigvals(x.to("vkml"))
             result["results"].append(
                 [str(y.device), y.dtype == expected.dtype,
                  torch.allclose(y.cpu(), expected)])
     except Exception as e:
         result["error"] = [type(e).__name__, str(e)]
 result["warnings"] = [
-    [w.category.__name__, str(w.message)] for w in caught if "matrix_exp" in str(w.message)
+    [w.category.__name__, str(w.message)] for w in caught if "eigvals" in str(w.message)
 ]
 result["counts"] = torch_vkml.fallback_counts()
 result["after"] = (torch.ones(3, device="vkml") * 2).cpu().sum().item()
@@ -186,9 +186,9 @@ torch_vkml.reset_fallback_counts()
 result["counts_after_reset"] = torch_vkml.fallback_counts()
 print("RESULT " + json.dumps(result))
 """
-# the op may be reported with its overload name, e.g. aten::linalg_matrix_exp.out
+# the op may be reported with its overload name, e.g. aten::_linalg_eigvals.out
 WARNING_TEXT = re.compile(
-    r"aten::linalg_matrix_exp(\.\w+)? has no vkml kernel yet; it runs on the CPU"
+    r"aten::_linalg_eigvals(\.\w+)? has no vkml kernel yet; it runs on the CPU"
 )
 
 
@@ -201,7 +201,7 @@ def _run_fallback(mode):
 
 
 def _fallback_counts(counts):
-    keys = [k for k in counts if "linalg_matrix_exp" in k]
+    keys = [k for k in counts if "linalg_eigvals" in k]
     assert len(keys) == 1, counts
     assert set(counts) == set(keys), f"unexpected fallbacks: {counts}"
     return counts[keys[0]]
@@ -228,7 +228,7 @@ def test_fallback_error_mode():
     assert result["error"] is not None, "error mode must raise"
     name, message = result["error"]
     assert name == "NotImplementedError"
-    assert "linalg_matrix_exp" in message
+    assert "linalg_eigvals" in message
     assert result["warnings"] == []
 
 
