@@ -331,6 +331,11 @@ def test_random_complex_and_construction(no_fallback_here):
     assert abs(u.imag.mean().item() - 0.5) < 0.02
     re, im = torch.randn(3, 4), torch.randn(4)
     _same(torch.complex(re.to(VKML), im.to(VKML)), torch.complex(re, im))
+    mag, angle = torch.rand(3, 4) * 3, torch.randn(4) * 4
+    _same(torch.polar(mag.to(VKML), angle.to(VKML)), torch.polar(mag, angle))
+    out = torch.empty(0, dtype=C64, device=VKML)
+    torch.polar(mag.to(VKML), angle.to(VKML), out=out)
+    _same(out, torch.polar(mag, angle))
 
 
 def test_other_math_takes_the_counted_cpu_route():

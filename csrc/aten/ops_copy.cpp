@@ -258,6 +258,14 @@ at::Tensor& complex_out(const at::Tensor& re, const at::Tensor& im, at::Tensor& 
   return out;
 }
 
+// torch.polar(abs, angle): abs (cos angle + i sin angle), as the CPU's kernel forms it.
+at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out) {
+  TORCH_CHECK(abs.scalar_type() == angle.scalar_type(), "Expected object of scalar type ",
+              abs.scalar_type(), " but got scalar type ", angle.scalar_type(),
+              " for second argument");
+  return complex_out(abs * angle.cos(), abs * angle.sin(), out);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
@@ -280,6 +288,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("conj_physical_", TORCH_FN(vk_conj_physical_));
   m.impl("conj_physical.out", TORCH_FN(conj_physical_out));
   m.impl("complex.out", TORCH_FN(complex_out));
+  m.impl("polar.out", TORCH_FN(polar_out));
 }
 
 }  // namespace vkml_aten
