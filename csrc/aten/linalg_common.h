@@ -18,13 +18,18 @@ namespace vkml_aten::linalg {
 using vkml::ops::LinalgAlgo;
 using Shape = std::vector<int64_t>;
 
-// Whether the kernels of `algo` take the matrices t: float32, or float64 where the device
-// has it, of a size the device's kernels take (vkml::ops::linalg_fits: where the driver
-// limits an invocation's loop iterations, Mesa 22.3's lavapipe, not every size).
+// Whether the kernels take matrices of t's dtype: float32, or float64 where the device
+// has it.
+inline bool native_dtype(const at::Tensor& t) {
+  return (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) &&
+         vkml::ops::linalg_supported(vkml_device(t), to_vkml(t.scalar_type()));
+}
+
+// Whether the kernels of `algo` take the matrices t: of a native dtype, and of a size the
+// device's kernels take (vkml::ops::linalg_fits: where the driver limits an
+// invocation's loop iterations, Mesa 22.3's lavapipe, not every size).
 inline bool native(const at::Tensor& t, LinalgAlgo algo) {
-  if (!(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) ||
-      !vkml::ops::linalg_supported(vkml_device(t), to_vkml(t.scalar_type())))
-    return false;
+  if (!native_dtype(t)) return false;
   return t.dim() < 2 || vkml::ops::linalg_fits(vkml_device(t), algo, t.size(-2), t.size(-1));
 }
 

@@ -21,23 +21,69 @@ using namespace linalg;
 
 // ---- Cholesky -----------------------------------------------------------------------
 
+// Orders past this factor by blocks (float32: the trailing update is a matrix product,
+// which vkml has not in float64): the one-workgroup kernel on each diagonal block, a
+// triangular solve for the panel under it, a product for the trailing matrix. Every
+// piece has the order of a block, so it also stays under a loop-limited driver's count.
+constexpr int64_t kBlockedCholesky = 256;
+
+// The lower triangle of the contiguous L factored in place, block column by block
+// column (right-looking, as LAPACK's potrf); info: the first failing minor's order.
+void blocked_cholesky(at::Tensor& L, at::Tensor& info, int64_t batch) {
+  const int64_t n = L.size(-1), nb = n >= 1024 ? 128 : 64;
+  at::Tensor block_info = at::empty_like(info);
+  auto part = [&](int64_t r, int64_t rows, int64_t c, int64_t cols) {
+    return L.narrow(-2, r, rows).narrow(-1, c, cols);
+  };
+  for (int64_t k = 0; k < n; k += nb) {
+    const int64_t kb = std::min(nb, n - k), rest = n - k - kb;
+    at::Tensor d = part(k, kb, k, kb).contiguous();
+    block_info.zero_();
+    run(d, {.algo = LinalgAlgo::Cholesky,
+            .a = addr(d),
+            .info = addr(block_info),
+            .m = kb,
+            .n = kb,
+            .batch = batch});
+    part(k, kb, k, kb).copy_(d);
+    info.copy_(at::where(info.eq(0) & block_info.gt(0), block_info + k, info));
+    if (rest == 0) break;
+    // L21 = A21 L11^-T, solved as L11^-1 A21^T; then A22 -= L21 L21^T.
+    at::Tensor x = part(k + kb, rest, k, kb).mT().contiguous();
+    run(d, {.algo = LinalgAlgo::Trsm,
+            .a = addr(d),
+            .b = addr(x),
+            .n = kb,
+            .k = rest,
+            .batch = batch,
+            .upper = false});
+    part(k + kb, rest, k, kb).copy_(x.mT());
+    part(k + kb, rest, k + kb, rest).sub_(at::matmul(x.mT(), x));
+  }
+  L.tril_();
+}
+
 std::tuple<at::Tensor, at::Tensor> cholesky_ex(const at::Tensor& A, bool upper, bool check_errors) {
   at::native::squareCheckInputs(A, "linalg.cholesky");
   at::native::checkFloatingOrComplex(A, "linalg.cholesky");
-  if (!native(A, LinalgAlgo::Cholesky))
-    return cpu_route<at::_ops::linalg_cholesky_ex>(A, upper, check_errors);
   const int64_t n = A.size(-1);
+  const bool blocked = A.scalar_type() == at::kFloat && n > kBlockedCholesky;
+  if (!(blocked ? native_dtype(A) : native(A, LinalgAlgo::Cholesky)))
+    return cpu_route<at::_ops::linalg_cholesky_ex>(A, upper, check_errors);
   const Shape batch = batch_shape(A);
   // LAPACK reads one triangle: the lower one, or the upper one as its transpose.
   at::Tensor L = fresh(upper ? A.mT() : A, A.sizes().vec());
   at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
-  if (L.numel())
+  if (L.numel() && blocked) {
+    blocked_cholesky(L, info, numel_of(batch));
+  } else if (L.numel()) {
     run(L, {.algo = LinalgAlgo::Cholesky,
             .a = addr(L),
             .info = addr(info),
             .m = n,
             .n = n,
             .batch = numel_of(batch)});
+  }
   if (check_errors) at::_linalg_check_errors(info, "linalg.cholesky_ex", A.dim() == 2);
   return {upper ? L.mT() : L, info};
 }
@@ -49,7 +95,10 @@ std::tuple<at::Tensor&, at::Tensor&> cholesky_ex_out(const at::Tensor& A, bool u
 
 // The deprecated torch.cholesky: errors raised at once, as its CPU kernel does.
 at::Tensor vk_cholesky(const at::Tensor& A, bool upper) {
-  if (!native(A, LinalgAlgo::Cholesky)) return cpu_route<at::_ops::cholesky>(A, upper);
+  const bool blocked =
+      A.scalar_type() == at::kFloat && A.dim() >= 2 && A.size(-1) > kBlockedCholesky;
+  if (!(blocked ? native_dtype(A) : native(A, LinalgAlgo::Cholesky)))
+    return cpu_route<at::_ops::cholesky>(A, upper);
   auto [L, info] = cholesky_ex(A, upper, false);
   at::_linalg_check_errors(info, "cholesky", A.dim() == 2);
   return L;
