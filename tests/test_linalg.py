@@ -76,6 +76,55 @@ def test_blocked_cholesky(shape, upper):
         torch.linalg.cholesky(m[1].to(VKML))
 
 
+@pytest.mark.parametrize("shape", [(300, 300), (2, 513, 513), (700, 300), (300, 700)], ids=str)
+def test_blocked_lu(shape):
+    """Past order 256 (float32) by blocks: the kernel on each panel, its row swaps on the
+    columns beside it, a triangular solve and a matrix product; LAPACK's pivots exactly."""
+    a = torch.randn(shape, generator=torch.Generator().manual_seed(5))
+    LU, pivots, info = torch.linalg.lu_factor_ex(a.to(VKML))
+    rLU, rpivots, _ = torch.linalg.lu_factor_ex(a)
+    # Entries reach 30 and the trailing updates sum in another order than LAPACK's.
+    _same(LU, rLU, dict(atol=5e-3, rtol=1e-3))
+    _same(pivots, rpivots, dict(atol=0, rtol=0))
+    assert info.cpu().eq(0).all()
+    p, lo, up = torch.lu_unpack(LU.cpu(), pivots.cpu())
+    torch.testing.assert_close(p @ lo @ up, a, atol=1e-4, rtol=1e-4)
+    singular = torch.eye(400)
+    singular[350, 350] = 0.0
+    _same(torch.linalg.lu_factor_ex(singular.to(VKML)).info, torch.tensor(351, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("n", [300, 600])
+def test_blocked_solves(n):
+    """Solves of systems past order 256 (float32): by blocks of the triangular kernel and
+    matrix products, left and right, transposed, and what builds on them."""
+    g = torch.Generator().manual_seed(6)
+    a, b = _general((2, n, n), seed=6), torch.randn(2, n, 5, generator=g)
+    av, bv = a.to(VKML), b.to(VKML)
+    tol = dict(atol=1e-4, rtol=1e-4)
+    _same(torch.linalg.solve(av, bv), torch.linalg.solve(a, b), tol)
+    _same(torch.linalg.solve(av, bv.mT, left=False), torch.linalg.solve(a, b.mT, left=False), tol)
+    _same(torch.linalg.inv(av), torch.linalg.inv(a), tol)
+    _same(torch.linalg.slogdet(av).logabsdet, torch.linalg.slogdet(a).logabsdet, tol)
+    LU, pivots = torch.linalg.lu_factor(av)
+    _same(torch.linalg.lu_solve(LU, pivots, bv, adjoint=True), torch.linalg.solve(a.mT, b), tol)
+    # Off-diagonal entries small: a unit triangle of N(0, 1) ones grows exponentially.
+    t = a.triu(1) / n + 2 * torch.eye(n)
+    for upper, unit in ((True, False), (False, True), (False, False)):
+        m = t if upper else t.mT
+        _same(
+            torch.linalg.solve_triangular(m.to(VKML), bv, upper=upper, unitriangular=unit),
+            torch.linalg.solve_triangular(m, b, upper=upper, unitriangular=unit),
+            tol,
+        )
+    spd = _spd((n, n), seed=7)
+    _same(
+        torch.cholesky_solve(b[0].to(VKML), torch.linalg.cholesky(spd.to(VKML))),
+        torch.cholesky_solve(b[0], torch.linalg.cholesky(spd)),
+        tol,
+    )
+
+
 def test_cholesky_reports_the_failing_minor():
     a = _spd((3, 4, 4))
     a[1, 2, 2] = -100.0  # the leading minor of order 3 is not positive definite

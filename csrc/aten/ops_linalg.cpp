@@ -12,6 +12,7 @@
 #include <torch/library.h>
 
 #include "fallback.h"
+#include "linalg_blocked.h"
 #include "linalg_common.h"
 
 namespace vkml_aten {
@@ -21,61 +22,28 @@ using namespace linalg;
 
 // ---- Cholesky -----------------------------------------------------------------------
 
-// Orders past this factor by blocks (float32: the trailing update is a matrix product,
-// which vkml has not in float64): the one-workgroup kernel on each diagonal block, a
-// triangular solve for the panel under it, a product for the trailing matrix. Every
-// piece has the order of a block, so it also stays under a loop-limited driver's count.
-constexpr int64_t kBlockedCholesky = 256;
-
-// The lower triangle of the contiguous L factored in place, block column by block
-// column (right-looking, as LAPACK's potrf); info: the first failing minor's order.
-void blocked_cholesky(at::Tensor& L, at::Tensor& info, int64_t batch) {
-  const int64_t n = L.size(-1), nb = n >= 1024 ? 128 : 64;
-  at::Tensor block_info = at::empty_like(info);
-  auto part = [&](int64_t r, int64_t rows, int64_t c, int64_t cols) {
-    return L.narrow(-2, r, rows).narrow(-1, c, cols);
-  };
-  for (int64_t k = 0; k < n; k += nb) {
-    const int64_t kb = std::min(nb, n - k), rest = n - k - kb;
-    at::Tensor d = part(k, kb, k, kb).contiguous();
-    block_info.zero_();
-    run(d, {.algo = LinalgAlgo::Cholesky,
-            .a = addr(d),
-            .info = addr(block_info),
-            .m = kb,
-            .n = kb,
-            .batch = batch});
-    part(k, kb, k, kb).copy_(d);
-    info.copy_(at::where(info.eq(0) & block_info.gt(0), block_info + k, info));
-    if (rest == 0) break;
-    // L21 = A21 L11^-T, solved as L11^-1 A21^T; then A22 -= L21 L21^T.
-    at::Tensor x = part(k + kb, rest, k, kb).mT().contiguous();
-    run(d, {.algo = LinalgAlgo::Trsm,
-            .a = addr(d),
-            .b = addr(x),
-            .n = kb,
-            .k = rest,
-            .batch = batch,
-            .upper = false});
-    part(k + kb, rest, k, kb).copy_(x.mT());
-    part(k + kb, rest, k + kb, rest).sub_(at::matmul(x.mT(), x));
-  }
-  L.tril_();
+// Whether A goes to the device: float32 matrices past kBlockedOrder by blocks (their
+// kernels have a block's size, but LU's panels are as tall as A, so they must fit), the
+// others whole through `algo`'s kernel.
+bool on_device(const at::Tensor& A, LinalgAlgo algo) {
+  if (!by_blocks(A)) return native(A, algo);
+  const bool panels = algo == LinalgAlgo::Lu || algo == LinalgAlgo::LuSolve;
+  return native_dtype(A) &&
+         (!panels || vkml::ops::linalg_fits(vkml_device(A), LinalgAlgo::Lu, A.size(-2), 128));
 }
 
 std::tuple<at::Tensor, at::Tensor> cholesky_ex(const at::Tensor& A, bool upper, bool check_errors) {
   at::native::squareCheckInputs(A, "linalg.cholesky");
   at::native::checkFloatingOrComplex(A, "linalg.cholesky");
   const int64_t n = A.size(-1);
-  const bool blocked = A.scalar_type() == at::kFloat && n > kBlockedCholesky;
-  if (!(blocked ? native_dtype(A) : native(A, LinalgAlgo::Cholesky)))
+  if (!on_device(A, LinalgAlgo::Cholesky))
     return cpu_route<at::_ops::linalg_cholesky_ex>(A, upper, check_errors);
   const Shape batch = batch_shape(A);
   // LAPACK reads one triangle: the lower one, or the upper one as its transpose.
   at::Tensor L = fresh(upper ? A.mT() : A, A.sizes().vec());
   at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
-  if (L.numel() && blocked) {
-    blocked_cholesky(L, info, numel_of(batch));
+  if (L.numel() && by_blocks(L)) {
+    blocked_cholesky(L, info);
   } else if (L.numel()) {
     run(L, {.algo = LinalgAlgo::Cholesky,
             .a = addr(L),
@@ -95,10 +63,7 @@ std::tuple<at::Tensor&, at::Tensor&> cholesky_ex_out(const at::Tensor& A, bool u
 
 // The deprecated torch.cholesky: errors raised at once, as its CPU kernel does.
 at::Tensor vk_cholesky(const at::Tensor& A, bool upper) {
-  const bool blocked =
-      A.scalar_type() == at::kFloat && A.dim() >= 2 && A.size(-1) > kBlockedCholesky;
-  if (!(blocked ? native_dtype(A) : native(A, LinalgAlgo::Cholesky)))
-    return cpu_route<at::_ops::cholesky>(A, upper);
+  if (!on_device(A, LinalgAlgo::Cholesky)) return cpu_route<at::_ops::cholesky>(A, upper);
   auto [L, info] = cholesky_ex(A, upper, false);
   at::_linalg_check_errors(info, "cholesky", A.dim() == 2);
   return L;
@@ -115,14 +80,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex(const at::Tensor& A,
               "torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: ", A.sizes(),
               " instead");
   TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
-  if (!native(A, LinalgAlgo::Lu))
+  if (!on_device(A, LinalgAlgo::Lu))
     return cpu_route<at::_ops::linalg_lu_factor_ex>(A, pivot, check_errors);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   const Shape batch = batch_shape(A);
   at::Tensor LU = fresh(A, A.sizes().vec());
   at::Tensor pivots = at::empty(with(batch, {k}), A.options().dtype(at::kInt));
   at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
-  if (LU.numel())
+  if (LU.numel() && by_blocks(LU))
+    blocked_lu(LU, pivots, info);
+  else if (LU.numel())
     run(LU, {.algo = LinalgAlgo::Lu,
              .a = addr(LU),
              .pivots = addr(pivots),
@@ -192,7 +159,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> lu_unpack_out(const at::Tensor
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_linalg_lu(const at::Tensor& A, bool pivot) {
-  if (!native(A, LinalgAlgo::Lu)) return cpu_route<at::_ops::linalg_lu>(A, pivot);
+  if (!on_device(A, LinalgAlgo::Lu)) return cpu_route<at::_ops::linalg_lu>(A, pivot);
   TORCH_CHECK(pivot, "linalg.lu: LU without pivoting is not implemented on the CPU");
   auto [LU, pivots, info] = lu_factor_ex(A, true, false);
   return vk_lu_unpack(LU, pivots, true, true);
@@ -210,7 +177,7 @@ Shape system_batch(const at::Tensor& A, const at::Tensor& B) {
 
 at::Tensor lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& B, bool left,
                     bool adjoint) {
-  if (!native(LU, LinalgAlgo::LuSolve) || B.scalar_type() != LU.scalar_type())
+  if (!on_device(LU, LinalgAlgo::LuSolve) || B.scalar_type() != LU.scalar_type())
     return cpu_route<at::_ops::linalg_lu_solve>(LU, pivots, B, left, adjoint);
   // X A = B is A^T X^T = B^T (real matrices: the adjoint is the transpose).
   if (!left) return lu_solve(LU, pivots, B.mT(), true, !adjoint).mT();
@@ -226,7 +193,19 @@ at::Tensor lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Te
   at::Tensor a = fresh(LU, with(batch, {n, n}));
   at::Tensor p = fresh(pivots, with(batch, {n}));
   at::Tensor X = fresh(B, with(batch, {n, k}));
-  if (X.numel())
+  if (X.numel() && by_blocks(a)) {
+    // A = P L U: X = U^-1 L^-1 P^T B, and A^T X = B is X = P L^-T U^-T B.
+    at::Tensor order = pivot_order(p, n).unsqueeze(-1).expand(X.sizes());
+    if (!adjoint) {
+      X = at::take_along_dim(X, order, -2);
+      blocked_trsm(a, X, false, true);
+      blocked_trsm(a, X, true, false);
+    } else {
+      blocked_trsm(a.mT(), X, false, false);
+      blocked_trsm(a.mT(), X, true, true);
+      X = at::empty_like(X).scatter_(-2, order, X);
+    }
+  } else if (X.numel())
     run(X, {.algo = LinalgAlgo::LuSolve,
             .a = addr(a),
             .b = addr(X),
@@ -247,7 +226,7 @@ at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& pivots, const a
 // A^-1 B for triangular A (left), or B A^-1 (right: A^T X^T = B^T).
 at::Tensor solve_triangular(const at::Tensor& A, const at::Tensor& B, bool upper, bool left,
                             bool unitriangular) {
-  if (!native(A, LinalgAlgo::Trsm) || B.scalar_type() != A.scalar_type())
+  if (!on_device(A, LinalgAlgo::Trsm) || B.scalar_type() != A.scalar_type())
     return cpu_route<at::_ops::linalg_solve_triangular>(A, B, upper, left, unitriangular);
   if (!left) return solve_triangular(A.mT(), B.mT(), !upper, true, unitriangular).mT();
   at::native::squareCheckInputs(A, "linalg.solve_triangular");
@@ -259,7 +238,9 @@ at::Tensor solve_triangular(const at::Tensor& A, const at::Tensor& B, bool upper
   const int64_t k = B.size(-1);
   at::Tensor a = fresh(A, with(batch, {n, n}));
   at::Tensor X = fresh(B, with(batch, {n, k}));
-  if (X.numel())
+  if (X.numel() && by_blocks(a))
+    blocked_trsm(a, X, upper, unitriangular);
+  else if (X.numel())
     run(X, {.algo = LinalgAlgo::Trsm,
             .a = addr(a),
             .b = addr(X),
@@ -278,7 +259,7 @@ at::Tensor& solve_triangular_out(const at::Tensor& A, const at::Tensor& B, bool 
 std::tuple<at::Tensor, at::Tensor> vk_triangular_solve(const at::Tensor& b, const at::Tensor& A,
                                                        bool upper, bool transpose,
                                                        bool unitriangular) {
-  if (!native(A, LinalgAlgo::Trsm) || b.scalar_type() != A.scalar_type())
+  if (!on_device(A, LinalgAlgo::Trsm) || b.scalar_type() != A.scalar_type())
     return cpu_route<at::_ops::triangular_solve>(b, A, upper, transpose, unitriangular);
   at::Tensor X = transpose ? solve_triangular(A.mT(), b, !upper, true, unitriangular)
                            : solve_triangular(A, b, upper, true, unitriangular);
@@ -297,7 +278,7 @@ std::tuple<at::Tensor&, at::Tensor&> triangular_solve_out(const at::Tensor& b, c
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> solve_ex(const at::Tensor& A,
                                                                     const at::Tensor& B, bool left,
                                                                     bool check_errors) {
-  if (!native(A, LinalgAlgo::LuSolve) || B.scalar_type() != A.scalar_type())
+  if (!on_device(A, LinalgAlgo::LuSolve) || B.scalar_type() != A.scalar_type())
     return cpu_route<at::_ops::_linalg_solve_ex>(A, B, left, check_errors);
   auto [LU, pivots, info] = lu_factor_ex(A, true, false);
   // A vector right-hand side (B of A's batch plus one dim) is one column.
@@ -317,7 +298,8 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> solve_ex_out(
 
 std::tuple<at::Tensor, at::Tensor> inv_ex(const at::Tensor& A, bool check_errors) {
   at::native::squareCheckInputs(A, "linalg.inv");
-  if (!native(A, LinalgAlgo::LuSolve)) return cpu_route<at::_ops::linalg_inv_ex>(A, check_errors);
+  if (!on_device(A, LinalgAlgo::LuSolve))
+    return cpu_route<at::_ops::linalg_inv_ex>(A, check_errors);
   auto [LU, pivots, info] = lu_factor_ex(A, true, false);
   at::Tensor eye = at::eye(A.size(-1), A.options()).expand(A.sizes());
   at::Tensor inverse = lu_solve(LU, pivots, eye, true, false);
@@ -347,7 +329,7 @@ at::Tensor factored_for_det(const at::Tensor& A) {
 std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_det(const at::Tensor& A) {
   at::native::squareCheckInputs(A, "linalg.det");
   at::native::checkFloatingOrComplex(A, "linalg.det");
-  if (!native(A, LinalgAlgo::Lu)) return cpu_route<at::_ops::_linalg_det>(A);
+  if (!on_device(A, LinalgAlgo::Lu)) return cpu_route<at::_ops::_linalg_det>(A);
   auto [LU, pivots, info] = lu_factor_ex(factored_for_det(A), true, false);
   at::Tensor d = LU.diagonal(0, -2, -1).prod(-1) * pivot_sign(pivots, A.options());
   return {d, LU, pivots};
@@ -360,7 +342,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> det_out(const at::Tensor& A, a
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_slogdet(const at::Tensor& A) {
   at::native::squareCheckInputs(A, "linalg.slogdet");
   at::native::checkFloatingOrComplex(A, "linalg.slogdet");
-  if (!native(A, LinalgAlgo::Lu)) return cpu_route<at::_ops::_linalg_slogdet>(A);
+  if (!on_device(A, LinalgAlgo::Lu)) return cpu_route<at::_ops::_linalg_slogdet>(A);
   auto [LU, pivots, info] = lu_factor_ex(factored_for_det(A), true, false);
   at::Tensor diag = LU.diagonal(0, -2, -1);
   at::Tensor sign = diag.sign().prod(-1) * pivot_sign(pivots, A.options());
@@ -375,7 +357,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> slogdet_out(
 // (L L^H)^-1 B from the Cholesky factor (or U^H U from the upper one); ATen's
 // cholesky_solve has broadcast the batches.
 at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& factor, bool upper) {
-  if (!native(factor, LinalgAlgo::LuSolve) || B.scalar_type() != factor.scalar_type())
+  if (!on_device(factor, LinalgAlgo::LuSolve) || B.scalar_type() != factor.scalar_type())
     return cpu_route<at::_ops::_cholesky_solve_helper>(B, factor, upper);
   at::Tensor L = upper ? factor.mT() : factor;
   at::Tensor y = solve_triangular(L, B, false, true, false);
@@ -384,7 +366,7 @@ at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& factor, 
 
 at::Tensor vk_cholesky_inverse(const at::Tensor& factor, bool upper) {
   at::native::squareCheckInputs(factor, "cholesky_inverse");
-  if (!native(factor, LinalgAlgo::LuSolve))
+  if (!on_device(factor, LinalgAlgo::LuSolve))
     return cpu_route<at::_ops::cholesky_inverse>(factor, upper);
   at::Tensor eye = at::eye(factor.size(-1), factor.options()).expand(factor.sizes());
   return cholesky_solve_helper(eye, factor, upper);

@@ -680,6 +680,11 @@ def build(profile: str, big: bool) -> list[Case]:
         linalg("qr", 4096 if big else 256, 32),
         linalg("eigh", 1024 if big else 64, 32),
         linalg("svd", 1024 if big else 64, 32),
+        # Large orders: blocked Cholesky and LU, the condensed eigh and SVD.
+        linalg("cholesky", 1, 4096 if big else 512),
+        linalg("solve", 1, 4096 if big else 512),
+        linalg("eigh", 8 if big else 4, 512 if big else 96),
+        linalg("svd", 8 if big else 4, 512 if big else 48),
     ]
     if big:
         cases += [
