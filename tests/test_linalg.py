@@ -125,6 +125,59 @@ def test_blocked_solves(n):
     )
 
 
+@pytest.fixture
+def small_blocks():
+    """Linear algebra by blocks of 16 from order 32: many blocks on small matrices, so the
+    blocked paths run here under any driver's loop limit (the defaults: 256 and 64)."""
+    old = torch_vkml._C._set_linalg_blocking(32, 16)
+    yield
+    torch_vkml._C._set_linalg_blocking(*old)
+
+
+@pytest.mark.parametrize("shape", [(40, 40), (2, 70, 50), (50, 70), (100, 45)], ids=str)
+def test_many_blocks(small_blocks, shape):
+    """Every blocked path with several blocks and ragged last ones: Cholesky, LU (pivots
+    exactly LAPACK's), triangular and LU solves, QR (geqrf's R and taus, Q by block
+    reflectors) and what builds on them."""
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(shape, generator=g)
+    av = a.to(VKML)
+    tol = dict(atol=1e-4, rtol=1e-4)
+    LU, pivots, _ = torch.linalg.lu_factor_ex(av)
+    rLU, rpivots, _ = torch.linalg.lu_factor_ex(a)
+    _same(LU, rLU, dict(atol=1e-3, rtol=1e-3))
+    _same(pivots, rpivots, dict(atol=0, rtol=0))
+    got, tau = torch.geqrf(av)
+    ref, rtau = torch.geqrf(a)
+    _same(got, ref, dict(atol=1e-3, rtol=1e-3))
+    _same(tau, rtau, dict(atol=1e-4, rtol=1e-4))
+    for mode in ("reduced", "complete"):
+        q, r = torch.linalg.qr(av, mode=mode)
+        rq, rr = torch.linalg.qr(a, mode=mode)
+        _same(q, rq, dict(atol=1e-4, rtol=1e-3))
+        _same(r, rr, dict(atol=1e-3, rtol=1e-3))
+    c = torch.randn(*shape[:-1], 3, generator=g)
+    _same(torch.ormqr(got, tau, c.to(VKML)), torch.ormqr(ref, rtau, c), dict(atol=1e-4, rtol=1e-3))
+    n = shape[-1]
+    sq = _general((*shape[:-2], n, n), seed=9)
+    b = torch.randn(*shape[:-2], n, 4, generator=g)
+    _same(torch.linalg.solve(sq.to(VKML), b.to(VKML)), torch.linalg.solve(sq, b), tol)
+    LUs, piv = torch.linalg.lu_factor(sq.to(VKML))
+    _same(
+        torch.linalg.lu_solve(LUs, piv, b.to(VKML), adjoint=True), torch.linalg.solve(sq.mT, b), tol
+    )
+    spd = _spd((*shape[:-2], n, n), seed=10)
+    _same(
+        torch.linalg.cholesky(spd.to(VKML)), torch.linalg.cholesky(spd), dict(atol=2e-4, rtol=1e-4)
+    )
+    t = sq.triu(1) / n + 2 * torch.eye(n)
+    _same(
+        torch.linalg.solve_triangular(t.to(VKML), b.to(VKML), upper=True),
+        torch.linalg.solve_triangular(t, b, upper=True),
+        tol,
+    )
+
+
 def test_cholesky_reports_the_failing_minor():
     a = _spd((3, 4, 4))
     a[1, 2, 2] = -100.0  # the leading minor of order 3 is not positive definite

@@ -1,13 +1,14 @@
 #include "linalg_blocked.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "linalg_common.h"
 
 namespace vkml_aten::linalg {
 namespace {
 
-int64_t block_size(int64_t n) { return n >= 1024 ? 128 : 64; }
+std::atomic<int64_t> g_order{Blocking{}.order}, g_block{Blocking{}.block};
 
 // Rows r.. (rows of them) and columns c.. of the matrices of t.
 at::Tensor part(const at::Tensor& t, int64_t r, int64_t rows, int64_t c, int64_t cols) {
@@ -21,11 +22,55 @@ void merge_info(at::Tensor& info, const at::Tensor& block_info, int64_t offset) 
   info.copy_(at::where(info.eq(0) & block_info.gt(0), block_info + offset, info));
 }
 
+// T of the block reflector H_0 ... H_{b-1} = I - V T V^T (larft, forward, columnwise):
+// T^-1 = diag(1 / tau) + striu(V^T V), so T = (I + diag(tau) striu(V^T V))^-1 diag(tau),
+// one unit upper triangular solve that a zero tau (H = I) leaves well posed.
+at::Tensor block_reflector_t(const at::Tensor& V, const at::Tensor& tau) {
+  const int64_t b = tau.size(-1);
+  at::Tensor unit =
+      (at::matmul(V.mT(), V).triu(1) * tau.unsqueeze(-1) + at::eye(b, V.options())).contiguous();
+  at::Tensor T = at::diag_embed(tau).contiguous();
+  run(T, {.algo = LinalgAlgo::Trsm,
+          .a = addr(unit),
+          .b = addr(T),
+          .n = b,
+          .k = b,
+          .batch = matrices(T),
+          .upper = true,
+          .unit = true});
+  return T;
+}
+
+// The unit lower trapezoid of a panel's reflectors.
+at::Tensor reflectors_of(const at::Tensor& panel) {
+  return panel.tril(-1) + at::eye(panel.size(-2), panel.size(-1), panel.options());
+}
+
 }  // namespace
+
+Blocking blocking() { return {g_order.load(), g_block.load()}; }
+void set_blocking(Blocking b) {
+  g_order.store(b.order);
+  g_block.store(b.block);
+}
+
+int64_t block_size(int64_t n) {
+  const int64_t b = g_block.load();
+  return b > 0 ? b : n >= 1024 ? 128 : 64;
+}
+
+bool on_device(const at::Tensor& A, LinalgAlgo algo) {
+  if (!by_blocks(A)) return native(A, algo);
+  if (!native_dtype(A)) return false;
+  const LinalgAlgo panel = algo == LinalgAlgo::LuSolve ? LinalgAlgo::Lu : algo;
+  if (panel != LinalgAlgo::Lu && panel != LinalgAlgo::Geqrf) return true;
+  const int64_t m = A.size(-2), k = std::min(m, A.size(-1));
+  return vkml::ops::linalg_fits(vkml_device(A), panel, m, block_size(k));
+}
 
 bool by_blocks(const at::Tensor& t) {
   return t.scalar_type() == at::kFloat && t.dim() >= 2 &&
-         std::min(t.size(-2), t.size(-1)) > kBlockedOrder;
+         std::min(t.size(-2), t.size(-1)) > g_order.load();
 }
 
 void blocked_cholesky(at::Tensor& L, at::Tensor& info) {
@@ -113,6 +158,46 @@ void blocked_lu(at::Tensor& LU, at::Tensor& pivots, at::Tensor& info) {
       part(LU, j + jb, below - jb, j + jb, right)
           .sub_(at::matmul(part(LU, j + jb, below - jb, j, jb), u12));
   }
+}
+
+void blocked_geqrf(at::Tensor& a, at::Tensor& tau) {
+  const int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
+  const int64_t nb = block_size(k), batch = matrices(a);
+  for (int64_t j = 0; j < k; j += nb) {
+    const int64_t jb = std::min(nb, k - j), rows = m - j, right = n - j - jb;
+    at::Tensor panel = part(a, j, rows, j, jb).contiguous();
+    at::Tensor panel_tau = at::empty(tau.narrow(-1, j, jb).sizes(), tau.options());
+    run(panel, {.algo = LinalgAlgo::Geqrf,
+                .a = addr(panel),
+                .b = addr(panel_tau),
+                .m = rows,
+                .n = jb,
+                .batch = batch});
+    part(a, j, rows, j, jb).copy_(panel);
+    tau.narrow(-1, j, jb).copy_(panel_tau);
+    if (right == 0) continue;
+    // Q_panel^T C = C - V T^T V^T C for the columns right of the panel.
+    at::Tensor V = reflectors_of(panel);
+    at::Tensor T = block_reflector_t(V, panel_tau);
+    at::Tensor C = part(a, j, rows, j + jb, right);
+    C.sub_(at::matmul(V, at::matmul(T.mT(), at::matmul(V.mT(), C))));
+  }
+}
+
+at::Tensor blocked_orgqr(const at::Tensor& reflectors, const at::Tensor& tau) {
+  const int64_t m = reflectors.size(-2), n = reflectors.size(-1), k = tau.size(-1);
+  const int64_t nb = block_size(k);
+  at::Tensor Q = at::eye(m, n, reflectors.options()).expand(reflectors.sizes()).contiguous();
+  for (int64_t j = (k - 1) / nb * nb; j >= 0; j -= nb) {
+    // Q = Q_0 (Q_1 (... I)): block j's reflectors act on rows j.. and, so far, on the
+    // columns j.. alone (the earlier ones are still the identity's there).
+    const int64_t jb = std::min(nb, k - j), rows = m - j;
+    at::Tensor V = reflectors_of(part(reflectors, j, rows, j, jb));
+    at::Tensor T = block_reflector_t(V, tau.narrow(-1, j, jb));
+    at::Tensor C = part(Q, j, rows, j, n - j);
+    C.sub_(at::matmul(V, at::matmul(T, at::matmul(V.mT(), C))));
+  }
+  return Q;
 }
 
 void blocked_trsm(const at::Tensor& a, at::Tensor& X, bool upper, bool unit) {

@@ -12,6 +12,7 @@
 #include "allocator.h"
 #include "fallback.h"
 #include "generator.h"
+#include "linalg_blocked.h"
 #include "vkml/ops/attention.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/fft.h"
@@ -248,6 +249,13 @@ PYBIND11_MODULE(_C, m) {
       py::arg("bk"), py::arg("tile"), py::arg("warps") = 0);
   m.def("_set_gemm_tile", [](int tile) { vkml::ops::set_gemm_tile(tile); });
   m.def("_set_gpu_choices", [](bool on) { vkml::ops::set_gpu_choices(on); });
+  // Linear algebra by blocks past `order`, `block` columns wide (0: the default width);
+  // returns the previous pair. Tests run many blocks on small matrices with it.
+  m.def("_set_linalg_blocking", [](int64_t order, int64_t block) {
+    const vkml_aten::linalg::Blocking old = vkml_aten::linalg::blocking();
+    vkml_aten::linalg::set_blocking({order, block});
+    return py::make_tuple(old.order, old.block);
+  });
   m.def("_set_gemm_config", [](int bm, int bn, int bk, int threads, int tn) {
     guarded([&] { vkml::ops::set_gemm_config(bm, bn, bk, threads, tn); });
   });

@@ -22,16 +22,6 @@ using namespace linalg;
 
 // ---- Cholesky -----------------------------------------------------------------------
 
-// Whether A goes to the device: float32 matrices past kBlockedOrder by blocks (their
-// kernels have a block's size, but LU's panels are as tall as A, so they must fit), the
-// others whole through `algo`'s kernel.
-bool on_device(const at::Tensor& A, LinalgAlgo algo) {
-  if (!by_blocks(A)) return native(A, algo);
-  const bool panels = algo == LinalgAlgo::Lu || algo == LinalgAlgo::LuSolve;
-  return native_dtype(A) &&
-         (!panels || vkml::ops::linalg_fits(vkml_device(A), LinalgAlgo::Lu, A.size(-2), 128));
-}
-
 std::tuple<at::Tensor, at::Tensor> cholesky_ex(const at::Tensor& A, bool upper, bool check_errors) {
   at::native::squareCheckInputs(A, "linalg.cholesky");
   at::native::checkFloatingOrComplex(A, "linalg.cholesky");

@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "fallback.h"
+#include "linalg_blocked.h"
 #include "linalg_common.h"
 
 namespace vkml_aten {
@@ -19,12 +20,14 @@ using namespace linalg;
 
 std::tuple<at::Tensor, at::Tensor> vk_geqrf(const at::Tensor& A) {
   TORCH_CHECK(A.dim() >= 2, "torch.geqrf: input must have at least 2 dimensions.");
-  if (!native(A, LinalgAlgo::Geqrf)) return cpu_route<at::_ops::geqrf>(A);
+  if (!on_device(A, LinalgAlgo::Geqrf)) return cpu_route<at::_ops::geqrf>(A);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   const Shape batch = batch_shape(A);
   at::Tensor a = fresh(A, A.sizes().vec());
   at::Tensor tau = at::empty(with(batch, {k}), A.options());
-  if (a.numel())
+  if (a.numel() && by_blocks(a))
+    blocked_geqrf(a, tau);
+  else if (a.numel())
     run(a, {.algo = LinalgAlgo::Geqrf,
             .a = addr(a),
             .b = addr(tau),
@@ -40,7 +43,7 @@ std::tuple<at::Tensor&, at::Tensor&> geqrf_out(const at::Tensor& A, at::Tensor& 
 
 // Q's first n columns from the reflectors below the diagonal of `input` (m x n) and tau.
 at::Tensor vk_householder_product(const at::Tensor& input, const at::Tensor& tau) {
-  if (!native(input, LinalgAlgo::Orgqr) || tau.scalar_type() != input.scalar_type())
+  if (!on_device(input, LinalgAlgo::Orgqr) || tau.scalar_type() != input.scalar_type())
     return cpu_route<at::_ops::linalg_householder_product>(input, tau);
   TORCH_CHECK(input.dim() >= 2,
               "torch.linalg.householder_product: input must have at least 2 dimensions.");
@@ -54,6 +57,7 @@ at::Tensor vk_householder_product(const at::Tensor& input, const at::Tensor& tau
   const Shape batch = batch_shape(input);
   at::Tensor q = fresh(input, input.sizes().vec());
   at::Tensor t = fresh(tau, with(batch, {k}));
+  if (q.numel() && by_blocks(q)) return blocked_orgqr(q, t);
   if (q.numel())
     run(q, {.algo = LinalgAlgo::Orgqr,
             .a = addr(q),
@@ -82,7 +86,7 @@ at::Tensor full_q(const at::Tensor& reflectors, const at::Tensor& tau) {
 at::Tensor vk_ormqr(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other,
                     bool left, bool transpose) {
   // Through the full Q and a matrix product, which float64 lacks on vkml.
-  if (!native(input, LinalgAlgo::Orgqr) || input.scalar_type() != at::kFloat ||
+  if (!on_device(input, LinalgAlgo::Orgqr) || input.scalar_type() != at::kFloat ||
       tau.scalar_type() != input.scalar_type() || other.scalar_type() != input.scalar_type())
     return cpu_route<at::_ops::ormqr>(input, tau, other, left, transpose);
   at::Tensor q = full_q(input, tau);
@@ -95,7 +99,7 @@ at::Tensor& ormqr_out(const at::Tensor& input, const at::Tensor& tau, const at::
 }
 
 std::tuple<at::Tensor, at::Tensor> vk_linalg_qr(const at::Tensor& A, c10::string_view mode) {
-  if (!native(A, LinalgAlgo::Geqrf)) return cpu_route<at::_ops::linalg_qr>(A, mode);
+  if (!on_device(A, LinalgAlgo::Geqrf)) return cpu_route<at::_ops::linalg_qr>(A, mode);
   TORCH_CHECK(A.dim() >= 2, "linalg.qr: The input tensor A must have at least 2 dimensions.");
   TORCH_CHECK(mode == "reduced" || mode == "complete" || mode == "r",
               "qr received unrecognized mode '", mode,
