@@ -129,6 +129,32 @@ def test_mixing_devices_is_an_error():
         torch.ones(3).add_(vk)
 
 
+def test_an_operand_on_the_cpu_raises_as_on_cuda():
+    """Ops registered by hand get no dispatcher device check: a CPU target or index used
+    to reach the kernel as a device address (on a GPU a fault, on lavapipe host memory
+    read as the data: a nonsense 'Target 94258508416560 is out of bounds'). Now PyTorch's
+    device-mismatch error, and the device stays usable. CPU indices that CUDA takes
+    (advanced indexing, 0-dim scalars) still work."""
+    import torch.nn.functional as F
+
+    x = torch.rand(2, 3, 4, 4, device=VKML).log_softmax(1)
+    message = "Expected all tensors to be on the same device, but found at least two devices"
+    calls = [
+        lambda: F.nll_loss(x, torch.zeros(2, 4, 4, dtype=torch.long)),
+        lambda: F.cross_entropy(x[:, :, 0, 0], torch.zeros(2, dtype=torch.long)),
+        lambda: x.gather(1, torch.zeros(2, 1, 4, 4, dtype=torch.long)),
+        lambda: x.index_select(0, torch.tensor([0])),
+        lambda: F.embedding(torch.tensor([0, 1]), x.reshape(-1, 3)[:5]),
+    ]
+    for call in calls:
+        with pytest.raises(RuntimeError, match=message):
+            call()
+    y = torch.arange(12.0, device=VKML).view(3, 4)
+    assert y[torch.tensor([0, 2])].cpu().tolist() == [[0, 1, 2, 3], [8, 9, 10, 11]]
+    assert (y + torch.tensor(2.0)).cpu()[0, 0].item() == 2.0
+    assert x.exp().sum(1).mean().item() == pytest.approx(1.0, rel=1e-5)
+
+
 # ------------------------------------------------------------------- OOM
 
 

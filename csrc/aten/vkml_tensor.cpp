@@ -7,6 +7,14 @@ thread_local c10::DeviceIndex t_current_device = 0;
 }
 
 c10::DeviceIndex current_device() { return t_current_device; }
+
+void raise_not_on_vkml(const at::Tensor& t) {
+  const c10::Device vkml(c10::DeviceType::PrivateUse1, current_device());
+  TORCH_CHECK(false,
+              "Expected all tensors to be on the same device, but found at least two "
+              "devices, ",
+              vkml, " and ", t.device(), "!");
+}
 void set_current_device(c10::DeviceIndex index) { t_current_device = index; }
 
 bool has_vkml_dtype(at::ScalarType t) {

@@ -35,7 +35,17 @@ vkml::Device& vkml_device(const at::Tensor& t);
 vkml::Device& device_at(c10::DeviceIndex index);
 
 vkml::TensorRef ref(const at::Tensor& t);
-inline uint64_t addr(const at::Tensor& t) { return reinterpret_cast<uint64_t>(t.data_ptr()); }
+
+// Raises PyTorch's device-mismatch error for t, an operand of a vkml kernel on another
+// device (a CPU target or index): ops registered by hand get no dispatcher check.
+[[noreturn]] void raise_not_on_vkml(const at::Tensor& t);
+
+// The device address of a vkml tensor's data. Another device's pointer must never reach
+// a kernel: on a GPU it faults, on lavapipe it reads host memory as if it were the data.
+inline uint64_t addr(const at::Tensor& t) {
+  if (C10_UNLIKELY(t.device().type() != c10::DeviceType::PrivateUse1)) raise_not_on_vkml(t);
+  return reinterpret_cast<uint64_t>(t.data_ptr());
+}
 
 // Rethrows a core error as the matching torch exception (ValueError,
 // OutOfMemoryError, RuntimeError).
