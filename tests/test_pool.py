@@ -12,6 +12,8 @@ from conftest import (
     make,
 )
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
@@ -127,3 +129,24 @@ def test_errors_like_cpu():
             fn(x)
         with pytest.raises(RuntimeError):
             fn(x.to("vkml"))
+
+
+def test_windows_past_a_loop_limited_drivers_count():
+    """One thread walks an output's window: a global pool of a 400 x 400 map (160000
+    elements) runs past Mesa 22.3 lavapipe's 65535 loop iterations, which stops it short
+    (a max 8e-6 under the true one, an average off by 0.3). There it takes the counted
+    CPU route; elsewhere the kernel runs it."""
+    x = make((1, 2, 400, 400), torch.float32)
+    assert_close_to_cpu(lambda t: F.max_pool2d(t, 400), x)
+    assert_close_to_cpu(lambda t: F.avg_pool2d(t, 400), x)
+    assert_close_to_cpu(lambda t: F.adaptive_max_pool2d(t, 1), x)
+    counts = torch_vkml.fallback_counts()
+    if torch_vkml.get_device_properties().loop_iteration_limit:
+        assert set(counts) == {
+            "aten::max_pool2d_with_indices",
+            "aten::avg_pool2d",
+            "aten::adaptive_max_pool2d",
+        }, counts
+    else:
+        assert not counts, counts
+    torch_vkml.reset_fallback_counts()  # the no_fallback check: these are the point here

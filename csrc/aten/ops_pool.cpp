@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "fallback.h"
 #include "vkml/ops/pool.h"
 #include "vkml_tensor.h"
 
@@ -105,6 +106,19 @@ Pool adaptive_from(const char* name, const at::Tensor& self, const at::Tensor& g
 
 vkml::DType dt(const at::Tensor& t) { return to_vkml(t.scalar_type()); }
 
+// One thread walks an output's whole window: past the loop limit of Mesa 22.3's lavapipe
+// (DeviceInfo::loop_iteration_limit; it stops such loops short, silently) a pool of
+// larger windows (a global pool of a 400 x 400 map) takes the counted CPU route.
+bool window_too_long(const Pool& p, const at::Tensor& self) {
+  const uint32_t limit = vkml_device(self).info().loop_iteration_limit;
+  if (limit == 0) return false;
+  int64_t window = 1;
+  for (int a = 0; a < 3; ++a)
+    window *= p.s.adaptive ? (p.s.in[a] + p.s.out[a] - 1) / std::max<int64_t>(p.s.out[a], 1) + 1
+                           : p.s.kernel[a];
+  return window > int64_t(limit / 2);
+}
+
 std::tuple<at::Tensor, at::Tensor> run_max(const Pool& p, const at::Tensor& self) {
   at::Tensor x = self.contiguous();
   at::Tensor y = at::empty(p.out_sizes, x.options());
@@ -156,7 +170,16 @@ template <int SP>
 std::tuple<at::Tensor, at::Tensor> max_pool(const at::Tensor& self, at::IntArrayRef kernel,
                                             at::IntArrayRef stride, at::IntArrayRef padding,
                                             at::IntArrayRef dilation, bool ceil_mode) {
-  return run_max(fixed("max_pool", self, SP, kernel, stride, padding, dilation, ceil_mode), self);
+  Pool p = fixed("max_pool", self, SP, kernel, stride, padding, dilation, ceil_mode);
+  if (window_too_long(p, self)) {
+    if constexpr (SP == 2)
+      return cpu_route<at::_ops::max_pool2d_with_indices>(self, kernel, stride, padding, dilation,
+                                                          ceil_mode);
+    else
+      return cpu_route<at::_ops::max_pool3d_with_indices>(self, kernel, stride, padding, dilation,
+                                                          ceil_mode);
+  }
+  return run_max(p, self);
 }
 
 template <int SP>
@@ -173,6 +196,14 @@ at::Tensor avg_pool(const at::Tensor& self, at::IntArrayRef kernel, at::IntArray
                     std::optional<int64_t> divisor) {
   Pool p = fixed("avg_pool", self, SP, kernel, stride, padding, {}, ceil_mode);
   set_avg(p, count_include_pad, divisor);
+  if (window_too_long(p, self)) {
+    if constexpr (SP == 2)
+      return cpu_route<at::_ops::avg_pool2d>(self, kernel, stride, padding, ceil_mode,
+                                             count_include_pad, divisor);
+    else
+      return cpu_route<at::_ops::avg_pool3d>(self, kernel, stride, padding, ceil_mode,
+                                             count_include_pad, divisor);
+  }
   return run_avg(p, self);
 }
 
@@ -190,6 +221,12 @@ at::Tensor adaptive_avg(const at::Tensor& self, at::IntArrayRef output_size) {
   Pool p = adaptive("adaptive_avg_pool", self, SP, output_size);
   // The CPU's 3-d kernel sums 16-bit floats in their own dtype (1-d and 2-d use fp32).
   p.s.round_steps = SP == 3 && self.scalar_type() != at::kFloat;
+  if (window_too_long(p, self)) {
+    if constexpr (SP == 2)
+      return cpu_route<at::_ops::_adaptive_avg_pool2d>(self, output_size);
+    else
+      return cpu_route<at::_ops::_adaptive_avg_pool3d>(self, output_size);
+  }
   return run_avg(p, self);
 }
 
@@ -201,7 +238,14 @@ at::Tensor adaptive_avg_backward(const at::Tensor& grad, const at::Tensor& self)
 template <int SP>
 std::tuple<at::Tensor, at::Tensor> adaptive_max(const at::Tensor& self,
                                                 at::IntArrayRef output_size) {
-  return run_max(adaptive("adaptive_max_pool", self, SP, output_size), self);
+  Pool p = adaptive("adaptive_max_pool", self, SP, output_size);
+  if (window_too_long(p, self)) {
+    if constexpr (SP == 2)
+      return cpu_route<at::_ops::adaptive_max_pool2d>(self, output_size);
+    else
+      return cpu_route<at::_ops::adaptive_max_pool3d>(self, output_size);
+  }
+  return run_max(p, self);
 }
 
 template <int SP>
