@@ -68,6 +68,25 @@ bool linalg_fits(Device& dev, LinalgAlgo algo, int64_t m, int64_t n) {
   return false;
 }
 
+// The kernels' push constants for `a`, with m rows.
+static linalg_detail::Push push_of(const LinalgArgs& a, int64_t m) {
+  linalg_detail::Push p{};
+  p.a = a.a;
+  p.b = a.b;
+  p.c = a.c;
+  p.d = a.d;
+  p.pivots = a.pivots;
+  p.info = a.info;
+  p.scratch = a.scratch;
+  p.m = uint32_t(m);
+  p.n = uint32_t(a.n);
+  p.k = uint32_t(a.k);
+  p.batch = uint32_t(a.batch);
+  p.flags = (a.upper ? LINALG_UPPER : 0u) | (a.unit ? LINALG_UNIT : 0u) |
+            (a.adjoint ? LINALG_ADJOINT : 0u) | (a.values_only ? LINALG_VALUES_ONLY : 0u);
+  return p;
+}
+
 // EighTridiagonal, SvdBidiagonal: one workgroup per matrix.
 static void condensed(Device& dev, const LinalgArgs& a) {
   const bool svd = a.algo == LinalgAlgo::SvdBidiagonal;
@@ -76,17 +95,7 @@ static void condensed(Device& dev, const LinalgArgs& a) {
   VKML_CHECK_ARG(a.batch * m * a.n < (int64_t(1) << 32), "linalg: more than 2^32 elements");
   if (a.batch == 0 || a.n == 0) return;
   const size_t item = itemsize(a.dtype);
-  linalg_detail::Push p{};
-  p.a = a.a;
-  p.b = a.b;
-  p.c = a.c;
-  p.d = a.d;
-  p.info = a.info;
-  p.scratch = a.scratch;
-  p.m = uint32_t(m);
-  p.n = uint32_t(a.n);
-  p.batch = uint32_t(a.batch);
-  p.flags = a.values_only ? LINALG_VALUES_ONLY : 0u;
+  const linalg_detail::Push p = push_of(a, m);
   Access access;
   access.update(span_elems(a.a, a.batch * m * a.n, item));
   access.update(span_elems(a.info, a.batch, 4));
@@ -107,17 +116,11 @@ void linalg(Device& dev, const LinalgArgs& a) {
     return condensed(dev, a);
   if (a.algo == LinalgAlgo::Permutation) {
     if (a.batch == 0 || a.m == 0) return;
-    linalg_detail::Push p{};
-    p.b = a.b;
-    p.pivots = a.pivots;
-    p.m = uint32_t(a.m);
-    p.k = uint32_t(a.k);
-    p.batch = uint32_t(a.batch);
+    const linalg_detail::Push p = push_of(a, a.m);
     Access access;
     access.read(span_elems(a.pivots, a.batch * a.k, 4));
     access.write(span_elems(a.b, a.batch * a.m, 4));
-    VkPipeline pipeline =
-        dev.pipelines().get(shaders::linalg(a.dtype), {int(a.algo), int32_t(256)});
+    VkPipeline pipeline = dev.pipelines().get(shaders::linalg(a.dtype), {int(a.algo), int32_t(64)});
     dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(a.batch), 64, &access);
     return;
   }
@@ -135,19 +138,7 @@ void linalg(Device& dev, const LinalgArgs& a) {
   VKML_CHECK_ARG(a.batch * m * a.n < (int64_t(1) << 32) && a.batch * a.n * a.k < (int64_t(1) << 32),
                  "linalg: more than 2^32 elements");
   const size_t item = itemsize(a.dtype);
-  linalg_detail::Push p{};
-  p.a = a.a;
-  p.b = a.b;
-  p.pivots = a.pivots;
-  p.info = a.info;
-  p.c = a.c;
-  p.d = a.d;
-  p.m = uint32_t(m);
-  p.n = uint32_t(a.n);
-  p.k = uint32_t(a.k);
-  p.batch = uint32_t(a.batch);
-  p.flags = (a.upper ? LINALG_UPPER : 0u) | (a.unit ? LINALG_UNIT : 0u) |
-            (a.adjoint ? LINALG_ADJOINT : 0u);
+  const linalg_detail::Push p = push_of(a, m);
   Access access;
   const Span a_span = span_elems(a.a, a.batch * m * a.n, item);
   const int64_t steps = m < a.n ? m : a.n;
