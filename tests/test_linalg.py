@@ -178,6 +178,35 @@ def test_many_blocks(small_blocks, shape):
     )
 
 
+@pytest.mark.parametrize("n", [1, 2, 5, 17, 40])
+def test_ldl_factor_and_solve(n):
+    """Bunch-Kaufman LDL^T as LAPACK's sytf2 on the lower triangle: LD's layout and the
+    pivots (2x2 blocks as negative pairs) are the CPU's, so either device's factors
+    solve on the other. A zero leading entry forces the pivoting."""
+    g = torch.Generator().manual_seed(11)
+    a = torch.randn(3, n, n, generator=g)
+    a = a + a.mT
+    if n > 1:  # (order 1 would be singular)
+        a[1, 0, 0] = 0.0
+    LD, pivots, info = torch.linalg.ldl_factor_ex(a.to(VKML))
+    rLD, rpivots, rinfo = torch.linalg.ldl_factor_ex(a)
+    _same(LD, rLD, dict(atol=1e-4, rtol=1e-4))
+    _same(pivots, rpivots, dict(atol=0, rtol=0))
+    _same(info, rinfo, dict(atol=0, rtol=0))
+    b = torch.randn(3, n, 2, generator=g)
+    ref = torch.linalg.ldl_solve(rLD, rpivots, b)
+    _same(torch.linalg.ldl_solve(LD, pivots, b.to(VKML)), ref, dict(atol=1e-3, rtol=1e-3))
+    _same(torch.linalg.solve(a.to(VKML), b.to(VKML)), ref, dict(atol=1e-3, rtol=1e-3))
+
+
+def test_ldl_of_singular_matrices_reports_the_zero_block():
+    zero = torch.zeros(2, 4, 4)
+    eye = torch.eye(4).expand(2, 4, 4).clone()
+    eye[1, 2, 2] = 0.0
+    for a in (zero, eye):
+        _same(torch.linalg.ldl_factor_ex(a.to(VKML)).info, torch.linalg.ldl_factor_ex(a).info)
+
+
 def test_cholesky_reports_the_failing_minor():
     a = _spd((3, 4, 4))
     a[1, 2, 2] = -100.0  # the leading minor of order 3 is not positive definite

@@ -71,6 +71,10 @@ FAMILIES = {
         "Linear algebra: matrix_exp (scaling and squaring, Pade [7/7])",
         "float32; float16 and bfloat16 in float32; float64 and complex on the CPU, counted",
     ),
+    "ops_linalg_ldl.cpp": (
+        "Linear algebra: ldl_factor, ldl_solve (Bunch-Kaufman, LAPACK's layout and pivots)",
+        "float32; float64 where the device has shaderFloat64; complex on the CPU, counted",
+    ),
     "ops_fft.cpp": (
         "Fourier transforms through VkFFT (torch.fft, stft, istft)",
         "complex64, float32; complex128, float64 where the device has shaderFloat64",

@@ -15,7 +15,8 @@ static_assert(int(LinalgAlgo::Cholesky) == LINALG_CHOLESKY && int(LinalgAlgo::Lu
               int(LinalgAlgo::Geqrf) == LINALG_GEQRF && int(LinalgAlgo::Orgqr) == LINALG_ORGQR &&
               int(LinalgAlgo::Eigh) == LINALG_EIGH && int(LinalgAlgo::Svd) == LINALG_SVD &&
               int(LinalgAlgo::EighTridiagonal) == LINALG_EIGH_TRIDIAGONAL &&
-              int(LinalgAlgo::SvdBidiagonal) == LINALG_SVD_BIDIAGONAL);
+              int(LinalgAlgo::SvdBidiagonal) == LINALG_SVD_BIDIAGONAL &&
+              int(LinalgAlgo::Ldl) == LINALG_LDL && int(LinalgAlgo::LdlSolve) == LINALG_LDL_SOLVE);
 
 const int64_t kEighMax = LINALG_EIGH_MAX, kSvdMax = LINALG_SVD_MAX;
 const int64_t kCondensedMax = LINALG_CONDENSED_MAX, kCondensedScratch = LINALG_CONDENSED_SCRATCH;
@@ -53,7 +54,10 @@ bool linalg_fits(Device& dev, LinalgAlgo algo, int64_t m, int64_t n) {
     case LinalgAlgo::Trsm:
       return n * (n + 1) / 2 <= most;
     case LinalgAlgo::LuSolve:
+    case LinalgAlgo::LdlSolve:
       return n * n + 2 * n <= most;
+    case LinalgAlgo::Ldl:  // thread 0's pivot searches and swaps, and the trailing updates
+      return 4 * n * n + n * n * n / 768 <= half;
     case LinalgAlgo::Permutation:
       return m + n <= most;
     case LinalgAlgo::Eigh:
@@ -127,7 +131,8 @@ void linalg(Device& dev, const LinalgArgs& a) {
   if (a.batch == 0 || a.n == 0 || a.m < 0) return;
   const bool jacobi = a.algo == LinalgAlgo::Eigh || a.algo == LinalgAlgo::Svd;
   const bool factor = a.algo == LinalgAlgo::Cholesky || a.algo == LinalgAlgo::Lu ||
-                      a.algo == LinalgAlgo::Geqrf || a.algo == LinalgAlgo::Orgqr || jacobi;
+                      a.algo == LinalgAlgo::Geqrf || a.algo == LinalgAlgo::Orgqr ||
+                      a.algo == LinalgAlgo::Ldl || jacobi;
   const bool householder = a.algo == LinalgAlgo::Geqrf || a.algo == LinalgAlgo::Orgqr;
   if (!factor && a.k == 0) return;
   const int64_t m =
@@ -148,6 +153,10 @@ void linalg(Device& dev, const LinalgArgs& a) {
     if (a.algo == LinalgAlgo::Lu) access.write(span_elems(a.pivots, a.batch * steps, 4));
     if (a.algo == LinalgAlgo::Geqrf) access.write(span_elems(a.b, a.batch * steps, item));
     if (a.algo == LinalgAlgo::Orgqr) access.read(span_elems(a.b, a.batch * a.k, item));
+    if (a.algo == LinalgAlgo::Ldl) {
+      access.write(span_elems(a.pivots, a.batch * a.n, 4));
+      access.update(span_elems(a.b, a.batch * 2 * a.n, item));
+    }
     if (jacobi) {
       access.write(span_elems(a.b, a.batch * a.n, item));
       access.write(span_elems(a.c, a.batch * a.n * a.n, item));
@@ -156,10 +165,13 @@ void linalg(Device& dev, const LinalgArgs& a) {
   } else {
     access.read(a_span);
     access.update(span_elems(a.b, a.batch * a.n * a.k, item));
-    if (a.algo == LinalgAlgo::LuSolve) access.read(span_elems(a.pivots, a.batch * a.n, 4));
+    if (a.algo == LinalgAlgo::LuSolve || a.algo == LinalgAlgo::LdlSolve)
+      access.read(span_elems(a.pivots, a.batch * a.n, 4));
   }
   const uint32_t wg = factor ? 256u : 64u;
-  VkPipeline pipeline = dev.pipelines().get(shaders::linalg(a.dtype), {int(a.algo), int32_t(wg)});
+  const bool ldl = a.algo == LinalgAlgo::Ldl || a.algo == LinalgAlgo::LdlSolve;
+  VkPipeline pipeline = dev.pipelines().get(
+      ldl ? shaders::linalg_ldl(a.dtype) : shaders::linalg(a.dtype), {int(a.algo), int32_t(wg)});
   if (factor)
     dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(a.batch), &access);
   else

@@ -34,6 +34,11 @@ enum class LinalgAlgo : int {
   // converge. values_only: b alone is written.
   EighTridiagonal = 9,
   SvdBidiagonal = 10,
+  Ldl = 11,       // a: n x n (lower read) -> LAPACK's sytf2 'L' (Bunch-Kaufman) in place:
+                  // L below, D's 1x1 and 2x2 blocks on and under the diagonal; pivots
+                  // (n, 1-based; a 2x2 block's two -(row)); info: first zero block + 1;
+                  // b: 2n reals of scratch per matrix
+  LdlSolve = 12,  // b: n x k -> A^-1 b from a's Ldl factors and pivots (sytrs 'L')
 };
 
 struct LinalgArgs {

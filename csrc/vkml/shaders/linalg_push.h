@@ -23,6 +23,11 @@
 // per matrix.
 #define LINALG_EIGH_TRIDIAGONAL 9
 #define LINALG_SVD_BIDIAGONAL 10
+// linalg.comp again:
+#define LINALG_LDL 11        // a (n x n, lower read) -> L\D in place (Bunch-Kaufman, sytf2
+                             // 'L'); pivots as LAPACK's; info: first zero D block; b: 2n
+                             // reals of scratch per matrix
+#define LINALG_LDL_SOLVE 12  // b (n x k) -> A^-1 b from a's L\D and pivots (sytrs 'L')
 
 // The largest orders the Jacobi kernels EIGH and SVD take (the condensed forms take the
 // orders past them): a Jacobi sweep is n^2 / 2 rotations of a few workgroup barriers
