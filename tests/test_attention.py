@@ -500,3 +500,23 @@ def test_matrix_unit_kernels_dropout(dtype, emulated_matrix_units, no_fallback):
     _check_dropout(q, k, v, dtype, 0.2, is_causal=True)
     q, k, v = _grouped_inputs(1, 4, 2, 20, 48, 64, dtype)
     _check_dropout(q, k, v, dtype, 0.1, enable_gqa=True)
+
+
+def test_keys_past_a_loop_limited_drivers_count(no_fallback):
+    """A thread of the fused kernels walks every key: 40000 of them pass half of Mesa 22.3
+    lavapipe's loop limit (100000 gave errors of 1e-2 there, silently), so that driver
+    takes the math path (products and softmax, on the device); others the fused kernels.
+    Both must give the CPU's output and gradients."""
+    g = torch.Generator().manual_seed(40)
+    q = torch.randn(1, 1, 4, 16, generator=g, requires_grad=True)
+    k = torch.randn(1, 1, 40000, 16, generator=g, requires_grad=True)
+    v = torch.randn(1, 1, 40000, 16, generator=g, requires_grad=True)
+    qv, kv, vv = (t.detach().to(VKML).requires_grad_() for t in (q, k, v))
+    out = F.scaled_dot_product_attention(qv, kv, vv)
+    ref = F.scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(out.cpu(), ref, atol=1e-5, rtol=1e-4)
+    grad = torch.randn(ref.shape, generator=g)
+    out.backward(grad.to(VKML))
+    ref.backward(grad)
+    for got, want in ((qv, q), (kv, k), (vv, v)):
+        torch.testing.assert_close(got.grad.cpu(), want.grad, atol=1e-5, rtol=1e-4)
