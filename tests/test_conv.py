@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from conftest import (
     MATMUL_TOLERANCES,
+    VKML,
     assert_grads_close_to_cpu,
     assert_same,
     kernels_run,
@@ -367,3 +368,36 @@ def test_matrix_unit_conv_trains_resnet_blocks_under_autocast(emulated_matrix_un
         assert abs(lv.item() - lc.item()) < 2e-2, f"loss {i}: {lv.item()} vs {lc.item()}"
     for (name, pc), pv in zip(cpu.state_dict().items(), vk.state_dict().values(), strict=True):
         assert_same(pv, pc, where=name, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("layouts", ["input", "weight", "both", "neither"])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_channels_last_gives_the_cpus_layout(layouts, transposed):
+    """A 2-d convolution of a channels-last input or weight returns channels-last, as the
+    CPU and cuDNN do (it came back contiguous before: same values, another layout);
+    3-d ones stay contiguous, as on the CPU."""
+    cl = torch.channels_last
+    g = torch.Generator().manual_seed(50)
+    x = torch.randn(2, 4, 7, 7, generator=g)
+    w = torch.randn(4, 4, 3, 3, generator=g)
+    if layouts in ("input", "both"):
+        x = x.contiguous(memory_format=cl)
+    if layouts in ("weight", "both"):
+        w = w.contiguous(memory_format=cl)
+    conv = F.conv_transpose2d if transposed else F.conv2d
+    xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
+    xv, wv = x.to(VKML).requires_grad_(), w.to(VKML).requires_grad_()
+    ref, out = conv(xc, wc, padding=1), conv(xv, wv, padding=1)
+    assert out.is_contiguous(memory_format=cl) == ref.is_contiguous(memory_format=cl)
+    assert out.is_contiguous() == ref.is_contiguous()
+    torch.testing.assert_close(out.cpu(), ref, atol=1e-4, rtol=1e-4)
+    grad = torch.randn(ref.shape, generator=g)
+    ref.backward(grad)
+    out.backward(grad.to(VKML))
+    for got, want in ((xv.grad, xc.grad), (wv.grad, wc.grad)):
+        assert got.is_contiguous(memory_format=cl) == want.is_contiguous(memory_format=cl)
+        torch.testing.assert_close(got.cpu(), want, atol=1e-4, rtol=1e-4)
+    x3 = torch.randn(1, 2, 4, 5, 5, generator=g).contiguous(memory_format=torch.channels_last_3d)
+    w3 = torch.randn(3, 2, 3, 3, 3, generator=g)
+    y3 = F.conv3d(x3.to(VKML), w3.to(VKML))
+    assert y3.is_contiguous() == F.conv3d(x3, w3).is_contiguous()

@@ -68,6 +68,22 @@ Geometry geometry(const at::Tensor& input, const at::Tensor& weight, at::IntArra
   return g;
 }
 
+// The layout PyTorch's CPU and cuDNN convolutions give a 2-d convolution's output:
+// channels-last where the input or the weight is, else contiguous. (For 3-d ones they
+// differ: cuDNN gives channels-last-3d, the CPU contiguous; vkml keeps the CPU's.) The
+// kernels write contiguous results; channels-last ones are copied before they return.
+at::MemoryFormat result_format(const at::Tensor& input, const at::Tensor& weight) {
+  constexpr auto last = at::MemoryFormat::ChannelsLast;
+  if (input.dim() == 4 &&
+      (input.suggest_memory_format() == last || weight.suggest_memory_format() == last))
+    return last;
+  return at::MemoryFormat::Contiguous;
+}
+
+at::Tensor in_format(at::Tensor t, at::MemoryFormat format) {
+  return format == at::MemoryFormat::Contiguous ? t : t.contiguous(format);
+}
+
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
                        const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                        at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
@@ -80,8 +96,9 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
   at::Tensor x = input.contiguous(), w = weight.contiguous();
   at::Tensor b;
   if (bias.has_value() && bias->defined()) b = bias->to(input.scalar_type()).contiguous();
+  const at::MemoryFormat format = result_format(input, weight);
   at::Tensor out = at::empty(transposed ? g.x_sizes : g.y_sizes, x.options());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return in_format(out, format);
   if (x.numel() == 0 || w.numel() == 0) {  // nothing to sum: the bias alone
     out.zero_();
     if (b.defined()) {
@@ -89,7 +106,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
       shape[1] = -1;
       out.add_(b.view(shape));
     }
-    return out;
+    return in_format(out, format);
   }
   guarded([&] {
     auto dt = to_vkml(x.scalar_type());
@@ -100,7 +117,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
       vkml::ops::conv_data_grad(vkml_device(x), dt, addr(x), addr(w), pb, addr(out), g.s);
     }
   });
-  return out;
+  return in_format(out, format);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
@@ -149,6 +166,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     for (int64_t d = 2; d < gy.dim(); ++d) dims.push_back(d);
     gb = gy.sum(dims);
   }
+  // The gradients in the layouts the CPU gives them: the input's and the weight's.
+  const at::MemoryFormat format = result_format(input, weight);
+  if (gi.defined()) gi = in_format(gi, format);
+  if (gw.defined()) gw = in_format(gw, format);
   return {gi, gw, gb};
 }
 
