@@ -37,6 +37,11 @@ inline Shape batch_shape(const at::Tensor& t) {
   return Shape(t.sizes().begin(), t.sizes().end() - 2);
 }
 
+// The broadcast batch of a system's matrix and right-hand sides.
+inline Shape system_batch(const at::Tensor& A, const at::Tensor& B) {
+  return at::infer_size(batch_shape(A), batch_shape(B));
+}
+
 inline int64_t numel_of(const Shape& s) {
   int64_t n = 1;
   for (int64_t v : s) n *= v;

@@ -17,10 +17,13 @@ void check_float_storage(const char* op, at::ScalarType t) {
                               " on vkml supports float32, float16 and bfloat16, got ", t);
 }
 
-bool line_walk_too_long(const at::Tensor& t, int64_t d, int passes) {
+bool past_loop_limit(const at::Tensor& t, int64_t iterations) {
   const uint32_t limit = vkml_device(t).info().loop_iteration_limit;
-  // Half the limit: the kernels' other loops share the count.
-  return limit && d + 1 < t.dim() && t.size(d) * passes > int64_t(limit / 2);
+  return limit && iterations > int64_t(limit / 2);
+}
+
+bool line_walk_too_long(const at::Tensor& t, int64_t d, int passes) {
+  return d + 1 < t.dim() && past_loop_limit(t, t.size(d) * passes);
 }
 
 }  // namespace vkml_aten

@@ -13,10 +13,15 @@ at::Tensor& write_out(at::Tensor& out, const at::Tensor& r);
 // the storage dtypes of the float-only kernels.
 void check_float_storage(const char* op, at::ScalarType t);
 
+// Whether a kernel thread looping `iterations` times on t's device would pass half its
+// loop iteration limit (DeviceInfo::loop_iteration_limit: Mesa 22.3's lavapipe stops an
+// invocation's loops short, silently, past it; half, as the kernels' other loops share
+// the count). Callers then take another path there: the CPU route, or another kernel.
+bool past_loop_limit(const at::Tensor& t, int64_t iterations);
+
 // Whether kernels that give a line along dim d of t to one thread when elements follow it
-// (scan, softmax) would loop past the device's loop iteration limit, walking it
-// `passes` times (DeviceInfo::loop_iteration_limit: Mesa 22.3's lavapipe stops such
-// loops short, silently). Callers then move d last, where long rows get workgroups.
+// (scan, softmax), walking it `passes` times, would pass it. Callers then move d last,
+// where long rows get workgroups.
 bool line_walk_too_long(const at::Tensor& t, int64_t d, int passes);
 
 }  // namespace vkml_aten

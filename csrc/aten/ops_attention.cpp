@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "generator.h"
+#include "op_helpers.h"
 #include "vkml/ops/attention.h"
 #include "vkml_tensor.h"
 
@@ -56,8 +57,7 @@ bool fused_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   // A thread walks the keys (backward, also the queries) in a loop: past the loop limit of
   // Mesa 22.3's lavapipe that stops short, silently, so there such lengths take the math
   // path (matrix products and softmax, on the device too).
-  const uint32_t limit = vkml_device(q).info().loop_iteration_limit;
-  if (limit && std::max(q.size(2), k.size(2)) > int64_t(limit / 2)) return false;
+  if (past_loop_limit(q, std::max(q.size(2), k.size(2)))) return false;
   return vkml::ops::attention_supported(vkml_device(q), shape_of(q, k, v));
 }
 

@@ -160,11 +160,6 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> linalg_lu_out(const at::Tensor
   return write_outs(vk_linalg_lu(A, pivot), P, L, U);
 }
 
-// The broadcast batch of a system's matrix and right-hand sides.
-Shape system_batch(const at::Tensor& A, const at::Tensor& B) {
-  return at::infer_size(batch_shape(A), batch_shape(B));
-}
-
 at::Tensor lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& B, bool left,
                     bool adjoint) {
   if (!on_device(LU, LinalgAlgo::LuSolve) || B.scalar_type() != LU.scalar_type())

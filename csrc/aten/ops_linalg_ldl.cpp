@@ -54,7 +54,7 @@ at::Tensor ldl_solve(const at::Tensor& LD, const at::Tensor& pivots, const at::T
               LD.size(-2), "x", n, " and ", B.size(-2), "x", B.size(-1), ")");
   TORCH_CHECK(pivots.scalar_type() == at::kInt,
               "torch.linalg.ldl_solve: Expected pivots to be integers. Got ", pivots.scalar_type());
-  const Shape batch = at::infer_size(batch_shape(LD), batch_shape(B));
+  const Shape batch = system_batch(LD, B);
   const int64_t k = B.size(-1);
   at::Tensor a = fresh(LD, with(batch, {n, n}));
   at::Tensor p = fresh(pivots, with(batch, {n}));

@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "fallback.h"
+#include "op_helpers.h"
 #include "vkml/ops/loss.h"
 #include "vkml/ops/value_check.h"
 #include "vkml/shaders/device_error.h"
@@ -466,9 +467,8 @@ vkml::ops::MarginLossArgs multilabel_args(const MarginRows& r, const at::Tensor&
 // loop iteration limit (Mesa 22.3's lavapipe stops such loops short, silently) the loss
 // takes the counted CPU route.
 bool multilabel_too_wide(const at::Tensor& self) {
-  const uint32_t limit = vkml_device(self).info().loop_iteration_limit;
   const int64_t c = self.dim() == 0 ? 1 : self.size(-1);
-  return limit && c * c > int64_t(limit / 2);
+  return past_loop_limit(self, c * c);
 }
 
 std::tuple<at::Tensor, at::Tensor> vk_multilabel_forward(const at::Tensor& self,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fallback.h"
+#include "op_helpers.h"
 #include "vkml/ops/pool.h"
 #include "vkml_tensor.h"
 
@@ -110,13 +111,11 @@ vkml::DType dt(const at::Tensor& t) { return to_vkml(t.scalar_type()); }
 // (DeviceInfo::loop_iteration_limit; it stops such loops short, silently) a pool of
 // larger windows (a global pool of a 400 x 400 map) takes the counted CPU route.
 bool window_too_long(const Pool& p, const at::Tensor& self) {
-  const uint32_t limit = vkml_device(self).info().loop_iteration_limit;
-  if (limit == 0) return false;
   int64_t window = 1;
   for (int a = 0; a < 3; ++a)
     window *= p.s.adaptive ? (p.s.in[a] + p.s.out[a] - 1) / std::max<int64_t>(p.s.out[a], 1) + 1
                            : p.s.kernel[a];
-  return window > int64_t(limit / 2);
+  return past_loop_limit(self, window);
 }
 
 std::tuple<at::Tensor, at::Tensor> run_max(const Pool& p, const at::Tensor& self) {
