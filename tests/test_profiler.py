@@ -389,6 +389,7 @@ def test_ops_on_several_streams_and_an_event_are_profiled(no_fallback):
                 product = product @ x * 0.1
             done.record(s3)
         done.synchronize()
+        torch.accelerator.synchronize()  # s1 and s2 too, before their results are read
     assert done.query()
     (add,) = named(prof, "aten::add")
     (mul,) = [e for e in named(prof, "aten::mul") if "stream2_ops" in ancestors(e)]
@@ -401,7 +402,7 @@ def test_ops_on_several_streams_and_an_event_are_profiled(no_fallback):
     torch.testing.assert_close(squared.cpu(), cpu_x * cpu_x)
 
 
-def test_kernels_of_every_stream_are_traced(no_fallback):
+def test_kernels_of_every_stream_are_traced(tmp_path, no_fallback):
     x = torch.randn(32, 32, device=VKML)
     warm(x)
     s1, s2 = torch.Stream(device=VKML), torch.Stream(device=VKML)
@@ -413,6 +414,20 @@ def test_kernels_of_every_stream_are_traced(no_fallback):
         torch_vkml.synchronize()
     names = [e.name for e in device_events(prof)]
     assert any(n.endswith(" add") for n in names) and any(n.endswith(" mul") for n in names)
+    # Each stream is a track of its own in the trace, as CUDA streams are.
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    tracks = {
+        e["tid"]: e["args"]["name"]
+        for e in events
+        if e.get("pid") == 0 and e.get("ph") == "M" and e.get("name") == "thread_name"
+    }
+    kernels = [e for e in events if e.get("pid") == 0 and e.get("ph") == "X"]
+    (add,) = [k for k in kernels if k["name"].endswith(" add")]
+    (mul,) = [k for k in kernels if k["name"].endswith(" mul")]
+    assert add["tid"] != mul["tid"] and add["args"]["stream"] == add["tid"]
+    assert tracks[add["tid"]].startswith("vkml stream") and mul["tid"] in tracks
 
 
 def test_key_averages_count_every_call_and_label(no_fallback):

@@ -1,9 +1,10 @@
 """torch.Event and torch.Stream on vkml, through the device guard's stream and event hooks.
 
 Equivalents of the event and stream tests of PyTorch's out-of-tree reference backend
-(torch_openreg). Every vkml stream of a device runs on its one in-order queue, so waits
-are satisfied by queue order; the tests check what a program may rely on: results,
-current-stream bookkeeping, event states and device timing.
+(torch_openreg). Each vkml stream has its own command buffers and timeline (and its own
+queue where the device has several; lavapipe has one), so the tests order work on two
+streams by events and wait_stream, as a CUDA program must: results, current-stream
+bookkeeping, event states, device timing, and record_stream's hold on freed memory.
 """
 
 import threading
@@ -222,11 +223,13 @@ def test_stream_context():
     with s1:
         assert torch.accelerator.current_stream() == s1
         y = x.to(VKML) * 2
+        s2.wait_stream(s1)
         with s2:
             assert torch.accelerator.current_stream() == s2
             z = y + 1
         assert torch.accelerator.current_stream() == s1
     assert torch.accelerator.current_stream() == _default()
+    _default().wait_stream(s2)
     torch.testing.assert_close(z.cpu(), x * 2 + 1)
     with torch.Stream(device="vkml:0") as s:
         assert torch.accelerator.current_stream() == s
@@ -236,6 +239,7 @@ def test_stream_query_synchronize():
     s = torch.Stream(device=VKML)
     assert s.query()  # nothing queued
     w = make((128, 128)).to(VKML) * 0.05
+    s.wait_stream(torch.accelerator.current_stream())  # w is made on the default stream
     with s:
         y = _chain(make((128, 128)).to(VKML), w, 8)
         e = torch.Event(device=VKML)
@@ -311,6 +315,7 @@ def test_autograd_on_a_side_stream():
     s = torch.Stream(device=VKML)
     w0 = make((16, 16))
     w = w0.to(VKML).requires_grad_()
+    s.wait_stream(torch.accelerator.current_stream())
     with s:
         loss = (w @ w).sin().sum()
     loss.backward()  # the engine hands results between s and the default stream
@@ -345,6 +350,7 @@ def test_torch_vkml_event_is_a_torch_event():
     assert e.device == torch.device(VKML, 0)  # fixed at creation
     s = torch.Stream(device=VKML)
     x = torch.ones(1 << 12, device=VKML)
+    s.wait_stream(torch.accelerator.current_stream())
     e.record(s)
     with s:
         x.mul_(2)
@@ -353,6 +359,7 @@ def test_torch_vkml_event_is_a_torch_event():
     s.wait_event(e)
     e.wait(s)
     assert e.elapsed_time(end) >= 0  # waits for both
+    torch.accelerator.current_stream().wait_event(end)
     assert x.sum().item() == 2 * (1 << 12)
     plain = torch_vkml.Event()
     plain.record()
@@ -417,3 +424,147 @@ def test_torch_cuda_style_stream_calls():
     assert torch_vkml.current_stream() == s
     torch_vkml.set_stream(_default())
     assert torch_vkml.current_stream() == _default()
+
+
+# ---------------------------------------------------------------- streams that run apart
+
+
+class _held:
+    """Keeps stream `s` busy on the GPU (its later submissions wait) inside the block."""
+
+    def __init__(self, s):
+        self.s = s
+
+    def __enter__(self):
+        torch_vkml._C._hold_stream(self.s, True)
+        return self.s
+
+    def __exit__(self, *exc):
+        torch_vkml._C._hold_stream(self.s, False)
+
+
+def test_side_streams_have_their_own_timeline():
+    s = torch.Stream(device=VKML)
+    x = make((4096,)).to(VKML)
+    torch.accelerator.synchronize()
+    with _held(s):
+        with s:
+            y = x * 2
+            on_s = s.record_event()
+        # The default stream is not behind s: its own work completes (where s shares
+        # the default stream's queue, as on lavapipe, the queue waits behind s instead).
+        assert not s.query() and not on_s.query()
+        mine = torch.accelerator.current_stream().record_event()
+        shared_queue = torch_vkml.get_device_properties().queue_count == 1
+        if not shared_queue:
+            mine.synchronize()
+        # What waits for s waits on the GPU, without the host blocking here.
+        torch.accelerator.current_stream().wait_stream(s)
+        z = y + 1
+        after = torch.accelerator.current_stream().record_event()
+        assert not after.query()
+    after.synchronize()
+    assert s.query() and on_s.query() and mine.query()
+    torch.testing.assert_close(z.cpu(), x.cpu() * 2 + 1)
+
+
+def test_memory_freed_on_its_stream_is_reused_there_at_once():
+    s = torch.Stream(device=VKML)
+    a = torch.empty(1 << 16, device=VKML)
+    address = a.data_ptr()
+    del a
+    b = torch.empty(1 << 16, device=VKML)
+    assert b.data_ptr() == address  # in the stream's order: no wait needed
+    del b
+    with s:  # another stream's allocations come from blocks of its own, as on CUDA
+        c = torch.empty(1 << 16, device=VKML)
+        assert c.data_ptr() != address
+        del c
+        d = torch.empty(1 << 16, device=VKML)
+    e = torch.empty(1 << 16, device=VKML)
+    assert e.data_ptr() == address and d.data_ptr() != address
+
+
+def test_record_stream_holds_memory_until_the_stream_passed():
+    s = torch.Stream(device=VKML)
+    x_cpu = make((1 << 16,))
+    x = x_cpu.to(VKML)
+    torch.accelerator.synchronize()
+    address = x.data_ptr()
+    with _held(s):
+        s.wait_stream(torch.accelerator.current_stream())
+        with s:
+            y = x * 3  # s reads x, later than the default stream may reuse it
+        x.record_stream(s)
+        del x
+        reuse = torch.empty(1 << 16, device=VKML)
+        assert reuse.data_ptr() != address  # s has not read x yet
+        del reuse
+    s.synchronize()
+    again = torch.empty(1 << 16, device=VKML)
+    assert again.data_ptr() == address  # once s passed the free, the memory is back
+    torch.accelerator.current_stream().wait_stream(s)
+    assert torch.equal(y.cpu(), x_cpu * 3)
+
+
+def test_record_stream_of_a_view_and_of_the_own_stream():
+    x = make((64, 64)).to(VKML)
+    s = torch.Stream(device=VKML)
+    x[3:].record_stream(s)  # the storage's memory, whatever view names it
+    x.record_stream(torch.accelerator.current_stream())  # its own stream: nothing to hold
+    torch.empty(0, device=VKML).record_stream(s)
+    with pytest.raises(RuntimeError, match="vkml stream"):
+        x.record_stream(torch.Stream(device="cpu"))
+    del x
+    torch.accelerator.synchronize()
+
+
+def test_side_stream_work_starts_when_the_thread_leaves_the_stream():
+    s = torch.Stream(device=VKML)
+    with s:
+        y = torch.ones(1 << 12, device=VKML) * 5
+    # Submitted on leaving s, as a CUDA launch starts at once: s finishes with nobody
+    # synchronizing it.
+    deadline = time.monotonic() + 30
+    while not s.query() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert s.query()
+    torch.accelerator.current_stream().wait_stream(s)
+    assert y.sum().item() == 5 * (1 << 12)
+
+
+def test_training_with_the_copies_on_a_side_stream():
+    """The pattern of data loaders that prefetch: uploads on a side stream, ordered by
+    wait_stream and kept alive by record_stream, a training step on the default one."""
+    torch.manual_seed(0)
+
+    def mlp():
+        return torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.ReLU(), torch.nn.Linear(32, 3))
+
+    model, cpu_model = mlp(), mlp()
+    cpu_model.load_state_dict(model.state_dict())
+    model.to(VKML)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    cpu_opt = torch.optim.SGD(cpu_model.parameters(), lr=0.1)
+    batches = [(torch.randn(16, 12), torch.randint(0, 3, (16,))) for _ in range(6)]
+    copy = torch.Stream(device=VKML)
+    main = torch.accelerator.current_stream()
+    with copy:
+        ahead = [t.pin_memory().to(VKML, non_blocking=True) for t in batches[0]]
+    for i, (x, y) in enumerate(batches):
+        main.wait_stream(copy)
+        xd, yd = ahead
+        for t in (xd, yd):
+            t.record_stream(main)
+        if i + 1 < len(batches):
+            with copy:
+                ahead = [t.pin_memory().to(VKML, non_blocking=True) for t in batches[i + 1]]
+        loss = torch.nn.functional.cross_entropy(model(xd), yd)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        cpu_loss = torch.nn.functional.cross_entropy(cpu_model(x), y)
+        cpu_opt.zero_grad()
+        cpu_loss.backward()
+        cpu_opt.step()
+        torch.testing.assert_close(loss.cpu(), cpu_loss, atol=1e-5, rtol=1e-4)

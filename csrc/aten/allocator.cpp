@@ -83,9 +83,15 @@ class VkmlAllocator final : public c10::DeviceAllocator {
 
   void emptyCache(c10::MempoolId_t) override { empty_device_caches(); }
 
-  // One queue per device runs everything in order, so memory freed on any stream
-  // is safe to reuse at once: nothing to record.
-  void recordStream(const c10::DataPtr&, c10::Stream) override {}
+  // Tensor.record_stream: the memory's free waits for `stream`'s work recorded by then.
+  void recordStream(const c10::DataPtr& data, c10::Stream stream) override {
+    if (!data.get() || data.device().type() != c10::DeviceType::PrivateUse1) return;
+    guarded([&] {
+      device_at(data.device().index())
+          .memory()
+          .record_stream(reinterpret_cast<uint64_t>(data.get()), stream_slot(stream.id()));
+    });
+  }
 
   DeviceStats getDeviceStats(c10::DeviceIndex index) override {
     return guarded([&] { return device_stats(stats_device(index)); });
@@ -110,7 +116,7 @@ VkmlAllocator g_allocator;
 
 }  // namespace
 
-c10::Allocator* vkml_allocator() { return &g_allocator; }
+c10::DeviceAllocator* vkml_allocator() { return &g_allocator; }
 
 void empty_device_caches() {
   vkml::Runtime* rt = vkml::Runtime::existing();

@@ -7,7 +7,7 @@
 
 namespace vkml_aten {
 
-c10::Allocator* vkml_allocator();
+c10::DeviceAllocator* vkml_allocator();
 c10::CachingDeviceAllocator::DeviceStats device_stats(vkml::Device& dev);
 // Returns the cached, unused memory of every device created so far to the driver (a
 // device never used has none, so none is created for it).

@@ -3,6 +3,8 @@
 
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <utility>
 
@@ -14,7 +16,10 @@ StagedWork::StagedWork(int rank, c10d::OpType type, std::vector<at::Tensor> outp
                        std::optional<c10::Device> device)
     : c10d::Work(rank, type), outputs_(std::move(outputs)), device_(device) {
   std::vector<c10::Device> devices;
-  if (device_) devices.push_back(*device_);
+  if (device_) {
+    devices.push_back(*device_);
+    stream_ = c10::impl::getDeviceGuardImpl(device_->type())->getStream(*device_);
+  }
   future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                      devices);
 }
@@ -74,6 +79,7 @@ void StagingQueue::issue_loop(const std::shared_ptr<State>& state) {
       state->to_issue.pop_front();
     }
     c10::OptionalDeviceGuard guard(work->device());
+    c10::OptionalStreamGuard stream_guard(work->stream());
     std::vector<Part>& parts = work->parts();
     for (size_t i = 0; i < parts.size() && !work->done(); ++i) {
       Step step{work, i, nullptr};
@@ -117,6 +123,7 @@ void StagingQueue::complete_loop(const std::shared_ptr<State>& state) {
       continue;
     }
     c10::OptionalDeviceGuard guard(work.device());
+    c10::OptionalStreamGuard stream_guard(work.stream());
     // Writing the results is the collective's, not autograd's: no in-place check on
     // tensors that require grad, as for CUDA's collectives.
     at::AutoDispatchBelowADInplaceOrView below_autograd;

@@ -50,6 +50,9 @@ class StagedWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
   std::optional<c10::Device> device() const { return device_; }
+  // The stream that was current when the collective was called: its copies to the host
+  // were queued there, and the copies back go there too.
+  std::optional<c10::Stream> stream() const { return stream_; }
   std::vector<Part>& parts() { return parts_; }
   // The op's vkml tensors, inputs included, stay allocated until the Work goes: Gloo may use
   // their memory in place, and the device's allocator cannot know when the host is done.
@@ -62,6 +65,7 @@ class StagedWork : public c10d::Work {
  private:
   std::vector<at::Tensor> outputs_;
   std::optional<c10::Device> device_;
+  std::optional<c10::Stream> stream_;
   std::vector<Part> parts_;
   std::vector<at::Tensor> kept_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;

@@ -19,7 +19,8 @@ struct Event {
   c10::DeviceIndex device = -1;
   bool timed = false;
   uint32_t slot = 0;   // the timer slot of a timed event
-  uint64_t value = 0;  // the stream's timeline value once the point has passed
+  int stream = 0;      // the stream slot it was last recorded on
+  uint64_t value = 0;  // that stream's timeline value once the point has passed
 };
 
 Event* as_event(void* p) { return static_cast<Event*>(p); }
@@ -47,30 +48,39 @@ void record(void** event, const c10::Stream& stream, c10::DeviceIndex event_devi
       *event = e.release();
     }
     Event& e = *as_event(*event);
+    vkml::Stream& on = stream_of(stream);
     // Both submit the open batch at once, so the event completes without a synchronize.
-    e.value = e.timed ? dev.timer().record(e.slot) : dev.stream().flush();
+    e.value = e.timed ? dev.timer().record(e.slot, on) : on.flush();
+    e.stream = on.slot();
   });
 }
 
 void block(void* event, const c10::Stream& stream) {
   const Event* e = as_event(event);
-  if (!e) return;
-  // Later work on the event's own device is queued behind it on the one in-order queue.
-  if (index_of(stream) == e->device) return;
-  // Queues of two Vulkan devices cannot wait for each other: the host waits instead.
-  synchronize(event);
+  if (!e || e->value == 0) return;
+  guarded([&] {
+    vkml::Stream& recorded = device_at(e->device).stream(e->stream);
+    if (index_of(stream) == e->device) {
+      // The waiting stream's later work starts after the event on the GPU.
+      stream_of(stream).wait_for(recorded, e->value);
+    } else {
+      // Queues of two Vulkan devices cannot wait for each other: the host waits instead.
+      recorded.wait(e->value);
+    }
+  });
 }
 
 bool query(void* event) {
   const Event* e = as_event(event);
   if (!e) return true;
-  return guarded([&] { return device_at(e->device).stream().completed_value() >= e->value; });
+  return guarded(
+      [&] { return device_at(e->device).stream(e->stream).completed_value() >= e->value; });
 }
 
 void synchronize(void* event) {
   const Event* e = as_event(event);
   if (!e) return;
-  guarded([&] { device_at(e->device).stream().wait(e->value); });
+  guarded([&] { device_at(e->device).stream(e->stream).wait(e->value); });
 }
 
 double elapsed_ms(void* start, void* end) {

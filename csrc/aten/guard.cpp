@@ -1,17 +1,19 @@
 // Device guard: the current device and stream per thread, and the event hooks of
 // torch.Event (event.h).
 //
-// Streams are serialized on one queue today: every vkml stream id names the device's one
-// in-order queue (vkml::Stream). A c10 stream id only says which stream is current; work
-// queued on any stream of a device runs in the order it was queued, so every order that
-// events and stream waits ask for already holds and nothing can race. Id 0 is the default
-// stream, 1..kPoolSize the pool (handed out round robin, as CUDA's), and torch.Stream()
-// gets a fresh id above that. Priorities are accepted and have no effect.
+// Streams: id 0 is the default stream, 1..kPoolSize the pool (handed out round robin, as
+// CUDA's), and torch.Stream() gets a fresh id above that, which runs on pool stream
+// 1 + (id - 1) % kPoolSize. Each id's stream is a vkml::Stream of the device (its own
+// command buffers and timeline, on a queue of its own where the device has several):
+// work on two streams is ordered only by events and wait_stream, as on CUDA, and memory
+// used on another stream than its allocation's waits for it once record_stream says so.
+// Priorities are accepted and have no effect.
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <atomic>
 #include <vector>
 
+#include "allocator.h"
 #include "event.h"
 #include "vkml_tensor.h"
 
@@ -19,7 +21,7 @@ namespace vkml_aten {
 namespace {
 
 constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
-constexpr c10::StreamId kPoolSize = 32;
+constexpr c10::StreamId kPoolSize = vkml::Device::kPoolStreams;
 
 std::atomic<c10::StreamId> g_next_pool{0};
 std::atomic<c10::StreamId> g_next_new{kPoolSize + 1};
@@ -40,6 +42,29 @@ c10::DeviceIndex checked(c10::Device d) {
 
 c10::Stream make_stream(c10::DeviceIndex index, c10::StreamId id) {
   return c10::Stream(c10::Stream::UNSAFE, c10::Device(kType, index), id);
+}
+
+}  // namespace
+
+int stream_slot(c10::StreamId id) { return id <= 0 ? 0 : int(1 + (id - 1) % kPoolSize); }
+
+vkml::Stream& stream_of(const c10::Stream& s) {
+  TORCH_CHECK(s.device_type() == kType, "expected a vkml stream, got one of ", s.device());
+  return device_at(resolve(s.device())).stream(stream_slot(s.id()));
+}
+
+namespace {
+
+// Work queued on a stream the thread leaves starts now, as CUDA kernels start when
+// launched, not when the stream's batch fills or someone waits for it.
+void submit_left(c10::DeviceIndex index, c10::StreamId left) noexcept {
+  try {
+    vkml::Runtime* rt = vkml::Runtime::existing();
+    vkml::Device* d = rt && !vkml::Runtime::in_bad_fork() ? rt->created_device(index) : nullptr;
+    if (d) d->stream(stream_slot(left)).flush();
+  } catch (...) {
+    // A lost device is reported by the next call that uses it.
+  }
 }
 
 struct VkmlGuardImpl final : public c10::impl::DeviceGuardImplInterface {
@@ -84,25 +109,32 @@ struct VkmlGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     if (i >= t_current_stream.size()) t_current_stream.resize(i + 1, 0);
     c10::StreamId old = t_current_stream[i];
     t_current_stream[i] = s.id();
+    if (stream_slot(old) != stream_slot(s.id())) {
+      // What vkml::Device::stream() records on from now on, on this thread.
+      vkml::set_current_stream_slot(index, stream_slot(s.id()));
+      submit_left(index, old);
+    }
     return make_stream(index, old);
   }
-  // All of the queue's work, whichever stream queued it (one queue per device).
   bool queryStream(const c10::Stream& s) const override {
     return guarded([&] {
-      vkml::Stream& stream = device_at(resolve(s.device())).stream();
+      vkml::Stream& stream = stream_of(s);
       uint64_t queued = stream.flush();
       return stream.completed_value() >= queued;
     });
   }
   void synchronizeStream(const c10::Stream& s) const override {
-    guarded([&] { device_at(resolve(s.device())).synchronize(); });
+    guarded([&] {
+      stream_of(s).synchronize();
+      device_at(resolve(s.device())).errors().raise_pending();
+    });
   }
   void synchronizeDevice(const c10::DeviceIndex index) const override {
     guarded([&] { device_at(index).synchronize(); });
   }
-  // Nothing to track: a block freed on one stream and reused on another is ordered by
-  // the one queue (and its hazard barriers) like any two dispatches.
-  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
+  void recordDataPtrOnStream(const c10::DataPtr& data, const c10::Stream& s) const override {
+    vkml_allocator()->recordStream(data, s);
+  }
 
   // ---- events
   void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,

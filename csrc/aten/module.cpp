@@ -69,6 +69,7 @@ py::dict properties(int index, bool details) {
   d["pipeline_statistics"] = i.pipeline_statistics;
   d["calibrated_timestamps"] = i.calibrated_timestamps;
   d["loop_iteration_limit"] = i.loop_iteration_limit;
+  d["queue_count"] = i.queues;
   if (!details) return d;
   d["driver_name"] = i.driver_name;
   d["driver_info"] = i.driver_info;
@@ -142,11 +143,17 @@ py::dict memory_stats(std::optional<int> index) {
   d["num_ooms"] = s.num_ooms;
   d["num_device_alloc"] = s.num_device_alloc;
   d["num_device_free"] = s.num_device_free;
-  auto& st = dev(index).stream();
-  d["num_dispatches"] = st.dispatch_count();
-  d["num_submits"] = st.submit_count();
-  d["num_barriers"] = st.barrier_count();
-  d["num_syncs"] = st.sync_count();
+  uint64_t dispatches = 0, submits = 0, barriers = 0, syncs = 0;
+  for (vkml::Stream* st : dev(index).streams()) {  // every stream of the device
+    dispatches += st->dispatch_count();
+    submits += st->submit_count();
+    barriers += st->barrier_count();
+    syncs += st->sync_count();
+  }
+  d["num_dispatches"] = dispatches;
+  d["num_submits"] = submits;
+  d["num_barriers"] = barriers;
+  d["num_syncs"] = syncs;
   return d;
 }
 
@@ -255,6 +262,14 @@ PYBIND11_MODULE(_C, m) {
     const vkml_aten::linalg::Blocking old = vkml_aten::linalg::blocking();
     vkml_aten::linalg::set_blocking({order, block});
     return py::make_tuple(old.order, old.block);
+  });
+  // Holds a vkml stream busy (its later submissions wait on the GPU) until released:
+  // tests of the ordering between streams and of record_stream's hold on memory.
+  m.def("_hold_stream", [](c10::Stream s, bool hold) {
+    guarded([&] {
+      vkml::Stream& st = vkml_aten::stream_of(s);
+      hold ? st.hold() : st.release_hold();
+    });
   });
   m.def("_set_gemm_config", [](int bm, int bn, int bk, int threads, int tn) {
     guarded([&] { vkml::ops::set_gemm_config(bm, bn, bk, threads, tn); });

@@ -121,9 +121,18 @@ bool is_set_to(const at::Tensor& self, const at::Tensor& other) {
          self.strides() == other.strides();
 }
 
+// The memory is not reused before `s` has run the work queued on it so far (the
+// allocator's recordStream), as for CUDA tensors.
+void record_stream(at::Tensor& self, c10::Stream s) {
+  TORCH_CHECK(s.device_type() == c10::DeviceType::PrivateUse1,
+              "record_stream: expected a vkml stream, got one of ", s.device());
+  vkml_allocator()->recordStream(self.storage().data_ptr(), s);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("record_stream", TORCH_FN(record_stream));
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));

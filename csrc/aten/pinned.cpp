@@ -18,10 +18,11 @@ void free_pinned(void* ctx) {
   auto* b = static_cast<PinnedBlock*>(ctx);
   if (!b) return;
   try {
-    // Copies recorded from or into it may still be queued: free once they ran.
+    // Copies recorded from or into it, on any stream, may still be queued: free once
+    // they ran.
     // In a forked child the parent's device is gone: leak (the child exits soon).
     if (vkml::Runtime::existing() && !vkml::Runtime::in_bad_fork())
-      b->device->stream().free_after_use(b->device->staging(), b->address);
+      b->device->free_after_all_streams(b->device->staging(), b->address);
   } catch (...) {
     // Deleters must not throw; a failed free leaks the chunk.
   }

@@ -106,6 +106,7 @@ struct Record {
   uint64_t workgroups;
   int64_t start_ns, end_ns;
   const char* label;  // a library's kernels (VkFFT): their name
+  int stream;         // the slot of the stream that ran it
   bool kernel() const { return pipeline || label; }
 };
 
@@ -161,10 +162,9 @@ class Recorder {
   // Attaches a fresh Profiler and notes where the device clock stands on the host's.
   void attach() {
     auto profiler = std::make_unique<vkml::Profiler>(dev_);  // throws without timestamps
-    vkml::Stream& stream = dev_.stream();
-    stream.set_profiler(profiler.get());
+    dev_.attach_profiler(profiler.get());
     try {
-      stream.synchronize();  // the queue is idle: a timestamp written now runs at once
+      dev_.wait_idle();  // the queues are idle: a timestamp written now runs at once
       vkml::Timer& timer = dev_.timer();
       if (!calibrated(timer)) {
         // Device clock to host clock: a timestamp written on the idle queue lands between
@@ -187,7 +187,7 @@ class Recorder {
         timer.release(slot);
       }
     } catch (...) {
-      stream.set_profiler(nullptr);
+      dev_.attach_profiler(nullptr);
       throw;
     }
     profiler_ = std::move(profiler);
@@ -221,8 +221,8 @@ class Recorder {
   void harvest() {
     if (!profiler_) return;
     std::unique_ptr<vkml::Profiler> done = std::move(profiler_);
-    dev_.stream().set_profiler(nullptr);
-    dev_.stream().synchronize();
+    dev_.attach_profiler(nullptr);
+    dev_.wait_idle();
     const uint64_t mask = dev_.timer().tick_mask();
     const double period = dev_.timer().period_ns();
     auto host_ns = [&](uint64_t ticks) {
@@ -232,8 +232,8 @@ class Recorder {
       return host0_ + int64_t(std::llround(ns));
     };
     for (const vkml::Profiler::Command& c : done->commands())
-      log_.push_back(
-          {c.pipeline, c.tag, c.workgroups, host_ns(c.start_ticks), host_ns(c.end_ticks), c.label});
+      log_.push_back({c.pipeline, c.tag, c.workgroups, host_ns(c.start_ticks), host_ns(c.end_ticks),
+                      c.label, c.stream});
     dropped_ += done->dropped();
   }
 
@@ -259,8 +259,6 @@ Recorder& recorder(vkml::Device& dev) {
 }
 
 // ---- torch.profiler: the Kineto child profiler --------------------------------------
-
-constexpr int32_t kStream = 0;  // the device's one stream (the trace's thread id)
 
 // This thread's ops under way, innermost last, while a session runs: the commands an op
 // records carry the innermost one's id. A session's number tells a stack left over from
@@ -372,8 +370,13 @@ class TraceSession final : public libkineto::IActivityProfilerSession {
 
   std::vector<libkineto::ResourceInfo> getResourceInfos() override {
     std::vector<libkineto::ResourceInfo> out;
-    for (const Traced& t : traced_)
-      out.push_back({kStream, kStream, t.device->index(), "vkml stream"});
+    // A track per stream that ran something (its slot is the trace's thread id).
+    for (const Traced& t : traced_) {
+      std::set<int> streams{0};
+      for (const Record& r : t.records) streams.insert(r.stream);
+      for (int s : streams)
+        out.push_back({s, s, t.device->index(), "vkml stream " + std::to_string(s)});
+    }
     return out;
   }
 
@@ -423,10 +426,10 @@ class TraceSession final : public libkineto::IActivityProfilerSession {
       a.endTime = std::max(r.end_ns, r.start_ns);
       a.id = int32_t(r.tag);
       a.device = t.device->index();
-      a.resource = kStream;
+      a.resource = r.stream;
       if (r.tag != 0 && linked) a.linked = linked(int32_t(r.tag));
       a.addMetadata("device", Json{std::to_string(t.device->index())});
-      a.addMetadata("stream", Json{std::to_string(kStream)});
+      a.addMetadata("stream", Json{std::to_string(r.stream)});
       if (r.tag != 0) a.addMetadata("correlation", Json{std::to_string(r.tag)});
       if (r.pipeline) a.addMetadata("workgroups", Json{std::to_string(r.workgroups)});
       ++buffer_->gpuOpCount;

@@ -64,5 +64,9 @@ decltype(auto) guarded(F&& f) {
 // The vkml current device of this thread (shared with the device guard).
 c10::DeviceIndex current_device();
 void set_current_device(c10::DeviceIndex index);
+// The vkml::Device stream slot a c10 stream id of the device runs on (guard.cpp).
+int stream_slot(c10::StreamId id);
+// The vkml stream a c10 stream (of a vkml device; index -1: the current device) names.
+vkml::Stream& stream_of(const c10::Stream& s);
 
 }  // namespace vkml_aten

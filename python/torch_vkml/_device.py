@@ -105,6 +105,10 @@ class DeviceProperties:
     # many iterations; the kernels that could iterate more leave it for the CPU route.
     # 0: no limit
     loop_iteration_limit: int
+    # Compute queues the streams run on: the default stream one of its own, side streams
+    # the others; 1: every stream shares one queue (lavapipe), still each with its own
+    # command buffers and timeline
+    queue_count: int
 
     def __str__(self) -> str:
         gib = self.total_memory / 2**30

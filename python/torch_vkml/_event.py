@@ -20,8 +20,8 @@ class Event(torch.Event):
     signature and a fixed device (default: the current one). ``record(stream=None)``
     marks the point after all work queued so far (on the device's current stream when
     no stream is given); ``elapsed_time(end)`` waits for both events, unlike
-    ``torch.cuda.Event``, and returns milliseconds of device time. All streams of a device
-    share one in-order queue, so ``wait()`` costs nothing on the event's own device.
+    ``torch.cuda.Event``, and returns milliseconds of device time. ``wait(stream)`` on the
+    event's own device makes the stream's later work wait on the GPU (no host wait).
     ``blocking`` is accepted and has no effect; ``interprocess`` is not supported.
     """
 

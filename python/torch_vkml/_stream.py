@@ -3,9 +3,10 @@
 
 Code written for CUDA reaches these through the device module (``torch.vkml``, e.g. FSDP2's
 ``device_handle.Stream(priority=-1)`` and ``device_handle.stream(s)``). They are
-``torch.Stream``s of the vkml guard: every stream of a device maps onto its one in-order
-queue, so work on two streams is correctly ordered whether or not events order it, and
-priorities are accepted and have no effect.
+``torch.Stream``s of the vkml guard: each runs apart from the others (on a queue of its
+own where the device has several), so, as on CUDA, events and ``wait_stream`` order work
+on two streams and ``Tensor.record_stream`` keeps memory another stream uses; priorities
+are accepted and have no effect.
 """
 
 from __future__ import annotations

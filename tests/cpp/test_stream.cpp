@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "vkml/ops/copy.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml_test.h"
 
@@ -178,6 +179,68 @@ TEST_F(StreamTest, DependentDispatchesAreOrdered) {
     ops::run_elementwise(dev(), e);
   }
   EXPECT_EQ(buf.read<int32_t>(), std::vector<int32_t>(1000, 50));
+}
+
+// Work on the calling thread's current stream (Device::stream()) for a scope.
+class OnStream {
+ public:
+  OnStream(Device& dev, int slot) : dev_(dev) { set_current_stream_slot(dev.index(), slot); }
+  ~OnStream() { set_current_stream_slot(dev_.index(), 0); }
+
+ private:
+  Device& dev_;
+};
+
+// Two streams of a device: each has its own timeline, and one waits for the other only
+// through wait_for (a GPU-side wait: the host never blocks for it).
+TEST_F(StreamTest, StreamsWaitForEachOtherOnlyThroughWaitFor) {
+  Stream& main = dev().stream(0);
+  Stream& side = dev().stream(1);
+  EXPECT_NE(&main, &side);
+  EXPECT_EQ(side.slot(), 1);
+  Buffer buf(dev(), 256 * 4);
+  TensorRef t = TensorRef::contiguous(buf.address(), DType::i32, {256});
+  ops::fill(dev(), t, Scalar::of_int(1));
+  dev().wait_idle();
+  side.hold();
+  uint64_t filled;
+  {
+    OnStream on(dev(), 1);
+    EXPECT_EQ(&dev().stream(), &side);
+    ops::fill(dev(), t, Scalar::of_int(7));
+    filled = side.flush();
+  }
+  EXPECT_LT(side.completed_value(), filled);  // held on the GPU
+  main.wait_for(side, filled);
+  const uint64_t after = main.flush();  // the wait alone is a submission
+  EXPECT_LT(main.completed_value(), after);
+  side.release_hold();
+  main.wait(after);
+  EXPECT_GE(side.completed_value(), filled);
+  // Waiting for what already finished, or for itself, submits nothing.
+  const uint64_t submits = main.submit_count();
+  main.wait_for(side, filled);
+  main.wait_for(main, main.flush());
+  EXPECT_EQ(main.flush(), after);
+  EXPECT_EQ(main.submit_count(), submits);
+  EXPECT_EQ(buf.read<int32_t>(), std::vector<int32_t>(256, 7));
+}
+
+// Pinned memory any stream's copies may use goes back only once every stream passed.
+TEST_F(StreamTest, FreeAfterAllStreamsWaitsForTheLastStream) {
+  Stream& side = dev().stream(2);
+  dev().wait_idle();
+  const int64_t before = dev().staging().stats().allocated_bytes[kAllPools].current;
+  Allocation a = dev().staging().allocate(4096);
+  side.hold();
+  side.flush();  // the held wait is submitted
+  dev().free_after_all_streams(dev().staging(), a.address);
+  dev().stream(0).completed_value();  // the default stream's share is released
+  side.completed_value();
+  EXPECT_GT(dev().staging().stats().allocated_bytes[kAllPools].current, before);
+  side.release_hold();
+  dev().wait_idle();
+  EXPECT_EQ(dev().staging().stats().allocated_bytes[kAllPools].current, before);
 }
 
 }  // namespace

@@ -153,11 +153,11 @@ TEST_F(VkOwnedTest, AStreamWhoseSemaphoreFailsDestroysItsCommandPool) {
   g_pools = 0;
   {
     Replaced<PFN_vkCreateSemaphore> sem(vk::vkCreateSemaphore, &fail_semaphore);
-    EXPECT_THROW(Stream stream(dev()), Error);
+    EXPECT_THROW(Stream stream(dev(), 0, 0), Error);
   }
   EXPECT_EQ(g_pools, 0);
   {
-    Stream works(dev());
+    Stream works(dev(), 0, 0);
   }  // and a stream made normally is destroyed whole
   EXPECT_EQ(g_pools, 0);
 }

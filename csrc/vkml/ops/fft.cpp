@@ -72,7 +72,8 @@ struct UnsupportedLength : Error {
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // Working memory every plan of a device shares, as transforms run one after another
-// on the stream: one chunk of the device pool, to which each plan binds buffers of
+// (on another stream than the last transform's, after it: PlanCache::order): one
+// chunk of the device pool, to which each plan binds buffers of
 // its own (VkFFT's descriptor sets name buffers, fixed at plan time, while tensors
 // are chunks of shared pool blocks). Inputs are copied in, results copied out.
 struct Arena {
@@ -82,7 +83,7 @@ struct Arena {
   Arena(Device& d, uint64_t bytes) : dev(d), alloc(d.memory().allocate(bytes)) {
     slice = d.memory().find(alloc.address);
   }
-  ~Arena() { dev.stream().free_after_use(dev.memory(), alloc.address); }
+  ~Arena() { dev.free_after_all_streams(dev.memory(), alloc.address); }
 };
 
 struct VkfftPlanDeleter {
@@ -108,7 +109,8 @@ struct Plan {
   VkOwned<VkBuffer> complex, real;
   // Last, so it goes before the buffers its descriptor sets name.
   std::unique_ptr<VkmlFftPlan, VkfftPlanDeleter> fft;
-  uint64_t last_use = 0;  // timeline value after which the GPU is done with it
+  uint64_t last_use = 0;  // timeline value of last_stream after which the GPU is done
+  Stream* last_stream = nullptr;
 };
 
 class PlanCache : public Device::Attachment {
@@ -125,6 +127,14 @@ class PlanCache : public Device::Attachment {
   ~PlanCache() override = default;
 
   std::mutex mutex;
+
+  // Orders a transform recorded on `stream` after the last one, which used the shared
+  // arena, where that ran on another stream; then notes this one's end.
+  void order(Stream& stream) {
+    if (last_stream_ && last_stream_ != &stream) stream.wait_for(*last_stream_, last_value_);
+    last_stream_ = &stream;
+  }
+  void ran(uint64_t value) { last_value_ = value; }
 
   Plan& get(const FftArgs& a) {
     const Key key = key_of(a);
@@ -177,7 +187,7 @@ class PlanCache : public Device::Attachment {
     trim();
     max_size_ = keep;
     arena_.reset();
-    dev_.stream().synchronize();
+    dev_.wait_idle();
     retired_.clear();
   }
 
@@ -190,8 +200,9 @@ class PlanCache : public Device::Attachment {
   // Destroys retired plans the GPU has finished with (no wait).
   void sweep_retired() {
     if (retired_.empty()) return;
-    const uint64_t done = dev_.stream().completed_value();
-    std::erase_if(retired_, [done](const std::unique_ptr<Plan>& p) { return p->last_use <= done; });
+    std::erase_if(retired_, [](const std::unique_ptr<Plan>& p) {
+      return !p->last_stream || p->last_use <= p->last_stream->completed_value();
+    });
   }
 
   // The arena, replaced by one at least twice as large when `bytes` do not fit; plans
@@ -294,6 +305,8 @@ class PlanCache : public Device::Attachment {
   std::map<Key, std::list<Entry>::iterator> index_;
   std::vector<std::unique_ptr<Plan>> retired_;  // until the GPU has run their last use
   std::set<Key> rejected_;                      // lengths VkFFT has no kernels for
+  Stream* last_stream_ = nullptr;               // of the last transform (order())
+  uint64_t last_value_ = 0;
   int64_t max_size_ = kDefaultMaxSize;
 };
 
@@ -333,6 +346,7 @@ void fft(Device& dev, const FftArgs& a) {
   const Span in_span = real_in ? real_span : complex_span;
   const Span out_span = real_out ? real_span : complex_span;
   Stream& stream = dev.stream();
+  cache.order(stream);
 
   auto copy = [&](uint64_t from, uint64_t to, uint64_t bytes) {
     Access access;
@@ -346,6 +360,7 @@ void fft(Device& dev, const FftArgs& a) {
   access.update(complex_span);
   if (plan.sizes.real_bytes) access.update(Span{real_at, real_at + plan.sizes.real_buffer_bytes});
   int result = 0;
+  plan.last_stream = &stream;
   plan.last_use = stream.record_external("vkfft", &access, [&](VkCommandBuffer cb) {
     result = vkml_vkfft_plan_record(plan.fft.get(), cb);
   });
@@ -353,6 +368,7 @@ void fft(Device& dev, const FftArgs& a) {
     fail(ErrorKind::Internal,
          "vkml: VkFFT failed to record a transform: VkFFT error " + std::to_string(result));
   copy(out_span.begin, a.out, out_span.end - out_span.begin);
+  cache.ran(stream.recorded_value());
   cache.trim();
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// One logical Vulkan device: its queue, memory pools, stream and pipelines.
+// One logical Vulkan device: its queues, memory pools, streams and pipelines.
+#include <array>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -19,6 +20,12 @@
 
 namespace vkml {
 
+// The calling thread's current stream slot on device `device_index` (0, the default
+// stream, until set): what Device::stream() records on. Per thread, as CUDA's current
+// stream is.
+int current_stream_slot(int device_index);
+void set_current_stream_slot(int device_index, int slot);
+
 class Device {
  public:
   Device(VkPhysicalDevice physical, const DeviceInfo& info, int index);
@@ -27,8 +34,12 @@ class Device {
 
   VkDevice handle() const { return device_; }
   VkPhysicalDevice physical() const { return physical_; }
-  VkQueue queue() const { return queue_; }
   uint32_t queue_family() const { return queue_family_; }
+  // The compute queues taken from the family (DeviceInfo::queues), each used under its
+  // mutex (vkQueueSubmit needs the queue to itself).
+  int queue_count() const { return int(queues_.size()); }
+  VkQueue queue(int i) const { return queues_[size_t(i)]; }
+  std::mutex& queue_mutex(int i) { return *queue_mutexes_[size_t(i)]; }
   const DeviceInfo& info() const { return info_; }
   int index() const { return index_; }
   // Pipelines are created with their compiler statistics captured
@@ -37,11 +48,30 @@ class Device {
 
   MemoryPool& memory() { return *memory_; }
   MemoryPool& staging() { return *staging_; }
-  Stream& stream() { return *stream_; }
+  // Streams: slot 0 is the default stream, slots 1..kPoolStreams those the adapter maps
+  // torch.Stream ids onto, each made on first use with a queue of its own where the
+  // device has more than one (queue_count()), else on the shared one. Work on two
+  // streams is ordered only by Stream::wait_for (events), as on CUDA.
+  static constexpr int kPoolStreams = 32;
+  static constexpr int kStreamSlots = 1 + kPoolStreams;
+  // The calling thread's current stream on this device (set_current_stream_slot).
+  Stream& stream() { return stream(current_stream_slot(index_)); }
+  Stream& stream(int slot) {
+    Stream* s = streams_[size_t(slot)].load(std::memory_order_acquire);
+    return s ? *s : make_stream(slot);
+  }
+  // The streams made so far, default first.
+  std::vector<Stream*> streams();
+  // Frees `address` back to `pool` once every stream's work recorded so far has run
+  // (pinned host memory any stream's copies may use).
+  void free_after_all_streams(MemoryPool& pool, uint64_t address);
   // Value checks noted by kernels, raised at the host's next read (device_errors.h).
   DeviceErrors& errors() { return *errors_; }
-  // Waits for all recorded work, then raises what its kernels' value checks found.
+  // Waits for all recorded work on every stream, then raises what its kernels' value
+  // checks found.
   void synchronize();
+  // Waits for every stream's recorded work; raises nothing.
+  void wait_idle();
   Pipelines& pipelines() { return *pipelines_; }
   // Known ranges of integer tensors' values (index bounds checks without a sync).
   ValueBounds& value_bounds() { return value_bounds_; }
@@ -52,6 +82,9 @@ class Device {
   // start_profiling() while profiling restarts the count.
   void start_profiling();
   std::vector<Profiler::Kernel> stop_profiling();
+  // Attaches `profiler` to every stream, and to those made later (null detaches). The
+  // caller owns it and waits for the streams (wait_idle) before collecting.
+  void attach_profiler(Profiler* profiler);
 
   // Waits for the GPU, then returns unused blocks of both pools to the driver.
   void release_cached_memory();
@@ -75,14 +108,20 @@ class Device {
   DeviceInfo info_;
   int index_;
   bool captures_statistics_ = false;
+  Stream& make_stream(int slot);
+
   VkDevice device_ = VK_NULL_HANDLE;
-  VkQueue queue_ = VK_NULL_HANDLE;
+  std::vector<VkQueue> queues_;
+  std::vector<std::unique_ptr<std::mutex>> queue_mutexes_;
   uint32_t queue_family_ = 0;
   ValueBounds value_bounds_;  // before the pools and the stream, which use it
   std::unique_ptr<MemoryPool> memory_;
   std::unique_ptr<MemoryPool> staging_;
   std::unique_ptr<DeviceErrors> errors_;
-  std::unique_ptr<Stream> stream_;
+  std::mutex streams_mutex_;
+  std::array<std::unique_ptr<Stream>, kStreamSlots> owned_streams_;
+  std::array<std::atomic<Stream*>, kStreamSlots> streams_{};
+  Profiler* attached_profiler_ = nullptr;  // streams_mutex_
   std::unique_ptr<Pipelines> pipelines_;
   std::once_flag timer_once_;
   std::unique_ptr<Timer> timer_;

@@ -60,6 +60,11 @@ struct DeviceInfo {
   // loop of an invocation once its loops together ran this many iterations, silently:
   // a kernel whose one invocation iterates more computes garbage there. 0: no limit.
   uint32_t loop_iteration_limit = 0;
+  // Queues of the compute family the device's streams use: the default stream one of
+  // its own, side streams the rest (all share one where the family has one, as on
+  // lavapipe). Up to kMaxStreamQueues; TORCH_VKML_QUEUES lowers it.
+  uint32_t queues = 1;
+  static constexpr uint32_t kMaxStreamQueues = 4;
   // Empty when the device has what torch-vkml needs; otherwise why not.
   std::string unsupported_reason;
 };

@@ -28,7 +28,10 @@ std::string mib(uint64_t bytes) {
 }
 }  // namespace
 
-MemoryPool::MemoryPool(Device& device, bool host_visible) : device_(device) {
+// Staging memory is only ever freed once the host saw the GPU finish with it, so any
+// stream may reuse it: one set of blocks for all.
+MemoryPool::MemoryPool(Device& device, bool host_visible)
+    : device_(device), per_stream_(!host_visible) {
   VkPhysicalDeviceMemoryProperties mem;
   vk::vkGetPhysicalDeviceMemoryProperties(device.physical(), &mem);
   // Host pools prefer cached memory (fast reads back); device pools prefer
@@ -118,7 +121,7 @@ MemoryPool::HeapInfo MemoryPool::heap_info() const {
   return {total > reserved ? total - reserved : 0, total};
 }
 
-MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small) {
+MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small, int stream) {
   // Stay within the heap: drivers may over-commit and fail later, which is worse.
   if (uint64_t(stats_.reserved_bytes[kAllPools].current) + size > heap_size()) return nullptr;
   if (device_.info().max_allocation_size && size > device_.info().max_allocation_size)
@@ -128,6 +131,7 @@ MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small) {
   auto b = std::make_unique<Block>();
   b->size = size;
   b->small = small;
+  b->stream = stream;
   b->buffer = VkOwned<VkBuffer>(dev);
   b->memory = VkOwned<VkDeviceMemory>(dev);
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -158,7 +162,7 @@ MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small) {
   b->address = vk::vkGetBufferDeviceAddress(dev, &addr);
   // New memory may take a freed block's addresses, not its contents.
   device_.value_bounds().forget(Span{b->address, b->address + size});
-  b->first = new_chunk(Chunk{b.get(), 0, size, 0, true, nullptr, nullptr});
+  b->first = new_chunk(Chunk{b.get(), 0, size, 0, true, 0, nullptr, nullptr});
   blocks_[b->address] = b.get();
   count(stats_.reserved_bytes, b.get(), int64_t(size));
   count(stats_.segments, b.get(), 1);
@@ -175,13 +179,14 @@ void MemoryPool::destroy_block(Block* b) {
   delete b;
 }
 
-MemoryPool::Chunk* MemoryPool::take_free_chunk(uint64_t size, bool small) {
+MemoryPool::Chunk* MemoryPool::take_free_chunk(uint64_t size, bool small, int stream) {
   auto& pool = small ? free_small_ : free_large_;
   Block probe_block;
   probe_block.address = 0;
-  Chunk probe{&probe_block, 0, size, 0, true, nullptr, nullptr};
+  probe_block.stream = stream;
+  Chunk probe{&probe_block, 0, size, 0, true, 0, nullptr, nullptr};
   auto it = pool.lower_bound(&probe);
-  if (it == pool.end()) return nullptr;
+  if (it == pool.end() || (*it)->block->stream != stream) return nullptr;
   Chunk* c = *it;
   // A huge free chunk serving a much smaller request would pin a whole block.
   if (!small && c->size > size + kMediumBlock && size > kMediumRequest && c->size > 2 * size)
@@ -194,7 +199,7 @@ MemoryPool::Chunk* MemoryPool::split(Chunk* c, uint64_t size) {
   uint64_t rest = c->size - size;
   uint64_t min_rest = c->block->small ? kAlignment : kSmallRequest;
   if (rest < min_rest) return c;
-  Chunk* tail = new_chunk(Chunk{c->block, c->offset + size, rest, 0, true, c, c->next});
+  Chunk* tail = new_chunk(Chunk{c->block, c->offset + size, rest, 0, true, 0, c, c->next});
   if (c->next) c->next->prev = tail;
   c->next = tail;
   c->size = size;
@@ -205,15 +210,17 @@ MemoryPool::Chunk* MemoryPool::split(Chunk* c, uint64_t size) {
 Allocation MemoryPool::allocate(uint64_t nbytes) {
   uint64_t size = round_up(std::max<uint64_t>(nbytes, 1), kAlignment);
   bool small = size <= kSmallRequest;
+  const int stream = per_stream_ ? current_stream_slot(device_.index()) : 0;
+  if (freed_later_count_.load(std::memory_order_relaxed)) collect_freed_later();
   for (int attempt = 0; attempt < 2; ++attempt) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      Chunk* c = take_free_chunk(size, small);
+      Chunk* c = take_free_chunk(size, small, stream);
       if (!c) {
         uint64_t block_size = small                    ? kSmallBlock
                               : size <= kMediumRequest ? kMediumBlock
                                                        : round_up(size, kLargeRound);
-        Block* b = create_block(block_size, small);
+        Block* b = create_block(block_size, small, stream);
         if (b) c = b->first;
       }
       if (c) {
@@ -251,7 +258,57 @@ Allocation MemoryPool::allocate(uint64_t nbytes) {
 
 void MemoryPool::free(uint64_t address) {
   record_deferred();
-  free_finished(address);
+  uint64_t others = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(address);
+    if (it != live_.end()) others = it->second->other_streams;
+  }
+  if (!others) return free_finished(address);
+  // Reused once the other streams have run what they recorded by now (submitted, so
+  // that they get there without anyone else flushing them).
+  FreedLater later{nullptr, {}};
+  for (int slot = 0; slot < Device::kStreamSlots; ++slot)
+    if (others >> slot & 1) later.waits.emplace_back(slot, device_.stream(slot).flush());
+  std::lock_guard<std::mutex> lock(mutex_);
+  LiveMap::node_type node = live_.extract(address);
+  if (!node) fail(ErrorKind::Internal, "vkml: free of an unknown address");
+  later.chunk = node.mapped();
+  spare_live_nodes_.push_back(std::move(node));
+  count(stats_.allocated_bytes, later.chunk->block, -int64_t(later.chunk->size));
+  count(stats_.requested_bytes, later.chunk->block, -int64_t(later.chunk->requested));
+  count(stats_.allocations, later.chunk->block, -1);
+  freed_later_.push_back(std::move(later));
+  freed_later_count_.store(freed_later_.size(), std::memory_order_relaxed);
+}
+
+void MemoryPool::record_stream(uint64_t address, int slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(address);
+  if (it == live_.end() || !per_stream_ || it->second->block->stream == slot) return;
+  it->second->other_streams |= uint64_t(1) << slot;
+}
+
+void MemoryPool::collect_freed_later() {
+  // The streams' progress is read without the pool's lock: a stream retiring work
+  // frees into this pool under its own.
+  std::array<uint64_t, Device::kStreamSlots> reached{};
+  std::array<bool, Device::kStreamSlots> needed{};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const FreedLater& f : freed_later_)
+      for (const auto& [slot, value] : f.waits) needed[size_t(slot)] = true;
+  }
+  for (int slot = 0; slot < Device::kStreamSlots; ++slot)
+    if (needed[size_t(slot)]) reached[size_t(slot)] = device_.stream(slot).completed_value();
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::erase_if(freed_later_, [&](const FreedLater& f) {
+    for (const auto& [slot, value] : f.waits)
+      if (reached[size_t(slot)] < value) return false;
+    release_chunk(f.chunk);
+    return true;
+  });
+  freed_later_count_.store(freed_later_.size(), std::memory_order_relaxed);
 }
 
 void MemoryPool::free_finished(uint64_t address) {
@@ -263,7 +320,12 @@ void MemoryPool::free_finished(uint64_t address) {
   count(stats_.allocated_bytes, c->block, -int64_t(c->size));
   count(stats_.requested_bytes, c->block, -int64_t(c->requested));
   count(stats_.allocations, c->block, -1);
+  release_chunk(c);
+}
+
+void MemoryPool::release_chunk(Chunk* c) {
   c->requested = 0;
+  c->other_streams = 0;
   c->free = true;
   if (c->prev && c->prev->free) {
     Chunk* p = c->prev;

@@ -2,9 +2,15 @@
 // The caching allocator: large Vulkan blocks, each one buffer with a device
 // address, sub-allocated into chunks. Freed chunks go back to size-ordered
 // free lists and are reused without any Vulkan call; adjacent free chunks merge.
+// In the device pool each block belongs to the stream that was current when it was
+// made and serves only that stream's allocations (as CUDA's caching allocator keeps
+// its segments per stream): memory freed on a stream is reused in that stream's
+// order at once, and a chunk that other streams used (record_stream) waits until
+// they have passed the free.
 // The bookkeeping recycles its chunk records and container nodes, so a
 // steady-state loop of allocations and frees touches neither Vulkan nor the heap.
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -78,8 +84,15 @@ class MemoryPool {
   // Throws Error(OutOfMemory) after one retry that empties the cache.
   Allocation allocate(uint64_t nbytes);
   // Records this thread's held-back work first (runtime/deferred.h): freed memory
-  // is reused at once, as the stream runs in order.
+  // is reused at once, as the stream runs in order, unless record_stream named other
+  // streams: then once they have run the work they had recorded by now.
   void free(uint64_t address);
+  // The live allocation at `address` is used by the stream in `slot` too (PyTorch's
+  // Tensor.record_stream): its free waits for that stream.
+  void record_stream(uint64_t address, int slot);
+  // Makes the chunks whose other streams have finished reusable (allocate() calls it;
+  // after every stream is idle it frees them all).
+  void collect_freed_later();
   // For the stream retiring finished work with its lock held: no held-back work
   // can use memory the GPU has finished with.
   void free_finished(uint64_t address);
@@ -117,6 +130,7 @@ class MemoryPool {
     uint64_t size;
     uint64_t requested;  // what the allocation asked for; 0 while free
     bool free;
+    uint64_t other_streams;  // bit per stream slot that used it besides the block's
     Chunk* prev;
     Chunk* next;
   };
@@ -127,10 +141,12 @@ class MemoryPool {
     uint64_t size = 0;
     char* mapped = nullptr;
     bool small = false;
+    int stream = 0;  // the slot whose allocations it serves (device pools)
     Chunk* first = nullptr;
   };
   struct BySize {
     bool operator()(const Chunk* a, const Chunk* b) const {
+      if (a->block->stream != b->block->stream) return a->block->stream < b->block->stream;
       if (a->size != b->size) return a->size < b->size;
       return a->block->address + a->offset < b->block->address + b->offset;
     }
@@ -146,8 +162,10 @@ class MemoryPool {
   void remove_free(Chunk* c);
   void add_live(uint64_t address, Chunk* c);
 
-  Chunk* take_free_chunk(uint64_t size, bool small);
-  Block* create_block(uint64_t size, bool small);  // nullptr when the driver is out of memory
+  Chunk* take_free_chunk(uint64_t size, bool small, int stream);
+  // nullptr when the driver is out of memory
+  Block* create_block(uint64_t size, bool small, int stream);
+  void release_chunk(Chunk* c);  // back to the free lists, merged with free neighbours
   void destroy_block(Block* b);
   Chunk* split(Chunk* c, uint64_t size);
   uint64_t heap_size() const;
@@ -155,6 +173,7 @@ class MemoryPool {
   void count(MemoryStatArray& stat, const Block* b, int64_t n);
 
   Device& device_;
+  bool per_stream_ = false;  // blocks serve one stream each (the device pool)
   bool mapped_ = false;
   uint32_t memory_type_ = 0;
   uint32_t heap_index_ = 0;
@@ -167,6 +186,14 @@ class MemoryPool {
   std::vector<LiveMap::node_type> spare_live_nodes_;
   std::map<uint64_t, Block*> blocks_;  // by device address
   MemoryStats stats_;
+  // Chunks freed while other streams may still use them: each with the streams'
+  // slots and the timeline values they must reach.
+  struct FreedLater {
+    Chunk* chunk;
+    std::vector<std::pair<int, uint64_t>> waits;
+  };
+  std::vector<FreedLater> freed_later_;
+  std::atomic<size_t> freed_later_count_{0};
 };
 
 }  // namespace vkml

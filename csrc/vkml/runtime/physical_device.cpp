@@ -85,6 +85,24 @@ bool has_extension(VkPhysicalDevice pd, const char* name) {
 
 // Whether the device offers calibrated timestamps of its own clock and of
 // CLOCK_MONOTONIC.
+// The queue count of the first compute-capable family (the one Device takes), capped.
+uint32_t stream_queues(VkPhysicalDevice pd) {
+  uint32_t n = 0;
+  vk::vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vk::vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, families.data());
+  uint32_t queues = 1;
+  for (const VkQueueFamilyProperties& f : families) {
+    if (f.queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      queues = std::min(f.queueCount, DeviceInfo::kMaxStreamQueues);
+      break;
+    }
+  }
+  if (const char* env = std::getenv("TORCH_VKML_QUEUES"); env && std::atoi(env) > 0)
+    queues = std::min(queues, uint32_t(std::atoi(env)));
+  return std::max<uint32_t>(queues, 1);
+}
+
 bool calibrated_domains(VkPhysicalDevice pd) {
   if (!vk::vkGetPhysicalDeviceCalibrateableTimeDomainsEXT ||
       !has_extension(pd, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME))
@@ -187,6 +205,7 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   // flow (seen on 22.3, gone by 26; 24.1 is the conservative boundary).
   if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE && p.driverVersion < ((24u << 22) | (1u << 12)))
     info.loop_iteration_limit = 65535;
+  info.queues = stream_queues(pd);
   info.subgroup_size = subgroup.subgroupSize;
   info.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];

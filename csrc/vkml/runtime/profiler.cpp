@@ -21,10 +21,11 @@ Profiler::Profiler(Device& device) : device_(device), timer_(device.timer()) {
 
 Profiler::~Profiler() = default;  // the query pools destroy themselves
 
-void Profiler::before(VkCommandBuffer cb) {
+uint32_t Profiler::before(VkCommandBuffer cb, int stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (commands_.size() >= kMaxCommands) {
     ++dropped_;
-    return;
+    return 0;
   }
   uint32_t query = uint32_t(commands_.size()) * 2;
   if (query / kQueriesPerPool >= pools_.size()) {
@@ -34,20 +35,28 @@ void Profiler::before(VkCommandBuffer cb) {
   uint32_t q = query % kQueriesPerPool;
   vk::vkCmdResetQueryPool(cb, pool, q, 2);
   vk::vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, q);
-  open_ = true;
+  Command c{};
+  c.stream = stream;
+  commands_.push_back(c);
+  return uint32_t(commands_.size());
 }
 
-void Profiler::after(VkCommandBuffer cb, VkPipeline pipeline, uint64_t workgroups,
+void Profiler::after(VkCommandBuffer cb, uint32_t command, VkPipeline pipeline, uint64_t workgroups,
                      const char* label) {
-  if (!open_) return;  // past kMaxCommands
-  open_ = false;
-  uint32_t query = uint32_t(commands_.size()) * 2 + 1;
+  if (command == 0) return;  // past kMaxCommands
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint32_t query = (command - 1) * 2 + 1;
   vk::vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
                           pools_[query / kQueriesPerPool].get(), query % kQueriesPerPool);
-  commands_.push_back({pipeline, workgroups, profiler_tag(), label});
+  Command& c = commands_[command - 1];
+  c.pipeline = pipeline;
+  c.workgroups = workgroups;
+  c.tag = profiler_tag();
+  c.label = label;
 }
 
 std::vector<Profiler::Command> Profiler::commands() {
+  std::lock_guard<std::mutex> lock(mutex_);
   const uint32_t queries = uint32_t(commands_.size()) * 2;
   std::vector<uint64_t> ticks(queries);
   for (uint32_t first = 0; first < queries; first += kQueriesPerPool) {

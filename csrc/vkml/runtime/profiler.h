@@ -10,6 +10,7 @@
 // adapter sets it to the torch.profiler correlation id of the aten op running on that
 // thread, so a kernel names the op that launched it without the core knowing of ATen.
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,12 +33,13 @@ class Profiler {
   ~Profiler();
   Profiler(const Profiler&) = delete;
 
-  // Called by the stream, its lock held, around each command it records into cb;
-  // `pipeline` is null for a buffer copy and for a library's commands, which
-  // `label` names (a static string). Commands past kMaxCommands are run but not
-  // timed (counted in dropped()).
-  void before(VkCommandBuffer cb);
-  void after(VkCommandBuffer cb, VkPipeline pipeline, uint64_t workgroups,
+  // Called by a stream, its lock held, around each command it records into cb:
+  // before() returns the command's number for after() (0: past kMaxCommands, run but
+  // not timed, counted in dropped()). `pipeline` is null for a buffer copy and for a
+  // library's commands, which `label` names (a static string). Streams may call at
+  // once: each command has its own pair of queries.
+  uint32_t before(VkCommandBuffer cb, int stream);
+  void after(VkCommandBuffer cb, uint32_t command, VkPipeline pipeline, uint64_t workgroups,
              const char* label = nullptr);
 
   struct Kernel {
@@ -58,6 +60,7 @@ class Profiler {
     uint64_t workgroups;
     uint64_t tag;
     const char* label = nullptr;  // a library's commands (VkFFT): their name
+    int stream = 0;               // the slot of the stream that recorded it
     uint64_t start_ticks = 0, end_ticks = 0;
   };
   std::vector<Command> commands();
@@ -74,8 +77,8 @@ class Profiler {
   Device& device_;
   Timer& timer_;  // the device's: timestamp support, tick period and mask, query pools
   std::vector<VkOwned<VkQueryPool>> pools_;
+  std::mutex mutex_;  // streams record at once
   std::vector<Command> commands_;
-  bool open_ = false;  // before() wrote a start not yet closed by after()
   uint64_t dropped_ = 0;
 };
 

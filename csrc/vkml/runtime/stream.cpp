@@ -12,7 +12,7 @@
 
 namespace vkml {
 
-Stream::Stream(Device& device) : device_(device) {
+Stream::Stream(Device& device, int slot, int queue) : device_(device), slot_(slot), queue_(queue) {
   VkDevice dev = device.handle();
   VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -31,6 +31,7 @@ Stream::Stream(Device& device) : device_(device) {
 
 Stream::~Stream() {
   try {
+    release_hold();
     synchronize();
   } catch (...) {
   }
@@ -100,9 +101,9 @@ void Stream::dispatch(VkPipeline pipeline, const void* push, uint32_t push_size,
   if (push_size)
     vk::vkCmdPushConstants(current_, device_.pipelines().layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                            push_size, push);
-  if (profiler_) profiler_->before(current_);
+  const uint32_t timed = profiler_ ? profiler_->before(current_, slot_) : 0;
   vk::vkCmdDispatch(current_, gx, gy, gz);
-  if (profiler_) profiler_->after(current_, pipeline, uint64_t(gx) * gy * gz);
+  if (profiler_) profiler_->after(current_, timed, pipeline, uint64_t(gx) * gy * gz);
   ++total_dispatches_;
   recorded_workgroups_ += uint64_t(gx) * gy * gz;
   if (++recorded_ >= batch_limit_ || recorded_workgroups_ >= kFlushWorkgroups) flush_locked();
@@ -116,9 +117,9 @@ void Stream::copy_buffer(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64
   begin_if_needed();
   barrier_for(access);
   VkBufferCopy region{src_offset, dst_offset, size};
-  if (profiler_) profiler_->before(current_);
+  const uint32_t timed = profiler_ ? profiler_->before(current_, slot_) : 0;
   vk::vkCmdCopyBuffer(current_, src, dst, 1, &region);
-  if (profiler_) profiler_->after(current_, VK_NULL_HANDLE, 0);
+  if (profiler_) profiler_->after(current_, timed, VK_NULL_HANDLE, 0);
   if (++recorded_ >= batch_limit_) flush_locked();
 }
 
@@ -128,9 +129,9 @@ uint64_t Stream::record_external(const char* label, const Access* access,
   std::lock_guard<std::mutex> lock(mutex_);
   begin_if_needed();
   barrier_for(access);
-  if (profiler_) profiler_->before(current_);
+  const uint32_t timed = profiler_ ? profiler_->before(current_, slot_) : 0;
   record(current_);
-  if (profiler_) profiler_->after(current_, VK_NULL_HANDLE, 0, label);
+  if (profiler_) profiler_->after(current_, timed, VK_NULL_HANDLE, 0, label);
   bound_ = VK_NULL_HANDLE;  // it bound pipelines of its own
   ++total_dispatches_;
   uint64_t done = submitted_value_ + 1;
@@ -141,19 +142,81 @@ uint64_t Stream::record_external(const char* label, const Access* access,
 void Stream::with_queue(const std::function<void(VkQueue)>& use) {
   record_deferred();
   std::lock_guard<std::mutex> lock(mutex_);
-  use(device_.queue());
+  std::lock_guard<std::mutex> queue_lock(device_.queue_mutex(queue_));
+  use(device_.queue(queue_));
 }
 
-void Stream::free_after_use(MemoryPool& pool, uint64_t address) {
+void Stream::release(const Deferred& d) {
+  if (d.left && d.left->fetch_sub(1) != 1) return;  // another stream still uses it
+  delete d.left;
+  d.pool->free_finished(d.address);
+}
+
+void Stream::free_after_use(MemoryPool& pool, uint64_t address, std::atomic<int>* left) {
   record_deferred();  // held-back work may use it
   std::lock_guard<std::mutex> lock(mutex_);
   if (current_) {
-    current_releases_.push_back({&pool, address});
+    current_releases_.push_back({&pool, address, left});
   } else if (!in_flight_.empty()) {
-    in_flight_.back().releases.push_back({&pool, address});
+    in_flight_.back().releases.push_back({&pool, address, left});
   } else {
-    pool.free_finished(address);  // nothing recorded uses it any more
+    release({&pool, address, left});  // nothing recorded uses it any more
   }
+}
+
+void Stream::wait_for(Stream& other, uint64_t value) {
+  if (&other == this) return;  // in order already
+  if (other.completed_value() >= value) return;
+  // Submitted first: a queue must never wait for a submission that comes after it.
+  other.submit_through(value);
+  record_deferred();
+  std::lock_guard<std::mutex> lock(mutex_);
+  flush_locked();  // what was recorded before need not wait
+  for (Wait& w : waits_) {
+    if (w.timeline == other.timeline_.get()) {
+      w.value = std::max(w.value, value);
+      return;
+    }
+  }
+  waits_.push_back({other.timeline_.get(), value});
+}
+
+void Stream::submit_through(uint64_t value) {
+  record_deferred();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (value > submitted_value_) flush_locked();
+}
+
+void Stream::hold() {
+  record_deferred();
+  std::lock_guard<std::mutex> lock(mutex_);
+  flush_locked();  // what was recorded before runs
+  if (!hold_) {
+    VkSemaphoreTypeCreateInfo ti{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+    ti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    VkSemaphoreCreateInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    si.pNext = &ti;
+    hold_ = VkOwned<VkSemaphore>(device_.handle());
+    VKML_CHECK_VK(vk::vkCreateSemaphore(device_.handle(), &si, nullptr, hold_.put()));
+  }
+  waits_.push_back({hold_.get(), ++hold_value_});
+}
+
+void Stream::release_hold() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!hold_) return;
+  VkSemaphoreSignalInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+  si.semaphore = hold_.get();
+  si.value = hold_value_;
+  uint64_t now = 0;
+  VKML_CHECK_VK(vk::vkGetSemaphoreCounterValue(device_.handle(), hold_.get(), &now));
+  if (now < hold_value_) VKML_CHECK_VK(vk::vkSignalSemaphore(device_.handle(), &si));
+}
+
+uint64_t Stream::recorded_value() {
+  record_deferred();
+  std::lock_guard<std::mutex> lock(mutex_);
+  return current_ || !waits_.empty() ? submitted_value_ + 1 : submitted_value_;
 }
 
 uint64_t Stream::write_timestamp(VkQueryPool pool, uint32_t query) {
@@ -180,29 +243,53 @@ uint64_t Stream::flush() {
 }
 
 uint64_t Stream::flush_locked() {
-  if (!current_) return submitted_value_;
-  // Make every write visible to the host once the batch is complete.
-  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  vk::vkCmdPipelineBarrier(current_,
-                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                           VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
-  VKML_CHECK_VK(vk::vkEndCommandBuffer(current_));
+  // A wait for another stream is submitted even with no work after it: whoever waits
+  // for this stream's next value must find the other's work done too.
+  if (!current_ && waits_.empty()) return submitted_value_;
+  if (current_) {
+    // Make every write visible to the host once the batch is complete.
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vk::vkCmdPipelineBarrier(current_,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    VKML_CHECK_VK(vk::vkEndCommandBuffer(current_));
+  }
   uint64_t value = submitted_value_ + 1;
+  // Waits: every command of the batch starts after the other streams' values, whose
+  // semaphore signals make their writes visible here.
+  VkSemaphore wait_semaphores[Device::kStreamSlots];
+  uint64_t wait_values[Device::kStreamSlots];
+  VkPipelineStageFlags wait_stages[Device::kStreamSlots];
+  const auto waits = uint32_t(waits_.size());
+  for (uint32_t i = 0; i < waits; ++i) {
+    wait_semaphores[i] = waits_[i].timeline;
+    wait_values[i] = waits_[i].value;
+    wait_stages[i] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+  }
+  waits_.clear();
   VkTimelineSemaphoreSubmitInfo ts{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  ts.waitSemaphoreValueCount = waits;
+  ts.pWaitSemaphoreValues = wait_values;
   ts.signalSemaphoreValueCount = 1;
   ts.pSignalSemaphoreValues = &value;
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.pNext = &ts;
+  si.waitSemaphoreCount = waits;
+  si.pWaitSemaphores = wait_semaphores;
+  si.pWaitDstStageMask = wait_stages;
   VkCommandBuffer cb = current_;
   current_ = VK_NULL_HANDLE;
-  si.commandBufferCount = 1;
+  si.commandBufferCount = cb ? 1 : 0;
   si.pCommandBuffers = &cb;
   si.signalSemaphoreCount = 1;
   VkSemaphore timeline = timeline_.get();
   si.pSignalSemaphores = &timeline;
-  check_lost(vk::vkQueueSubmit(device_.queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+  {
+    std::lock_guard<std::mutex> queue_lock(device_.queue_mutex(queue_));
+    check_lost(vk::vkQueueSubmit(device_.queue(queue_), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+  }
   submitted_value_ = value;
   ++total_submits_;
   batch_limit_ = batch_limit_ >= batch_size_ / 2 ? batch_size_ : batch_limit_ * 2;
@@ -222,9 +309,11 @@ void Stream::retire(uint64_t completed) {
   if (completed > completed_value_) completed_value_ = completed;
   while (!in_flight_.empty() && in_flight_.front().value <= completed_value_) {
     Batch& b = in_flight_.front();
-    vk::vkResetCommandBuffer(b.cb, 0);
-    spare_.push_back(b.cb);
-    for (auto& d : b.releases) d.pool->free_finished(d.address);
+    if (b.cb) {
+      vk::vkResetCommandBuffer(b.cb, 0);
+      spare_.push_back(b.cb);
+    }
+    for (auto& d : b.releases) release(d);
     b.releases.clear();
     in_flight_.pop_front();
   }

@@ -2,7 +2,9 @@
 // The asynchronous stream: ops record dispatches into a command buffer and
 // return; batches are submitted every few dispatches so the GPU works while
 // the host records. The host waits only where it needs data (read-backs,
-// synchronize, memory pressure), on a timeline semaphore.
+// synchronize, memory pressure), on a timeline semaphore. A device has several
+// (Device::stream(slot)); one waits for another's work only through wait_for.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -21,7 +23,8 @@ class Profiler;
 
 class Stream {
  public:
-  explicit Stream(Device& device);
+  // `queue`: which of the device's queues it submits to (Device::queue).
+  Stream(Device& device, int slot, int queue);
   ~Stream();
   Stream(const Stream&) = delete;
 
@@ -42,8 +45,13 @@ class Stream {
   // which it waits for on a fence of its own.
   void with_queue(const std::function<void(VkQueue)>& use);
   // Frees `address` back to `pool` once the work recorded so far has run
-  // (staging memory the GPU still has to read or write).
-  void free_after_use(MemoryPool& pool, uint64_t address);
+  // (staging memory the GPU still has to read or write). With `left`, only the last of
+  // the streams sharing that count frees it, and deletes the count.
+  void free_after_use(MemoryPool& pool, uint64_t address, std::atomic<int>* left = nullptr);
+  // Work recorded on this stream from now on starts after `other` reached `value`
+  // (a timeline value of it: an event): a semaphore wait on the GPU, no host wait.
+  // What was recorded before is submitted first, so it does not wait.
+  void wait_for(Stream& other, uint64_t value);
   // Resets `query` of a timestamp pool and writes the device clock into it once
   // all commands recorded so far have finished. Returns the timeline value after
   // which the result can be read (see Timer).
@@ -54,6 +62,15 @@ class Stream {
 
   // Submits what was recorded; returns the timeline value that marks its end.
   uint64_t flush();
+  // The timeline value that will mark the end of the work recorded so far, without
+  // submitting it (flush() or a later wait does).
+  uint64_t recorded_value();
+  int slot() const { return slot_; }
+  // For tests of the ordering between streams: work submitted after hold() waits on the
+  // GPU until release_hold() (a semaphore the host signals), so the stream stays busy
+  // for as long as a test needs. Streams sharing its queue wait behind it.
+  void hold();
+  void release_hold();
   // Blocks until the GPU reached `value` (flushes first if it is not submitted).
   void wait(uint64_t value);
   // Blocks the calling thread until the GPU reached `value` without holding the
@@ -89,6 +106,11 @@ class Stream {
   struct Deferred {
     MemoryPool* pool;
     uint64_t address;
+    std::atomic<int>* left;  // free_after_use's
+  };
+  struct Wait {
+    VkSemaphore timeline;
+    uint64_t value;
   };
   struct Batch {
     VkCommandBuffer cb;
@@ -99,18 +121,25 @@ class Stream {
   void begin_if_needed();                  // mutex held
   void barrier_for(const Access* access);  // mutex held
   uint64_t flush_locked();
+  void submit_through(uint64_t value);     // flushes if `value` is not submitted yet
   void wait_locked(uint64_t value);        // mutex held; value submitted
   void wait_for_timeline(uint64_t value);  // no lock needed; value submitted
   void retire(uint64_t completed);         // mutex held
+  static void release(const Deferred& d);
   void check_lost(VkResult r, const char* what);
 
   Device& device_;
+  int slot_;
+  int queue_;
   std::mutex mutex_;
   // Owned members: if the constructor throws after creating one, it is destroyed.
   VkOwned<VkCommandPool> pool_;
   VkOwned<VkSemaphore> timeline_;
   VkCommandBuffer current_ = VK_NULL_HANDLE;
   std::vector<Deferred> current_releases_;
+  std::vector<Wait> waits_;    // for the next submission (wait_for, hold)
+  VkOwned<VkSemaphore> hold_;  // hold()'s, made on first use
+  uint64_t hold_value_ = 0;    // the value release_hold() signals
   VkPipeline bound_ = VK_NULL_HANDLE;
   uint32_t recorded_ = 0;
   uint64_t recorded_workgroups_ = 0;

@@ -36,6 +36,7 @@ void Timer::grow() {
   uint32_t base = uint32_t(pools_.size()) * kSlotsPerPool;
   pools_.push_back(std::move(pool));
   recorded_at_.resize(recorded_at_.size() + kSlotsPerPool, 0);
+  recorded_on_.resize(recorded_at_.size(), nullptr);
   // Hand out low slots first.
   for (uint32_t i = kSlotsPerPool; i-- > 0;) free_.push_back(base + i);
 }
@@ -61,44 +62,51 @@ void Timer::check(uint32_t slot) const {
   VKML_CHECK_ARG(slot < recorded_at_.size(), "invalid timer slot " + std::to_string(slot));
 }
 
-uint64_t Timer::record(uint32_t slot) {
+uint64_t Timer::record(uint32_t slot) { return record(slot, device_.stream()); }
+
+uint64_t Timer::record(uint32_t slot, Stream& stream) {
   VkQueryPool pool;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     check(slot);
     pool = pools_[slot / kSlotsPerPool].get();
   }
-  uint64_t value = device_.stream().write_timestamp(pool, slot % kSlotsPerPool);
+  uint64_t value = stream.write_timestamp(pool, slot % kSlotsPerPool);
   // Submitted at once, so query() turns true as soon as the GPU passes the event
   // rather than when a later batch happens to fill up.
-  device_.stream().flush();
+  stream.flush();
   std::lock_guard<std::mutex> lock(mutex_);
   recorded_at_[slot] = value;
+  recorded_on_[slot] = &stream;
   return value;
 }
 
 bool Timer::ready(uint32_t slot) {
   uint64_t value;
+  Stream* stream;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     check(slot);
     value = recorded_at_[slot];
+    stream = recorded_on_[slot];
   }
   VKML_CHECK_ARG(value != 0, "the event has not been recorded");
-  return device_.stream().completed_value() >= value;
+  return stream->completed_value() >= value;
 }
 
 uint64_t Timer::ticks(uint32_t slot) {
   uint64_t value;
+  Stream* stream;
   VkQueryPool pool;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     check(slot);
     value = recorded_at_[slot];
+    stream = recorded_on_[slot];
     pool = pools_[slot / kSlotsPerPool].get();
   }
   VKML_CHECK_ARG(value != 0, "the event has not been recorded");
-  device_.stream().wait(value);
+  stream->wait(value);
   uint64_t t = 0;
   VKML_CHECK_VK(vk::vkGetQueryPoolResults(device_.handle(), pool, slot % kSlotsPerPool, 1,
                                           sizeof(t), &t, sizeof(t),

@@ -14,6 +14,7 @@
 namespace vkml {
 
 class Device;
+class Stream;
 
 class Timer {
  public:
@@ -35,9 +36,11 @@ class Timer {
   uint32_t acquire();
   void release(uint32_t slot);
 
-  // Writes the device clock into `slot` after all work recorded so far on the
-  // stream. Returns the stream timeline value after which it can be read.
+  // Writes the device clock into `slot` after all work recorded so far on `stream`
+  // (the calling thread's current one without). Returns that stream's timeline value
+  // after which it can be read.
   uint64_t record(uint32_t slot);
+  uint64_t record(uint32_t slot, Stream& stream);
   // Whether the timestamp recorded in `slot` has been written (never blocks).
   bool ready(uint32_t slot);
   // Blocks until it has been written; returns the raw tick count.
@@ -67,6 +70,7 @@ class Timer {
   std::vector<VkOwned<VkQueryPool>> pools_;
   std::vector<uint32_t> free_;
   std::vector<uint64_t> recorded_at_;  // per slot: timeline value, 0 = never recorded
+  std::vector<Stream*> recorded_on_;   // per slot: the stream it was recorded on
 };
 
 }  // namespace vkml

@@ -66,6 +66,7 @@
   X(vkDestroySemaphore)                   \
   X(vkWaitSemaphores)                     \
   X(vkGetSemaphoreCounterValue)           \
+  X(vkSignalSemaphore)                    \
   X(vkCreateQueryPool)                    \
   X(vkDestroyQueryPool)                   \
   X(vkCmdWriteTimestamp)                  \
