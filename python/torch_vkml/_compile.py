@@ -2,7 +2,7 @@
 
 Dynamo asks a device interface (``torch._dynamo.device_interface``) for a device's
 streams, events, current device and properties; :class:`VkmlInterface` below maps it onto
-torch_vkml's API (one in-order stream per device).
+torch_vkml's API (its streams and events).
 
 Inductor has no code generator for vkml, and torch 2.13 offers no extension point for
 "this device has no codegen: run its graphs' aten ops eagerly". Its per-device hooks
@@ -16,7 +16,9 @@ device. So the one patch here wraps Inductor's entry point
 ``backend="inductor"``) calls by that name at each compile: a graph that holds a vkml
 tensor goes through AOT autograd (functionalisation, the joint forward and backward graph,
 the partitioner, as ``backend="aot_eager"``) and its graphs run vkml's eager kernels from
-Python; every other graph (CPU, CUDA) goes to Inductor with its arguments untouched.
+Python, or, where it can record no autograd history (an optimizer step), runs as Dynamo
+captured it (``_without_autograd``); every other graph (CPU, CUDA) goes to Inductor with
+its arguments untouched.
 
 Importing Dynamo and Inductor takes seconds, and ``import torch`` loads torch_vkml by
 itself, so nothing here imports them: the device interface is registered and
@@ -215,6 +217,25 @@ def _eager_backend() -> Callable[..., Any]:
     )
 
 
+def _without_autograd(gm: Any) -> bool:
+    """Whether a graph can record no autograd history: traced with grad mode off (Dynamo
+    guards it, so it also runs so) and never turning it on.
+
+    Such a graph (an optimizer step, inference under ``no_grad``) runs as Dynamo captured
+    it, in-place ops included. Through AOT autograd's functionalisation every state tensor
+    an optimizer updates in place would be computed out of place and then copied back (a
+    foreach Adam step: 25 dispatches instead of eager's 7); Inductor fuses those copies into
+    its generated kernels, which vkml does not have.
+    """
+    if torch.is_grad_enabled() or not isinstance(gm, torch.fx.GraphModule):
+        return False
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch._C._set_grad_enabled:
+            if not node.args or node.args[0] is not False:
+                return False
+    return True
+
+
 def _wrap_compile_fx(module: ModuleType) -> None:
     """Called with ``torch._inductor.compile_fx`` once it is imported."""
     inductor = module.compile_fx
@@ -224,6 +245,8 @@ def _wrap_compile_fx(module: ModuleType) -> None:
     @functools.wraps(inductor)
     def compile_fx(model_, example_inputs_, *args, **kwargs):
         if _holds_vkml(model_, example_inputs_):
+            if _without_autograd(model_):
+                return model_.forward
             return _eager_backend()(model_, example_inputs_)
         return inductor(model_, example_inputs_, *args, **kwargs)
 
