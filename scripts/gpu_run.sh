@@ -102,6 +102,7 @@ print("vkml:0 =", p.name, "|", p.driver, "| type", p.device_type)
 print("torch", torch.__version__, "cuda:", torch.cuda.is_available() and torch.cuda.get_device_name())
 print("cooperative matrix shapes: fp16", p.cooperative_matrix or "none",
       "| bf16", p.cooperative_matrix_bf16 or "none")
+print("compute queues the streams use:", p.queue_count)
 if "nvidia" not in p.name.lower():
     print("WARNING: vkml:0 is not the NVIDIA device")
 PYEOF
@@ -158,6 +159,19 @@ if [ -d .gl/wheels ]; then
   done
   if [ -d .gl/pylib ]; then export PYTHONPATH="$PYTHONPATH:$PWD/.gl/pylib"; fi
 fi
+# Streams on queues of their own (lavapipe has one queue, so this runs only here), then
+# all on one shared queue: the stream and profiler tests, into device.txt.
+if [ "$STEP_TEST_S" != 0 ] && "$PY" -c "import pytest" 2>/dev/null; then
+  for queues in 4 1; do
+    echo "==> [$(elapsed)s] stream tests, TORCH_VKML_QUEUES=$queues" | tee -a "$OUT/device.txt"
+    set +e
+    TORCH_VKML_QUEUES=$queues timeout -s INT -k 10 40 "$PY" -m pytest -q -p no:cacheprovider \
+      tests/test_stream_event.py tests/test_profiler.py -k "stream" 2>&1 |
+      tail -4 | tee -a "$OUT/device.txt"
+    set -e
+  done
+fi
+
 if [ "$STEP_TEST_S" = 0 ]; then
   summary+=("pytest: skipped (STEP_TEST_S=0)")
 elif "$PY" -c "import pytest" 2>/dev/null; then
