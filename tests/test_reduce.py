@@ -436,3 +436,61 @@ def test_clip_grad_norm_matches_cpu():
     assert n_d.item() == pytest.approx(n_c.item(), rel=1e-5)
     for p, q in zip(cpu.parameters(), dev.parameters(), strict=True):
         torch.testing.assert_close(q.grad.cpu(), p.grad, atol=1e-6, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- float64
+
+FP64 = torch_vkml.get_device_properties(0).supports_fp64
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(lambda t: t.sum(), id="sum"),
+        pytest.param(lambda t: t.sum(1, keepdim=True), id="sum-dim"),
+        pytest.param(lambda t: t.mean(0), id="mean"),
+        pytest.param(lambda t: t.prod(1), id="prod"),
+        pytest.param(lambda t: t.max(), id="max"),
+        pytest.param(lambda t: t.min(0), id="min-dim"),
+        pytest.param(lambda t: t.argmax(1), id="argmax"),
+        pytest.param(lambda t: t.amin((0, 1)), id="amin"),
+        pytest.param(lambda t: t.norm(dim=1), id="norm"),
+        pytest.param(lambda t: t.std(0), id="std"),
+        pytest.param(lambda t: torch.var_mean(t, 1)[0], id="var"),
+        pytest.param(lambda t: torch.linalg.vector_norm(t, float("inf"), dim=0), id="norm-inf"),
+        pytest.param(lambda t: t.nansum(0), id="nansum"),
+        pytest.param(lambda t: (t > 0).all(1), id="all"),
+    ],
+)
+@pytest.mark.parametrize("shape", [(7, 13), (3, 20000), (20000, 3)], ids=str)
+def test_float64_reductions(fn, shape):
+    """float64 reduces in float64 where the device has it (rows, columns and the split
+    two-pass path of long lines), to float64's precision."""
+    x = make(shape, torch.float64)
+    if not FP64:
+        with pytest.raises(NotImplementedError, match="float64"):
+            fn(x.to(VKML))
+        return
+    got, want = fn(x.to(VKML)), fn(x)
+    if isinstance(got, tuple):
+        got, want = got[0], want[0]
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-11, atol=1e-11)
+
+
+def test_float64_sums_keep_float64_precision():
+    if not FP64:
+        pytest.xfail("the device has no float64 arithmetic")
+    # In float32 the 1 is lost against 1e8; float64 keeps it, as the CPU does.
+    x = torch.tensor([1e8, 1.0, -1e8] * 1000, dtype=torch.float64)
+    assert x.to(VKML).sum().item() == 1000.0
+    third = torch.full((3, 30000), 1 / 3, dtype=torch.float64)
+    torch.testing.assert_close(third.to(VKML).mean(1).cpu(), third.mean(1), rtol=1e-15, atol=0)
+    # A float32 input summed in float64 accumulates in float64 too.
+    y = torch.tensor([16777216.0, 1.0, 1.0, 1.0, 1.0], dtype=torch.float32)
+    assert y.to(VKML).sum(dtype=torch.float64).item() == 16777220.0
+
+
+def test_complex_product_of_a_0_dim_tensor():
+    z = torch.tensor(2 + 1j, dtype=torch.complex64)
+    assert_close_to_cpu(lambda t: t.prod(dim=0, keepdim=True), z)
+    assert_close_to_cpu(lambda t: t.prod(dim=-1), z)

@@ -5,6 +5,7 @@ import pytest
 import torch
 from conftest import (
     FLOAT_DTYPES,
+    VKML,
     assert_close_to_cpu,
     assert_grads_close_to_cpu,
     assert_raises_like_cpu,
@@ -156,3 +157,27 @@ def test_very_long_line_through_a_middle_dim():
     assert_close_to_cpu(lambda t: t.cumsum(1), x)
     assert_close_to_cpu(lambda t: t.cummax(1), x)
     assert_close_to_cpu(lambda t: t.cummin(1), x)
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "logcumsumexp", "cummax"])
+@pytest.mark.parametrize("shape,dim", [((5, 9), 1), ((9000, 2), 0), ((2, 9000), 1)], ids=str)
+def test_float64_scans(op, shape, dim):
+    """float64 scans carry float64 (one thread per line, and long rows in chunks)."""
+    x = (
+        make(shape, torch.float64, low=0.9, high=1.1)
+        if op == "cumprod"
+        else make(shape, torch.float64)
+    )
+
+    def fn(t):
+        r = getattr(t, op)(dim)
+        return r[0] if op == "cummax" else r
+
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        with pytest.raises(NotImplementedError, match="float64"):
+            fn(x.to(VKML))
+        return
+    torch.testing.assert_close(fn(x.to(VKML)).cpu(), fn(x), rtol=1e-10, atol=1e-10)
+    # Precision float32 would lose: a running sum that passes 1e8 and comes back.
+    y = torch.tensor([1e8, 1.0, -1e8, 1.0] * 500, dtype=torch.float64)
+    torch.testing.assert_close(y.to(VKML).cumsum(0).cpu(), y.cumsum(0), rtol=0, atol=0)

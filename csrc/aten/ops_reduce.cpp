@@ -20,7 +20,7 @@ using vkml::ops::ReduceOp;
 
 bool kernel_dtype(at::ScalarType t) {
   return t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kLong || t == at::kBool ||
-         t == at::kByte;
+         t == at::kByte || t == at::kDouble;
 }
 
 bool narrow_float(at::ScalarType t) {
@@ -44,13 +44,22 @@ at::Tensor run_reduce(const char* name, const at::Tensor& self, const std::vecto
     at::Tensor r = run_reduce(name, self, dims, keepdim, op, at::kFloat, scale, indices, arg_only);
     return arg_only ? r : r.to(at::kBFloat16);
   }
-  if (vt == at::kDouble && narrow_float(self.scalar_type()) && !arg_only) {
+  if (vt == at::kDouble && narrow_float(self.scalar_type()) && !arg_only &&
+      !vkml_device(self).info().supports_fp64) {
     // A float64 result of a narrower float input (autograd asks for one through the
-    // CPU's accumulate type, e.g. in renorm's backward): there is no float64
-    // reduction kernel, so it accumulates in float32 and widens.
+    // CPU's accumulate type, e.g. in renorm's backward) on a device without float64
+    // arithmetic: it accumulates in float32 and widens.
     return run_reduce(name, self, dims, keepdim, op, at::kFloat, scale, indices).to(at::kDouble);
   }
   TORCH_CHECK_NOT_IMPLEMENTED(kernel_dtype(vt), name, " on vkml does not support ", vt, " yet");
+  TORCH_CHECK_NOT_IMPLEMENTED(vt != at::kDouble || vkml_device(self).info().supports_fp64, name,
+                              " on vkml: ", vkml_device(self).info().name,
+                              " has no float64 arithmetic");
+  if (vt == at::kDouble && scale != 1.0 && !arg_only) {
+    // The kernel scales in float32: a float64 mean divides in float64 afterwards.
+    at::Tensor r = run_reduce(name, self, dims, keepdim, op, vt, 1.0, indices);
+    return r.mul_(scale);
+  }
   at::Tensor in = self.scalar_type() == vt ? self : self.to(vt);
   auto shape = reduced_shape(in, dims, keepdim);
   at::Tensor values = at::empty(shape, in.options().dtype(arg_only ? at::kLong : vt));
@@ -127,8 +136,12 @@ at::Tensor prod_all(const at::Tensor& self, std::optional<at::ScalarType> dtype)
 at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
   const at::ScalarType t = sum_type(self, dtype);
-  if (pairwise_product(t))
-    return pairwise_prod(self.to(t), at::maybe_wrap_dim(dim, self.dim()), keepdim);
+  if (pairwise_product(t)) {
+    const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+    // A 0-dim tensor is its own product, whatever keepdim says (as on the CPU).
+    if (self.dim() == 0) return self.to(t).clone();
+    return pairwise_prod(self.to(t), d, keepdim);
+  }
   return run_reduce("prod", self, reduce_dims(self, at::IntArrayRef{dim}), keepdim, ReduceOp::Prod,
                     t);
 }

@@ -20,6 +20,7 @@ bool scan_dtype(at::ScalarType t, ScanOp op) {
     case at::kFloat:
     case at::kHalf:
     case at::kBFloat16:
+    case at::kDouble:
       return true;
     case at::kInt:
     case at::kLong:
@@ -45,6 +46,9 @@ at::Tensor run_scan(const char* name, const at::Tensor& self, int64_t dim, ScanO
     return at::view_as_complex(run_scan(name, parts, d, op, parts.scalar_type()));
   }
   TORCH_CHECK_NOT_IMPLEMENTED(scan_dtype(dt, op), name, " on vkml does not support ", dt, " yet");
+  TORCH_CHECK_NOT_IMPLEMENTED(dt != at::kDouble || vkml_device(self).info().supports_fp64, name,
+                              " on vkml: ", vkml_device(self).info().name,
+                              " has no float64 arithmetic");
   if (line_walk_too_long(self, d, 1)) {
     at::Tensor moved_indices;
     at::Tensor moved =

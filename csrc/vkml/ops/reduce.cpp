@@ -36,7 +36,7 @@ struct Plan {
   uint32_t max_wg;
 };
 
-size_t acc_size(DType t) { return t == DType::i64 ? 8 : 4; }
+size_t acc_size(DType t) { return t == DType::i64 || t == DType::f64 ? 8 : 4; }
 
 void pass(Device& dev, const Plan& p, const Operand& in, int64_t outer, int64_t r, int64_t inner,
           int64_t splits, int64_t chunk, const Operand& out) {
@@ -120,6 +120,10 @@ void reduce(Device& dev, const ReduceArgs& a) {
                  std::string("reduce: unsupported dtype ") + dtype_name(a.dtype));
   VKML_CHECK_ARG(dt != DType::f16 || dev.info().supports_fp16,
                  "reduce: float16 is not supported on " + dev.info().name);
+  VKML_CHECK_ARG(dt != DType::f64 || dev.info().supports_fp64,
+                 "reduce: float64 is not supported on " + dev.info().name);
+  // The kernel scales in float32: a float64 result is scaled by the caller.
+  VKML_CHECK_ARG(dt != DType::f64 || a.scale == 1.0, "reduce: float64 results are not scaled");
   VKML_CHECK_ARG(a.outer >= 0 && a.r >= 0 && a.inner >= 0, "reduce: negative size");
   bool track = a.op == ReduceOp::Max || a.op == ReduceOp::Min || a.op == ReduceOp::ArgMax ||
                a.op == ReduceOp::ArgMin;

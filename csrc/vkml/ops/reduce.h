@@ -26,7 +26,7 @@ struct ReduceArgs {
   int64_t outer = 1, r = 1, inner = 1;
   uint64_t out = 0;      // contiguous [outer, inner] values (0: none, for Arg*)
   uint64_t indices = 0;  // contiguous [outer, inner] int64 (Max/Min/Arg*), 0: none
-  double scale = 1.0;    // the result is multiplied by it (mean = sum * 1/r)
+  double scale = 1.0;    // the result is multiplied by it (mean = sum * 1/r); not f64
 };
 
 // NaN wins in Max/Min (and its index is reported), as in PyTorch. Sum over

@@ -113,6 +113,8 @@ void scan(Device& dev, const ScanArgs& a) {
                  std::string("scan: unsupported dtype ") + dtype_name(a.dtype));
   VKML_CHECK_ARG((dt != DType::f16 && dt != DType::bf16) || dev.info().supports_fp16,
                  std::string(dtype_name(dt)) + " is not supported on " + dev.info().name);
+  VKML_CHECK_ARG(dt != DType::f64 || dev.info().supports_fp64,
+                 "scan: float64 is not supported on " + dev.info().name);
   VKML_CHECK_ARG(a.op != ScanOp::LogSumExp || is_floating(dt),
                  "scan: logcumsumexp needs a floating dtype");
   bool with_idx = a.op == ScanOp::Max || a.op == ScanOp::Min;

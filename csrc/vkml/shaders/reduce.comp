@@ -8,7 +8,7 @@
 // Specialization constants: 0 = op (ReduceOp order of ops/reduce.h),
 // 1 = row mode (1: one workgroup per output, inner == 1; 0: one thread per
 // output looping over its chunk, coalesced along inner), 2 = workgroup size.
-//! dtypes f32 f16 i32 i64 u8
+//! dtypes f32 f16 f64 i32 i64 u8
 #include "common.glsl"
 #include "reduce_push.h"
 
@@ -26,6 +26,12 @@ layout(constant_id = 2) const uint WG = 256;
 #define BUF BufF16
 #define ABUF BufF32
 #define ACC float
+#define IS_FLOAT 1
+#elif defined(ST_F64)
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { double v[]; };
+#define BUF BufF64
+#define ABUF BufF64
+#define ACC double
 #define IS_FLOAT 1
 #elif defined(ST_I32)
 #define BUF BufI32
@@ -50,8 +56,8 @@ ACC identity() {
   switch (OP) {
     case REDUCE_PROD: case REDUCE_ALL: return ACC(1);
 #ifdef IS_FLOAT
-    case REDUCE_MAX: case REDUCE_ARGMAX: return uintBitsToFloat(0xff800000u);  // -inf
-    case REDUCE_MIN: case REDUCE_ARGMIN: return uintBitsToFloat(0x7f800000u);  // +inf
+    case REDUCE_MAX: case REDUCE_ARGMAX: return ACC(uintBitsToFloat(0xff800000u));  // -inf
+    case REDUCE_MIN: case REDUCE_ARGMIN: return ACC(uintBitsToFloat(0x7f800000u));  // +inf
 #elif defined(ST_I64)
     case REDUCE_MAX: case REDUCE_ARGMAX: return int64_t(0x8000000000000000UL);
     case REDUCE_MIN: case REDUCE_ARGMIN: return int64_t(0x7fffffffffffffffUL);

@@ -22,7 +22,7 @@
 // cummax/cummin follow PyTorch's CPU loop: a later element replaces the
 // running one when it is >= (<= for min) or NaN, unless the running one is NaN
 // and the new one is not; that choice is associative, so tiles may combine.
-//! dtypes f32 f16 bf16 i32 i64 u8
+//! dtypes f32 f16 bf16 f64 i32 i64 u8
 //! dtypes f32 suffix=acc64 -DACC64
 #include "common.glsl"
 #include "scan_push.h"
@@ -43,6 +43,15 @@ layout(constant_id = 2) const uint WG = 256;
 #define TO_ST(x) (x)
 #endif
 #define IS_FLOAT 1
+#elif defined(ST_F64)
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { double v[]; };
+#include "f64_math.glsl"
+#define BUF BufF64
+#define PBUF BufF64
+#define ACC double
+#define TO_ST(x) (x)
+#define IS_FLOAT 1
+#define ACC64 1
 #elif defined(ST_F16)
 #define BUF BufF16
 #define PBUF BufF32
@@ -101,6 +110,26 @@ float log1p_unit(float x) {
 }
 #endif
 
+#ifdef ST_F64
+// log1p_unit in float64: the series to s^18 keeps 2^-53 for x <= 0.25 (s <= 1/9).
+// Written out, not looped: a line scan calls it once per element, and Mesa 22.3's
+// lavapipe counts every loop iteration of an invocation against one limit.
+double log1p_unit_d(double x) {
+  if (x > 0.25LF) return log_d(1.0LF + x);
+  double s = x / (2.0LF + x), s2 = s * s;
+  double t = 1.0LF / 17.0LF + s2 / 19.0LF;
+  t = 1.0LF / 15.0LF + s2 * t;
+  t = 1.0LF / 13.0LF + s2 * t;
+  t = 1.0LF / 11.0LF + s2 * t;
+  t = 1.0LF / 9.0LF + s2 * t;
+  t = 1.0LF / 7.0LF + s2 * t;
+  t = 1.0LF / 5.0LF + s2 * t;
+  t = 1.0LF / 3.0LF + s2 * t;
+  t = 1.0LF + s2 * t;
+  return 2.0LF * s * t;
+}
+#endif
+
 ACC combine(ACC a, ACC b) {
   if (OP == SCAN_SUM) return a + b;
   if (OP == SCAN_PROD) return a * b;
@@ -114,7 +143,11 @@ ACC combine(ACC a, ACC b) {
 #else
     if (m == mn) return m + 0.6931471805599453;
 #endif
+#ifdef ST_F64
+    return m + log1p_unit_d(exp_d(mn - m));
+#else
     return m + ACC(log1p_unit(exp(float(mn - m))));
+#endif
   }
 #endif
   return takes(a, b) ? b : a;
@@ -243,7 +276,7 @@ void main() {
   if (pc.nchunks > 1u && tid == 0u) {
 #ifdef ST_U8
     PBUF(pc.part).v[group] = uint8_t(carry);
-#elif defined(ACC64)
+#elif defined(ACC64) && !defined(ST_F64)
     PBUF(pc.part).v[group] = float(carry);
 #else
     PBUF(pc.part).v[group] = carry;
