@@ -587,3 +587,61 @@ def test_float32_matmul_precision_highest_or_no_matrix_units_stay_exact(
     s, t = make((16, 40), low=-1, high=1), make((40, 24), low=-1, high=1)
     got, ran = kernels_run(lambda: torch.mm(s.to("vkml"), t.to("vkml")))
     assert "gemm_split_bf16" not in ran and _relative_error(got, s, t) <= 1e-6
+
+
+# ---------------------------------------------------------------- float64
+
+FP64 = torch_vkml.get_device_properties(0).supports_fp64
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(lambda a, b, c: a @ b, id="mm"),
+        pytest.param(lambda a, b, c: a.t().contiguous().t() @ b.t().contiguous().t(), id="mm-T"),
+        pytest.param(lambda a, b, c: torch.addmm(c, a, b), id="addmm"),
+        pytest.param(lambda a, b, c: torch.addmm(c, a, b, beta=0.1, alpha=1 / 3), id="addmm-a-b"),
+        pytest.param(lambda a, b, c: torch.bmm(a.expand(3, -1, -1), b.expand(3, -1, -1)), id="bmm"),
+        pytest.param(
+            lambda a, b, c: torch.baddbmm(
+                c.expand(2, -1, -1), a.expand(2, -1, -1), b.expand(2, -1, -1), alpha=0.7
+            ),
+            id="baddbmm",
+        ),
+        pytest.param(lambda a, b, c: a @ b[:, 0], id="mv"),
+        pytest.param(lambda a, b, c: torch.nn.functional.linear(a, b.t(), c[0]), id="linear"),
+    ],
+)
+def test_float64_products(fn):
+    """float64 products accumulate in float64 (with fused multiply-adds), alpha and beta
+    that float32 cannot hold included; devices without float64 say so."""
+    a, b, c = (
+        make((37, 301), torch.float64),
+        make((301, 45), torch.float64),
+        make((37, 45), torch.float64),
+    )
+    if not FP64:
+        with pytest.raises(NotImplementedError, match="float64"):
+            fn(a.to(VKML), b.to(VKML), c.to(VKML))
+        return
+    got = fn(a.to(VKML), b.to(VKML), c.to(VKML))
+    torch.testing.assert_close(got.cpu(), fn(a, b, c), rtol=1e-12, atol=1e-12)
+
+
+def test_float64_product_precision_and_gradients():
+    if not FP64:
+        pytest.xfail("the device has no float64 arithmetic")
+    # Terms that cancel to 1: float32 accumulation would return 0.
+    a = torch.tensor([[1e9, 1.0, -1e9]], dtype=torch.float64)
+    b = torch.ones(3, 1, dtype=torch.float64)
+    assert (a.to(VKML) @ b.to(VKML)).item() == 1.0
+    w = make((6, 5), torch.float64)
+    x = make((4, 6), torch.float64)
+    wd = w.to(VKML).requires_grad_()
+    (x.to(VKML) @ wd).square().sum().backward()
+    wc = w.clone().requires_grad_()
+    (x @ wc).square().sum().backward()
+    torch.testing.assert_close(wd.grad.cpu(), wc.grad, rtol=1e-12, atol=1e-12)
+    # complex128 products are four float64 ones.
+    z = torch.complex(make((5, 7), torch.float64), make((5, 7), torch.float64))
+    torch.testing.assert_close((z.to(VKML) @ z.T.to(VKML)).cpu(), z @ z.T, rtol=1e-12, atol=1e-12)

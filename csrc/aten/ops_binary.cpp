@@ -1,5 +1,6 @@
 // Binary elementwise ops: arithmetic, comparisons, logical and bitwise ops.
 #include "elementwise_macros.h"
+#include "op_helpers.h"
 #include "vkml/shaders/op_codes.h"
 
 namespace vkml_aten {
@@ -249,6 +250,8 @@ void check_int_pow(const at::Tensor& a, const at::Scalar& b) {
 std::optional<at::Tensor> pow_by_native_ops(const at::Tensor& a, const at::Scalar& b) {
   if (b.isComplex() || b.isBoolean()) return std::nullopt;
   double e = b.toDouble();
+  if (e == 0) return at::ones_like(a);  // even of NaN, as std::pow
+  if (e == 1) return a.clone();         // pow's backward of x ** 2 asks for x ** 1
   if (e == 2) return at::mul(a, a);
   if (e == 3) return at::mul(at::mul(a, a), a);
   if (e == 0.5) return at::sqrt(a);
@@ -267,13 +270,19 @@ at::Tensor pow_ts(const at::Tensor& a, const at::Scalar& b) {
 }
 at::Tensor& pow_ts_(at::Tensor& a, const at::Scalar& b) {
   check_int_pow(a, b);
-  if (runs_on_cpu(kPow, {a, wrap(b)})) return cpu_route<at::_ops::pow__Scalar>(a, b);
+  if (runs_on_cpu(kPow, {a, wrap(b)})) {
+    if (auto r = pow_by_native_ops(a, b)) return a.copy_(*r);
+    return cpu_route<at::_ops::pow__Scalar>(a, b);
+  }
   elementwise(kPow, {a, wrap(b)}, a);
   return a;
 }
 at::Tensor& pow_ts_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) {
   check_int_pow(a, b);
-  if (runs_on_cpu(kPow, {a, wrap(b)})) return cpu_route<at::_ops::pow_Tensor_Scalar_out>(a, b, out);
+  if (runs_on_cpu(kPow, {a, wrap(b)})) {
+    if (auto r = pow_by_native_ops(a, b)) return write_out(out, *r);
+    return cpu_route<at::_ops::pow_Tensor_Scalar_out>(a, b, out);
+  }
   elementwise(kPow, {a, wrap(b)}, out);
   return out;
 }

@@ -18,7 +18,7 @@ namespace {
 
 bool gemm_dtype(at::ScalarType t) {
   return t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kLong ||
-         t == at::kInt || t == at::kByte;
+         t == at::kInt || t == at::kByte || t == at::kDouble;
 }
 
 void check_gemm_dtype(const char* name, const at::Tensor& a, const at::Tensor& b) {
@@ -26,14 +26,26 @@ void check_gemm_dtype(const char* name, const at::Tensor& a, const at::Tensor& b
               ": expected both operands to have the same dtype, but got ", a.scalar_type(),
               " != ", b.scalar_type());
   TORCH_CHECK_NOT_IMPLEMENTED(gemm_dtype(a.scalar_type()), name,
-                              " on vkml supports float32, float16, bfloat16, int64, int32 and "
-                              "uint8, got ",
+                              " on vkml supports float32, float16, bfloat16, float64, int64, int32 "
+                              "and uint8, got ",
                               a.scalar_type());
 }
 
 // out[b] = alpha * a[b] @ m[b] + beta * bias[b]; all 3-D (batch, rows, cols).
 void gemm3(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out, const at::Tensor& bias,
            const at::Scalar& alpha_s, const at::Scalar& beta_s) {
+  if (a.scalar_type() == at::kDouble) {
+    TORCH_CHECK_NOT_IMPLEMENTED(vkml_device(a).info().supports_fp64, "matmul on vkml: ",
+                                vkml_device(a).info().name, " has no float64 arithmetic");
+    // The kernel takes alpha and beta as float32: others scale in float64 afterwards.
+    const double alpha = alpha_s.toDouble(), beta = beta_s.toDouble();
+    if (double(float(alpha)) != alpha || double(float(beta)) != beta) {
+      gemm3(a, m, out, at::Tensor(), 1, 0);
+      if (alpha != 1.0) out.mul_(alpha);
+      if (bias.defined() && beta != 0.0) out.add_(bias, beta);
+      return;
+    }
+  }
   bool integer = at::isIntegralType(a.scalar_type(), false);
   float alpha = integer ? 0.0f : alpha_s.toFloat(), beta = integer ? 0.0f : beta_s.toFloat();
   int64_t int_beta = integer ? beta_s.toLong() : 0;

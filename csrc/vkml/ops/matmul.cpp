@@ -111,19 +111,19 @@ constexpr size_t kCustomClass = std::size(kTiles);
 // taken when forced (TORCH_VKML_GEMM_TILE=128): on an H200 it ran 4096^3 at 2.2-2.3
 // TFLOP/s against 24 for the large one, in its 16 x 4 and 8 x 8 forms alike, with
 // direct and staged stores (before the accumulators were split, see gemm.comp).
-size_t choose_tile(const Device& dev, const GemmArgs& g, bool integer) {
+size_t choose_tile(const Device& dev, const GemmArgs& g, bool wide) {
   const DeviceInfo& info = dev.info();
-  const size_t acc = integer ? 8 : 4;
+  const size_t acc = wide ? 8 : 4;
   auto fits = [&](const Tile& t) {
     return uint32_t(t.threads) <= info.max_workgroup_invocations &&
            shared_bytes(t, acc) <= info.max_shared_memory;
   };
-  if (!integer && g.dtype == DType::f32 && custom_value().load() && fits(custom_tile()))
+  if (!wide && g.dtype == DType::f32 && custom_value().load() && fits(custom_tile()))
     return kCustomClass;
   if (int forced = forced_tile().load())
     for (size_t c = 0; c < std::size(kTiles); ++c)
       if (kTiles[c].bm == forced && fits(kTiles[c])) return c;
-  if (integer || g.m <= 32 || g.n <= 32) return 0;
+  if (wide || g.m <= 32 || g.n <= 32) return 0;
   // Split-K (launch.h) multiplies a few large tiles into enough workgroups on a GPU.
   const int64_t tiles = ceil_div(g.m, kLarge.bm) * ceil_div(g.n, kLarge.bn) * g.batch;
   const int64_t splits = gpu_choices(dev) ? k_splits(dev, tiles, g.k, g.batch * g.m * g.n) : 1;
@@ -155,8 +155,12 @@ void set_gemm_config(int32_t bm, int32_t bn, int32_t bk, int32_t threads, int32_
 void gemm(Device& dev, const GemmArgs& g) {
   bool integer = g.dtype == DType::i64 || g.dtype == DType::i32 || g.dtype == DType::u8;
   const bool half = g.dtype == DType::f16 || g.dtype == DType::bf16;
-  VKML_CHECK_ARG(g.dtype == DType::f32 || half || integer,
+  // float64 and the integers stage 8-byte elements, with no split-K or vector loads.
+  const bool wide = integer || g.dtype == DType::f64;
+  VKML_CHECK_ARG(g.dtype == DType::f32 || half || wide,
                  std::string("gemm: unsupported dtype ") + dtype_name(g.dtype));
+  VKML_CHECK_ARG(g.dtype != DType::f64 || dev.info().supports_fp64,
+                 "gemm: float64 is not supported on " + dev.info().name);
   auto int32_range = [](int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; };
   VKML_CHECK_ARG(!integer || (int32_range(g.int_alpha) && int32_range(g.int_beta)),
                  "gemm: integer alpha and beta must fit in int32");
@@ -179,7 +183,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   check_32bit_indexing(g.m * g.n, max_offset(g.m, g.n, g.c_row, g.c_col), op);
   if (bias) check_32bit_indexing(g.m * g.n, max_offset(g.m, g.n, g.bias_row, g.bias_col), op);
 
-  const size_t tile_class = choose_tile(dev, g, integer);
+  const size_t tile_class = choose_tile(dev, g, wide);
   const Tile t = tile_class == kCustomClass ? custom_tile() : kTiles[tile_class];
   // fp16 products on the matrix units where the device has them.
   const CoopmatKernel coop = g.k > 0 ? coopmat_kernel(dev, g) : CoopmatKernel{};
@@ -220,10 +224,10 @@ void gemm(Device& dev, const GemmArgs& g) {
   }
   p.flags = (bias ? GEMM_BIAS : 0) | (g.a_row == 1 && g.a_col != 1 ? GEMM_A_MFAST : 0) |
             (g.b_row == 1 && g.b_col != 1 ? GEMM_B_KFAST : 0) |
-            (coop.pipeline || integer ? 0 : quad_flags(g, itemsize(g.dtype)));
+            (coop.pipeline || wide ? 0 : quad_flags(g, itemsize(g.dtype)));
 
   // Split-K (launch.h) for float products: the partial sums are fp32.
-  const int64_t splits = integer ? 1 : k_splits(dev, tiles, g.k, g.batch * g.m * g.n);
+  const int64_t splits = wide ? 1 : k_splits(dev, tiles, g.k, g.batch * g.m * g.n);
   static const PipelineSlots slots({16, uint32_t(std::size(kTiles))});  // dtype, tile class
   // C's dtype: the operands', or float32 for f32_result (the sum pass writes it).
   const DType c_dtype = g.f32_result ? DType::f32 : g.dtype;

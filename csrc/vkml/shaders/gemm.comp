@@ -20,7 +20,7 @@
 //
 // Specialization constants: 0 = BM, 1 = BN, 2 = BK, 3 = threads (local size),
 // 4 = TN (outputs per thread along n); TM = BM * BN / (threads * TN).
-//! dtypes f32 f16 bf16 i64 i32 u8
+//! dtypes f32 f16 bf16 f64 i64 i32 u8
 #ifdef ST_BF16
 #define NEED_I16  // bf16 bits move through int16 arithmetic
 #endif
@@ -46,6 +46,15 @@ const uint NTY = BM / TM;  // threads along m
 #define BUF BufU16
 #define ESIZE 2
 #define ACC float
+#elif defined(ST_F64)
+// float64: the integer variants' layout (element-wide shared slices, no split-K),
+// with fused multiply-adds and float alpha and beta (the host passes others apart).
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { double v[]; };
+#define BUF BufF64
+#define ESIZE 8
+#define ACC double
+#define ELEM double
+#define FLOAT_ELEM
 #elif defined(ST_I64)
 #define BUF BufI64
 #define ESIZE 8
@@ -72,12 +81,12 @@ const uint NTY = BM / TM;  // threads along m
 #else
 #define LOADV(x) ACC(x)
 #endif
-#if defined(ELEM)
+#if defined(ELEM) && !defined(FLOAT_ELEM)
 #define MAD(a, b, c) ((c) + (a) * (b))
 #define SCALAR(x) ACC(floatBitsToInt(x))
 #else
 #define MAD(a, b, c) fma(a, b, c)
-#define SCALAR(x) (x)
+#define SCALAR(x) ACC(x)
 #endif
 
 #include "gemm_push.h"
