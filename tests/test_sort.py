@@ -239,3 +239,39 @@ def test_nanmedian(dtype):
 def test_median_of_nothing():
     for dtype in (torch.float32, torch.int64, torch.int32):
         assert_close_to_cpu(lambda t: (t.median(), t.nanmedian()), make((0, 3), dtype))
+
+
+def _f64_with_specials(shape):
+    x = make(shape, torch.float64) * 1e100
+    flat = x.view(-1)
+    specials = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 5e-324, -5e-324, 1.0]
+    for i, v in enumerate(specials):
+        flat[i * 7 % flat.numel()] = v
+    flat[1] = 1.0 + 2**-52  # next to 1.0: float32 keys would tie them
+    return x
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(lambda t: t.sort(stable=True, dim=1), id="sort"),
+        pytest.param(lambda t: t.sort(stable=True, dim=0, descending=True), id="sort-desc-dim0"),
+        pytest.param(lambda t: t.topk(5, 1), id="topk"),
+        pytest.param(lambda t: t.topk(3, 0, largest=False), id="topk-smallest"),
+        pytest.param(lambda t: t.kthvalue(4, 1), id="kthvalue"),
+        pytest.param(lambda t: t.median(1).values, id="median"),
+        pytest.param(lambda t: t.nanmedian(), id="nanmedian"),
+        pytest.param(lambda t: torch.unique(t.nan_to_num(0.0)), id="unique"),
+        pytest.param(lambda t: t.nan_to_num(0.0).round().unique(return_counts=True), id="counts"),
+        pytest.param(lambda t: torch.argsort(t, stable=True, dim=1), id="argsort"),
+    ],
+)
+def test_float64_sorting(fn):
+    """float64 sorts by order-preserving int64 keys: every bit of the value counts
+    (neighbours of 1.0, subnormals, 1e100), NaNs last, signed zeros tie."""
+    x = _f64_with_specials((6, 19))
+    got, want = fn(x.to(VKML)), fn(x)
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g.cpu(), w, rtol=0, atol=0, equal_nan=True)

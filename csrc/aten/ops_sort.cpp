@@ -19,13 +19,30 @@ namespace {
 using TensorPair = std::tuple<at::Tensor, at::Tensor>;
 using TensorRefPair = std::tuple<at::Tensor&, at::Tensor&>;
 
-// Keys are sorted as float32 (floating dtypes: exact for float16 and bfloat16) or int64.
+// Keys are sorted as float32 (floating dtypes: exact for float16 and bfloat16) or int64
+// (integers, and float64 through f64_keys).
 at::ScalarType key_type(const char* op, at::ScalarType t) {
   TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kBFloat16 ||
-                                  t == at::kLong || t == at::kInt || t == at::kShort ||
-                                  t == at::kChar || t == at::kByte || t == at::kBool,
+                                  t == at::kDouble || t == at::kLong || t == at::kInt ||
+                                  t == at::kShort || t == at::kChar || t == at::kByte ||
+                                  t == at::kBool,
                               op, " on vkml does not support ", t);
-  return at::isFloatingType(t) ? at::kFloat : at::kLong;
+  return at::isFloatingType(t) && t != at::kDouble ? at::kFloat : at::kLong;
+}
+
+// float64 values as int64 keys in the same order: the bits, with a negative value's
+// magnitude bits flipped (a map that is its own inverse). -0.0 becomes +0.0 and every
+// NaN the positive quiet one first, so zeros tie and NaNs sort last, as on the CPU.
+at::Tensor flip_negatives(const at::Tensor& bits) {
+  return at::where(bits < 0, at::bitwise_xor(bits, std::numeric_limits<int64_t>::max()), bits);
+}
+at::Tensor f64_keys(const at::Tensor& x) {
+  at::Tensor canonical =
+      at::where(at::isnan(x), std::numeric_limits<double>::quiet_NaN(), at::add(x, 0.0));
+  return flip_negatives(canonical.contiguous().view(at::kLong));
+}
+at::Tensor f64_from_keys(const at::Tensor& keys) {
+  return flip_negatives(keys).contiguous().view(at::kDouble);
 }
 
 // Sorted keys (float32 or int64) and int64 indices, with `dim` moved last.
@@ -35,8 +52,13 @@ TensorPair sort_keys_last(const char* op, const at::Tensor& self, int64_t dim, b
   int64_t n = x.dim() == 0 ? 1 : x.size(-1);
   int64_t rows = n == 0 ? 0 : x.numel() / n;
   TORCH_CHECK(n < (int64_t(1) << 31), op, ": rows of 2^31 or more elements are not supported");
-  at::Tensor keys = at::empty(x.sizes(), x.options().dtype(kt));
-  keys.copy_(x);
+  at::Tensor keys;
+  if (self.scalar_type() == at::kDouble) {
+    keys = f64_keys(x);
+  } else {
+    keys = at::empty(x.sizes(), x.options().dtype(kt));
+    keys.copy_(x);
+  }
   at::Tensor out_keys = at::empty(x.sizes(), keys.options());
   at::Tensor out_idx = at::empty(x.sizes(), keys.options().dtype(at::kLong));
   if (x.numel() > 0)
@@ -51,6 +73,10 @@ TensorPair sort_keys_last(const char* op, const at::Tensor& self, int64_t dim, b
 // Sorted values (self's dtype) and int64 indices, with `dim` moved last.
 TensorPair sort_last(const char* op, const at::Tensor& self, int64_t dim, bool descending) {
   auto [keys, idx] = sort_keys_last(op, self, dim, descending);
+  if (self.scalar_type() == at::kDouble) {  // the values themselves, -0.0 and NaNs as they were
+    at::Tensor x = self.dim() == 0 ? self.reshape({1}) : self.movedim(dim, -1);
+    return {x.gather(-1, idx), idx};
+  }
   at::Tensor values = keys.scalar_type() == self.scalar_type() ? keys : keys.to(self.scalar_type());
   return {values, idx};
 }
@@ -290,7 +316,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_groups_of(
                             count, addr(uniq), addr(start), return_inverse ? addr(inverse) : 0,
                             return_counts ? addr(counts) : 0);
   });
-  at::Tensor out = kt == self.scalar_type() ? uniq : uniq.to(self.scalar_type());
+  at::Tensor out = kt == self.scalar_type()             ? uniq
+                   : self.scalar_type() == at::kDouble ? f64_from_keys(uniq)
+                                                       : uniq.to(self.scalar_type());
   return {out, inverse, counts};
 }
 
@@ -323,8 +351,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive_flat(const at:
   int64_t n = self.numel();
   at::Tensor inverse = at::empty(return_inverse ? self.sizes() : at::IntArrayRef{0}, lopt);
   if (n == 0) return {at::empty({0}, self.options()), inverse, at::empty({0}, lopt)};
-  at::Tensor keys = at::empty({n}, self.options().dtype(kt));
-  keys.copy_(self.reshape({-1}));
+  at::Tensor keys;
+  if (self.scalar_type() == at::kDouble) {
+    keys = f64_keys(self.reshape({-1}));
+  } else {
+    keys = at::empty({n}, self.options().dtype(kt));
+    keys.copy_(self.reshape({-1}));
+  }
   at::Tensor perm = at::arange(n, lopt);
   return unique_groups_of(self, keys, perm, kt, inverse, return_inverse, return_counts);
 }
