@@ -281,3 +281,30 @@ def test_bernoulli_tensor_p():
         torch.full((4,), 0.5, device="vkml")
     )
     assert set(y.cpu().unique().tolist()) <= {0.0, 1.0}
+
+
+def test_float64_random_numbers():
+    """float64 draws take 53 random bits (uniform) and float64 Box-Muller (normal), as
+    the CPU's do; repeatable under a seed; devices without float64 say so."""
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        with pytest.raises(NotImplementedError, match="float64"):
+            torch.rand(4, dtype=torch.float64, device=VKML)
+        return
+    torch.manual_seed(5)
+    u = torch.rand(400000, dtype=torch.float64, device=VKML).cpu()
+    torch.manual_seed(5)
+    assert torch.equal(torch.rand(400000, dtype=torch.float64, device=VKML).cpu(), u)
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean().item() - 0.5) < 3e-3
+    # Finer than float32's 2^-24 grid: 53-bit values.
+    assert (u * 2**24 % 1 != 0).float().mean() > 0.99 and bool((u * 2**53 % 1 == 0).all())
+    n = torch.randn(400000, dtype=torch.float64, device=VKML).cpu()
+    assert abs(n.mean().item()) < 8e-3 and abs(n.std().item() - 1) < 8e-3
+    assert abs((n**4).mean().item() - 3) < 0.06  # normal, not merely unit variance
+    x = torch.empty(100000, dtype=torch.float64, device=VKML).uniform_(-2.0, 1e-3).cpu()
+    assert -2.0 <= x.min() and x.max() < 1e-3 and abs(x.mean().item() + 0.9995) < 0.02
+    y = torch.empty(100000, dtype=torch.float64, device=VKML).normal_(3.0, 0.5).cpu()
+    assert abs(y.mean().item() - 3) < 0.01 and abs(y.std().item() - 0.5) < 0.01
+    r = torch.randint(-3, 7, (1000,), dtype=torch.float64, device=VKML).cpu()
+    assert set(r.tolist()) == set(range(-3, 7))
+    b = torch.bernoulli(torch.full((20000,), 0.25, dtype=torch.float64, device=VKML)).cpu()
+    assert set(b.unique().tolist()) == {0.0, 1.0} and abs(b.mean().item() - 0.25) < 0.02

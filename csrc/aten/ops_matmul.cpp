@@ -35,8 +35,9 @@ void check_gemm_dtype(const char* name, const at::Tensor& a, const at::Tensor& b
 void gemm3(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out, const at::Tensor& bias,
            const at::Scalar& alpha_s, const at::Scalar& beta_s) {
   if (a.scalar_type() == at::kDouble) {
-    TORCH_CHECK_NOT_IMPLEMENTED(vkml_device(a).info().supports_fp64, "matmul on vkml: ",
-                                vkml_device(a).info().name, " has no float64 arithmetic");
+    TORCH_CHECK_NOT_IMPLEMENTED(vkml_device(a).info().supports_fp64,
+                                "matmul on vkml: ", vkml_device(a).info().name,
+                                " has no float64 arithmetic");
     // The kernel takes alpha and beta as float32: others scale in float64 afterwards.
     const double alpha = alpha_s.toDouble(), beta = beta_s.toDouble();
     if (double(float(alpha)) != alpha || double(float(beta)) != beta) {

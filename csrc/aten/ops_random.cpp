@@ -21,8 +21,8 @@ namespace {
 using vkml::ops::Distribution;
 
 bool random_dtype(at::ScalarType t) {
-  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kInt ||
-         t == at::kLong || t == at::kByte || t == at::kBool;
+  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kDouble ||
+         t == at::kInt || t == at::kLong || t == at::kByte || t == at::kBool;
 }
 
 // Generates into self (any layout, through a contiguous temporary if needed).
@@ -31,6 +31,9 @@ at::Tensor& generate(at::Tensor& self, Distribution dist, vkml::Scalar a, vkml::
   if (self.numel() == 0) return self;
   TORCH_CHECK_NOT_IMPLEMENTED(random_dtype(self.scalar_type()),
                               "random numbers on vkml do not support ", self.scalar_type(), " yet");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      self.scalar_type() != at::kDouble || vkml_device(self).info().supports_fp64,
+      "random numbers on vkml: ", vkml_device(self).info().name, " has no float64 arithmetic");
   const auto [seed, offset] = get_generator(gen, self.device().index())->take_draw();
   at::Tensor target = self.is_contiguous() ? self : at::empty(self.sizes(), self.options());
   guarded([&] { vkml::ops::random(vkml_device(target), ref(target), dist, a, b, seed, offset); });

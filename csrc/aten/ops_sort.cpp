@@ -316,7 +316,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_groups_of(
                             count, addr(uniq), addr(start), return_inverse ? addr(inverse) : 0,
                             return_counts ? addr(counts) : 0);
   });
-  at::Tensor out = kt == self.scalar_type()             ? uniq
+  at::Tensor out = kt == self.scalar_type()            ? uniq
                    : self.scalar_type() == at::kDouble ? f64_from_keys(uniq)
                                                        : uniq.to(self.scalar_type());
   return {out, inverse, counts};

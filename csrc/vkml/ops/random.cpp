@@ -1,5 +1,6 @@
 #include "vkml/ops/random.h"
 
+#include <cstring>
 #include <string>
 
 #include "vkml/core/error.h"
@@ -18,12 +19,14 @@ void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scal
             uint64_t offset) {
   VKML_CHECK_ARG(out.is_contiguous(), "random: the output must be contiguous");
   DType dt = out.dtype;
-  bool floating = dt == DType::f32 || dt == DType::f16 || dt == DType::bf16;
+  bool floating = dt == DType::f32 || dt == DType::f16 || dt == DType::bf16 || dt == DType::f64;
   bool integral = dt == DType::i32 || dt == DType::i64 || dt == DType::u8 || dt == DType::b8;
   VKML_CHECK_ARG(shaders::random(dt) != Shader::none && (floating || integral),
                  std::string("random: unsupported dtype ") + dtype_name(dt));
   VKML_CHECK_ARG(dt != DType::f16 || dev.info().supports_fp16,
                  "random: float16 is not supported on " + dev.info().name);
+  VKML_CHECK_ARG(dt != DType::f64 || dev.info().supports_fp64,
+                 "random: float64 is not supported on " + dev.info().name);
   Push p{};
   switch (dist) {
     case Distribution::Uniform:
@@ -32,6 +35,8 @@ void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scal
                                    ": needs a floating-point output, got " + dtype_name(dt));
       p.a = float(a.f);
       p.b = float(b.f);
+      std::memcpy(&p.a64, &a.f, sizeof(double));
+      std::memcpy(&p.b64, &b.f, sizeof(double));
       break;
     case Distribution::RandInt:
       VKML_CHECK_ARG(b.i > a.i, "random: randint needs from < to");

@@ -5,7 +5,7 @@
 //
 // Specialization constant 0 = distribution (ops/random.h order: uniform,
 // normal, randint, bernoulli). The variant is the output dtype.
-//! dtypes f32 f16 bf16 i32 i64 u8
+//! dtypes f32 f16 bf16 f64 i32 i64 u8
 #ifdef ST_BF16
 #define NEED_I16  // bf16 bits move through int16 arithmetic
 #endif
@@ -20,11 +20,49 @@ layout(local_size_x = WG) in;
 
 #include "philox.glsl"
 
+#ifdef ST_F64
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { double v[]; };
+#include "f64_math.glsl"
+
+// [0, 1) from 53 bits of two words: every value is exact in fp64.
+double unit53(uint hi, uint lo) {
+  return (double(hi >> 5) * 67108864.0LF + double(lo >> 6)) * (1.0LF / 9007199254740992.0LF);
+}
+
+// cos(2 pi u) for u in [0, 1): u - q / 4 is exact, so the reduced angle r (|r| <= pi / 4)
+// carries one rounding; Taylor series to r^16 (below 1e-17 there).
+double cos_2pi_d(double u) {
+  double q = floor(4.0LF * u + 0.5LF);
+  double r = (u - 0.25LF * q) * 6.283185307179586477LF, r2 = r * r;
+  double c = 1.0LF / 20922789888000.0LF;
+  c = c * r2 - 1.0LF / 87178291200.0LF;
+  c = c * r2 + 1.0LF / 479001600.0LF;
+  c = c * r2 - 1.0LF / 3628800.0LF;
+  c = c * r2 + 1.0LF / 40320.0LF;
+  c = c * r2 - 1.0LF / 720.0LF;
+  c = c * r2 + 1.0LF / 24.0LF;
+  c = c * r2 - 0.5LF;
+  c = c * r2 + 1.0LF;
+  double s = -1.0LF / 1307674368000.0LF;
+  s = s * r2 + 1.0LF / 6227020800.0LF;
+  s = s * r2 - 1.0LF / 39916800.0LF;
+  s = s * r2 + 1.0LF / 362880.0LF;
+  s = s * r2 - 1.0LF / 5040.0LF;
+  s = s * r2 + 1.0LF / 120.0LF;
+  s = s * r2 - 1.0LF / 6.0LF;
+  s = (s * r2 + 1.0LF) * r;
+  int quadrant = int(q) & 3;
+  return quadrant == 0 ? c : quadrant == 1 ? -s : quadrant == 2 ? -c : s;
+}
+#endif
+
 // [0, 1) from the top 24 bits: every value is exact in fp32.
 float unit(uint x) { return float(x >> 8) * (1.0 / 16777216.0); }
 
 void store_float(uint i, float v) {
-#if defined(ST_F32)
+#if defined(ST_F64)
+  BufF64(pc.dst).v[i] = double(v);
+#elif defined(ST_F32)
   BufF32(pc.dst).v[i] = v;
 #elif defined(ST_F16)
   BufF16(pc.dst).v[i] = float16_t(v);
@@ -40,7 +78,9 @@ void store_float(uint i, float v) {
 }
 
 void store_int(uint i, int64_t v) {
-#if defined(ST_F32)
+#if defined(ST_F64)
+  BufF64(pc.dst).v[i] = double(v);
+#elif defined(ST_F32)
   BufF32(pc.dst).v[i] = float(v);
 #elif defined(ST_F16)
   BufF16(pc.dst).v[i] = float16_t(float(v));
@@ -59,6 +99,21 @@ void main() {
   uint i = linear_id();
   if (i >= pc.numel) return;
   uvec4 x = philox4x32(uvec4(i, pc.offset_lo, pc.offset_hi, 0u), uvec2(pc.seed_lo, pc.seed_hi), 10);
+#ifdef ST_F64
+  // float64 as the CPU draws it: 53 random bits, then from + (to - from) * u; Box-Muller
+  // in float64 for the normal.
+  const double a = uint64BitsToDouble(pc.a64), b = uint64BitsToDouble(pc.b64);
+  if (DIST == RANDOM_UNIFORM) {
+    BufF64(pc.dst).v[i] = a + (b - a) * unit53(x.x, x.y);
+    return;
+  }
+  if (DIST == RANDOM_NORMAL) {
+    double u1 = 1.0LF - unit53(x.x, x.y);  // (0, 1]: log(u1) is finite
+    double z = sqrt(-2.0LF * log_d(u1)) * cos_2pi_d(unit53(x.z, x.w));
+    BufF64(pc.dst).v[i] = a + b * z;
+    return;
+  }
+#endif
   switch (DIST) {
     case RANDOM_UNIFORM: {
       float v = round_to_storage(pc.a + (pc.b - pc.a) * unit(x.x));

@@ -20,11 +20,13 @@ VKML_PUSH_BEGIN(Push)
   uint64_t dst;
   int64_t lo;      // randint: lower bound
   uint64_t range;  // randint: b - a (> 0)
+  uint64_t a64;    // the float64 variant's a and b: float64 bits (the f32 variant's
+  uint64_t b64;    // push block must not name a double)
   float a;         // uniform: from; normal: mean; bernoulli: p
   float b;         // uniform: to; normal: std
   uint seed_lo, seed_hi, offset_lo, offset_hi;
   uint numel;
-VKML_PUSH_END(Push, 3 * 8 + 8 * 4)  // 4 bytes of tail padding
+VKML_PUSH_END(Push, 5 * 8 + 8 * 4)  // 4 bytes of tail padding
 VKML_CONTRACT_END(random_detail)
 
 #endif
