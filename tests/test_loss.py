@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from class_target_cases import LOSS_CASES, C, N, call_loss, class_targets, loss_kwargs
 from conftest import (
+    VKML,
     assert_close_to_cpu,
     assert_grads_close_to_cpu,
     assert_raises_like_cpu,
@@ -195,3 +196,19 @@ def test_binary_cross_entropy_matches_cpu(reduction, weighted):
     loss_c.sum().backward()
     loss_d.sum().backward()
     torch.testing.assert_close(xd.grad.cpu(), x.grad, atol=1e-4, rtol=1e-5)
+
+
+def test_float64_nll_loss_takes_the_counted_cpu_route():
+    x = make((5, 7), torch.float64)
+    y = torch.tensor([0, 6, 3, -100, 2])
+    torch_vkml.reset_fallback_counts()
+    xd = x.to(VKML).requires_grad_()
+    loss = F.cross_entropy(xd, y.to(VKML), ignore_index=-100)
+    loss.backward()
+    assert torch_vkml.fallback_counts().get("aten::nll_loss_forward") == 1
+    xc = x.clone().requires_grad_()
+    want = F.cross_entropy(xc, y, ignore_index=-100)
+    want.backward()
+    torch.testing.assert_close(loss.cpu(), want, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad, rtol=1e-12, atol=1e-12)
+    torch_vkml.reset_fallback_counts()  # counted above, as this test expects

@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from conftest import (
     FLOAT_DTYPES,
+    VKML,
     assert_grads_close_to_cpu,
     assert_same,
     dtype_id,
@@ -12,6 +13,8 @@ from conftest import (
     make,
     to_device,
 )
+
+import torch_vkml
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
@@ -229,3 +232,29 @@ def test_batch_norm_legit_variants():
         *to_device(args, "vkml"), torch.empty(0, dtype=torch.uint8, device="vkml")
     )
     assert_same(actual, expected, **TOL[torch.float32])
+
+
+def test_float64_norms_take_the_counted_cpu_route():
+    """float64 batch, layer and group norms (no float64 kernels) run on the counted CPU
+    route with the CPU's results and gradients, rather than raising."""
+    x = make((4, 6, 5), torch.float64)
+    w, b = make((6,), torch.float64), make((6,), torch.float64)
+    cases = [
+        (lambda t, w, b: F.batch_norm(t, None, None, w, b, training=True), "native_batch_norm"),
+        (lambda t, w, b: F.layer_norm(t.transpose(1, 2), (6,), w, b), "native_layer_norm"),
+        (lambda t, w, b: F.group_norm(t, 3, w, b), "native_group_norm"),
+    ]
+    for fn, op in cases:
+        torch_vkml.reset_fallback_counts()
+        args = [a.to(VKML).requires_grad_() for a in (x, w, b)]
+        got = fn(*args)
+        got.square().sum().backward()
+        counts = torch_vkml.fallback_counts()
+        assert counts.get(f"aten::{op}") == 1 and counts.get(f"aten::{op}_backward") == 1, counts
+        ref = [a.clone().requires_grad_() for a in (x, w, b)]
+        want = fn(*ref)
+        want.square().sum().backward()
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-12, atol=1e-12)
+        for g, r in zip(args, ref, strict=True):
+            torch.testing.assert_close(g.grad.cpu(), r.grad, rtol=1e-10, atol=1e-12)
+    torch_vkml.reset_fallback_counts()  # counted above, as this test expects

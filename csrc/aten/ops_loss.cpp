@@ -51,6 +51,8 @@ vkml::ops::NllLossArgs args_for(const at::Tensor& self, const at::Tensor& target
 std::tuple<at::Tensor, at::Tensor> nll_forward(const at::Tensor& self, const at::Tensor& target,
                                                const std::optional<at::Tensor>& weight,
                                                int64_t reduction, int64_t ignore_index) {
+  if (self.scalar_type() == at::kDouble)  // no float64 kernel: the counted CPU route
+    return cpu_route<at::_ops::nll_loss_forward>(self, target, weight, reduction, ignore_index);
   if (self.scalar_type() == at::kBFloat16) {  // float32 math, one rounding at the end
     auto w32 = weight.has_value() && weight->defined()
                    ? std::optional<at::Tensor>(weight->to(at::kFloat))
@@ -88,6 +90,9 @@ std::tuple<at::Tensor&, at::Tensor&> nll_forward_out(const at::Tensor& self,
 at::Tensor nll_backward(const at::Tensor& grad_output, const at::Tensor& self,
                         const at::Tensor& target, const std::optional<at::Tensor>& weight,
                         int64_t reduction, int64_t ignore_index, const at::Tensor& total_weight) {
+  if (self.scalar_type() == at::kDouble)
+    return cpu_route<at::_ops::nll_loss_backward>(grad_output, self, target, weight, reduction,
+                                                  ignore_index, total_weight);
   if (self.scalar_type() == at::kBFloat16) {
     auto w32 = weight.has_value() && weight->defined()
                    ? std::optional<at::Tensor>(weight->to(at::kFloat))

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "fallback.h"
 #include "op_helpers.h"
 #include "vkml/ops/norm.h"
 #include "vkml_tensor.h"
@@ -41,6 +42,9 @@ vkml::ops::NormView bn_view(const at::Tensor& x) {
 Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
                    const OptTensor& running_mean, const OptTensor& running_var, bool training,
                    double momentum, double eps) {
+  if (input.scalar_type() == at::kDouble)  // no float64 kernel: the counted CPU route
+    return cpu_route<at::_ops::native_batch_norm>(input, weight, bias, running_mean, running_var,
+                                                  training, momentum, eps);
   check_float_storage("batch_norm", input.scalar_type());
   TORCH_CHECK(input.dim() >= 2, "batch_norm: expected at least 2-D input, got ", input.dim(), "-D");
   at::Tensor x = input.contiguous();
@@ -116,6 +120,10 @@ Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                             const OptTensor& running_var, const OptTensor& save_mean,
                             const OptTensor& save_invstd, bool train, double eps,
                             std::array<bool, 3> mask) {
+  if (input.scalar_type() == at::kDouble)
+    return cpu_route<at::_ops::native_batch_norm_backward>(grad_out, input, weight, running_mean,
+                                                           running_var, save_mean, save_invstd,
+                                                           train, eps, mask);
   check_float_storage("batch_norm_backward", input.scalar_type());
   at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
   auto v = bn_view(x);
@@ -196,6 +204,8 @@ Tensor3 bn_backward_new(const at::Tensor& grad_out, const at::Tensor& input,
 
 Tensor3 layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
                    const OptTensor& weight, const OptTensor& bias, double eps) {
+  if (input.scalar_type() == at::kDouble)
+    return cpu_route<at::_ops::native_layer_norm>(input, normalized_shape, weight, bias, eps);
   check_float_storage("layer_norm", input.scalar_type());
   int64_t nd = int64_t(normalized_shape.size()), axis = input.dim() - nd;
   TORCH_CHECK(nd >= 1, "Expected normalized_shape to be at least 1-dimensional");
@@ -246,6 +256,9 @@ Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                             at::IntArrayRef normalized_shape, const at::Tensor& mean_in,
                             const at::Tensor& rstd_in, const OptTensor& weight,
                             const OptTensor& bias, std::array<bool, 3> mask) {
+  if (input.scalar_type() == at::kDouble)
+    return cpu_route<at::_ops::native_layer_norm_backward>(grad_out, input, normalized_shape,
+                                                           mean_in, rstd_in, weight, bias, mask);
   check_float_storage("layer_norm_backward", input.scalar_type());
   int64_t axis = input.dim() - int64_t(normalized_shape.size());
   at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
@@ -270,6 +283,8 @@ Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
 
 Tensor3 group_norm(const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
                    int64_t N, int64_t C, int64_t HxW, int64_t group, double eps) {
+  if (input.scalar_type() == at::kDouble)
+    return cpu_route<at::_ops::native_group_norm>(input, weight, bias, N, C, HxW, group, eps);
   check_float_storage("group_norm", input.scalar_type());
   TORCH_CHECK(group > 0 && C % group == 0, "Expected number of channels in input to be ",
               "divisible by num_groups, but got input of shape ", input.sizes(),
@@ -300,6 +315,9 @@ Tensor3 group_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                             const at::Tensor& mean_in, const at::Tensor& rstd_in,
                             const OptTensor& weight, int64_t N, int64_t C, int64_t HxW,
                             int64_t group, std::array<bool, 3> mask) {
+  if (input.scalar_type() == at::kDouble)
+    return cpu_route<at::_ops::native_group_norm_backward>(grad_out, input, mean_in, rstd_in,
+                                                           weight, N, C, HxW, group, mask);
   check_float_storage("group_norm_backward", input.scalar_type());
   at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
   at::Tensor mean = mean_in.to(at::kFloat).contiguous(), rstd = rstd_in.to(at::kFloat).contiguous();
