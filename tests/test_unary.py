@@ -18,6 +18,8 @@ from conftest import (
     unary_case,
 )
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 # ------------------------------------------------------------ unary math
@@ -263,3 +265,45 @@ def test_math_module_constants():
     assert math.isclose(
         torch.erfinv(torch.tensor(0.5, device=VKML)).item(), 0.4769362762, rel_tol=1e-6
     )
+
+
+@pytest.mark.parametrize(
+    "name", ["exp", "log", "log2", "log10", "exp2", "log1p", "expm1", "sigmoid", "tanh"]
+)
+def test_float64_exp_log_family_runs_on_the_device(name):
+    """The exp/log family in float64 (f64_math.glsl: GLSL has them only in float) runs on the
+    device within a few units in the last place of the CPU's, specials included."""
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(3000, generator=gen, dtype=torch.float64) * 12
+    specials = [
+        0.0,
+        -0.0,
+        1e-300,
+        -1e-300,
+        1e-20,
+        -1e-20,
+        700.0,
+        -700.0,
+        710.0,
+        -750.0,
+        1.0,
+        2.0,
+        8.0,
+        0.5,
+        1e300,
+        -1.0,
+        -0.999999,
+        0.9999999,
+        1.0000001,
+        float("inf"),
+        -float("inf"),
+        float("nan"),
+    ]
+    x = torch.cat([x, x.abs() + 1e-3, x * 1e-3, torch.tensor(specials, dtype=torch.float64)])
+    torch_vkml.reset_fallback_counts()
+    fn = getattr(torch, name)
+    got = fn(x.to(VKML)).cpu()
+    assert torch_vkml.fallback_counts() == {}
+    torch.testing.assert_close(got, fn(x), rtol=4e-15, atol=1e-300, equal_nan=True)

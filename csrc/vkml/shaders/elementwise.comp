@@ -2,8 +2,8 @@
 // Elementwise ops (unary, binary, ternary) over up to three collapsed dims with
 // per-operand strides; the op is specialization constant 0 (see op_codes.h).
 // f16 and bf16 are storage formats: they compute in fp32. f64 (needs
-// shaderFloat64) computes in double and has only the ops GLSL has in double;
-// the adapter runs the others elsewhere. The special functions
+// shaderFloat64) computes in double and has the ops GLSL has in double plus the
+// exp/log family of f64_math.glsl; the adapter runs the others elsewhere. The special functions
 // (special_functions.glsl, op codes 70-89 and 242-258 but gcd/lcm) live only in
 // the *_special variants: they quadruple the shader, and every pipeline of the
 // common ops would pay for them in driver compile time.
@@ -121,6 +121,68 @@ CT copy_sign(CT mag, CT sgn) { return sign_bit(sgn) ? -abs(mag) : abs(mag); }
 
 #ifdef HAS_TRANSC
 #include "float_math.glsl"
+#endif
+
+#ifdef ST_F64
+#include "f64_math.glsl"
+const double INV_LN2_D = 1.4426950408889634074LF;
+// log(1 + x) = log(u) x / (u - 1) for u = 1 + x rounded (Goldberg): the rounding of u
+// cancels, so small x keep their digits.
+double log1p_d(double x) {
+  if (isnan(x) || isinf(x)) return x < 0.0LF ? 0.0LF / 0.0LF : x;
+  double u = 1.0LF + x;
+  if (u == 1.0LF) return x;
+  return log_d(u) * (x / (u - 1.0LF));
+}
+// exp(x) - 1: Taylor to x^17 below 1/2 (truncation under 1e-21), else exp - 1.
+double expm1_d(double x) {
+  if (!(abs(x) < 0.5LF)) return isnan(x) ? x : exp_d(x) - 1.0LF;
+  double p = 1.0LF / 355687428096000.0LF;
+  p = p * x + 1.0LF / 20922789888000.0LF;
+  p = p * x + 1.0LF / 1307674368000.0LF;
+  p = p * x + 1.0LF / 87178291200.0LF;
+  p = p * x + 1.0LF / 6227020800.0LF;
+  p = p * x + 1.0LF / 479001600.0LF;
+  p = p * x + 1.0LF / 39916800.0LF;
+  p = p * x + 1.0LF / 3628800.0LF;
+  p = p * x + 1.0LF / 362880.0LF;
+  p = p * x + 1.0LF / 40320.0LF;
+  p = p * x + 1.0LF / 5040.0LF;
+  p = p * x + 1.0LF / 720.0LF;
+  p = p * x + 1.0LF / 120.0LF;
+  p = p * x + 1.0LF / 24.0LF;
+  p = p * x + 1.0LF / 6.0LF;
+  p = p * x + 0.5LF;
+  p = p * x + 1.0LF;
+  return p * x;
+}
+double tanh_d(double x) {
+  if (isnan(x)) return x;
+  double ax = abs(x);
+  if (ax > 20.0LF) return sign(x);
+  double e = expm1_d(2.0LF * ax);
+  return copy_sign(e / (e + 2.0LF), x);
+}
+// log2 from the mantissa in [sqrt(1/2), sqrt(2)), where log_d keeps relative precision:
+// exact for powers of two, as the CPU's, and no cancellation just below 1.
+double log2_d(double x) {
+  if (isnan(x) || isinf(x) || x <= 0.0LF) return log_d(x) * INV_LN2_D;
+  int e;
+  double m = frexp(x, e);
+  if (m < 0.70710678118654752LF) {
+    m *= 2.0LF;
+    e -= 1;
+  }
+  return double(e) + log_d(m) * INV_LN2_D;
+}
+// 2^x = 2^k 2^f with f = x - floor(x) exact, so exp_d sees a small argument.
+double exp2_d(double x) {
+  if (isnan(x)) return x;
+  if (x >= 1024.0LF) return 1.0LF / 0.0LF;
+  if (x < -1075.0LF) return 0.0LF;
+  double k = floor(x);
+  return ldexp(exp_d((x - k) * 0.6931471805599453094LF), int(k));
+}
 #endif
 
 #ifdef IS_FLOAT
@@ -438,6 +500,17 @@ CT apply(CT a, CT b, CT c, uint i) {
 #endif
     case OP_SIGMOID_BACKWARD: return a * b * (CT(1) - b);     // grad, output
     case OP_TANH_BACKWARD: return a * (CT(1) - b * b);        // grad, output
+#endif
+#ifdef ST_F64
+    case OP_EXP: return exp_d(a);
+    case OP_LOG: return log_d(a);
+    case OP_LOG2: return log2_d(a);
+    case OP_LOG10: return log_d(a) * 0.43429448190325182765LF;
+    case OP_EXP2: return exp2_d(a);
+    case OP_LOG1P: return log1p_d(a);
+    case OP_EXPM1: return expm1_d(a);
+    case OP_SIGMOID: return 1.0LF / (1.0LF + exp_d(-a));
+    case OP_TANH: return tanh_d(a);
 #endif
 #ifdef HAS_TRANSC
     case OP_EXP: return exp(a);
