@@ -205,3 +205,14 @@ def test_float64_creation_keeps_digits():
     assert_factory_same(lambda d: torch.full((3, 2), 0.1, dtype=torch.float64, device=d))
     assert_factory_same(lambda d: torch.arange(0, 1, 0.1, dtype=torch.float64, device=d))
     assert_factory_same(lambda d: torch.zeros(4, dtype=torch.float64, device=d) + 1e-300)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 7, 1000])
+def test_complex_linspace(steps):
+    """Each part is the CPU's real linspace (its complex step divides the parts apart)."""
+    for dtype in (torch.complex64, torch.complex128):
+        got = torch.linspace(1 + 2j, -3 + 0.5j, steps, dtype=dtype, device=VKML).cpu()
+        want = torch.linspace(1 + 2j, -3 + 0.5j, steps, dtype=dtype)
+        torch.testing.assert_close(
+            got, want, rtol=0, atol=1e-6 if dtype == torch.complex64 else 1e-15
+        )

@@ -2,9 +2,11 @@
 the CPU."""
 
 import pytest
+import torch
 import torch.nn.functional as F
 from conftest import (
     FLOAT_DTYPES,
+    VKML,
     assert_close_to_cpu,
     assert_grads_close_to_cpu,
     assert_raises_like_cpu,
@@ -42,3 +44,28 @@ def test_unfold_fold(kw, dtype):
 def test_unfold_fold_errors():
     assert_raises_like_cpu(lambda t: F.unfold(t, 5), make((1, 2, 3, 3)))
     assert_raises_like_cpu(lambda t: F.fold(t, (4, 4), 2), make((1, 7, 9)))
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.complex64, torch.int32], ids=str)
+def test_unfold_of_other_dtypes_moves_elements_on_the_device(dtype):
+    """im2col only moves elements: for dtypes without its kernel, a strided view of the
+    padded input copied into place (native, no CPU)."""
+    x = make((2, 3, 7, 6), torch.float32)
+    x = (
+        (x > 0)
+        if dtype == torch.bool
+        else x.to(dtype)
+        if dtype != torch.complex64
+        else torch.complex(x, -x)
+    )
+    kw = dict(kernel_size=(2, 3), dilation=(2, 1), padding=(1, 2), stride=(2, 1))
+    got = F.unfold(x.to(VKML), **kw).cpu()
+    if dtype == torch.int32:  # the CPU has no integer im2col: compare with float
+        want = F.unfold(x.float(), **kw).to(dtype)
+    else:
+        want = F.unfold(x, **kw)
+    assert torch.equal(got, want)
+    assert torch.equal(
+        F.unfold(x[0].to(VKML), 2).cpu(),
+        (F.unfold(x[0].float(), 2) if dtype == torch.int32 else F.unfold(x[0], 2)).to(dtype),
+    )

@@ -7,6 +7,7 @@ from conftest import (
     FLOAT_DTYPES,
     assert_close_to_cpu,
     assert_grads_close_to_cpu,
+    assert_raises_like_cpu,
     dtype_id,
     leaf,
     make,
@@ -150,3 +151,23 @@ def test_windows_past_a_loop_limited_drivers_count():
     else:
         assert not counts, counts
     torch_vkml.reset_fallback_counts()  # the no_fallback check: these are the point here
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int32, torch.int64, torch.float64], ids=str)
+def test_integer_and_float64_pools_take_the_counted_cpu_route(dtype):
+    """Pools of dtypes without kernels (image bytes, labels, float64) run on the counted
+    CPU route, with the CPU's results, gradients and errors, instead of raising."""
+    x = make((2, 3, 9, 9), torch.int64, low=0, high=200).to(dtype)
+    assert_close_to_cpu(lambda t: F.max_pool2d(t, 3, 2), x)
+    assert_close_to_cpu(lambda t: F.max_pool3d(t.unsqueeze(0), 2), x)
+    if dtype in (torch.int64, torch.float64):  # the CPU has avg_pool2d for these only
+        assert_close_to_cpu(lambda t: F.avg_pool2d(t, 2, padding=1), x)
+    if dtype == torch.float64:
+        assert_close_to_cpu(lambda t: F.adaptive_avg_pool2d(t, 4), x)
+        xg = x.requires_grad_()
+        assert_grads_close_to_cpu(lambda t: F.max_pool2d(t, 2).square().sum(), xg)
+        assert_grads_close_to_cpu(lambda t: F.adaptive_max_pool2d(t, 3)[0].sum(), xg)
+    else:  # the CPU's own error
+        assert_raises_like_cpu(lambda t: F.adaptive_max_pool2d(t, 3), x)
+    assert torch_vkml.fallback_counts()
+    torch_vkml.reset_fallback_counts()  # counted above, as this test expects

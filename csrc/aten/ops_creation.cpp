@@ -92,6 +92,18 @@ at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
                          at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
   auto t = out.scalar_type();
+  if (at::isComplexType(t)) {
+    // The CPU's complex step divides each part by steps - 1 and its products with the
+    // (real) index keep the parts apart: each part is a real linspace.
+    const c10::complex<double> s = start.toComplexDouble(), e = end.toComplexDouble();
+    const at::TensorOptions real = out.options().dtype(c10::toRealValueType(t));
+    at::Tensor re = at::empty({steps}, real), im = at::empty({steps}, real);
+    linspace_out(s.real(), e.real(), steps, re);
+    linspace_out(s.imag(), e.imag(), steps, im);
+    at::native::resize_output(out, {steps});
+    out.copy_(at::complex(re, im));
+    return out;
+  }
   bool integral = at::isIntegralType(t, false);
   if (integral && !vkml_device(out).info().supports_fp64) {
     return cpu_route<at::_ops::linspace_out>(start, end, steps, out);

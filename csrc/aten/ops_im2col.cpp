@@ -53,7 +53,6 @@ vkml::ops::Im2colShape window_shape(const char* op, int64_t H, int64_t W, at::In
 
 at::Tensor vk_im2col(const at::Tensor& self, at::IntArrayRef k, at::IntArrayRef dil,
                      at::IntArrayRef pad, at::IntArrayRef stride) {
-  check_float_storage("im2col", self.scalar_type());
   TORCH_CHECK((self.dim() == 3 && self.size(0) > 0) || (self.dim() == 4 && self.size(1) > 0),
               "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other "
               "non-zero dimensions for input, but got: ",
@@ -66,6 +65,16 @@ at::Tensor vk_im2col(const at::Tensor& self, at::IntArrayRef k, at::IntArrayRef 
   at::Tensor x = (batched ? self : self.unsqueeze(0)).contiguous();
   auto s = window_shape("im2col", x.size(2), x.size(3), k, dil, pad, stride);
   s.planes = x.size(0) * x.size(1);
+  if (!is_float_storage(x.scalar_type())) {
+    // Other dtypes (bool, integers, complex): the windows as a strided view of the padded
+    // input, copied into place (it only moves elements).
+    at::Tensor p = at::constant_pad_nd(x, {s.pw, s.pw, s.ph, s.ph}, 0).contiguous();
+    const int64_t C = p.size(1), Hp = p.size(2), Wp = p.size(3);
+    at::Tensor windows = p.as_strided({p.size(0), C, s.kh, s.kw, s.oh, s.ow},
+                                      {C * Hp * Wp, Hp * Wp, s.dh * Wp, s.dw, s.sh * Wp, s.sw});
+    at::Tensor out = windows.reshape({p.size(0), C * s.kh * s.kw, s.oh * s.ow}).contiguous();
+    return batched ? out : out.squeeze(0);
+  }
   at::Tensor out = at::empty({x.size(0), x.size(1) * s.kh * s.kw, s.oh * s.ow}, x.options());
   guarded(
       [&] { vkml::ops::im2col(vkml_device(x), to_vkml(x.scalar_type()), addr(x), addr(out), s); });

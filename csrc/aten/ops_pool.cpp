@@ -15,10 +15,9 @@
 namespace vkml_aten {
 namespace {
 
+// Shapes only: the forward passes send other dtypes (integers, float64) to the CPU
+// route, and the kernels check theirs (run_*).
 void check_input(const char* name, const at::Tensor& t, int sp) {
-  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(t.scalar_type()), name,
-                              " on vkml supports float32, float16 and bfloat16, got ",
-                              t.scalar_type());
   TORCH_CHECK(t.dim() == sp + 1 || t.dim() == sp + 2, name, ": expected ", sp + 1, "D or ", sp + 2,
               "D input, got ", t.dim(), "D");
   for (int d = 1; d < t.dim(); ++d)
@@ -110,7 +109,9 @@ vkml::DType dt(const at::Tensor& t) { return to_vkml(t.scalar_type()); }
 // One thread walks an output's whole window: past the loop limit of Mesa 22.3's lavapipe
 // (DeviceInfo::loop_iteration_limit; it stops such loops short, silently) a pool of
 // larger windows (a global pool of a 400 x 400 map) takes the counted CPU route.
-bool window_too_long(const Pool& p, const at::Tensor& self) {
+// Integer and float64 pools (no kernels for them) take the counted CPU route too.
+bool takes_cpu_route(const Pool& p, const at::Tensor& self) {
+  if (!is_float_storage(self.scalar_type())) return true;
   int64_t window = 1;
   for (int a = 0; a < 3; ++a)
     window *= p.s.adaptive ? (p.s.in[a] + p.s.out[a] - 1) / std::max<int64_t>(p.s.out[a], 1) + 1
@@ -119,6 +120,7 @@ bool window_too_long(const Pool& p, const at::Tensor& self) {
 }
 
 std::tuple<at::Tensor, at::Tensor> run_max(const Pool& p, const at::Tensor& self) {
+  check_float_storage("pool", self.scalar_type());
   at::Tensor x = self.contiguous();
   at::Tensor y = at::empty(p.out_sizes, x.options());
   at::Tensor idx = at::empty(p.out_sizes, x.options().dtype(at::kLong));
@@ -129,6 +131,7 @@ std::tuple<at::Tensor, at::Tensor> run_max(const Pool& p, const at::Tensor& self
 
 at::Tensor run_max_backward(const Pool& p, const at::Tensor& grad, const at::Tensor& self,
                             const at::Tensor& indices) {
+  check_float_storage("pool backward", self.scalar_type());
   at::Tensor g = grad.to(self.scalar_type()).contiguous(), idx = indices.contiguous();
   TORCH_CHECK(idx.scalar_type() == at::kLong, "max_pool backward: indices must be int64");
   TORCH_CHECK(g.sizes() == at::IntArrayRef(p.out_sizes) && idx.sizes() == g.sizes(),
@@ -142,6 +145,7 @@ at::Tensor run_max_backward(const Pool& p, const at::Tensor& grad, const at::Ten
 }
 
 at::Tensor run_avg(const Pool& p, const at::Tensor& self) {
+  check_float_storage("pool", self.scalar_type());
   at::Tensor x = self.contiguous();
   at::Tensor y = at::empty(p.out_sizes, x.options());
   if (y.numel() > 0)
@@ -150,6 +154,7 @@ at::Tensor run_avg(const Pool& p, const at::Tensor& self) {
 }
 
 at::Tensor run_avg_backward(const Pool& p, const at::Tensor& grad, const at::Tensor& self) {
+  check_float_storage("pool backward", self.scalar_type());
   at::Tensor g = grad.to(self.scalar_type()).contiguous();
   TORCH_CHECK(g.sizes() == at::IntArrayRef(p.out_sizes),
               "avg_pool backward: grad_output must have the output's shape");
@@ -170,7 +175,7 @@ std::tuple<at::Tensor, at::Tensor> max_pool(const at::Tensor& self, at::IntArray
                                             at::IntArrayRef stride, at::IntArrayRef padding,
                                             at::IntArrayRef dilation, bool ceil_mode) {
   Pool p = fixed("max_pool", self, SP, kernel, stride, padding, dilation, ceil_mode);
-  if (window_too_long(p, self)) {
+  if (takes_cpu_route(p, self)) {
     if constexpr (SP == 2)
       return cpu_route<at::_ops::max_pool2d_with_indices>(self, kernel, stride, padding, dilation,
                                                           ceil_mode);
@@ -185,6 +190,14 @@ template <int SP>
 at::Tensor max_pool_backward(const at::Tensor& grad, const at::Tensor& self, at::IntArrayRef kernel,
                              at::IntArrayRef stride, at::IntArrayRef padding,
                              at::IntArrayRef dilation, bool ceil_mode, const at::Tensor& indices) {
+  if (!is_float_storage(self.scalar_type())) {  // float64: its forward ran there too
+    if constexpr (SP == 2)
+      return cpu_route<at::_ops::max_pool2d_with_indices_backward>(
+          grad, self, kernel, stride, padding, dilation, ceil_mode, indices);
+    else
+      return cpu_route<at::_ops::max_pool3d_with_indices_backward>(
+          grad, self, kernel, stride, padding, dilation, ceil_mode, indices);
+  }
   Pool p = fixed("max_pool_backward", self, SP, kernel, stride, padding, dilation, ceil_mode);
   return run_max_backward(p, grad, self, indices);
 }
@@ -195,7 +208,7 @@ at::Tensor avg_pool(const at::Tensor& self, at::IntArrayRef kernel, at::IntArray
                     std::optional<int64_t> divisor) {
   Pool p = fixed("avg_pool", self, SP, kernel, stride, padding, {}, ceil_mode);
   set_avg(p, count_include_pad, divisor);
-  if (window_too_long(p, self)) {
+  if (takes_cpu_route(p, self)) {
     if constexpr (SP == 2)
       return cpu_route<at::_ops::avg_pool2d>(self, kernel, stride, padding, ceil_mode,
                                              count_include_pad, divisor);
@@ -210,6 +223,14 @@ template <int SP>
 at::Tensor avg_pool_backward(const at::Tensor& grad, const at::Tensor& self, at::IntArrayRef kernel,
                              at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode,
                              bool count_include_pad, std::optional<int64_t> divisor) {
+  if (!is_float_storage(self.scalar_type())) {
+    if constexpr (SP == 2)
+      return cpu_route<at::_ops::avg_pool2d_backward>(grad, self, kernel, stride, padding,
+                                                      ceil_mode, count_include_pad, divisor);
+    else
+      return cpu_route<at::_ops::avg_pool3d_backward>(grad, self, kernel, stride, padding,
+                                                      ceil_mode, count_include_pad, divisor);
+  }
   Pool p = fixed("avg_pool_backward", self, SP, kernel, stride, padding, {}, ceil_mode);
   set_avg(p, count_include_pad, divisor);
   return run_avg_backward(p, grad, self);
@@ -220,7 +241,7 @@ at::Tensor adaptive_avg(const at::Tensor& self, at::IntArrayRef output_size) {
   Pool p = adaptive("adaptive_avg_pool", self, SP, output_size);
   // The CPU's 3-d kernel sums 16-bit floats in their own dtype (1-d and 2-d use fp32).
   p.s.round_steps = SP == 3 && self.scalar_type() != at::kFloat;
-  if (window_too_long(p, self)) {
+  if (takes_cpu_route(p, self)) {
     if constexpr (SP == 2)
       return cpu_route<at::_ops::_adaptive_avg_pool2d>(self, output_size);
     else
@@ -231,6 +252,12 @@ at::Tensor adaptive_avg(const at::Tensor& self, at::IntArrayRef output_size) {
 
 template <int SP>
 at::Tensor adaptive_avg_backward(const at::Tensor& grad, const at::Tensor& self) {
+  if (!is_float_storage(self.scalar_type())) {
+    if constexpr (SP == 2)
+      return cpu_route<at::_ops::_adaptive_avg_pool2d_backward>(grad, self);
+    else
+      return cpu_route<at::_ops::_adaptive_avg_pool3d_backward>(grad, self);
+  }
   return run_avg_backward(adaptive_from("adaptive_avg_pool_backward", self, grad, SP), grad, self);
 }
 
@@ -238,7 +265,7 @@ template <int SP>
 std::tuple<at::Tensor, at::Tensor> adaptive_max(const at::Tensor& self,
                                                 at::IntArrayRef output_size) {
   Pool p = adaptive("adaptive_max_pool", self, SP, output_size);
-  if (window_too_long(p, self)) {
+  if (takes_cpu_route(p, self)) {
     if constexpr (SP == 2)
       return cpu_route<at::_ops::adaptive_max_pool2d>(self, output_size);
     else
@@ -250,6 +277,12 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max(const at::Tensor& self,
 template <int SP>
 at::Tensor adaptive_max_backward(const at::Tensor& grad, const at::Tensor& self,
                                  const at::Tensor& indices) {
+  if (!is_float_storage(self.scalar_type())) {
+    if constexpr (SP == 2)
+      return cpu_route<at::_ops::adaptive_max_pool2d_backward>(grad, self, indices);
+    else
+      return cpu_route<at::_ops::adaptive_max_pool3d_backward>(grad, self, indices);
+  }
   return run_max_backward(adaptive_from("adaptive_max_pool_backward", self, grad, SP), grad, self,
                           indices);
 }
