@@ -401,3 +401,29 @@ def test_channels_last_gives_the_cpus_layout(layouts, transposed):
     w3 = torch.randn(3, 2, 3, 3, 3, generator=g)
     y3 = F.conv3d(x3.to(VKML), w3.to(VKML))
     assert y3.is_contiguous() == F.conv3d(x3, w3).is_contiguous()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64], ids=str)
+def test_float64_and_integer_convolutions_take_the_counted_cpu_route(dtype):
+    """Convolutions of dtypes without kernels run on the counted CPU route (through
+    aten::convolution: the CPU has no convolution_overrideable), forward and backward."""
+    x = make((2, 4, 9, 9), torch.float32, low=-3, high=3).to(dtype)
+    w = make((6, 2, 3, 3), torch.float32, low=-2, high=2).to(dtype)
+    b = make((6,), torch.float32).to(dtype)
+    torch_vkml.reset_fallback_counts()
+    for fn in (
+        lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1, groups=2),
+        lambda x, w, b: F.conv_transpose2d(x, w[:4], stride=2),
+        lambda x, w, b: F.conv1d(x[:, :, 0], w[:, :, 0], b, dilation=2, groups=2),
+    ):
+        got = fn(x.to(VKML), w.to(VKML), b.to(VKML)).cpu()
+        torch.testing.assert_close(got, fn(x, w, b), rtol=1e-12, atol=1e-12)
+    if dtype == torch.float64:
+        args = [t.clone().requires_grad_() for t in (x, w, b)]
+        vargs = [t.to(VKML).requires_grad_() for t in (x, w, b)]
+        F.conv2d(*vargs, padding=1, groups=2).square().sum().backward()
+        F.conv2d(*args, padding=1, groups=2).square().sum().backward()
+        for v, c in zip(vargs, args, strict=True):
+            torch.testing.assert_close(v.grad.cpu(), c.grad, rtol=1e-12, atol=1e-12)
+    assert "aten::convolution" in torch_vkml.fallback_counts()
+    torch_vkml.reset_fallback_counts()  # counted above, as this test expects

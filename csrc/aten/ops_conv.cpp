@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "fallback.h"
 #include "op_helpers.h"
 #include "vkml/ops/conv.h"
 #include "vkml_tensor.h"
@@ -84,10 +85,20 @@ at::Tensor in_format(at::Tensor t, at::MemoryFormat format) {
   return format == at::MemoryFormat::Contiguous ? t : t.contiguous(format);
 }
 
+// float64 and integer convolutions have no kernels: the counted CPU route, through
+// aten::convolution (the CPU has no convolution_overrideable, the hook this file fills).
+bool cpu_conv(const at::Tensor& input) {
+  const at::ScalarType t = input.scalar_type();
+  return t == at::kDouble || at::isIntegralType(t, /*includeBool=*/false);
+}
+
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
                        const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                        at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                        at::IntArrayRef output_padding, int64_t groups) {
+  if (cpu_conv(input))
+    return cpu_route<at::_ops::convolution>(input, weight, bias, stride, padding, dilation,
+                                            transposed, output_padding, groups);
   check_float_storage("convolution", input.scalar_type());
   TORCH_CHECK(weight.scalar_type() == input.scalar_type(), "Input type (", input.scalar_type(),
               ") and weight type (", weight.scalar_type(), ") should be the same");
@@ -124,6 +135,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
     at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
+  if (cpu_conv(input)) {
+    const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
+    const int64_t bias_sizes[1] = {out_channels};
+    return cpu_route<at::_ops::convolution_backward>(
+        grad_output, input, weight, std::optional<at::IntArrayRef>(bias_sizes), stride, padding,
+        dilation, transposed, output_padding, groups, output_mask);
+  }
   check_float_storage("convolution", input.scalar_type());
   Geometry g =
       geometry(input, weight, stride, padding, dilation, transposed, output_padding, groups);
