@@ -307,3 +307,62 @@ def test_float64_exp_log_family_runs_on_the_device(name):
     got = fn(x.to(VKML)).cpu()
     assert torch_vkml.fallback_counts() == {}
     torch.testing.assert_close(got, fn(x), rtol=4e-15, atol=1e-300, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    "name", ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"]
+)
+def test_float64_trigonometry_runs_on_the_device(name):
+    """float64 trigonometric and hyperbolic functions run on the device: arguments reduced
+    by pi/2 in three exact parts, by Payne-Hanek past 8e5 (1e300 included); within a few
+    ulps of the CPU's (huge arguments: 1e-14)."""
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    gen = torch.Generator().manual_seed(4)
+    x = torch.cat(
+        [
+            torch.randn(3000, generator=gen, dtype=torch.float64) * 12,
+            torch.rand(2000, generator=gen, dtype=torch.float64) * 2 - 1,
+            torch.randn(500, generator=gen, dtype=torch.float64) * 1e5,
+            torch.tensor(
+                [
+                    0.0,
+                    -0.0,
+                    1e-300,
+                    -1e-20,
+                    math.pi,
+                    math.pi / 2,
+                    1.0,
+                    -1.0,
+                    0.5,
+                    700.0,
+                    -700.0,
+                    float("inf"),
+                    -float("inf"),
+                    float("nan"),
+                ],
+                dtype=torch.float64,
+            ),
+        ]
+    )
+    huge = torch.tensor(
+        [1e6, -2e6, 8.3e5, 123456789.0, 1e15, 1e150, -1e200, 1e300], dtype=torch.float64
+    )
+    torch_vkml.reset_fallback_counts()
+    fn = getattr(torch, name)
+    torch.testing.assert_close(fn(x.to(VKML)).cpu(), fn(x), rtol=4e-15, atol=1e-300, equal_nan=True)
+    if name in ("sin", "cos", "tan"):
+        torch.testing.assert_close(fn(huge.to(VKML)).cpu(), fn(huge), rtol=1e-14, atol=1e-14)
+    assert torch_vkml.fallback_counts() == {}
+
+
+def test_float64_atan2_signs_and_infinities():
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    v = [0.0, -0.0, 1.0, -1.0, float("inf"), -float("inf"), float("nan"), 1e-300, 3.5]
+    y = torch.tensor(v, dtype=torch.float64).repeat_interleave(len(v))
+    x = torch.tensor(v, dtype=torch.float64).repeat(len(v))
+    got = torch.atan2(y.to(VKML), x.to(VKML)).cpu()
+    torch.testing.assert_close(got, torch.atan2(y, x), rtol=4e-16, atol=0, equal_nan=True)
+    want = torch.atan2(y, x)
+    assert torch.equal(got.signbit()[~want.isnan()], want.signbit()[~want.isnan()])  # +-0, +-pi

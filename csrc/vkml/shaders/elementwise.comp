@@ -175,6 +175,172 @@ double log2_d(double x) {
   }
   return double(e) + log_d(m) * INV_LN2_D;
 }
+// atan on [0, 1] in float64: reduced to |z| <= tan(pi/8) around 0 or pi/4, then its
+// series to z^43 (truncation below 2^-55 there).
+double atan01_d(double t) {
+  double base = 0.0LF;
+  if (t > 0.41421356237309505LF) {
+    base = 0.78539816339744830962LF;
+    t = (t - 1.0LF) / (t + 1.0LF);
+  }
+  double z2 = t * t;
+  double p = -1.0LF / 43.0LF;
+  p = p * z2 + 1.0LF / 41.0LF;
+  p = p * z2 - 1.0LF / 39.0LF;
+  p = p * z2 + 1.0LF / 37.0LF;
+  p = p * z2 - 1.0LF / 35.0LF;
+  p = p * z2 + 1.0LF / 33.0LF;
+  p = p * z2 - 1.0LF / 31.0LF;
+  p = p * z2 + 1.0LF / 29.0LF;
+  p = p * z2 - 1.0LF / 27.0LF;
+  p = p * z2 + 1.0LF / 25.0LF;
+  p = p * z2 - 1.0LF / 23.0LF;
+  p = p * z2 + 1.0LF / 21.0LF;
+  p = p * z2 - 1.0LF / 19.0LF;
+  p = p * z2 + 1.0LF / 17.0LF;
+  p = p * z2 - 1.0LF / 15.0LF;
+  p = p * z2 + 1.0LF / 13.0LF;
+  p = p * z2 - 1.0LF / 11.0LF;
+  p = p * z2 + 1.0LF / 9.0LF;
+  p = p * z2 - 1.0LF / 7.0LF;
+  p = p * z2 + 1.0LF / 5.0LF;
+  p = p * z2 - 1.0LF / 3.0LF;
+  p = p * z2 + 1.0LF / 1.0LF;
+  return base + t * p;
+}
+double atan_d(double x) {
+  if (isnan(x)) return x;
+  double ax = abs(x);
+  double r = ax <= 1.0LF ? atan01_d(ax) : 1.57079632679489661923LF - atan01_d(1.0LF / ax);
+  return copy_sign(r, x);
+}
+double atan2_d(double y, double x) {
+  const double PI_D = 3.14159265358979323846LF;
+  if (isnan(x) || isnan(y)) return 0.0LF / 0.0LF;
+  double ax = abs(x), ay = abs(y), r;
+  if (isinf(ax) && isinf(ay)) {
+    r = sign_bit(x) ? 3.0LF * PI_D / 4.0LF : PI_D / 4.0LF;
+  } else if (ay == 0.0LF && ax == 0.0LF) {
+    r = sign_bit(x) ? PI_D : 0.0LF;
+  } else if (ay <= ax) {
+    r = atan01_d(ay / ax);
+    if (sign_bit(x)) r = PI_D - r;
+  } else {
+    r = PI_D / 2.0LF - atan01_d(ax / ay);
+    if (sign_bit(x)) r = PI_D - r;
+  }
+  return copy_sign(r, y);
+}
+// 2/pi in 24-bit chunks: 2/pi = sum of TWO_OVER_PI[k] 2^(-24 (k + 1)).
+const double TWO_OVER_PI[48] = double[48](
+10680707.0LF, 7228996.0LF, 1387004.0LF, 2578385.0LF, 16069853.0LF, 12639074.0LF,
+9804092.0LF, 4427841.0LF, 16666979.0LF, 11263675.0LF, 12935607.0LF, 2387514.0LF,
+4345298.0LF, 14681673.0LF, 3074569.0LF, 13734428.0LF, 16653803.0LF, 1880361.0LF,
+10960616.0LF, 8533493.0LF, 3062596.0LF, 8710556.0LF, 7349940.0LF, 6258241.0LF,
+3772886.0LF, 3769171.0LF, 3798172.0LF, 8675211.0LF, 12450088.0LF, 3874808.0LF,
+9961438.0LF, 366607.0LF, 15675153.0LF, 9132554.0LF, 7151469.0LF, 3571407.0LF,
+2607881.0LF, 12013382.0LF, 4155038.0LF, 6285869.0LF, 7677882.0LF, 13102053.0LF,
+15825725.0LF, 473591.0LF, 9065106.0LF, 15363067.0LF, 6271263.0LF, 9264392.0LF);
+// Adds m * chunk_k 2^(E - 24 (k + 1)) mod 4 to hi, as two exact products: m is split in
+// halves of 27 and 26 bits by integer operations, and the chunk has 24 bits (no rounding
+// for a compiler to reassociate away). Each product is a multiple of its ulp, a power of
+// two, so its remainder mod 4 is exact too.
+// p mod 4 for p >= 0: from 2^54 on, p's ulp is a multiple of 4 (and drivers' double
+// floor may go through int64, which p would overflow).
+double mod4_d(double p) { return p >= 18014398509481984.0LF ? 0.0LF : p - 4.0LF * floor(p * 0.25LF); }
+// 2^n for a normal exponent, from its bits (drivers' double ldexp may not reach far).
+double pow2_d(int n) { return packDouble2x32(uvec2(0u, uint(n + 1023) << 20)); }
+void huge_step(double mh, double ml, int E, int k, inout double hi) {
+  double c = TWO_OVER_PI[k] * pow2_d(E - 24 * (k + 1));
+  hi += mod4_d(mh * c) + mod4_d(ml * c);
+}
+// Payne-Hanek for |x| >= 2^19 pi/2: x (2/pi) mod 4 from the six chunks of 2/pi whose
+// products with x are not all multiples of 4 (144 bits past them), with |x| = m 2^E, m in
+// [1/2, 1) (no overflow, no subnormal chunk), unrolled (Mesa 22.3's loop limit). About
+// 2e-15 absolute in r (the sum's roundings).
+double reduce_huge_d(double x, out int q) {
+  // From the bits (drivers' double frexp may not reach far): |x| = M 2^(E - 53), x normal.
+  uvec2 w = unpackDouble2x32(x);
+  int E = int((w.y >> 20) & 0x7FFu) - 1022;
+  uint64_t M = (uint64_t((w.y & 0xFFFFFu) | 0x100000u) << 32) | uint64_t(w.x);
+  double mh = double(M >> 26) * (1.0LF / 134217728.0LF);                        // 2^-27
+  double ml = double(M & 0x3FFFFFFUL) * (1.0LF / 9007199254740992.0LF);          // 2^-53
+  int k0 = max(0, (E - 55) / 24 - 1);
+  double hi = 0.0LF;
+  huge_step(mh, ml, E, k0 + 0, hi);
+  huge_step(mh, ml, E, k0 + 1, hi);
+  huge_step(mh, ml, E, k0 + 2, hi);
+  huge_step(mh, ml, E, k0 + 3, hi);
+  huge_step(mh, ml, E, k0 + 4, hi);
+  huge_step(mh, ml, E, k0 + 5, hi);
+  hi -= 4.0LF * floor(hi * 0.25LF);
+  double n = floor(hi + 0.5LF);
+  double f = hi - n;
+  int qi = int(n) & 3;
+  double r = f * 1.57079632679489661923LF;
+  if (x < 0.0LF) {
+    r = -r;
+    qi = (4 - qi) & 3;
+  }
+  q = qi;
+  return r;
+}
+// x = k pi/2 + r, |r| <= pi/4: pi/2 in fdlibm's three 33-bit parts and a tail, so each
+// k * part is exact for |k| < 2^19; larger arguments take reduce_huge_d. q = k mod 4.
+double reduce_pio2_d(double x, out int q) {
+  if (abs(x) >= 823549.6654807494LF) return reduce_huge_d(x, q);
+  double k = floor(x * 0.63661977236758134308LF + 0.5LF);
+  precise double t = ((x - k * 1.57079632673412561417LF) - k * 6.07710050630396597660e-11LF) -
+                     k * 2.02226624871116645580e-21LF;
+  q = int(k - 4.0LF * floor(k * 0.25LF));
+  return t - k * 8.47842766036889956997e-32LF;
+}
+// sin and cos of |r| <= pi/4: Taylor series to r^17 and r^16 (below 2^-56 there).
+double sin_poly_d(double r) {
+  double r2 = r * r;
+  double s = 1.0LF / 355687428096000.0LF;
+  s = s * r2 - 1.0LF / 1307674368000.0LF;
+  s = s * r2 + 1.0LF / 6227020800.0LF;
+  s = s * r2 - 1.0LF / 39916800.0LF;
+  s = s * r2 + 1.0LF / 362880.0LF;
+  s = s * r2 - 1.0LF / 5040.0LF;
+  s = s * r2 + 1.0LF / 120.0LF;
+  s = s * r2 - 1.0LF / 6.0LF;
+  s = s * r2 + 1.0LF / 1.0LF;
+  return r * s;
+}
+double cos_poly_d(double r) {
+  double r2 = r * r;
+  double c = 1.0LF / 20922789888000.0LF;
+  c = c * r2 - 1.0LF / 87178291200.0LF;
+  c = c * r2 + 1.0LF / 479001600.0LF;
+  c = c * r2 - 1.0LF / 3628800.0LF;
+  c = c * r2 + 1.0LF / 40320.0LF;
+  c = c * r2 - 1.0LF / 720.0LF;
+  c = c * r2 + 1.0LF / 24.0LF;
+  c = c * r2 - 1.0LF / 2.0LF;
+  c = c * r2 + 1.0LF / 1.0LF;
+  return c;
+}
+double sin_d(double x) {
+  if (isinf(x) || isnan(x)) return 0.0LF / 0.0LF;
+  int q;
+  double r = reduce_pio2_d(x, q);
+  return q == 0 ? sin_poly_d(r) : q == 1 ? cos_poly_d(r) : q == 2 ? -sin_poly_d(r) : -cos_poly_d(r);
+}
+double cos_d(double x) {
+  if (isinf(x) || isnan(x)) return 0.0LF / 0.0LF;
+  int q;
+  double r = reduce_pio2_d(x, q);
+  return q == 0 ? cos_poly_d(r) : q == 1 ? -sin_poly_d(r) : q == 2 ? -cos_poly_d(r) : sin_poly_d(r);
+}
+double tan_d(double x) {
+  if (isinf(x) || isnan(x)) return 0.0LF / 0.0LF;
+  int q;
+  double r = reduce_pio2_d(x, q);
+  double s = sin_poly_d(r), c = cos_poly_d(r);
+  return (q & 1) == 0 ? s / c : -c / s;
+}
 // 2^x = 2^k 2^f with f = x - floor(x) exact, so exp_d sees a small argument.
 double exp2_d(double x) {
   if (isnan(x)) return x;
@@ -511,6 +677,46 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_EXPM1: return expm1_d(a);
     case OP_SIGMOID: return 1.0LF / (1.0LF + exp_d(-a));
     case OP_TANH: return tanh_d(a);
+    case OP_SIN: return sin_d(a);
+    case OP_COS: return cos_d(a);
+    case OP_TAN: return tan_d(a);
+    case OP_ASIN: return atan2_d(a, sqrt((1.0LF - a) * (1.0LF + a)));
+    case OP_ACOS: return atan2_d(sqrt((1.0LF - a) * (1.0LF + a)), a);
+    case OP_ATAN: return atan_d(a);
+    case OP_ATAN2: return atan2_d(a, b);
+    case OP_SINH: {
+      double ax = abs(a), r;
+      if (ax < 1.0LF) {
+        double e = expm1_d(ax);
+        r = 0.5LF * (e + e / (e + 1.0LF));
+      } else {
+        double t = exp_d(0.5LF * ax);
+        r = (0.5LF * t) * t - 0.5LF / (t * t);
+      }
+      return copy_sign(r, a);
+    }
+    case OP_COSH: {
+      double t = exp_d(0.5LF * abs(a));
+      return (0.5LF * t) * t + 0.5LF / (t * t);
+    }
+    case OP_ASINH: {
+      double ax = abs(a), r;
+      if (ax > 1e150LF) {
+        r = log_d(ax) + 0.6931471805599453094LF;
+      } else {
+        double x2 = ax * ax;
+        r = log1p_d(ax + x2 / (1.0LF + sqrt(1.0LF + x2)));
+      }
+      return copy_sign(r, a);
+    }
+    case OP_ACOSH: {
+      if (!(a >= 1.0LF)) return 0.0LF / 0.0LF;
+      if (a > 1e150LF) return log_d(a) + 0.6931471805599453094LF;
+      double t = a - 1.0LF;
+      return log1p_d(t + sqrt(2.0LF * t + t * t));
+    }
+    // Both logs keep their digits where the one-log form divides by 1 - a near 1.
+    case OP_ATANH: return 0.5LF * (log1p_d(a) - log1p_d(-a));
 #endif
 #ifdef HAS_TRANSC
     case OP_EXP: return exp(a);
