@@ -37,9 +37,11 @@ at::Tensor flip_negatives(const at::Tensor& bits) {
   return at::where(bits < 0, at::bitwise_xor(bits, std::numeric_limits<int64_t>::max()), bits);
 }
 at::Tensor f64_keys(const at::Tensor& x) {
-  at::Tensor canonical =
-      at::where(at::isnan(x), std::numeric_limits<double>::quiet_NaN(), at::add(x, 0.0));
-  return flip_negatives(canonical.contiguous().view(at::kLong));
+  // On the bits, not by arithmetic: drivers may flush subnormals to zero in double ops.
+  const int64_t quiet_nan = 0x7ff8000000000000;
+  at::Tensor bits = x.contiguous().view(at::kLong);
+  bits = at::where(bits == std::numeric_limits<int64_t>::min(), 0, bits);  // -0.0
+  return flip_negatives(at::where(at::isnan(x.contiguous()), quiet_nan, bits));
 }
 at::Tensor f64_from_keys(const at::Tensor& keys) {
   return flip_negatives(keys).contiguous().view(at::kDouble);
@@ -268,17 +270,16 @@ at::Tensor median_all(const char* name, Pick pick, const at::Tensor& self) {
 at::Tensor vk_median(const at::Tensor& self) { return median_all("median", median_last, self); }
 
 // The lower median of the non-NaN values (NaN only for an all-NaN row). Sorting
-// ascending puts the NaNs last; the position (count - 1) / 2 differs per row, so
-// it is picked with a one-hot mask and a sum (exact: one term is non-zero).
+// ascending puts the NaNs last; the position (count - 1) / 2 differs per row, so it
+// is gathered (no arithmetic on the value: -0.0 and subnormals come back as they are).
 TensorPair nanmedian_last(const at::Tensor& self, int64_t d) {
   no_bool("nanmedian", self);
   if (!at::isFloatingType(self.scalar_type())) return median_last(self, d);
   auto [v, i] = sort_last("nanmedian", self, d, false);
   int64_t n = v.size(-1);
   at::Tensor count = v.isnan().logical_not().sum(-1, true);
-  at::Tensor pos = (count - 1).clamp_min(0).div(2, "floor");
-  at::Tensor mask = at::arange(n, i.options()) == pos;
-  return {at::where(mask, v, 0).sum(-1, false, v.scalar_type()), at::where(mask, i, 0).sum(-1)};
+  at::Tensor pos = (count - 1).clamp_min(0).div(2, "floor").clamp_max(n - 1);
+  return {v.gather(-1, pos).squeeze(-1), i.gather(-1, pos).squeeze(-1)};
 }
 
 TensorRefPair vk_nanmedian_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
