@@ -23,9 +23,10 @@ F = "float32, float16"
 FB = "float32, float16, bfloat16"
 EW = (
     "float32, float16, bfloat16, float64 (where the device has shaderFloat64; float64 "
-    "exp/log/sin/... run on the CPU, counted), int64, int32, uint8, bool"
+    "pow, erf, ... run on the CPU, counted; exp/log and trigonometric functions native), "
+    "int64, int32, uint8, bool"
 )
-ACT = "float32, float16, bfloat16, float64 (the transcendental ones on the CPU, counted)"
+ACT = "float32, float16, bfloat16, float64 (gelu, silu, elu, ... on the CPU, counted)"
 FAMILIES = {
     "ops_tensor.cpp": ("Tensors, storage and views", "all (no computation)"),
     "ops_copy.cpp": (
@@ -49,13 +50,14 @@ FAMILIES = {
     "ops_activation.cpp": ("Activations and their backward", ACT),
     "ops_reduce.cpp": (
         "Reductions",
-        "float32, float16, bfloat16 (in float32), int64, int32, uint8, bool; prod also "
-        "float64 and complex (pairwise multiplies)",
+        "float32, float16, bfloat16 (in float32), float64 (where the device has "
+        "shaderFloat64), int64, int32, uint8, bool; complex (sums of the parts, pairwise "
+        "products)",
     ),
     "ops_matmul.cpp": (
         "Matrix products, cross product",
-        F + ", bfloat16 (fp32 accumulation), int64, int32, uint8 (int64 accumulation, wrapping); "
-        "cross: all but bool",
+        F + ", bfloat16 (fp32 accumulation), float64 (where the device has shaderFloat64), "
+        "int64, int32, uint8 (int64 accumulation, wrapping); cross: all but bool",
     ),
     "ops_linalg.cpp": (
         "Linear algebra: Cholesky, LU, triangular and LU solves, solve, inv, det, slogdet",
@@ -83,7 +85,7 @@ FAMILIES = {
         "Softmax",
         F + ", bfloat16 (in float32), float64 (where the device has shaderFloat64)",
     ),
-    "ops_loss.cpp": ("Losses", FB + " (bfloat16 in float32)"),
+    "ops_loss.cpp": ("Losses", FB + " (bfloat16 in float32); float64 nll_loss on the CPU, counted"),
     "ops_ctc_loss.cpp": (
         "CTC loss (_ctc_loss, backward; lengths as lists or tensors)",
         "float32, float64 (where the device has shaderFloat64)",
@@ -93,7 +95,11 @@ FAMILIES = {
         FB + " scores with int64 class targets, in float32 (probability targets and float64 "
         "take ATen's log_softmax + nll_loss, native)",
     ),
-    "ops_random.cpp": ("Random numbers", "float32, float16, bfloat16, int64, int32, uint8, bool"),
+    "ops_random.cpp": (
+        "Random numbers",
+        "float32, float16, bfloat16, float64 (where the device has shaderFloat64), int64, "
+        "int32, uint8, bool",
+    ),
     "ops_shape.cpp": ("Data movement (cat, tril / triu, eye, repeat_interleave)", "all"),
     "ops_remap.cpp": (
         "Flip, roll, padding, nearest upsampling (the remap kernel) and their backward",
@@ -108,17 +114,30 @@ FAMILIES = {
     ),
     "ops_scan.cpp": (
         "Scans",
-        "float32, float16, bfloat16, int64, int32 (cummax/cummin also uint8, bool)",
+        "float32, float16, bfloat16, float64 (where the device has shaderFloat64), int64, "
+        "int32 (cummax/cummin also uint8, bool)",
     ),
     "ops_compact.cpp": (
         "Data-dependent shapes (nonzero, masked_select, masked_scatter), count_nonzero",
         "all (count_nonzero: float32, float16, int64, int32, uint8, bool)",
     ),
-    "ops_conv.cpp": ("Convolution (1-3d, transposed, groups) and its backward", FB),
-    "ops_pool.cpp": ("Pooling (max, average, adaptive) and backward", FB),
-    "ops_norm.cpp": ("Batch / layer / group norm and backward", FB),
+    "ops_conv.cpp": (
+        "Convolution (1-3d, transposed, groups) and its backward",
+        FB + "; float64 and integers on the CPU, counted",
+    ),
+    "ops_pool.cpp": (
+        "Pooling (max, average, adaptive) and backward",
+        FB + "; float64 and integers on the CPU, counted",
+    ),
+    "ops_norm.cpp": (
+        "Batch / layer / group norm and backward",
+        FB + "; float64 on the CPU, counted",
+    ),
     "ops_upsample.cpp": ("Upsampling (linear, bilinear, bicubic, trilinear, antialiased)", FB),
-    "ops_im2col.cpp": ("im2col / col2im (nn.Unfold, nn.Fold)", FB),
+    "ops_im2col.cpp": (
+        "im2col / col2im (nn.Unfold, nn.Fold)",
+        FB + " (im2col: all dtypes, moving elements)",
+    ),
     "ops_grid_sample.cpp": ("grid_sample (2-d, 3-d) and backward", "float32, float16, bfloat16"),
     "composite/rearrange.cpp": ("channel_shuffle, unfold backward", "all (unfold backward: float)"),
     "composite/distance.cpp": ("Pairwise distances (cdist, pdist) and backward", F + ", bfloat16"),
@@ -130,7 +149,8 @@ FAMILIES = {
     "composite/unpool.cpp": ("Max unpooling", "float32, float16, int64, int32, uint8, bool"),
     "ops_sort.cpp": (
         "Sort and selection (sort, topk, kthvalue, median, unique, randperm)",
-        "float32, float16, bfloat16, int64, int32, uint8 (bool where PyTorch allows)",
+        "float32, float16, bfloat16, float64 (as int64 keys), int64, int32, uint8 (bool where "
+        "PyTorch allows)",
     ),
     "ops_search.cpp": (
         "searchsorted, bucketize, isin, histc, bincount, histogram, histogramdd",
