@@ -172,3 +172,51 @@ def test_channels_last_params_keep_their_layout(no_fallback):
         ps[0].grad = torch.randn(w.shape, generator=gen).to(VKML)  # contiguous: other layout
         opt.step()
     torch.testing.assert_close(ps[0].detach().cpu(), ps_cpu[0].detach(), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kw", [{}, {"foreach": True}, {"fused": True}], ids=str)
+def test_float64_physics_informed_training(kw):
+    """A physics-informed network in float64 (tanh MLP, a PDE residual through
+    create_graph gradients, sin and exp of the inputs, Adam) trains as on the CPU to
+    float64 precision: natively throughout, except the fused float64 step, which is the
+    CPU's on the counted route."""
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+
+    def run(dev):
+        torch.manual_seed(0)
+        m = (
+            torch.nn.Sequential(
+                torch.nn.Linear(2, 32),
+                torch.nn.Tanh(),
+                torch.nn.Linear(32, 32),
+                torch.nn.Tanh(),
+                torch.nn.Linear(32, 1),
+            )
+            .double()
+            .to(dev)
+        )
+        opt = torch.optim.Adam(m.parameters(), lr=1e-3, **kw)
+        gen = torch.Generator().manual_seed(1)
+        x = torch.rand(64, 2, dtype=torch.float64, generator=gen).to(dev).requires_grad_()
+        losses = []
+        for _ in range(5):
+            u = m(x)
+            du = torch.autograd.grad(u.sum(), x, create_graph=True)[0]
+            res = du[:, 0] + du[:, 1] - torch.sin(torch.pi * x[:, 0]) * torch.exp(-x[:, 1])
+            loss = res.square().mean() + u.square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.detach().cpu() for p in m.parameters()]
+
+    torch_vkml.reset_fallback_counts()
+    got, got_params = run(VKML)
+    counts = torch_vkml.fallback_counts()
+    want, want_params = run("cpu")
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=0)
+    for g, w in zip(got_params, want_params, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-11, atol=1e-13)
+    assert counts == ({"aten::_fused_adam_": 5} if kw.get("fused") else {}), counts
+    torch_vkml.reset_fallback_counts()  # the fused route is counted, as this test expects

@@ -4,8 +4,10 @@
 
 #include <map>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
+#include "fallback.h"
 #include "vkml/ops/optim.h"
 #include "vkml_tensor.h"
 
@@ -123,6 +125,12 @@ void run(const char* op, OptimRule rule, const Lists& l, vkml::ops::OptimHyper h
   align.finish();
 }
 
+// float64 parameters: the kernel is float32 arithmetic (its hyperparameters too), so
+// their fused step is the CPU's, on the counted route.
+bool on_cpu_route(at::TensorList params) {
+  return !params.empty() && params[0].scalar_type() == at::kDouble;
+}
+
 // The learning rate of the scalar overloads, or of the .tensor_lr ones: a one-element
 // tensor the kernel reads on the device (its value here is a placeholder).
 double lr_value(double lr) { return lr; }
@@ -139,6 +147,16 @@ void fused_adam(at::TensorList self, at::TensorList grads, at::TensorList exp_av
                 const std::optional<at::Tensor>& grad_scale,
                 const std::optional<at::Tensor>& found_inf) {
   const char* op = Rule == OptimRule::adamw ? "_fused_adamw_" : "_fused_adam_";
+  if (on_cpu_route(self)) {  // float64: the CPU's fused step, counted
+    constexpr bool scalar_lr = std::is_same_v<Lr, double>;
+    using Adam =
+        std::conditional_t<scalar_lr, at::_ops::_fused_adam_, at::_ops::_fused_adam__tensor_lr>;
+    using AdamW =
+        std::conditional_t<scalar_lr, at::_ops::_fused_adamw_, at::_ops::_fused_adamw__tensor_lr>;
+    using Op = std::conditional_t<Rule == OptimRule::adamw, AdamW, Adam>;
+    return cpu_route<Op>(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr,
+                         beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
+  }
   run(op, Rule, {self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps},
       {.lr = lr_value(lr),
        .beta1 = beta1,
@@ -155,6 +173,12 @@ void fused_sgd(at::TensorList self, at::TensorList grads, at::TensorList momentu
                double weight_decay, double momentum, Lr lr, double dampening, bool nesterov,
                bool maximize, bool is_first_step, const std::optional<at::Tensor>& grad_scale,
                const std::optional<at::Tensor>& found_inf) {
+  if (on_cpu_route(self)) {
+    using Op = std::conditional_t<std::is_same_v<Lr, double>, at::_ops::_fused_sgd_,
+                                  at::_ops::_fused_sgd__tensor_lr>;
+    return cpu_route<Op>(self, grads, momentum_buffers, weight_decay, momentum, lr, dampening,
+                         nesterov, maximize, is_first_step, grad_scale, found_inf);
+  }
   // Without momentum PyTorch passes no buffers; with momentum 0 any given are unused.
   at::TensorList buffers = momentum != 0 ? momentum_buffers : at::TensorList{};
   run("_fused_sgd_", OptimRule::sgd, {self, grads, buffers, {}, {}, {}},
