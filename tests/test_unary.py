@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import (
     F16,
     INF,
@@ -366,3 +367,31 @@ def test_float64_atan2_signs_and_infinities():
     torch.testing.assert_close(got, torch.atan2(y, x), rtol=4e-16, atol=0, equal_nan=True)
     want = torch.atan2(y, x)
     assert torch.equal(got.signbit()[~want.isnan()], want.signbit()[~want.isnan()])  # +-0, +-pi
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(F.silu, id="silu"),
+        pytest.param(F.mish, id="mish"),
+        pytest.param(F.logsigmoid, id="logsigmoid"),
+        pytest.param(lambda t: F.gelu(t, approximate="tanh"), id="gelu-tanh"),
+    ],
+)
+def test_float64_activations_and_gradients_run_on_the_device(fn):
+    """Activations without float parameters run in float64 on the device, backward too.
+    The CPU's formulas cancel for negative inputs (1 + tanh, ...), so both sides carry a
+    rounding of the larger terms: compared absolutely at 2e-14 there."""
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    gen = torch.Generator().manual_seed(6)
+    x = torch.randn(3000, generator=gen, dtype=torch.float64) * 8
+    x = torch.cat([x, torch.tensor([0.0, -0.0, 30.0, -30.0, 800.0, -800.0], dtype=torch.float64)])
+    torch_vkml.reset_fallback_counts()
+    xd, xc = x.to(VKML).requires_grad_(), x.clone().requires_grad_()
+    got, want = fn(xd), fn(xc)
+    got.sum().backward()
+    want.sum().backward()
+    assert torch_vkml.fallback_counts() == {}
+    torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=4e-15, atol=2e-14)
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad, rtol=4e-15, atol=2e-14)

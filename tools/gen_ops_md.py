@@ -26,7 +26,10 @@ EW = (
     "pow, erf, ... run on the CPU, counted; exp/log and trigonometric functions native), "
     "int64, int32, uint8, bool"
 )
-ACT = "float32, float16, bfloat16, float64 (gelu, silu, elu, ... on the CPU, counted)"
+ACT = (
+    "float32, float16, bfloat16, float64 (those with float parameters, e.g. elu, softplus, "
+    "and erf's gelu on the CPU, counted)"
+)
 FAMILIES = {
     "ops_tensor.cpp": ("Tensors, storage and views", "all (no computation)"),
     "ops_copy.cpp": (

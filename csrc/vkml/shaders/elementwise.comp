@@ -717,6 +717,36 @@ CT apply(CT a, CT b, CT c, uint i) {
     }
     // Both logs keep their digits where the one-log form divides by 1 - a near 1.
     case OP_ATANH: return 0.5LF * (log1p_d(a) - log1p_d(-a));
+    // Activations without float parameters (those with, e.g. elu's alpha, stay on the
+    // CPU: their parameters travel as float32).
+    case OP_SILU: return a / (1.0LF + exp_d(-a));
+    case OP_SILU_BACKWARD: {  // grad, input
+      double sg = 1.0LF / (1.0LF + exp_d(-b));
+      return a * sg * (1.0LF + b * (1.0LF - sg));
+    }
+    case OP_MISH: return a * tanh_d(a > 20.0LF ? a : log1p_d(exp_d(a)));
+    case OP_MISH_BACKWARD: {  // grad, input
+      double sg = 1.0LF / (1.0LF + exp_d(-b));
+      double t = tanh_d(b > 20.0LF ? b : log1p_d(exp_d(b)));
+      return a * (t + b * sg * (1.0LF - t * t));
+    }
+    case OP_LOG_SIGMOID: return isnan(a) ? a : min(a, 0.0LF) - log1p_d(exp_d(-abs(a)));
+    case OP_LOG_SIGMOID_BACKWARD: {  // grad, input
+      double z = exp_d(-abs(b));
+      return b < 0.0LF ? a * (1.0LF - z / (1.0LF + z)) : a * (z / (1.0LF + z));
+    }
+    case OP_GELU_TANH: {
+      double inner = 0.79788456080286535588LF * (a + 0.044715LF * a * a * a);
+      return 0.5LF * a * (1.0LF + tanh_d(inner));
+    }
+    case OP_GELU_TANH_BACKWARD: {  // grad, input
+      const double kBeta = 0.79788456080286535588LF, kKappa = 0.044715LF;
+      double x2 = b * b;
+      double t = tanh_d(kBeta * (b + kKappa * x2 * b));
+      double left_d = 0.5LF * (1.0LF + t);
+      double right_d = 0.5LF * b * (1.0LF - t * t) * kBeta * (1.0LF + 3.0LF * kKappa * x2);
+      return a * (left_d + right_d);
+    }
 #endif
 #ifdef HAS_TRANSC
     case OP_EXP: return exp(a);
