@@ -494,3 +494,12 @@ def test_complex_product_of_a_0_dim_tensor():
     z = torch.tensor(2 + 1j, dtype=torch.complex64)
     assert_close_to_cpu(lambda t: t.prod(dim=0, keepdim=True), z)
     assert_close_to_cpu(lambda t: t.prod(dim=-1), z)
+
+
+def test_complex_renorm():
+    """renorm of complex slices by the norm of their magnitudes (real), as on the CPU
+    (complex128's magnitudes take float64 hypot, on the CPU route)."""
+    z = torch.complex(make((4, 5, 3), torch.float32), make((4, 5, 3), torch.float32))
+    # The norm's summation order differs from the CPU's: float32 tolerance, not equality.
+    assert_close_to_cpu(lambda t: torch.renorm(t, 2, 0, 1.5), z, rtol=1e-5, atol=1e-6)
+    assert_close_to_cpu(lambda t: torch.renorm(t, 1.5, 2, 0.5), z, rtol=1e-5, atol=1e-6)

@@ -181,3 +181,12 @@ def test_float64_scans(op, shape, dim):
     # Precision float32 would lose: a running sum that passes 1e8 and comes back.
     y = torch.tensor([1e8, 1.0, -1e8, 1.0] * 500, dtype=torch.float64)
     torch.testing.assert_close(y.to(VKML).cumsum(0).cpu(), y.cumsum(0), rtol=0, atol=0)
+
+
+def test_complex_logcumsumexp_takes_the_counted_cpu_route():
+    z = torch.complex(make((3, 6), torch.float32), make((3, 6), torch.float32))
+    torch_vkml.reset_fallback_counts()
+    got = torch.logcumsumexp(z.to(VKML), 1).cpu()
+    assert torch_vkml.fallback_counts() == {"aten::_logcumsumexp": 1}
+    torch.testing.assert_close(got, torch.logcumsumexp(z, 1))
+    torch_vkml.reset_fallback_counts()  # counted above, as this test expects

@@ -357,14 +357,18 @@ at::Tensor& vk_renorm_out(const at::Tensor& self, const at::Scalar& p, int64_t d
               maxnorm.toDouble());
   TORCH_CHECK(self.dim() > 1, "renorm: input needs at least 2 dimensions, got ", self.dim(),
               " dimensions");
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
-              "renorm on vkml expects a floating point input, got ", self.scalar_type());
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
+              "renorm on vkml expects a floating point or complex input, got ", self.scalar_type());
   dim = at::maybe_wrap_dim(dim, self.dim());
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < self.dim(); ++d)
     if (d != dim) dims.push_back(d);
-  at::ScalarType acc = self.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  at::Tensor norm = vk_vector_norm(self, p, at::IntArrayRef(dims), /*keepdim=*/true, acc);
+  // A complex input's norm is of the magnitudes, real (as on the CPU).
+  const at::ScalarType t = self.scalar_type();
+  at::ScalarType acc = t == at::kDouble || t == at::kComplexDouble ? at::kDouble : at::kFloat;
+  // (A dtype would convert a complex input first, dropping its imaginary parts.)
+  at::Tensor norm = vk_vector_norm(self, p, at::IntArrayRef(dims), /*keepdim=*/true,
+                                   self.is_complex() ? std::nullopt : std::optional(acc));
   at::Tensor limit = at::scalar_tensor(maxnorm, norm.options());
   at::Tensor factor = at::where(norm > limit, limit / (norm + 1e-7), 1.0);
   at::Tensor r = self * factor.to(self.scalar_type());

@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "aten/composite/complex.h"
+#include "fallback.h"
 #include "op_helpers.h"
 #include "vkml/ops/scan.h"
 #include "vkml_tensor.h"
@@ -125,6 +126,8 @@ void cummin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indic
 }
 
 at::Tensor vk_logcumsumexp(const at::Tensor& self, int64_t dim) {
+  // Complex log-sum-exp has no kernel: the counted CPU route.
+  if (self.is_complex()) return cpu_route<at::_ops::_logcumsumexp>(self, dim);
   return run_scan("logcumsumexp", self, dim, ScanOp::LogSumExp, self.scalar_type());
 }
 at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
