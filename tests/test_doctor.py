@@ -80,6 +80,7 @@ def test_healthy_device_json():
         assert f["fp16"] is props.supports_fp16 and f["fp64"] is props.supports_fp64
         assert f["int64"] is props.supports_int64 and f["int16"] is props.supports_int16
         assert f["subgroup_size"].split()[0] == str(props.subgroup_size)
+        assert f["compute_queues"] == props.queue_count >= 1
         smoke = d["smoke"]
         assert smoke["ok"] is True, smoke
         assert smoke["matmul"]["ok"] is True and smoke["matmul"]["max_rel_error"] < 1e-4

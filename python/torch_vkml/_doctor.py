@@ -281,6 +281,8 @@ def _features(p: dict) -> dict[str, Any]:
         "matrix_units_fp16": p["cooperative_matrix"] or None,
         "matrix_units_bf16": p["cooperative_matrix_bf16"] or None,
         "memory_budget": p.get("supports_memory_budget", False),
+        # Queues the streams run on (1: every stream shares one, as on lavapipe)
+        "compute_queues": p.get("queue_count", 1),
     }
 
 
@@ -568,9 +570,11 @@ def format_report(report: dict[str, Any]) -> str:
             lines.append(f"      heap {h_index}: {_gib(h['size'])} {kind}{budget}")
         f = d["features"]
         lines.append(
-            "      fp16 {} bf16 {} fp64 {} int64 {} int16 {}, subgroup {}".format(
+            "      fp16 {} bf16 {} fp64 {} int64 {} int16 {}, subgroup {}, {} compute "
+            "queue(s) for streams".format(
                 *(_yes(f[k]) for k in ("fp16", "bf16", "fp64", "int64", "int16")),
                 f["subgroup_size"],
+                f["compute_queues"],
             )
         )
         lines.append(
