@@ -262,22 +262,19 @@ void MemoryPool::free(uint64_t address) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = live_.find(address);
-    if (it != live_.end()) others = it->second->other_streams;
+    if (it == live_.end()) fail(ErrorKind::Internal, "vkml: free of an unknown address");
+    others = it->second->other_streams;
+    if (!others) return release_chunk(take_live(it));  // the usual case: one lock, one lookup
   }
-  if (!others) return free_finished(address);
   // Reused once the other streams have run what they recorded by now (submitted, so
   // that they get there without anyone else flushing them).
   FreedLater later{nullptr, {}};
   for (int slot = 0; slot < Device::kStreamSlots; ++slot)
     if (others >> slot & 1) later.waits.emplace_back(slot, device_.stream(slot).flush());
   std::lock_guard<std::mutex> lock(mutex_);
-  LiveMap::node_type node = live_.extract(address);
-  if (!node) fail(ErrorKind::Internal, "vkml: free of an unknown address");
-  later.chunk = node.mapped();
-  spare_live_nodes_.push_back(std::move(node));
-  count(stats_.allocated_bytes, later.chunk->block, -int64_t(later.chunk->size));
-  count(stats_.requested_bytes, later.chunk->block, -int64_t(later.chunk->requested));
-  count(stats_.allocations, later.chunk->block, -1);
+  auto it = live_.find(address);
+  if (it == live_.end()) fail(ErrorKind::Internal, "vkml: free of an unknown address");
+  later.chunk = take_live(it);
   freed_later_.push_back(std::move(later));
   freed_later_count_.store(freed_later_.size(), std::memory_order_relaxed);
 }
@@ -313,14 +310,19 @@ void MemoryPool::collect_freed_later() {
 
 void MemoryPool::free_finished(uint64_t address) {
   std::lock_guard<std::mutex> lock(mutex_);
-  LiveMap::node_type node = live_.extract(address);
-  if (!node) fail(ErrorKind::Internal, "vkml: free of an unknown address");
+  auto it = live_.find(address);
+  if (it == live_.end()) fail(ErrorKind::Internal, "vkml: free of an unknown address");
+  release_chunk(take_live(it));
+}
+
+MemoryPool::Chunk* MemoryPool::take_live(LiveMap::iterator it) {
+  LiveMap::node_type node = live_.extract(it);
   Chunk* c = node.mapped();
   spare_live_nodes_.push_back(std::move(node));
   count(stats_.allocated_bytes, c->block, -int64_t(c->size));
   count(stats_.requested_bytes, c->block, -int64_t(c->requested));
   count(stats_.allocations, c->block, -1);
-  release_chunk(c);
+  return c;
 }
 
 void MemoryPool::release_chunk(Chunk* c) {

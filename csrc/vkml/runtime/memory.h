@@ -165,7 +165,8 @@ class MemoryPool {
   Chunk* take_free_chunk(uint64_t size, bool small, int stream);
   // nullptr when the driver is out of memory
   Block* create_block(uint64_t size, bool small, int stream);
-  void release_chunk(Chunk* c);  // back to the free lists, merged with free neighbours
+  void release_chunk(Chunk* c);            // back to the free lists, merged with free neighbours
+  Chunk* take_live(LiveMap::iterator it);  // out of live_, uncounted as allocated
   void destroy_block(Block* b);
   Chunk* split(Chunk* c, uint64_t size);
   uint64_t heap_size() const;
