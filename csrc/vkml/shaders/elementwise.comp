@@ -126,14 +126,6 @@ CT copy_sign(CT mag, CT sgn) { return sign_bit(sgn) ? -abs(mag) : abs(mag); }
 #ifdef ST_F64
 #include "f64_math.glsl"
 const double INV_LN2_D = 1.4426950408889634074LF;
-// log(1 + x) = log(u) x / (u - 1) for u = 1 + x rounded (Goldberg): the rounding of u
-// cancels, so small x keep their digits.
-double log1p_d(double x) {
-  if (isnan(x) || isinf(x)) return x < 0.0LF ? 0.0LF / 0.0LF : x;
-  double u = 1.0LF + x;
-  if (u == 1.0LF) return x;
-  return log_d(u) * (x / (u - 1.0LF));
-}
 // exp(x) - 1: Taylor to x^17 below 1/2 (truncation under 1e-21), else exp - 1.
 double expm1_d(double x) {
   if (!(abs(x) < 0.5LF)) return isnan(x) ? x : exp_d(x) - 1.0LF;
@@ -294,33 +286,6 @@ double reduce_pio2_d(double x, out int q) {
                      k * 2.02226624871116645580e-21LF;
   q = int(k - 4.0LF * floor(k * 0.25LF));
   return t - k * 8.47842766036889956997e-32LF;
-}
-// sin and cos of |r| <= pi/4: Taylor series to r^17 and r^16 (below 2^-56 there).
-double sin_poly_d(double r) {
-  double r2 = r * r;
-  double s = 1.0LF / 355687428096000.0LF;
-  s = s * r2 - 1.0LF / 1307674368000.0LF;
-  s = s * r2 + 1.0LF / 6227020800.0LF;
-  s = s * r2 - 1.0LF / 39916800.0LF;
-  s = s * r2 + 1.0LF / 362880.0LF;
-  s = s * r2 - 1.0LF / 5040.0LF;
-  s = s * r2 + 1.0LF / 120.0LF;
-  s = s * r2 - 1.0LF / 6.0LF;
-  s = s * r2 + 1.0LF / 1.0LF;
-  return r * s;
-}
-double cos_poly_d(double r) {
-  double r2 = r * r;
-  double c = 1.0LF / 20922789888000.0LF;
-  c = c * r2 - 1.0LF / 87178291200.0LF;
-  c = c * r2 + 1.0LF / 479001600.0LF;
-  c = c * r2 - 1.0LF / 3628800.0LF;
-  c = c * r2 + 1.0LF / 40320.0LF;
-  c = c * r2 - 1.0LF / 720.0LF;
-  c = c * r2 + 1.0LF / 24.0LF;
-  c = c * r2 - 1.0LF / 2.0LF;
-  c = c * r2 + 1.0LF / 1.0LF;
-  return c;
 }
 double sin_d(double x) {
   if (isinf(x) || isnan(x)) return 0.0LF / 0.0LF;

@@ -1,5 +1,5 @@
-// exp and log in double precision: GLSL has them only in float. Include after
-// common.glsl in a shader compiled with shaderFloat64.
+// exp, log, log1p and the sin / cos series in double precision: GLSL has them only in
+// float. Include after common.glsl in a shader compiled with shaderFloat64.
 
 // exp(x) = 2^k * exp(r), |r| <= ln2 / 2, with ln2 split in two (the high part has
 // trailing zero bits, so k * LN2_HI is exact) and a degree-13 Taylor polynomial
@@ -63,4 +63,40 @@ double log_d(double x) {
   y = y - 1.0LF + m * exp_d(-y);
   y = y - 1.0LF + m * exp_d(-y);
   return double(e) * 0.6931471805599453094LF + y;
+}
+
+// log(1 + x) = log(u) x / (u - 1) for u = 1 + x rounded (Goldberg): the rounding of u
+// cancels, so small x keep their digits.
+double log1p_d(double x) {
+  if (isnan(x) || isinf(x)) return x < 0.0LF ? 0.0LF / 0.0LF : x;
+  double u = 1.0LF + x;
+  if (u == 1.0LF) return x;
+  return log_d(u) * (x / (u - 1.0LF));
+}
+// sin and cos of |r| <= pi/4: Taylor series to r^17 and r^16 (below 2^-56 there).
+double sin_poly_d(double r) {
+  double r2 = r * r;
+  double s = 1.0LF / 355687428096000.0LF;
+  s = s * r2 - 1.0LF / 1307674368000.0LF;
+  s = s * r2 + 1.0LF / 6227020800.0LF;
+  s = s * r2 - 1.0LF / 39916800.0LF;
+  s = s * r2 + 1.0LF / 362880.0LF;
+  s = s * r2 - 1.0LF / 5040.0LF;
+  s = s * r2 + 1.0LF / 120.0LF;
+  s = s * r2 - 1.0LF / 6.0LF;
+  s = s * r2 + 1.0LF / 1.0LF;
+  return r * s;
+}
+double cos_poly_d(double r) {
+  double r2 = r * r;
+  double c = 1.0LF / 20922789888000.0LF;
+  c = c * r2 - 1.0LF / 87178291200.0LF;
+  c = c * r2 + 1.0LF / 479001600.0LF;
+  c = c * r2 - 1.0LF / 3628800.0LF;
+  c = c * r2 + 1.0LF / 40320.0LF;
+  c = c * r2 - 1.0LF / 720.0LF;
+  c = c * r2 + 1.0LF / 24.0LF;
+  c = c * r2 - 1.0LF / 2.0LF;
+  c = c * r2 + 1.0LF / 1.0LF;
+  return c;
 }

@@ -30,29 +30,15 @@ double unit53(uint hi, uint lo) {
 }
 
 // cos(2 pi u) for u in [0, 1): u - q / 4 is exact, so the reduced angle r (|r| <= pi / 4)
-// carries one rounding; Taylor series to r^16 (below 1e-17 there).
+// carries one rounding; then f64_math.glsl's series.
 double cos_2pi_d(double u) {
   double q = floor(4.0LF * u + 0.5LF);
-  double r = (u - 0.25LF * q) * 6.283185307179586477LF, r2 = r * r;
-  double c = 1.0LF / 20922789888000.0LF;
-  c = c * r2 - 1.0LF / 87178291200.0LF;
-  c = c * r2 + 1.0LF / 479001600.0LF;
-  c = c * r2 - 1.0LF / 3628800.0LF;
-  c = c * r2 + 1.0LF / 40320.0LF;
-  c = c * r2 - 1.0LF / 720.0LF;
-  c = c * r2 + 1.0LF / 24.0LF;
-  c = c * r2 - 0.5LF;
-  c = c * r2 + 1.0LF;
-  double s = -1.0LF / 1307674368000.0LF;
-  s = s * r2 + 1.0LF / 6227020800.0LF;
-  s = s * r2 - 1.0LF / 39916800.0LF;
-  s = s * r2 + 1.0LF / 362880.0LF;
-  s = s * r2 - 1.0LF / 5040.0LF;
-  s = s * r2 + 1.0LF / 120.0LF;
-  s = s * r2 - 1.0LF / 6.0LF;
-  s = (s * r2 + 1.0LF) * r;
+  double r = (u - 0.25LF * q) * 6.283185307179586477LF;
   int quadrant = int(q) & 3;
-  return quadrant == 0 ? c : quadrant == 1 ? -s : quadrant == 2 ? -c : s;
+  return quadrant == 0   ? cos_poly_d(r)
+         : quadrant == 1 ? -sin_poly_d(r)
+         : quadrant == 2 ? -cos_poly_d(r)
+                         : sin_poly_d(r);
 }
 #endif
 

@@ -51,7 +51,6 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { dou
 #define ACC double
 #define TO_ST(x) (x)
 #define IS_FLOAT 1
-#define ACC64 1
 #elif defined(ST_F16)
 #define BUF BufF16
 #define PBUF BufF32
@@ -110,25 +109,6 @@ float log1p_unit(float x) {
 }
 #endif
 
-#ifdef ST_F64
-// log1p_unit in float64: the series to s^18 keeps 2^-53 for x <= 0.25 (s <= 1/9).
-// Written out, not looped: a line scan calls it once per element, and Mesa 22.3's
-// lavapipe counts every loop iteration of an invocation against one limit.
-double log1p_unit_d(double x) {
-  if (x > 0.25LF) return log_d(1.0LF + x);
-  double s = x / (2.0LF + x), s2 = s * s;
-  double t = 1.0LF / 17.0LF + s2 / 19.0LF;
-  t = 1.0LF / 15.0LF + s2 * t;
-  t = 1.0LF / 13.0LF + s2 * t;
-  t = 1.0LF / 11.0LF + s2 * t;
-  t = 1.0LF / 9.0LF + s2 * t;
-  t = 1.0LF / 7.0LF + s2 * t;
-  t = 1.0LF / 5.0LF + s2 * t;
-  t = 1.0LF / 3.0LF + s2 * t;
-  t = 1.0LF + s2 * t;
-  return 2.0LF * s * t;
-}
-#endif
 
 ACC combine(ACC a, ACC b) {
   if (OP == SCAN_SUM) return a + b;
@@ -138,13 +118,13 @@ ACC combine(ACC a, ACC b) {
     if (isnan(a) || isnan(b)) return a + b;
     ACC m = max(a, b), mn = min(a, b);
     if (isinf(mn) && mn < 0.0) return m;
-#ifdef ACC64
+#if defined(ACC64) || defined(ST_F64)
     if (m == mn) return m + 0.6931471805599453LF;
 #else
     if (m == mn) return m + 0.6931471805599453;
 #endif
 #ifdef ST_F64
-    return m + log1p_unit_d(exp_d(mn - m));
+    return m + log1p_d(exp_d(mn - m));
 #else
     return m + ACC(log1p_unit(exp(float(mn - m))));
 #endif
@@ -276,7 +256,7 @@ void main() {
   if (pc.nchunks > 1u && tid == 0u) {
 #ifdef ST_U8
     PBUF(pc.part).v[group] = uint8_t(carry);
-#elif defined(ACC64) && !defined(ST_F64)
+#elif defined(ACC64)
     PBUF(pc.part).v[group] = float(carry);
 #else
     PBUF(pc.part).v[group] = carry;
