@@ -204,12 +204,13 @@ class VkmlStagingBackend : public c10d::Backend {
 
   WorkPtr reduce_scatter_tensor_coalesced(TensorList& outputs, TensorList& inputs,
                                           const c10d::ReduceScatterOptions& opts) override {
-    return coalesced_tensors("reduce_scatter_tensor_coalesced",
-                             c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, inputs,
-                             /*gather=*/false,
-                             [inner = inner_, opts](TensorList& out, TensorList& in) {
-                               return inner->reduce_scatter_tensor_coalesced(out, in, opts);
-                             });
+    // OpType has no REDUCE_SCATTER_TENSOR_COALESCED before torch 2.12; the label only names
+    // the work.
+    return coalesced_tensors(
+        "reduce_scatter_tensor_coalesced", c10d::OpType::REDUCE_SCATTER, outputs, inputs,
+        /*gather=*/false, [inner = inner_, opts](TensorList& out, TensorList& in) {
+          return inner->reduce_scatter_tensor_coalesced(out, in, opts);
+        });
   }
 
   WorkPtr alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
