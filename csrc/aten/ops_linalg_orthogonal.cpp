@@ -124,7 +124,8 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::str
 
 // ---- Eigenvalues and singular values ---------------------------------------------------
 // Jacobi up to kEighMax / kSvdMax (more accurate for small matrices), condensed forms
-// beyond (linalg_condensed.comp).
+// beyond (linalg_condensed.comp), and for SVD also where the driver's loop limit would cut
+// Jacobi's sweeps short (vkml::ops::svd_by_jacobi).
 
 // The condensed forms' scratch (none for Jacobi).
 at::Tensor scratch_for(const at::Tensor& A, const Shape& batch, int64_t n, bool condensed) {
@@ -183,7 +184,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
   at::Tensor tall = wide ? A.mT() : A;
   const int64_t rows = tall.size(-2);
   const Shape batch = batch_shape(A);
-  const bool condensed = k > vkml::ops::kSvdMax, vectors = compute_uv || !condensed;
+  const bool condensed = !vkml::ops::svd_by_jacobi(vkml_device(A), m, n);
+  const bool vectors = compute_uv || !condensed;
   at::Tensor a = fresh(tall, tall.sizes().vec());
   at::Tensor S = at::empty(with(batch, {k}), A.options());
   at::Tensor left = at::empty(vectors ? with(batch, {rows, k}) : Shape{0}, A.options());

@@ -25,10 +25,29 @@ bool linalg_supported(Device& dev, DType t) {
   return t == DType::f32 || (t == DType::f64 && dev.info().supports_fp64);
 }
 
+// Thread 0 of a Jacobi SVD workgroup, per column pair: its rows' dot products and the two
+// rotations (ceil(rows / 256) each), the reduction's 8 halvings and the pair loop; and
+// then the column norms (rows each) and the insertion sort. The sweeps depend on the
+// data: float32 matrices of order 32 take 8 or 9 (uniform and normal entries, a model
+// of the kernel on the CPU); 12 are counted. Counted against 90 % of the limit: on
+// Mesa 22.3's lavapipe, 32 x 32 uniform matrices crashed and order 31 came back wrong
+// while the model put them past it, and orders up to 28 were right.
+static int64_t jacobi_svd_iterations(int64_t rows, int64_t k) {
+  const int64_t per_pair = 10 + 2 * ((rows + 255) / 256);
+  return 12 * k * (k - 1) / 2 * per_pair + rows + k * k;
+}
+
+bool svd_by_jacobi(Device& dev, int64_t m, int64_t n) {
+  const int64_t rows = std::max(m, n), k = std::min(m, n);
+  if (k > kSvdMax) return false;
+  const int64_t limit = dev.info().loop_iteration_limit;
+  return limit == 0 || jacobi_svd_iterations(rows, k) <= limit * 9 / 10;
+}
+
 bool linalg_fits(Device& dev, LinalgAlgo algo, int64_t m, int64_t n) {
   const int64_t rows = std::max(m, n), k = std::min(m, n);
   if (algo == LinalgAlgo::Eigh && n > kEighMax) algo = LinalgAlgo::EighTridiagonal;
-  if (algo == LinalgAlgo::Svd && k > kSvdMax) algo = LinalgAlgo::SvdBidiagonal;
+  if (algo == LinalgAlgo::Svd && !svd_by_jacobi(dev, m, n)) algo = LinalgAlgo::SvdBidiagonal;
   if ((algo == LinalgAlgo::EighTridiagonal || algo == LinalgAlgo::SvdBidiagonal) &&
       k > kCondensedMax)
     return false;
@@ -39,9 +58,9 @@ bool linalg_fits(Device& dev, LinalgAlgo algo, int64_t m, int64_t n) {
   // updates, n^3 / 768 for Cholesky, a thread's whole columns in QR), kept under half
   // the limit for what the count leaves out. Where thread 0's work depends on the data
   // (the Jacobi sweeps, the QR steps of the condensed forms), the bounds are measured on
-  // Mesa 22.3's lavapipe with a third to spare: Jacobi SVD of 1000 x 32 crashed, eigh of
-  // order 128 and SVD of 72 columns by 79 rows came back wrong, while 256 x 32, 100 and
-  // 64 x 71 were right.
+  // Mesa 22.3's lavapipe with a third to spare: eigh of order 128 and SVD of 72 columns
+  // by 79 rows came back wrong, while 100 and 64 x 71 were right. Jacobi SVD is counted
+  // (jacobi_svd_iterations).
   const int64_t half = limit / 2, most = limit * 9 / 10;
   switch (algo) {
     case LinalgAlgo::Cholesky:
@@ -63,7 +82,7 @@ bool linalg_fits(Device& dev, LinalgAlgo algo, int64_t m, int64_t n) {
     case LinalgAlgo::Eigh:
       return true;  // n <= kEighMax
     case LinalgAlgo::Svd:
-      return rows <= 256;
+      return true;  // svd_by_jacobi
     case LinalgAlgo::EighTridiagonal:
       return n <= 96;
     case LinalgAlgo::SvdBidiagonal:

@@ -67,6 +67,11 @@ bool linalg_supported(Device& dev, DType t);
 // kernel their size picks (Jacobi or the condensed form).
 bool linalg_fits(Device& dev, LinalgAlgo algo, int64_t m, int64_t n);
 
+// Whether the SVD of an m x n operand runs as Jacobi (Svd) rather than through the
+// condensed form (SvdBidiagonal): up to kSvdMax columns, and where the driver limits
+// loop iterations, only while Jacobi's sweeps stay under it.
+bool svd_by_jacobi(Device& dev, int64_t m, int64_t n);
+
 void linalg(Device& dev, const LinalgArgs& args);
 
 }  // namespace vkml::ops
