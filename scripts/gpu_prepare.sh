@@ -9,14 +9,23 @@ SHARED=${SHARED:-../shared}
 bash "$SHARED/device/prepare.sh"
 
 # What the tests need beyond torch, as wheels: that image may lack them and has no
-# registry. pytest and pytest-xdist; tqdm (the digits example); numpy and expecttest
-# (torch.testing's OpInfo samples, for test_conformance; numpy is the one binary wheel,
-# hence the image's Python version). gpu_run.sh unpacks each only where its module is
-# missing. sklearn (with scipy) would not fit the 64 MiB carry: the digits tests fail there.
+# registry. pytest and pytest-xdist; tqdm (the digits example); expecttest (torch.testing's
+# OpInfo samples, for test_conformance). gpu_run.sh unpacks each only where its module is
+# missing. numpy is left out: the image has it, and its wheel is a quarter of the carry.
 rm -rf .gl/wheels
 .venv/bin/python -m pip download -q --disable-pip-version-check --only-binary=:all: \
   --python-version "${GPU_PYTHON_VERSION:-3.12}" -d .gl/wheels \
-  pytest pytest-timeout pytest-xdist tqdm numpy expecttest
+  pytest pytest-timeout pytest-xdist tqdm expecttest
+rm -f .gl/wheels/numpy-*.whl
+
+# VkFFT (headers) and the static glslang it compiles FFT kernels with: gpu_run.sh unpacks
+# them before the build (and builds without FFT kernels should that fail). Not in .gl/
+# itself, which gpu-setup.sh unpacks into / before anything runs.
+rm -rf .gl/fft
+mkdir -p .gl/fft
+o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+(cd .gl/fft && apt-get $o download libvkfft-dev glslang-dev glslang-tools spirv-tools \
+  >/dev/null 2>&1)
 
 prefix=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/cmeel.prefix
 if [ ! -x "$prefix/bin/glslang" ]; then

@@ -7,25 +7,32 @@
 #       timeout_s=590)
 #
 # Writes under $OUT (or ./gpu-out): build.log, device.txt (with the C++ runtime the
-# module links), pytest.log, bench.log, sweep.txt (tile sweeps), bench-ab.log, and
-# results.tgz with the rest (the bench folders: results.json, table.txt, ratios.png;
-# junit.xml): the device tool brings back 8 files at most.
-# Each step has its own time limit so
-# that the whole script ends by about 555 s; a failing build stops it, failing tests do
-# not stop the bench. Knobs: STEP_BUILD_S, STEP_TEST_S (0: no tests), TEST_ARGS (pytest
-# selection, default the whole suite), STEP_BENCH_S (0: no bench), BENCH_ARGS,
-# BENCH_KERNELS (kernels listed per case, 0: none), SWEEP_PARTS (see gpu_gemm_sweep.py), SWEEP_END (seconds
-# into the run by which the sweep stops, default 470), AB=0 (no A/B runs), AB_END (by
-# which they stop, default 550), and
-# GPU_RUN_ANY_DEVICE=1 (accept a device that is not NVIDIA's: a dry run on lavapipe).
+# module links, and the stream tests on separate and on shared queues), distributed.txt
+# (torch.distributed against Gloo on CPU tensors and CUDA's own path), pytest.log,
+# bench.log (FFT and linear algebra, then the rest), and results.tgz with the rest (the
+# bench folders: results.json, table.txt, ratios.png; junit.xml, sweep.txt): the device
+# tool brings back 8 files at most.
+# Order is priority order, each step with its own time limit so that the whole script
+# ends by about BENCH_END + 15 s (default 515 s): the checks open issues wait for first,
+# then the suite, then the general bench. A failing build stops it, failing tests do not
+# stop the rest. Knobs: STEP_BUILD_S, STEP_DIST_S (0: no distributed bench), STEP_LINALG_S
+# (0: no FFT/linear-algebra bench), STEP_TEST_S (0: no tests), TEST_ARGS (pytest
+# selection, default the whole suite), BENCH_END (seconds into the run by which the
+# general bench stops; under 60 s left: none), BENCH_CASES, BENCH_ARGS, BENCH_KERNELS (kernels listed
+# per case, 0: none), SWEEP_PARTS (see gpu_gemm_sweep.py), SWEEP_END (seconds into the run
+# by which the tile sweep stops, default 0: none), AB=0 (no A/B runs), AB_END (by which
+# they stop), and GPU_RUN_ANY_DEVICE=1 (accept a device that is not NVIDIA's: a dry run on
+# lavapipe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 STEP_BUILD_S=${STEP_BUILD_S:-240}
-STEP_TEST_S=${STEP_TEST_S:-100}
-STEP_BENCH_S=${STEP_BENCH_S:-300}
+STEP_DIST_S=${STEP_DIST_S:-100}
+STEP_LINALG_S=${STEP_LINALG_S:-100}
+STEP_TEST_S=${STEP_TEST_S:-110}
+BENCH_END=${BENCH_END:-500}
 t0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - t0 )); }
 summary=()
@@ -35,16 +42,39 @@ cmake_args=""
 if [ -x .gl/glslang/bin/glslang ]; then
   cmake_args="-DVKML_GLSLANG=$PWD/.gl/glslang/bin/glslang"
 fi
-echo "==> [$(elapsed)s] build (limit ${STEP_BUILD_S}s)"
-if timeout "$STEP_BUILD_S" make build SETUP=none PYTHON="$PY" BUILD_TESTS=OFF JOBS=16 \
-    CMAKE_ARGS="$cmake_args" >"$OUT/build.log" 2>&1; then
+# VkFFT and the static glslang it compiles its kernels with (Debian's, which gpu_prepare.sh
+# put in .gl/fft/), unpacked where CMake looks. They are built for Debian's gcc, so should
+# the build fail with them, it is repeated without FFT kernels rather than lose the run.
+with_fft=0
+if ls .gl/fft/*.deb >/dev/null 2>&1; then
+  for f in .gl/fft/*.deb; do dpkg -x "$f" /; done
+  with_fft=1
+fi
+build() {
+  timeout "$1" make build SETUP=none PYTHON="$PY" BUILD_TESTS=OFF JOBS=16 \
+    CMAKE_ARGS="$cmake_args" >>"$OUT/build.log" 2>&1
+}
+echo "==> [$(elapsed)s] build (limit ${STEP_BUILD_S}s, VkFFT: $with_fft)"
+if build "$STEP_BUILD_S"; then
   summary+=("build: ok ($(elapsed)s)")
+elif [ "$with_fft" = 1 ] && [ "$(elapsed)" -lt $(( STEP_BUILD_S + 60 )) ]; then
+  grep -E "error|Error" "$OUT/build.log" | head -20
+  echo "==> [$(elapsed)s] build failed with VkFFT: again without FFT kernels"
+  cmake -S . -B build -DVKFFT_INCLUDE_DIR=VKFFT_INCLUDE_DIR-NOTFOUND >>"$OUT/build.log" 2>&1 || true
+  if build "$STEP_BUILD_S"; then
+    summary+=("build: ok without VkFFT ($(elapsed)s): the VkFFT build failed, see build.log")
+  else
+    tail -40 "$OUT/build.log"
+    echo "build failed"
+    exit 1
+  fi
 else
   rc=$?
   tail -40 "$OUT/build.log"
   echo "build failed (rc=$rc)"
   exit 1
 fi
+grep -E "VkFFT" "$OUT/build.log" | head -3 || true
 export PYTHONPATH="$PWD/build/pypath:$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 # Which C++ runtime the module uses: a second libstdc++ linked into it crashed the first
 # H200 runs (see CMakeLists.txt).
@@ -144,7 +174,6 @@ if [ "${#probe_ok[@]}" -lt 2 ]; then
   summary+=("matrix-unit probe failed for some dtype: TORCH_VKML_COOPMAT=$TORCH_VKML_COOPMAT")
 fi
 
-echo "==> [$(elapsed)s] pytest (limit ${STEP_TEST_S}s)"
 # The test dependencies gpu_prepare.sh carried, each where the image lacks its module: an
 # unpacked wheel is importable as it is (no pip needed).
 if [ -d .gl/wheels ]; then
@@ -172,44 +201,79 @@ if [ "$STEP_TEST_S" != 0 ] && "$PY" -c "import pytest" 2>/dev/null; then
   done
 fi
 
+# torch.distributed: all_reduce on vkml tensors (two ranks, each a logical device on the
+# GPU) against Gloo on CPU tensors and CUDA's own path in the same group, and DDP from one
+# rank to two. Should the CUDA column break the run, again without it.
+if [ "$STEP_DIST_S" != 0 ]; then
+  echo "==> [$(elapsed)s] distributed bench (limit ${STEP_DIST_S}s)"
+  set +e
+  timeout -k 10 "$STEP_DIST_S" "$PY" -m torch_vkml.bench --distributed --out "$OUT/dist" \
+    >"$OUT/distributed.txt" 2>&1
+  rc=$?
+  if [ "$rc" != 0 ] && [ "$rc" != 124 ]; then
+    echo "(exit status $rc with the CUDA column: again without it)" >>"$OUT/distributed.txt"
+    timeout -k 10 "$(( STEP_DIST_S / 2 ))" "$PY" -m torch_vkml.bench --distributed --quick \
+      --no-cuda --out "$OUT/dist" >>"$OUT/distributed.txt" 2>&1
+    rc=$?
+  fi
+  set -e
+  tail -20 "$OUT/distributed.txt"
+  summary+=("distributed bench: rc=$rc")
+fi
+
+# FFT and linear algebra against cuFFT and cuSOLVER (the CUDA child process).
+if [ "$STEP_LINALG_S" != 0 ]; then
+  echo "==> [$(elapsed)s] FFT and linear-algebra bench (limit ${STEP_LINALG_S}s)"
+  set +e
+  timeout -k 15 "$STEP_LINALG_S" "$PY" -m torch_vkml.bench --out "$OUT/bench-linalg" \
+    --cases 'fft-*,cholesky/*,solve/*,qr/*,eigh/*,svd/*' --time-budget $(( STEP_LINALG_S - 30 )) \
+    --kernels 3 >"$OUT/bench.log" 2>&1
+  rc=$?
+  set -e
+  grep -v '^      ' "$OUT/bench.log" | tail -30
+  summary+=("FFT/linalg bench: rc=$rc")
+fi
+
+echo "==> [$(elapsed)s] pytest (limit ${STEP_TEST_S}s)"
 if [ "$STEP_TEST_S" = 0 ]; then
   summary+=("pytest: skipped (STEP_TEST_S=0)")
 elif "$PY" -c "import pytest" 2>/dev/null; then
   # 16 cores: tests in parallel processes, each with its own Vulkan device.
   xdist=""
-  if "$PY" -c "import xdist" 2>/dev/null; then xdist="-n ${TEST_JOBS:-8}"; fi
+  if "$PY" -c "import xdist" 2>/dev/null; then xdist="-n ${TEST_JOBS:-12}"; fi
   set +e
   # No validation layer is carried to that machine: TORCH_VKML_VALIDATION=1 would only
   # report that it is missing. SIGINT at the limit still lets pytest write junit.xml.
   LP_NUM_THREADS=0 TORCH_VKML_VALIDATION=${TORCH_VKML_VALIDATION:-0} timeout -s INT -k 15 "$STEP_TEST_S" \
-    "$PY" -m pytest -q $xdist --maxfail=30 -p no:cacheprovider --continue-on-collection-errors \
+    "$PY" -m pytest -q $xdist --maxfail=60 -p no:cacheprovider --continue-on-collection-errors \
     --junitxml="$OUT/junit.xml" ${TEST_ARGS:-tests} \
     >"$OUT/pytest.log" 2>&1
   rc=$?
   set -e
-  tail -15 "$OUT/pytest.log"
+  grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -40
+  tail -3 "$OUT/pytest.log"
   summary+=("pytest: rc=$rc ($(tail -1 "$OUT/pytest.log" | tr -d '='))")
 else
   echo "pytest is not installed for $PY: skipping the tests"
   summary+=("pytest: not installed, skipped")
 fi
 
-# What is left of the 9 minutes goes to the bench (at least 60 s), minus a margin for output
-# and the A/B run below. No case starts in its last 45 s; one still running at the limit is
-# cut by SIGTERM, and the bench still writes its table for the cases done.
-left=$(( 440 - $(elapsed) ))
-budget=$(( left < STEP_BENCH_S ? left : STEP_BENCH_S ))
-budget=$(( budget < 60 ? 60 : budget ))
-if [ "$STEP_BENCH_S" = 0 ]; then
-  summary+=("bench: skipped (STEP_BENCH_S=0)")
+# The general bench gets what is left until BENCH_END. No case starts in its last 45 s;
+# one still running at the limit is cut by SIGTERM, and the bench still writes its table
+# for the cases done.
+# Every case but the FFT and linear-algebra ones above, in the bench's priority order.
+BENCH_CASES=${BENCH_CASES:-'host-overhead*,gemm/*,add/*,mul/*,gelu/*,sum-*,softmax/*,layer_norm/*,cross_entropy*,adamw*,train/*,infer/*,sdpa*,conv2d*'}
+budget=$(( BENCH_END - $(elapsed) ))
+if [ "$budget" -lt 60 ]; then
+  summary+=("bench: skipped (${budget}s left before BENCH_END)")
 else
   echo "==> [$(elapsed)s] bench (limit ${budget}s)"
   set +e
   # --kernels: each case's vkml kernels by device time, one extra call under the profiler,
   # in bench.log and results.json: where the time goes, for the next round of kernel work.
   timeout -k 15 "$budget" "$PY" -m torch_vkml.bench --out "$OUT/bench" \
-    --time-budget $(( budget - 45 )) --kernels "${BENCH_KERNELS:-8}" ${BENCH_ARGS:-} \
-    >"$OUT/bench.log" 2>&1
+    --time-budget $(( budget - 45 )) --kernels "${BENCH_KERNELS:-8}" --cases "$BENCH_CASES" \
+    ${BENCH_ARGS:-} >>"$OUT/bench.log" 2>&1
   rc=$?
   set -e
   grep -v '^      ' "$OUT/bench.log" | tail -80  # the kernel tables stay in the log
@@ -219,7 +283,7 @@ fi
 # fp32 GEMM and convolution under each scalar tile, then the matrix-unit GEMM under each
 # staging depth and output tile (their defaults were chosen without a GPU), in one process
 # on the device clock.
-left=$(( ${SWEEP_END:-470} - $(elapsed) ))
+left=$(( ${SWEEP_END:-0} - $(elapsed) ))
 if [ "$left" -ge 30 ]; then
   echo "==> [$(elapsed)s] GEMM and convolution tile sweep (limit ${left}s)"
   set +e
@@ -269,7 +333,8 @@ fi
 echo "==> [$(elapsed)s] summary"
 printf '  %s\n' "${summary[@]}"
 # At most 8 files come back: the logs stay loose, the rest goes into one archive.
-packed=$(cd "$OUT" && ls -d bench bench-ab-gemm bench-ab-conv junit.xml nvidia_egl_icd.json loader.log 2>/dev/null || true)
+packed=$(cd "$OUT" && ls -d bench bench-linalg dist bench-ab-gemm bench-ab-conv junit.xml sweep.txt \
+  bench-ab.log nvidia_egl_icd.json loader.log 2>/dev/null || true)
 if [ -n "$packed" ]; then
   (cd "$OUT" && tar czf results.tgz $packed && rm -rf $packed)
 fi

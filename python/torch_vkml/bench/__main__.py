@@ -226,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         from . import distributed
 
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        return distributed.main(profile, Path(args.out or f"results/distributed-{stamp}"))
+        out = Path(args.out or f"results/distributed-{stamp}")
+        return distributed.main(profile, out, cuda=not args.no_cuda)
     if not torch_vkml.is_available():
         print(
             f"torch-vkml: no usable Vulkan device: {torch_vkml._C.unavailable_reason()}",

@@ -5,7 +5,9 @@ torch.distributed on vkml tensors, measured with two ranks on this machine:
   CPU tensors through plain Gloo in the same process group and the same run, so the ratio is
   what staging through the host costs (target: at most 1.3x Gloo's time from 1 MiB up), with
   each one's bus bandwidth (2 (n - 1) / n x bytes / time, NCCL's convention); CUDA tensors
-  through NCCL where CUDA has a device per rank;
+  through NCCL where CUDA has a device per rank, else through Gloo with every rank on cuda:0
+  (NCCL refuses two ranks on one GPU): the same staging through the host that vkml_gloo does,
+  done by PyTorch for CUDA;
 - DDP training throughput of a small MLP with a fixed batch per rank: 2 ranks against 1.
 
 Each rank is a child process (this module with --worker); with one physical device the
@@ -46,7 +48,13 @@ def _human(n: int) -> str:
 
 def _time_all_reduce(dist, torch, device, nbytes: int, budget: tuple[float, int]) -> float:
     """Median seconds of one all_reduce of `nbytes` of float32 on `device`, this rank."""
-    sync = torch.accelerator.synchronize if device.type != "cpu" else (lambda: None)
+    # torch.accelerator is vkml wherever torch_vkml is loaded, also beside CUDA.
+    if device.type == "cuda":
+        sync = lambda: torch.cuda.synchronize(device)  # noqa: E731
+    elif device.type == "cpu":
+        sync = lambda: None  # noqa: E731
+    else:
+        sync = torch.accelerator.synchronize
     t = torch.ones(max(1, nbytes // 4), device=device)
     for _ in range(2):
         dist.all_reduce(t)
@@ -98,7 +106,7 @@ def _ddp_throughput(dist, torch, device, steps: int, ranks: int) -> float:
     return 64 * ranks * steps / (time.perf_counter() - t0)
 
 
-def worker(rank: int, port: int, profile: str, out: str) -> None:
+def worker(rank: int, port: int, profile: str, out: str, cuda: bool) -> None:
     import torch
     import torch.distributed as dist
 
@@ -108,13 +116,14 @@ def worker(rank: int, port: int, profile: str, out: str) -> None:
     vkml = torch.device("vkml", rank)
     devices = [("cpu", torch.device("cpu")), ("vkml", vkml)]
     backend = "cpu:gloo,vkml:vkml_gloo"
-    if (
-        torch.cuda.is_available()
-        and torch.cuda.device_count() >= WORLD
-        and dist.is_nccl_available()
-    ):
-        devices.append(("cuda", torch.device("cuda", rank)))
-        backend += ",cuda:nccl"
+    cuda_backend = None
+    if cuda and torch.cuda.is_available():
+        if torch.cuda.device_count() >= WORLD and dist.is_nccl_available():
+            cuda_backend, cuda_device = "nccl", torch.device("cuda", rank)
+        else:
+            cuda_backend, cuda_device = "gloo", torch.device("cuda", 0)
+        devices.append(("cuda", cuda_device))
+        backend += f",cuda:{cuda_backend}"
     store = dist.TCPStore("127.0.0.1", port, WORLD, is_master=rank == 0)
     dist.init_process_group(
         backend, store=store, rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=120)
@@ -141,6 +150,7 @@ def worker(rank: int, port: int, profile: str, out: str) -> None:
         result = {
             "world": WORLD,
             "devices": [n for n, _ in devices],
+            "cuda_backend": cuda_backend,
             "all_reduce": rows,
             "ddp": {"one_rank_samples_s": one, "two_ranks_samples_s": -both},
             "fallbacks": fallbacks,
@@ -160,12 +170,20 @@ def format_table(result: dict) -> str:
     devices = result["devices"]
     head = f"{'all_reduce':>10s}" + "".join(f"{d + ' ms':>12s}{d + ' GB/s':>12s}" for d in devices)
     head += f"{'vkml/cpu':>10s}"
-    lines = [f"torch.distributed, {result['world']} ranks, {result['device']}", head]
+    cuda = "cuda" in devices
+    if cuda:
+        head += f"{'vkml/cuda':>10s}"
+    title = f"torch.distributed, {result['world']} ranks, {result['device']}"
+    if cuda:
+        title += f"; cuda through {result.get('cuda_backend')}"
+    lines = [title, head]
     for row in result["all_reduce"]:
         line = f"{_human(row['bytes']):>10s}"
         for d in devices:
             line += f"{1e3 * row[d]['time_s']:12.3f}{row[d]['busbw_GBps']:12.3f}"
         line += f"{row['vkml']['time_s'] / row['cpu']['time_s']:10.2f}"
+        if cuda:
+            line += f"{row['vkml']['time_s'] / row['cuda']['time_s']:10.2f}"
         lines.append(line)
     ddp = result["ddp"]
     lines.append(
@@ -184,7 +202,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def main(profile: str, out_dir: Path) -> int:
+def main(profile: str, out_dir: Path, cuda: bool = True) -> int:
     """Runs the two ranks, writes out_dir/distributed.json and .txt; 0 when both finished."""
     import torch_vkml
 
@@ -196,7 +214,7 @@ def main(profile: str, out_dir: Path) -> int:
     port = str(_free_port())
     cmd = [sys.executable, "-m", "torch_vkml.bench.distributed", "--worker"]
     procs = [
-        subprocess.Popen([*cmd, str(r), port, profile, str(result_file)], env=env)
+        subprocess.Popen([*cmd, str(r), port, profile, str(result_file), str(int(cuda))], env=env)
         for r in range(WORLD)
     ]
     codes = [p.wait() for p in procs]
@@ -211,4 +229,4 @@ def main(profile: str, out_dir: Path) -> int:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:
-    worker(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])
+    worker(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6] == "1")
