@@ -183,6 +183,13 @@ def _operands(layout, B, H, L, E, Ev, device):
 
 @pytest.mark.parametrize("layout", ["contiguous", "token_major", "packed", "sequence_first"])
 @pytest.mark.parametrize("Ev", [16, 8], ids=["Ev=E", "Ev<E"])
+@pytest.mark.xfail(
+    torch.torch_version.TorchVersion(torch.__version__) < "2.12",
+    reason="torch 2.11 runs no meta function for the overrideable attention backward "
+    "(NotImplementedError on meta tensors; seen on the GPU machine's torch 2.11)",
+    raises=NotImplementedError,
+    strict=True,
+)
 def test_results_have_the_meta_functions_strides(layout, Ev, no_fallback):
     # torch.compile traces with PyTorch's meta functions of the fused ops, which give the
     # output the query's layout and each gradient its input's; a graph's views rely on

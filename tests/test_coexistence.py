@@ -63,6 +63,9 @@ struct Guard final : c10::impl::DeviceGuardImplInterface {
 };
 
 struct Hooks final : at::MTIAHooksInterface {
+  // torch 2.11's registry constructs hooks from MTIAHooksArgs; later ones from nothing.
+  Hooks() = default;
+  explicit Hooks(at::MTIAHooksArgs) {}
   bool hasMTIA() const override { return true; }
   bool isAvailable() const override { return true; }
   c10::DeviceIndex deviceCount() const override { return 1; }

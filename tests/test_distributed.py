@@ -419,6 +419,9 @@ def results(request, tmp_path_factory):
         env["TORCH_VKML_DIST_ZERO_COPY"] = "0"
     if torch_vkml.device_count() < WORLD:
         env["TORCH_VKML_VISIBLE_DEVICES"] = ",".join(["0"] * WORLD)
+    # The ranks are vkml programs: where CUDA has a device, the autoload keeps out
+    # (docs/coexistence.md), and vkml would not be the accelerator they test.
+    env["CUDA_VISIBLE_DEVICES"] = ""
     ports = ",".join(map(str, free_ports(2)))
     procs = [
         subprocess.Popen(

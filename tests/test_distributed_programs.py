@@ -26,6 +26,9 @@ def _env(ranks_per_node: int) -> dict[str, str]:
     env = dict(os.environ)
     if torch_vkml.device_count() < ranks_per_node:
         env["TORCH_VKML_VISIBLE_DEVICES"] = ",".join(["0"] * ranks_per_node)
+    # vkml programs: with a CUDA device in the process the autoload keeps out, and DCP's
+    # writer moves only CUDA tensors to the host (docs/coexistence.md).
+    env["CUDA_VISIBLE_DEVICES"] = ""
     env["TORCH_VKML_FALLBACK"] = "silent"  # counted by the program, which fails on any
     env.pop("TORCHELASTIC_RUN_ID", None)
     return env

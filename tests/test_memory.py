@@ -400,7 +400,8 @@ def test_pin_memory_of_tensors_and_storages():
         assert not untyped.is_pinned(VKML)
         pinned_untyped = untyped.pin_memory(VKML)
         assert pinned_untyped.is_pinned(VKML)
-    assert pinned_untyped.is_pinned()
+    if not torch.cuda.is_available():  # where CUDA has a device, the default asks CUDA's allocator
+        assert pinned_untyped.is_pinned()
     assert bytes(pinned_untyped.tolist()) == bytes(untyped.tolist())
 
 
