@@ -340,3 +340,21 @@ def test_visible_devices_filters_and_reorders():
     assert proc.returncode == 0, describe(proc)
     visible = json.loads(proc.stdout.strip().splitlines()[-1])
     assert visible == [names[i] for i in order]
+
+
+def test_torch_calls_the_device_modules_lazy_init():
+    """torch.vkml._lazy_init is what torch up to 2.11 needs to mark vkml initialised; without
+    it torch.accelerator.synchronize() returned there without waiting."""
+    proc = run_python(
+        """
+        import torch, torch_vkml
+        calls = []
+        lazy_init = torch_vkml._lazy_init
+        torch_vkml._lazy_init = lambda: calls.append(1) or lazy_init()
+        torch.zeros(2, device="vkml")
+        torch.zeros(2, device="vkml")
+        print(len(calls))
+        """
+    )
+    assert proc.returncode == 0, describe(proc)
+    assert proc.stdout.split() == ["1"], describe(proc)

@@ -127,6 +127,15 @@ def _is_in_bad_fork() -> bool:
     return bool(_C.in_bad_fork())
 
 
+def _lazy_init() -> None:
+    """Called by torch the first time Python makes a vkml tensor (torch.cuda._lazy_init's
+    place). Torch up to 2.11 marks a PrivateUse1 device initialised only through this;
+    without it, torch.accelerator.synchronize() returned there without waiting (seen on the
+    GPU machine's torch 2.11)."""
+    if not _C.is_available():
+        raise RuntimeError(f"torch-vkml: no usable Vulkan device: {_C.unavailable_reason()}")
+
+
 def get_amp_supported_dtype() -> list[torch.dtype]:
     return [torch.float16, torch.bfloat16]
 
