@@ -60,7 +60,8 @@ if build "$STEP_BUILD_S"; then
 elif [ "$with_fft" = 1 ] && [ "$(elapsed)" -lt $(( STEP_BUILD_S + 60 )) ]; then
   grep -E "error|Error" "$OUT/build.log" | head -20
   echo "==> [$(elapsed)s] build failed with VkFFT: again without FFT kernels"
-  cmake -S . -B build -DVKFFT_INCLUDE_DIR=VKFFT_INCLUDE_DIR-NOTFOUND >>"$OUT/build.log" 2>&1 || true
+  rm -f build/CMakeCache.txt
+  cmake_args="$cmake_args -DVKFFT_INCLUDE_DIR=VKFFT_INCLUDE_DIR-NOTFOUND"
   if build "$STEP_BUILD_S"; then
     summary+=("build: ok without VkFFT ($(elapsed)s): the VkFFT build failed, see build.log")
   else
@@ -194,12 +195,33 @@ if [ "$STEP_TEST_S" != 0 ] && "$PY" -c "import pytest" 2>/dev/null; then
   for queues in 4 1; do
     echo "==> [$(elapsed)s] stream tests, TORCH_VKML_QUEUES=$queues" | tee -a "$OUT/device.txt"
     set +e
-    TORCH_VKML_QUEUES=$queues timeout -s INT -k 10 40 "$PY" -m pytest -q -p no:cacheprovider \
-      tests/test_stream_event.py tests/test_profiler.py -k "stream" 2>&1 |
-      tail -4 | tee -a "$OUT/device.txt"
+    TORCH_VKML_QUEUES=$queues TORCH_VKML_VALIDATION=0 timeout -s INT -k 10 40 "$PY" -m pytest \
+      -q -rfE --tb=line -p no:cacheprovider tests/test_stream_event.py tests/test_profiler.py \
+      -k "stream" 2>&1 | grep -E "^(FAILED|ERROR)|^/.*(Error|assert)|passed|failed" |
+      tail -12 | tee -a "$OUT/device.txt"
     set -e
   done
 fi
+# The Chrome trace of two streams under torch.profiler, as this machine's kineto (CUDA's)
+# writes it: the first H100 run found no track name for a stream there (KeyError in
+# test_kernels_of_every_stream_are_traced).
+set +e
+timeout 60 "$PY" - "$OUT/trace-streams.json" >>"$OUT/device.txt" 2>&1 <<'PYEOF'
+import sys, torch, torch_vkml
+from torch.profiler import ProfilerActivity, profile
+x = torch.randn(32, 32, device="vkml")
+(x + x).cpu()
+s1, s2 = torch.Stream(device="vkml"), torch.Stream(device="vkml")
+with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+    with s1:
+        x + x
+    with s2:
+        x * x
+    torch_vkml.synchronize()
+prof.export_chrome_trace(sys.argv[1])
+print("two-stream trace written")
+PYEOF
+set -e
 
 # torch.distributed: all_reduce on vkml tensors (two ranks, each a logical device on the
 # GPU) against Gloo on CPU tensors and CUDA's own path in the same group, and DDP from one
@@ -334,7 +356,7 @@ echo "==> [$(elapsed)s] summary"
 printf '  %s\n' "${summary[@]}"
 # At most 8 files come back: the logs stay loose, the rest goes into one archive.
 packed=$(cd "$OUT" && ls -d bench bench-linalg dist bench-ab-gemm bench-ab-conv junit.xml sweep.txt \
-  bench-ab.log nvidia_egl_icd.json loader.log 2>/dev/null || true)
+  bench-ab.log trace-streams.json nvidia_egl_icd.json loader.log 2>/dev/null || true)
 if [ -n "$packed" ]; then
   (cd "$OUT" && tar czf results.tgz $packed && rm -rf $packed)
 fi
