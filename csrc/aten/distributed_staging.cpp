@@ -130,7 +130,12 @@ void StagingQueue::complete_loop(const std::shared_ptr<State>& state) {
     try {
       Part& part = work.parts()[step.part];
       part.inner->wait();
-      if (part.finish) part.finish();
+      if (part.finish) {
+        part.finish();
+        // The copies back start now, as a CUDA copy would, not at the caller's next
+        // synchronize: a chunk's copy then overlaps the transfer of the next one.
+        if (work.device()) guarded([&] { device_at(work.device()->index()).stream().flush(); });
+      }
       if (step.part + 1 == work.parts().size()) work.complete(nullptr);
     } catch (...) {
       work.complete(std::current_exception());
