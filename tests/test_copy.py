@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from conftest import VKML, assert_close_to_cpu, assert_same, dtype_id, make
+from conftest import VKML, assert_close_to_cpu, assert_same, dtype_id, make, run_python
 
 import torch_vkml
 
@@ -180,6 +180,48 @@ def test_unaligned_offsets(dtype, start, length):
     cpu[region] = 1
     vk[region].fill_(1)
     assert torch.equal(vk.cpu(), cpu)
+
+
+COPY_ALIGNMENTS = r"""
+import sys, torch, torch_vkml
+from collections import Counter
+cases = [
+    (0, 4096, torch.float32),  # whole 16-byte words: the kernel's wide variant
+    (1, 4095, torch.float32),  # 4-byte words only: its narrow variant
+    (0, 1001, torch.float32),
+    (2, 10_001, torch.int16),  # 2-byte aligned: always the transfer command
+    (3, 777, torch.uint8),
+    (0, 3_000_001, torch.float32),  # past 65535 workgroups
+]
+g = torch.Generator().manual_seed(5)
+with torch_vkml.profile() as prof:
+    for start, length, dtype in cases:
+        base = torch.randint(-100, 100, (length + 8,), generator=g).to(dtype)
+        view = base.to("vkml")[start : start + length]
+        assert torch.equal(view.clone().cpu(), base[start : start + length]), (start, length)
+        dst = torch.full((length + 8,), 7, dtype=dtype).to("vkml")
+        dst[start : start + length].copy_(view.clone())
+        expected = torch.full((length + 8,), 7, dtype=dtype)
+        expected[start : start + length] = base[start : start + length]
+        assert torch.equal(dst.cpu(), expected), (start, length)
+messages = torch_vkml.validation_messages()
+assert not messages, messages
+print(sorted(Counter(k.name.split("[")[0] for k in prof.kernels if "copy" in k.name)))
+"""
+
+
+@pytest.mark.parametrize("kernel", ["0", "1"])
+def test_contiguous_device_copies_of_every_alignment(kernel):
+    """Contiguous device-to-device copies run as a word-copy kernel (GPUs; forced here with
+    TORCH_VKML_COPY_KERNEL=1) where addresses and size are whole 4- or 16-byte words, else
+    as a transfer command (lavapipe's default); neighbours stay as they were."""
+    proc = run_python(COPY_ALIGNMENTS, env={"TORCH_VKML_COPY_KERNEL": kernel})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    used = proc.stdout.split("\n")[-2]
+    if kernel == "1":
+        assert "copy_words_w16" in used and "copy_words_w4" in used, used
+    else:
+        assert "copy_words" not in used, used
 
 
 def test_non_blocking_copies():

@@ -70,6 +70,7 @@ py::dict properties(int index, bool details) {
   d["calibrated_timestamps"] = i.calibrated_timestamps;
   d["loop_iteration_limit"] = i.loop_iteration_limit;
   d["queue_count"] = i.queues;
+  d["copies_by_kernel"] = i.copies_by_kernel;
   if (!details) return d;
   d["driver_name"] = i.driver_name;
   d["driver_info"] = i.driver_info;

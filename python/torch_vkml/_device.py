@@ -109,6 +109,9 @@ class DeviceProperties:
     # the others; 1: every stream shares one queue (lavapipe), still each with its own
     # command buffers and timeline
     queue_count: int
+    # Contiguous device-to-device copies run as a kernel, not a transfer command (GPUs,
+    # whose copy engines are slower than their memory; TORCH_VKML_COPY_KERNEL overrides)
+    copies_by_kernel: bool
 
     def __str__(self) -> str:
         gib = self.total_memory / 2**30

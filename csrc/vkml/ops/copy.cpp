@@ -9,6 +9,7 @@
 #include "vkml/ops/layout.h"
 #include "vkml/runtime/pipeline_slots.h"
 #include "vkml/shaders/copy_push.h"
+#include "vkml/shaders/copy_words_push.h"
 
 namespace vkml::ops {
 
@@ -68,7 +69,28 @@ void record_copy(Device& dev, MemoryPool& dst_pool, uint64_t dst_address, Memory
 }  // namespace
 
 void copy_bytes(Device& dev, uint64_t dst_address, uint64_t src_address, uint64_t nbytes) {
-  record_copy(dev, dev.memory(), dst_address, dev.memory(), src_address, nbytes);
+  // Whole words go through a kernel where the device says so (DeviceInfo::copies_by_kernel
+  // says why); the rest, and copies past the kernel's count of words, through the
+  // transfer command.
+  const uint64_t align = dst_address | src_address | nbytes;
+  const uint64_t word = align % 16 == 0 ? 16 : align % 4 == 0 ? 4 : 0;
+  if (!nbytes) return;
+  if (!word || nbytes / word > UINT32_MAX || !dev.info().copies_by_kernel) {
+    record_copy(dev, dev.memory(), dst_address, dev.memory(), src_address, nbytes);
+    return;
+  }
+  copy_words_detail::Push p{};
+  p.dst = dst_address;
+  p.src = src_address;
+  p.words = uint32_t(nbytes / word);
+  Access access;
+  access.write(Span{dst_address, dst_address + nbytes});
+  access.read(Span{src_address, src_address + nbytes});
+  static const PipelineSlots slots({2});
+  VkPipeline pipeline = slots.get(dev, {word == 16}, [&] {
+    return dev.pipelines().get(word == 16 ? Shader::copy_words_w16 : Shader::copy_words_w4);
+  });
+  dispatch_1d(dev, pipeline, &p, sizeof(p), p.words, COPY_WORDS_WG, &access);
 }
 
 void copy(Device& dev, const TensorRef& dst, const TensorRef& src) {

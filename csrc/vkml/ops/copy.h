@@ -27,7 +27,8 @@ void copy_pinned_to_device(Device& dev, uint64_t dst_address, uint64_t pinned_ad
                            uint64_t nbytes);
 void copy_device_to_pinned(Device& dev, uint64_t pinned_address, uint64_t src_address,
                            uint64_t nbytes);
-// Device-to-device raw bytes on the stream.
+// Device-to-device raw bytes on the stream: whole 16- or 4-byte words by a kernel, other
+// sizes by a transfer command.
 void copy_bytes(Device& dev, uint64_t dst_address, uint64_t src_address, uint64_t nbytes);
 
 // A table of records that every workgroup of a `groups`-workgroup kernel searches

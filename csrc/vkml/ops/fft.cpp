@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "vkml/core/error.h"
+#include "vkml/ops/copy.h"
 #include "vkml/ops/launch.h"
 
 #ifdef VKML_HAVE_VKFFT
@@ -348,13 +349,7 @@ void fft(Device& dev, const FftArgs& a) {
   Stream& stream = dev.stream();
   cache.order(stream);
 
-  auto copy = [&](uint64_t from, uint64_t to, uint64_t bytes) {
-    Access access;
-    access.read(Span{from, from + bytes});
-    access.write(Span{to, to + bytes});
-    const BufferSlice src = dev.memory().find(from), dst = dev.memory().find(to);
-    stream.copy_buffer(src.buffer, src.offset, dst.buffer, dst.offset, bytes, &access);
-  };
+  auto copy = [&](uint64_t from, uint64_t to, uint64_t bytes) { copy_bytes(dev, to, from, bytes); };
   copy(a.in, in_span.begin, in_span.end - in_span.begin);
   Access access;
   access.update(complex_span);

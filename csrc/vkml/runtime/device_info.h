@@ -65,6 +65,11 @@ struct DeviceInfo {
   // lavapipe). Up to kMaxStreamQueues; TORCH_VKML_QUEUES lowers it.
   uint32_t queues = 1;
   static constexpr uint32_t kMaxStreamQueues = 4;
+  // Contiguous device-to-device copies of whole words run as a kernel
+  // (shaders/copy_words.comp) rather than a transfer command: on GPUs, whose copy engines
+  // are slower than their memory; not on CPU drivers, whose transfer is a memcpy (8x
+  // faster than a kernel on lavapipe). TORCH_VKML_COPY_KERNEL=0/1 overrides.
+  bool copies_by_kernel = true;
   // Empty when the device has what torch-vkml needs; otherwise why not.
   std::string unsupported_reason;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace vkml {
@@ -206,6 +207,9 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE && p.driverVersion < ((24u << 22) | (1u << 12)))
     info.loop_iteration_limit = 65535;
   info.queues = stream_queues(pd);
+  info.copies_by_kernel = p.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  if (const char* env = std::getenv("TORCH_VKML_COPY_KERNEL"); env && *env)
+    info.copies_by_kernel = std::string(env) != "0";
   info.subgroup_size = subgroup.subgroupSize;
   info.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
