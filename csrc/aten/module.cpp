@@ -16,6 +16,7 @@
 #include "vkml/ops/attention.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/fft.h"
+#include "vkml/ops/gemm_bf16x3.h"
 #include "vkml/ops/gemm_coopmat.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/shader_registry.h"
@@ -290,6 +291,8 @@ PYBIND11_MODULE(_C, m) {
         return out;
       },
       py::arg("device") = py::none());
+  // TORCH_VKML_FP32_ON_BF16 at run time (vkml/ops/gemm_bf16x3.h says why it is off).
+  m.def("_set_fp32_on_bf16_units", [](bool on) { vkml::ops::set_fp32_on_bf16_units(on); });
   // TORCH_VKML_COOPMAT's modes at run time ("0", "1", "fp16", "emulate"), so that tests
   // reach the matrix-unit kernels' emulated variants in process.
   m.def("_set_coopmat_mode", [](const std::string& mode) {

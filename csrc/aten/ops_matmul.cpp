@@ -69,7 +69,8 @@ void gemm3(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out, cons
   g.alpha = alpha;
   g.beta = bias.defined() ? beta : 0.0f;
   // torch.set_float32_matmul_precision: "high" and "medium" let float32 products run on
-  // bf16 matrix units (ops/gemm_bf16x3.h), as CUDA runs them on TF32 tensor cores.
+  // bf16 matrix units (ops/gemm_bf16x3.h), as CUDA runs them on TF32 tensor cores, where
+  // TORCH_VKML_FP32_ON_BF16=1 turns that on.
   switch (at::globalContext().float32MatmulPrecision()) {
     case at::Float32MatmulPrecision::HIGH:
       g.precision = vkml::ops::Fp32Precision::kHigh;

@@ -1,5 +1,9 @@
 #include "vkml/ops/gemm_bf16x3.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
 #include "vkml/ops/gemm_coopmat.h"
 #include "vkml/ops/launch.h"
 #include "vkml/runtime/memory.h"
@@ -45,10 +49,23 @@ void split(Device& dev, const GemmArgs& g, bool a, uint64_t dst, int64_t rows, i
 
 int64_t round8(int64_t v) { return (v + 7) / 8 * 8; }
 
+std::atomic<bool>& fp32_on_bf16_setting() {
+  static std::atomic<bool> on = [] {
+    const char* v = std::getenv("TORCH_VKML_FP32_ON_BF16");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
 }  // namespace
 
+bool fp32_on_bf16_units() { return fp32_on_bf16_setting().load(); }
+void set_fp32_on_bf16_units(bool on) { fp32_on_bf16_setting().store(on); }
+
 bool gemm_on_bf16_units(Device& dev, const GemmArgs& g) {
-  if (g.dtype != DType::f32 || g.precision == Fp32Precision::kHighest || g.f32_result) return false;
+  if (g.dtype != DType::f32 || g.precision == Fp32Precision::kHighest || g.f32_result ||
+      !fp32_on_bf16_units())
+    return false;
   if (g.batch < 1 || g.m < 1 || g.n < 1 || g.k < 1) return false;
   const int64_t terms = g.precision == Fp32Precision::kHigh ? 3 : 1;
   // The bf16 product over the tripled K: A' [batch][m][terms kp], B' [batch][terms kp][np],

@@ -11,7 +11,14 @@
 namespace vkml::ops {
 
 // Runs `g` (float32, precision high or medium) that way and returns true, or returns
-// false (nothing done) where the matrix units cannot take it.
+// false (nothing done) where the matrix units cannot take it or the way is off.
 bool gemm_on_bf16_units(Device& dev, const GemmArgs& g);
+
+// Whether "high" and "medium" take the bf16 units at all. Off unless
+// TORCH_VKML_FP32_ON_BF16=1 (or set here): on the only GPUs measured it is slower than the
+// float32 kernel, whose exact result "high" also allows (H100, 2026-12-05: bf16x3 at 10.8
+// TFLOP/s against 23.9; H200, 2026-12-04: one bf16 product at 19.5 against 24.1).
+bool fp32_on_bf16_units();
+void set_fp32_on_bf16_units(bool on);
 
 }  // namespace vkml::ops
