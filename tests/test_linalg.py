@@ -678,3 +678,97 @@ def test_lstsq(driver):
         ref = torch.linalg.lstsq(a, b, driver=driver)
         for name in ("solution", "residuals", "rank", "singular_values"):
             _same(getattr(got, name), getattr(ref, name), tol)
+
+
+# ---- complex matrices through the real embedding (csrc/aten/linalg_complex.h)
+
+COMPLEX_DTYPES = [torch.complex64] + (
+    [torch.complex128] if torch_vkml.get_device_properties().supports_fp64 else []
+)
+
+
+def _complex(shape, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    real = torch.randn(shape, generator=g, dtype=torch.float64)
+    imag = torch.randn(shape, generator=g, dtype=torch.float64)
+    return torch.complex(real, imag).to(dtype)
+
+
+def _tol(dtype):
+    return F32 if dtype == torch.complex64 else dict(atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (3, 6, 6), (2, 2, 20, 20)], ids=str)
+def test_complex_inverse_runs_on_the_device(shape, dtype):
+    a = _complex(shape, dtype, 41)
+    tol = dict(atol=1e-4, rtol=1e-4) if dtype == torch.complex64 else _tol(dtype)
+    _same(torch.linalg.inv(a.to(VKML)), torch.linalg.inv(a), tol)
+    # lazy conjugate and negative views
+    _same(torch.linalg.inv(a.to(VKML).conj()), torch.linalg.inv(a.conj()), tol)
+    _same(torch.linalg.inv(-a.to(VKML).conj()), torch.linalg.inv(-a.conj()), tol)
+    if shape[-1] > 1:
+        got = torch.linalg.matrix_power(a.to(VKML), -2)
+        _same(got, torch.linalg.matrix_power(a, -2), dict(atol=1e-3, rtol=1e-3))
+
+
+def test_complex_inverse_of_a_singular_matrix_is_reported_as_on_the_cpu():
+    s = torch.zeros(2, 4, 4, dtype=torch.complex64)
+    s[:, 0, 0], s[:, 1, 1] = 1, 1j
+    s[1] = torch.eye(4)
+    inverse, info = torch.linalg.inv_ex(s.to(VKML))
+    assert info.cpu().tolist() == torch.linalg.inv_ex(s).info.tolist() == [3, 0]
+    with pytest.raises(torch.linalg.LinAlgError, match="diagonal element 3 is zero"):
+        torch.linalg.inv(s[0].to(VKML))
+
+
+def test_complex_inverse_gradient():
+    a = _complex((4, 4), torch.complex64, 43)
+    x = a.to(VKML).requires_grad_()
+    torch.linalg.inv(x).abs().sum().backward()
+    ref = a.clone().requires_grad_()
+    torch.linalg.inv(ref).abs().sum().backward()
+    _same(x.grad, ref.grad, dict(atol=1e-3, rtol=1e-3))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX_DTYPES, ids=str)
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_complex_eigvalsh_runs_on_the_device(dtype, uplo):
+    # Not Hermitian: only the named triangle counts (and the diagonal's real parts).
+    a = _complex((3, 7, 7), dtype, 45)
+    _same(torch.linalg.eigvalsh(a.to(VKML), UPLO=uplo), torch.linalg.eigvalsh(a, UPLO=uplo))
+    h = a + a.mH
+    got = torch.linalg.eigvalsh(h.to(VKML).conj(), UPLO=uplo)
+    _same(got, torch.linalg.eigvalsh(h.conj(), UPLO=uplo), _tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(6, 4), (4, 6), (2, 9, 9), (3, 40, 12)], ids=str)
+def test_complex_singular_values_run_on_the_device(shape, dtype):
+    a = _complex(shape, dtype, 47)
+    tol = dict(atol=1e-4, rtol=1e-4) if dtype == torch.complex64 else _tol(dtype)
+    _same(torch.linalg.svdvals(a.to(VKML)), torch.linalg.svdvals(a), tol)
+    _same(torch.linalg.matrix_norm(a.to(VKML), "nuc"), torch.linalg.matrix_norm(a, "nuc"), tol)
+    _same(torch.linalg.matrix_norm(a.to(VKML), 2), torch.linalg.matrix_norm(a, 2), tol)
+    _same(torch.linalg.cond(a.to(VKML)), torch.linalg.cond(a), dict(atol=1e-3, rtol=1e-3))
+    assert torch.equal(torch.linalg.matrix_rank(a.to(VKML)).cpu(), torch.linalg.matrix_rank(a))
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32] + ([torch.float64] if torch_vkml.get_device_properties().supports_fp64 else []),
+    ids=str,
+)
+def test_eigh_of_exactly_repeated_eigenvalues(dtype):
+    """Each eigenvalue twice (a block diagonal of one matrix twice). A complex matrix's real
+    embedding has only such pairs; its float64 eigvalsh did not converge until Jacobi
+    zeroed each annihilated pair (test_complex_eigvalsh_runs_on_the_device)."""
+    g = torch.Generator().manual_seed(49)
+    b = torch.randn(2, 9, 9, generator=g, dtype=dtype)
+    b = b + b.mT
+    a = torch.stack([torch.block_diag(m, m) for m in b])
+    w, v = torch.linalg.eigh(a.to(VKML))
+    tol = F32 if dtype == torch.float32 else dict(atol=1e-10, rtol=1e-10)
+    _same(w, torch.linalg.eigvalsh(a), tol)
+    recon = v @ torch.diag_embed(w) @ v.mT
+    _same(recon, a, dict(atol=1e-4, rtol=1e-4) if dtype == torch.float32 else tol)

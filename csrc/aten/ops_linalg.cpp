@@ -6,14 +6,15 @@
 // back through the info tensors without a host wait; check_errors=True reads them, as
 // on CUDA. QR, eigh, SVD and lstsq: ops_linalg_orthogonal.cpp.
 //
-// float32 and float64 (where the device has shaderFloat64); complex takes the counted
-// CPU route.
+// float32 and float64 (where the device has shaderFloat64); complex inverses through the
+// real embedding (linalg_complex.h), other complex work on the counted CPU route.
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <torch/library.h>
 
 #include "fallback.h"
 #include "linalg_blocked.h"
 #include "linalg_common.h"
+#include "linalg_complex.h"
 
 namespace vkml_aten {
 namespace {
@@ -283,6 +284,14 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> solve_ex_out(
 
 std::tuple<at::Tensor, at::Tensor> inv_ex(const at::Tensor& A, bool check_errors) {
   at::native::squareCheckInputs(A, "linalg.inv");
+  if (embeddable(A, LinalgAlgo::LuSolve)) {
+    const int64_t n = A.size(-1);
+    auto [inverse, info] = inv_ex(real_embedding(A), false);
+    at::Tensor result = complex_from_embedded(inverse, n);
+    info = info_of_embedded(info, n);
+    if (check_errors) at::_linalg_check_errors(info, "linalg.inv_ex", A.dim() == 2);
+    return {result, info};
+  }
   if (!on_device(A, LinalgAlgo::LuSolve))
     return cpu_route<at::_ops::linalg_inv_ex>(A, check_errors);
   auto [LU, pivots, info] = lu_factor_ex(A, true, false);

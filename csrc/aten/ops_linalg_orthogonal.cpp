@@ -10,6 +10,7 @@
 #include "fallback.h"
 #include "linalg_blocked.h"
 #include "linalg_common.h"
+#include "linalg_complex.h"
 
 namespace vkml_aten {
 namespace {
@@ -137,10 +138,16 @@ std::tuple<at::Tensor, at::Tensor> vk_eigh(const at::Tensor& A, c10::string_view
                                            bool compute_v) {
   at::native::squareCheckInputs(A, "linalg.eigh");
   const int64_t n = A.size(-1);
-  if (!native(A, LinalgAlgo::Eigh)) return cpu_route<at::_ops::_linalg_eigh>(A, uplo, compute_v);
   const bool upper = uplo == "U" || uplo == "u";
   TORCH_CHECK(upper || uplo == "L" || uplo == "l",
               "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
+  // eigvalsh of a complex A: its Hermitian matrix's embedding has each eigenvalue twice.
+  if (!compute_v && embeddable(A, LinalgAlgo::Eigh)) {
+    at::Tensor values =
+        std::get<0>(vk_eigh(real_embedding(hermitian_from_triangle(A, upper)), "L", false));
+    return {one_of_each_pair(values), at::empty({0}, A.options())};
+  }
+  if (!native(A, LinalgAlgo::Eigh)) return cpu_route<at::_ops::_linalg_eigh>(A, uplo, compute_v);
   const Shape batch = batch_shape(A);
   const bool condensed = n > vkml::ops::kEighMax;
   at::Tensor a = fresh(upper ? A.mT() : A, A.sizes().vec());
@@ -177,6 +184,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
               "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
               "cuSOLVER backend.");
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  // svdvals of a complex A: its embedding has each singular value twice.
+  if (!compute_uv && embeddable(A, LinalgAlgo::Svd)) {
+    at::Tensor S = std::get<1>(vk_svd(real_embedding(A), false, false, std::nullopt));
+    return {at::empty({0}, A.options()), one_of_each_pair(S), at::empty({0}, A.options())};
+  }
   if (!native(A, LinalgAlgo::Svd))
     return cpu_route<at::_ops::_linalg_svd>(A, full_matrices, compute_uv, driver);
   // Work on the tall one of A and A^T: A^T = U' S V'^T gives A = V' S U'^T.

@@ -284,6 +284,11 @@ void eigh(uint mat) {
             a.v[q * n + k] = s * x + c * y;
           }
           sync();
+          // The rotation annihilates a_pq; left to rounding, a pair of equal eigenvalues (a
+          // complex Hermitian matrix's real embedding has only such pairs) kept a_pq at a
+          // few ulps of a_pp, over the threshold, and float64 never converged.
+          if (t == 0u) a.v[p * n + q] = a.v[q * n + p] = REAL(0);
+          sync();
         }
       }
     }
