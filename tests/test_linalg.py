@@ -772,3 +772,34 @@ def test_eigh_of_exactly_repeated_eigenvalues(dtype):
     _same(w, torch.linalg.eigvalsh(a), tol)
     recon = v @ torch.diag_embed(w) @ v.mT
     _same(recon, a, dict(atol=1e-4, rtol=1e-4) if dtype == torch.float32 else tol)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX_DTYPES + [torch.float64], ids=str)
+def test_matrix_exp_in_double_and_complex(dtype):
+    """[13/13] Pade in double precision, [7/7] in single; complex through the embedding's
+    solve. Against the exponential in complex128 / float64, relative to the largest
+    element, as test_matrix_exp."""
+    if (
+        dtype in (torch.float64, torch.complex128)
+        and not torch_vkml.get_device_properties().supports_fp64
+    ):
+        pytest.xfail("the device has no float64 arithmetic")
+    g = torch.Generator().manual_seed(51)
+    scales = torch.tensor([0.1, 5.0, 20.0, 150.0], dtype=torch.float64).view(4, 1, 1)
+    a = torch.randn(4, 6, 6, generator=g, dtype=torch.float64) * scales / 6
+    if dtype.is_complex:
+        a = torch.complex(a, torch.randn(4, 6, 6, generator=g, dtype=torch.float64) * scales / 6)
+    truth = torch.linalg.matrix_exp(a)
+    got = torch.linalg.matrix_exp(a.to(dtype).to(VKML))
+    assert got.device.type == "vkml" and got.dtype == dtype
+    biggest = truth.abs().amax((-2, -1), keepdim=True)
+    error = ((got.cpu().to(truth.dtype) - truth).abs() / biggest).max().item()
+    assert error < (1e-13 if dtype in (torch.float64, torch.complex128) else 3e-5), error
+    if dtype == torch.complex64:  # the gradient: ATen's block-matrix formula, through vkml
+        w = torch.randn(4, 6, 6, generator=g).to(dtype)
+        x = a.to(dtype).to(VKML).requires_grad_()
+        (torch.linalg.matrix_exp(x) * w.to(VKML)).real.sum().backward()
+        ref = a.clone().requires_grad_()
+        (torch.linalg.matrix_exp(ref) * w.to(torch.complex128)).real.sum().backward()
+        grad_error = (x.grad.cpu().to(ref.grad.dtype) - ref.grad).abs().max() / ref.grad.abs().max()
+        assert grad_error.item() < 1e-4, grad_error

@@ -369,6 +369,26 @@ def test_float64_atan2_signs_and_infinities():
     assert torch.equal(got.signbit()[~want.isnan()], want.signbit()[~want.isnan()])  # +-0, +-pi
 
 
+def test_float64_hypot_and_complex128_abs():
+    """hypot in float64 (complex128's abs is hypot of its parts): no overflow or underflow
+    in the squares, infinities over NaN, within 2 ulps of the CPU."""
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    torch_vkml.reset_fallback_counts()
+    v = [0.0, -0.0, 3.0, -4.0, float("inf"), -float("inf"), float("nan"), 1e-310, 1e300, 1e-300]
+    a = torch.tensor(v, dtype=torch.float64).repeat_interleave(len(v))
+    b = torch.tensor(v, dtype=torch.float64).repeat(len(v))
+    got = torch.hypot(a.to(VKML), b.to(VKML)).cpu()
+    torch.testing.assert_close(got, torch.hypot(a, b), rtol=5e-16, atol=0, equal_nan=True)
+    g = torch.Generator().manual_seed(7)
+    z = torch.complex(
+        torch.randn(5000, generator=g, dtype=torch.float64) * torch.logspace(-150, 150, 5000),
+        torch.randn(5000, generator=g, dtype=torch.float64),
+    )
+    torch.testing.assert_close(z.to(VKML).abs().cpu(), z.abs(), rtol=5e-16, atol=0)
+    assert torch_vkml.fallback_counts() == {}
+
+
 @pytest.mark.parametrize(
     "fn",
     [

@@ -206,6 +206,17 @@ double atan_d(double x) {
   double r = ax <= 1.0LF ? atan01_d(ax) : 1.57079632679489661923LF - atan01_d(1.0LF / ax);
   return copy_sign(r, x);
 }
+// sqrt(a^2 + b^2) without overflow or underflow in the squares (complex128 abs).
+double hypot_d(double a, double b) {
+  a = abs(a);
+  b = abs(b);
+  if (isinf(a) || isinf(b)) return 1.0LF / 0.0LF;
+  if (isnan(a) || isnan(b)) return 0.0LF / 0.0LF;
+  double m = max(a, b), n = min(a, b);
+  if (m == 0.0LF) return 0.0LF;
+  double r = n / m;
+  return m * sqrt(1.0LF + r * r);
+}
 double atan2_d(double y, double x) {
   const double PI_D = 3.14159265358979323846LF;
   if (isnan(x) || isnan(y)) return 0.0LF / 0.0LF;
@@ -649,6 +660,7 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_ACOS: return atan2_d(sqrt((1.0LF - a) * (1.0LF + a)), a);
     case OP_ATAN: return atan_d(a);
     case OP_ATAN2: return atan2_d(a, b);
+    case OP_HYPOT: return hypot_d(a, b);
     case OP_SINH: {
       double ax = abs(a), r;
       if (ax < 1.0LF) {
