@@ -803,3 +803,43 @@ def test_matrix_exp_in_double_and_complex(dtype):
         (torch.linalg.matrix_exp(ref) * w.to(torch.complex128)).real.sum().backward()
         grad_error = (x.grad.cpu().to(ref.grad.dtype) - ref.grad).abs().max() / ref.grad.abs().max()
         assert grad_error.item() < 1e-4, grad_error
+
+
+@pytest.mark.parametrize("dtype", COMPLEX_DTYPES, ids=str)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [False, True])
+def test_complex_triangular_solves_run_on_the_device(dtype, upper, left, unit):
+    """Only the named triangle of A is read (the rest is garbage here), its diagonal taken
+    as ones where unitriangular; left and right solves, broadcast batches."""
+    a = _complex((2, 6, 6), dtype, 53) + 4 * torch.eye(6, dtype=dtype)
+    b = _complex((3, 1, 6, 4) if left else (3, 1, 4, 6), dtype, 54)
+    tol = dict(atol=1e-4, rtol=1e-4) if dtype == torch.complex64 else _tol(dtype)
+    got = torch.linalg.solve_triangular(
+        a.to(VKML), b.to(VKML), upper=upper, left=left, unitriangular=unit
+    )
+    want = torch.linalg.solve_triangular(a, b, upper=upper, left=left, unitriangular=unit)
+    _same(got, want, tol)
+    if left:
+        got_x, got_a = torch.triangular_solve(
+            b.to(VKML), a.to(VKML), upper=upper, transpose=unit, unitriangular=unit
+        )
+        want_x, want_a = torch.triangular_solve(
+            b, a, upper=upper, transpose=unit, unitriangular=unit
+        )
+        _same(got_x, want_x, tol)
+        _same(got_a, want_a.expand_as(got_a.cpu()).contiguous(), dict(atol=0, rtol=0))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX_DTYPES, ids=str)
+@pytest.mark.parametrize("upper", [False, True])
+def test_complex_cholesky_solve_and_inverse_run_on_the_device(dtype, upper):
+    h = _complex((2, 5, 5), dtype, 55)
+    spd = h @ h.mH + 5 * torch.eye(5, dtype=dtype)
+    factor = torch.linalg.cholesky(spd, upper=upper)
+    b = _complex((2, 5, 3), dtype, 56)
+    tol = dict(atol=1e-4, rtol=1e-4) if dtype == torch.complex64 else _tol(dtype)
+    got = torch.cholesky_solve(b.to(VKML), factor.to(VKML), upper=upper)
+    _same(got, torch.cholesky_solve(b, factor, upper=upper), tol)
+    got = torch.cholesky_inverse(factor.to(VKML), upper=upper)
+    _same(got, torch.cholesky_inverse(factor, upper=upper), tol)

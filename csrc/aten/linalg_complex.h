@@ -29,6 +29,10 @@ at::Tensor info_of_embedded(const at::Tensor& info, int64_t n);
 // parts of its diagonal ignored, as LAPACK's heevd ignores them).
 at::Tensor hermitian_from_triangle(const at::Tensor& A, bool upper);
 
+// X with T X = B for the triangle of A that `upper` names (unit diagonal if `unit`): an LU
+// solve of T's embedding, with B's real and imaginary parts stacked as the right-hand side.
+at::Tensor triangular_by_embedding(const at::Tensor& A, const at::Tensor& B, bool upper, bool unit);
+
 // Every other value along the last dim: one of each pair the embedding doubles.
 at::Tensor one_of_each_pair(const at::Tensor& values);
 

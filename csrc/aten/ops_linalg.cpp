@@ -6,8 +6,9 @@
 // back through the info tensors without a host wait; check_errors=True reads them, as
 // on CUDA. QR, eigh, SVD and lstsq: ops_linalg_orthogonal.cpp.
 //
-// float32 and float64 (where the device has shaderFloat64); complex inverses through the
-// real embedding (linalg_complex.h), other complex work on the counted CPU route.
+// float32 and float64 (where the device has shaderFloat64); complex inverses and
+// triangular (and Cholesky) solves through the real embedding (linalg_complex.h), other
+// complex work on the counted CPU route.
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <torch/library.h>
 
@@ -212,7 +213,8 @@ at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& pivots, const a
 // A^-1 B for triangular A (left), or B A^-1 (right: A^T X^T = B^T).
 at::Tensor solve_triangular(const at::Tensor& A, const at::Tensor& B, bool upper, bool left,
                             bool unitriangular) {
-  if (!on_device(A, LinalgAlgo::Trsm) || B.scalar_type() != A.scalar_type())
+  const bool embedded = embeddable(A, LinalgAlgo::LuSolve);
+  if (!(embedded || on_device(A, LinalgAlgo::Trsm)) || B.scalar_type() != A.scalar_type())
     return cpu_route<at::_ops::linalg_solve_triangular>(A, B, upper, left, unitriangular);
   if (!left) return solve_triangular(A.mT(), B.mT(), !upper, true, unitriangular).mT();
   at::native::squareCheckInputs(A, "linalg.solve_triangular");
@@ -220,6 +222,7 @@ at::Tensor solve_triangular(const at::Tensor& A, const at::Tensor& B, bool upper
   TORCH_CHECK(B.dim() >= 2 && B.size(-2) == n,
               "linalg.solve_triangular: Incompatible shapes of A and B for the equation AX = B (",
               n, "x", n, " and ", B.size(-2), "x", B.size(-1), ")");
+  if (embedded) return triangular_by_embedding(A, B, upper, unitriangular);
   const Shape batch = system_batch(A, B);
   const int64_t k = B.size(-1);
   at::Tensor a = fresh(A, with(batch, {n, n}));
@@ -245,7 +248,8 @@ at::Tensor& solve_triangular_out(const at::Tensor& A, const at::Tensor& B, bool 
 std::tuple<at::Tensor, at::Tensor> vk_triangular_solve(const at::Tensor& b, const at::Tensor& A,
                                                        bool upper, bool transpose,
                                                        bool unitriangular) {
-  if (!on_device(A, LinalgAlgo::Trsm) || b.scalar_type() != A.scalar_type())
+  if (!(embeddable(A, LinalgAlgo::LuSolve) || on_device(A, LinalgAlgo::Trsm)) ||
+      b.scalar_type() != A.scalar_type())
     return cpu_route<at::_ops::triangular_solve>(b, A, upper, transpose, unitriangular);
   at::Tensor X = transpose ? solve_triangular(A.mT(), b, !upper, true, unitriangular)
                            : solve_triangular(A, b, upper, true, unitriangular);
@@ -351,16 +355,17 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> slogdet_out(
 // (L L^H)^-1 B from the Cholesky factor (or U^H U from the upper one); ATen's
 // cholesky_solve has broadcast the batches.
 at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& factor, bool upper) {
-  if (!on_device(factor, LinalgAlgo::LuSolve) || B.scalar_type() != factor.scalar_type())
+  if (!(embeddable(factor, LinalgAlgo::LuSolve) || on_device(factor, LinalgAlgo::LuSolve)) ||
+      B.scalar_type() != factor.scalar_type())
     return cpu_route<at::_ops::_cholesky_solve_helper>(B, factor, upper);
-  at::Tensor L = upper ? factor.mT() : factor;
+  at::Tensor L = upper ? factor.mH() : factor;
   at::Tensor y = solve_triangular(L, B, false, true, false);
-  return solve_triangular(L.mT(), y, true, true, false);
+  return solve_triangular(L.mH(), y, true, true, false);
 }
 
 at::Tensor vk_cholesky_inverse(const at::Tensor& factor, bool upper) {
   at::native::squareCheckInputs(factor, "cholesky_inverse");
-  if (!on_device(factor, LinalgAlgo::LuSolve))
+  if (!(embeddable(factor, LinalgAlgo::LuSolve) || on_device(factor, LinalgAlgo::LuSolve)))
     return cpu_route<at::_ops::cholesky_inverse>(factor, upper);
   at::Tensor eye = at::eye(factor.size(-1), factor.options()).expand(factor.sizes());
   return cholesky_solve_helper(eye, factor, upper);
