@@ -843,3 +843,39 @@ def test_complex_cholesky_solve_and_inverse_run_on_the_device(dtype, upper):
     _same(got, torch.cholesky_solve(b, factor, upper=upper), tol)
     got = torch.cholesky_inverse(factor.to(VKML), upper=upper)
     _same(got, torch.cholesky_inverse(factor, upper=upper), tol)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX_DTYPES, ids=str)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [1, 6, 140], ids=str)  # 140: the embedding goes by blocks
+def test_complex_cholesky_runs_on_the_device(dtype, upper, n):
+    """The Cholesky factor of a Hermitian matrix's interleaved embedding is its own factor
+    embedded; only the named triangle is read (the other is garbage here)."""
+    h = _complex((2, n, n), dtype, 57)
+    spd = h @ h.mH + n * torch.eye(n, dtype=dtype)
+    garbage = spd + (torch.triu(h, 1) if not upper else torch.tril(h, -1))
+    tol = dict(atol=1e-4, rtol=1e-4) if dtype == torch.complex64 else _tol(dtype)
+    L, info = torch.linalg.cholesky_ex(garbage.to(VKML), upper=upper)
+    _same(L, torch.linalg.cholesky_ex(garbage, upper=upper).L, tol)
+    assert info.cpu().eq(0).all()
+    _same(torch.cholesky(spd.to(VKML), upper=upper), torch.cholesky(spd, upper=upper), tol)
+
+
+def test_complex_cholesky_of_a_matrix_that_is_not_positive_definite():
+    h = _complex((3, 5, 5), torch.complex64, 58)
+    a = h @ h.mH + 5 * torch.eye(5, dtype=torch.complex64)
+    a[1, 3, 3] = -40
+    info = torch.linalg.cholesky_ex(a.to(VKML)).info
+    assert info.cpu().tolist() == torch.linalg.cholesky_ex(a).info.tolist() == [0, 4, 0]
+    with pytest.raises(torch.linalg.LinAlgError, match="leading minor of order 4"):
+        torch.linalg.cholesky(a[1].to(VKML))
+
+
+def test_complex_cholesky_gradient():
+    h = _complex((4, 4), torch.complex64, 59)
+    a = h @ h.mH + 4 * torch.eye(4, dtype=torch.complex64)
+    x = a.to(VKML).requires_grad_()
+    torch.linalg.cholesky(x).abs().sum().backward()
+    ref = a.clone().requires_grad_()
+    torch.linalg.cholesky(ref).abs().sum().backward()
+    _same(x.grad, ref.grad, dict(atol=1e-3, rtol=1e-3))

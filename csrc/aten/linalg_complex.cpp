@@ -1,6 +1,8 @@
 // Complex matrices through their real embedding (linalg_complex.h).
 #include "linalg_complex.h"
 
+#include <vector>
+
 #include "linalg_common.h"
 
 namespace vkml_aten::linalg {
@@ -45,6 +47,34 @@ at::Tensor triangular_by_embedding(const at::Tensor& A, const at::Tensor& B, boo
   const at::Tensor rhs = at::cat({at::real(b), at::imag(b)}, -2);
   const at::Tensor z = std::get<0>(at::linalg_solve_ex(real_embedding(T), rhs, true, false));
   return at::complex(z.narrow(-2, 0, n), z.narrow(-2, n, n));
+}
+
+at::Tensor interleaved_embedding(const at::Tensor& A) {
+  const at::Tensor a = A.resolve_conj().resolve_neg();
+  const at::Tensor x = at::real(a), y = at::imag(a);
+  // (..., i, j, r, c): [[x, -y], [y, x]], then rows (i, r) and columns (j, c).
+  at::Tensor blocks = at::stack({at::stack({x, -y}, -1), at::stack({y, x}, -1)}, -2);
+  const int64_t m = A.size(-2), n = A.size(-1);
+  std::vector<int64_t> shape(A.sizes().begin(), A.sizes().end() - 2);
+  shape.push_back(2 * m);
+  shape.push_back(2 * n);
+  const int64_t d = blocks.dim();
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < d - 4; ++i) order.push_back(i);
+  order.insert(order.end(), {d - 4, d - 2, d - 3, d - 1});
+  return blocks.permute(order).reshape(shape);
+}
+
+at::Tensor complex_from_interleaved(const at::Tensor& E) {
+  const int64_t m = E.size(-2) / 2, n = E.size(-1) / 2;
+  std::vector<int64_t> shape(E.sizes().begin(), E.sizes().end() - 2);
+  shape.insert(shape.end(), {m, 2, n, 2});
+  const at::Tensor first_column = E.reshape(shape).select(-1, 0);  // (..., m, 2, n)
+  return at::complex(first_column.select(-2, 0), first_column.select(-2, 1));
+}
+
+at::Tensor info_of_interleaved(const at::Tensor& info) {
+  return at::floor_divide(info + 1, 2);  // rows 2i - 1 and 2i (1-based) are A's row i
 }
 
 at::Tensor one_of_each_pair(const at::Tensor& values) {

@@ -33,6 +33,15 @@ at::Tensor hermitian_from_triangle(const at::Tensor& A, bool upper);
 // solve of T's embedding, with B's real and imaginary parts stacked as the right-hand side.
 at::Tensor triangular_by_embedding(const at::Tensor& A, const at::Tensor& B, bool upper, bool unit);
 
+// The same blocks interleaved: entry (i, j) of A as rows 2i, 2i + 1 and columns 2j, 2j + 1.
+// A lower-triangular A with a real diagonal embeds to a lower-triangular matrix that way,
+// so the Cholesky factor of a Hermitian A's interleaved embedding is A's factor embedded.
+at::Tensor interleaved_embedding(const at::Tensor& A);
+// A from its interleaved embedding (the first column of each block), and the embedding's
+// failing leading minor as A's.
+at::Tensor complex_from_interleaved(const at::Tensor& E);
+at::Tensor info_of_interleaved(const at::Tensor& info);
+
 // Every other value along the last dim: one of each pair the embedding doubles.
 at::Tensor one_of_each_pair(const at::Tensor& values);
 

@@ -6,9 +6,9 @@
 // back through the info tensors without a host wait; check_errors=True reads them, as
 // on CUDA. QR, eigh, SVD and lstsq: ops_linalg_orthogonal.cpp.
 //
-// float32 and float64 (where the device has shaderFloat64); complex inverses and
-// triangular (and Cholesky) solves through the real embedding (linalg_complex.h), other
-// complex work on the counted CPU route.
+// float32 and float64 (where the device has shaderFloat64); complex Cholesky factors,
+// inverses and triangular (and Cholesky) solves through the real embedding
+// (linalg_complex.h), other complex work on the counted CPU route.
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <torch/library.h>
 
@@ -28,6 +28,16 @@ std::tuple<at::Tensor, at::Tensor> cholesky_ex(const at::Tensor& A, bool upper, 
   at::native::squareCheckInputs(A, "linalg.cholesky");
   at::native::checkFloatingOrComplex(A, "linalg.cholesky");
   const int64_t n = A.size(-1);
+  if (embeddable(A, LinalgAlgo::Cholesky)) {
+    // The Hermitian matrix LAPACK reads (one triangle, the diagonal's real parts), its
+    // factor through the interleaved embedding's (linalg_complex.h).
+    const at::Tensor E = interleaved_embedding(hermitian_from_triangle(A, upper));
+    auto [R, info] = cholesky_ex(E, false, false);
+    const at::Tensor L = complex_from_interleaved(R);
+    info = info_of_interleaved(info);
+    if (check_errors) at::_linalg_check_errors(info, "linalg.cholesky_ex", A.dim() == 2);
+    return {upper ? L.mH().resolve_conj() : L, info};
+  }
   if (!on_device(A, LinalgAlgo::Cholesky))
     return cpu_route<at::_ops::linalg_cholesky_ex>(A, upper, check_errors);
   const Shape batch = batch_shape(A);
@@ -55,7 +65,8 @@ std::tuple<at::Tensor&, at::Tensor&> cholesky_ex_out(const at::Tensor& A, bool u
 
 // The deprecated torch.cholesky: errors raised at once, as its CPU kernel does.
 at::Tensor vk_cholesky(const at::Tensor& A, bool upper) {
-  if (!on_device(A, LinalgAlgo::Cholesky)) return cpu_route<at::_ops::cholesky>(A, upper);
+  if (!(embeddable(A, LinalgAlgo::Cholesky) || on_device(A, LinalgAlgo::Cholesky)))
+    return cpu_route<at::_ops::cholesky>(A, upper);
   auto [L, info] = cholesky_ex(A, upper, false);
   at::_linalg_check_errors(info, "cholesky", A.dim() == 2);
   return L;
