@@ -37,16 +37,21 @@ at::Tensor hermitian_from_triangle(const at::Tensor& A, bool upper) {
   return strict + strict.mH() + at::diag_embed(diagonal).to(a.scalar_type());
 }
 
+at::Tensor solve_by_embedding(const at::Tensor& A, const at::Tensor& B) {
+  const int64_t n = A.size(-1);
+  const at::Tensor b = B.resolve_conj().resolve_neg();
+  // E(A) [Re X; Im X] = [Re B; Im B].
+  const at::Tensor rhs = at::cat({at::real(b), at::imag(b)}, -2);
+  const at::Tensor z = std::get<0>(at::linalg_solve_ex(real_embedding(A), rhs, true, false));
+  return at::complex(z.narrow(-2, 0, n), z.narrow(-2, n, n));
+}
+
 at::Tensor triangular_by_embedding(const at::Tensor& A, const at::Tensor& B, bool upper,
                                    bool unit) {
-  const int64_t n = A.size(-1);
-  const at::Tensor a = A.resolve_conj().resolve_neg(), b = B.resolve_conj().resolve_neg();
+  const at::Tensor a = A.resolve_conj().resolve_neg();
   at::Tensor T = upper ? at::triu(a) : at::tril(a);
-  if (unit) T = T - at::diag_embed(at::diagonal(T, 0, -2, -1)) + at::eye(n, T.options());
-  // E(T) [Re X; Im X] = [Re B; Im B].
-  const at::Tensor rhs = at::cat({at::real(b), at::imag(b)}, -2);
-  const at::Tensor z = std::get<0>(at::linalg_solve_ex(real_embedding(T), rhs, true, false));
-  return at::complex(z.narrow(-2, 0, n), z.narrow(-2, n, n));
+  if (unit) T = T - at::diag_embed(at::diagonal(T, 0, -2, -1)) + at::eye(A.size(-1), T.options());
+  return solve_by_embedding(T, B);
 }
 
 at::Tensor interleaved_embedding(const at::Tensor& A) {

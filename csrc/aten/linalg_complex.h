@@ -29,8 +29,10 @@ at::Tensor info_of_embedded(const at::Tensor& info, int64_t n);
 // parts of its diagonal ignored, as LAPACK's heevd ignores them).
 at::Tensor hermitian_from_triangle(const at::Tensor& A, bool upper);
 
-// X with T X = B for the triangle of A that `upper` names (unit diagonal if `unit`): an LU
-// solve of T's embedding, with B's real and imaginary parts stacked as the right-hand side.
+// X with A X = B: an LU solve of A's embedding, with B's real and imaginary parts stacked
+// as the right-hand side. The solution only (no LU for a backward to reuse).
+at::Tensor solve_by_embedding(const at::Tensor& A, const at::Tensor& B);
+// The same for the triangle of A that `upper` names (unit diagonal if `unit`).
 at::Tensor triangular_by_embedding(const at::Tensor& A, const at::Tensor& B, bool upper, bool unit);
 
 // The same blocks interleaved: entry (i, j) of A as rows 2i, 2i + 1 and columns 2j, 2j + 1.

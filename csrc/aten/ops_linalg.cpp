@@ -370,6 +370,8 @@ at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& factor, 
       B.scalar_type() != factor.scalar_type())
     return cpu_route<at::_ops::_cholesky_solve_helper>(B, factor, upper);
   at::Tensor L = upper ? factor.mH() : factor;
+  // Complex: one LU of L L^H's embedding, not one per triangle (each an LU there too).
+  if (factor.is_complex()) return solve_by_embedding(at::matmul(L, L.mH()), B);
   at::Tensor y = solve_triangular(L, B, false, true, false);
   return solve_triangular(L.mH(), y, true, true, false);
 }

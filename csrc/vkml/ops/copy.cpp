@@ -72,9 +72,9 @@ void copy_bytes(Device& dev, uint64_t dst_address, uint64_t src_address, uint64_
   // Whole words go through a kernel where the device says so (DeviceInfo::copies_by_kernel
   // says why); the rest, and copies past the kernel's count of words, through the
   // transfer command.
+  if (!nbytes) return;
   const uint64_t align = dst_address | src_address | nbytes;
   const uint64_t word = align % 16 == 0 ? 16 : align % 4 == 0 ? 4 : 0;
-  if (!nbytes) return;
   if (!word || nbytes / word > UINT32_MAX || !dev.info().copies_by_kernel) {
     record_copy(dev, dev.memory(), dst_address, dev.memory(), src_address, nbytes);
     return;
