@@ -37,7 +37,9 @@ def test_profile_names_counts_and_times_each_kernel(no_fallback):
 
 
 def test_copies_are_timed_and_profiling_restarts(no_fallback):
-    x = torch.randn(1000, device=VKML)
+    # An odd number of bytes: a transfer command on every device (whole words run as a
+    # kernel on GPUs, DeviceInfo::copies_by_kernel).
+    x = torch.randint(0, 200, (1001,), dtype=torch.uint8).to(VKML)
     with torch_vkml.profile() as first:
         y = x.clone()
     assert [k.name for k in first.kernels] == ["copy"]
