@@ -445,6 +445,12 @@ def test_int8_and_float64_move_as_bits():
     x64 = make((3, 4), torch.float64)
     assert_close_to_cpu(lambda t, i: t.index_select(1, i), x64, idx)
     assert_close_to_cpu(lambda t, i: t.gather(0, i.view(1, 4)), x64, idx)
+    # A fill value is written as its bits too (it was written as the integer it rounds
+    # to, read back as a denormal).
+    for x in (x64, x64.to(torch.complex128) * (1 - 2j)):
+        value = -3.25 if x.dtype == torch.float64 else -3.25 + 0.5j
+        assert_close_to_cpu(lambda t, i, v=value: t.scatter(0, i.view(1, 4), v), x, idx)
+        assert_close_to_cpu(lambda t, i, v=value: t.index_fill(1, i, v), x, idx)
 
 
 # ---------------------------------------------- index checks, index operands

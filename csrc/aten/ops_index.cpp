@@ -11,6 +11,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/IndexingUtils.h>
 #include <ATen/native/Resize.h>
+#include <c10/util/bit_cast.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -139,11 +140,13 @@ void launch(const char* name, const Launch& l) {
       a.src = view_ref(at::Tensor(), l.iter, zeros(l.iter.size()), a.dtype);
     }
     a.idx = view_ref(l.idx, l.iter, l.idx_strides, to_vkml(l.idx.scalar_type()));
-    if (lanes) {
+    if (lanes || l.dst.is_floating_point()) {
       const c10::complex<double> v = l.value.toComplexDouble();
-      a.value = vkml::Scalar::of(lane ? v.imag() : v.real());
-    } else if (l.dst.is_floating_point()) {
-      a.value = vkml::Scalar::of(l.value.toDouble());
+      const double part = lane ? v.imag() : v.real();
+      // float64 moves as 8-byte integers: the value goes as its bits.
+      a.value = a.dtype == vkml::DType::i64 && element == at::kDouble
+                    ? vkml::Scalar::of_int(c10::bit_cast<int64_t>(part))
+                    : vkml::Scalar::of(part);
     } else {
       a.value = vkml::Scalar::of_int(l.value.toLong());
     }
