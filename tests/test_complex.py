@@ -230,7 +230,7 @@ def _grid():
 MATH = [
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal",
     "sigmoid", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh",
-    "acosh", "atanh", "sgn",
+    "acosh", "atanh", "sgn", "sinc", "silu",
 ]  # fmt: skip
 
 
@@ -238,7 +238,7 @@ MATH = [
 def test_complex64_math_kernels(name, no_fallback_here):
     # shaders/complex.comp: one kernel per function, the C99 formulas PyTorch's CPU uses.
     c = _grid()
-    fn = getattr(torch, name)
+    fn = getattr(torch, name, None) or getattr(torch.nn.functional, name)
     got, ref = fn(c.to(VKML)).cpu(), fn(c)
     torch.testing.assert_close(got, ref, atol=1e-5, rtol=2e-5, equal_nan=True)
 

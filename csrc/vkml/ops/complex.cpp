@@ -20,6 +20,8 @@ bool complex_math_has_op(int op) {
     case OP_RSQRT:
     case OP_RECIPROCAL:
     case OP_SIGMOID:
+    case OP_SILU:
+    case OP_SINC:
     case OP_SIN:
     case OP_COS:
     case OP_TAN:

@@ -138,6 +138,12 @@ vec2 apply(vec2 z, vec2 w) {
     case OP_RSQRT: return crecip(csqrt(z));
     case OP_RECIPROCAL: return crecip(z);
     case OP_SIGMOID: return crecip(vec2(1.0, 0.0) + cexp(-z));
+    case OP_SILU: return cdiv(z, vec2(1.0, 0.0) + cexp(-z));  // the CPU's z / (1 + e^-z)
+    case OP_SINC: {  // sin(pi z) / (pi z), and 1 at 0
+      if (z == vec2(0.0)) return vec2(1.0, 0.0);
+      vec2 p = float(PI) * z;
+      return cdiv(vec2(sin(p.x) * cosh_f(p.y), cos(p.x) * sinh_f(p.y)), p);
+    }
     case OP_SIN: return vec2(sin(z.x) * cosh_f(z.y), cos(z.x) * sinh_f(z.y));
     case OP_COS: return vec2(cos(z.x) * cosh_f(z.y), -sin(z.x) * sinh_f(z.y));
     case OP_TAN: return times_minus_i(ctanh(times_i(z)));
