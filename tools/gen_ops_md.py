@@ -64,17 +64,20 @@ FAMILIES = {
     ),
     "ops_linalg.cpp": (
         "Linear algebra: Cholesky, LU, triangular and LU solves, solve, inv, det, slogdet",
-        "float32; float64 where the device has shaderFloat64; complex on the CPU, counted",
+        "float32; float64 where the device has shaderFloat64; complex64 and complex128 "
+        "likewise (complex kernels; Cholesky through the real embedding)",
     ),
     "ops_linalg_orthogonal.cpp": (
         "Linear algebra: QR, eigh and SVD (Jacobi, condensed forms), lstsq",
-        "float32; float64 where the device has shaderFloat64 (ormqr: float32); complex, "
-        "eigh and SVD of order > 4096 (lower on Mesa 22.3's lavapipe, docs/linalg.md) "
-        "on the CPU, counted",
+        "float32; float64 where the device has shaderFloat64 (ormqr: float32); complex64 "
+        "and complex128 likewise (eigh and SVD vectors up to orders 48 and 32); eigh and "
+        "SVD of order > 4096 (lower on Mesa 22.3's lavapipe, docs/linalg.md) on the CPU, "
+        "counted",
     ),
     "ops_linalg_matrix_exp.cpp": (
-        "Linear algebra: matrix_exp (scaling and squaring, Pade [7/7])",
-        "float32; float16 and bfloat16 in float32; float64 and complex on the CPU, counted",
+        "Linear algebra: matrix_exp (scaling and squaring, Pade [7/7]; [13/13] in double)",
+        "float32; float16 and bfloat16 in float32; complex64; float64 and complex128 where "
+        "the device has shaderFloat64 (complex through the real embedding)",
     ),
     "ops_linalg_ldl.cpp": (
         "Linear algebra: ldl_factor, ldl_solve (Bunch-Kaufman, LAPACK's layout and pivots)",

@@ -25,12 +25,28 @@ inline bool native_dtype(const at::Tensor& t) {
          vkml::ops::linalg_supported(vkml_device(t), to_vkml(t.scalar_type()));
 }
 
-// Whether the kernels of `algo` take the matrices t: of a native dtype, and of a size the
+// Whether the complex kernels of `algo` take t's dtype (vkml::ops::complex_algo):
+// complex64, or complex128 where the device has float64.
+inline bool native_complex(const at::Tensor& t, LinalgAlgo algo) {
+  return (t.scalar_type() == at::kComplexFloat || t.scalar_type() == at::kComplexDouble) &&
+         vkml::ops::complex_algo(algo) &&
+         vkml::ops::linalg_supported(vkml_device(t),
+                                     to_vkml(c10::toRealValueType(t.scalar_type())));
+}
+
+// Whether the kernels of `algo` take the matrices t: of a native dtype (complex ones
+// where `algo` has a complex kernel: eigh and SVD only by Jacobi), and of a size the
 // device's kernels take (vkml::ops::linalg_fits: where the driver limits an
 // invocation's loop iterations, Mesa 22.3's lavapipe, not every size).
 inline bool native(const at::Tensor& t, LinalgAlgo algo) {
-  if (!native_dtype(t)) return false;
-  return t.dim() < 2 || vkml::ops::linalg_fits(vkml_device(t), algo, t.size(-2), t.size(-1));
+  const bool complex = native_complex(t, algo);
+  if (!native_dtype(t) && !complex) return false;
+  if (t.dim() < 2) return true;
+  vkml::Device& dev = vkml_device(t);
+  const int64_t m = t.size(-2), n = t.size(-1);
+  if (complex && algo == LinalgAlgo::Eigh && !vkml::ops::eigh_by_jacobi(dev, n)) return false;
+  if (complex && algo == LinalgAlgo::Svd && !vkml::ops::svd_by_jacobi(dev, m, n)) return false;
+  return vkml::ops::linalg_fits(dev, algo, m, n);
 }
 
 inline Shape batch_shape(const at::Tensor& t) {
@@ -60,8 +76,11 @@ inline at::Tensor fresh(const at::Tensor& t, const Shape& shape) {
   return out;
 }
 
+// The kernel call for matrices like `on` (complex ones as pairs of their real dtype; the
+// permutation reads only its int32 pivots).
 inline void run(const at::Tensor& on, vkml::ops::LinalgArgs a) {
-  a.dtype = to_vkml(on.scalar_type());
+  a.dtype = to_vkml(c10::toRealValueType(on.scalar_type()));
+  a.complex = on.is_complex() && a.algo != LinalgAlgo::Permutation;
   guarded([&] { vkml::ops::linalg(vkml_device(on), a); });
 }
 

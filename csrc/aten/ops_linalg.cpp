@@ -6,9 +6,9 @@
 // back through the info tensors without a host wait; check_errors=True reads them, as
 // on CUDA. QR, eigh, SVD and lstsq: ops_linalg_orthogonal.cpp.
 //
-// float32 and float64 (where the device has shaderFloat64); complex Cholesky factors,
-// inverses and triangular (and Cholesky) solves through the real embedding
-// (linalg_complex.h), other complex work on the counted CPU route.
+// float32 and float64 (where the device has shaderFloat64), and their complex types: LU,
+// its solves and triangular solves on complex kernels, Cholesky factors through the real
+// embedding (linalg_complex.h).
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <torch/library.h>
 
@@ -116,7 +116,9 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> lu_factor_ex_out(const at::Ten
 std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_lu_unpack(const at::Tensor& LU,
                                                             const at::Tensor& pivots,
                                                             bool unpack_data, bool unpack_pivots) {
-  if (!native(LU, LinalgAlgo::Permutation))
+  // The permutation kernel reads the pivots alone: LU's dtype need only be one the LU
+  // kernels take.
+  if (!native(LU, LinalgAlgo::Permutation) && !native_complex(LU, LinalgAlgo::Lu))
     return cpu_route<at::_ops::lu_unpack>(LU, pivots, unpack_data, unpack_pivots);
   TORCH_CHECK(LU.dim() >= 2,
               "torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: ", LU.sizes(),
@@ -177,8 +179,8 @@ at::Tensor lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Te
                     bool adjoint) {
   if (!on_device(LU, LinalgAlgo::LuSolve) || B.scalar_type() != LU.scalar_type())
     return cpu_route<at::_ops::linalg_lu_solve>(LU, pivots, B, left, adjoint);
-  // X A = B is A^T X^T = B^T (real matrices: the adjoint is the transpose).
-  if (!left) return lu_solve(LU, pivots, B.mT(), true, !adjoint).mT();
+  // X A = B is A^H X^H = B^H.
+  if (!left) return lu_solve(LU, pivots, B.mH(), true, !adjoint).mH();
   at::native::squareCheckInputs(LU, "torch.linalg.lu_solve");
   const int64_t n = LU.size(-1);
   TORCH_CHECK(B.dim() >= 2 && B.size(-2) == n,
@@ -224,7 +226,7 @@ at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& pivots, const a
 // A^-1 B for triangular A (left), or B A^-1 (right: A^T X^T = B^T).
 at::Tensor solve_triangular(const at::Tensor& A, const at::Tensor& B, bool upper, bool left,
                             bool unitriangular) {
-  const bool embedded = embeddable(A, LinalgAlgo::LuSolve);
+  const bool embedded = !on_device(A, LinalgAlgo::Trsm) && embeddable(A, LinalgAlgo::LuSolve);
   if (!(embedded || on_device(A, LinalgAlgo::Trsm)) || B.scalar_type() != A.scalar_type())
     return cpu_route<at::_ops::linalg_solve_triangular>(A, B, upper, left, unitriangular);
   if (!left) return solve_triangular(A.mT(), B.mT(), !upper, true, unitriangular).mT();
@@ -299,7 +301,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> solve_ex_out(
 
 std::tuple<at::Tensor, at::Tensor> inv_ex(const at::Tensor& A, bool check_errors) {
   at::native::squareCheckInputs(A, "linalg.inv");
-  if (embeddable(A, LinalgAlgo::LuSolve)) {
+  if (!on_device(A, LinalgAlgo::LuSolve) && embeddable(A, LinalgAlgo::LuSolve)) {
     const int64_t n = A.size(-1);
     auto [inverse, info] = inv_ex(real_embedding(A), false);
     at::Tensor result = complex_from_embedded(inverse, n);
@@ -354,7 +356,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_slogdet(const at::
   if (!on_device(A, LinalgAlgo::Lu)) return cpu_route<at::_ops::_linalg_slogdet>(A);
   auto [LU, pivots, info] = lu_factor_ex(factored_for_det(A), true, false);
   at::Tensor diag = LU.diagonal(0, -2, -1);
-  at::Tensor sign = diag.sign().prod(-1) * pivot_sign(pivots, A.options());
+  at::Tensor sign = diag.sgn().prod(-1) * pivot_sign(pivots, A.options());
   at::Tensor logabs = diag.abs().log().sum(-1);
   return {sign, logabs, LU, pivots};
 }
@@ -370,8 +372,8 @@ at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& factor, 
       B.scalar_type() != factor.scalar_type())
     return cpu_route<at::_ops::_cholesky_solve_helper>(B, factor, upper);
   at::Tensor L = upper ? factor.mH() : factor;
-  // Complex: one LU of L L^H's embedding, not one per triangle (each an LU there too).
-  if (factor.is_complex()) return solve_by_embedding(at::matmul(L, L.mH()), B);
+  // Complex factors too large for the triangular kernel: one LU of L L^H's embedding.
+  if (!on_device(factor, LinalgAlgo::Trsm)) return solve_by_embedding(at::matmul(L, L.mH()), B);
   at::Tensor y = solve_triangular(L, B, false, true, false);
   return solve_triangular(L.mH(), y, true, true, false);
 }

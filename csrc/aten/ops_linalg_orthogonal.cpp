@@ -2,8 +2,9 @@
 // Householder QR and its Q (geqrf, householder_product, ormqr, linalg_qr), symmetric
 // eigendecomposition and SVD (Jacobi for small matrices, condensed forms up to order
 // 4096, larger ones on the CPU, counted), and least squares through the SVD. float32, and float64
-// where the device has it (ormqr: float32, through a matrix product); complex takes the counted CPU
-// route.
+// where the device has it (ormqr: float32, through a matrix product); complex ones on the complex
+// kernels (eigh and SVD by Jacobi; their values alone of larger matrices through the real
+// embedding, linalg_complex.h).
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <torch/library.h>
 
@@ -16,6 +17,9 @@ namespace vkml_aten {
 namespace {
 
 using namespace linalg;
+
+// The dtype of eigenvalues and singular values: A's, or its complex type's real one.
+at::ScalarType real_dtype(const at::Tensor& A) { return c10::toRealValueType(A.scalar_type()); }
 
 // ---- QR -------------------------------------------------------------------------------
 
@@ -87,11 +91,12 @@ at::Tensor full_q(const at::Tensor& reflectors, const at::Tensor& tau) {
 at::Tensor vk_ormqr(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other,
                     bool left, bool transpose) {
   // Through the full Q and a matrix product, which float64 lacks on vkml.
-  if (!on_device(input, LinalgAlgo::Orgqr) || input.scalar_type() != at::kFloat ||
+  if (!on_device(input, LinalgAlgo::Orgqr) ||
+      (input.scalar_type() != at::kFloat && input.scalar_type() != at::kComplexFloat) ||
       tau.scalar_type() != input.scalar_type() || other.scalar_type() != input.scalar_type())
     return cpu_route<at::_ops::ormqr>(input, tau, other, left, transpose);
   at::Tensor q = full_q(input, tau);
-  if (transpose) q = q.mT();
+  if (transpose) q = q.mH();  // Q^H, as LAPACK's unmqr
   return left ? at::matmul(q, other) : at::matmul(other, q);
 }
 at::Tensor& ormqr_out(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other,
@@ -125,8 +130,8 @@ std::tuple<at::Tensor&, at::Tensor&> linalg_qr_out(const at::Tensor& A, c10::str
 
 // ---- Eigenvalues and singular values ---------------------------------------------------
 // Jacobi up to kEighMax / kSvdMax (more accurate for small matrices), condensed forms
-// beyond (linalg_condensed.comp), and for SVD also where the driver's loop limit would cut
-// Jacobi's sweeps short (vkml::ops::svd_by_jacobi).
+// beyond (linalg_condensed.comp), and also where the driver's loop limit would cut Jacobi's
+// sweeps short (vkml::ops::eigh_by_jacobi, svd_by_jacobi).
 
 // The condensed forms' scratch (none for Jacobi).
 at::Tensor scratch_for(const at::Tensor& A, const Shape& batch, int64_t n, bool condensed) {
@@ -141,17 +146,19 @@ std::tuple<at::Tensor, at::Tensor> vk_eigh(const at::Tensor& A, c10::string_view
   const bool upper = uplo == "U" || uplo == "u";
   TORCH_CHECK(upper || uplo == "L" || uplo == "l",
               "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
-  // eigvalsh of a complex A: its Hermitian matrix's embedding has each eigenvalue twice.
-  if (!compute_v && embeddable(A, LinalgAlgo::Eigh)) {
+  // eigvalsh of a complex A past the Jacobi kernel: its Hermitian matrix's embedding has
+  // each eigenvalue twice.
+  if (!compute_v && !native(A, LinalgAlgo::Eigh) && embeddable(A, LinalgAlgo::Eigh)) {
     at::Tensor values =
         std::get<0>(vk_eigh(real_embedding(hermitian_from_triangle(A, upper)), "L", false));
     return {one_of_each_pair(values), at::empty({0}, A.options())};
   }
   if (!native(A, LinalgAlgo::Eigh)) return cpu_route<at::_ops::_linalg_eigh>(A, uplo, compute_v);
   const Shape batch = batch_shape(A);
-  const bool condensed = n > vkml::ops::kEighMax;
-  at::Tensor a = fresh(upper ? A.mT() : A, A.sizes().vec());
-  at::Tensor values = at::empty(with(batch, {n}), A.options());
+  const bool condensed = !vkml::ops::eigh_by_jacobi(vkml_device(A), n);
+  // The kernels read the lower triangle: the upper one is that of A^H.
+  at::Tensor a = fresh(upper ? A.mH() : A, A.sizes().vec());
+  at::Tensor values = at::empty(with(batch, {n}), A.options().dtype(real_dtype(A)));
   at::Tensor vectors = at::empty(condensed && !compute_v ? Shape{0} : A.sizes().vec(), A.options());
   at::Tensor scratch = scratch_for(A, batch, n, condensed);
   at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
@@ -184,22 +191,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
               "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
               "cuSOLVER backend.");
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
-  // svdvals of a complex A: its embedding has each singular value twice.
-  if (!compute_uv && embeddable(A, LinalgAlgo::Svd)) {
+  // svdvals of a complex A past the Jacobi kernel: its embedding has each singular value
+  // twice.
+  if (!compute_uv && !native(A, LinalgAlgo::Svd) && embeddable(A, LinalgAlgo::Svd)) {
     at::Tensor S = std::get<1>(vk_svd(real_embedding(A), false, false, std::nullopt));
     return {at::empty({0}, A.options()), one_of_each_pair(S), at::empty({0}, A.options())};
   }
   if (!native(A, LinalgAlgo::Svd))
     return cpu_route<at::_ops::_linalg_svd>(A, full_matrices, compute_uv, driver);
-  // Work on the tall one of A and A^T: A^T = U' S V'^T gives A = V' S U'^T.
+  // Work on the tall one of A and A^H: A^H = U' S V'^H gives A = V' S U'^H.
   const bool wide = m < n;
-  at::Tensor tall = wide ? A.mT() : A;
+  at::Tensor tall = wide ? A.mH() : A;
   const int64_t rows = tall.size(-2);
   const Shape batch = batch_shape(A);
   const bool condensed = !vkml::ops::svd_by_jacobi(vkml_device(A), m, n);
   const bool vectors = compute_uv || !condensed;
   at::Tensor a = fresh(tall, tall.sizes().vec());
-  at::Tensor S = at::empty(with(batch, {k}), A.options());
+  at::Tensor S = at::empty(with(batch, {k}), A.options().dtype(real_dtype(A)));
   at::Tensor left = at::empty(vectors ? with(batch, {rows, k}) : Shape{0}, A.options());
   at::Tensor right = at::empty(vectors ? with(batch, {k, k}) : Shape{0}, A.options());
   at::Tensor scratch = scratch_for(A, batch, k, condensed);
@@ -234,7 +242,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_svd(const at::Tensor& A, bool 
     left = at::cat({left, Q.narrow(-1, k, rows - k)}, -1);
   }
   at::Tensor U = wide ? right : left;
-  at::Tensor Vh = (wide ? left : right).mT();
+  at::Tensor Vh = (wide ? left : right).mH();
   return {U, S, Vh};
 }
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> svd_out(const at::Tensor& A, bool full_matrices,
@@ -275,9 +283,9 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
   const bool full = ranks.min().item<int64_t>() == k;
   if (!full && (driver == "gels" || driver == "gelsy")) return cpu();
   at::Tensor inv = at::where(keep, S.reciprocal(), 0.0);
-  at::Tensor X = at::matmul(Vh.mT() * inv.unsqueeze(-2), at::matmul(U.mT(), b));
-  at::Tensor res = at::empty({0}, A.options());
-  if (m > n && full && driver != "gelsy") res = (at::matmul(A, X) - b).square().sum(-2);
+  at::Tensor X = at::matmul(Vh.mH() * inv.unsqueeze(-2), at::matmul(U.mH(), b));
+  at::Tensor res = at::empty({0}, A.options().dtype(real_dtype(A)));
+  if (m > n && full && driver != "gelsy") res = (at::matmul(A, X) - b).abs().square().sum(-2);
   write_out(solution, vector ? X.squeeze(-1) : X);
   write_out(residuals, res);  // a vector right-hand side keeps its one column here
   write_out(rank, driver == "gels" ? at::empty({0}, ranks.options()) : ranks);

@@ -44,9 +44,25 @@ bool svd_by_jacobi(Device& dev, int64_t m, int64_t n) {
   return limit == 0 || jacobi_svd_iterations(rows, k) <= limit * 9 / 10;
 }
 
+// Thread 0 of a Jacobi eigh workgroup, per pair: the pair loop and, where it rotates, the
+// two column rotations and the row one (ceil(n / 256) each), with 12 sweeps counted
+// (float32 and float64 matrices of order 48 take 8 or 9). Calibrated on Mesa 22.3's
+// lavapipe, where float64 of order 48 (9 sweeps) crashed while float32 of 48 (8) and
+// float64 of 44 (9) were right: about 7 iterations per pair for such orders.
+static int64_t jacobi_eigh_iterations(int64_t n) {
+  const int64_t per_pair = 4 + 3 * ((n + 255) / 256);
+  return 12 * n * (n - 1) / 2 * per_pair + n * n;
+}
+
+bool eigh_by_jacobi(Device& dev, int64_t n) {
+  if (n > kEighMax) return false;
+  const int64_t limit = dev.info().loop_iteration_limit;
+  return limit == 0 || jacobi_eigh_iterations(n) <= limit * 9 / 10;
+}
+
 bool linalg_fits(Device& dev, LinalgAlgo algo, int64_t m, int64_t n) {
   const int64_t rows = std::max(m, n), k = std::min(m, n);
-  if (algo == LinalgAlgo::Eigh && n > kEighMax) algo = LinalgAlgo::EighTridiagonal;
+  if (algo == LinalgAlgo::Eigh && !eigh_by_jacobi(dev, n)) algo = LinalgAlgo::EighTridiagonal;
   if (algo == LinalgAlgo::Svd && !svd_by_jacobi(dev, m, n)) algo = LinalgAlgo::SvdBidiagonal;
   if ((algo == LinalgAlgo::EighTridiagonal || algo == LinalgAlgo::SvdBidiagonal) &&
       k > kCondensedMax)
@@ -80,7 +96,7 @@ bool linalg_fits(Device& dev, LinalgAlgo algo, int64_t m, int64_t n) {
     case LinalgAlgo::Permutation:
       return m + n <= most;
     case LinalgAlgo::Eigh:
-      return true;  // n <= kEighMax
+      return true;  // eigh_by_jacobi
     case LinalgAlgo::Svd:
       return true;  // svd_by_jacobi
     case LinalgAlgo::EighTridiagonal:
@@ -133,8 +149,25 @@ static void condensed(Device& dev, const LinalgArgs& a) {
   dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(a.batch), &access);
 }
 
+bool complex_algo(LinalgAlgo algo) {
+  switch (algo) {
+    case LinalgAlgo::Lu:
+    case LinalgAlgo::LuSolve:
+    case LinalgAlgo::Trsm:
+    case LinalgAlgo::Geqrf:
+    case LinalgAlgo::Orgqr:
+    case LinalgAlgo::Eigh:
+    case LinalgAlgo::Svd:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void linalg(Device& dev, const LinalgArgs& a) {
   VKML_CHECK_ARG(linalg_supported(dev, a.dtype), "linalg: float32 or float64 only");
+  VKML_CHECK_ARG(!a.complex || complex_algo(a.algo),
+                 "linalg: no complex kernel for this algorithm");
   if (a.algo == LinalgAlgo::EighTridiagonal || a.algo == LinalgAlgo::SvdBidiagonal)
     return condensed(dev, a);
   if (a.algo == LinalgAlgo::Permutation) {
@@ -161,7 +194,9 @@ void linalg(Device& dev, const LinalgArgs& a) {
                  "linalg: svd shape not supported");
   VKML_CHECK_ARG(a.batch * m * a.n < (int64_t(1) << 32) && a.batch * a.n * a.k < (int64_t(1) << 32),
                  "linalg: more than 2^32 elements");
-  const size_t item = itemsize(a.dtype);
+  // Matrices (and tau, and right-hand sides) of complex numbers are pairs of reals;
+  // eigenvalues and singular values are reals.
+  const size_t real_item = itemsize(a.dtype), item = real_item * (a.complex ? 2 : 1);
   const linalg_detail::Push p = push_of(a, m);
   Access access;
   const Span a_span = span_elems(a.a, a.batch * m * a.n, item);
@@ -177,7 +212,7 @@ void linalg(Device& dev, const LinalgArgs& a) {
       access.update(span_elems(a.b, a.batch * 2 * a.n, item));
     }
     if (jacobi) {
-      access.write(span_elems(a.b, a.batch * a.n, item));
+      access.write(span_elems(a.b, a.batch * a.n, real_item));
       access.write(span_elems(a.c, a.batch * a.n * a.n, item));
       if (a.d) access.write(span_elems(a.d, a.batch * m * a.n, item));
     }
@@ -189,8 +224,10 @@ void linalg(Device& dev, const LinalgArgs& a) {
   }
   const uint32_t wg = factor ? 256u : 64u;
   const bool ldl = a.algo == LinalgAlgo::Ldl || a.algo == LinalgAlgo::LdlSolve;
-  VkPipeline pipeline = dev.pipelines().get(
-      ldl ? shaders::linalg_ldl(a.dtype) : shaders::linalg(a.dtype), {int(a.algo), int32_t(wg)});
+  const auto shader = a.complex ? shaders::linalg_complex(a.dtype)
+                      : ldl     ? shaders::linalg_ldl(a.dtype)
+                                : shaders::linalg(a.dtype);
+  VkPipeline pipeline = dev.pipelines().get(shader, {int(a.algo), int32_t(wg)});
   if (factor)
     dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(a.batch), &access);
   else

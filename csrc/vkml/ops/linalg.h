@@ -2,7 +2,8 @@
 // Dense linear algebra of batches of matrices (shaders/linalg.comp,
 // linalg_condensed.comp): Cholesky, LU and QR factorizations, triangular and LU
 // solves, symmetric eigendecomposition and SVD. Matrices are row-major and contiguous, one
-// after another; float32, and float64 where the device has shaderFloat64.
+// after another; float32, and float64 where the device has shaderFloat64; complex ones
+// of either for the algorithms complex_algo() names.
 #include <cstdint>
 
 #include "vkml/core/dtype.h"
@@ -52,7 +53,15 @@ struct LinalgArgs {
   bool adjoint = false;              // LuSolve
   bool values_only = false;          // EighTridiagonal, SvdBidiagonal
   uint64_t scratch = 0;              // EighTridiagonal, SvdBidiagonal
+  // The matrices (a, b but for Eigh and Svd's values, c, d) hold complex numbers of dtype's
+  // precision, (re, im) pairs (shaders/linalg_complex.comp): for the algorithms
+  // complex_algo() names. LuSolve's adjoint is then A^H.
+  bool complex = false;
 };
+
+// Whether `algo` has a complex kernel: Lu, LuSolve, Trsm, Geqrf, Orgqr, and the Jacobi
+// Eigh and Svd.
+bool complex_algo(LinalgAlgo algo);
 
 // The orders the Jacobi kernels take, and the condensed forms (shaders/linalg_push.h
 // says why); the condensed forms' scratch, in reals per order per matrix.
@@ -71,6 +80,8 @@ bool linalg_fits(Device& dev, LinalgAlgo algo, int64_t m, int64_t n);
 // condensed form (SvdBidiagonal): up to kSvdMax columns, and where the driver limits
 // loop iterations, only while Jacobi's sweeps stay under it.
 bool svd_by_jacobi(Device& dev, int64_t m, int64_t n);
+// The same for the eigendecomposition of order n: Eigh rather than EighTridiagonal.
+bool eigh_by_jacobi(Device& dev, int64_t n);
 
 void linalg(Device& dev, const LinalgArgs& args);
 
