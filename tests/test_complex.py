@@ -385,3 +385,30 @@ def test_element_moves_are_native(name, no_fallback_here):
     f = MOVES[name]
     c, i = _c((3, 4, 5), seed=7), torch.tensor([2, 0])
     _same(f(c.to(VKML), i.to(VKML)), f(c, i))
+
+
+def test_complex128_indexing_moves_both_halves(no_fallback_here):
+    """complex128 elements (16 bytes) move as two 8-byte lanes through the index kernels
+    and as two halves through masked_select / masked_scatter: each raised before."""
+    if not torch_vkml.get_device_properties().supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    x = _c((4, 5), torch.complex128, seed=21)
+    m = _c((4, 5), seed=22).real > 0
+    i = torch.tensor([3, 0, 2, 2])
+    cases = {
+        "index_select": lambda t, d: t.index_select(0, i.to(d)),
+        "gather": lambda t, d: t.gather(1, torch.tensor([[0, 4], [1, 1], [2, 3], [4, 0]]).to(d)),
+        "getitem": lambda t, d: t[i.to(d), 1:],
+        "take": lambda t, d: t.take(torch.tensor([0, 19, 7]).to(d)),
+        "index_put": lambda t, d: t.clone().index_put_((i[:2].to(d),), t[1:3] * (2 - 1j)),
+        "index_copy": lambda t, d: t.clone().index_copy_(0, torch.tensor([1, 3]).to(d), t[:2]),
+        "scatter": lambda t, d: t.clone().scatter_(0, torch.tensor([[1, 0, 2, 3, 0]]).to(d), t),
+        "masked_select": lambda t, d: t.masked_select(m.to(d)),
+        "masked_select of a conjugate": lambda t, d: t.conj().masked_select(m.to(d)),
+        "masked_scatter": lambda t, d: t.clone().masked_scatter_(m.to(d), t * 5),
+        "repeat_interleave": lambda t, d: t.repeat_interleave(2, dim=0),
+        "combinations": lambda t, d: torch.combinations(t[0]),
+    }
+    for name, fn in cases.items():
+        got = fn(x.to(VKML), VKML)
+        assert torch.equal(got.cpu().resolve_conj(), fn(x, "cpu").resolve_conj()), name

@@ -85,6 +85,11 @@ void check_mask(const char* name, const at::Tensor& mask) {
 
 at::Tensor vk_masked_select(const at::Tensor& self, const at::Tensor& mask) {
   check_mask("masked_select", mask);
+  // 16-byte elements (complex128) move as their two 8-byte halves, each selected.
+  if (self.element_size() == 16) {
+    at::Tensor halves = vk_masked_select(at::view_as_real(self.resolve_conj()), mask.unsqueeze(-1));
+    return at::view_as_complex(halves.view({-1, 2}));
+  }
   auto [s, m] = at::expand_outplace(self, mask);
   at::Tensor prefix = flag_prefix(*m);
   int64_t count = last_count(prefix);
@@ -115,6 +120,14 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
   TORCH_CHECK(mask.scalar_type() == at::kBool,
               "masked_scatter_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
+  if (self.element_size() == 16 && self.numel()) {  // as masked_select: two 8-byte halves
+    at::Tensor work = self.is_conj() ? self.resolve_conj() : self;
+    at::Tensor halves = at::view_as_real(work);
+    masked_scatter_(halves, mask.expand(self.sizes()).unsqueeze(-1),
+                    at::view_as_real(source.resolve_conj().contiguous()));
+    if (!work.is_same(self)) self.copy_(work);
+    return self;
+  }
   at::Tensor m = mask.expand(self.sizes());
   if (self.numel() == 0) return self;
   at::Tensor prefix = flag_prefix(m);

@@ -114,8 +114,10 @@ void launch(const char* name, const Launch& l) {
     if (s == 0) return;
   bool reduce = l.mode == IndexMode::Scatter && l.reduce != IndexReduce::Assign;
   // Complex tensors that accumulate, or take a fill value, go as two float lanes: the
-  // real parts, then the imaginary ones (strides in floats, the value's part per lane).
-  const bool lanes = l.dst.is_complex() && (reduce || !l.src.defined());
+  // real parts, then the imaginary ones (strides in floats, the value's part per lane);
+  // so do complex128 moves (16-byte elements, which no kernel moves whole).
+  const bool lanes = l.dst.is_complex() &&
+                     (reduce || !l.src.defined() || l.dst.scalar_type() == at::kComplexDouble);
   const at::ScalarType element =
       !lanes ? l.dst.scalar_type()
              : (l.dst.scalar_type() == at::kComplexDouble ? at::kDouble : at::kFloat);
