@@ -412,3 +412,29 @@ def test_complex128_indexing_moves_both_halves(no_fallback_here):
     for name, fn in cases.items():
         got = fn(x.to(VKML), VKML)
         assert torch.equal(got.cpu().resolve_conj(), fn(x, "cpu").resolve_conj()), name
+
+
+@pytest.mark.parametrize("dtype", [C64, torch.complex128], ids=dtype_id)
+def test_complex_products_in_index_reductions_take_the_cpu_route(dtype):
+    """The index kernels reduce complex values as (re, im) lanes, which is right for sums
+    only: products take the counted CPU route (they came back multiplied lane by lane),
+    and amax / amin raise as on the CPU."""
+    if dtype == torch.complex128 and not torch_vkml.get_device_properties().supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    x, s = _c((4, 5), dtype, seed=23), _c((2, 5), dtype, seed=24)
+    idx = torch.tensor([[1, 0, 2, 3, 0], [1, 1, 2, 3, 3]])
+    cases = {
+        "aten::scatter_reduce_.two": lambda t, s, i: t.scatter_reduce(0, i, s, "prod"),
+        "aten::scatter_.reduce": lambda t, s, i: t.scatter(0, i, s, reduce="multiply"),
+        "aten::scatter_.value_reduce": lambda t, s, i: t.scatter(0, i, 2 - 1j, reduce="multiply"),
+        "aten::index_reduce_": lambda t, s, i: t.index_reduce(0, i[0, :2], s, "prod"),
+    }
+    for op, fn in cases.items():
+        torch_vkml.reset_fallback_counts()
+        got = fn(x.to(VKML), s.to(VKML), idx.to(VKML))
+        _same(got, fn(x, s, idx), dict(atol=1e-5, rtol=1e-5))
+        assert torch_vkml.fallback_counts() == {op: 1}, torch_vkml.fallback_counts()
+    with pytest.raises(NotImplementedError):
+        x.scatter_reduce(0, idx, s, "amax")
+    with pytest.raises(NotImplementedError):
+        x.to(VKML).scatter_reduce(0, idx.to(VKML), s.to(VKML), "amax")

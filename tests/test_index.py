@@ -16,6 +16,8 @@ from conftest import (
     make,
 )
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 REDUCE_DTYPES = [torch.float32, torch.float16, torch.int32, torch.int64]
@@ -529,3 +531,37 @@ def test_index_reduce(dtype, reduce, include_self):
         src,
         **kw,
     )
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128], ids=dtype_id)
+def test_float64_reductions_run_in_order(dtype):
+    """float64 accumulations (and complex128's, as two float64 lanes) run serially on a
+    float64 variant: there is no float64 atomic here. They raised before."""
+    if not torch_vkml.get_device_properties().supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    x, src = make((4, 5), torch.float64), make((4, 5), torch.float64)
+    if dtype == torch.complex128:
+        x, src = x * (1 - 0.5j), src * (0.25 + 1j)
+    i = torch.tensor([3, 0, 2, 2])
+    idx = torch.tensor([[1, 0, 2, 3, 0], [1, 1, 2, 3, 3]])
+    cases = [
+        lambda t, s: t.index_add(0, i.to(t.device), s, alpha=2),
+        lambda t, s: t.scatter_add(0, idx.to(t.device), s[:2]),
+        lambda t, s: t.index_put((i.to(t.device),), s, accumulate=True),
+        lambda t, s: t.put(torch.tensor([1, 1, 7]).to(t.device), s.flatten()[:3], accumulate=True),
+        lambda t, s: t.scatter(0, idx.to(t.device), 1.25, reduce="add"),
+    ]
+    if dtype == torch.float64:
+        cases += [
+            lambda t, s, r=r, inc=inc: t.scatter_reduce(
+                0, idx.to(t.device), s[:2], r, include_self=inc
+            )
+            for r in ("sum", "prod", "mean", "amax", "amin")
+            for inc in (True, False)
+        ]
+        cases.append(lambda t, s: t.index_reduce(0, i.to(t.device), s, "amin"))
+        cases.append(
+            lambda t, s: F.embedding_bag(torch.tensor([[0, 2], [1, 3]]).to(t.device), t, mode="sum")
+        )
+    for fn in cases:
+        assert_close_to_cpu(fn, x, src, atol=1e-12, rtol=1e-12)

@@ -114,9 +114,9 @@ FAMILIES = {
     "ops_foreach.cpp": ("Multi-tensor (_foreach_*) ops", EW),
     "ops_index.cpp": (
         "Indexing, gather / scatter, embedding backward",
-        "float32, float16, bfloat16, int64, int32, uint8, bool (gathers and plain writes also "
-        "float64, "
-        "int8; reductions other than sum on int64, uint8 and bool run serially)",
+        "float32, float16, bfloat16, float64, int64, int32, uint8, bool, int8 (moves only), "
+        "complex64 and complex128 (reductions: sums; products on the CPU, counted); "
+        "reductions on float64, and other than sum on int64, uint8 and bool, run serially",
     ),
     "ops_scan.cpp": (
         "Scans",

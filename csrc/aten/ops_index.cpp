@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "fallback.h"
 #include "index_bounds.h"
 #include "op_helpers.h"
 #include "value_bounds.h"
@@ -52,7 +53,8 @@ vkml::DType kernel_dtype(const char* name, at::ScalarType t, bool reduce) {
     case at::kByte:
     case at::kBool:
       return to_vkml(t);
-    case at::kDouble:
+    case at::kDouble:  // moves as int64 bits; reductions in order (serial)
+      return reduce ? vkml::DType::f64 : vkml::DType::i64;
     case at::kComplexFloat:  // a pair of floats moves as one 8-byte element
       if (!reduce) return vkml::DType::i64;
       break;
@@ -113,6 +115,11 @@ void launch(const char* name, const Launch& l) {
   for (int64_t s : l.iter)
     if (s == 0) return;
   bool reduce = l.mode == IndexMode::Scatter && l.reduce != IndexReduce::Assign;
+  // Lanes add; complex products take the CPU route before here (complex_product), and
+  // complex values have no order (the CPU raises for amax / amin too).
+  TORCH_CHECK_NOT_IMPLEMENTED(!(reduce && l.dst.is_complex() && l.reduce != IndexReduce::Add), name,
+                              " on vkml: no ", l.reduce == IndexReduce::Mul ? "product" : "order",
+                              " reduction of ", l.dst.scalar_type(), " values");
   // Complex tensors that accumulate, or take a fill value, go as two float lanes: the
   // real parts, then the imaginary ones (strides in floats, the value's part per lane);
   // so do complex128 moves (16-byte elements, which no kernel moves whole).
@@ -275,6 +282,12 @@ void scatter_into(const char* name, const at::Tensor& self, int64_t dim, const a
   launch(name, l);
 }
 
+// A product of complex values does not split into the (re, im) lanes the kernels reduce
+// complex tensors in (launch): those take the counted CPU route.
+bool complex_product(const at::Tensor& self, IndexReduce op) {
+  return self.is_complex() && op == IndexReduce::Mul;
+}
+
 IndexReduce legacy_reduce(std::string_view r) {
   if (r == "add") return IndexReduce::Add;
   if (r == "multiply") return IndexReduce::Mul;
@@ -296,12 +309,16 @@ at::Tensor& scatter_value_(at::Tensor& self, int64_t dim, const at::Tensor& inde
 }
 at::Tensor& scatter_reduce_legacy_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                                    const at::Tensor& src, c10::string_view reduce) {
+  if (complex_product(self, legacy_reduce(reduce)))
+    return cpu_route<at::_ops::scatter__reduce>(self, dim, index, src, reduce);
   meta(self).scatter_(dim, meta(index), meta(src), reduce);
   scatter_into("scatter", self, dim, index, &src, 0, legacy_reduce(reduce));
   return self;
 }
 at::Tensor& scatter_value_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                                   const at::Scalar& value, c10::string_view reduce) {
+  if (complex_product(self, legacy_reduce(reduce)))
+    return cpu_route<at::_ops::scatter__value_reduce>(self, dim, index, value, reduce);
   meta(self).scatter_(dim, meta(index), value, reduce);
   scatter_into("scatter", self, dim, index, nullptr, value, legacy_reduce(reduce));
   return self;
@@ -399,6 +416,8 @@ void divide_by_count(const at::Tensor& self, bool include_self, Scatter&& scatte
 // scatter_reduce.two: sum, prod, mean, amax, amin, with or without self's values.
 at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                                 const at::Tensor& src, c10::string_view reduce, bool include_self) {
+  if (complex_product(self, reduction_of(reduce, self).first))
+    return cpu_route<at::_ops::scatter_reduce__two>(self, dim, index, src, reduce, include_self);
   meta(self).scatter_reduce_(dim, meta(index), meta(src), reduce, include_self);
   if (index.numel() == 0) return self;
   DimView v = dim_view(self, dim);
@@ -516,6 +535,8 @@ at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor
 // index_reduce: prod, mean, amax, amin of source slices into self's slices.
 at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                           const at::Tensor& source, c10::string_view reduce, bool include_self) {
+  if (complex_product(self, reduction_of(reduce, self).first))
+    return cpu_route<at::_ops::index_reduce_>(self, dim, index, source, reduce, include_self);
   meta(self).index_reduce_(dim, meta(index), meta(source), reduce, include_self);
   if (index.numel() == 0) return self;
   DimView v = dim_view(self, dim);

@@ -18,12 +18,13 @@
 // and sized, so the word never leaves the buffer; the other half is written
 // back unchanged). bfloat16 gathers and assignments move the 16 bits as they
 // are. Reductions with no atomic form here (int64
-// prod/max/min, uint8/bool) run with SERIAL = 1: one invocation walks every
-// element in order, which is slow but exact and deterministic.
+// prod/max/min, uint8/bool, float64: its other moves go as int64 bits) run with
+// SERIAL = 1: one invocation walks every element in order, which is slow but exact
+// and deterministic.
 //
 // Specialization constants: 0 = mode (0 gather, 1 scatter), 1 = op (0 assign,
 // 1 add, 2 mul, 3 max, 4 min), 2 = serial.
-//! dtypes f32 f16 bf16 i32 i64 u8
+//! dtypes f32 f16 bf16 f64 i32 i64 u8
 #include "common.glsl"
 
 layout(constant_id = 0) const int MODE = 0;
@@ -47,6 +48,13 @@ layout(constant_id = 2) const int SERIAL = 0;
 #define V float
 #define TO_ST(x) uint16_t(f32_to_bf16(x))
 #define SCALAR_V uintBitsToFloat(uint(pc.scalar))
+#define IS_FLOAT 1
+#elif defined(ST_F64)
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { double v[]; };
+#define BUF BufF64
+#define V double
+#define TO_ST(x) (x)
+#define SCALAR_V packDouble2x32(uvec2(uint(pc.scalar & 0xffffffffL), uint(pc.scalar >> 32)))
 #define IS_FLOAT 1
 #elif defined(ST_I32)
 #define BUF BufI32

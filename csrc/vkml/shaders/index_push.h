@@ -36,7 +36,7 @@ VKML_PUSH_BEGIN(Push)
   uint64_t dst;
   uint64_t src;
   uint64_t idx;
-  int64_t scalar;  // the value when there is no src: float bits or an integer
+  int64_t scalar;  // the value when there is no src: float (float64) bits or an integer
   int64_t skip;    // with INDEX_SKIP: elements with this index value are left out
   int size[INDEX_DIMS];
   int dst_stride[INDEX_DIMS];
