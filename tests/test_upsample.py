@@ -89,3 +89,22 @@ def test_upsample_bilinear(align_corners, kw):
     assert_grads_close_to_cpu(fn, x)
     assert_close_to_cpu(lambda t: fn(t.mT), x)
     assert_close_to_cpu(fn, make((2, 3, 5, 4), torch.float16))
+
+
+@pytest.mark.parametrize(
+    "mode,shape,size",
+    [
+        ("linear", (1, 2, 5), 7),
+        ("bilinear", (1, 2, 4, 5), (7, 3)),
+        ("bicubic", (1, 2, 4, 5), (7, 3)),
+        ("trilinear", (1, 1, 3, 4, 5), (2, 5, 3)),
+    ],
+)
+def test_float64_interpolation_takes_the_counted_cpu_route(mode, shape, size):
+    """No float64 kernel: forward and backward run on the CPU, counted (they raised
+    NotImplementedError, a float64 program stopped there)."""
+    fn = lambda t: F.interpolate(t, size=size, mode=mode, align_corners=False)  # noqa: E731
+    assert_grads_close_to_cpu(fn, leaf(shape, torch.float64), atol=1e-12, rtol=1e-12)
+    counts = torch_vkml.fallback_counts()
+    assert counts and all(name.startswith("aten::upsample_") for name in counts), counts
+    torch_vkml.reset_fallback_counts()

@@ -49,7 +49,8 @@ vkml::ops::BilinearShape bilinear_shape(const char* op, at::IntArrayRef in_sizes
 
 at::Tensor vk_bilinear(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners,
                        OptD sh, OptD sw) {
-  if (self.scalar_type() == at::kByte) {  // the CPU's integer rounding rules
+  if (self.scalar_type() == at::kByte || self.scalar_type() == at::kDouble) {
+    // uint8: the CPU's integer rounding rules; float64: no float64 kernel (counted).
     return cpu_route<at::_ops::upsample_bilinear2d>(self, output_size, align_corners, sh, sw);
   }
   if (self.scalar_type() == at::kBFloat16) {
@@ -71,6 +72,9 @@ at::Tensor& bilinear_out(const at::Tensor& self, at::IntArrayRef output_size, bo
 
 at::Tensor bilinear_bwd(const at::Tensor& grad, at::IntArrayRef output_size,
                         at::IntArrayRef input_size, bool align_corners, OptD sh, OptD sw) {
+  if (grad.scalar_type() == at::kDouble)
+    return cpu_route<at::_ops::upsample_bilinear2d_backward>(grad, output_size, input_size,
+                                                             align_corners, sh, sw);
   if (grad.scalar_type() == at::kBFloat16) {
     return bilinear_bwd(grad.to(at::kFloat), output_size, input_size, align_corners, sh, sw)
         .to(at::kBFloat16);
@@ -188,11 +192,14 @@ at::Tensor interp_backward(const char* op, const at::Tensor& grad, at::IntArrayR
   return g.to(grad.scalar_type());
 }
 
-// uint8 (the CPU's integer rounding rules) takes the counted CPU route.
-bool is_byte(const at::Tensor& t) { return t.scalar_type() == at::kByte; }
+// uint8 (the CPU's integer rounding rules) and float64 (no float64 kernel) take the
+// counted CPU route.
+bool cpu_bound(const at::Tensor& t) {
+  return t.scalar_type() == at::kByte || t.scalar_type() == at::kDouble;
+}
 
 at::Tensor vk_linear1d(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD s) {
-  if (is_byte(self)) {
+  if (cpu_bound(self)) {
     return cpu_route<at::_ops::upsample_linear1d>(self, os, ac, s);
   }
   return interp_forward("upsample_linear1d", self, os, InterpMode::Linear, ac, {s});
@@ -203,6 +210,7 @@ at::Tensor& linear1d_out(const at::Tensor& self, at::IntArrayRef os, bool ac, Op
 }
 at::Tensor linear1d_bwd(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac,
                         OptD s) {
+  if (cpu_bound(g)) return cpu_route<at::_ops::upsample_linear1d_backward>(g, os, is, ac, s);
   return interp_backward("upsample_linear1d_backward", g, os, is, InterpMode::Linear, ac, {s});
 }
 at::Tensor& linear1d_bwd_out(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac,
@@ -213,7 +221,7 @@ at::Tensor& linear1d_bwd_out(const at::Tensor& g, at::IntArrayRef os, at::IntArr
 at::Tensor vk_trilinear(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD sd, OptD sh,
                         OptD sw) {
   // uint8, and bfloat16 whose CPU kernel rounds each of the 8 products.
-  if (is_byte(self) || self.scalar_type() == at::kBFloat16) {
+  if (cpu_bound(self) || self.scalar_type() == at::kBFloat16) {
     return cpu_route<at::_ops::upsample_trilinear3d>(self, os, ac, sd, sh, sw);
   }
   return interp_forward("upsample_trilinear3d", self, os, InterpMode::Linear, ac, {sd, sh, sw});
@@ -224,6 +232,8 @@ at::Tensor& trilinear_out(const at::Tensor& self, at::IntArrayRef os, bool ac, O
 }
 at::Tensor trilinear_bwd(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac,
                          OptD sd, OptD sh, OptD sw) {
+  if (cpu_bound(g))
+    return cpu_route<at::_ops::upsample_trilinear3d_backward>(g, os, is, ac, sd, sh, sw);
   return interp_backward("upsample_trilinear3d_backward", g, os, is, InterpMode::Linear, ac,
                          {sd, sh, sw});
 }
@@ -241,7 +251,7 @@ constexpr const char* name2d() {
 }
 template <InterpMode M>
 at::Tensor vk_2d(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD sh, OptD sw) {
-  if (is_byte(self)) {
+  if (cpu_bound(self)) {
     if constexpr (M == InterpMode::Cubic) {
       return cpu_route<at::_ops::upsample_bicubic2d>(self, os, ac, sh, sw);
     } else if constexpr (M == InterpMode::AaLinear) {
@@ -260,6 +270,15 @@ at::Tensor& out_2d(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD sh,
 template <InterpMode M>
 at::Tensor bwd_2d(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac, OptD sh,
                   OptD sw) {
+  if (cpu_bound(g)) {
+    if constexpr (M == InterpMode::Cubic) {
+      return cpu_route<at::_ops::upsample_bicubic2d_backward>(g, os, is, ac, sh, sw);
+    } else if constexpr (M == InterpMode::AaLinear) {
+      return cpu_route<at::_ops::_upsample_bilinear2d_aa_backward>(g, os, is, ac, sh, sw);
+    } else {
+      return cpu_route<at::_ops::_upsample_bicubic2d_aa_backward>(g, os, is, ac, sh, sw);
+    }
+  }
   return interp_backward(name2d<M>(), g, os, is, M, ac, {sh, sw});
 }
 template <InterpMode M>
