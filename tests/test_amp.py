@@ -81,6 +81,10 @@ def _entry(lists, name, i):
         g = torch.Generator().manual_seed(0)
         four_d = tuple(torch.randn(2, 3, 4, 5, generator=g).to(VKML) for _ in range(2))
         return (lambda *a: torch.einsum(args, *a)), four_d, {}
+    if op == "conv_transpose3d":
+        # The cast policy does not depend on sizes, and at the lists' 8^5 input and kernel
+        # this one product ran 17 s on lavapipe (100 s of the suite): a batch of 2 and 4^3.
+        args = tuple(a[: 2 if j == 0 else None, :, :4, :4, :4] for j, a in enumerate(args))
     return op, args, kwargs
 
 

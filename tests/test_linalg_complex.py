@@ -15,6 +15,8 @@ from conftest import VKML
 
 import torch_vkml
 
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
 F32 = dict(atol=1e-4, rtol=1e-4)
 
 
@@ -22,13 +24,6 @@ def _same(got, ref, tol=F32):
     assert got.device.type == "vkml", got.device
     assert got.dtype == ref.dtype and got.shape == ref.shape, (got.dtype, got.shape, ref.shape)
     torch.testing.assert_close(got.cpu(), ref, **tol)
-
-
-@pytest.fixture(autouse=True)
-def _no_fallback():
-    torch_vkml.reset_fallback_counts()
-    yield
-    assert torch_vkml.fallback_counts() == {}, torch_vkml.fallback_counts()
 
 
 COMPLEX_DTYPES = [torch.complex64] + (
