@@ -434,6 +434,15 @@ def test_complex_products_in_index_reductions_take_the_cpu_route(dtype):
         got = fn(x.to(VKML), s.to(VKML), idx.to(VKML))
         _same(got, fn(x, s, idx), dict(atol=1e-5, rtol=1e-5))
         assert torch_vkml.fallback_counts() == {op: 1}, torch_vkml.fallback_counts()
+    # Means are sums, then a true division by the counts (it was a floor division, which
+    # complex values do not have).
+    torch_vkml.reset_fallback_counts()
+    for include_self in (True, False):
+        got = x.to(VKML).scatter_reduce(
+            0, idx.to(VKML), s.to(VKML), "mean", include_self=include_self
+        )
+        _same(got, x.scatter_reduce(0, idx, s, "mean", include_self=include_self))
+    assert torch_vkml.fallback_counts() == {}, torch_vkml.fallback_counts()
     with pytest.raises(NotImplementedError):
         x.scatter_reduce(0, idx, s, "amax")
     with pytest.raises(NotImplementedError):

@@ -406,7 +406,7 @@ void divide_by_count(const at::Tensor& self, bool include_self, Scatter&& scatte
   at::Tensor count = include_self ? at::ones_like(self) : at::zeros_like(self);
   scatter_ones(count);
   count.masked_fill_(count == 0, 1);
-  if (self.is_floating_point()) {
+  if (self.is_floating_point() || self.is_complex()) {  // complex: true division, as the CPU
     self.div_(count);
   } else {
     self.copy_(self.div(count, "floor"));
