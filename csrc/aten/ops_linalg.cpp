@@ -373,7 +373,8 @@ at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& factor, 
     return cpu_route<at::_ops::_cholesky_solve_helper>(B, factor, upper);
   at::Tensor L = upper ? factor.mH() : factor;
   // Complex factors too large for the triangular kernel: one LU of L L^H's embedding.
-  if (!on_device(factor, LinalgAlgo::Trsm)) return solve_by_embedding(at::matmul(L, L.mH()), B);
+  if (factor.is_complex() && !on_device(factor, LinalgAlgo::Trsm))
+    return solve_by_embedding(at::matmul(L, L.mH()), B);
   at::Tensor y = solve_triangular(L, B, false, true, false);
   return solve_triangular(L.mH(), y, true, true, false);
 }
