@@ -121,3 +121,30 @@ def test_index_fill_grad_and_unique():
     assert_same(
         torch._unique(t.to(VKML), return_inverse=True), torch._unique(t, return_inverse=True)
     )
+
+
+@pytest.mark.parametrize("use_reentrant", [False, True], ids=["nonreentrant", "reentrant"])
+def test_checkpoint_recomputes_the_same_dropout_masks(use_reentrant):
+    """torch.utils.checkpoint saves the device's RNG state before the forward and
+    restores it for the recomputation, but only on a device whose module says it is
+    initialised (``torch.vkml._initialized``). Without that the backward drew new masks:
+    the output matched, the gradient did not."""
+    from torch.utils.checkpoint import checkpoint
+
+    lin = nn.Linear(64, 64).to(VKML)
+    x = make((32, 64)).to(VKML).requires_grad_()
+    assert torch.vkml._initialized
+
+    def block(x):
+        return F.dropout(torch.tanh(lin(x)), 0.5, training=True)
+
+    torch.manual_seed(1)
+    plain = block(x)
+    plain.sum().backward()
+    want = x.grad.cpu()
+    x.grad = None
+    torch.manual_seed(1)
+    again = checkpoint(block, x, use_reentrant=use_reentrant)
+    again.sum().backward()
+    assert torch.equal(again.detach().cpu(), plain.detach().cpu())
+    assert_same(x.grad, want, atol=0, rtol=0)

@@ -136,6 +136,15 @@ def _lazy_init() -> None:
         raise RuntimeError(f"torch-vkml: no usable Vulkan device: {_C.unavailable_reason()}")
 
 
+def __getattr__(name: str) -> object:
+    # torch.utils.checkpoint saves a device's RNG state for the recomputation only where
+    # the device module's `_initialized` says so (torch.cuda keeps it as a global); without
+    # it, dropout drew new masks in the backward's recompute and gradients were wrong.
+    if name == "_initialized":
+        return bool(_C.is_initialized())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def get_amp_supported_dtype() -> list[torch.dtype]:
     return [torch.float16, torch.bfloat16]
 

@@ -722,3 +722,37 @@ def test_attention_dropout_runs_fused():
     got = vk(input_ids=ids.to(VKML), labels=ids.to(VKML)).loss
     torch.testing.assert_close(got.detach().cpu(), want.detach(), **LOSS_TOL)
     assert_no_fallback()
+
+
+@pytest.mark.parametrize("use_reentrant", [False, True], ids=["nonreentrant", "reentrant"])
+def test_gradient_checkpointing_replays_dropout(use_reentrant):
+    """GPT-2 with its default dropouts (0.1 on embeddings, attention and residuals) under
+    transformers' ``gradient_checkpointing_enable``: each block's forward runs again in
+    the backward, and torch.utils.checkpoint must restore vkml's RNG state first so the
+    recomputation draws the masks the forward drew. The loss and every gradient equal a
+    run without checkpointing under the same seed. (They differed by up to the gradients'
+    own size when torch could not see that vkml was initialised, and skipped saving its
+    RNG state.)"""
+    torch.manual_seed(0)
+    vk = _gpt2(resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1).to(VKML)
+    vk.train()
+    ids = _causal_batch()["input_ids"].to(VKML)
+    torch_vkml.reset_fallback_counts()
+
+    def step():
+        vk.zero_grad()
+        torch.manual_seed(7)
+        loss = vk(input_ids=ids, labels=ids).loss
+        loss.backward()
+        return loss.item(), {n: p.grad.cpu() for n, p in vk.named_parameters()}
+
+    loss_plain, grads_plain = step()
+    vk.gradient_checkpointing_enable({"use_reentrant": use_reentrant})
+    assert vk.transformer.gradient_checkpointing
+    loss_ckpt, grads_ckpt = step()
+    assert loss_ckpt == loss_plain
+    for name, grad in grads_plain.items():
+        torch.testing.assert_close(
+            grads_ckpt[name], grad, rtol=1e-5, atol=1e-6, msg=lambda m, n=name: f"{n}: {m}"
+        )
+    assert_no_fallback()
