@@ -308,3 +308,13 @@ def test_float64_random_numbers():
     assert set(r.tolist()) == set(range(-3, 7))
     b = torch.bernoulli(torch.full((20000,), 0.25, dtype=torch.float64, device=VKML)).cpu()
     assert set(b.unique().tolist()) == {0.0, 1.0} and abs(b.mean().item() - 0.25) < 0.02
+
+
+def test_randn_draws_no_exact_zero():
+    """Box-Muller's first uniform lies in (0, 1), never 1: a draw of exactly 0 (one in
+    2^24 before) made torch.distributions.LKJCholesky, which divides draws by their
+    norm, return NaN rows. Under this seed the old kernel drew one zero."""
+    torch.manual_seed(3)
+    x = torch.randn(1 << 22, device=VKML)
+    assert (x == 0).sum().item() == 0
+    assert abs(x.abs().min().item()) > 0

@@ -108,7 +108,10 @@ void main() {
       break;
     }
     case RANDOM_NORMAL: {
-      float u1 = float((x.x >> 8) + 1u) * (1.0 / 16777216.0);  // (0, 1]: log(u1) is finite
+      // u1 in (0, 1), 23 bits and a half (every value exact): log(u1) is finite and never
+      // 0, so no draw is exactly zero (with u1 = 1 one in 2^24 was, and code that
+      // normalizes a draw by its norm, as torch.distributions' LKJ sampler, got NaN).
+      float u1 = (float(x.x >> 9) + 0.5) * (1.0 / 8388608.0);
       float u2 = unit(x.y);
       float z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
       store_float(i, pc.a + pc.b * z);
