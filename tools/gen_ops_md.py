@@ -102,9 +102,10 @@ FAMILIES = {
         "take ATen's log_softmax + nll_loss, native)",
     ),
     "ops_random.cpp": (
-        "Random numbers",
+        "Random numbers, and torch.distributions' samplers (Gamma, Poisson, Binomial, Dirichlet)",
         "float32, float16, bfloat16, float64 (where the device has shaderFloat64), int64, "
-        "int32, uint8, bool",
+        "int32, uint8, bool; the samplers and the Gamma sample's gradient: float32, float16, "
+        "bfloat16 (computed in float32, as on CUDA), float64 on the counted CPU route",
     ),
     "ops_shape.cpp": ("Data movement (cat, tril / triu, eye, repeat_interleave)", "all"),
     "ops_remap.cpp": (

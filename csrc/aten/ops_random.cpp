@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "fallback.h"
 #include "generator.h"
 #include "value_bounds.h"
 #include "vkml/ops/random.h"
@@ -232,9 +233,97 @@ at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool with_repla
   return multinomial_out(self, n_sample, with_replacement, gen, result);
 }
 
+// Samples of torch.distributions drawn by rejection or counting (Gamma, Poisson,
+// Binomial; Dirichlet from Gamma), and the Gamma sample's reparameterization gradient.
+// The kernel computes in float32: float16 and bfloat16 operands are converted as CUDA
+// computes them; float64 has no kernel and takes the counted CPU route.
+using vkml::ops::Sample;
+
+at::Tensor sample(Sample kind, const at::Tensor& a, const at::Tensor* b,
+                  const std::optional<at::Generator>& gen) {
+  at::Tensor first = a, second;
+  if (b != nullptr) {
+    auto shape = at::infer_size(a.sizes(), b->sizes());
+    first = a.expand(shape);
+    second = b->expand(shape).to(at::kFloat).contiguous();
+  }
+  first = first.to(at::kFloat).contiguous();
+  at::Tensor out = at::empty(first.sizes(), first.options());
+  if (out.numel() == 0) return out.to(a.scalar_type());
+  uint64_t seed = 0, offset = 0;
+  if (kind != Sample::GammaGrad) {
+    const auto draw = get_generator(gen, a.device().index())->take_draw();
+    seed = draw.seed;
+    offset = draw.offset;
+  }
+  guarded([&] {
+    const vkml::TensorRef second_ref = b != nullptr ? ref(second) : ref(first);
+    vkml::ops::sample(vkml_device(out), ref(out), kind, ref(first),
+                      b != nullptr ? &second_ref : nullptr, seed, offset);
+  });
+  return out.scalar_type() == a.scalar_type() ? out : out.to(a.scalar_type());
+}
+
+void check_floating(const at::Tensor& t, const char* kernel) {
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(t.scalar_type()), "\"", kernel,
+                              "\" not implemented for '", t.scalar_type(), "'");
+}
+
+at::Tensor standard_gamma(const at::Tensor& self, std::optional<at::Generator> gen) {
+  check_floating(self, "gamma_cpu");
+  if (self.scalar_type() == at::kDouble) return cpu_route<at::_ops::_standard_gamma>(self, gen);
+  return sample(Sample::Gamma, self, nullptr, gen);
+}
+
+at::Tensor standard_gamma_grad(const at::Tensor& self, const at::Tensor& output) {
+  check_floating(self, "_standard_gamma_grad_cpu");
+  TORCH_CHECK(self.scalar_type() == output.scalar_type(), "expected scalar type ",
+              self.scalar_type(), " but found ", output.scalar_type());
+  if (self.scalar_type() == at::kDouble) {
+    return cpu_route<at::_ops::_standard_gamma_grad>(self, output);
+  }
+  return sample(Sample::GammaGrad, self, &output, std::nullopt);
+}
+
+// Gamma draws normalized along the last dimension, as CUDA draws Dirichlet samples;
+// each component at least the smallest normal float, as the CPU's.
+at::Tensor sample_dirichlet(const at::Tensor& self, std::optional<at::Generator> gen) {
+  check_floating(self, "dirichlet");
+  if (self.scalar_type() == at::kDouble) return cpu_route<at::_ops::_sample_dirichlet>(self, gen);
+  at::Tensor gamma = sample(Sample::Gamma, self.to(at::kFloat), nullptr, gen);
+  at::Tensor out = gamma / gamma.sum(-1, /*keepdim=*/true);
+  out.clamp_min_(std::numeric_limits<float>::min());
+  return out.to(self.scalar_type());
+}
+
+at::Tensor poisson(const at::Tensor& self, std::optional<at::Generator> gen) {
+  check_floating(self, "poisson_cpu");
+  if (self.scalar_type() == at::kDouble) return cpu_route<at::_ops::poisson>(self, gen);
+  return sample(Sample::Poisson, self, nullptr, gen);
+}
+
+at::Tensor binomial(const at::Tensor& count, const at::Tensor& prob,
+                    std::optional<at::Generator> gen) {
+  TORCH_CHECK_VALUE(
+      at::isFloatingType(count.scalar_type()),
+      "binomial only supports floating-point dtypes for count, got: ", count.scalar_type());
+  TORCH_CHECK_VALUE(
+      at::isFloatingType(prob.scalar_type()),
+      "binomial only supports floating-point dtypes for prob, got: ", prob.scalar_type());
+  TORCH_CHECK(count.scalar_type() == prob.scalar_type(), "Found dtype ", prob.scalar_type(),
+              " but expected ", count.scalar_type());
+  if (count.scalar_type() == at::kDouble) return cpu_route<at::_ops::binomial>(count, prob, gen);
+  return sample(Sample::Binomial, count, &prob, gen);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_standard_gamma", TORCH_FN(standard_gamma));
+  m.impl("_standard_gamma_grad", TORCH_FN(standard_gamma_grad));
+  m.impl("_sample_dirichlet", TORCH_FN(sample_dirichlet));
+  m.impl("poisson", TORCH_FN(poisson));
+  m.impl("binomial", TORCH_FN(binomial));
   m.impl("exponential_", TORCH_FN(exponential_));
   m.impl("cauchy_", TORCH_FN(cauchy_));
   m.impl("log_normal_", TORCH_FN(log_normal_));

@@ -6,6 +6,7 @@
 #include "vkml/core/error.h"
 #include "vkml/ops/launch.h"
 #include "vkml/shaders/random_push.h"
+#include "vkml/shaders/random_sample_push.h"
 
 namespace vkml::ops {
 
@@ -61,6 +62,38 @@ void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scal
   Access acc;
   acc.write(span_elems(out.address, numel, itemsize(out.dtype)));
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), RANDOM_WG, &acc);
+}
+
+void sample(Device& dev, const TensorRef& out, Sample kind, const TensorRef& a, const TensorRef* b,
+            uint64_t seed, uint64_t offset) {
+  const bool two = kind == Sample::Binomial || kind == Sample::GammaGrad;
+  VKML_CHECK_ARG(!two || b != nullptr, "sample: this kind needs a second operand");
+  const int64_t numel = out.numel();
+  auto fits = [&](const TensorRef& t) {
+    return t.dtype == DType::f32 && t.is_contiguous() && t.numel() == numel;
+  };
+  VKML_CHECK_ARG(fits(out) && fits(a) && (!two || fits(*b)),
+                 "sample: operands must be contiguous float32 tensors of one size");
+  if (numel == 0) return;
+  check_32bit_indexing(numel, numel, "sample");
+  random_sample_detail::Push p{};
+  p.a = a.address;
+  // With no second operand the kernel never reads one, but a driver may issue a load
+  // whose branch is not taken: give it a valid address.
+  p.b = two ? b->address : a.address;
+  p.dst = out.address;
+  p.errors = dev.errors().address();
+  p.seed_lo = uint32_t(seed);
+  p.seed_hi = uint32_t(seed >> 32);
+  p.offset_lo = uint32_t(offset);
+  p.offset_hi = uint32_t(offset >> 32);
+  p.numel = uint32_t(numel);
+  VkPipeline pipeline = dev.pipelines().get(shaders::random_sample(DType::f32), {int32_t(kind)});
+  Access acc;
+  acc.read(span_elems(a.address, numel, 4));
+  if (two) acc.read(span_elems(b->address, numel, 4));
+  acc.write(span_elems(out.address, numel, 4));
+  dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), RANDOM_SAMPLE_WG, &acc);
 }
 
 }  // namespace vkml::ops

@@ -8,6 +8,7 @@
 #include "vkml/ops/tensor.h"
 #include "vkml/runtime/device.h"
 #include "vkml/shaders/random_push.h"
+#include "vkml/shaders/random_sample_push.h"
 
 namespace vkml::ops {
 
@@ -21,5 +22,18 @@ enum class Distribution {
 // out must be contiguous; dtypes f32, f16, i32, i64, u8/b8 (RandInt/Bernoulli).
 void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scalar b, uint64_t seed,
             uint64_t offset);
+
+// Samples drawn by rejection or counting (shaders/random_sample.comp), and the
+// gradient of a Gamma sample, elementwise over float32 operands.
+enum class Sample {
+  Gamma = SAMPLE_GAMMA,          // Gamma(a, 1)
+  Poisson = SAMPLE_POISSON,      // Poisson(a); a negative or NaN rate is a device error
+  Binomial = SAMPLE_BINOMIAL,    // Binomial(count a, probability b)
+  GammaGrad = SAMPLE_GAMMA_GRAD  // d x / d a of the Gamma(a, 1) sample x = b (no draws)
+};
+
+// out, a and b (where the kind takes one) are contiguous float32 tensors of one numel.
+void sample(Device& dev, const TensorRef& out, Sample kind, const TensorRef& a, const TensorRef* b,
+            uint64_t seed, uint64_t offset);
 
 }  // namespace vkml::ops

@@ -39,5 +39,7 @@
 #define DEVICE_ERROR_MULTI_MARGIN_TARGET 13
 // RuntimeError "argument #2 'target' is out of range" (multilabel_margin_loss)
 #define DEVICE_ERROR_MULTILABEL_MARGIN_TARGET 14
+// RuntimeError "invalid Poisson rate, expected rate to be non-negative" (poisson)
+#define DEVICE_ERROR_POISSON_RATE 15
 
 #endif
