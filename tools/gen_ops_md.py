@@ -104,7 +104,7 @@ FAMILIES = {
     "ops_random.cpp": (
         "Random numbers, and torch.distributions' samplers (Gamma, Poisson, Binomial, Dirichlet)",
         "float32, float16, bfloat16, float64 (where the device has shaderFloat64), int64, "
-        "int32, uint8, bool; the samplers and the Gamma sample's gradient: float32, float16, "
+        "int32, uint8, bool; the samplers and their gradients: float32, float16, "
         "bfloat16 (computed in float32, as on CUDA), float64 on the counted CPU route",
     ),
     "ops_shape.cpp": ("Data movement (cat, tril / triu, eye, repeat_interleave)", "all"),

@@ -234,34 +234,33 @@ at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool with_repla
 }
 
 // Samples of torch.distributions drawn by rejection or counting (Gamma, Poisson,
-// Binomial; Dirichlet from Gamma), and the Gamma sample's reparameterization gradient.
+// Binomial; Dirichlet from Gamma), and the reparameterization gradients of Gamma and
+// Beta (Dirichlet) samples.
 // The kernel computes in float32: float16 and bfloat16 operands are converted as CUDA
 // computes them; float64 has no kernel and takes the counted CPU route.
 using vkml::ops::Sample;
 
-at::Tensor sample(Sample kind, const at::Tensor& a, const at::Tensor* b,
+// The operands broadcast to one shape, as float32; the result in the first's dtype.
+at::Tensor sample(Sample kind, std::vector<at::Tensor> operands,
                   const std::optional<at::Generator>& gen) {
-  at::Tensor first = a, second;
-  if (b != nullptr) {
-    auto shape = at::infer_size(a.sizes(), b->sizes());
-    first = a.expand(shape);
-    second = b->expand(shape).to(at::kFloat).contiguous();
+  const at::ScalarType dtype = operands[0].scalar_type();
+  std::vector<int64_t> shape = operands[0].sizes().vec();
+  for (const at::Tensor& t : operands) shape = at::infer_size(shape, t.sizes());
+  std::vector<vkml::TensorRef> refs;
+  for (at::Tensor& t : operands) {
+    t = t.expand(shape).to(at::kFloat).contiguous();
+    refs.push_back(ref(t));
   }
-  first = first.to(at::kFloat).contiguous();
-  at::Tensor out = at::empty(first.sizes(), first.options());
-  if (out.numel() == 0) return out.to(a.scalar_type());
+  at::Tensor out = at::empty(shape, operands[0].options());
+  if (out.numel() == 0) return out.to(dtype);
   uint64_t seed = 0, offset = 0;
-  if (kind != Sample::GammaGrad) {
-    const auto draw = get_generator(gen, a.device().index())->take_draw();
+  if (kind != Sample::GammaGrad && kind != Sample::DirichletGrad) {
+    const auto draw = get_generator(gen, out.device().index())->take_draw();
     seed = draw.seed;
     offset = draw.offset;
   }
-  guarded([&] {
-    const vkml::TensorRef second_ref = b != nullptr ? ref(second) : ref(first);
-    vkml::ops::sample(vkml_device(out), ref(out), kind, ref(first),
-                      b != nullptr ? &second_ref : nullptr, seed, offset);
-  });
-  return out.scalar_type() == a.scalar_type() ? out : out.to(a.scalar_type());
+  guarded([&] { vkml::ops::sample(vkml_device(out), ref(out), kind, refs, seed, offset); });
+  return out.scalar_type() == dtype ? out : out.to(dtype);
 }
 
 void check_floating(const at::Tensor& t, const char* kernel) {
@@ -272,17 +271,17 @@ void check_floating(const at::Tensor& t, const char* kernel) {
 at::Tensor standard_gamma(const at::Tensor& self, std::optional<at::Generator> gen) {
   check_floating(self, "gamma_cpu");
   if (self.scalar_type() == at::kDouble) return cpu_route<at::_ops::_standard_gamma>(self, gen);
-  return sample(Sample::Gamma, self, nullptr, gen);
+  return sample(Sample::Gamma, {self}, gen);
 }
 
 at::Tensor standard_gamma_grad(const at::Tensor& self, const at::Tensor& output) {
   check_floating(self, "_standard_gamma_grad_cpu");
-  TORCH_CHECK(self.scalar_type() == output.scalar_type(), "expected scalar type ",
-              self.scalar_type(), " but found ", output.scalar_type());
+  TORCH_CHECK(output.scalar_type() == self.scalar_type(), "Found dtype ", output.scalar_type(),
+              " but expected ", self.scalar_type());
   if (self.scalar_type() == at::kDouble) {
     return cpu_route<at::_ops::_standard_gamma_grad>(self, output);
   }
-  return sample(Sample::GammaGrad, self, &output, std::nullopt);
+  return sample(Sample::GammaGrad, {self, output}, std::nullopt);
 }
 
 // Gamma draws normalized along the last dimension, as CUDA draws Dirichlet samples;
@@ -290,16 +289,28 @@ at::Tensor standard_gamma_grad(const at::Tensor& self, const at::Tensor& output)
 at::Tensor sample_dirichlet(const at::Tensor& self, std::optional<at::Generator> gen) {
   check_floating(self, "dirichlet");
   if (self.scalar_type() == at::kDouble) return cpu_route<at::_ops::_sample_dirichlet>(self, gen);
-  at::Tensor gamma = sample(Sample::Gamma, self.to(at::kFloat), nullptr, gen);
+  at::Tensor gamma = sample(Sample::Gamma, {self.to(at::kFloat)}, gen);
   at::Tensor out = gamma / gamma.sum(-1, /*keepdim=*/true);
   out.clamp_min_(std::numeric_limits<float>::min());
   return out.to(self.scalar_type());
 }
 
+// Dirichlet.rsample's backward: d x / d alpha / (1 - x) of a Beta(alpha, total - alpha)
+// sample x, beta held.
+at::Tensor dirichlet_grad(const at::Tensor& x, const at::Tensor& alpha, const at::Tensor& total) {
+  check_floating(x, "_dirichlet_grad_cpu");
+  for (const at::Tensor* t : {&alpha, &total}) {
+    TORCH_CHECK(t->scalar_type() == x.scalar_type(), "Found dtype ", t->scalar_type(),
+                " but expected ", x.scalar_type());
+  }
+  if (x.scalar_type() == at::kDouble) return cpu_route<at::_ops::_dirichlet_grad>(x, alpha, total);
+  return sample(Sample::DirichletGrad, {x, alpha, total}, std::nullopt);
+}
+
 at::Tensor poisson(const at::Tensor& self, std::optional<at::Generator> gen) {
   check_floating(self, "poisson_cpu");
   if (self.scalar_type() == at::kDouble) return cpu_route<at::_ops::poisson>(self, gen);
-  return sample(Sample::Poisson, self, nullptr, gen);
+  return sample(Sample::Poisson, {self}, gen);
 }
 
 at::Tensor binomial(const at::Tensor& count, const at::Tensor& prob,
@@ -313,7 +324,7 @@ at::Tensor binomial(const at::Tensor& count, const at::Tensor& prob,
   TORCH_CHECK(count.scalar_type() == prob.scalar_type(), "Found dtype ", prob.scalar_type(),
               " but expected ", count.scalar_type());
   if (count.scalar_type() == at::kDouble) return cpu_route<at::_ops::binomial>(count, prob, gen);
-  return sample(Sample::Binomial, count, &prob, gen);
+  return sample(Sample::Binomial, {count, prob}, gen);
 }
 
 }  // namespace
@@ -322,6 +333,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_standard_gamma", TORCH_FN(standard_gamma));
   m.impl("_standard_gamma_grad", TORCH_FN(standard_gamma_grad));
   m.impl("_sample_dirichlet", TORCH_FN(sample_dirichlet));
+  m.impl("_dirichlet_grad", TORCH_FN(dirichlet_grad));
   m.impl("poisson", TORCH_FN(poisson));
   m.impl("binomial", TORCH_FN(binomial));
   m.impl("exponential_", TORCH_FN(exponential_));

@@ -1,5 +1,6 @@
 #include "vkml/ops/random.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -64,23 +65,41 @@ void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scal
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), RANDOM_WG, &acc);
 }
 
-void sample(Device& dev, const TensorRef& out, Sample kind, const TensorRef& a, const TensorRef* b,
+size_t sample_operands(Sample kind) {
+  switch (kind) {
+    case Sample::Binomial:
+    case Sample::GammaGrad:
+      return 2;
+    case Sample::DirichletGrad:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+void sample(Device& dev, const TensorRef& out, Sample kind, std::span<const TensorRef> operands,
             uint64_t seed, uint64_t offset) {
-  const bool two = kind == Sample::Binomial || kind == Sample::GammaGrad;
-  VKML_CHECK_ARG(!two || b != nullptr, "sample: this kind needs a second operand");
+  VKML_CHECK_ARG(operands.size() == sample_operands(kind),
+                 "sample: wrong number of operands for this kind");
   const int64_t numel = out.numel();
   auto fits = [&](const TensorRef& t) {
     return t.dtype == DType::f32 && t.is_contiguous() && t.numel() == numel;
   };
-  VKML_CHECK_ARG(fits(out) && fits(a) && (!two || fits(*b)),
-                 "sample: operands must be contiguous float32 tensors of one size");
+  bool all_fit = fits(out);
+  for (const TensorRef& t : operands) all_fit = all_fit && fits(t);
+  VKML_CHECK_ARG(all_fit, "sample: operands must be contiguous float32 tensors of one size");
   if (numel == 0) return;
   check_32bit_indexing(numel, numel, "sample");
   random_sample_detail::Push p{};
-  p.a = a.address;
-  // With no second operand the kernel never reads one, but a driver may issue a load
+  // An operand the kind does not take is never read, but a driver may issue a load
   // whose branch is not taken: give it a valid address.
-  p.b = two ? b->address : a.address;
+  uint64_t* addresses[] = {&p.a, &p.b, &p.c};
+  Access acc;
+  for (size_t k = 0; k < 3; ++k) {
+    const TensorRef& t = operands[std::min(k, operands.size() - 1)];
+    *addresses[k] = t.address;
+    if (k < operands.size()) acc.read(span_elems(t.address, numel, 4));
+  }
   p.dst = out.address;
   p.errors = dev.errors().address();
   p.seed_lo = uint32_t(seed);
@@ -89,9 +108,6 @@ void sample(Device& dev, const TensorRef& out, Sample kind, const TensorRef& a, 
   p.offset_hi = uint32_t(offset >> 32);
   p.numel = uint32_t(numel);
   VkPipeline pipeline = dev.pipelines().get(shaders::random_sample(DType::f32), {int32_t(kind)});
-  Access acc;
-  acc.read(span_elems(a.address, numel, 4));
-  if (two) acc.read(span_elems(b->address, numel, 4));
   acc.write(span_elems(out.address, numel, 4));
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), RANDOM_SAMPLE_WG, &acc);
 }

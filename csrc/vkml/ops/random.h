@@ -3,6 +3,7 @@
 // counter (i, offset), key seed, so results do not depend on the GPU or the
 // launch shape, and the same (seed, offset) gives the same numbers.
 #include <cstdint>
+#include <span>
 
 #include "vkml/core/dtype.h"
 #include "vkml/ops/tensor.h"
@@ -24,16 +25,24 @@ void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scal
             uint64_t offset);
 
 // Samples drawn by rejection or counting (shaders/random_sample.comp), and the
-// gradient of a Gamma sample, elementwise over float32 operands.
+// reparameterization gradients of Gamma and Beta samples, elementwise over float32
+// operands.
 enum class Sample {
-  Gamma = SAMPLE_GAMMA,          // Gamma(a, 1)
-  Poisson = SAMPLE_POISSON,      // Poisson(a); a negative or NaN rate is a device error
-  Binomial = SAMPLE_BINOMIAL,    // Binomial(count a, probability b)
-  GammaGrad = SAMPLE_GAMMA_GRAD  // d x / d a of the Gamma(a, 1) sample x = b (no draws)
+  Gamma = SAMPLE_GAMMA,           // Gamma(a, 1)
+  Poisson = SAMPLE_POISSON,       // Poisson(a); a negative or NaN rate is a device error
+  Binomial = SAMPLE_BINOMIAL,     // Binomial(count a, probability b)
+  GammaGrad = SAMPLE_GAMMA_GRAD,  // d x / d a of the Gamma(a, 1) sample x = b (no draws)
+  // d x / d alpha / (1 - x) of the Beta(alpha, total - alpha) sample x = a, with alpha = b
+  // and total = c, beta held (no draws)
+  DirichletGrad = SAMPLE_DIRICHLET_GRAD
 };
 
-// out, a and b (where the kind takes one) are contiguous float32 tensors of one numel.
-void sample(Device& dev, const TensorRef& out, Sample kind, const TensorRef& a, const TensorRef* b,
+// How many operands a kind reads: 1, 2 or 3.
+size_t sample_operands(Sample kind);
+
+// out and the operands (a, b, c in order, as many as the kind reads) are contiguous
+// float32 tensors of one numel.
+void sample(Device& dev, const TensorRef& out, Sample kind, std::span<const TensorRef> operands,
             uint64_t seed, uint64_t offset);
 
 }  // namespace vkml::ops

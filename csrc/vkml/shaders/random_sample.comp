@@ -3,7 +3,7 @@
 // counting methods): Gamma (Marsaglia and Tsang), Poisson (Hoermann's PTRS above a rate
 // of 10, products of uniforms below), Binomial (Hoermann's BTRS above a mean of 10,
 // sums of geometric waiting times below), and the reparameterization gradient of
-// a Gamma sample. One element a thread, in float32 (f16/bf16 are converted by the
+// a Gamma sample and of a Beta sample. One element a thread, in float32 (f16/bf16 are converted by the
 // caller, as CUDA computes them in float32).
 //
 // Element i draws Philox4x32-10 blocks at counters (i, offset_lo, offset_hi, j) for
@@ -307,6 +307,63 @@ float gamma_sample_grad(float alpha, float x) {
   return x * (log_x_minus_digamma(x, alpha) * F + dF);
 }
 
+// ---- d x / d alpha of a Beta(alpha, beta) sample x, beta held, divided by 1 - x (what
+// Dirichlet.rsample's backward takes): -(d I_x(alpha, beta) / d alpha) / density / (1 - x)
+// with I the regularized incomplete beta function, by its continued fraction (Lentz)
+// with (value, derivative) pairs as vec2.
+vec2 dmul(vec2 u, vec2 v) { return vec2(u.x * v.x, u.x * v.y + u.y * v.x); }
+vec2 ddiv(vec2 u, vec2 v) { return vec2(u.x / v.x, (u.y * v.x - u.x * v.y) / (v.x * v.x)); }
+vec2 nonzero(vec2 v) { return abs(v.x) < 1e-30 ? vec2(1e-30, v.y) : v; }
+
+// K = 1 / (1 + d1 / (1 + d2 / (1 + ...))) of I_z(p, q) = z^p (1 - z)^q / (p B(p, q)) K, with
+// d_2m+1 = -(p + m)(p + q + m) z / ((p + 2m)(p + 2m + 1)), d_2m = m (q - m) z / ((p + 2m - 1)
+// (p + 2m)); p and q carry their derivatives in alpha.
+vec2 beta_fraction(vec2 p, vec2 q, float z) {
+  const vec2 one = vec2(1.0, 0.0);
+  vec2 pq = p + q;
+  vec2 c = one;
+  vec2 d = ddiv(one, nonzero(one - z * ddiv(pq, p + one)));
+  vec2 h = d;
+  for (int m = 1; m < 20000; ++m) {
+    float fm = float(m);
+    vec2 even = ddiv(fm * z * (q - vec2(fm, 0.0)),
+                     dmul(p + vec2(2.0 * fm - 1.0, 0.0), p + vec2(2.0 * fm, 0.0)));
+    d = ddiv(one, nonzero(one + dmul(even, d)));
+    c = nonzero(one + ddiv(even, c));
+    h = dmul(h, dmul(d, c));
+    vec2 odd = ddiv(-z * dmul(p + vec2(fm, 0.0), pq + vec2(fm, 0.0)),
+                    dmul(p + vec2(2.0 * fm, 0.0), p + vec2(2.0 * fm + 1.0, 0.0)));
+    d = ddiv(one, nonzero(one + dmul(odd, d)));
+    c = nonzero(one + ddiv(odd, c));
+    vec2 delta = dmul(d, c);
+    float previous = h.y;
+    h = dmul(h, delta);
+    if (abs(delta.x - 1.0) < 1e-7 && abs(h.y - previous) <= 1e-7 * abs(h.y)) break;
+  }
+  return h;
+}
+
+float dirichlet_sample_grad(float x, float alpha, float total) {
+  if (isnan(x) || isnan(alpha) || isnan(total)) return NAN_F;
+  float beta = total - alpha;
+  // x = 1 (a float32 Dirichlet component whose others are tiny) takes the limit
+  // (digamma(alpha + beta) - digamma(alpha)) / beta of the mirrored branch, as the CPU.
+  if (!(x > 0.0 && alpha > 0.0 && beta > 0.0)) return 0.0;
+  x = min(x, 1.0);
+  // log x - digamma(alpha) + digamma(alpha + beta), without the cancellation of its
+  // terms for large parameters.
+  float shift = alpha >= 10.0 ? log_f(x * total / alpha) + log_minus_digamma(alpha) -
+                                    log_minus_digamma(total)
+                              : log_f(x) - digamma_f(alpha) + digamma_f(total);
+  if (x < (alpha + 1.0) / (total + 2.0)) {
+    vec2 k = beta_fraction(vec2(alpha, 1.0), vec2(beta, 0.0), x);
+    return -(x / alpha) * (k.x * (shift - 1.0 / alpha) + k.y);
+  }
+  // I_x(alpha, beta) = 1 - I_(1-x)(beta, alpha): alpha is the fraction's second parameter.
+  vec2 k = beta_fraction(vec2(beta, 0.0), vec2(alpha, 1.0), 1.0 - x);
+  return (x / beta) * (k.x * shift + k.y);
+}
+
 void main() {
   uint i = linear_id();
   if (i >= pc.numel) return;
@@ -319,8 +376,10 @@ void main() {
     result = sample_poisson(a);
   } else if (KIND == SAMPLE_BINOMIAL) {
     result = sample_binomial(a, BufF32(pc.b).v[i]);
-  } else {
+  } else if (KIND == SAMPLE_GAMMA_GRAD) {
     result = gamma_sample_grad(a, BufF32(pc.b).v[i]);
+  } else {
+    result = dirichlet_sample_grad(a, BufF32(pc.b).v[i], BufF32(pc.c).v[i]);
   }
   BufF32(pc.dst).v[i] = result;
 }
