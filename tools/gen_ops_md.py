@@ -188,6 +188,12 @@ FAMILIES = {
         "(composed of native reductions and elementwise ops)",
         FB + " (16-bit inputs with float32 statistics)",
     ),
+    "composite/transformer.cpp": (
+        "torch.nn's attention inference fast path (nn.MultiheadAttention and "
+        "nn.TransformerEncoderLayer in eval under no_grad; nn.TransformerEncoder's nested "
+        "batches, also to_padded_tensor of them)",
+        FB + " (nested: contiguous [length, embed_dim] sequences)",
+    ),
     "composite/amp.cpp": (
         "GradScaler's unscale / inf check and scale update (no read-back)",
         "float32, float16, bfloat16 gradients; float32 scale, int32 growth tracker",
