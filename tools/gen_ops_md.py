@@ -153,6 +153,7 @@ FAMILIES = {
         F + ", bfloat16 (in float32)",
     ),
     "composite/embedding_bag.cpp": ("embedding_bag and backward", F + ", bfloat16 (in float32)"),
+    "composite/embedding_renorm.cpp": ("nn.Embedding's max_norm renormalization", FB),
     "composite/unpool.cpp": ("Max unpooling", "float32, float16, int64, int32, uint8, bool"),
     "ops_sort.cpp": (
         "Sort and selection (sort, topk, kthvalue, median, unique, randperm)",
