@@ -157,6 +157,23 @@ def test_multilabel_margin_loss_of_many_classes():
     torch_vkml.reset_fallback_counts()  # the no_fallback check: these are the point here
 
 
+def test_margin_losses_in_float64_take_the_counted_cpu_route():
+    """No float64 margin kernel: forward and backward run on the CPU, counted (they
+    raised NotImplementedError before)."""
+    x = leaf((4, 5), torch.float64)
+    target = torch.tensor([0, 4, 2, 1])
+    assert_grads_close_to_cpu(
+        lambda a, t: F.multi_margin_loss(a, t, p=2, margin=0.5), x, target, atol=1e-12, rtol=1e-12
+    )
+    labels = torch.tensor([[0, 3, -1, 1, 1], [4, -1, 0, 0, 0], [1, 2, 3, -1, 0], [-1, 0, 0, 0, 0]])
+    assert_grads_close_to_cpu(
+        lambda a, t: F.multilabel_margin_loss(a, t), x, labels, atol=1e-12, rtol=1e-12
+    )
+    counts = torch_vkml.fallback_counts()
+    assert {"aten::multi_margin_loss", "aten::multilabel_margin_loss_forward"} <= set(counts)
+    torch_vkml.reset_fallback_counts()
+
+
 # ---------------------------------------------------- nll_loss, 2-d scores
 
 

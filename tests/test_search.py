@@ -5,6 +5,8 @@ import pytest
 import torch
 from conftest import FLOAT_DTYPES, assert_close_to_cpu, assert_raises_like_cpu, dtype_id, make
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 NAN = float("nan")
@@ -175,3 +177,22 @@ def test_histogramdd():
         torch.tensor([-3.0, 3.0]),
     ]
     assert_close_to_cpu(lambda t, a, b, c: torch.histogramdd(t, [a, b, c]), x, *edges)
+
+
+def test_float64_and_other_weights_take_the_counted_cpu_route():
+    """No float64 keys or bins: searchsorted, bucketize and histc in float64, and
+    bincount with non-float32 weights (float64 counts on the CPU), run on the CPU,
+    counted (they raised NotImplementedError before)."""
+    boundaries = torch.tensor([-1.0, -0.25, 0.0, 0.5, 2.0], dtype=torch.float64)
+    values = make((40,), torch.float64, low=-3, high=3)
+    assert_close_to_cpu(lambda b, v: torch.searchsorted(b, v, right=True), boundaries, values)
+    assert_close_to_cpu(lambda v, b: torch.bucketize(v, b, out_int32=True), values, boundaries)
+    assert_close_to_cpu(lambda v: torch.histc(v, 9, -2, 2), values)
+    idx = torch.tensor([0, 3, 3, 1, 5])
+    assert_close_to_cpu(lambda i, w: torch.bincount(i, w), idx, torch.tensor([1, 2, 3, 4, 5]))
+    assert_close_to_cpu(lambda i, w: torch.bincount(i, w, 8), idx, values[:5])
+    counts = torch_vkml.fallback_counts()
+    assert {"aten::searchsorted.Tensor_out", "aten::histc.out", "aten::bincount"} <= set(counts), (
+        counts
+    )
+    torch_vkml.reset_fallback_counts()

@@ -91,7 +91,10 @@ FAMILIES = {
         "Softmax",
         F + ", bfloat16 (in float32), float64 (where the device has shaderFloat64)",
     ),
-    "ops_loss.cpp": ("Losses", FB + " (bfloat16 in float32); float64 nll_loss on the CPU, counted"),
+    "ops_loss.cpp": (
+        "Losses",
+        FB + " (bfloat16 in float32); float64 nll_loss and margin losses on the CPU, counted",
+    ),
     "ops_ctc_loss.cpp": (
         "CTC loss (_ctc_loss, backward; lengths as lists or tensors)",
         "float32, float64 (where the device has shaderFloat64)",
@@ -145,7 +148,10 @@ FAMILIES = {
         "im2col / col2im (nn.Unfold, nn.Fold)",
         FB + " (im2col: all dtypes, moving elements)",
     ),
-    "ops_grid_sample.cpp": ("grid_sample (2-d, 3-d) and backward", "float32, float16, bfloat16"),
+    "ops_grid_sample.cpp": (
+        "grid_sample (2-d, 3-d) and backward",
+        "float32 (float16, bfloat16 forward and float64 on the CPU, counted)",
+    ),
     "composite/rearrange.cpp": ("channel_shuffle, unfold backward", "all (unfold backward: float)"),
     "composite/distance.cpp": ("Pairwise distances (cdist, pdist) and backward", F + ", bfloat16"),
     "composite/fractional_pool.cpp": (
@@ -163,7 +169,8 @@ FAMILIES = {
     "ops_search.cpp": (
         "searchsorted, bucketize, isin, histc, bincount, histogram, histogramdd",
         "float32, float16, bfloat16, int64, int32 (bincount: integer inputs; isin: also "
-        "uint8, bool; histogram: float32)",
+        "uint8, bool; histogram: float32); float64 searchsorted / bucketize / histc and "
+        "bincount with other than float32 weights on the CPU, counted",
     ),
     "composite/rnn.cpp": ("Fused LSTM / GRU cells (nn.LSTM, nn.GRU)", F),
     "ops_optim.cpp": (

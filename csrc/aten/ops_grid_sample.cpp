@@ -69,8 +69,10 @@ template <int D>
 at::Tensor vk_grid_sampler(const at::Tensor& input, const at::Tensor& grid, int64_t mode,
                            int64_t padding, bool align_corners) {
   // The CPU rounds every step to float16 / bfloat16; the float32 kernel's results
-  // are more accurate but differ by more than those dtypes' tolerances.
-  if (input.scalar_type() == at::kHalf || input.scalar_type() == at::kBFloat16) {
+  // are more accurate but differ by more than those dtypes' tolerances. float64 has no
+  // kernel. Both take the counted CPU route.
+  const at::ScalarType t = input.scalar_type();
+  if (t == at::kHalf || t == at::kBFloat16 || t == at::kDouble) {
     if constexpr (D == 2) {
       return cpu_route<at::_ops::grid_sampler_2d>(input, grid, mode, padding, align_corners);
     } else {
@@ -99,6 +101,15 @@ std::tuple<at::Tensor, at::Tensor> vk_grid_sampler_bwd(const at::Tensor& grad_ou
                                                        const at::Tensor& grid, int64_t mode,
                                                        int64_t padding, bool align_corners,
                                                        std::array<bool, 2> output_mask) {
+  if (input.scalar_type() == at::kDouble) {  // no float64 kernel: the counted CPU route
+    if constexpr (D == 2) {
+      return cpu_route<at::_ops::grid_sampler_2d_backward>(grad_output, input, grid, mode, padding,
+                                                           align_corners, output_mask);
+    } else {
+      return cpu_route<at::_ops::grid_sampler_3d_backward>(grad_output, input, grid, mode, padding,
+                                                           align_corners, output_mask);
+    }
+  }
   auto s = shape_of(input, grid, D, mode, padding, align_corners);
   auto expected = out_sizes(input, grid);
   TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(expected),

@@ -407,6 +407,9 @@ at::Tensor grad_factor(const at::Tensor& grad, int64_t n, int64_t reduction) {
 at::Tensor vk_multi_margin(const at::Tensor& self, const at::Tensor& target, const at::Scalar& p,
                            const at::Scalar& margin, const std::optional<at::Tensor>& weight,
                            int64_t reduction) {
+  if (self.scalar_type() == at::kDouble) {  // no float64 kernel: the counted CPU route
+    return cpu_route<at::_ops::multi_margin_loss>(self, target, p, margin, weight, reduction);
+  }
   MarginRows r = multi_rows(self, target);
   at::Tensor w = margin_weight(weight, r.c);
   auto a = multi_args(r, p, margin, w);
@@ -424,6 +427,10 @@ at::Tensor vk_multi_margin_backward(const at::Tensor& grad, const at::Tensor& se
                                     const at::Tensor& target, const at::Scalar& p,
                                     const at::Scalar& margin,
                                     const std::optional<at::Tensor>& weight, int64_t reduction) {
+  if (self.scalar_type() == at::kDouble) {
+    return cpu_route<at::_ops::multi_margin_loss_backward>(grad, self, target, p, margin, weight,
+                                                           reduction);
+  }
   MarginRows r = multi_rows(self, target);
   at::Tensor w = margin_weight(weight, r.c);
   auto a = multi_args(r, p, margin, w);
@@ -470,8 +477,9 @@ vkml::ops::MarginLossArgs multilabel_args(const MarginRows& r, const at::Tensor&
 
 // One thread walks a row's targets against its classes, c^2 steps: past the device's
 // loop iteration limit (Mesa 22.3's lavapipe stops such loops short, silently) the loss
-// takes the counted CPU route.
-bool multilabel_too_wide(const at::Tensor& self) {
+// takes the counted CPU route, as float64 (no kernel) does.
+bool multilabel_on_cpu(const at::Tensor& self) {
+  if (self.scalar_type() == at::kDouble) return true;
   const int64_t c = self.dim() == 0 ? 1 : self.size(-1);
   return past_loop_limit(self, c * c);
 }
@@ -479,7 +487,7 @@ bool multilabel_too_wide(const at::Tensor& self) {
 std::tuple<at::Tensor, at::Tensor> vk_multilabel_forward(const at::Tensor& self,
                                                          const at::Tensor& target,
                                                          int64_t reduction) {
-  if (multilabel_too_wide(self))
+  if (multilabel_on_cpu(self))
     return cpu_route<at::_ops::multilabel_margin_loss_forward>(self, target, reduction);
   MarginRows r = multilabel_rows(self, target);
   at::Tensor is_target = at::empty({r.n, r.c}, r.x.options());
@@ -502,7 +510,7 @@ std::tuple<at::Tensor&, at::Tensor&> vk_multilabel_forward_out(const at::Tensor&
 at::Tensor vk_multilabel_backward(const at::Tensor& grad, const at::Tensor& self,
                                   const at::Tensor& target, int64_t reduction,
                                   const at::Tensor& is_target) {
-  if (multilabel_too_wide(self))
+  if (multilabel_on_cpu(self))
     return cpu_route<at::_ops::multilabel_margin_loss_backward>(grad, self, target, reduction,
                                                                 is_target);
   MarginRows r = multilabel_rows(self, target);

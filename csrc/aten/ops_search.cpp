@@ -78,9 +78,13 @@ at::Tensor& vk_searchsorted_out(const at::Tensor& boundaries, const at::Tensor& 
               "wrong, it can only be Int(int32) or Long(int64) depending on whether out_int32 "
               "flag is True, but we got output tensor's dtype ",
               out.scalar_type(), " and out_int32 flag is ", (out_int32 ? "True" : "False"));
+  at::ScalarType common = at::promote_types(boundaries.scalar_type(), self.scalar_type());
+  if (common == at::kDouble) {  // no float64 keys: the counted CPU route
+    return cpu_route<at::_ops::searchsorted_Tensor_out>(boundaries, self, out_int32, right, side,
+                                                        sorter_opt, out);
+  }
   at::native::resize_output(out, self.sizes());
   if (self.numel() == 0) return out;
-  at::ScalarType common = at::promote_types(boundaries.scalar_type(), self.scalar_type());
   at::ScalarType kt = key_type("searchsorted", common);
   at::Tensor b = as_contiguous(boundaries, kt), v = as_contiguous(self, kt);
   at::Tensor dst = out.is_contiguous() ? out : at::empty(self.sizes(), out.options());
@@ -153,6 +157,9 @@ at::Tensor vk_bucketize_scalar(const at::Scalar& self, const at::Tensor& boundar
 at::Tensor& vk_histc_out(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                          const at::Scalar& max, at::Tensor& out) {
   TORCH_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins, " for dimension 0");
+  if (self.scalar_type() == at::kDouble) {  // float64 bin edges: the counted CPU route
+    return cpu_route<at::_ops::histc_out>(self, bins, min, max, out);
+  }
   TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(self.scalar_type()),
                               "\"histogram_cpu\" not implemented for '", self.scalar_type(), "'");
   TORCH_CHECK(out.scalar_type() == self.scalar_type(),
@@ -202,10 +209,10 @@ at::Tensor vk_bincount(const at::Tensor& self, const std::optional<at::Tensor>& 
   if (has_weights) {
     TORCH_CHECK(weights.dim() == 1 && weights.size(0) == self.size(0),
                 "weights should be 1-d and have the same length as input");
-    TORCH_CHECK_NOT_IMPLEMENTED(weights.scalar_type() == at::kFloat,
-                                "bincount on vkml supports float32 weights (other weights give "
-                                "float64 on the CPU), got ",
-                                weights.scalar_type());
+    // Other weights give float64 counts on the CPU: the counted CPU route.
+    if (weights.scalar_type() != at::kFloat) {
+      return cpu_route<at::_ops::bincount>(self, weights_opt, minlength);
+    }
   }
   at::TensorOptions out_opt = self.options().dtype(has_weights ? at::kFloat : at::kLong);
   int64_t n = self.numel();
