@@ -209,12 +209,49 @@ FAMILIES = {
 }
 
 
+# Registrations for tensors of other layouts, which the count above leaves out.
+LAYOUTS = [
+    (
+        "SparsePrivateUse1",
+        "Sparse COO tensors (sparse gradients and the optimizers that take them)",
+        "ops_sparse.cpp",
+        "float32, float16, bfloat16 values, int64 indices; sparse tensors multiply by scalars only",
+    ),
+    (
+        "NestedTensorPrivateUse1",
+        "Nested tensors of nn.TransformerEncoder's fast path",
+        "composite/transformer.cpp",
+        "contiguous [length, embed_dim] sequences; no other nested-tensor ops",
+    ),
+]
+
+
+def dense_registrations(text: str) -> str:
+    """The source without its blocks for other dispatch keys (sparse and nested tensors:
+    the same op names, listed apart)."""
+    parts = re.split(r"(TORCH_LIBRARY_IMPL\(\s*aten\s*,\s*\w+\s*,)", text)
+    kept = [parts[0]]
+    for head, body in zip(parts[1::2], parts[2::2], strict=True):
+        if re.search(r",\s*PrivateUse1\s*,", head):
+            kept += [head, body]
+    return "".join(kept)
+
+
+def layout_registrations(key: str) -> list[str]:
+    import torch  # noqa: F401
+
+    import torch_vkml  # noqa: F401  (registers the kernels)
+
+    names = torch._C._dispatch_get_registrations_for_dispatch_key(key)
+    return sorted(n.removeprefix("aten::") for n in names if n.startswith("aten::"))
+
+
 def family_of_sources() -> dict[str, str]:
     """Maps each registered op name (as written in the sources) to its file, relative
     to csrc/aten (composite/*.cpp: ops composed of other native ops)."""
     owner: dict[str, str] = {}
     for path in sorted(ATEN.glob("ops_*.cpp")) + sorted(ATEN.glob("composite/*.cpp")):
-        text = path.read_text()
+        text = dense_registrations(path.read_text())
         key = path.relative_to(ATEN).as_posix()
         for name in re.findall(r'm\.impl\("([^"]+)"', text):
             owner[name] = key
@@ -300,6 +337,15 @@ def render() -> str:
             f"Source: `csrc/aten/{key}` — dtypes: {dtypes}",
             "",
             ", ".join(f"`{op}`" for op in ops),
+            "",
+        ]
+    for key, title, source, text in LAYOUTS:
+        lines += [
+            f"## {title}",
+            "",
+            f"Source: `csrc/aten/{source}` ({key}) — {text}",
+            "",
+            ", ".join(f"`{op}`" for op in layout_registrations(key)),
             "",
         ]
     return "\n".join(lines)

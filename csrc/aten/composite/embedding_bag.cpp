@@ -1,7 +1,7 @@
 // embedding_bag (sum / mean / max, per_sample_weights, padding_idx) and its
 // backward from native gathers, index_add and scatter_reduce. The bag of each
 // index comes from a binary search of the offsets. float16 / bfloat16 compute in
-// float32; sparse gradients take the counted CPU route.
+// float32; sparse gradients are vkml sparse tensors (ops_sparse.cpp).
 #include <ATen/ATen.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
@@ -131,9 +131,15 @@ at::Tensor vk_embedding_bag_backward(const at::Tensor& grad, const at::Tensor& i
                                      const at::Tensor& bag_size, const at::Tensor& max_indices,
                                      int64_t num_weights, bool scale_grad_by_freq, int64_t mode,
                                      bool sparse, const Opt& psw, int64_t padding_idx) {
-  // A sparse COO gradient (no sparse tensors on this device), and the frequency
-  // scaling, which does not match the CPU yet, take the counted CPU route.
-  if (sparse || scale_grad_by_freq) {
+  // A sparse COO gradient: ATen's composition (index_select per bag, the mode's
+  // scaling, a sparse tensor of one entry per index), on vkml's ops and sparse tensors.
+  if (sparse) {
+    return at::_embedding_bag_sparse_backward(grad, indices, offsets, offset2bag, bag_size,
+                                              num_weights, scale_grad_by_freq, mode, psw,
+                                              padding_idx);
+  }
+  // The frequency scaling does not match the CPU yet: the counted CPU route.
+  if (scale_grad_by_freq) {
     return cpu_route<at::_ops::_embedding_bag_backward>(
         grad, indices, offsets, offset2bag, bag_size, max_indices, num_weights, scale_grad_by_freq,
         mode, sparse, psw, padding_idx);

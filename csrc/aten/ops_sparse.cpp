@@ -1,0 +1,245 @@
+// Sparse COO tensors on vkml, as far as sparse gradients take them: nn.Embedding and
+// nn.EmbeddingBag with sparse=True, gradient accumulation, and the optimizers that
+// accept sparse gradients (SGD, SparseAdam, Adagrad), as on CUDA. Before, the first
+// sparse backward raised NotImplementedError.
+//
+// A SparsePrivateUse1 tensor is PyTorch's own SparseTensorImpl around vkml tensors:
+// int64 indices [sparse_dim, nnz] and values [nnz, dense dims...]. Its structure
+// (construction, _indices/_values, sizes, clone, resize) is PyTorch's device-independent
+// code; the arithmetic here composes vkml's dense ops on the values, with each entry's
+// row-major position among the sparse dims as its key (duplicates add up).
+#include <ATen/SparseTensorImpl.h>
+#include <ATen/native/SparseTensorUtils.h>
+#include <ATen/ops/_coalesced_native.h>
+#include <ATen/ops/_indices_native.h>
+#include <ATen/ops/_nnz_native.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
+#include <ATen/ops/_values_native.h>
+#include <ATen/ops/clone_native.h>
+#include <ATen/ops/copy_sparse_to_sparse_native.h>
+#include <ATen/ops/dense_dim_native.h>
+#include <ATen/ops/empty_native.h>
+#include <ATen/ops/indices_native.h>
+#include <ATen/ops/is_coalesced_native.h>
+#include <ATen/ops/sparse_dim_native.h>
+#include <ATen/ops/sparse_resize_and_clear_native.h>
+#include <ATen/ops/sparse_resize_native.h>
+#include <ATen/ops/values_native.h>
+#include <ATen/ops/zero_native.h>
+#include <torch/library.h>
+
+#include <vector>
+
+namespace vkml_aten {
+namespace {
+
+at::Tensor make_sparse(const at::Tensor& indices, const at::Tensor& values, at::IntArrayRef size,
+                       bool coalesced) {
+  return at::_sparse_coo_tensor_with_dims_and_tensors(
+      indices.size(0), values.dim() - 1, size, indices, values,
+      values.options().layout(at::kSparse), coalesced);
+}
+
+// The row-major position of each entry among the first sparse_dim dims of `size`.
+at::Tensor positions(const at::Tensor& indices, at::IntArrayRef size) {
+  const int64_t k = indices.size(0);
+  at::Tensor flat = indices.select(0, k - 1).clone();
+  int64_t stride = size[k - 1];
+  for (int64_t d = k - 2; d >= 0; --d) {
+    flat.add_(indices.select(0, d), stride);
+    stride *= size[d];
+  }
+  return flat;
+}
+
+// A dense tensor of `size` seen as [rows of the sparse dims, dense dims...].
+std::vector<int64_t> row_shape(at::IntArrayRef size, int64_t sparse_dim) {
+  int64_t rows = 1;
+  for (int64_t d = 0; d < sparse_dim; ++d) rows *= size[d];
+  std::vector<int64_t> shape{rows};
+  shape.insert(shape.end(), size.begin() + sparse_dim, size.end());
+  return shape;
+}
+
+// dense += alpha * sparse, in place.
+void accumulate(at::Tensor& dense, const at::Tensor& sparse, const at::Scalar& alpha) {
+  if (sparse._nnz() == 0) return;
+  at::Tensor values = sparse._values().to(dense.scalar_type());
+  if (!(alpha.isIntegral(false) && alpha.toLong() == 1)) values = values.mul(alpha);
+  at::Tensor target = dense.is_contiguous() ? dense : dense.contiguous();
+  target.view(row_shape(dense.sizes(), sparse.sparse_dim()))
+      .index_add_(0, positions(sparse._indices(), sparse.sizes()), values);
+  if (!target.is_same(dense)) dense.copy_(target);
+}
+
+void check_same_size(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.sizes() == other.sizes(), "add: expected 'self' and 'other' to have same size",
+              ", but self has size ", self.sizes(), " while other has size ", other.sizes(),
+              " (FYI: dense-sparse addition does not currently support broadcasting)");
+}
+
+void check_not_sparse_plus_dense(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(!(self.is_sparse() && !other.is_sparse()),
+              "add(sparse, dense) is not supported. Use add(dense, sparse) instead.");
+}
+
+// The entries of both, uncoalesced: duplicates add up wherever they are read.
+std::pair<at::Tensor, at::Tensor> joined(const at::Tensor& self, const at::Tensor& other,
+                                         const at::Scalar& alpha) {
+  TORCH_CHECK(self.sparse_dim() == other.sparse_dim() && self.dense_dim() == other.dense_dim(),
+              "add: expected 'self' and 'other' to have the same sparse and dense dims");
+  at::Tensor theirs = other._values().to(self.scalar_type());
+  if (!(alpha.isIntegral(false) && alpha.toLong() == 1)) theirs = theirs.mul(alpha);
+  return {at::cat({self._indices(), other._indices()}, 1), at::cat({self._values(), theirs}, 0)};
+}
+
+at::Tensor sparse_add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  check_not_sparse_plus_dense(self, other);
+  check_same_size(self, other);
+  if (!self.is_sparse()) {
+    at::Tensor result =
+        self.to(at::promote_types(self.scalar_type(), other.scalar_type()), false, true);
+    accumulate(result, other, alpha);
+    return result;
+  }
+  auto [indices, values] = joined(self, other, alpha);
+  return make_sparse(indices, values, self.sizes(), false);
+}
+
+at::Tensor& sparse_add_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  check_not_sparse_plus_dense(self, other);
+  check_same_size(self, other);
+  if (!self.is_sparse()) {
+    accumulate(self, other, alpha);
+    return self;
+  }
+  auto [indices, values] = joined(self, other, alpha);
+  at::sparse::get_sparse_impl(self)->set_indices_and_values_unsafe(indices, values);
+  self._coalesced_(false);
+  return self;
+}
+
+at::Tensor& sparse_add_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha,
+                           at::Tensor& out) {
+  at::Tensor result = sparse_add(self, other, alpha);
+  if (out.is_sparse()) {
+    TORCH_CHECK(result.is_sparse(), "add: a dense result cannot be written to a sparse tensor");
+    at::sparse::get_sparse_impl(out)->resize_(result.sparse_dim(), result.dense_dim(),
+                                              result.sizes());
+    at::sparse::get_sparse_impl(out)->set_indices_and_values_unsafe(result._indices(),
+                                                                    result._values());
+    out._coalesced_(false);
+  } else {
+    out.resize_(result.sizes());
+    out.copy_(result);
+  }
+  return out;
+}
+
+// One entry per position, in row-major order, duplicates summed (as the CPU orders them).
+at::Tensor sparse_coalesce(const at::Tensor& self) {
+  const int64_t k = self.sparse_dim();
+  at::Tensor indices = self._indices(), values = self._values();
+  if (self._nnz() < 2 || k == 0)
+    return make_sparse(indices.clone(), values.clone(), self.sizes(), true);
+  auto [keys, inverse, counts] =
+      at::_unique2(positions(indices, self.sizes()), /*sorted=*/true, /*return_inverse=*/true,
+                   /*return_counts=*/false);
+  std::vector<int64_t> shape = values.sizes().vec();
+  shape[0] = keys.size(0);
+  at::Tensor summed = at::zeros(shape, values.options()).index_add_(0, inverse, values);
+  std::vector<at::Tensor> rows(k);
+  at::Tensor rest = keys;
+  for (int64_t d = k - 1; d >= 0; --d) {
+    rows[d] = rest.remainder(self.size(d));
+    rest = rest.div(self.size(d), "floor");
+  }
+  return make_sparse(at::stack(rows, 0), summed, self.sizes(), true);
+}
+
+at::Tensor sparse_to_dense(const at::Tensor& self, std::optional<at::ScalarType> dtype,
+                           std::optional<bool> /*masked_grad*/) {
+  at::Tensor dense =
+      at::zeros(self.sizes(), self._values().options().dtype(dtype.value_or(self.scalar_type())));
+  accumulate(dense, self, 1);
+  return dense;
+}
+
+// self's values at mask's entries, as a sparse tensor with mask's indices.
+at::Tensor dense_sparse_mask(const at::Tensor& self, const at::Tensor& mask) {
+  TORCH_CHECK(mask.sizes() == self.sizes(),
+              "sparse_mask(): operands have incompatible sizes; self ", "has size ", self.sizes(),
+              " but mask has size ", mask.sizes());
+  at::Tensor dense = self.is_sparse() ? sparse_to_dense(self, std::nullopt, std::nullopt) : self;
+  at::Tensor rows = dense.reshape(row_shape(dense.sizes(), mask.sparse_dim()));
+  at::Tensor values = rows.index_select(0, positions(mask._indices(), mask.sizes()));
+  return make_sparse(mask._indices().clone(), values, mask.sizes(), mask.is_coalesced());
+}
+
+// A sparse tensor times a dense scalar (0-dim, a Python number wrapped), in either order.
+void check_scalar_factor(const at::Tensor& sparse, const at::Tensor& factor) {
+  TORCH_CHECK(sparse.is_sparse() && !factor.is_sparse() && factor.dim() == 0,
+              "vkml: sparse tensors multiply only by a scalar, got ", sparse.layout(), " ",
+              sparse.sizes(), " and ", factor.layout(), " ", factor.sizes());
+}
+at::Tensor sparse_mul(const at::Tensor& self, const at::Tensor& other) {
+  const at::Tensor& sparse = self.is_sparse() ? self : other;
+  const at::Tensor& factor = self.is_sparse() ? other : self;
+  check_scalar_factor(sparse, factor);
+  return make_sparse(sparse._indices().clone(), sparse._values().mul(factor), sparse.sizes(),
+                     sparse.is_coalesced());
+}
+at::Tensor& sparse_mul_(at::Tensor& self, const at::Tensor& other) {
+  check_scalar_factor(self, other);
+  self._values().mul_(other);
+  return self;
+}
+
+at::Tensor& sparse_mul_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  TORCH_CHECK(out.is_sparse(), "vkml: the product of a sparse tensor is sparse");
+  if (out.is_same(self) || out.is_same(other)) {  // in place (_foreach_mul_ passes it second)
+    return sparse_mul_(out, out.is_same(self) ? other : self);
+  }
+  at::Tensor result = sparse_mul(self, other);
+  at::sparse::get_sparse_impl(out)->resize_(result.sparse_dim(), result.dense_dim(),
+                                            result.sizes());
+  at::sparse::get_sparse_impl(out)->set_indices_and_values_unsafe(result._indices(),
+                                                                  result._values());
+  out._coalesced_(result.is_coalesced());
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
+  // Structure: PyTorch's device-independent code.
+  m.impl("_sparse_coo_tensor_with_dims_and_tensors",
+         TORCH_FN(at::native::new_with_dims_and_tensor_sparse_symint));
+  m.impl("empty.memory_format", TORCH_FN(at::native::empty_sparse));
+  m.impl("_indices", TORCH_FN(at::native::_indices_sparse));
+  m.impl("_values", TORCH_FN(at::native::_values_sparse));
+  m.impl("indices", TORCH_FN(at::native::indices_sparse));
+  m.impl("values", TORCH_FN(at::native::values_sparse));
+  m.impl("_nnz", TORCH_FN(at::native::_nnz_sparse));
+  m.impl("sparse_dim", TORCH_FN(at::native::sparse_dim_sparse));
+  m.impl("dense_dim", TORCH_FN(at::native::dense_dim_sparse));
+  m.impl("is_coalesced", TORCH_FN(at::native::is_coalesced_sparse));
+  m.impl("_coalesced_", TORCH_FN(at::native::_coalesced_sparse_));
+  m.impl("clone", TORCH_FN(at::native::clone_sparse));
+  m.impl("copy_sparse_to_sparse_", TORCH_FN(at::native::copy_sparse_));
+  m.impl("zero_", TORCH_FN(at::native::zero_sparse_));
+  m.impl("sparse_resize_", TORCH_FN(at::native::sparse_resize_));
+  m.impl("sparse_resize_and_clear_", TORCH_FN(at::native::sparse_resize_and_clear_));
+  // Arithmetic: vkml's dense ops on the values.
+  m.impl("_coalesce", TORCH_FN(vkml_aten::sparse_coalesce));
+  m.impl("add.Tensor", TORCH_FN(vkml_aten::sparse_add));
+  m.impl("add_.Tensor", TORCH_FN(vkml_aten::sparse_add_));
+  m.impl("add.out", TORCH_FN(vkml_aten::sparse_add_out));
+  m.impl("_to_dense", TORCH_FN(vkml_aten::sparse_to_dense));
+  m.impl("sparse_mask", TORCH_FN(vkml_aten::dense_sparse_mask));
+  m.impl("mul.Tensor", TORCH_FN(vkml_aten::sparse_mul));
+  m.impl("mul_.Tensor", TORCH_FN(vkml_aten::sparse_mul_));
+  m.impl("mul.out", TORCH_FN(vkml_aten::sparse_mul_out));
+}
+
+}  // namespace vkml_aten
