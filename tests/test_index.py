@@ -565,3 +565,42 @@ def test_float64_reductions_run_in_order(dtype):
         )
     for fn in cases:
         assert_close_to_cpu(fn, x, src, atol=1e-12, rtol=1e-12)
+
+
+# An op that reads where it writes races in a kernel: the CPU refuses it (MemoryOverlap),
+# and so must vkml, with the CPU's message. A tensor x of 10 elements; the source is a
+# view of x itself.
+OVERLAPPING_WRITES = {
+    "index_put_": lambda x, i: x.index_put_((i,), x[3:5]),
+    "index_put_accumulate": lambda x, i: x.index_put_((i,), x[3:5], accumulate=True),
+    "setitem": lambda x, i: x.__setitem__(i, x[3:5]),
+    "index_copy_": lambda x, i: x.index_copy_(0, i, x[3:5]),
+    "index_add_": lambda x, i: x.index_add_(0, i, x[3:5]),
+    "index_reduce_": lambda x, i: x.index_reduce_(0, i, x[3:5], "amax"),
+    "scatter_": lambda x, i: x.scatter_(0, i, x[3:5]),
+    "scatter_add_": lambda x, i: x.scatter_add_(0, i, x[3:5]),
+    "scatter_reduce_": lambda x, i: x.scatter_reduce_(0, i, x[3:5], "sum"),
+    "put_": lambda x, i: x.put_(i, x[3:5]),
+    "gather_out": lambda x, i: torch.gather(x, 0, i, out=x[3:5]),
+    "index_select_out": lambda x, i: torch.index_select(x, 0, i, out=x[3:5]),
+    "take_out": lambda x, i: torch.take(x, i, out=x[3:5]),
+    "expanded_self": lambda x, i: x[:1].expand(4).index_copy_(0, i, torch.ones_like(x[:2])),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Use of index_put_ on expanded tensors")
+@pytest.mark.filterwarnings("ignore:Use of index_fill_ on expanded tensors")
+@pytest.mark.parametrize("name", list(OVERLAPPING_WRITES))
+def test_writes_over_their_own_input_raise_like_cpu(name):
+    fn = OVERLAPPING_WRITES[name]
+    for device in ("cpu", VKML):
+        x = torch.arange(10.0, device=device)
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            fn(x, torch.tensor([1, 2], device=device))
+        assert torch.equal(x.cpu(), torch.arange(10.0))  # nothing was written
+    # index_put_ and index_fill_ write through an expanded self on the CPU, as here
+    for device in ("cpu", VKML):
+        e = torch.zeros(1, device=device).expand(4)
+        e.index_put_((torch.tensor([1], device=device),), torch.ones(1, device=device))
+        e.index_fill_(0, torch.tensor([2], device=device), 2.0)
+        assert e.cpu().tolist() == [2.0] * 4

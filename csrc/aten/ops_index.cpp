@@ -8,6 +8,7 @@
 // operands even without the check (a gather reads 0, a scatter skips the element).
 #include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/IndexingUtils.h>
 #include <ATen/native/Resize.h>
@@ -29,6 +30,18 @@
 
 namespace vkml_aten {
 namespace {
+
+// The CPU's aliasing checks (ATen/MemoryOverlap.h): an op may not write where it also
+// reads, nor through a tensor whose elements share memory; a kernel would race there.
+// (index_put_ and index_fill_ write through self's shared elements on the CPU: they skip
+// the internal check, as there.)
+void check_writes(const at::Tensor& written, std::initializer_list<const at::Tensor*> read,
+                  bool internal = true) {
+  if (internal) at::assert_no_internal_overlap(written);
+  for (const at::Tensor* t : read) {
+    if (t != nullptr && t->defined()) at::assert_no_overlap(written, *t);
+  }
+}
 
 using vkml::ops::IndexMode;
 using vkml::ops::IndexReduce;
@@ -216,6 +229,7 @@ at::Tensor vk_index_select(const at::Tensor& self, int64_t dim, const at::Tensor
 }
 at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                              at::Tensor& out) {
+  check_writes(out, {&self, &index});
   return write_out(out, vk_index_select(self, dim, index));
 }
 
@@ -243,6 +257,7 @@ at::Tensor vk_gather(const at::Tensor& self, int64_t dim, const at::Tensor& inde
 }
 at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse,
                        at::Tensor& out) {
+  check_writes(out, {&self});
   return write_out(out, vk_gather(self, dim, index, sparse));
 }
 
@@ -297,18 +312,21 @@ IndexReduce legacy_reduce(std::string_view r) {
 
 at::Tensor& scatter_src_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                          const at::Tensor& src) {
+  check_writes(self, {&index, &src});
   meta(self).scatter_(dim, meta(index), meta(src));
   scatter_into("scatter", self, dim, index, &src, 0, IndexReduce::Assign);
   return self;
 }
 at::Tensor& scatter_value_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                            const at::Scalar& value) {
+  check_writes(self, {&index});
   meta(self).scatter_(dim, meta(index), value);
   scatter_into("scatter", self, dim, index, nullptr, value, IndexReduce::Assign);
   return self;
 }
 at::Tensor& scatter_reduce_legacy_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                                    const at::Tensor& src, c10::string_view reduce) {
+  check_writes(self, {&index, &src});
   if (complex_product(self, legacy_reduce(reduce)))
     return cpu_route<at::_ops::scatter__reduce>(self, dim, index, src, reduce);
   meta(self).scatter_(dim, meta(index), meta(src), reduce);
@@ -317,6 +335,7 @@ at::Tensor& scatter_reduce_legacy_(at::Tensor& self, int64_t dim, const at::Tens
 }
 at::Tensor& scatter_value_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                                   const at::Scalar& value, c10::string_view reduce) {
+  check_writes(self, {&index});
   if (complex_product(self, legacy_reduce(reduce)))
     return cpu_route<at::_ops::scatter__value_reduce>(self, dim, index, value, reduce);
   meta(self).scatter_(dim, meta(index), value, reduce);
@@ -325,6 +344,7 @@ at::Tensor& scatter_value_reduce_(at::Tensor& self, int64_t dim, const at::Tenso
 }
 at::Tensor& scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                          const at::Tensor& src) {
+  check_writes(self, {&index, &src});
   meta(self).scatter_add_(dim, meta(index), meta(src));
   scatter_into("scatter_add", self, dim, index, &src, 0, IndexReduce::Add);
   return self;
@@ -416,6 +436,7 @@ void divide_by_count(const at::Tensor& self, bool include_self, Scatter&& scatte
 // scatter_reduce.two: sum, prod, mean, amax, amin, with or without self's values.
 at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                                 const at::Tensor& src, c10::string_view reduce, bool include_self) {
+  check_writes(self, {&index, &src});
   if (complex_product(self, reduction_of(reduce, self).first))
     return cpu_route<at::_ops::scatter_reduce__two>(self, dim, index, src, reduce, include_self);
   meta(self).scatter_reduce_(dim, meta(index), meta(src), reduce, include_self);
@@ -483,6 +504,7 @@ void index_scatter(const char* name, const at::Tensor& self, int64_t dim, const 
 
 at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                        const at::Tensor& source, const at::Scalar& alpha) {
+  check_writes(self, {&index, &source});
   meta(self).index_add_(dim, meta(index), meta(source), alpha);
   at::Tensor src = source;
   bool unit = (alpha.isIntegral(true) && alpha.toLong() == 1) ||
@@ -517,6 +539,7 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
 
 at::Tensor& index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                         const at::Tensor& source) {
+  check_writes(self, {&index, &source});
   meta(self).index_copy_(dim, meta(index), meta(source));
   index_scatter("index_copy", self, dim, index, &source, 0, IndexReduce::Assign, false,
                 Style::BoundsIdx);
@@ -535,6 +558,7 @@ at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor
 // index_reduce: prod, mean, amax, amin of source slices into self's slices.
 at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                           const at::Tensor& source, c10::string_view reduce, bool include_self) {
+  check_writes(self, {&index, &source});
   if (complex_product(self, reduction_of(reduce, self).first))
     return cpu_route<at::_ops::index_reduce_>(self, dim, index, source, reduce, include_self);
   meta(self).index_reduce_(dim, meta(index), meta(source), reduce, include_self);
@@ -571,6 +595,7 @@ void check_index_fill(const at::Tensor& self, const at::Tensor& index) {
 }
 at::Tensor& index_fill_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                                const at::Scalar& value) {
+  check_writes(self, {&index}, /*internal=*/false);
   check_index_fill(self, index);
   at::maybe_wrap_dim(dim, self.dim());
   index_scatter("index_fill", self, dim, index, nullptr, value, IndexReduce::Assign, true,
@@ -579,6 +604,7 @@ at::Tensor& index_fill_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& 
 }
 at::Tensor& index_fill_tensor_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                                const at::Tensor& value) {
+  check_writes(self, {&index}, /*internal=*/false);
   TORCH_CHECK(value.dim() == 0,
               "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
@@ -647,6 +673,7 @@ at::Tensor vk_take(const at::Tensor& self, const at::Tensor& index) {
 // put_: self.flatten()[index] (+)= source, on a contiguous copy when self is not.
 at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source,
                  bool accumulate) {
+  check_writes(self, {&index, &source});
   TORCH_CHECK_INDEX(index.scalar_type() == at::kLong,
                     "put_(): Expected a long tensor for index, but got ", index.scalar_type());
   TORCH_CHECK(self.scalar_type() == source.scalar_type(),
@@ -684,6 +711,7 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
 }
 
 at::Tensor& take_out(const at::Tensor& self, const at::Tensor& index, at::Tensor& out) {
+  check_writes(out, {&self, &index});
   return write_out(out, vk_take(self, index));
 }
 
@@ -816,6 +844,10 @@ at::Tensor& index_tensor_out(const at::Tensor& self,
 
 at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
                             const at::Tensor& values, bool accumulate, bool unsafe) {
+  check_writes(self, {&values}, /*internal=*/false);
+  for (const std::optional<at::Tensor>& idx : indices) {
+    if (idx.has_value()) check_writes(self, {&*idx}, /*internal=*/false);
+  }
   TORCH_CHECK_INDEX(indices.size() <= size_t(self.dim()),
                     "too many indices for tensor of dimension ", self.dim(), " (got ",
                     indices.size(), ")");
