@@ -398,3 +398,35 @@ def test_import_loads_neither_dynamo_nor_inductor():
         """
     )
     assert proc.returncode == 0, describe(proc)
+
+
+@pytest.mark.parametrize("compile_kw", BACKENDS)
+def test_checkpointed_dropout_compiles_and_replays_its_masks(compile_kw, no_fallback):
+    """torch.utils.checkpoint inside a compiled function: AOT autograd recomputes the
+    region in the backward and wraps its dropout in run_and_save_rng_state /
+    run_with_rng_state, which raised "Backend not supported for vkml". Compiled, the loss
+    and the gradients equal eager's under the same seed (the same draws)."""
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    lin = nn.Linear(32, 32).to(VKML)
+
+    def block(x):
+        return F.dropout(torch.tanh(lin(x)), 0.5, training=True)
+
+    def loss_of(x):
+        return checkpoint(block, x, use_reentrant=False).square().sum()
+
+    x = _data(16, 32).requires_grad_()
+    results = []
+    for fn in (loss_of, torch.compile(loss_of, **compile_kw)):
+        torch.manual_seed(3)
+        loss = fn(x)
+        loss.backward()
+        results.append((loss.item(), x.grad.cpu(), lin.weight.grad.cpu()))
+        x.grad = None
+        lin.zero_grad()
+    (eager_loss, *eager_grads), (compiled_loss, *compiled_grads) = results
+    assert compiled_loss == pytest.approx(eager_loss, rel=1e-6)
+    for got, want in zip(compiled_grads, eager_grads, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)

@@ -1,5 +1,6 @@
 #include "generator.h"
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/Utils.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <c10/core/TensorImpl.h>
@@ -45,7 +46,10 @@ VkmlGeneratorImpl::Draw VkmlGeneratorImpl::take_draw() {
 
 // State: 16 bytes, seed then offset (little endian), as a CPU uint8 tensor.
 c10::intrusive_ptr<c10::TensorImpl> VkmlGeneratorImpl::get_state() const {
-  auto t = at::empty({16}, at::TensorOptions().dtype(at::kByte).device(at::kCPU));
+  // Not through the dispatcher: torch.compile asks for the state under fake tensors
+  // (run_and_save_rng_state), where at::empty would make a tensor without data.
+  auto t = at::detail::empty_cpu({16}, at::kByte, std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt);
   std::memcpy(t.data_ptr(), &seed_, 8);
   std::memcpy(static_cast<char*>(t.data_ptr()) + 8, &offset_, 8);
   return t.getIntrusivePtr();

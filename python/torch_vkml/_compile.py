@@ -255,6 +255,62 @@ def _wrap_compile_fx(module: ModuleType) -> None:
 
 
 # --------------------------------------------------------------------------
+# Random ops in activation-checkpointed regions
+# --------------------------------------------------------------------------
+
+
+def _register_rng_prims(module: ModuleType) -> None:
+    """Called with ``torch._prims.rng_prims`` once it is imported.
+
+    AOT autograd's partitioner recomputes a checkpointed region (``torch.utils.checkpoint``
+    under torch.compile) in the backward, and wraps its random ops (dropout) in
+    ``run_and_save_rng_state`` (forward) and ``run_with_rng_state`` (backward) so that the
+    recomputation draws the forward's numbers. Those ops know cpu, cuda, hpu and xpu only
+    (a table local to each implementation) and raised "Backend not supported for vkml":
+    here they save and restore vkml's generator state, as they do CUDA's.
+    """
+    from torch._C import DispatchKey
+    from torch._higher_order_ops import utils as hop_utils
+
+    from . import _random
+
+    def run_and_save(op, *args, **kwargs):
+        return _random.get_rng_state(), op(*args, **kwargs)
+
+    def run_with(rng_state, op, *args, **kwargs):
+        current = _random.get_rng_state()
+        _random.set_rng_state(rng_state.cpu())
+        try:
+            return op(*args, **kwargs)
+        finally:
+            _random.set_rng_state(current)
+
+    def on_vkml(args, kwargs) -> bool:
+        return module.get_device(args, kwargs) == _DEVICE
+
+    def routed(original, ours, skip):
+        @functools.wraps(original)
+        def kernel(*args, **kwargs):
+            if on_vkml(args[skip:], kwargs):
+                return ours(*args, **kwargs)
+            return original(*args, **kwargs)
+
+        return kernel
+
+    for hop, ours, skip in (
+        (module.run_and_save_rng_state, run_and_save, 1),  # (op, *args)
+        (module.run_with_rng_state, run_with, 2),  # (rng_state, op, *args)
+    ):
+        if DispatchKey.PrivateUse1 not in hop.py_kernels:
+            hop.py_impl(DispatchKey.PrivateUse1)(ours)
+        backend_select = hop.py_kernels[DispatchKey.BackendSelect]
+        hop.py_kernels[DispatchKey.BackendSelect] = routed(backend_select, ours, skip)
+    # Under fake tensors the partitioner asks run_and_save_rng_state for a state as well.
+    fake = hop_utils.registered_hop_fake_fns[module.run_and_save_rng_state]
+    hop_utils.registered_hop_fake_fns[module.run_and_save_rng_state] = routed(fake, run_and_save, 1)
+
+
+# --------------------------------------------------------------------------
 # Installing after import
 # --------------------------------------------------------------------------
 
@@ -321,3 +377,4 @@ def install() -> None:
     """Registers vkml with Dynamo and routes its graphs past Inductor, when they load."""
     _after_import("torch._dynamo.device_interface", _register_interface)
     _after_import("torch._inductor.compile_fx", _wrap_compile_fx)
+    _after_import("torch._prims.rng_prims", _register_rng_prims)
