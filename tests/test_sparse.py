@@ -3,7 +3,8 @@ nn.Embedding / nn.EmbeddingBag with sparse=True, gradients accumulated over seve
 backwards, and the optimizers that take sparse gradients (SGD with and without momentum,
 SparseAdam, Adagrad) train as on the CPU from the same weights and batches, with zero
 fallbacks. Before, the first sparse backward raised NotImplementedError. Also the sparse
-tensor operations those use, each against the CPU.
+tensor operations those use, and sparse @ dense products (a GCN's propagation), each
+against the CPU.
 
 Tolerance: float32 sums of a few terms in another order, 1e-6."""
 
@@ -102,13 +103,28 @@ def test_sparse_errors_as_cpu():
         torch.ones(2, 4, device=VKML) + vk
 
 
-@pytest.mark.xfail(
-    reason="vkml sparse tensors multiply only by scalars; elementwise sparse * dense "
-    "(the CPU's mul_out_sparse_csr) is not composed yet",
-    raises=RuntimeError,
-    strict=True,
-)
-def test_sparse_times_dense_elementwise():
+def test_sparse_arithmetic_and_products_match_cpu():
+    """Negation, differences, division by a scalar, products with a dense tensor of the
+    same size, and sparse @ dense (mm, matmul, addmm), as a GCN's propagation uses them,
+    with the dense operand's gradient."""
     cpu, vk = _pair()
-    factor = torch.arange(12.0).view(3, 4)
-    _same_sparse(vk * factor.to(VKML), cpu * factor)
+    dense = torch.arange(12.0).view(3, 4)
+    _same_sparse(-vk, -cpu)
+    _same_sparse(vk - vk.mul(0.5), cpu - cpu.mul(0.5))
+    _same_sparse(vk / 4, cpu / 4)
+    _same_sparse(vk * dense.to(VKML), cpu * dense)
+    torch.testing.assert_close((dense.to(VKML) - vk).cpu(), dense - cpu, **TOL)
+    features = torch.randn(4, 5, generator=torch.Generator().manual_seed(2))
+    base = torch.randn(3, 5, generator=torch.Generator().manual_seed(3))
+    for fn in (
+        lambda s, x: torch.sparse.mm(s, x),
+        lambda s, x: s @ x,
+        lambda s, x: torch.addmm(base.to(x.device), s, x, beta=0.5, alpha=2.0),
+    ):
+        want_x = features.clone().requires_grad_()
+        got_x = features.to(VKML).requires_grad_()
+        want, got = fn(cpu, want_x), fn(vk, got_x)
+        torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-5, atol=1e-5)
+        want.square().sum().backward()
+        got.square().sum().backward()
+        torch.testing.assert_close(got_x.grad.cpu(), want_x.grad, rtol=1e-5, atol=1e-5)

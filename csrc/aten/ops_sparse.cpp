@@ -176,22 +176,27 @@ at::Tensor dense_sparse_mask(const at::Tensor& self, const at::Tensor& mask) {
   return make_sparse(mask._indices().clone(), values, mask.sizes(), mask.is_coalesced());
 }
 
-// A sparse tensor times a dense scalar (0-dim, a Python number wrapped), in either order.
-void check_scalar_factor(const at::Tensor& sparse, const at::Tensor& factor) {
-  TORCH_CHECK(sparse.is_sparse() && !factor.is_sparse() && factor.dim() == 0,
-              "vkml: sparse tensors multiply only by a scalar, got ", sparse.layout(), " ",
-              sparse.sizes(), " and ", factor.layout(), " ", factor.sizes());
+// A sparse tensor times a dense scalar (0-dim, a Python number wrapped) or a dense tensor
+// of its size (each entry times the dense element at its position), in either order.
+at::Tensor factor_values(const at::Tensor& sparse, const at::Tensor& factor) {
+  TORCH_CHECK(sparse.is_sparse() && !factor.is_sparse(),
+              "vkml: a sparse tensor multiplies by a scalar or a dense tensor");
+  if (factor.dim() == 0) return sparse._values().mul(factor);
+  TORCH_CHECK(factor.sizes() == sparse.sizes(), "mul: a sparse tensor of size ", sparse.sizes(),
+              " and a dense tensor of size ", factor.sizes(), " (vkml does not broadcast them)");
+  at::Tensor rows = factor.reshape(row_shape(factor.sizes(), sparse.sparse_dim()));
+  return sparse._values().mul(rows.index_select(0, positions(sparse._indices(), sparse.sizes())));
 }
 at::Tensor sparse_mul(const at::Tensor& self, const at::Tensor& other) {
   const at::Tensor& sparse = self.is_sparse() ? self : other;
   const at::Tensor& factor = self.is_sparse() ? other : self;
-  check_scalar_factor(sparse, factor);
-  return make_sparse(sparse._indices().clone(), sparse._values().mul(factor), sparse.sizes(),
+  TORCH_CHECK(!factor.is_sparse(), "vkml: products of two sparse tensors are not supported");
+  return make_sparse(sparse._indices().clone(), factor_values(sparse, factor), sparse.sizes(),
                      sparse.is_coalesced());
 }
 at::Tensor& sparse_mul_(at::Tensor& self, const at::Tensor& other) {
-  check_scalar_factor(self, other);
-  self._values().mul_(other);
+  at::Tensor values = factor_values(self, other);
+  self._values().copy_(values);
   return self;
 }
 
@@ -206,6 +211,62 @@ at::Tensor& sparse_mul_out(const at::Tensor& self, const at::Tensor& other, at::
   at::sparse::get_sparse_impl(out)->set_indices_and_values_unsafe(result._indices(),
                                                                   result._values());
   out._coalesced_(result.is_coalesced());
+  return out;
+}
+
+at::Tensor sparse_neg(const at::Tensor& self) {
+  return make_sparse(self._indices().clone(), self._values().neg(), self.sizes(),
+                     self.is_coalesced());
+}
+at::Tensor& sparse_neg_(at::Tensor& self) {
+  self._values().neg_();
+  return self;
+}
+
+at::Tensor sparse_sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return sparse_add(self, other, -alpha);
+}
+at::Tensor& sparse_sub_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return sparse_add_(self, other, -alpha);
+}
+
+at::Tensor sparse_div(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.is_sparse() && !other.is_sparse() && other.dim() == 0,
+              "vkml: a sparse tensor divides by a scalar only");
+  return make_sparse(self._indices().clone(), self._values().div(other), self.sizes(),
+                     self.is_coalesced());
+}
+
+// sparse [n, k] @ dense [k, m]: each entry (i, j, v) adds v * dense[j] to row i.
+at::Tensor sparse_dense_product(const at::Tensor& sparse, const at::Tensor& dense) {
+  TORCH_CHECK(sparse.sparse_dim() == 2 && sparse.dense_dim() == 0 && dense.dim() == 2,
+              "vkml: sparse matrix products take a 2-d sparse and a 2-d dense matrix");
+  TORCH_CHECK(sparse.size(1) == dense.size(0), "mat1 and mat2 shapes cannot be multiplied (",
+              sparse.size(0), "x", sparse.size(1), " and ", dense.size(0), "x", dense.size(1), ")");
+  at::Tensor indices = sparse._indices();
+  at::Tensor values = sparse._values().to(dense.scalar_type());
+  at::Tensor terms = dense.index_select(0, indices.select(0, 1)).mul_(values.unsqueeze(1));
+  return at::zeros({sparse.size(0), dense.size(1)}, dense.options())
+      .index_add_(0, indices.select(0, 0), terms);
+}
+
+at::Tensor sparse_mm(const at::Tensor& self, const at::Tensor& mat2) {
+  return sparse_dense_product(self, mat2);
+}
+
+// beta * self + alpha * (mat1 @ mat2), mat1 sparse.
+at::Tensor sparse_addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                        const at::Scalar& beta, const at::Scalar& alpha) {
+  at::Tensor product = sparse_dense_product(mat1, mat2);
+  at::Tensor base = self.is_sparse() ? sparse_to_dense(self, std::nullopt, std::nullopt) : self;
+  at::Tensor scaled = beta.toComplexDouble() == 0.0 ? at::zeros_like(product) : base.mul(beta);
+  return scaled.expand_as(product).add(product, alpha);
+}
+at::Tensor& sparse_addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                             const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  at::Tensor result = sparse_addmm(self, mat1, mat2, beta, alpha);
+  out.resize_(result.sizes());
+  out.copy_(result);
   return out;
 }
 
@@ -240,6 +301,15 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("mul.Tensor", TORCH_FN(vkml_aten::sparse_mul));
   m.impl("mul_.Tensor", TORCH_FN(vkml_aten::sparse_mul_));
   m.impl("mul.out", TORCH_FN(vkml_aten::sparse_mul_out));
+  m.impl("neg", TORCH_FN(vkml_aten::sparse_neg));
+  m.impl("neg_", TORCH_FN(vkml_aten::sparse_neg_));
+  m.impl("sub.Tensor", TORCH_FN(vkml_aten::sparse_sub));
+  m.impl("sub_.Tensor", TORCH_FN(vkml_aten::sparse_sub_));
+  m.impl("div.Tensor", TORCH_FN(vkml_aten::sparse_div));
+  m.impl("mm", TORCH_FN(vkml_aten::sparse_mm));
+  m.impl("addmm", TORCH_FN(vkml_aten::sparse_addmm));
+  m.impl("addmm.out", TORCH_FN(vkml_aten::sparse_addmm_out));
+  m.impl("_sparse_addmm", TORCH_FN(vkml_aten::sparse_addmm));
 }
 
 }  // namespace vkml_aten
