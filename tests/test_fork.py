@@ -105,3 +105,34 @@ def test_a_spawned_process_uses_vkml():
     p.join(60)
     assert p.exitcode == 0
     assert total == 30.0 and bad_fork is False
+
+
+def _echo_doubled(inbox, outbox):
+    import torch
+
+    x, w = inbox.get(timeout=60)
+    assert x.device.type == "vkml" and isinstance(w, torch.nn.Parameter) and w.requires_grad
+    outbox.put((x * 2, w.detach() + 1))
+
+
+def test_vkml_tensors_travel_through_queues_as_copies():
+    """torch.multiprocessing pickled vkml tensors by sharing CPU memory they do not have:
+    the queue's feeder thread raised and the receiver waited forever. They travel as
+    copies now, rebuilt on the receiver's vkml device (Parameters and requires_grad
+    kept); a non-leaf tensor that requires grad is refused, as for any device."""
+    ctx = multiprocessing.get_context("spawn")
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=_echo_doubled, args=(inbox, outbox))
+    p.start()
+    x = torch.arange(6.0, device=VKML).view(2, 3)
+    w = torch.nn.Parameter(torch.ones(3, device=VKML))
+    inbox.put((x, w))
+    doubled, bumped = outbox.get(timeout=120)
+    p.join(60)
+    assert p.exitcode == 0
+    assert doubled.device.type == VKML and torch.equal(doubled.cpu(), x.cpu() * 2)
+    assert torch.equal(bumped.cpu(), torch.full((3,), 2.0))
+    from multiprocessing.reduction import ForkingPickler
+
+    with pytest.raises(RuntimeError, match="non-leaf tensor which requires_grad"):
+        ForkingPickler.dumps(w * 2)

@@ -22,7 +22,7 @@ def _autoload() -> None:
 
 import torch
 
-from . import _C, _amp, _compile, _distributed, _module_conversion
+from . import _C, _amp, _compile, _distributed, _module_conversion, _multiprocessing
 from ._device import (
     current_device,
     default_device,
@@ -214,4 +214,5 @@ _module_conversion.install()
 _compile.install()
 _amp.install()
 _distributed.install()
+_multiprocessing.install()
 atexit.register(_save_pipeline_cache)
