@@ -128,3 +128,25 @@ def test_sparse_arithmetic_and_products_match_cpu():
         want.square().sum().backward()
         got.square().sum().backward()
         torch.testing.assert_close(got_x.grad.cpu(), want_x.grad, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("sparse_dim", [None, 1, 2])
+def test_dense_to_sparse_matches_cpu(sparse_dim):
+    """One entry per position whose slice holds a nonzero, coalesced, in row-major order."""
+    dense = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [2.0, 0.0, -3.0]])
+    convert = (
+        (lambda t: t.to_sparse()) if sparse_dim is None else (lambda t: t.to_sparse(sparse_dim))
+    )
+    want, got = convert(dense), convert(dense.to(VKML))
+    assert got.is_coalesced() and got.sparse_dim() == want.sparse_dim()
+    assert torch.equal(got._indices().cpu(), want._indices())
+    torch.testing.assert_close(got._values().cpu(), want._values(), **TOL)
+
+
+def test_dense_to_sparse_edges_as_cpu():
+    scalar = torch.tensor(3.0)
+    got, want = scalar.to(VKML).to_sparse(), scalar.to_sparse()
+    assert got._indices().shape == want._indices().shape and got._values().cpu().tolist() == [3.0]
+    for device in ("cpu", VKML):
+        with pytest.raises(RuntimeError, match="sparse_dim argument must be in >0"):
+            torch.ones(2, 2, device=device).to_sparse(0)

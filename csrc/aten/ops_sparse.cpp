@@ -30,6 +30,8 @@
 
 #include <vector>
 
+#include "fallback.h"
+
 namespace vkml_aten {
 namespace {
 
@@ -270,7 +272,49 @@ at::Tensor& sparse_addmm_out(const at::Tensor& self, const at::Tensor& mat1, con
   return out;
 }
 
+// dense.to_sparse(sparse_dim): one entry per position of the first sparse_dim dims whose
+// slice holds a nonzero, in row-major order (coalesced), as the CPU makes them.
+at::Tensor dense_to_sparse(const at::Tensor& self, int64_t sparse_dim) {
+  TORCH_CHECK(sparse_dim > 0 || self.dim() == 0,
+              "dense_to_sparse: sparse_dim argument must be in >0 when self.dim()>0");
+  TORCH_CHECK(sparse_dim <= self.dim(), "sparse_dim must be in [0, ", self.dim(), "] but got ",
+              sparse_dim);
+  if (sparse_dim == 0) {
+    return make_sparse(at::zeros({0, 1}, self.options().dtype(at::kLong)), self.unsqueeze(0),
+                       self.sizes(), true);
+  }
+  at::Tensor rows = self.reshape(row_shape(self.sizes(), sparse_dim));
+  at::Tensor nonzero = rows.ne(0);
+  if (rows.dim() > 1) nonzero = nonzero.flatten(1).any(1);
+  at::Tensor keys = nonzero.nonzero().squeeze(1);
+  std::vector<at::Tensor> index_rows(sparse_dim);
+  at::Tensor rest = keys;
+  for (int64_t d = sparse_dim - 1; d >= 0; --d) {
+    index_rows[d] = rest.remainder(self.size(d));
+    rest = rest.div(self.size(d), "floor");
+  }
+  return make_sparse(at::stack(index_rows, 0), rows.index_select(0, keys), self.sizes(), true);
+}
+
+at::Tensor to_sparse(const at::Tensor& self, std::optional<at::Layout> layout,
+                     at::OptionalIntArrayRef blocksize, std::optional<int64_t> dense_dim) {
+  if (layout.has_value() && *layout != at::kSparse) {  // CSR and friends: the CPU's
+    return cpu_route<at::_ops::_to_sparse>(self, layout, blocksize, dense_dim);
+  }
+  TORCH_CHECK(!blocksize.has_value(), "to_sparse for Strided to SparseCoo conversion does not ",
+              "use specified blocksize");
+  return dense_to_sparse(self, self.dim() - dense_dim.value_or(0));
+}
+at::Tensor to_sparse_dim(const at::Tensor& self, int64_t sparse_dim) {
+  return dense_to_sparse(self, sparse_dim);
+}
+
 }  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_to_sparse", TORCH_FN(vkml_aten::to_sparse));
+  m.impl("_to_sparse.sparse_dim", TORCH_FN(vkml_aten::to_sparse_dim));
+}
 
 TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   // Structure: PyTorch's device-independent code.
