@@ -69,7 +69,9 @@ def _torchrun(*args: str) -> list[str]:
     "ranks, scenarios",
     [
         (2, ["ddp_cnn", "ddp_lm", "fsdp_lm", "dcp"]),
-        (4, ["ddp_cnn", "ddp_lm", "fsdp_lm"]),
+        # FSDP2 shards over 2 ranks above; at 4, DDP alone keeps make test within its
+        # budget on a 2-core machine (4 processes time-share it).
+        (4, ["ddp_cnn", "ddp_lm"]),
     ],
     ids=["2-ranks", "4-ranks"],
 )

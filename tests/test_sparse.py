@@ -150,3 +150,12 @@ def test_dense_to_sparse_edges_as_cpu():
     for device in ("cpu", VKML):
         with pytest.raises(RuntimeError, match="sparse_dim argument must be in >0"):
             torch.ones(2, 2, device=device).to_sparse(0)
+
+
+def test_sparse_dim_zero_adds_to_dense():
+    """A sparse tensor with no sparse dims (a 0-dim tensor's to_sparse()) adds as its one
+    value."""
+    scalar = torch.tensor(3.0)
+    want = torch.tensor(1.5) + scalar.to_sparse()
+    got = torch.tensor(1.5, device=VKML) + scalar.to(VKML).to_sparse()
+    assert got.cpu().item() == want.item() == 4.5

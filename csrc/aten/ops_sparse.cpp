@@ -45,6 +45,7 @@ at::Tensor make_sparse(const at::Tensor& indices, const at::Tensor& values, at::
 // The row-major position of each entry among the first sparse_dim dims of `size`.
 at::Tensor positions(const at::Tensor& indices, at::IntArrayRef size) {
   const int64_t k = indices.size(0);
+  if (k == 0) return at::zeros({indices.size(1)}, indices.options());  // one position: 0
   at::Tensor flat = indices.select(0, k - 1).clone();
   int64_t stride = size[k - 1];
   for (int64_t d = k - 2; d >= 0; --d) {

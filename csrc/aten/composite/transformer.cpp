@@ -71,6 +71,8 @@ Padded pad_nested(const at::Tensor& nt) {
   const int64_t batch = sizes.size(0);
   at::Tensor lengths = sizes.select(1, 0).contiguous();
   const int64_t width = batch > 0 ? sizes[0][1].item<int64_t>() : 0;
+  TORCH_CHECK(batch == 0 || sizes.select(1, 1).eq(width).all().item<bool>(),
+              "vkml: the transformer fast path takes nested sequences of one embed_dim");
   const int64_t max_len = batch > 0 ? lengths.max().item<int64_t>() : 0;
   at::Tensor buffer = impl->get_buffer();
   at::Tensor valid = positions_within(lengths, max_len, buffer.options());
