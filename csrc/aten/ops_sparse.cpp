@@ -64,11 +64,37 @@ std::vector<int64_t> row_shape(at::IntArrayRef size, int64_t sparse_dim) {
   return shape;
 }
 
+// alpha * values, skipping the product when alpha is 1.
+at::Tensor scaled(const at::Tensor& values, const at::Scalar& alpha) {
+  const bool unit = alpha.isIntegral(false) && alpha.toLong() == 1;
+  return unit ? values : values.mul(alpha);
+}
+
+// Row-major positions among the first sparse_dim dims of `size` back to [sparse_dim, n]
+// indices (positions()' inverse).
+at::Tensor indices_of(const at::Tensor& keys, at::IntArrayRef size, int64_t sparse_dim) {
+  std::vector<at::Tensor> rows(sparse_dim);
+  at::Tensor rest = keys;
+  for (int64_t d = sparse_dim - 1; d >= 0; --d) {
+    rows[d] = rest.remainder(size[d]);
+    rest = rest.div(size[d], "floor");
+  }
+  return at::stack(rows, 0);
+}
+
+// Makes the sparse `out` hold `result`'s entries (the out= forms).
+at::Tensor& assign_sparse(at::Tensor& out, const at::Tensor& result) {
+  auto* impl = at::sparse::get_sparse_impl(out);
+  impl->resize_(result.sparse_dim(), result.dense_dim(), result.sizes());
+  impl->set_indices_and_values_unsafe(result._indices(), result._values());
+  out._coalesced_(result.is_coalesced());
+  return out;
+}
+
 // dense += alpha * sparse, in place.
 void accumulate(at::Tensor& dense, const at::Tensor& sparse, const at::Scalar& alpha) {
   if (sparse._nnz() == 0) return;
-  at::Tensor values = sparse._values().to(dense.scalar_type());
-  if (!(alpha.isIntegral(false) && alpha.toLong() == 1)) values = values.mul(alpha);
+  at::Tensor values = scaled(sparse._values().to(dense.scalar_type()), alpha);
   at::Tensor target = dense.is_contiguous() ? dense : dense.contiguous();
   target.view(row_shape(dense.sizes(), sparse.sparse_dim()))
       .index_add_(0, positions(sparse._indices(), sparse.sizes()), values);
@@ -91,8 +117,7 @@ std::pair<at::Tensor, at::Tensor> joined(const at::Tensor& self, const at::Tenso
                                          const at::Scalar& alpha) {
   TORCH_CHECK(self.sparse_dim() == other.sparse_dim() && self.dense_dim() == other.dense_dim(),
               "add: expected 'self' and 'other' to have the same sparse and dense dims");
-  at::Tensor theirs = other._values().to(self.scalar_type());
-  if (!(alpha.isIntegral(false) && alpha.toLong() == 1)) theirs = theirs.mul(alpha);
+  at::Tensor theirs = scaled(other._values().to(self.scalar_type()), alpha);
   return {at::cat({self._indices(), other._indices()}, 1), at::cat({self._values(), theirs}, 0)};
 }
 
@@ -127,11 +152,7 @@ at::Tensor& sparse_add_out(const at::Tensor& self, const at::Tensor& other, cons
   at::Tensor result = sparse_add(self, other, alpha);
   if (out.is_sparse()) {
     TORCH_CHECK(result.is_sparse(), "add: a dense result cannot be written to a sparse tensor");
-    at::sparse::get_sparse_impl(out)->resize_(result.sparse_dim(), result.dense_dim(),
-                                              result.sizes());
-    at::sparse::get_sparse_impl(out)->set_indices_and_values_unsafe(result._indices(),
-                                                                    result._values());
-    out._coalesced_(false);
+    assign_sparse(out, result);
   } else {
     out.resize_(result.sizes());
     out.copy_(result);
@@ -151,13 +172,7 @@ at::Tensor sparse_coalesce(const at::Tensor& self) {
   std::vector<int64_t> shape = values.sizes().vec();
   shape[0] = keys.size(0);
   at::Tensor summed = at::zeros(shape, values.options()).index_add_(0, inverse, values);
-  std::vector<at::Tensor> rows(k);
-  at::Tensor rest = keys;
-  for (int64_t d = k - 1; d >= 0; --d) {
-    rows[d] = rest.remainder(self.size(d));
-    rest = rest.div(self.size(d), "floor");
-  }
-  return make_sparse(at::stack(rows, 0), summed, self.sizes(), true);
+  return make_sparse(indices_of(keys, self.sizes(), k), summed, self.sizes(), true);
 }
 
 at::Tensor sparse_to_dense(const at::Tensor& self, std::optional<at::ScalarType> dtype,
@@ -208,13 +223,7 @@ at::Tensor& sparse_mul_out(const at::Tensor& self, const at::Tensor& other, at::
   if (out.is_same(self) || out.is_same(other)) {  // in place (_foreach_mul_ passes it second)
     return sparse_mul_(out, out.is_same(self) ? other : self);
   }
-  at::Tensor result = sparse_mul(self, other);
-  at::sparse::get_sparse_impl(out)->resize_(result.sparse_dim(), result.dense_dim(),
-                                            result.sizes());
-  at::sparse::get_sparse_impl(out)->set_indices_and_values_unsafe(result._indices(),
-                                                                  result._values());
-  out._coalesced_(result.is_coalesced());
-  return out;
+  return assign_sparse(out, sparse_mul(self, other));
 }
 
 at::Tensor sparse_neg(const at::Tensor& self) {
@@ -288,13 +297,8 @@ at::Tensor dense_to_sparse(const at::Tensor& self, int64_t sparse_dim) {
   at::Tensor nonzero = rows.ne(0);
   if (rows.dim() > 1) nonzero = nonzero.flatten(1).any(1);
   at::Tensor keys = nonzero.nonzero().squeeze(1);
-  std::vector<at::Tensor> index_rows(sparse_dim);
-  at::Tensor rest = keys;
-  for (int64_t d = sparse_dim - 1; d >= 0; --d) {
-    index_rows[d] = rest.remainder(self.size(d));
-    rest = rest.div(self.size(d), "floor");
-  }
-  return make_sparse(at::stack(index_rows, 0), rows.index_select(0, keys), self.sizes(), true);
+  return make_sparse(indices_of(keys, self.sizes(), sparse_dim), rows.index_select(0, keys),
+                     self.sizes(), true);
 }
 
 at::Tensor to_sparse(const at::Tensor& self, std::optional<at::Layout> layout,
