@@ -631,12 +631,12 @@ def test_float64_native_ops():
 
 
 def test_float64_transcendentals_run_on_cpu(monkeypatch):
-    # float64 pow, gelu, elu, ... have no kernels: they take the counted CPU route,
-    # never fp32 (the exp/log and trigonometric families have float64 kernels: test_unary.py)
+    # float64 lgamma, elu, ... have no kernels: they take the counted CPU route, never
+    # fp32 (exp/log, trigonometry, pow and erf have float64 kernels: test_unary.py, below)
     x = make((3, 4), torch.float64, low=0.1, high=2)
     for fn, name in (
-        (lambda t: torch.pow(t, 0.3), "aten::pow.Tensor_Scalar"),
-        (F.gelu, "aten::gelu"),
+        (torch.lgamma, "aten::lgamma"),
+        (lambda t: F.softplus(t, beta=2.0), "aten::softplus"),
         (lambda t: F.elu(t - 1), "aten::elu"),
     ):
         torch_vkml.reset_fallback_counts()
@@ -649,6 +649,87 @@ def test_float64_transcendentals_run_on_cpu(monkeypatch):
             fn(x.to(VKML))
         monkeypatch.setenv("TORCH_VKML_FALLBACK", "warn")
         torch_vkml.reset_fallback_counts()
+
+
+def _f64_samples(seed):
+    gen = torch.Generator().manual_seed(seed)
+    positive = torch.cat(
+        [
+            torch.rand(1500, generator=gen, dtype=torch.float64) * 10,
+            torch.rand(500, generator=gen, dtype=torch.float64) * 1e-3,
+            torch.tensor([5e-324, 1e-310, 1e-300, 0.5, 1.0, 2.0, 1e300], dtype=torch.float64),
+        ]
+    )
+    wide = torch.cat(
+        [
+            torch.randn(1500, generator=gen, dtype=torch.float64) * 3,
+            torch.linspace(-30, 30, 507, dtype=torch.float64),
+        ]
+    )
+    return positive, wide
+
+
+# Each op's reference on the CPU; inputs: positive (x > 0, subnormals included) and wide
+# (normal(0, 3) and [-30, 30]). Tolerances: ulps of the result (eps = 2.2e-16), and an
+# absolute floor where the result is a difference of terms larger than itself (the CPU's
+# own rounding there is ~eps x the terms): logaddexp near 0, gelu and sinc near their
+# zeros, which vkml computes from erfc and a reduced argument, the CPU with cancellation.
+F64_KERNELS = {
+    "pow": (lambda p, w: torch.pow(p, w.clamp(-25, 25)), dict(rtol=4e-15, atol=0)),
+    "pow_scalar_exponent": (lambda p, w: torch.pow(p, -2.7), dict(rtol=2e-15, atol=0)),
+    "pow_scalar_base": (lambda p, w: torch.pow(2.5, w), dict(rtol=4e-15, atol=0)),
+    "pow_negative_base": (lambda p, w: torch.pow(-p, w.round()), dict(rtol=4e-15, atol=0)),
+    "erf": (lambda p, w: torch.erf(w), dict(rtol=2e-15, atol=0)),
+    "erfc": (lambda p, w: torch.erfc(w), dict(rtol=2e-15, atol=0)),
+    "gelu": (lambda p, w: F.gelu(w), dict(rtol=2e-15, atol=1e-15)),
+    "xlogy": (lambda p, w: torch.xlogy(w[: p.numel()], p), dict(rtol=2e-15, atol=0)),
+    "xlog1py": (lambda p, w: torch.special.xlog1py(w[: p.numel()], p), dict(rtol=2e-15, atol=0)),
+    "logaddexp": (lambda p, w: torch.logaddexp(w, w.flip(0)), dict(rtol=2e-15, atol=1e-14)),
+    "logaddexp2": (lambda p, w: torch.logaddexp2(w, w.flip(0)), dict(rtol=2e-15, atol=1e-14)),
+    "sinc": (lambda p, w: torch.sinc(w), dict(rtol=2e-15, atol=1e-15)),
+    "entr": (lambda p, w: torch.special.entr(torch.cat([p, -p])), dict(rtol=2e-15, atol=0)),
+    "glu": (lambda p, w: F.glu(w[:2000].reshape(-1, 2)), dict(rtol=2e-15, atol=0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(F64_KERNELS))
+def test_float64_pow_erf_and_log_sums_run_on_the_device(name):
+    """pow, erf/erfc/gelu, the x log y and log-sum-exp pairs, sinc, entr and glu have
+    float64 kernels (f64_pow_erf.glsl): no CPU route, within a few ulps of the CPU. pow
+    sums y log x in two doubles (else |y log x| ulps are lost); erfc's continued fraction
+    is summed from its tail."""
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    fn, tol = F64_KERNELS[name]
+    positive, wide = _f64_samples(5)
+    torch_vkml.reset_fallback_counts()
+    got = fn(positive.to(VKML), wide.to(VKML)).cpu()
+    assert torch_vkml.fallback_counts() == {}
+    torch.testing.assert_close(got, fn(positive, wide), equal_nan=True, **tol)
+
+
+def test_float64_pow_and_erf_special_values_and_grads():
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    v = [0.0, -0.0, INF, -INF, NAN, 1.0, -1.0, 2.0, -2.0, 0.5, 3.0, -3.0, 1e300, 1e-310]
+    base = torch.tensor(v, dtype=torch.float64).repeat_interleave(len(v))
+    exponent = torch.tensor(v, dtype=torch.float64).repeat(len(v))
+    # C's pow: signs of zero and infinity from odd integer exponents, NaN for negative
+    # bases to fractional powers, 1 for 1 ** NaN and NaN ** 0.
+    assert_close_to_cpu(torch.pow, base, exponent, atol=0, rtol=2e-15)
+    # erf and erfc where their pieces meet (series, 1 - series, continued fraction) and end
+    edges = torch.tensor([0.0, 27.3, 27.4, 6.0, -6.0, 0.75, -0.75, 1.0, -1.0], dtype=torch.float64)
+    both = lambda t: torch.stack([torch.erf(t), torch.erfc(t)])  # noqa: E731
+    assert_close_to_cpu(both, edges, atol=0, rtol=2e-15)
+    # exact results at large exponents: |y log x| ~ 700 ulps if log x were rounded
+    x = torch.tensor([2.0, 10.0, 0.5, 1.0625], dtype=torch.float64)
+    y = torch.tensor([1000.0, -300.0, 1070.0, 10000.0], dtype=torch.float64)
+    assert_close_to_cpu(torch.pow, x, y, atol=0, rtol=2e-15)
+    t = make((6, 8), torch.float64).requires_grad_()
+    torch_vkml.reset_fallback_counts()
+    for fn in (F.gelu, torch.erfc, F.glu, lambda u: torch.pow(u.abs() + 0.1, u), torch.sinc):
+        assert_grads_close_to_cpu(fn, t, atol=1e-14, rtol=1e-13)
+    assert torch_vkml.fallback_counts() == {}
 
 
 def test_float64_common_powers_are_native():

@@ -1,7 +1,8 @@
 """Write which elementwise ops each kernel variant has, read from the kernel itself: a C++
 source defining vkml::ops::elementwise_has_op (the float64 kernels have only the ops GLSL
-has in double) and elementwise_detail::special_only (ops compiled only into the *_special
-variants), so that the launcher never asks a pipeline for an op its kernel lacks.
+has in double and those f64_math.glsl and f64_pow_erf.glsl add) and
+elementwise_detail::special_only (ops compiled only into a dtype's *_special variant), so
+that the launcher never asks a pipeline for an op its kernel lacks.
 
     python tools/elementwise_ops.py GLSLC elementwise.comp out.cpp
 
@@ -40,8 +41,9 @@ def op_labels(glslc: str, shader: Path, defines: list[str]) -> set[int]:
     return {int(v) for v in re.findall(r"\bcase\s+(\d+)\s*:", text[switches[0] : end])}
 
 
-def cases(codes: set[int], names: dict[int, str]) -> str:
-    return "\n".join(f"    case {c}:  // {names.get(c, '?')}" for c in sorted(codes))
+def cases(codes: set[int], names: dict[int, str], indent: int = 4) -> str:
+    pad = " " * indent
+    return "\n".join(f"{pad}case {c}:  // {names.get(c, '?')}" for c in sorted(codes))
 
 
 def main(argv: list[str]) -> int:
@@ -51,6 +53,7 @@ def main(argv: list[str]) -> int:
     for name, value in OP_DEFINE.findall((shader.parent / "op_codes.h").read_text()):
         names.setdefault(int(value), name.lower())
     f64 = op_labels(glslc, shader, variants["f64"])
+    f64_all = op_labels(glslc, shader, variants["f64_special"])
     f32 = op_labels(glslc, shader, variants["f32"])
     special = op_labels(glslc, shader, variants["f32_special"]) - f32
     text = (
@@ -60,14 +63,22 @@ def main(argv: list[str]) -> int:
         "bool elementwise_has_op(DType t, int op) {\n"
         "  if (t != DType::f64) return true;\n"
         "  switch (op) {\n"
-        f"{cases(f64, names)}\n"
+        f"{cases(f64_all, names)}\n"
         "      return true;\n"
         "    default:\n"
         "      return false;\n"
         "  }\n"
         "}\n\n"
         "namespace elementwise_detail {\n\n"
-        "bool special_only(int op) {\n"
+        "bool special_only(DType t, int op) {\n"
+        "  if (t == DType::f64) {\n"
+        "    switch (op) {\n"
+        f"{cases(f64_all - f64, names, indent=6)}\n"
+        "        return true;\n"
+        "      default:\n"
+        "        return false;\n"
+        "    }\n"
+        "  }\n"
         "  switch (op) {\n"
         f"{cases(special, names)}\n"
         "      return true;\n"

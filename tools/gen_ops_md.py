@@ -22,13 +22,14 @@ OUT = ROOT / "docs" / "ops.md"
 F = "float32, float16"
 FB = "float32, float16, bfloat16"
 EW = (
-    "float32, float16, bfloat16, float64 (where the device has shaderFloat64; float64 "
-    "pow, erf, ... run on the CPU, counted; exp/log and trigonometric functions native), "
+    "float32, float16, bfloat16, float64 (where the device has shaderFloat64; exp/log, "
+    "trigonometric functions, pow, erf/erfc, xlogy, logaddexp, sinc, entr native; lgamma, "
+    "digamma, erfinv, ... on the CPU, counted), "
     "int64, int32, uint8, bool"
 )
 ACT = (
-    "float32, float16, bfloat16, float64 (those with float parameters, e.g. elu, softplus, "
-    "and erf's gelu on the CPU, counted)"
+    "float32, float16, bfloat16, float64 (those with float parameters, e.g. elu and "
+    "softplus, on the CPU, counted)"
 )
 FAMILIES = {
     "ops_tensor.cpp": ("Tensors, storage and views", "all (no computation)"),

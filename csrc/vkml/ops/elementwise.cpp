@@ -41,7 +41,7 @@ VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
   constexpr uint32_t kOps = 512, kKinds = 3, kDTypes = 16;
   static_assert(OP_PRELU_BACKWARD_WEIGHT < int(kOps));
   static const PipelineSlots slots({kDTypes, kKinds, kOps});
-  const bool special = elementwise_detail::special_only(e.op);
+  const bool special = elementwise_detail::special_only(e.dtype, e.op);
   const uint32_t kind = special ? 2 : (e.compare ? 1 : 0);
   return slots.get(dev, {uint32_t(e.dtype), kind, uint32_t(e.op)}, [&] {
     if (!elementwise_supported(dev, e.dtype))
@@ -61,7 +61,7 @@ VkPipeline pipeline_for(Device& dev, const Elementwise& e) {
 // _cmp and _special variants, no uint8 condition.
 bool has_quads(const Elementwise& e) {
   return (e.dtype == DType::f32 || e.dtype == DType::f16 || e.dtype == DType::bf16) && !e.compare &&
-         !elementwise_detail::special_only(e.op) && !(e.flags & EW_IN0_BOOL);
+         !elementwise_detail::special_only(e.dtype, e.op) && !(e.flags & EW_IN0_BOOL);
 }
 
 // The launches a multi-tensor table can hold (elementwise_batch.h): those kernels,

@@ -33,8 +33,8 @@ bool elementwise_supported(Device& dev, DType t);
 // by a source that tools/elementwise_ops.py generates from shaders/elementwise.comp.
 bool elementwise_has_op(DType t, int op);
 namespace elementwise_detail {
-// True for the ops only the *_special float variants compute (generated likewise).
-bool special_only(int op);
+// True for the ops only a dtype's *_special variant computes (generated likewise).
+bool special_only(DType t, int op);
 }  // namespace elementwise_detail
 
 // Fills a tensor (any layout) with a value.

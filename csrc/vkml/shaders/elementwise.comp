@@ -6,10 +6,11 @@
 // exp/log family of f64_math.glsl; the adapter runs the others elsewhere. The special functions
 // (special_functions.glsl, op codes 70-89 and 242-258 but gcd/lcm) live only in
 // the *_special variants: they quadruple the shader, and every pipeline of the
-// common ops would pay for them in driver compile time.
+// common ops would pay for them in driver compile time. So do f64's pow, erf and
+// their kin (f64_pow_erf.glsl), which double an f64 pipeline's compile time.
 //! dtypes f32 f16 bf16 f64 i32 i64 u8
 //! dtypes f32 f16 bf16 f64 i32 i64 u8 suffix=cmp -DOUT_BOOL
-//! dtypes f32 f16 bf16 suffix=special -DWITH_SPECIAL
+//! dtypes f32 f16 bf16 f64 suffix=special -DWITH_SPECIAL
 //! dtypes f32 f16 bf16 suffix=table -DTABLE
 #ifdef ST_BF16
 #define NEED_I16  // bf16 bits move through int16 arithmetic
@@ -159,13 +160,17 @@ double tanh_d(double x) {
 // exact for powers of two, as the CPU's, and no cancellation just below 1.
 double log2_d(double x) {
   if (isnan(x) || isinf(x) || x <= 0.0LF) return log_d(x) * INV_LN2_D;
-  int e;
+  int e, shift = 0;
+  if (x < 2.2250738585072014e-308LF) {  // subnormal: drivers' frexp may not reach there
+    x *= 18014398509481984.0LF;          // 2^54, exact
+    shift = 54;
+  }
   double m = frexp(x, e);
   if (m < 0.70710678118654752LF) {
     m *= 2.0LF;
     e -= 1;
   }
-  return double(e) + log_d(m) * INV_LN2_D;
+  return double(e - shift) + log_d(m) * INV_LN2_D;
 }
 // atan on [0, 1] in float64: reduced to |z| <= tan(pi/8) around 0 or pi/4, then its
 // series to z^43 (truncation below 2^-55 there).
@@ -406,7 +411,9 @@ float hypot_f(float a, float b) {
 }
 #endif
 
-#ifdef WITH_SPECIAL
+#if defined(WITH_SPECIAL) && defined(ST_F64)
+#include "f64_pow_erf.glsl"
+#elif defined(WITH_SPECIAL)
 #include "special_functions.glsl"
 #endif
 
@@ -661,6 +668,46 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_ATAN: return atan_d(a);
     case OP_ATAN2: return atan2_d(a, b);
     case OP_HYPOT: return hypot_d(a, b);
+#ifdef WITH_SPECIAL
+    case OP_POW: return pow_d(a, b);
+    case OP_ERF: return erf_d(a);
+    case OP_ERFC: return erfc_d(a);
+    // erfc's form keeps the digits of the far negative side, where 1 + erf cancels.
+    case OP_GELU: return 0.5LF * a * erfc_d(-0.70710678118654752440LF * a);
+    case OP_GELU_BACKWARD: {  // grad, input
+      double cdf = 0.5LF * erfc_d(-0.70710678118654752440LF * b);
+      double pdf = 0.39894228040143267794LF * exp_d(-0.5LF * b * b);
+      return a * (cdf + b * pdf);
+    }
+    case OP_XLOGY: return isnan(b) ? b : (a == 0.0LF ? 0.0LF : a * log_d(b));
+    case OP_XLOG1PY: return isnan(b) ? b : (a == 0.0LF ? 0.0LF : a * log1p_d(b));
+    case OP_LOGADDEXP: {
+      if (isinf(a) && a == b) return a;
+      return max(a, b) + log1p_d(exp_d(-abs(a - b)));
+    }
+    case OP_LOGADDEXP2: {
+      if (isinf(a) && a == b) return a;
+      return max(a, b) + log1p_d(exp2_d(-abs(a - b))) * INV_LN2_D;
+    }
+    case OP_SINC: {
+      // sin(pi a) = (-1)^n sin(pi (a - n)) with n the nearest integer, a - n exact.
+      if (a == 0.0LF) return 1.0LF;
+      if (isinf(a)) return 0.0LF / 0.0LF;
+      double n = round_even_f64(a);
+      double s = sin_d(3.14159265358979323846LF * (a - n));
+      return (mod(n, 2.0LF) != 0.0LF ? -s : s) / (3.14159265358979323846LF * a);
+    }
+    case OP_ENTR:
+      if (isnan(a)) return a;
+      if (a == 0.0LF) return 0.0LF;
+      return a > 0.0LF ? -a * log_d(a) : -1.0LF / 0.0LF;
+    case OP_GLU: return a / (1.0LF + exp_d(-b));
+    case OP_GLU_BACKWARD_A: return a / (1.0LF + exp_d(-b));  // grad, gate
+    case OP_GLU_BACKWARD_B: {                                // grad, first half, gate
+      double sg = 1.0LF / (1.0LF + exp_d(-c));
+      return a * b * sg * (1.0LF - sg);
+    }
+#endif
     case OP_SINH: {
       double ax = abs(a), r;
       if (ax < 1.0LF) {

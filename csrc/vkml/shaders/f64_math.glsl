@@ -57,12 +57,16 @@ double log_d(double x) {
     t = 1.0LF + s2 * t;
     return 2.0LF * s * t;
   }
-  int e;
+  int e, shift = 0;
+  if (x < 2.2250738585072014e-308LF) {  // subnormal: drivers' frexp may not reach there
+    x *= 18014398509481984.0LF;          // 2^54, exact
+    shift = 54;
+  }
   double m = frexp(x, e);
   double y = double(log(float(m)));
   y = y - 1.0LF + m * exp_d(-y);
   y = y - 1.0LF + m * exp_d(-y);
-  return double(e) * 0.6931471805599453094LF + y;
+  return double(e - shift) * 0.6931471805599453094LF + y;
 }
 
 // log(1 + x) = log(u) x / (u - 1) for u = 1 + x rounded (Goldberg): the rounding of u
