@@ -70,6 +70,36 @@ def test_histc(dtype):
     assert_raises_like_cpu(lambda t: torch.histc(t, 0), x)
 
 
+def _integer_histc(x, bins, lo, hi):
+    """CUDA's histc of integers (the CPU has none): bin (x - lo) * bins // (hi - lo) in
+    integer arithmetic for lo <= x <= hi, the top edge in the last bin."""
+    counts = [0] * bins
+    for v in x.flatten().tolist():
+        if lo <= v <= hi:
+            counts[min((v - lo) * bins // (hi - lo), bins - 1)] += 1
+    return torch.tensor(counts, dtype=x.dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8], ids=dtype_id)
+def test_histc_of_integers_counts_as_cuda(dtype):
+    """MoE routers count tokens per expert with histc on int32 off the CPU (no host wait,
+    unlike bincount): CUDA's integer bins, counts in the input's dtype."""
+    x = make((300,), torch.int64, low=0, high=40).to(dtype)
+    for bins, lo, hi in ((8, 0, 7), (8, 0, 8), (5, 3, 30), (7, 10, 11), (3, 39, 40)):
+        got = torch.histc(x.to("vkml"), bins, lo, hi)
+        assert got.dtype == dtype
+        assert got.cpu().tolist() == _integer_histc(x, bins, lo, hi).tolist(), (bins, lo, hi)
+    data_range = torch.histc(x.to("vkml"), 6)  # min == max: the range from the data
+    lo, hi = x.min().item(), x.max().item()
+    assert data_range.cpu().tolist() == _integer_histc(x, 6, lo, hi).tolist()
+    same = torch.full((4,), 5, dtype=dtype)
+    assert torch.histc(same.to("vkml"), 2).cpu().tolist() == _integer_histc(same, 2, 4, 6).tolist()
+    out = torch.empty(0, dtype=dtype, device="vkml")
+    assert torch.histc(x.to("vkml"), 4, 0, 40, out=out) is out and out.shape == (4,)
+    with pytest.raises(RuntimeError, match="max must be larger than min"):
+        torch.histc(x.to("vkml"), 4, 9, 2)
+
+
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8], ids=dtype_id)
 def test_bincount(dtype):
     x = make((50,), dtype, low=0, high=12)

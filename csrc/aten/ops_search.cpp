@@ -154,11 +154,47 @@ at::Tensor vk_bucketize_scalar(const at::Scalar& self, const at::Tensor& boundar
 
 // ---------------------------------------------------------------- histc
 
+// Integer histc, which CUDA has and the CPU lacks (MoE routers count tokens per expert
+// with it, on int32, to avoid bincount's host wait): CUDA's bins, integer
+// (x - min) * bins / (max - min) in int64 for min <= x <= max, the top edge in the last
+// bin, counts in the input's dtype. Composed of native ops.
+at::Tensor integral_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
+                          const at::Scalar& max) {
+  at::Tensor x = self.reshape(-1).to(at::kLong);
+  int64_t lo = min.toLong(), hi = max.toLong();
+  if (lo == hi && x.numel() > 0) {  // the range from the data, a host read as on CUDA
+    at::Tensor mm = at::stack({x.min(), x.max()}).cpu();
+    lo = mm[0].item<int64_t>();
+    hi = mm[1].item<int64_t>();
+  }
+  if (lo == hi) {
+    lo -= 1;
+    hi += 1;
+  }
+  TORCH_CHECK(lo < hi, "torch.histc: max must be larger than min");
+  at::Tensor in_range = x.ge(lo).logical_and_(x.le(hi));
+  at::Tensor bin = x.sub(lo).mul_(bins).div_(hi - lo, "trunc").clamp_max_(bins - 1);
+  bin.masked_fill_(in_range.logical_not(), 0);
+  at::Tensor counts = at::zeros({bins}, x.options());
+  counts.scatter_add_(0, bin, in_range.to(at::kLong));
+  return counts.to(self.scalar_type());
+}
+
 at::Tensor& vk_histc_out(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                          const at::Scalar& max, at::Tensor& out) {
   TORCH_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins, " for dimension 0");
   if (self.scalar_type() == at::kDouble) {  // float64 bin edges: the counted CPU route
     return cpu_route<at::_ops::histc_out>(self, bins, min, max, out);
+  }
+  if (at::isIntegralType(self.scalar_type(), /*includeBool=*/false)) {
+    TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+                "torch.histc: input tensor and hist tensor should have the same dtype, but got "
+                "input ",
+                self.scalar_type(), " and hist ", out.scalar_type());
+    at::Tensor counts = integral_histc(self, bins, min, max);
+    at::native::resize_output(out, {bins});
+    out.copy_(counts);
+    return out;
   }
   TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(self.scalar_type()),
                               "\"histogram_cpu\" not implemented for '", self.scalar_type(), "'");
