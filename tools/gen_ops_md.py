@@ -63,6 +63,10 @@ FAMILIES = {
         F + ", bfloat16 (fp32 accumulation), float64 (where the device has shaderFloat64), "
         "int64, int32, uint8 (int64 accumulation, wrapping); cross: all but bool",
     ),
+    "ops_grouped_mm.cpp": (
+        "Grouped products (torch._grouped_mm, F.grouped_mm: mixture-of-experts layers)",
+        "float32, float16, bfloat16 (fp32 accumulation); int32 offsets read on the device",
+    ),
     "ops_linalg.cpp": (
         "Linear algebra: Cholesky, LU, triangular and LU solves, solve, inv, det, slogdet",
         "float32; float64 where the device has shaderFloat64; complex64 and complex128 "
@@ -170,7 +174,8 @@ FAMILIES = {
     "ops_search.cpp": (
         "searchsorted, bucketize, isin, histc, bincount, histogram, histogramdd",
         "float32, float16, bfloat16, int64, int32 (bincount: integer inputs; isin: also "
-        "uint8, bool; histogram: float32); float64 searchsorted / bucketize / histc and "
+        "uint8, bool; histogram: float32; histc: also uint8, integer bins as CUDA's); float64 "
+        "searchsorted / bucketize / histc and "
         "bincount with other than float32 weights on the CPU, counted",
     ),
     "composite/rnn.cpp": ("Fused LSTM / GRU cells (nn.LSTM, nn.GRU)", F),

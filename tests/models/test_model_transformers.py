@@ -10,8 +10,9 @@ Models with tied input/output embeddings must stay tied through ``.to("vkml")``,
 optimizer built before the move must update the device parameters.
 
 Besides GPT-2, Llama, BERT, T5, BART, ViT, wav2vec2 and Whisper, a few more architectures
-cover other op families (sliding-window and ALiBi attention, a state-space scan,
-relative-position gathers, shifted windows, depthwise convolutions, a contrastive loss),
+cover other op families (sliding-window and ALiBi attention, a mixture of experts, a
+state-space scan, relative-position gathers, shifted windows, depthwise convolutions, a
+contrastive loss),
 and GPT-2, Llama and BERT run through both sdpa attention (the default) and eager.
 
 ``TORCH_VKML_LONG_TESTS=1`` trains more steps and generates more tokens.
@@ -254,6 +255,19 @@ def _mistral():  # sliding-window causal mask
     return transformers.MistralForCausalLM(cfg)
 
 
+def _mixtral():
+    # A mixture of experts: top-2 routing, the experts through torch._grouped_mm (tokens
+    # sorted by expert, device offsets from an int32 histc), the router's balancing loss
+    cfg = _lm_config(
+        transformers.MixtralConfig,
+        num_key_value_heads=2,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        router_aux_loss_coef=0.02,
+    )
+    return transformers.MixtralForCausalLM(cfg)
+
+
 def _bloom():  # ALiBi position biases through baddbmm
     cfg = _lm_config(
         transformers.BloomConfig, n_layer=2, n_head=4, hidden_dropout=0.0, attention_dropout=0.0
@@ -356,6 +370,12 @@ def _causal_batch():
     return dict(input_ids=ids, attention_mask=mask, labels=labels)
 
 
+def _router_loss_batch():
+    # The router's balancing loss joins the training loss (per call: transformers 5.25's
+    # generate() fails on the CPU alike with it in the config and an attention mask).
+    return _causal_batch() | dict(output_router_logits=True)
+
+
 def _mamba_batch():
     batch = _causal_batch()
     del batch["attention_mask"]  # Mamba has none: the padded tail is only unlabelled
@@ -426,6 +446,7 @@ MODELS = {
     "wav2vec2_ctc": (_wav2vec2, _speech_batch),
     "whisper": (_whisper, _mel_batch),
     "mistral": (_mistral, _causal_batch),
+    "mixtral": (_mixtral, _router_loss_batch),
     "bloom": (_bloom, _causal_batch),
     "mamba": (_mamba, _mamba_batch),
     "deberta_v2": (_deberta_v2, _mlm_batch),
@@ -441,6 +462,7 @@ GENERATE = [
     ("bart", {}),
     ("whisper", {}),
     ("mistral", {}),
+    ("mixtral", {}),
     ("bloom", {}),
     ("mamba", {}),
     ("gpt2", dict(num_beams=3)),
@@ -545,7 +567,7 @@ def _prompt(name):
         return dict(input_features=torch.randn(BATCH, 16, 32, generator=gen))
     ids = torch.randint(3, VOCAB, (BATCH, 6), generator=gen)
     mask = torch.ones_like(ids)
-    decoder_only = name in ("gpt2", "llama", "mistral", "bloom", "mamba")
+    decoder_only = name in ("gpt2", "llama", "mistral", "mixtral", "bloom", "mamba")
     pad = slice(0, 2) if decoder_only else slice(-2, None)
     ids[1, pad] = 0  # decoder LMs: left padding; encoder inputs: right padding
     mask[1, pad] = 0

@@ -170,11 +170,15 @@ void gemm(Device& dev, const GemmArgs& g) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return;
   VKML_CHECK_ARG(!g.f32_result || g.dtype == DType::bf16,
                  "gemm: a float32 result is for bf16 operands");
+  const bool grouped = g.groups != GemmGroups::none;
+  VKML_CHECK_ARG(!grouped || (g.group_offsets != 0 && !g.f32_result &&
+                              (integer ? g.int_beta == 0 : g.beta == 0.0f)),
+                 "gemm: a grouped product takes its offsets and no bias");
   // float32 on bf16 matrix units where torch.set_float32_matmul_precision allows it.
-  if (g.dtype == DType::f32 && g.precision != Fp32Precision::kHighest && g.k > 0 &&
+  if (!grouped && g.dtype == DType::f32 && g.precision != Fp32Precision::kHighest && g.k > 0 &&
       gemm_on_bf16_units(dev, g))
     return;
-  bool bias = (integer ? g.int_beta != 0 : g.beta != 0.0f) && g.bias != 0;
+  bool bias = !grouped && (integer ? g.int_beta != 0 : g.beta != 0.0f) && g.bias != 0;
   const char* op = "gemm";
   if (g.k > 0) {
     check_32bit_indexing(g.m * g.k, max_offset(g.m, g.k, g.a_row, g.a_col), op);
@@ -186,7 +190,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   const size_t tile_class = choose_tile(dev, g, wide);
   const Tile t = tile_class == kCustomClass ? custom_tile() : kTiles[tile_class];
   // fp16 products on the matrix units where the device has them.
-  const CoopmatKernel coop = g.k > 0 ? coopmat_kernel(dev, g) : CoopmatKernel{};
+  const CoopmatKernel coop = g.k > 0 && !grouped ? coopmat_kernel(dev, g) : CoopmatKernel{};
   VKML_CHECK_ARG(!g.f32_result || coop.pipeline,
                  "gemm: a float32 result needs the matrix-unit kernel");
   const int64_t bm = coop.pipeline ? coop.bm : t.bm, bn = coop.pipeline ? coop.bn : t.bn;
@@ -197,7 +201,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   p.a = g.a;
   p.b = g.b;
   p.c = g.c;
-  p.bias = bias ? g.bias : 0;
+  p.bias = grouped ? g.group_offsets : (bias ? g.bias : 0);
   p.a_batch = g.a_batch;
   p.b_batch = g.b_batch;
   p.c_batch = g.c_batch;
@@ -222,12 +226,19 @@ void gemm(Device& dev, const GemmArgs& g) {
     p.alpha = g.alpha;
     p.beta = g.beta;
   }
-  p.flags = (bias ? GEMM_BIAS : 0) | (g.a_row == 1 && g.a_col != 1 ? GEMM_A_MFAST : 0) |
-            (g.b_row == 1 && g.b_col != 1 ? GEMM_B_KFAST : 0) |
+  const bool a_mfast = g.a_row == 1 && g.a_col != 1, b_kfast = g.b_row == 1 && g.b_col != 1;
+  p.flags = (bias ? GEMM_BIAS : 0) | (a_mfast ? GEMM_A_MFAST : 0) | (b_kfast ? GEMM_B_KFAST : 0) |
             (coop.pipeline || wide ? 0 : quad_flags(g, itemsize(g.dtype)));
+  if (grouped) {
+    // A group's range starts anywhere: quads along the grouped side lose their alignment.
+    const bool m = g.groups == GemmGroups::m, n = g.groups == GemmGroups::n;
+    if ((m && a_mfast) || (g.groups == GemmGroups::k && !a_mfast)) p.flags &= ~GEMM_A_VEC;
+    if ((n && !b_kfast) || (g.groups == GemmGroups::k && b_kfast)) p.flags &= ~GEMM_B_VEC;
+    p.flags |= m ? GEMM_GROUP_M : (n ? GEMM_GROUP_N : GEMM_GROUP_K);
+  }
 
   // Split-K (launch.h) for float products: the partial sums are fp32.
-  const int64_t splits = wide ? 1 : k_splits(dev, tiles, g.k, g.batch * g.m * g.n);
+  const int64_t splits = wide || grouped ? 1 : k_splits(dev, tiles, g.k, g.batch * g.m * g.n);
   static const PipelineSlots slots({16, uint32_t(std::size(kTiles))});  // dtype, tile class
   // C's dtype: the operands', or float32 for f32_result (the sum pass writes it).
   const DType c_dtype = g.f32_result ? DType::f32 : g.dtype;
@@ -261,6 +272,7 @@ void gemm(Device& dev, const GemmArgs& g) {
     access.write(c_span);
     read_operands(access);
     if (bias) access.read(bias_span);
+    if (grouped) access.read(span_elems(g.group_offsets, g.batch, 4));
     dispatch_groups(dev, pipeline, &p, sizeof(p), uint64_t(tiles), &access);
     return;
   }

@@ -16,6 +16,9 @@ enum class Fp32Precision {
   kMedium,   // may run as one bf16 product on matrix units, fp32 accumulation
 };
 
+// Grouped products (torch._grouped_mm): batch g covers one range of m, n or k.
+enum class GemmGroups { none, m, n, k };
+
 struct GemmArgs {
   // f32, f16 or bf16 (fp32 accumulation, rounded once), or i64 / i32 / u8 (int64 accumulation,
   // wrapping in the element type); all operands
@@ -38,6 +41,13 @@ struct GemmArgs {
   // bf16 operands with a float32 c and bias (gemm_bf16x3.cpp's products): fp32
   // accumulation, written unrounded; needs the matrix-unit kernel.
   bool f32_result = false;
+  // Grouped: batch g's range of the grouped side runs from group_offsets[g - 1] (0 for
+  // g = 0) to group_offsets[g], int32 values on the device read by the kernel (no host
+  // wait), clamped to [0, m / n / k]. m, n and k are the whole extents; the operands
+  // without a group index have batch stride 0. C outside every range is not written.
+  // No bias; the scalar kernel (no matrix units, no split-K).
+  GemmGroups groups = GemmGroups::none;
+  uint64_t group_offsets = 0;
 };
 
 void gemm(Device& dev, const GemmArgs& args);

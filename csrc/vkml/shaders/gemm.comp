@@ -18,6 +18,11 @@
 // adding the slices in order (deterministic) and applying alpha, beta and the
 // bias on the way to C. That pass finds the scratch at pc.a.
 //
+// Grouped products (GEMM_GROUP_M / _N / _K, gemm_push.h): each batch reads its range of
+// m, n or k from the offsets on the device, so a mixture of experts' tokens sorted by
+// expert need no host wait; the grid covers the whole extent per group and workgroups
+// past their group's range leave at once.
+//
 // Specialization constants: 0 = BM, 1 = BN, 2 = BK, 3 = threads (local size),
 // 4 = TN (outputs per thread along n); TM = BM * BN / (threads * TN).
 //! dtypes f32 f16 bf16 f64 i64 i32 u8
@@ -120,8 +125,14 @@ shared ACC Bs[2 * BK * BS];
 #define OUT_COL(TX, J) ((TX) + (J) * NTX)
 #endif
 
+// This workgroup's extent of C (m, n) and where it starts: the whole product's, or one
+// group's range (main sets them).
+uint lim_m, lim_n, off_m, off_n;
+
 void store_c(uint bi, uint gi, uint gj, ACC v) {
   BUF C = BUF(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * ESIZE);
+  gi += off_m;
+  gj += off_n;
   if ((pc.flags & GEMM_BIAS) != 0u) {
     BUF Bias = BUF(pc.bias + uint64_t(bi) * uint64_t(pc.bias_batch) * ESIZE);
     v += SCALAR(pc.beta) * LOADV(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]);
@@ -176,13 +187,13 @@ void fetch_a(uint64_t base, uint row0, uint k0, uint k_end, bool full) {
       uint kk = mfast ? q / (BM / 4u) : q % (BK / 4u) * 4u;
       uint gi = row0 + i, gk = k0 + kk;
       vec4 v = vec4(0.0);
-      if (full || (gi + 3u * di < pc.m && gk + 3u * dk < k_end)) {
+      if (full || (gi + 3u * di < lim_m && gk + 3u * dk < k_end)) {
         int off = int(gi) * pc.a_row + int(gk) * pc.a_col;
         v = QUAD(BufQ(base + uint64_t(off) * ESIZE).v[0]);
       } else {
         [[unroll]] for (uint u = 0u; u < 4u; ++u) {
           uint ri = gi + u * di, rk = gk + u * dk;
-          if (ri < pc.m && rk < k_end) v[u] = LOADV(A.v[int(ri) * pc.a_row + int(rk) * pc.a_col]);
+          if (ri < lim_m && rk < k_end) v[u] = LOADV(A.v[int(ri) * pc.a_row + int(rk) * pc.a_col]);
         }
       }
       [[unroll]] for (uint u = 0u; u < 4u; ++u) g_a[t * 4u + u] = v[u];
@@ -196,7 +207,7 @@ void fetch_a(uint64_t base, uint row0, uint k0, uint k_end, bool full) {
     uint kk = mfast ? e / BM : e % BK;
     uint gi = row0 + i, gk = k0 + kk;
     ACC v = ACC(0);
-    if (full || (gi < pc.m && gk < k_end)) v = LOADV(A.v[int(gi) * pc.a_row + int(gk) * pc.a_col]);
+    if (full || (gi < lim_m && gk < k_end)) v = LOADV(A.v[int(gi) * pc.a_row + int(gk) * pc.a_col]);
     g_a[t] = v;
   }
 }
@@ -240,13 +251,13 @@ void fetch_b(uint64_t base, uint col0, uint k0, uint k_end, bool full) {
       uint kk = kfast ? q % (BK / 4u) * 4u : q / (BN / 4u);
       uint gj = col0 + j, gk = k0 + kk;
       vec4 v = vec4(0.0);
-      if (full || (gk + 3u * dk < k_end && gj + 3u * dj < pc.n)) {
+      if (full || (gk + 3u * dk < k_end && gj + 3u * dj < lim_n)) {
         int off = int(gk) * pc.b_row + int(gj) * pc.b_col;
         v = QUAD(BufQ(base + uint64_t(off) * ESIZE).v[0]);
       } else {
         [[unroll]] for (uint u = 0u; u < 4u; ++u) {
           uint rk = gk + u * dk, rj = gj + u * dj;
-          if (rk < k_end && rj < pc.n) v[u] = LOADV(B.v[int(rk) * pc.b_row + int(rj) * pc.b_col]);
+          if (rk < k_end && rj < lim_n) v[u] = LOADV(B.v[int(rk) * pc.b_row + int(rj) * pc.b_col]);
         }
       }
       [[unroll]] for (uint u = 0u; u < 4u; ++u) g_b[t * 4u + u] = v[u];
@@ -260,7 +271,7 @@ void fetch_b(uint64_t base, uint col0, uint k0, uint k_end, bool full) {
     uint kk = kfast ? e % BK : e / BN;
     uint gj = col0 + j, gk = k0 + kk;
     ACC v = ACC(0);
-    if (full || (gj < pc.n && gk < k_end)) v = LOADV(B.v[int(gk) * pc.b_row + int(gj) * pc.b_col]);
+    if (full || (gj < lim_n && gk < k_end)) v = LOADV(B.v[int(gk) * pc.b_row + int(gj) * pc.b_col]);
     g_b[t] = v;
   }
 }
@@ -315,6 +326,10 @@ void sum_slices(uint group) {
 #endif
 
 void main() {
+  lim_m = pc.m;
+  lim_n = pc.n;
+  off_m = 0u;
+  off_n = 0u;
   uint tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
 #if !defined(ELEM)
   if ((pc.flags & GEMM_SPLIT_SUM) != 0u) {
@@ -342,6 +357,26 @@ void main() {
 
   uint64_t A = pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * ESIZE;
   uint64_t B = pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * ESIZE;
+  if ((pc.flags & GEMM_GROUPS) != 0u) {
+    const bool gm = (pc.flags & GEMM_GROUP_M) != 0u, gn = (pc.flags & GEMM_GROUP_N) != 0u;
+    const int extent = int(gm ? pc.m : (gn ? pc.n : pc.k));
+    BufI32 offs = BufI32(pc.bias);
+    const int lo = bi == 0u ? 0 : clamp(offs.v[bi - 1u], 0, extent);
+    const int hi = clamp(offs.v[bi], lo, extent);
+    if (gm) {
+      off_m = uint(lo);
+      lim_m = uint(hi - lo);
+      A += uint64_t(int64_t(lo) * pc.a_row) * ESIZE;
+    } else if (gn) {
+      off_n = uint(lo);
+      lim_n = uint(hi - lo);
+      B += uint64_t(int64_t(lo) * pc.b_col) * ESIZE;
+    } else {
+      k_begin = uint(lo);
+      k_end = uint(hi);
+    }
+    if (row0 >= lim_m || col0 >= lim_n) return;  // past this group's range: uniform
+  }
 
   uint tid = gl_LocalInvocationID.x;
   uint tx = tid % NTX, ty = tid / NTX;
@@ -364,7 +399,7 @@ void main() {
     [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] = ACC(0);
 #endif
 
-  bool full_mn = row0 + BM <= pc.m && col0 + BN <= pc.n;
+  bool full_mn = row0 + BM <= lim_m && col0 + BN <= lim_n;
   if (k_begin < k_end) {
     bool full = full_mn && k_begin + BK <= k_end;
     fetch_a(A, row0, k_begin, k_end, full);
@@ -415,10 +450,10 @@ void main() {
   if (TM * TN <= 16u) {  // 4 x 4 outputs per thread: stored directly
     [[unroll]] for (uint i = 0; i < TM; ++i) {
       uint gi = row0 + OUT_ROW(ty, i);
-      if (gi >= pc.m) continue;
+      if (gi >= lim_m) continue;
       [[unroll]] for (uint j = 0; j < TN; ++j) {
         uint gj = col0 + OUT_COL(tx, j);
-        if (gj < pc.n) put_result(split, part_base, bi, gi, gj, alpha, ACCQ(i, j / 4u)[j % 4u]);
+        if (gj < lim_n) put_result(split, part_base, bi, gi, gj, alpha, ACCQ(i, j / 4u)[j % 4u]);
       }
     }
     return;
@@ -449,9 +484,9 @@ void main() {
         vec4 v = e < HALF ? As4[e] : Bs4[e - HALF];
         uint gi = row0 + r * CH_M + e / CH_Q;
         uint gj0 = col0 + (c * CH_Q + e % CH_Q) * 4u;
-        if (gi >= pc.m) continue;
+        if (gi >= lim_m) continue;
         [[unroll]] for (uint u = 0u; u < 4u; ++u) {
-          if (gj0 + u >= pc.n) break;
+          if (gj0 + u >= lim_n) break;
           put_result(split, part_base, bi, gi, gj0 + u, alpha, v[u]);
         }
       }
@@ -461,10 +496,10 @@ void main() {
 #else
   [[unroll]] for (uint i = 0; i < TM; ++i) {
     uint gi = row0 + OUT_ROW(ty, i);
-    if (gi >= pc.m) continue;
+    if (gi >= lim_m) continue;
     [[unroll]] for (uint j = 0; j < TN; ++j) {
       uint gj = col0 + OUT_COL(tx, j);
-      if (gj >= pc.n) continue;
+      if (gj >= lim_n) continue;
       store_c(bi, gi, gj, pc.k > 0u ? SCALAR(pc.alpha) * acc[i * TN + j] : ACC(0));
     }
   }

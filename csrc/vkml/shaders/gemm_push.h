@@ -15,6 +15,13 @@
 // kernels).
 #define GEMM_A_VEC 32u
 #define GEMM_B_VEC 64u
+// Grouped products (torch._grouped_mm, gemm.comp): batch g covers the rows (m), columns
+// (n) or depth (k) from offs[g - 1] (0 for g = 0) to offs[g], int32 offsets on the
+// device at `bias` (grouped products have no bias), clamped to the extent.
+#define GEMM_GROUP_M 128u
+#define GEMM_GROUP_N 256u
+#define GEMM_GROUP_K 512u
+#define GEMM_GROUPS (GEMM_GROUP_M | GEMM_GROUP_N | GEMM_GROUP_K)
 
 #include "push_block.h"
 
