@@ -159,3 +159,17 @@ def test_sparse_dim_zero_adds_to_dense():
     want = torch.tensor(1.5) + scalar.to_sparse()
     got = torch.tensor(1.5, device=VKML) + scalar.to(VKML).to_sparse()
     assert got.cpu().item() == want.item() == 4.5
+
+
+def test_sparse_dim_zero_coalesces_to_the_sum_of_its_entries():
+    """With no sparse dims every entry is the one position: coalescing sums them (and the
+    result says it is coalesced only when it is)."""
+    values = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    for device in ("cpu", VKML):
+        s = torch.sparse_coo_tensor(
+            torch.zeros(0, 3, dtype=torch.long, device=device), values.to(device), (2,)
+        )
+        c = s.coalesce()
+        assert c.is_coalesced() and c._nnz() == 1 and c._indices().shape == (0, 1)
+        assert c._values().cpu().tolist() == [[9.0, 12.0]], device
+        assert c.to_dense().cpu().tolist() == [9.0, 12.0]

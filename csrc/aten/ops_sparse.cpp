@@ -164,8 +164,10 @@ at::Tensor& sparse_add_out(const at::Tensor& self, const at::Tensor& other, cons
 at::Tensor sparse_coalesce(const at::Tensor& self) {
   const int64_t k = self.sparse_dim();
   at::Tensor indices = self._indices(), values = self._values();
-  if (self._nnz() < 2 || k == 0)
-    return make_sparse(indices.clone(), values.clone(), self.sizes(), true);
+  if (self._nnz() < 2) return make_sparse(indices.clone(), values.clone(), self.sizes(), true);
+  if (k == 0)  // every entry is the one position: their sum
+    return make_sparse(indices.narrow(1, 0, 1).clone(), values.sum(0, /*keepdim=*/true),
+                       self.sizes(), true);
   auto [keys, inverse, counts] =
       at::_unique2(positions(indices, self.sizes()), /*sorted=*/true, /*return_inverse=*/true,
                    /*return_counts=*/false);
