@@ -7,6 +7,8 @@ import pytest
 import torch
 from conftest import assert_raises_like_cpu, dtype_id, make
 
+import torch_vkml
+
 VKML = "vkml"
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
@@ -91,6 +93,33 @@ def test_contraction_by_group(dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 def test_batched_without_offsets(dtype):
     _check(make((3, 17, 24), dtype), make((3, 24, 16), dtype), None)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
+def test_groups_on_the_matrix_units(dtype, emulated_matrix_units):
+    """fp16 and bf16 grouped products run on the matrix-unit kernel (its emulation here):
+    each grouping in both operand forms, with narrow loads along the grouped side (a
+    group starts anywhere); tiles of 64 and 128 rows."""
+    cases = [
+        (
+            make((160, 72), dtype),
+            make((4, 96, 72), dtype).transpose(-2, -1),
+            _offsets(5, 5, 70, 133),
+        ),
+        (make((72, 160), dtype).t(), make((4, 72, 96), dtype), _offsets(5, 5, 70, 133)),
+        (make((4, 64, 72), dtype), make((72, 136), dtype), _offsets(8, 8, 61, 130)),
+        (make((4, 64, 72), dtype), make((136, 72), dtype).t(), _offsets(8, 8, 61, 130)),
+        (make((64, 200), dtype), make((200, 96), dtype), _offsets(8, 8, 71, 200)),
+        (make((200, 64), dtype).t(), make((96, 200), dtype).t(), _offsets(8, 8, 71, 200)),
+        (make((300, 136), dtype), make((3, 136, 144), dtype), _offsets(1, 150, 290)),
+    ]
+    for a, b, offs in cases:
+        _check(a, b, offs)  # the kernel's start-up check runs at the first product
+        with torch_vkml.profile() as prof:
+            torch._grouped_mm(a.to(VKML), b.to(VKML), offs=offs.to(VKML))
+            torch_vkml.synchronize()
+        names = [k.name for k in prof.kernels if k.name.startswith("gemm")]
+        assert len(names) == 1 and names[0].startswith("gemm_coopmat"), names
 
 
 def test_gradients_of_an_experts_layer():

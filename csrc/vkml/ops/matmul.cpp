@@ -190,7 +190,7 @@ void gemm(Device& dev, const GemmArgs& g) {
   const size_t tile_class = choose_tile(dev, g, wide);
   const Tile t = tile_class == kCustomClass ? custom_tile() : kTiles[tile_class];
   // fp16 products on the matrix units where the device has them.
-  const CoopmatKernel coop = g.k > 0 && !grouped ? coopmat_kernel(dev, g) : CoopmatKernel{};
+  const CoopmatKernel coop = g.k > 0 ? coopmat_kernel(dev, g) : CoopmatKernel{};
   VKML_CHECK_ARG(!g.f32_result || coop.pipeline,
                  "gemm: a float32 result needs the matrix-unit kernel");
   const int64_t bm = coop.pipeline ? coop.bm : t.bm, bn = coop.pipeline ? coop.bn : t.bn;

@@ -45,7 +45,7 @@ struct GemmArgs {
   // g = 0) to group_offsets[g], int32 values on the device read by the kernel (no host
   // wait), clamped to [0, m / n / k]. m, n and k are the whole extents; the operands
   // without a group index have batch stride 0. C outside every range is not written.
-  // No bias; the scalar kernel (no matrix units, no split-K).
+  // No bias, no split-K; fp16 and bf16 on the matrix units where the device has them.
   GemmGroups groups = GemmGroups::none;
   uint64_t group_offsets = 0;
 };

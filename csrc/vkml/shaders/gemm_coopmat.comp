@@ -99,7 +99,15 @@ shared float Cs[WARPS * MM * CST];
 
 #include "gemm_push.h"
 
+// This workgroup's extent of C (m, n), where it starts, and where its A and B start
+// past their batch: the whole product's, or one group's range (GEMM_GROUP_*, as in
+// gemm.comp; main sets them).
+uint lim_m, lim_n, off_m, off_n;
+uint64_t a_shift, b_shift;
+
 void store_c(uint bi, uint gi, uint gj, float v) {
+  gi += off_m;
+  gj += off_n;
 #ifdef BF16
   BufU16 C = BufU16(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * 2u);
   if ((pc.flags & GEMM_BIAS) != 0u) {
@@ -141,14 +149,14 @@ uvec2 b_unit(uint q) {
 }
 
 void fetch_a(uint bi, uint row0, uint k0, uint k_end) {
-  uint64_t base = pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * 2u;
+  uint64_t base = pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * 2u + a_shift;
   BufE A = BufE(base);
   const uint di = A_MFAST, dk = 1u - A_MFAST;  // the unit's direction
   [[unroll]] for (uint t = 0u; t < AUN; ++t) {
     uvec2 at = a_unit(gl_LocalInvocationID.x + t * WG);
     uint gi = row0 + at.x, gk = k0 + at.y;
     const uint h0 = t * (AU / 4u);
-    if (A_VEC > 1u && gi + (AU - 1u) * di < pc.m && gk + (AU - 1u) * dk < k_end) {
+    if (A_VEC > 1u && gi + (AU - 1u) * di < lim_m && gk + (AU - 1u) * dk < k_end) {
       uint64_t address = base + uint64_t(int(gi) * pc.a_row + int(gk) * pc.a_col) * 2u;
       if (AU == 8u) {
         uvec4 x = BufU32x4(address).v[0];
@@ -161,7 +169,7 @@ void fetch_a(uint bi, uint row0, uint k0, uint k_end) {
       [[unroll]] for (uint u = 0u; u < AU; ++u) {
         uint ri = gi + u * di, rk = gk + u * dk;
         ELEM x = ELEM(0);
-        if (ri < pc.m && rk < k_end) x = A.v[int(ri) * pc.a_row + int(rk) * pc.a_col];
+        if (ri < lim_m && rk < k_end) x = A.v[int(ri) * pc.a_row + int(rk) * pc.a_col];
         g_a[h0 + u / 4u][u % 4u] = x;
       }
     }
@@ -177,14 +185,14 @@ void put_a(uint st) {
 }
 
 void fetch_b(uint bi, uint col0, uint k0, uint k_end) {
-  uint64_t base = pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * 2u;
+  uint64_t base = pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * 2u + b_shift;
   BufE B = BufE(base);
   const uint dk = B_KFAST, dj = 1u - B_KFAST;
   [[unroll]] for (uint t = 0u; t < BUN; ++t) {
     uvec2 at = b_unit(gl_LocalInvocationID.x + t * WG);
     uint gk = k0 + at.x, gj = col0 + at.y;
     const uint h0 = t * (BU / 4u);
-    if (B_VEC > 1u && gk + (BU - 1u) * dk < k_end && gj + (BU - 1u) * dj < pc.n) {
+    if (B_VEC > 1u && gk + (BU - 1u) * dk < k_end && gj + (BU - 1u) * dj < lim_n) {
       uint64_t address = base + uint64_t(int(gk) * pc.b_row + int(gj) * pc.b_col) * 2u;
       if (BU == 8u) {
         uvec4 x = BufU32x4(address).v[0];
@@ -197,7 +205,7 @@ void fetch_b(uint bi, uint col0, uint k0, uint k_end) {
       [[unroll]] for (uint u = 0u; u < BU; ++u) {
         uint rk = gk + u * dk, rj = gj + u * dj;
         ELEM x = ELEM(0);
-        if (rk < k_end && rj < pc.n) x = B.v[int(rk) * pc.b_row + int(rj) * pc.b_col];
+        if (rk < k_end && rj < lim_n) x = B.v[int(rk) * pc.b_row + int(rj) * pc.b_col];
         g_b[h0 + u / 4u][u % 4u] = x;
       }
     }
@@ -213,6 +221,12 @@ void put_b(uint st) {
 }
 
 void main() {
+  lim_m = pc.m;
+  lim_n = pc.n;
+  off_m = 0u;
+  off_n = 0u;
+  a_shift = 0ul;
+  b_shift = 0ul;
   uint tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   uint tiles_n = (pc.n + BN - 1u) / BN;
   uint tiles_m = (pc.m + BM - 1u) / BM;
@@ -233,6 +247,26 @@ void main() {
   uint tm = rest % tiles_m;
   uint bi = rest / tiles_m;
   uint row0 = tm * BM, col0 = tn * BN;
+  if ((pc.flags & GEMM_GROUPS) != 0u) {
+    const bool gm = (pc.flags & GEMM_GROUP_M) != 0u, gn = (pc.flags & GEMM_GROUP_N) != 0u;
+    const int extent = int(gm ? pc.m : (gn ? pc.n : pc.k));
+    BufI32 offs = BufI32(pc.bias);
+    const int lo = bi == 0u ? 0 : clamp(offs.v[bi - 1u], 0, extent);
+    const int hi = clamp(offs.v[bi], lo, extent);
+    if (gm) {
+      off_m = uint(lo);
+      lim_m = uint(hi - lo);
+      a_shift = uint64_t(int64_t(lo) * pc.a_row) * 2u;
+    } else if (gn) {
+      off_n = uint(lo);
+      lim_n = uint(hi - lo);
+      b_shift = uint64_t(int64_t(lo) * pc.b_col) * 2u;
+    } else {
+      k_begin = uint(lo);
+      k_end = uint(hi);
+    }
+    if (row0 >= lim_m || col0 >= lim_n) return;  // past this group's range: uniform
+  }
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   uint wm0 = warp % WARPS_M * WM, wn0 = warp / WARPS_M * WN;
 
@@ -323,7 +357,7 @@ void main() {
     uint r0 = row0 + wm0 + f / FN * MM, c0 = col0 + wn0 + f % FN * MN;
     for (uint idx = lane; idx < MM * MN; idx += SG) {
       uint gi = r0 + idx / MN, gj = c0 + idx % MN;
-      if (gi >= pc.m || gj >= pc.n) continue;
+      if (gi >= lim_m || gj >= lim_n) continue;
       float v = Cs[cbase + idx / MN * CST + idx % MN];
       if (split)
         parts.v[part_base + gi * pc.n + gj] = v;
