@@ -272,6 +272,7 @@ def test_bench_profiles_cover_the_suite(profile, big):
         "gemm/fp32/",
         "gemm/fp16/",
         "gemm/bf16/",
+        "grouped_mm/bf16/",
         "add/",
         "mul/",
         "gelu/",

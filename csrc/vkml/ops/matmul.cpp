@@ -194,7 +194,12 @@ void gemm(Device& dev, const GemmArgs& g) {
   VKML_CHECK_ARG(!g.f32_result || coop.pipeline,
                  "gemm: a float32 result needs the matrix-unit kernel");
   const int64_t bm = coop.pipeline ? coop.bm : t.bm, bn = coop.pipeline ? coop.bn : t.bn;
-  int64_t tiles = ceil_div(g.m, bm) * ceil_div(g.n, bn) * g.batch;
+  // Grouped rows or columns: numbered group by group (gemm_groups.glsl), each group's
+  // last tile ragged.
+  const int64_t tiles_m = ceil_div(g.m, bm) + (g.groups == GemmGroups::m ? g.batch : 0);
+  const int64_t tiles_n = ceil_div(g.n, bn) + (g.groups == GemmGroups::n ? g.batch : 0);
+  int64_t tiles =
+      tiles_m * tiles_n * (g.groups == GemmGroups::m || g.groups == GemmGroups::n ? 1 : g.batch);
   VKML_CHECK_ARG(tiles < (int64_t(1) << 32), "gemm: too many output tiles");
 
   Push p{};

@@ -20,8 +20,7 @@
 //
 // Grouped products (GEMM_GROUP_M / _N / _K, gemm_push.h): each batch reads its range of
 // m, n or k from the offsets on the device, so a mixture of experts' tokens sorted by
-// expert need no host wait; the grid covers the whole extent per group and workgroups
-// past their group's range leave at once.
+// expert need no host wait; gemm_groups.glsl numbers the tiles group by group.
 //
 // Specialization constants: 0 = BM, 1 = BN, 2 = BK, 3 = threads (local size),
 // 4 = TN (outputs per thread along n); TM = BM * BN / (threads * TN).
@@ -128,6 +127,8 @@ shared ACC Bs[2 * BK * BS];
 // This workgroup's extent of C (m, n) and where it starts: the whole product's, or one
 // group's range (main sets them).
 uint lim_m, lim_n, off_m, off_n;
+
+#include "gemm_groups.glsl"
 
 void store_c(uint bi, uint gi, uint gj, ACC v) {
   BUF C = BUF(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * ESIZE);
@@ -339,7 +340,7 @@ void main() {
 #endif
   uint tiles_n = (pc.n + BN - 1) / BN;
   uint tiles_m = (pc.m + BM - 1) / BM;
-  uint per_slice = tiles_n * tiles_m * pc.batch;
+  uint per_slice = launched_tiles(tiles_m, tiles_n);
   bool split = (pc.flags & GEMM_SPLIT) != 0u;
   uint slices = split ? pc.splits : 1u;
   if (tile >= per_slice * slices) return;  // uniform across the workgroup
@@ -349,20 +350,16 @@ void main() {
   uint k_len = split ? ((pc.k + slices - 1u) / slices + BK - 1u) / BK * BK : pc.k;
   uint k_begin = slice * k_len;
   uint k_end = min(pc.k, k_begin + k_len);
-  uint tn = tile % tiles_n;
-  uint rest = tile / tiles_n;
-  uint tm = rest % tiles_m;
-  uint bi = rest / tiles_m;
+  uint bi, tm, tn;
+  if (!place_tile(tile, tiles_m, tiles_n, bi, tm, tn)) return;  // uniform
   uint row0 = tm * BM, col0 = tn * BN;
 
   uint64_t A = pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * ESIZE;
   uint64_t B = pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * ESIZE;
   if ((pc.flags & GEMM_GROUPS) != 0u) {
     const bool gm = (pc.flags & GEMM_GROUP_M) != 0u, gn = (pc.flags & GEMM_GROUP_N) != 0u;
-    const int extent = int(gm ? pc.m : (gn ? pc.n : pc.k));
-    BufI32 offs = BufI32(pc.bias);
-    const int lo = bi == 0u ? 0 : clamp(offs.v[bi - 1u], 0, extent);
-    const int hi = clamp(offs.v[bi], lo, extent);
+    const ivec2 range = group_range(bi);
+    const int lo = range.x, hi = range.y;
     if (gm) {
       off_m = uint(lo);
       lim_m = uint(hi - lo);

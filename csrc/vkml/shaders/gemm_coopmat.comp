@@ -105,6 +105,8 @@ shared float Cs[WARPS * MM * CST];
 uint lim_m, lim_n, off_m, off_n;
 uint64_t a_shift, b_shift;
 
+#include "gemm_groups.glsl"
+
 void store_c(uint bi, uint gi, uint gj, float v) {
   gi += off_m;
   gj += off_n;
@@ -230,7 +232,7 @@ void main() {
   uint tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   uint tiles_n = (pc.n + BN - 1u) / BN;
   uint tiles_m = (pc.m + BM - 1u) / BM;
-  uint per_slice = tiles_n * tiles_m * pc.batch;
+  uint per_slice = launched_tiles(tiles_m, tiles_n);
   bool split = (pc.flags & GEMM_SPLIT) != 0u;
   uint slices = split ? pc.splits : 1u;
   if (tile >= per_slice * slices) return;  // uniform across the workgroup
@@ -242,17 +244,13 @@ void main() {
   uint k_len = split ? ((pc.k + slices - 1u) / slices + BK - 1u) / BK * BK : pc.k;
   uint k_begin = slice * k_len;
   uint k_end = min(pc.k, k_begin + k_len);
-  uint tn = tile % tiles_n;
-  uint rest = tile / tiles_n;
-  uint tm = rest % tiles_m;
-  uint bi = rest / tiles_m;
+  uint bi, tm, tn;
+  if (!place_tile(tile, tiles_m, tiles_n, bi, tm, tn)) return;  // uniform
   uint row0 = tm * BM, col0 = tn * BN;
   if ((pc.flags & GEMM_GROUPS) != 0u) {
     const bool gm = (pc.flags & GEMM_GROUP_M) != 0u, gn = (pc.flags & GEMM_GROUP_N) != 0u;
-    const int extent = int(gm ? pc.m : (gn ? pc.n : pc.k));
-    BufI32 offs = BufI32(pc.bias);
-    const int lo = bi == 0u ? 0 : clamp(offs.v[bi - 1u], 0, extent);
-    const int hi = clamp(offs.v[bi], lo, extent);
+    const ivec2 range = group_range(bi);
+    const int lo = range.x, hi = range.y;
     if (gm) {
       off_m = uint(lo);
       lim_m = uint(hi - lo);

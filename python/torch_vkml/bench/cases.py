@@ -82,6 +82,31 @@ def gemm(m: int, k: int, n: int, dt: str, cpu_ok: bool = True, precision: str = 
     )
 
 
+def grouped_mm(rows: int, k: int, n: int, groups: int, dt: str, cpu_ok: bool = True) -> Case:
+    """torch._grouped_mm as a mixture of experts' up projection: `rows` token-expert pairs
+    sorted by expert, in groups of uneven sizes, each times its expert's k x n weight
+    (stored n x k, as nn.Linear's); the offsets on the device."""
+
+    def setup(device):
+        x = _rand((rows, k), _DT[dt], device, 1)
+        w = _rand((groups, n, k), _DT[dt], device, 2).transpose(-2, -1)
+        # uneven groups, as a router makes them: sizes ~ 1, 2, ..., groups
+        sizes = torch.arange(1, groups + 1, dtype=torch.float64)
+        ends = torch.round(torch.cumsum(sizes, 0) / sizes.sum() * rows).to(torch.int32)
+        offs = ends.to(device)
+        return lambda: torch._grouped_mm(x, w, offs=offs)
+
+    return Case(
+        f"grouped_mm/{dt}/{rows}x{k}x{n}x{groups}",
+        "micro",
+        "TFLOP/s",
+        2.0 * rows * k * n,
+        setup,
+        skip_baseline=set() if cpu_ok else {"cpu"},
+        note="rows x K x N x groups (an MoE layer's experts)",
+    )
+
+
 def elementwise(op: str, numel: int) -> Case:
     fns = {"add": torch.add, "mul": torch.mul}
 
@@ -589,6 +614,7 @@ def build(profile: str, big: bool) -> list[Case]:
         for dt in ("fp32", "fp16", "bf16"):
             cases += [gemm(256, 256, 256, dt), gemm(512, 512, 512, dt), gemm(512, 128, 1024, dt)]
         cases.append(gemm(64, 8192, 64, "fp32"))  # skinny: split-K
+        cases += [grouped_mm(512, 128, 256, 8, dt) for dt in ("fp32", "bf16")]
         for op in ("add", "mul", "gelu"):
             cases += [elementwise(op, 2**20), elementwise(op, 4 * 2**20)]
         cases += [
@@ -710,6 +736,9 @@ def build(profile: str, big: bool) -> list[Case]:
             transformer_lm(4, 128, 256, 4, 4, 4096, True, "bf16"),
         ]
     cases += gemms("fp16") + gemms("bf16")
+    # Mixtral's experts (8, hidden 4096, 14336 wide) over 4096 tokens x top-2
+    moe = (8192, 4096, 14336, 8) if big else (1024, 512, 1024, 8)
+    cases += [grouped_mm(*moe, dt, cpu_ok=not big or dt == "fp32") for dt in ("fp32", "bf16")]
     seq = 2048 if big else 256
     for dt in ("fp32", "fp16", "bf16") if big else ("fp32",):
         cases += [attention(8, 12, seq, 64, dt, False), attention(8, 12, seq, 64, dt, True)]
