@@ -109,8 +109,10 @@ test: build
 ifeq ($(BUILD_TESTS),OFF)
 	@echo "==> test: BUILD_TESTS=OFF, skipping ctest"
 else
-	@echo "==> test: $(CTEST) --test-dir $(BUILD_DIR) --output-on-failure $(CTEST_ARGS)"
-	@$(RUN_ENV) $(TEST_ENV) $(CTEST) --test-dir $(BUILD_DIR) --output-on-failure $(CTEST_ARGS)
+	@# Each test is its own process (and Vulkan device): they run side by side like the
+	@# pytest workers below.
+	@echo "==> test: $(CTEST) --test-dir $(BUILD_DIR) --output-on-failure -j $(TEST_JOBS) $(CTEST_ARGS)"
+	@$(RUN_ENV) $(TEST_ENV) $(CTEST) --test-dir $(BUILD_DIR) --output-on-failure -j $(TEST_JOBS) $(CTEST_ARGS)
 endif
 	@# Each worker is its own process with its own Vulkan device; lavapipe runs our kernels
 	@# inline (LP_NUM_THREADS=0), so workers scale with cores. Without pytest-xdist (a

@@ -1,4 +1,5 @@
 // A few elementwise kernels against C++ references.
+#include <cmath>
 #include <cstring>
 
 #include "vkml/ops/elementwise.h"
@@ -266,10 +267,16 @@ TEST_F(ElementwiseTest, Bfloat16MulAndPackedParams) {
 // float64 kernels compute in double (where the device has shaderFloat64).
 TEST_F(ElementwiseTest, Float64Arithmetic) {
   if (!ops::elementwise_supported(dev(), DType::f64)) GTEST_SKIP() << "no shaderFloat64";
-  // The exp/log family is f64_math.glsl's; pow has no float64 algorithm yet.
-  EXPECT_FALSE(ops::elementwise_has_op(DType::f64, OP_POW));
+  // The exp/log family is f64_math.glsl's, pow f64_pow_erf.glsl's, both only in the f64
+  // _special variant; lgamma has no float64 algorithm yet.
+  EXPECT_FALSE(ops::elementwise_has_op(DType::f64, OP_LGAMMA));
+  EXPECT_TRUE(ops::elementwise_has_op(DType::f64, OP_POW));
   EXPECT_TRUE(ops::elementwise_has_op(DType::f64, OP_EXP));
   EXPECT_TRUE(ops::elementwise_has_op(DType::f64, OP_SQRT));
+  EXPECT_TRUE(ops::elementwise_detail::special_only(DType::f64, OP_POW));
+  EXPECT_TRUE(ops::elementwise_detail::special_only(DType::f64, OP_EXP));
+  EXPECT_FALSE(ops::elementwise_detail::special_only(DType::f64, OP_ADD));
+  EXPECT_FALSE(ops::elementwise_detail::special_only(DType::f32, OP_EXP));
   const int64_t n = 100;
   std::vector<double> a(n), b(n);
   for (int64_t i = 0; i < n; ++i) a[i] = 1.0 + double(i) * 1e-12, b[i] = double(i) / 7.0 + 0.5;
@@ -286,6 +293,14 @@ TEST_F(ElementwiseTest, Float64Arithmetic) {
       dev(), binary(OP_DIV, DType::f64, ref(bo.address()), ref(ba.address()), ref(bb.address())));
   got = bo.read<double>(n);
   for (int64_t i = 0; i < n; ++i) EXPECT_EQ(got[i], a[i] / b[i]) << i;
+  // pow through the _special variant: within a few ulps of the C library's
+  ops::run_elementwise(
+      dev(), binary(OP_POW, DType::f64, ref(bo.address()), ref(bb.address()), ref(ba.address())));
+  got = bo.read<double>(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double want_pow = std::pow(b[i], a[i]);
+    EXPECT_NEAR(got[i], want_pow, 4e-16 * std::abs(want_pow)) << i;
+  }
 }
 
 }  // namespace
