@@ -1,6 +1,7 @@
-"""Distributed training under torchrun, as users launch it: 2 and 4 ranks on one machine and
-two one-rank "machines" joined by rendezvous over 127.0.0.1 (tests/distributed_programs.py
-does the training and the comparisons with one process over the whole batch).
+"""Distributed training under torchrun, as users launch it: 2 ranks on one machine (and 4
+with TORCH_VKML_LONG_TESTS=1) and two one-rank "machines" joined by rendezvous over
+127.0.0.1 (tests/distributed_programs.py does the training and the comparisons with one
+process over the whole batch).
 
 With fewer physical devices than ranks, each rank gets its own logical device on the same
 GPU (TORCH_VKML_VISIBLE_DEVICES=0,0,...).
@@ -65,16 +66,14 @@ def _torchrun(*args: str) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", *args]
 
 
-@pytest.mark.parametrize(
-    "ranks, scenarios",
-    [
-        (2, ["ddp_cnn", "ddp_lm", "fsdp_lm", "dcp"]),
-        # FSDP2 shards over 2 ranks above; at 4, DDP alone keeps make test within its
-        # budget on a 2-core machine (4 processes time-share it).
-        (4, ["ddp_cnn", "ddp_lm"]),
-    ],
-    ids=["2-ranks", "4-ranks"],
-)
+# Four ranks time-share a 2-core machine (50 s of make test's 20-minute budget): with
+# TORCH_VKML_LONG_TESTS=1, as the issue's "longer runs behind an option".
+RANK_RUNS = [pytest.param(2, ["ddp_cnn", "ddp_lm", "fsdp_lm", "dcp"], id="2-ranks")]
+if os.environ.get("TORCH_VKML_LONG_TESTS") == "1":
+    RANK_RUNS.append(pytest.param(4, ["ddp_cnn", "ddp_lm", "fsdp_lm"], id="4-ranks"))
+
+
+@pytest.mark.parametrize("ranks, scenarios", RANK_RUNS)
 def test_torchrun_one_machine(tmp_path, ranks, scenarios):
     cmd = _torchrun(
         "--standalone",
