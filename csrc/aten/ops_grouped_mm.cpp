@@ -122,22 +122,20 @@ at::Tensor vk_grouped_mm(const at::Tensor& mat_a, const at::Tensor& mat_b,
     size = {mat_a.size(0), mat_a.size(1), mat_b.size(-1)};
   }
   at::Tensor out = at::empty(size, mat_a.options().dtype(dtype));
-  at::Tensor offsets;
-  if (offs) {
-    offsets = offs->to(out.device()).contiguous();
-    // Rows or columns past the last offset belong to no group: zeros, where CUDA
-    // leaves them unwritten. A 2-D x 2-D product writes every group's matrix.
-    if (mat_a.dim() != mat_b.dim()) out.zero_();
+  at::Tensor offsets = offs ? offs->to(out.device()).contiguous() : at::Tensor();
+  // No 16-bit storage: the same products through float32 copies.
+  const bool upcast =
+      mat_a.scalar_type() == at::kBFloat16 && !vkml_device(out).info().supports_fp16;
+  at::Tensor result = upcast ? at::empty(size, out.options().dtype(at::kFloat)) : out;
+  // Rows or columns past the last offset belong to no group: zeros, where CUDA leaves
+  // them unwritten. A 2-D x 2-D product writes every group's matrix.
+  if (mat_a.dim() != mat_b.dim()) result.zero_();
+  if (upcast) {
+    run_grouped(mat_a.to(at::kFloat), mat_b.to(at::kFloat), offsets, result);
+    out.copy_(result);
+  } else {
+    run_grouped(mat_a, mat_b, offsets, out);
   }
-  if (mat_a.scalar_type() == at::kBFloat16 && !vkml_device(out).info().supports_fp16) {
-    // No 16-bit storage: the same products through float32 copies.
-    at::Tensor wide = at::empty(out.sizes(), out.options().dtype(at::kFloat));
-    if (mat_a.dim() != mat_b.dim()) wide.zero_();
-    run_grouped(mat_a.to(at::kFloat), mat_b.to(at::kFloat), offsets, wide);
-    out.copy_(wide);
-    return out;
-  }
-  run_grouped(mat_a, mat_b, offsets, out);
   return out;
 }
 

@@ -387,11 +387,6 @@ CoopmatKernel coopmat_kernel(Device& dev, const GemmArgs& g) {
     OperandLoad l;
     l.transposed = a ? g.a_row == 1 && g.a_col != 1 : g.b_row == 1 && g.b_col != 1;
     l.width = int32_t(eights ? vector_width(g, a, 2, {8, 4}) : vector_width(g, a, 2, {4}));
-    // A group's range starts anywhere: no wide loads along the grouped side.
-    const bool k_fast = a ? !l.transposed : l.transposed;
-    if ((g.groups == GemmGroups::k && k_fast) || (a && g.groups == GemmGroups::m && l.transposed) ||
-        (!a && g.groups == GemmGroups::n && !l.transposed))
-      l.width = 1;
     return l;
   };
   const OperandLoad a = load(true), b = load(false);

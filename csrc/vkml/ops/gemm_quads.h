@@ -13,7 +13,8 @@ namespace vkml::ops::gemm_detail {
 // How many elements of an operand the GEMM kernels may load at once along its
 // contiguous side (k or m for A, k or n for B, the side the kernels stage by): w of
 // `widths` (largest first) where that side has stride 1, the other strides are
-// multiples of w and the start is aligned to w elements; 1 where none fits.
+// multiples of w and the start is aligned to w elements; 1 where none fits, and 1 where
+// that side is a grouped product's grouped one (a group's range starts anywhere).
 inline int64_t vector_width(const GemmArgs& g, bool a, size_t itemsize,
                             std::initializer_list<int64_t> widths) {
   const uint64_t address = a ? g.a : g.b;
@@ -23,6 +24,9 @@ inline int64_t vector_width(const GemmArgs& g, bool a, size_t itemsize,
   const bool row_fast = row == 1 && col != 1;
   const int64_t other = row_fast ? col : row;
   if (!row_fast && col != 1) return 1;
+  const GemmGroups staged =
+      a ? (row_fast ? GemmGroups::m : GemmGroups::k) : (row_fast ? GemmGroups::k : GemmGroups::n);
+  if (g.groups == staged) return 1;
   for (int64_t w : widths)
     if (other >= 0 && other % w == 0 && address % (uint64_t(w) * itemsize) == 0 &&
         (g.batch == 1 || batch_stride % w == 0))

@@ -231,16 +231,13 @@ void gemm(Device& dev, const GemmArgs& g) {
     p.alpha = g.alpha;
     p.beta = g.beta;
   }
-  const bool a_mfast = g.a_row == 1 && g.a_col != 1, b_kfast = g.b_row == 1 && g.b_col != 1;
-  p.flags = (bias ? GEMM_BIAS : 0) | (a_mfast ? GEMM_A_MFAST : 0) | (b_kfast ? GEMM_B_KFAST : 0) |
+  p.flags = (bias ? GEMM_BIAS : 0) | (g.a_row == 1 && g.a_col != 1 ? GEMM_A_MFAST : 0) |
+            (g.b_row == 1 && g.b_col != 1 ? GEMM_B_KFAST : 0) |
             (coop.pipeline || wide ? 0 : quad_flags(g, itemsize(g.dtype)));
-  if (grouped) {
-    // A group's range starts anywhere: quads along the grouped side lose their alignment.
-    const bool m = g.groups == GemmGroups::m, n = g.groups == GemmGroups::n;
-    if ((m && a_mfast) || (g.groups == GemmGroups::k && !a_mfast)) p.flags &= ~GEMM_A_VEC;
-    if ((n && !b_kfast) || (g.groups == GemmGroups::k && b_kfast)) p.flags &= ~GEMM_B_VEC;
-    p.flags |= m ? GEMM_GROUP_M : (n ? GEMM_GROUP_N : GEMM_GROUP_K);
-  }
+  if (grouped)
+    p.flags |= g.groups == GemmGroups::m   ? GEMM_GROUP_M
+               : g.groups == GemmGroups::n ? GEMM_GROUP_N
+                                           : GEMM_GROUP_K;
 
   // Split-K (launch.h) for float products: the partial sums are fp32.
   const int64_t splits = wide || grouped ? 1 : k_splits(dev, tiles, g.k, g.batch * g.m * g.n);

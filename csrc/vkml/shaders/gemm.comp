@@ -124,10 +124,6 @@ shared ACC Bs[2 * BK * BS];
 #define OUT_COL(TX, J) ((TX) + (J) * NTX)
 #endif
 
-// This workgroup's extent of C (m, n) and where it starts: the whole product's, or one
-// group's range (main sets them).
-uint lim_m, lim_n, off_m, off_n;
-
 #include "gemm_groups.glsl"
 
 void store_c(uint bi, uint gi, uint gj, ACC v) {
@@ -327,10 +323,7 @@ void sum_slices(uint group) {
 #endif
 
 void main() {
-  lim_m = pc.m;
-  lim_n = pc.n;
-  off_m = 0u;
-  off_n = 0u;
+  whole_product();
   uint tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
 #if !defined(ELEM)
   if ((pc.flags & GEMM_SPLIT_SUM) != 0u) {
@@ -351,29 +344,11 @@ void main() {
   uint k_begin = slice * k_len;
   uint k_end = min(pc.k, k_begin + k_len);
   uint bi, tm, tn;
-  if (!place_tile(tile, tiles_m, tiles_n, bi, tm, tn)) return;  // uniform
+  if (!place_tile(tile, tiles_m, tiles_n, bi, tm, tn, k_begin, k_end)) return;  // uniform
   uint row0 = tm * BM, col0 = tn * BN;
 
-  uint64_t A = pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * ESIZE;
-  uint64_t B = pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * ESIZE;
-  if ((pc.flags & GEMM_GROUPS) != 0u) {
-    const bool gm = (pc.flags & GEMM_GROUP_M) != 0u, gn = (pc.flags & GEMM_GROUP_N) != 0u;
-    const ivec2 range = group_range(bi);
-    const int lo = range.x, hi = range.y;
-    if (gm) {
-      off_m = uint(lo);
-      lim_m = uint(hi - lo);
-      A += uint64_t(int64_t(lo) * pc.a_row) * ESIZE;
-    } else if (gn) {
-      off_n = uint(lo);
-      lim_n = uint(hi - lo);
-      B += uint64_t(int64_t(lo) * pc.b_col) * ESIZE;
-    } else {
-      k_begin = uint(lo);
-      k_end = uint(hi);
-    }
-    if (row0 >= lim_m || col0 >= lim_n) return;  // past this group's range: uniform
-  }
+  uint64_t A = pc.a + uint64_t(int64_t(bi) * pc.a_batch + a_skip) * ESIZE;
+  uint64_t B = pc.b + uint64_t(int64_t(bi) * pc.b_batch + b_skip) * ESIZE;
 
   uint tid = gl_LocalInvocationID.x;
   uint tx = tid % NTX, ty = tid / NTX;

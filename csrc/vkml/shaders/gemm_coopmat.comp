@@ -99,12 +99,6 @@ shared float Cs[WARPS * MM * CST];
 
 #include "gemm_push.h"
 
-// This workgroup's extent of C (m, n), where it starts, and where its A and B start
-// past their batch: the whole product's, or one group's range (GEMM_GROUP_*, as in
-// gemm.comp; main sets them).
-uint lim_m, lim_n, off_m, off_n;
-uint64_t a_shift, b_shift;
-
 #include "gemm_groups.glsl"
 
 void store_c(uint bi, uint gi, uint gj, float v) {
@@ -151,7 +145,7 @@ uvec2 b_unit(uint q) {
 }
 
 void fetch_a(uint bi, uint row0, uint k0, uint k_end) {
-  uint64_t base = pc.a + uint64_t(bi) * uint64_t(pc.a_batch) * 2u + a_shift;
+  uint64_t base = pc.a + uint64_t(int64_t(bi) * pc.a_batch + a_skip) * 2u;
   BufE A = BufE(base);
   const uint di = A_MFAST, dk = 1u - A_MFAST;  // the unit's direction
   [[unroll]] for (uint t = 0u; t < AUN; ++t) {
@@ -187,7 +181,7 @@ void put_a(uint st) {
 }
 
 void fetch_b(uint bi, uint col0, uint k0, uint k_end) {
-  uint64_t base = pc.b + uint64_t(bi) * uint64_t(pc.b_batch) * 2u + b_shift;
+  uint64_t base = pc.b + uint64_t(int64_t(bi) * pc.b_batch + b_skip) * 2u;
   BufE B = BufE(base);
   const uint dk = B_KFAST, dj = 1u - B_KFAST;
   [[unroll]] for (uint t = 0u; t < BUN; ++t) {
@@ -223,12 +217,7 @@ void put_b(uint st) {
 }
 
 void main() {
-  lim_m = pc.m;
-  lim_n = pc.n;
-  off_m = 0u;
-  off_n = 0u;
-  a_shift = 0ul;
-  b_shift = 0ul;
+  whole_product();
   uint tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   uint tiles_n = (pc.n + BN - 1u) / BN;
   uint tiles_m = (pc.m + BM - 1u) / BM;
@@ -245,26 +234,8 @@ void main() {
   uint k_begin = slice * k_len;
   uint k_end = min(pc.k, k_begin + k_len);
   uint bi, tm, tn;
-  if (!place_tile(tile, tiles_m, tiles_n, bi, tm, tn)) return;  // uniform
+  if (!place_tile(tile, tiles_m, tiles_n, bi, tm, tn, k_begin, k_end)) return;  // uniform
   uint row0 = tm * BM, col0 = tn * BN;
-  if ((pc.flags & GEMM_GROUPS) != 0u) {
-    const bool gm = (pc.flags & GEMM_GROUP_M) != 0u, gn = (pc.flags & GEMM_GROUP_N) != 0u;
-    const ivec2 range = group_range(bi);
-    const int lo = range.x, hi = range.y;
-    if (gm) {
-      off_m = uint(lo);
-      lim_m = uint(hi - lo);
-      a_shift = uint64_t(int64_t(lo) * pc.a_row) * 2u;
-    } else if (gn) {
-      off_n = uint(lo);
-      lim_n = uint(hi - lo);
-      b_shift = uint64_t(int64_t(lo) * pc.b_col) * 2u;
-    } else {
-      k_begin = uint(lo);
-      k_end = uint(hi);
-    }
-    if (row0 >= lim_m || col0 >= lim_n) return;  // past this group's range: uniform
-  }
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   uint wm0 = warp % WARPS_M * WM, wn0 = warp / WARPS_M * WN;
 

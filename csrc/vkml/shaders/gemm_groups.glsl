@@ -8,6 +8,21 @@
 // finds its group by walking the offsets. Grouped depth (GEMM_GROUP_K) gives every
 // group a whole output matrix: the usual batched numbering.
 
+// This workgroup's extent of C (m, n), where it starts, and how many elements its A
+// and B start past their batch's first: the whole product's, or one group's range.
+uint lim_m, lim_n, off_m, off_n;
+int64_t a_skip, b_skip;
+
+// The whole product: set first, as the split-K sum pass stores with them too.
+void whole_product() {
+  lim_m = pc.m;
+  lim_n = pc.n;
+  off_m = 0u;
+  off_n = 0u;
+  a_skip = 0;
+  b_skip = 0;
+}
+
 // [lo, hi) of group g: the offsets on the device, clamped to the grouped extent and
 // ordered, so that no offsets can make a workgroup read or write out of bounds.
 ivec2 group_range(uint g) {
@@ -25,13 +40,14 @@ uint launched_tiles(uint tiles_m, uint tiles_n) {
   return tiles_m * tiles_n * pc.batch;
 }
 
-// The group g and its tile `local` that tile t of the grouped side is; false past the
-// last group's tiles (t is the same for the whole workgroup: a uniform answer).
-bool group_tile(uint t, uint tile_size, out uint g, out uint local) {
+// The group g, its range and its tile `local` that tile t of the grouped side is; false
+// past the last group's tiles (t is the same for the whole workgroup: a uniform answer).
+bool group_tile(uint t, uint tile_size, out uint g, out uint local, out ivec2 range) {
   local = 0u;
+  range = ivec2(0);
   for (g = 0u; g < pc.batch; ++g) {
-    const ivec2 r = group_range(g);
-    const uint tiles = (uint(r.y - r.x) + tile_size - 1u) / tile_size;
+    range = group_range(g);
+    const uint tiles = (uint(range.y - range.x) + tile_size - 1u) / tile_size;
     if (t < tiles) {
       local = t;
       return true;
@@ -42,19 +58,36 @@ bool group_tile(uint t, uint tile_size, out uint g, out uint local) {
 }
 
 // Batch bi, row tile tm and column tile tn of flat tile index `tile` (within one K
-// slice); false for a workgroup with nothing to do.
-bool place_tile(uint tile, uint tiles_m, uint tiles_n, out uint bi, out uint tm, out uint tn) {
+// slice), and for a grouped product its group's extent (lim_*, off_*, a_skip, b_skip,
+// or the K range); false for a workgroup with nothing to do (uniform). The group's
+// tiles all lie within its range.
+bool place_tile(uint tile, uint tiles_m, uint tiles_n, out uint bi, out uint tm, out uint tn,
+                inout uint k_begin, inout uint k_end) {
+  ivec2 range;
   if ((pc.flags & GEMM_GROUP_M) != 0u) {
     tn = tile % tiles_n;
-    return group_tile(tile / tiles_n, BM, bi, tm);
+    if (!group_tile(tile / tiles_n, BM, bi, tm, range)) return false;
+    off_m = uint(range.x);
+    lim_m = uint(range.y - range.x);
+    a_skip = int64_t(range.x) * pc.a_row;
+    return true;
   }
   if ((pc.flags & GEMM_GROUP_N) != 0u) {
     tm = tile % tiles_m;
-    return group_tile(tile / tiles_m, BN, bi, tn);
+    if (!group_tile(tile / tiles_m, BN, bi, tn, range)) return false;
+    off_n = uint(range.x);
+    lim_n = uint(range.y - range.x);
+    b_skip = int64_t(range.x) * pc.b_col;
+    return true;
   }
   tn = tile % tiles_n;
   const uint rest = tile / tiles_n;
   tm = rest % tiles_m;
   bi = rest / tiles_m;
+  if ((pc.flags & GEMM_GROUP_K) != 0u) {
+    range = group_range(bi);
+    k_begin = uint(range.x);
+    k_end = uint(range.y);
+  }
   return true;
 }
