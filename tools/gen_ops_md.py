@@ -67,6 +67,16 @@ FAMILIES = {
         "Grouped products (torch._grouped_mm, F.grouped_mm: mixture-of-experts layers)",
         "float32, float16, bfloat16 (fp32 accumulation); int32 offsets read on the device",
     ),
+    "ops_fake_quantize.cpp": (
+        "Fake quantization for quantization-aware training (FakeQuantize, the fused "
+        "moving-average observer, LSQ's learnable qparams)",
+        "float32, float16, bfloat16 inputs (the fused observer: float32, as on the CPU); "
+        "qparams chosen on the device",
+    ),
+    "ops_sparse.cpp": (
+        "Dense to sparse COO (to_sparse)",
+        "every dtype a vkml tensor holds; the non-zeros found on the device",
+    ),
     "ops_linalg.cpp": (
         "Linear algebra: Cholesky, LU, triangular and LU solves, solve, inv, det, slogdet",
         "float32; float64 where the device has shaderFloat64; complex64 and complex128 "

@@ -57,6 +57,8 @@ static_assert(sizeof(Record) == DEVICE_ERROR_RECORD_BYTES);
       fail(ErrorKind::ValueCheck, "argument #2 'target' is out of range");
     case DEVICE_ERROR_POISSON_RATE:
       fail(ErrorKind::ValueCheck, "invalid Poisson rate, expected rate to be non-negative");
+    case DEVICE_ERROR_FAKE_QUANT_ZERO_POINT:
+      fail(ErrorKind::ValueCheck, "`zero_point` must be between `quant_min` and `quant_max`.");
     case DEVICE_ERROR_INDEX_TAKE:
       fail(ErrorKind::IndexOutOfRange, "out of range: tried to access index " + v +
                                            " on a tensor of " + std::to_string(bound) +

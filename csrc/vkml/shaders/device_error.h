@@ -41,5 +41,7 @@
 #define DEVICE_ERROR_MULTILABEL_MARGIN_TARGET 14
 // RuntimeError "invalid Poisson rate, expected rate to be non-negative" (poisson)
 #define DEVICE_ERROR_POISSON_RATE 15
+// RuntimeError "`zero_point` must be between `quant_min` and `quant_max`." (fake quantize)
+#define DEVICE_ERROR_FAKE_QUANT_ZERO_POINT 16
 
 #endif
