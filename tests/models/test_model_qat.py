@@ -126,3 +126,20 @@ def test_qat_trains_and_converts_like_cpu(qconfig):
         out_cpu, out_vk = (m(x) for m in int8)
     agree = (out_cpu.argmax(1) == out_vk.argmax(1)).float().mean().item()
     assert agree >= 0.98, agree
+
+
+def test_fused_qat_step_never_waits():
+    """With the fused observers (the x86 and fbgemm qconfigs) a QAT step reads nothing
+    back: flags, ranges and qparams stay on the device. (FakeQuantize and LSQ's modules
+    test their flags in Python, which waits on any device, CUDA included.)"""
+    x, y = digits(128)
+    x, y = x.reshape(-1, 1, 8, 8).to(VKML), y.to(VKML)
+    model = _prepared(QCONFIGS["x86"]()).to(VKML)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    syncs = []
+    for _ in range(3):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        syncs.append(torch_vkml.memory_stats()["num_syncs"])
+    assert syncs[1] == syncs[2] == syncs[0], syncs
