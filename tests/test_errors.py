@@ -122,11 +122,18 @@ def test_bad_device_index_in_tensor_factory():
 
 
 def test_mixing_devices_is_an_error():
+    """In CUDA's words, so that code matching them (and users) read the same."""
     vk = torch.ones(3, device=VKML)
-    with pytest.raises(RuntimeError):
+    message = (
+        r"Expected all tensors to be on the same device, but found at least two devices, "
+        r"(vkml:0 and cpu|cpu and vkml:0)!"
+    )
+    with pytest.raises(RuntimeError, match=message):
         vk + torch.ones(3)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=message):
         torch.ones(3).add_(vk)
+    with pytest.raises(RuntimeError, match=message):
+        torch.where(vk > 0, vk, torch.zeros(3))
 
 
 def test_an_operand_on_the_cpu_raises_as_on_cuda():

@@ -142,8 +142,9 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
       if (slot_taken[k]) t = t.to(device, want);
       continue;
     }
-    TORCH_CHECK(t.device() == device, op.name,
-                ": expected all tensors on the same vkml device, got one on ", t.device());
+    TORCH_CHECK(t.device() == device,  // CUDA's words (TensorIterator's device check)
+                "Expected all tensors to be on the same device, but found at least two devices, ",
+                device, " and ", t.device(), "!");
     if (t.scalar_type() != want) t = t.to(want);
   }
 
