@@ -5,8 +5,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import torch_vkml
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "digits_mlp.py"
@@ -29,14 +27,13 @@ def _value(pattern, stdout, output):
     return match.group(1)
 
 
-@pytest.mark.parametrize("device", ["vkml", "cpu"])
-def test_digits_example(device):
-    proc, output = _run("--device", device)
+def test_digits_example():
+    # On vkml only: its CPU path is plain PyTorch (`make demo` runs this same command).
+    proc, output = _run("--device", "vkml")
     accuracy = float(_value(r"^test accuracy: ([0-9.]+)$", proc.stdout, output))
     fallbacks = int(_value(r"^cpu fallbacks: (\d+)$", proc.stdout, output))
     float(_value(r"^wall time: ([0-9.]+) s$", proc.stdout, output))
     assert accuracy >= 0.95, output
     assert fallbacks == 0, output
     assert proc.returncode == 0, output
-    if device == "vkml":
-        assert torch_vkml.device_name() in proc.stdout, output
+    assert torch_vkml.device_name() in proc.stdout, output

@@ -3,9 +3,9 @@
 // min/max observer, then scale and zero point chosen from the running range as PyTorch's
 // CPU chooses them (fbgemm's ChooseQuantizationParams: symmetric ranges widened to the
 // grid's, the range extended to hold 0, a float scale with a floor of 6.1e-5, the zero
-// point from whichever end adds less error, nudged to an integer). That arithmetic is in double
-// in the f64 variant, matching the CPU bit for bit; devices without float64 run the f32
-// variant, which can differ in the last bit of the scale. Also: reciprocals of scales.
+// point from whichever end adds less error, nudged to an integer). That arithmetic is in
+// double in the f64 variant, matching the CPU bit for bit; devices without float64 run the
+// f32 variant, which can differ in the last bit of the scale. Also: reciprocals of scales.
 //! variant f64 -DUSE_F64
 //! variant f32
 #include "common.glsl"
@@ -30,9 +30,9 @@ REAL nearest_even(REAL a) {
   return d > REAL(0.5) || (d == REAL(0.5) && mod(r, REAL(2)) != REAL(0)) ? r + REAL(1) : r;
 }
 
-// a / b, correctly rounded as the CPU's: drivers may divide as a * (1 / b) (lavapipe does,
-// and Vulkan allows it), off in the last bit, which moves zero points at ties such as
-// [-0.5, 0.5]. The fma's residual corrects the quotient.
+// a / b, correctly rounded as the CPU's: Vulkan lets a driver divide as a * (1 / b), off
+// in the last bit, and a zero point that falls on a tie would move with it. The fma's
+// residual corrects the quotient.
 REAL div(REAL a, REAL b) {
   REAL q = a / b;
   if (isinf(q) || isnan(q) || q == REAL(0)) return q;
