@@ -631,11 +631,12 @@ def test_float64_native_ops():
 
 
 def test_float64_transcendentals_run_on_cpu(monkeypatch):
-    # float64 lgamma, elu, ... have no kernels: they take the counted CPU route, never
-    # fp32 (exp/log, trigonometry, pow and erf have float64 kernels: test_unary.py, below)
+    # float64 erfinv, elu, ... have no kernels: they take the counted CPU route, never
+    # fp32 (exp/log, trigonometry, pow, erf, lgamma and digamma have float64 kernels:
+    # test_unary.py, below)
     x = make((3, 4), torch.float64, low=0.1, high=2)
     for fn, name in (
-        (torch.lgamma, "aten::lgamma"),
+        (lambda t: torch.erfinv(t - 1.05), "aten::erfinv"),
         (lambda t: F.softplus(t, beta=2.0), "aten::softplus"),
         (lambda t: F.elu(t - 1), "aten::elu"),
     ):
@@ -706,6 +707,50 @@ def test_float64_pow_erf_and_log_sums_run_on_the_device(name):
     got = fn(positive.to(VKML), wide.to(VKML)).cpu()
     assert torch_vkml.fallback_counts() == {}
     torch.testing.assert_close(got, fn(positive, wide), equal_nan=True, **tol)
+
+
+def test_float64_lgamma_and_digamma():
+    """float64 lgamma (Taylor series about 2 below 15, Stirling above, reflection below
+    1/2) and digamma (f64_gamma.glsl) on the device, against 40-digit references: lgamma
+    within 4e-15 relative (its zeros at 1 and 2 exact), digamma too, where the CPU's own
+    is off by up to 3e-8 near the poles (it reflects through tan(pi x) of a rounded pi x).
+    torch.distributions' float64 log-densities and their gradients need both."""
+    import mpmath
+
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    mpmath.mp.dps = 40
+    gen = torch.Generator().manual_seed(3)
+    x = torch.cat(
+        [
+            torch.rand(600, generator=gen, dtype=torch.float64) * 60 - 30,
+            torch.rand(300, generator=gen, dtype=torch.float64) * 4 - 1,
+            torch.exp(torch.rand(300, generator=gen, dtype=torch.float64) * 200 - 100),
+            torch.tensor(
+                [1.0, 2.0, 1.5, 2.5, 14.999999, 15.0, 0.5, 1e-300, -1e-300, 1e300],
+                dtype=torch.float64,
+            ),
+        ]
+    )
+    torch_vkml.reset_fallback_counts()
+    got_lgamma = torch.lgamma(x.to(VKML)).cpu()
+    got_digamma = torch.digamma(x.to(VKML)).cpu()
+    got_polygamma0 = torch.polygamma(0, x.to(VKML)).cpu()
+    assert torch_vkml.fallback_counts() == {}
+    for got, exact in (
+        (got_lgamma, lambda t: mpmath.log(abs(mpmath.gamma(t)))),
+        (got_digamma, mpmath.digamma),
+    ):
+        ref = torch.tensor([float(exact(mpmath.mpf(t))) for t in x.tolist()], dtype=torch.float64)
+        torch.testing.assert_close(got, ref, rtol=4e-15, atol=2e-15)
+    assert got_lgamma[x == 1.0].item() == 0.0 and got_lgamma[x == 2.0].item() == 0.0
+    torch.testing.assert_close(got_polygamma0, got_digamma, rtol=0, atol=0)
+    # Poles, signed zeros, infinities and NaN as on the CPU; the gradient of lgamma.
+    edge = torch.tensor([0.0, -0.0, -1.0, -7.0, INF, -INF, NAN, -2.5], dtype=torch.float64)
+    assert_close_to_cpu(lambda t: torch.stack([torch.lgamma(t), torch.digamma(t)]), edge)
+    leaf = make(50, torch.float64, low=0.1, high=20).requires_grad_()
+    assert_grads_close_to_cpu(torch.lgamma, leaf, rtol=1e-13, atol=1e-14)
+    assert torch_vkml.fallback_counts() == {}
 
 
 def test_float64_pow_and_erf_special_values_and_grads():

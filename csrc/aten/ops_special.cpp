@@ -136,12 +136,14 @@ at::Tensor polygamma_compute(int64_t n, const at::Tensor& a, const at::Tensor& o
   if (n == 1) return elementwise(kTrigamma, {a}, out);
   return elementwise(kPolygamma, {a}, out, {.fp = {double(n)}});
 }
+// The kernel of order n (float64 has digamma, not the higher orders).
+const EwOp& polygamma_op(int64_t n) { return n == 0 ? kDigamma : n == 1 ? kTrigamma : kPolygamma; }
 at::Tensor polygamma(int64_t n, const at::Tensor& a) {
-  if (runs_on_cpu(kPolygamma, {a})) return cpu_route<at::_ops::polygamma>(n, a);
+  if (runs_on_cpu(polygamma_op(n), {a})) return cpu_route<at::_ops::polygamma>(n, a);
   return polygamma_compute(n, a, at::Tensor());
 }
 at::Tensor& polygamma_out(int64_t n, const at::Tensor& a, at::Tensor& out) {
-  if (runs_on_cpu(kPolygamma, {a})) return cpu_route<at::_ops::polygamma_out>(n, a, out);
+  if (runs_on_cpu(polygamma_op(n), {a})) return cpu_route<at::_ops::polygamma_out>(n, a, out);
   polygamma_compute(n, a, out);
   return out;
 }

@@ -416,6 +416,7 @@ float hypot_f(float a, float b) {
 
 #if defined(WITH_SPECIAL) && defined(ST_F64)
 #include "f64_pow_erf.glsl"
+#include "f64_gamma.glsl"
 #elif defined(WITH_SPECIAL)
 #include "special_functions.glsl"
 #endif
@@ -674,6 +675,8 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_POW: return pow_d(a, b);
     case OP_ERF: return erf_d(a);
     case OP_ERFC: return erfc_d(a);
+    case OP_LGAMMA: return lgamma_d(a);
+    case OP_DIGAMMA: return digamma_d(a);
     // erfc's form keeps the digits of the far negative side, where 1 + erf cancels.
     case OP_GELU: return 0.5LF * a * erfc_d(-0.70710678118654752440LF * a);
     case OP_GELU_BACKWARD: {  // grad, input

@@ -1,0 +1,130 @@
+// lgamma and digamma in double precision for elementwise.comp's f64 special kernel: the
+// float kernels' methods (float_math.glsl: reflection, a shift upwards, the asymptotic
+// series) taken far enough for double; lgamma below 15 by its Taylor series about 2.
+// Near digamma's zero (1.4616...) and lgamma's negative zeros the result is absolutely,
+// not relatively, accurate (about 1e-15): the terms cancel there. Included after
+// f64_math.glsl (log_d, log1p_d, sin_poly_d, cos_poly_d).
+
+const double PI_D = 3.14159265358979323846LF;
+
+// x - n with n the nearest integer: exact (Sterbenz), in [-1/2, 1/2].
+double offset_from_int_d(double x) {
+  double f = floor(x);
+  return x - f >= 0.5LF ? x - (f + 1.0LF) : x - f;
+}
+
+// sin(pi r) and cos(pi r) for |r| <= 1/2: each polynomial where its argument is small,
+// so that both keep their relative digits (near the poles of lgamma and digamma).
+void sincospi_d(double r, out double s, out double c) {
+  double a = abs(r);
+  if (a <= 0.25LF) {
+    s = sin_poly_d(PI_D * a);
+    c = cos_poly_d(PI_D * a);
+  } else {
+    double b = PI_D * (0.5LF - a);
+    s = cos_poly_d(b);
+    c = sin_poly_d(b);
+  }
+  if (r < 0.0LF) s = -s;
+}
+
+// lgamma(2 + z) for |z| <= 1/2: its Taylor series, coefficients (-1)^k (zeta(k) - 1) / k
+// (1 - Euler's gamma first), to z^28, below 1e-19 at |z| = 1/2. Exactly 0 at z = 0.
+const double LGAMMA_TWO[28] = double[](
+    0.422784335098467139393LF,
+    0.322467033424113218236LF,
+    -0.0673523010531980951332LF,
+    0.020580808427784547879LF,
+    -0.00738555102867398526627LF,
+    0.00289051033074152328575LF,
+    -0.00119275391170326097711LF,
+    0.000509669524743042422336LF,
+    -0.000223154758453579379761LF,
+    0.0000994575127818085337146LF,
+    -0.0000449262367381331417002LF,
+    0.0000205072127756706915532LF,
+    -0.00000943948827526839590399LF,
+    0.00000437486678990748780418LF,
+    -0.00000203921575380136623678LF,
+    0.000000955141213040741983286LF,
+    -0.000000449246919876456604329LF,
+    0.000000212071848055546658692LF,
+    -0.000000100432248239680996087LF,
+    0.0000000476981016936398056576LF,
+    -0.0000000227110946089431649103LF,
+    0.0000000108386592148969540911LF,
+    -0.00000000518347504197004665512LF,
+    0.00000000248367454380247831719LF,
+    -0.00000000119214014058609120744LF,
+    0.000000000573136724167886201333LF,
+    -0.000000000275952288512423314518LF,
+    0.000000000133047643742444894815LF);
+
+double lgamma_near_two_d(double z) {
+  double p = LGAMMA_TWO[27];
+  for (int k = 26; k >= 0; --k) p = p * z + LGAMMA_TWO[k];
+  return z * p;
+}
+
+// x >= 1/2. Below 15, the series about 2 after shifting into [1.5, 2.5) (the shift's
+// factors are exact, its terms of one sign: no cancellation, so lgamma's zeros at 1 and 2
+// keep their relative digits); from 15, Stirling's series to x^-15, below 2^-60.
+double lgamma_pos_d(double x) {
+  if (x < 1.5LF) return lgamma_near_two_d(x - 1.0LF) - log1p_d(x - 1.0LF);
+  if (x < 15.0LF) {
+    double prod = 1.0LF;
+    while (x >= 2.5LF) {
+      x -= 1.0LF;
+      prod *= x;
+    }
+    return lgamma_near_two_d(x - 2.0LF) + log_d(prod);
+  }
+  double inv = 1.0LF / x, inv2 = inv * inv;
+  double series = 3617.0LF / 122400.0LF;
+  series = 1.0LF / 156.0LF - inv2 * series;
+  series = 691.0LF / 360360.0LF - inv2 * series;
+  series = 1.0LF / 1188.0LF - inv2 * series;
+  series = 1.0LF / 1680.0LF - inv2 * series;
+  series = 1.0LF / 1260.0LF - inv2 * series;
+  series = 1.0LF / 360.0LF - inv2 * series;
+  series = 1.0LF / 12.0LF - inv2 * series;
+  return (x - 0.5LF) * log_d(x) - x + 0.91893853320467274178LF + inv * series;
+}
+
+double lgamma_d(double x) {
+  if (isnan(x)) return x;
+  if (isinf(x) || (x <= 0.0LF && x == floor(x))) return 1.0LF / 0.0LF;  // and the poles
+  if (x < 0.5LF) {  // reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
+    double s, c;
+    sincospi_d(offset_from_int_d(x), s, c);
+    return log_d(PI_D / abs(s)) - lgamma_pos_d(1.0LF - x);
+  }
+  return lgamma_pos_d(x);
+}
+
+double digamma_d(double x) {
+  if (isnan(x)) return x;
+  if (x == 0.0LF) return (floatBitsToUint(float(x)) >> 31) != 0u ? 1.0LF / 0.0LF : -1.0LF / 0.0LF;
+  double acc = 0.0LF;
+  if (x < 0.0LF) {  // reflection: psi(x) = psi(1 - x) - pi / tan(pi x)
+    if (x == floor(x)) return 0.0LF / 0.0LF;
+    double s, c;
+    sincospi_d(offset_from_int_d(x), s, c);
+    acc = -PI_D * c / s;
+    x = 1.0LF - x;
+  }
+  if (isinf(x)) return x;
+  while (x < 15.0LF) {
+    acc -= 1.0LF / x;
+    x += 1.0LF;
+  }
+  double inv2 = 1.0LF / (x * x);
+  double series = 1.0LF / 12.0LF;
+  series = 691.0LF / 32760.0LF - inv2 * series;
+  series = 1.0LF / 132.0LF - inv2 * series;
+  series = 1.0LF / 240.0LF - inv2 * series;
+  series = 1.0LF / 252.0LF - inv2 * series;
+  series = 1.0LF / 120.0LF - inv2 * series;
+  series = 1.0LF / 12.0LF - inv2 * series;
+  return acc + log_d(x) - 0.5LF / x - inv2 * series;
+}
