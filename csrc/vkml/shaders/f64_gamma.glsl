@@ -28,6 +28,22 @@ void sincospi_d(double r, out double s, out double c) {
   if (r < 0.0LF) s = -s;
 }
 
+// The magnitudes of the asymptotic series' coefficients, whose signs alternate:
+// Bernoulli numbers B(2k) / (2k (2k - 1)) for Stirling's, B(2k) / 2k for digamma's.
+const double STIRLING_D[8] = double[](1.0LF / 12.0LF, 1.0LF / 360.0LF, 1.0LF / 1260.0LF,
+    1.0LF / 1680.0LF, 1.0LF / 1188.0LF, 691.0LF / 360360.0LF, 1.0LF / 156.0LF,
+    3617.0LF / 122400.0LF);
+const double DIGAMMA_ASYMPTOTIC_D[8] = double[](1.0LF / 12.0LF, 1.0LF / 120.0LF,
+    1.0LF / 252.0LF, 1.0LF / 240.0LF, 1.0LF / 132.0LF, 691.0LF / 32760.0LF, 1.0LF / 12.0LF,
+    3617.0LF / 8160.0LF);
+
+// c[0] - t c[1] + t^2 c[2] - ... by Horner.
+double alternating_d(double c[8], double t) {
+  double s = c[7];
+  for (int k = 6; k >= 0; --k) s = c[k] - t * s;
+  return s;
+}
+
 // lgamma(2 + z) for |z| <= 1/2: its Taylor series, coefficients (-1)^k (zeta(k) - 1) / k
 // (1 - Euler's gamma first), to z^28, below 1e-19 at |z| = 1/2. Exactly 0 at z = 0.
 const double LGAMMA_TWO[28] = double[](
@@ -79,16 +95,9 @@ double lgamma_pos_d(double x) {
     }
     return lgamma_near_two_d(x - 2.0LF) + log_d(prod);
   }
-  double inv = 1.0LF / x, inv2 = inv * inv;
-  double series = 3617.0LF / 122400.0LF;
-  series = 1.0LF / 156.0LF - inv2 * series;
-  series = 691.0LF / 360360.0LF - inv2 * series;
-  series = 1.0LF / 1188.0LF - inv2 * series;
-  series = 1.0LF / 1680.0LF - inv2 * series;
-  series = 1.0LF / 1260.0LF - inv2 * series;
-  series = 1.0LF / 360.0LF - inv2 * series;
-  series = 1.0LF / 12.0LF - inv2 * series;
-  return (x - 0.5LF) * log_d(x) - x + 0.91893853320467274178LF + inv * series;
+  double inv = 1.0LF / x;
+  double series = inv * alternating_d(STIRLING_D, inv * inv);
+  return (x - 0.5LF) * log_d(x) - x + 0.91893853320467274178LF + series;
 }
 
 double lgamma_d(double x) {
@@ -119,12 +128,5 @@ double digamma_d(double x) {
     x += 1.0LF;
   }
   double inv2 = 1.0LF / (x * x);
-  double series = 1.0LF / 12.0LF;
-  series = 691.0LF / 32760.0LF - inv2 * series;
-  series = 1.0LF / 132.0LF - inv2 * series;
-  series = 1.0LF / 240.0LF - inv2 * series;
-  series = 1.0LF / 252.0LF - inv2 * series;
-  series = 1.0LF / 120.0LF - inv2 * series;
-  series = 1.0LF / 12.0LF - inv2 * series;
-  return acc + log_d(x) - 0.5LF / x - inv2 * series;
+  return acc + log_d(x) - 0.5LF / x - inv2 * alternating_d(DIGAMMA_ASYMPTOTIC_D, inv2);
 }
