@@ -39,6 +39,12 @@ at::Tensor on_device(const at::Tensor& t, const at::Tensor& self, at::ScalarType
   return t.to(self.device(), dtype).contiguous();
 }
 
+// The first element of a per-tensor qparam or flag tensor, as the CPU's kernels read it:
+// a 1-element tensor on self's device.
+at::Tensor first(const at::Tensor& t, const at::Tensor& self, at::ScalarType dtype) {
+  return on_device(t.reshape(-1).narrow(0, 0, 1), self, dtype);
+}
+
 // Output and mask with self's strides (its layout when dense, as the CPU's empty_like with
 // preserved format), the kernel run over them.
 std::tuple<at::Tensor, at::Tensor> apply(const at::Tensor& self, FakeQuantParams q, int64_t axis,
@@ -100,10 +106,9 @@ std::tuple<at::Tensor, at::Tensor> vk_per_tensor_cachemask_tensor_qparams(
   check_quant_range(quant_min, quant_max);
   TORCH_CHECK(scale.numel() >= 1 && zero_point.numel() >= 1 && fake_quant_enabled.numel() >= 1,
               "fake_quantize: scale, zero_point and fake_quant_enabled need an element");
-  // The first element of each, as the CPU kernel reads them.
-  at::Tensor s = on_device(scale.reshape(-1).narrow(0, 0, 1), self, at::kFloat);
-  at::Tensor zp = on_device(zero_point.reshape(-1).narrow(0, 0, 1), self, at::kInt);
-  at::Tensor on = on_device(fake_quant_enabled.reshape(-1).narrow(0, 0, 1), self, at::kLong);
+  at::Tensor s = first(scale, self, at::kFloat);
+  at::Tensor zp = first(zero_point, self, at::kInt);
+  at::Tensor on = first(fake_quant_enabled, self, at::kLong);
   at::Tensor inv = reciprocals(s);
   return apply(self, array_params(s, inv, zp), -1, quant_min, quant_max, on);
 }
@@ -182,8 +187,8 @@ std::tuple<at::Tensor, at::Tensor> vk_fused_moving_avg_obs_fq_helper(
   at::Tensor rmin = running_min.contiguous(), rmax = running_max.contiguous();
   at::Tensor s = scale.contiguous(), zp = zero_point.contiguous();
   at::Tensor inv = at::empty_like(s);
-  at::Tensor observe = on_device(observer_on.reshape(-1).narrow(0, 0, 1), self, at::kLong);
-  at::Tensor quantize = on_device(fake_quant_on.reshape(-1).narrow(0, 0, 1), self, at::kLong);
+  at::Tensor observe = first(observer_on, self, at::kLong);
+  at::Tensor quantize = first(fake_quant_on, self, at::kLong);
   x_min = x_min.contiguous();
   x_max = x_max.contiguous();
   vkml::ops::FakeQuantObserver o;
@@ -208,17 +213,13 @@ std::tuple<at::Tensor, at::Tensor> vk_fused_moving_avg_obs_fq_helper(
 
 // ---------------------------------------------- learnable qparams (LSQ, _LearnableFakeQuantize)
 
-// The first element of a float qparam tensor, on self's device, as a 1-element tensor.
-at::Tensor first(const at::Tensor& t, const at::Tensor& self) {
-  return on_device(t.reshape(-1).narrow(0, 0, 1), self, at::kFloat);
-}
-
 at::Tensor vk_learnable_per_tensor(const at::Tensor& self, const at::Tensor& scale,
                                    const at::Tensor& zero_point, int64_t quant_min,
                                    int64_t quant_max, double /*grad_factor*/) {
   check_quant_range(quant_min, quant_max);
-  at::Tensor s = first(scale, self);
-  at::Tensor zp = first(zero_point, self).round().clamp_(quant_min, quant_max).to(at::kInt);
+  at::Tensor s = first(scale, self, at::kFloat);
+  at::Tensor zp =
+      first(zero_point, self, at::kFloat).round().clamp_(quant_min, quant_max).to(at::kInt);
   at::Tensor inv = reciprocals(s);
   return std::get<0>(apply(self, array_params(s, inv, zp), -1, quant_min, quant_max, at::Tensor()));
 }
@@ -238,7 +239,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> learnable_grads(
     const at::Tensor& zp, int64_t quant_min, int64_t quant_max, double grad_factor,
     at::IntArrayRef sum_dims) {
   const at::Tensor xq = at::round(zp + x * inv_scale);
-  const at::Tensor below = xq<quant_min, above = xq> quant_max;
+  const at::Tensor below = xq.lt(quant_min);
+  const at::Tensor above = xq.gt(quant_max);
   const at::Tensor outside = at::logical_or(below, above);
   at::Tensor dx = dy * at::logical_not(outside);
   const at::Tensor fake = (xq.clamp(quant_min, quant_max) - zp) * scale;
@@ -266,9 +268,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_learnable_per_tensor_backward(
     const at::Tensor& zero_point, int64_t quant_min, int64_t quant_max, double grad_factor) {
   check_learnable_backward(dy, x, scale, zero_point, quant_min, quant_max);
   if (x.numel() <= 0) return {x, scale, zero_point};
-  at::Tensor s = first(scale, x);
+  at::Tensor s = first(scale, x, at::kFloat);
   // The backward's zero point: zp + 0.5 clamped, truncated (the CPU's, unlike the forward's).
-  at::Tensor zp = (first(zero_point, x) + 0.5f).clamp_(quant_min, quant_max).trunc_();
+  at::Tensor zp = (first(zero_point, x, at::kFloat) + 0.5f).clamp_(quant_min, quant_max).trunc_();
   auto [dx, d_scale, d_zp] =
       learnable_grads(dy.reshape(x.sizes()), x, s.reshape({}), reciprocals(s).reshape({}),
                       zp.reshape({}), quant_min, quant_max, grad_factor, {});
