@@ -26,10 +26,9 @@ at::Tensor bce_refused(const at::Tensor&, const at::Tensor&, const std::optional
 
 }  // namespace
 
-// The lists' signatures name ATen's types unqualified, as in ATen itself.
-using namespace at;
-
 TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
+  // The lists' signatures name ATen's types unqualified, as in ATen itself.
+  using namespace at;
 #define VKML_LOWER_PRECISION(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, lower_precision_fp)
 #define VKML_FP32(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, fp32)
 #define VKML_FP32_SET_OPT_DTYPE(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, fp32_set_opt_dtype)

@@ -17,6 +17,8 @@ enum class ResultType {
   Bool,            // computed in the promoted type, result bool (comparisons)
   FromWhere,       // where(cond, a, b): promoted over inputs 1 and 2, input 0 is a bool condition
 };
+// The op tables' short spelling of integer inputs giving float results (sqrt, erf, ...).
+inline constexpr ResultType kToFloat = ResultType::PromoteToFloat;
 
 struct EwOp {
   int code;

@@ -19,11 +19,6 @@ using vkml::ops::RemapDim;
 
 // ---------------------------------------------------------------- remap
 
-void check_dtype(const char* op, const at::Tensor& t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(has_vkml_dtype(t.scalar_type()), op, " on vkml: unsupported dtype ",
-                              t.scalar_type());
-}
-
 // The identity map for every dim of t; callers change the dims they transform.
 std::vector<RemapDim> identity_dims(const at::Tensor& t) {
   std::vector<RemapDim> dims(t.dim());
@@ -47,7 +42,7 @@ at::Tensor run_remap(const char* op, const at::Tensor& self, const std::vector<R
     real_dims.push_back(pair);
     return at::view_as_complex(run_remap(op, pairs, real_dims));
   }
-  check_dtype(op, self);
+  check_vkml_dtype(op, self);
   std::vector<int64_t> shape;
   for (const RemapDim& d : dims) shape.push_back(d.out_size);
   at::Tensor out = at::empty(shape, self.options());

@@ -129,11 +129,6 @@ at::Tensor vk_cat(const at::ITensorListRef& list, int64_t dim) {
 
 // ------------------------------------------------------------ tril/triu
 
-void check_dtype(const char* op, const at::Tensor& t) {
-  TORCH_CHECK_NOT_IMPLEMENTED(has_vkml_dtype(t.scalar_type()), op, " on vkml: unsupported dtype ",
-                              t.scalar_type());
-}
-
 at::Tensor& tri_out(const char* op, const at::Tensor& self, int64_t k, bool upper,
                     at::Tensor& out) {
   TORCH_CHECK(self.dim() >= 2, op, ": input tensor must have at least 2 dimensions");
@@ -148,7 +143,7 @@ at::Tensor& tri_out(const char* op, const at::Tensor& self, int64_t k, bool uppe
     out.copy_(r);
     return out;
   }
-  check_dtype(op, self);
+  check_vkml_dtype(op, self);
   if (!out.is_same(self)) {
     at::native::resize_output(out, self.sizes());
     TORCH_CHECK(out.scalar_type() == self.scalar_type(), op, ": expected out dtype ",

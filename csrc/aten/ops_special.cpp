@@ -11,51 +11,50 @@
 namespace vkml_aten {
 namespace {
 
-constexpr auto F = ResultType::PromoteToFloat;
-const EwOp kI0{OP_I0, "i0", F};
-const EwOp kI0e{OP_I0E, "special_i0e", F};
-const EwOp kI1{OP_I1, "special_i1", F};
-const EwOp kI1e{OP_I1E, "special_i1e", F};
-const EwOp kNdtri{OP_NDTRI, "special_ndtri", F};
-const EwOp kLogNdtr{OP_LOG_NDTR, "special_log_ndtr", F};
-const EwOp kErfcx{OP_ERFCX, "special_erfcx", F};
-const EwOp kAiryAi{OP_AIRY_AI, "special_airy_ai", F};
-const EwOp kBesselJ0{OP_BESSEL_J0, "special_bessel_j0", F};
-const EwOp kBesselJ1{OP_BESSEL_J1, "special_bessel_j1", F};
-const EwOp kBesselY0{OP_BESSEL_Y0, "special_bessel_y0", F};
-const EwOp kBesselY1{OP_BESSEL_Y1, "special_bessel_y1", F};
-const EwOp kModBesselI0{OP_MODIFIED_BESSEL_I0, "special_modified_bessel_i0", F};
-const EwOp kModBesselI1{OP_MODIFIED_BESSEL_I1, "special_modified_bessel_i1", F};
-const EwOp kModBesselK0{OP_MODIFIED_BESSEL_K0, "special_modified_bessel_k0", F};
-const EwOp kModBesselK1{OP_MODIFIED_BESSEL_K1, "special_modified_bessel_k1", F};
-const EwOp kScaledK0{OP_SCALED_MODIFIED_BESSEL_K0, "special_scaled_modified_bessel_k0", F};
-const EwOp kScaledK1{OP_SCALED_MODIFIED_BESSEL_K1, "special_scaled_modified_bessel_k1", F};
-const EwOp kSphericalJ0{OP_SPHERICAL_BESSEL_J0, "special_spherical_bessel_j0", F};
-const EwOp kAngle{OP_ANGLE, "angle", F};
-const EwOp kDigamma{OP_DIGAMMA, "polygamma", F};
-const EwOp kTrigamma{OP_TRIGAMMA, "polygamma", F};
-const EwOp kPolygamma{OP_POLYGAMMA, "polygamma", F};
+const EwOp kI0{OP_I0, "i0", kToFloat};
+const EwOp kI0e{OP_I0E, "special_i0e", kToFloat};
+const EwOp kI1{OP_I1, "special_i1", kToFloat};
+const EwOp kI1e{OP_I1E, "special_i1e", kToFloat};
+const EwOp kNdtri{OP_NDTRI, "special_ndtri", kToFloat};
+const EwOp kLogNdtr{OP_LOG_NDTR, "special_log_ndtr", kToFloat};
+const EwOp kErfcx{OP_ERFCX, "special_erfcx", kToFloat};
+const EwOp kAiryAi{OP_AIRY_AI, "special_airy_ai", kToFloat};
+const EwOp kBesselJ0{OP_BESSEL_J0, "special_bessel_j0", kToFloat};
+const EwOp kBesselJ1{OP_BESSEL_J1, "special_bessel_j1", kToFloat};
+const EwOp kBesselY0{OP_BESSEL_Y0, "special_bessel_y0", kToFloat};
+const EwOp kBesselY1{OP_BESSEL_Y1, "special_bessel_y1", kToFloat};
+const EwOp kModBesselI0{OP_MODIFIED_BESSEL_I0, "special_modified_bessel_i0", kToFloat};
+const EwOp kModBesselI1{OP_MODIFIED_BESSEL_I1, "special_modified_bessel_i1", kToFloat};
+const EwOp kModBesselK0{OP_MODIFIED_BESSEL_K0, "special_modified_bessel_k0", kToFloat};
+const EwOp kModBesselK1{OP_MODIFIED_BESSEL_K1, "special_modified_bessel_k1", kToFloat};
+const EwOp kScaledK0{OP_SCALED_MODIFIED_BESSEL_K0, "special_scaled_modified_bessel_k0", kToFloat};
+const EwOp kScaledK1{OP_SCALED_MODIFIED_BESSEL_K1, "special_scaled_modified_bessel_k1", kToFloat};
+const EwOp kSphericalJ0{OP_SPHERICAL_BESSEL_J0, "special_spherical_bessel_j0", kToFloat};
+const EwOp kAngle{OP_ANGLE, "angle", kToFloat};
+const EwOp kPolygamma0{OP_DIGAMMA, "polygamma", kToFloat};
+const EwOp kTrigamma{OP_TRIGAMMA, "polygamma", kToFloat};
+const EwOp kPolygamma{OP_POLYGAMMA, "polygamma", kToFloat};
 const EwOp kFrexpMantissa{OP_FREXP_MANTISSA, "frexp"};
 const EwOp kFrexpExponent{OP_FREXP_EXPONENT, "frexp"};
-const EwOp kZeta{OP_ZETA, "special_zeta", F};
+const EwOp kZeta{OP_ZETA, "special_zeta", kToFloat};
 const EwOp kIgamma{OP_IGAMMA, "igamma_cpu", ResultType::Promote, /*float_only=*/true};
 const EwOp kIgammac{OP_IGAMMAC, "igammac_cpu", ResultType::Promote, /*float_only=*/true};
 const EwOp kGcd{OP_GCD,          "gcd_cpu", ResultType::Promote, false, /*integral_only=*/true,
                 /*no_bool=*/true};
 const EwOp kLcm{OP_LCM,          "lcm_cpu", ResultType::Promote, false, /*integral_only=*/true,
                 /*no_bool=*/true};
-const EwOp kChebT{OP_CHEBYSHEV_T, "special_chebyshev_polynomial_t", F};
-const EwOp kChebU{OP_CHEBYSHEV_U, "special_chebyshev_polynomial_u", F};
-const EwOp kChebV{OP_CHEBYSHEV_V, "special_chebyshev_polynomial_v", F};
-const EwOp kChebW{OP_CHEBYSHEV_W, "special_chebyshev_polynomial_w", F};
-const EwOp kSChebT{OP_SHIFTED_CHEBYSHEV_T, "special_shifted_chebyshev_polynomial_t", F};
-const EwOp kSChebU{OP_SHIFTED_CHEBYSHEV_U, "special_shifted_chebyshev_polynomial_u", F};
-const EwOp kSChebV{OP_SHIFTED_CHEBYSHEV_V, "special_shifted_chebyshev_polynomial_v", F};
-const EwOp kSChebW{OP_SHIFTED_CHEBYSHEV_W, "special_shifted_chebyshev_polynomial_w", F};
-const EwOp kHermiteH{OP_HERMITE_H, "special_hermite_polynomial_h", F};
-const EwOp kHermiteHe{OP_HERMITE_HE, "special_hermite_polynomial_he", F};
-const EwOp kLaguerreL{OP_LAGUERRE_L, "special_laguerre_polynomial_l", F};
-const EwOp kLegendreP{OP_LEGENDRE_P, "special_legendre_polynomial_p", F};
+const EwOp kChebT{OP_CHEBYSHEV_T, "special_chebyshev_polynomial_t", kToFloat};
+const EwOp kChebU{OP_CHEBYSHEV_U, "special_chebyshev_polynomial_u", kToFloat};
+const EwOp kChebV{OP_CHEBYSHEV_V, "special_chebyshev_polynomial_v", kToFloat};
+const EwOp kChebW{OP_CHEBYSHEV_W, "special_chebyshev_polynomial_w", kToFloat};
+const EwOp kSChebT{OP_SHIFTED_CHEBYSHEV_T, "special_shifted_chebyshev_polynomial_t", kToFloat};
+const EwOp kSChebU{OP_SHIFTED_CHEBYSHEV_U, "special_shifted_chebyshev_polynomial_u", kToFloat};
+const EwOp kSChebV{OP_SHIFTED_CHEBYSHEV_V, "special_shifted_chebyshev_polynomial_v", kToFloat};
+const EwOp kSChebW{OP_SHIFTED_CHEBYSHEV_W, "special_shifted_chebyshev_polynomial_w", kToFloat};
+const EwOp kHermiteH{OP_HERMITE_H, "special_hermite_polynomial_h", kToFloat};
+const EwOp kHermiteHe{OP_HERMITE_HE, "special_hermite_polynomial_he", kToFloat};
+const EwOp kLaguerreL{OP_LAGUERRE_L, "special_laguerre_polynomial_l", kToFloat};
+const EwOp kLegendreP{OP_LEGENDRE_P, "special_legendre_polynomial_p", kToFloat};
 
 }  // namespace
 }  // namespace vkml_aten
@@ -132,12 +131,14 @@ VKML_BINARY(lcm, kLcm)
 // zeta(n + 1, x) with n in a float parameter.
 at::Tensor polygamma_compute(int64_t n, const at::Tensor& a, const at::Tensor& out) {
   TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
-  if (n == 0) return elementwise(kDigamma, {a}, out);
+  if (n == 0) return elementwise(kPolygamma0, {a}, out);
   if (n == 1) return elementwise(kTrigamma, {a}, out);
   return elementwise(kPolygamma, {a}, out, {.fp = {double(n)}});
 }
 // The kernel of order n (float64 has digamma, not the higher orders).
-const EwOp& polygamma_op(int64_t n) { return n == 0 ? kDigamma : n == 1 ? kTrigamma : kPolygamma; }
+const EwOp& polygamma_op(int64_t n) {
+  return n == 0 ? kPolygamma0 : n == 1 ? kTrigamma : kPolygamma;
+}
 at::Tensor polygamma(int64_t n, const at::Tensor& a) {
   if (runs_on_cpu(polygamma_op(n), {a})) return cpu_route<at::_ops::polygamma>(n, a);
   return polygamma_compute(n, a, at::Tensor());

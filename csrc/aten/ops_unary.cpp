@@ -10,32 +10,31 @@
 namespace vkml_aten {
 namespace {
 
-constexpr auto F = ResultType::PromoteToFloat;  // integer inputs give float results
 const EwOp kNeg{OP_NEG, "neg"};
 const EwOp kAbs{OP_ABS, "abs"};
 const EwOp kSign{OP_SIGN, "sign"};
 const EwOp kSgn{OP_SIGN, "sgn"};  // sign, and z / |z| for complex z
-const EwOp kSqrt{OP_SQRT, "sqrt", F};
-const EwOp kRsqrt{OP_RSQRT, "rsqrt", F};
-const EwOp kExp{OP_EXP, "exp", F};
-const EwOp kExp2{OP_EXP2, "exp2", F};
-const EwOp kExpm1{OP_EXPM1, "expm1", F};
-const EwOp kLog{OP_LOG, "log", F};
-const EwOp kLog2{OP_LOG2, "log2", F};
-const EwOp kLog1p{OP_LOG1P, "log1p", F};
-const EwOp kSigmoid{OP_SIGMOID, "sigmoid", F};
-const EwOp kTanh{OP_TANH, "tanh", F};
-const EwOp kReciprocal{OP_RECIPROCAL, "reciprocal", F};
-const EwOp kSin{OP_SIN, "sin", F};
-const EwOp kCos{OP_COS, "cos", F};
+const EwOp kSqrt{OP_SQRT, "sqrt", kToFloat};
+const EwOp kRsqrt{OP_RSQRT, "rsqrt", kToFloat};
+const EwOp kExp{OP_EXP, "exp", kToFloat};
+const EwOp kExp2{OP_EXP2, "exp2", kToFloat};
+const EwOp kExpm1{OP_EXPM1, "expm1", kToFloat};
+const EwOp kLog{OP_LOG, "log", kToFloat};
+const EwOp kLog2{OP_LOG2, "log2", kToFloat};
+const EwOp kLog1p{OP_LOG1P, "log1p", kToFloat};
+const EwOp kSigmoid{OP_SIGMOID, "sigmoid", kToFloat};
+const EwOp kTanh{OP_TANH, "tanh", kToFloat};
+const EwOp kReciprocal{OP_RECIPROCAL, "reciprocal", kToFloat};
+const EwOp kSin{OP_SIN, "sin", kToFloat};
+const EwOp kCos{OP_COS, "cos", kToFloat};
 const EwOp kFloor{OP_FLOOR, "floor", ResultType::Promote, false, false, /*no_bool=*/true};
 const EwOp kCeil{OP_CEIL, "ceil", ResultType::Promote, false, false, /*no_bool=*/true};
 const EwOp kRound{OP_ROUND, "round", ResultType::Promote, false, false, /*no_bool=*/true};
 const EwOp kTrunc{OP_TRUNC, "trunc", ResultType::Promote, false, false, /*no_bool=*/true};
 const EwOp kRelu{OP_RELU, "relu"};
-const EwOp kSilu{OP_SILU, "silu", F};
-const EwOp kGelu{OP_GELU, "gelu", F};
-const EwOp kGeluTanh{OP_GELU_TANH, "gelu", F};
+const EwOp kSilu{OP_SILU, "silu", kToFloat};
+const EwOp kGelu{OP_GELU, "gelu", kToFloat};
+const EwOp kGeluTanh{OP_GELU_TANH, "gelu", kToFloat};
 const EwOp kClamp{OP_CLAMP, "clamp"};
 const EwOp kClampTensor{OP_CLAMP_TENSOR, "clamp"};
 const EwOp kLogicalNot{OP_LOGICAL_NOT, "logical_not", ResultType::Bool};
@@ -46,27 +45,27 @@ const EwOp kIsfinite{OP_ISFINITE, "isfinite", ResultType::Bool};
 const EwOp kIsposinf{OP_ISPOSINF, "isposinf", ResultType::Bool};
 const EwOp kIsneginf{OP_ISNEGINF, "isneginf", ResultType::Bool};
 const EwOp kSignbit{OP_SIGNBIT, "signbit", ResultType::Bool};
-const EwOp kTan{OP_TAN, "tan", F};
-const EwOp kAsin{OP_ASIN, "asin", F};
-const EwOp kAcos{OP_ACOS, "acos", F};
-const EwOp kAtan{OP_ATAN, "atan", F};
-const EwOp kSinh{OP_SINH, "sinh", F};
-const EwOp kCosh{OP_COSH, "cosh", F};
-const EwOp kAsinh{OP_ASINH, "asinh", F};
-const EwOp kAcosh{OP_ACOSH, "acosh", F};
-const EwOp kAtanh{OP_ATANH, "atanh", F};
-const EwOp kLog10{OP_LOG10, "log10", F};
-const EwOp kErf{OP_ERF, "erf", F};
-const EwOp kErfc{OP_ERFC, "erfc", F};
-const EwOp kErfinv{OP_ERFINV, "erfinv", F};
-const EwOp kLgamma{OP_LGAMMA, "lgamma", F};
-const EwOp kDigamma{OP_DIGAMMA, "digamma", F};
+const EwOp kTan{OP_TAN, "tan", kToFloat};
+const EwOp kAsin{OP_ASIN, "asin", kToFloat};
+const EwOp kAcos{OP_ACOS, "acos", kToFloat};
+const EwOp kAtan{OP_ATAN, "atan", kToFloat};
+const EwOp kSinh{OP_SINH, "sinh", kToFloat};
+const EwOp kCosh{OP_COSH, "cosh", kToFloat};
+const EwOp kAsinh{OP_ASINH, "asinh", kToFloat};
+const EwOp kAcosh{OP_ACOSH, "acosh", kToFloat};
+const EwOp kAtanh{OP_ATANH, "atanh", kToFloat};
+const EwOp kLog10{OP_LOG10, "log10", kToFloat};
+const EwOp kErf{OP_ERF, "erf", kToFloat};
+const EwOp kErfc{OP_ERFC, "erfc", kToFloat};
+const EwOp kErfinv{OP_ERFINV, "erfinv", kToFloat};
+const EwOp kLgamma{OP_LGAMMA, "lgamma", kToFloat};
+const EwOp kDigamma{OP_DIGAMMA, "digamma", kToFloat};
 const EwOp kFrac{OP_FRAC, "frac_cpu", ResultType::Promote, /*float_only=*/true};
 const EwOp kRoundDecimals{OP_ROUND_DECIMALS, "round_cpu", ResultType::Promote, true};
-const EwOp kLogit{OP_LOGIT, "logit", F};
+const EwOp kLogit{OP_LOGIT, "logit", kToFloat};
 const EwOp kNanToNum{OP_NAN_TO_NUM, "nan_to_num"};
-const EwOp kSinc{OP_SINC, "sinc", F};
-const EwOp kEntr{OP_ENTR, "special_entr", F};
+const EwOp kSinc{OP_SINC, "sinc", kToFloat};
+const EwOp kEntr{OP_ENTR, "special_entr", kToFloat};
 
 VKML_UNARY(abs, kAbs)
 VKML_UNARY(sign, kSign)

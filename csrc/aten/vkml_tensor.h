@@ -22,6 +22,12 @@ inline bool is_complex_storage(at::ScalarType t) {
 
 // What a vkml tensor may hold.
 inline bool can_hold(at::ScalarType t) { return has_vkml_dtype(t) || is_complex_storage(t); }
+
+// NotImplementedError naming op, for a dtype the core has no kernels for.
+inline void check_vkml_dtype(const char* op, const at::Tensor& t) {
+  TORCH_CHECK_NOT_IMPLEMENTED(has_vkml_dtype(t.scalar_type()), op, " on vkml: unsupported dtype ",
+                              t.scalar_type());
+}
 vkml::DType to_vkml(at::ScalarType t);
 
 // The dtypes of the float-only kernels (conv, pool, norm, resampling, ...):

@@ -11,7 +11,7 @@ namespace {
 using ops::Reduction;
 using CrossEntropyTest = VkmlTest;
 
-struct Case {
+struct CrossEntropyCase {
   int64_t n, c;
   bool weighted;
   float smoothing;
@@ -26,8 +26,9 @@ struct Reference {
 
 constexpr int64_t kIgnore = -100;
 
-Reference reference(const Case& k, const std::vector<float>& x, const std::vector<int64_t>& t,
-                    const std::vector<float>& w, const std::vector<double>& g) {
+Reference reference(const CrossEntropyCase& k, const std::vector<float>& x,
+                    const std::vector<int64_t>& t, const std::vector<float>& w,
+                    const std::vector<double>& g) {
   Reference r;
   r.rows.assign(k.n, 0.0);
   r.grad.assign(k.n * k.c, 0.0);
@@ -54,7 +55,7 @@ Reference reference(const Case& k, const std::vector<float>& x, const std::vecto
   return r;
 }
 
-void run_case(Device& dev, const Case& k, DType dt) {
+void run_case(Device& dev, const CrossEntropyCase& k, DType dt) {
   SCOPED_TRACE("n=" + std::to_string(k.n) + " c=" + std::to_string(k.c) +
                " weighted=" + std::to_string(k.weighted) + " e=" + std::to_string(k.smoothing) +
                " reduction=" + std::to_string(int(k.reduction)) + " " + dtype_name(dt));
@@ -114,8 +115,9 @@ TEST_F(CrossEntropyTest, MatchesReference) {
     for (Reduction red : {Reduction::None, Reduction::Mean, Reduction::Sum})
       for (bool weighted : {false, true})
         for (float e : {0.0f, 0.25f}) {
-          run_case(dev(), Case{9, 7, weighted, e, red}, dt);     // rows shorter than a group
-          run_case(dev(), Case{5, 3001, weighted, e, red}, dt);  // 256-thread rows
+          run_case(dev(), CrossEntropyCase{9, 7, weighted, e, red},
+                   dt);  // rows shorter than a group
+          run_case(dev(), CrossEntropyCase{5, 3001, weighted, e, red}, dt);  // 256-thread rows
         }
 }
 

@@ -10,7 +10,7 @@ namespace {
 using ops::Reduction;
 using LossTest = VkmlTest;
 
-struct Case {
+struct LossCase {
   int64_t n, c;
   bool weighted;
   Reduction reduction;
@@ -18,7 +18,7 @@ struct Case {
   bool all_ignored = false;
 };
 
-void run_case(Device& dev, const Case& k, DType dt) {
+void run_case(Device& dev, const LossCase& k, DType dt) {
   SCOPED_TRACE("n=" + std::to_string(k.n) + " c=" + std::to_string(k.c) +
                " weighted=" + std::to_string(k.weighted) +
                " reduction=" + std::to_string(int(k.reduction)) + " " + dtype_name(dt));
@@ -85,15 +85,17 @@ TEST_F(LossTest, AllReductions) {
   for (DType dt : {DType::f32, DType::f16})
     for (bool weighted : {false, true})
       for (Reduction r : {Reduction::None, Reduction::Mean, Reduction::Sum}) {
-        run_case(dev(), Case{37, 10, weighted, r}, dt);
-        run_case(dev(), Case{1000, 3, weighted, r, 1}, dt);  // ignore_index is a real class
+        run_case(dev(), LossCase{37, 10, weighted, r}, dt);
+        run_case(dev(), LossCase{1000, 3, weighted, r, 1}, dt);  // ignore_index is a real class
       }
 }
 
-TEST_F(LossTest, SingleSample) { run_case(dev(), Case{1, 5, true, Reduction::Mean}, DType::f32); }
+TEST_F(LossTest, SingleSample) {
+  run_case(dev(), LossCase{1, 5, true, Reduction::Mean}, DType::f32);
+}
 
 TEST_F(LossTest, EverythingIgnored) {
-  Case k{6, 4, false, Reduction::Sum};
+  LossCase k{6, 4, false, Reduction::Sum};
   k.all_ignored = true;
   run_case(dev(), k, DType::f32);  // sum 0, total weight 0
   k.reduction = Reduction::Mean;

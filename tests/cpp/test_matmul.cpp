@@ -15,7 +15,7 @@ using MatmulTest = VkmlTest;
 
 enum class BiasKind { None, Full, Row, Column };
 
-struct Case {
+struct GemmCase {
   int64_t batch, m, n, k;
   bool ta = false, tb = false, tc = false;  // operands stored transposed
   bool b_shared = false;                    // one B for every batch (batch stride 0)
@@ -25,7 +25,7 @@ struct Case {
   int64_t offset = 0;  // operands start this many elements into their buffers
 };
 
-std::string describe(const Case& c) {
+std::string describe(const GemmCase& c) {
   return "batch=" + std::to_string(c.batch) + " m=" + std::to_string(c.m) +
          " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + (c.ta ? " ta" : "") +
          (c.tb ? " tb" : "") + (c.tc ? " tc" : "") + (c.b_shared ? " b_shared" : "") +
@@ -33,7 +33,7 @@ std::string describe(const Case& c) {
          " beta=" + std::to_string(c.beta);
 }
 
-void run_case(Device& dev, const Case& c, DType dt) {
+void run_case(Device& dev, const GemmCase& c, DType dt) {
   SCOPED_TRACE(describe(c) + " " + dtype_name(dt));
   const int64_t B = c.batch, M = c.m, N = c.n, K = c.k;
   const int64_t b_count = c.b_shared ? 1 : B;
@@ -136,21 +136,21 @@ void run_case(Device& dev, const Case& c, DType dt) {
 TEST_F(MatmulTest, ShapesAndEdges) {
   const int64_t shapes[][3] = {{1, 1, 1},    {7, 13, 5},   {64, 64, 64},  {65, 130, 33},
                                {100, 3, 70}, {3, 100, 17}, {1, 200, 300}, {33, 31, 16}};
-  for (auto& s : shapes) run_case(dev(), Case{1, s[0], s[1], s[2]}, DType::f32);
+  for (auto& s : shapes) run_case(dev(), GemmCase{1, s[0], s[1], s[2]}, DType::f32);
 }
 
 TEST_F(MatmulTest, TransposedOperands) {
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       for (bool tc : {false, true}) {
-        Case c{2, 37, 45, 29};
+        GemmCase c{2, 37, 45, 29};
         c.ta = ta, c.tb = tb, c.tc = tc;
         run_case(dev(), c, DType::f32);
       }
 }
 
 TEST_F(MatmulTest, AlphaBetaAndBias) {
-  Case c{3, 20, 24, 10};
+  GemmCase c{3, 20, 24, 10};
   c.alpha = 0.5f;
   c.beta = 2.0f;
   for (BiasKind k : {BiasKind::Full, BiasKind::Row, BiasKind::Column}) {
@@ -165,7 +165,7 @@ TEST_F(MatmulTest, AlphaBetaAndBias) {
 }
 
 TEST_F(MatmulTest, ZeroK) {
-  Case c{2, 5, 6, 0};
+  GemmCase c{2, 5, 6, 0};
   run_case(dev(), c, DType::f32);  // C = 0
   c.bias = BiasKind::Row;
   c.beta = 3.0f;
@@ -174,12 +174,12 @@ TEST_F(MatmulTest, ZeroK) {
 }
 
 TEST_F(MatmulTest, EmptyOutputIsANoOp) {
-  for (Case c : {Case{0, 4, 4, 4}, Case{2, 0, 4, 4}, Case{2, 4, 0, 4}})
+  for (GemmCase c : {GemmCase{0, 4, 4, 4}, GemmCase{2, 0, 4, 4}, GemmCase{2, 4, 0, 4}})
     run_case(dev(), c, DType::f32);
 }
 
 TEST_F(MatmulTest, BatchedWithSharedB) {
-  Case c{5, 17, 9, 23};
+  GemmCase c{5, 17, 9, 23};
   c.b_shared = true;
   c.bias = BiasKind::Row;
   c.beta = 1.0f;
@@ -188,25 +188,25 @@ TEST_F(MatmulTest, BatchedWithSharedB) {
 
 TEST_F(MatmulTest, LargeTiles) {
   // Enough output tiles to pick the 64x64 configuration, with ragged edges.
-  run_case(dev(), Case{8, 129, 130, 40}, DType::f32);
-  Case t{8, 129, 130, 40};
+  run_case(dev(), GemmCase{8, 129, 130, 40}, DType::f32);
+  GemmCase t{8, 129, 130, 40};
   t.ta = true;
   t.tb = true;
   run_case(dev(), t, DType::f32);
 }
 
 TEST_F(MatmulTest, ManyBatches) {
-  run_case(dev(), Case{66000, 1, 2, 1}, DType::f32);  // more tiles than one grid dimension
+  run_case(dev(), GemmCase{66000, 1, 2, 1}, DType::f32);  // more tiles than one grid dimension
 }
 
 TEST_F(MatmulTest, Float16) {
-  run_case(dev(), Case{1, 33, 47, 70}, DType::f16);
-  Case c{3, 20, 24, 10};
+  run_case(dev(), GemmCase{1, 33, 47, 70}, DType::f16);
+  GemmCase c{3, 20, 24, 10};
   c.ta = true;
   c.bias = BiasKind::Column;
   c.beta = -1.0f;
   run_case(dev(), c, DType::f16);
-  run_case(dev(), Case{8, 129, 130, 40}, DType::f16);
+  run_case(dev(), GemmCase{8, 129, 130, 40}, DType::f16);
 }
 
 // Four-element loads along each operand's contiguous side: row strides that are
@@ -215,13 +215,13 @@ TEST_F(MatmulTest, Float16) {
 TEST_F(MatmulTest, QuadLoadsAndTheirEdges) {
   for (int64_t offset : {0, 1, 2, 3, 4})
     for (bool t : {false, true}) {
-      Case c{2, 68, 132, 36};
+      GemmCase c{2, 68, 132, 36};
       c.ta = t;
       c.tb = !t;
       c.offset = offset;
       run_case(dev(), c, DType::f32);
     }
-  Case big{1, 132, 200, 44};
+  GemmCase big{1, 132, 200, 44};
   run_case(dev(), big, DType::f32);
   run_case(dev(), big, DType::f16);
   big.ta = big.tb = true;
@@ -236,14 +236,14 @@ TEST_F(MatmulTest, QuadLoadsAndTheirEdges) {
 TEST_F(MatmulTest, HugeTiles) {
   ops::set_gemm_tile(128);
   for (bool t : {false, true}) {
-    Case c{2, 257, 131, 40};  // ragged in m, n and k
+    GemmCase c{2, 257, 131, 40};  // ragged in m, n and k
     c.ta = c.tb = t;
     c.bias = BiasKind::Row;
     c.beta = 0.5f;
     run_case(dev(), c, DType::f32);
   }
-  run_case(dev(), Case{1, 130, 200, 33}, DType::f16);
-  Case split{1, 40, 60, 3000};  // one tile, deep K: split into slices
+  run_case(dev(), GemmCase{1, 130, 200, 33}, DType::f16);
+  GemmCase split{1, 40, 60, 3000};  // one tile, deep K: split into slices
   run_case(dev(), split, DType::f32);
   ops::set_gemm_tile(0);
 }
@@ -258,12 +258,12 @@ TEST_F(MatmulTest, SweepConfigs) {
     SCOPED_TRACE(testing::Message()
                  << t[0] << "x" << t[1] << "x" << t[2] << " " << t[3] << " " << t[4]);
     ops::set_gemm_config(t[0], t[1], t[2], t[3], t[4]);
-    Case c{2, 257, 131, 40};  // ragged in m, n and k
+    GemmCase c{2, 257, 131, 40};  // ragged in m, n and k
     c.ta = true;
     c.bias = BiasKind::Row;
     c.beta = 0.5f;
     run_case(dev(), c, DType::f32);
-    run_case(dev(), Case{1, 40, 60, 3000}, DType::f32);  // split K
+    run_case(dev(), GemmCase{1, 40, 60, 3000}, DType::f32);  // split K
   }
   ops::set_gemm_config(0, 0, 0, 0, 0);
   EXPECT_THROW(ops::set_gemm_config(64, 64, 16, 256, 3), Error);  // TN not whole vec4s
@@ -313,14 +313,14 @@ class CoopmatKernel : public MatmulTest,
     if (offered() && !shader_built()) return "not built";
     return offered() ? "active" : "unsupported";
   }
-  bool chosen(const Case& c) {
+  bool chosen(const GemmCase& c) {
     ops::GemmArgs g;
     g.dtype = dtype();
     g.batch = c.batch, g.m = c.m, g.n = c.n, g.k = c.k;
     g.a_row = c.k, g.a_col = 1, g.b_row = c.n, g.b_col = 1;
     return ops::coopmat_kernel(dev(), g).pipeline != VK_NULL_HANDLE;
   }
-  void run(const Case& c) {
+  void run(const GemmCase& c) {
     ASSERT_EQ(chosen(c), expects_kernel()) << describe(c) << " status " << status();
     run_case(dev(), c, dtype());
   }
@@ -339,24 +339,24 @@ INSTANTIATE_TEST_SUITE_P(Modes, CoopmatKernel,
                          });
 
 TEST_P(CoopmatKernel, ChosenForProductsOfSize) {
-  EXPECT_EQ(chosen(Case{1, 64, 64, 64}), expects_kernel());
-  EXPECT_FALSE(chosen(Case{1, 16, 64, 64}));  // too small a side
-  EXPECT_FALSE(chosen(Case{1, 64, 64, 8}));
+  EXPECT_EQ(chosen(GemmCase{1, 64, 64, 64}), expects_kernel());
+  EXPECT_FALSE(chosen(GemmCase{1, 16, 64, 64}));  // too small a side
+  EXPECT_FALSE(chosen(GemmCase{1, 64, 64, 8}));
   ops::GemmArgs g;
   g.dtype = DType::f32, g.m = g.n = g.k = 64;
   EXPECT_EQ(ops::coopmat_kernel(dev(), g).pipeline, VK_NULL_HANDLE);
   // Where the kernel runs, its start-up check ran and passed.
   EXPECT_STREQ(status(), expected_status());
   ops::set_coopmat_mode(ops::CoopmatMode::kOff);
-  EXPECT_FALSE(chosen(Case{1, 64, 64, 64}));
+  EXPECT_FALSE(chosen(GemmCase{1, 64, 64, 64}));
   EXPECT_STREQ(status(), "off");
   // TORCH_VKML_COOPMAT=fp16: bf16 off, fp16 as when on.
   ops::set_coopmat_mode(ops::CoopmatMode::kFp16Only);
   if (dtype() == DType::bf16) {
-    EXPECT_FALSE(chosen(Case{1, 64, 64, 64}));
+    EXPECT_FALSE(chosen(GemmCase{1, 64, 64, 64}));
     EXPECT_STREQ(status(), "off");
   } else if (mode() == ops::CoopmatMode::kAuto) {
-    EXPECT_EQ(chosen(Case{1, 64, 64, 64}), expects_kernel());
+    EXPECT_EQ(chosen(GemmCase{1, 64, 64, 64}), expects_kernel());
     EXPECT_STREQ(status(), expected_status());
   }
   ops::set_coopmat_mode(mode());
@@ -365,21 +365,21 @@ TEST_P(CoopmatKernel, ChosenForProductsOfSize) {
 TEST_P(CoopmatKernel, ShapesAndRaggedEdges) {
   const int64_t shapes[][3] = {{64, 64, 64},  {32, 32, 32},  {33, 47, 70},
                                {100, 37, 33}, {65, 130, 97}, {200, 136, 72}};
-  for (auto& s : shapes) run(Case{1, s[0], s[1], s[2]});
+  for (auto& s : shapes) run(GemmCase{1, s[0], s[1], s[2]});
 }
 
 TEST_P(CoopmatKernel, TransposedOperandsBatchedAndLargeTiles) {
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       for (bool tc : {false, true}) {
-        Case c{2, 130, 129, 67};  // 128 x 128 tiles, ragged in every direction
+        GemmCase c{2, 130, 129, 67};  // 128 x 128 tiles, ragged in every direction
         c.ta = ta, c.tb = tb, c.tc = tc;
         run(c);
       }
 }
 
 TEST_P(CoopmatKernel, AlphaBetaBiasAndSharedB) {
-  Case c{3, 40, 36, 48};
+  GemmCase c{3, 40, 36, 48};
   c.alpha = 0.5f;
   c.beta = 2.0f;
   c.b_shared = true;
@@ -394,13 +394,13 @@ TEST_P(CoopmatKernel, AlphaBetaBiasAndSharedB) {
 
 TEST_P(CoopmatKernel, UnalignedOperandsLoadElementwise) {
   for (int64_t offset : {1, 2, 3}) {
-    Case c{2, 48, 40, 64};
+    GemmCase c{2, 48, 40, 64};
     c.offset = offset;
     run(c);
     c.ta = c.tb = true;
     run(c);
   }
-  run(Case{1, 35, 38, 42});  // row strides not a multiple of 4
+  run(GemmCase{1, 35, 38, 42});  // row strides not a multiple of 4
 }
 
 // The sweep knobs (TORCH_VKML_COOPMAT_BK, _TILE, _WARPS): other staging depths, forced
@@ -412,11 +412,11 @@ TEST_P(CoopmatKernel, OtherStagingDepthsAndTiles) {
       for (int32_t warps : {4, 8}) {
         SCOPED_TRACE(testing::Message() << "bk " << bk << " tile " << tile << " warps " << warps);
         ops::set_coopmat_tuning({bk, tile, warps});
-        Case c{2, 130, 129, 67};
+        GemmCase c{2, 130, 129, 67};
         c.ta = true;
         run(c);
-        run(Case{1, 50, 64, 700});  // split K: slices rounded to whole steps
-        run(Case{1, 35, 38, 42});   // element-wise loads
+        run(GemmCase{1, 50, 64, 700});  // split K: slices rounded to whole steps
+        run(GemmCase{1, 35, 38, 42});   // element-wise loads
       }
   ops::set_coopmat_tuning(saved);
   EXPECT_THROW(ops::set_coopmat_tuning({24, 0}), Error);
@@ -427,7 +427,7 @@ TEST_P(CoopmatKernel, OtherStagingDepthsAndTiles) {
 
 TEST_P(CoopmatKernel, SplitK) {
   // One 64 x 64 tile and a deep K: partial sums in K slices, added by gemm.comp.
-  Case c{1, 50, 64, 2000};
+  GemmCase c{1, 50, 64, 2000};
   c.bias = BiasKind::Row;
   c.beta = 1.0f;
   run(c);
