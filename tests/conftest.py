@@ -25,6 +25,9 @@ import torch_vkml  # noqa: E402  (no skip: a missing package must fail loudly)
 
 VKML = "vkml"
 
+# Runs that make test leaves out for its 20-minute budget (README: TORCH_VKML_LONG_TESTS).
+LONG_TESTS = os.environ.get("TORCH_VKML_LONG_TESTS") == "1"
+
 FLOAT_DTYPES = [torch.float32, torch.float16]
 INT_DTYPES = [torch.int64, torch.int32]
 ALL_DTYPES = [torch.float32, torch.int64, torch.int32, torch.bool, torch.float16]

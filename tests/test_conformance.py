@@ -14,6 +14,7 @@ import sys
 
 import pytest
 import torch
+from conftest import LONG_TESTS
 from torch.testing._internal.common_dtype import floating_types
 from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 
@@ -291,7 +292,7 @@ def _cli_survives_crash_and_hang(tmp_path):
 
 # Four worker starts, each importing PyTorch's OpInfo database (18-38 s of make test's
 # 20-minute budget): with TORCH_VKML_LONG_TESTS=1, defined only then (no skip listed).
-if os.environ.get("TORCH_VKML_LONG_TESTS") == "1":
+if LONG_TESTS:
 
     def test_cli_survives_crash_and_hang(tmp_path):
         _cli_survives_crash_and_hang(tmp_path)

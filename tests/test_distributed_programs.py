@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_ports
+from conftest import LONG_TESTS, free_ports
 
 import torch_vkml
 
@@ -69,7 +69,7 @@ def _torchrun(*args: str) -> list[str]:
 # Four ranks time-share a 2-core machine (50 s of make test's 20-minute budget): with
 # TORCH_VKML_LONG_TESTS=1, as the issue's "longer runs behind an option".
 RANK_RUNS = [pytest.param(2, ["ddp_cnn", "ddp_lm", "fsdp_lm", "dcp"], id="2-ranks")]
-if os.environ.get("TORCH_VKML_LONG_TESTS") == "1":
+if LONG_TESTS:
     RANK_RUNS.append(pytest.param(4, ["ddp_cnn", "ddp_lm", "fsdp_lm"], id="4-ranks"))
 
 
@@ -110,7 +110,7 @@ def _two_machines(tmp_path):
 
 # 23 s of make test's 20-minute budget: with TORCH_VKML_LONG_TESTS=1 (the issue's "longer
 # runs behind an option"), defined only then so that make test lists no skip.
-if os.environ.get("TORCH_VKML_LONG_TESTS") == "1":
+if LONG_TESTS:
 
     def test_torchrun_two_machines(tmp_path):
         _two_machines(tmp_path)

@@ -8,11 +8,9 @@ definite, singular) come back through the info tensors as LAPACK's codes. Every 
 asserts that nothing ran on the CPU fallback.
 """
 
-import os
-
 import pytest
 import torch
-from conftest import VKML
+from conftest import LONG_TESTS, VKML
 
 import torch_vkml
 
@@ -98,7 +96,7 @@ def test_blocked_lu(shape):
 
 # Order 600 (three blocks) takes 18 s on lavapipe: with TORCH_VKML_LONG_TESTS=1. Many
 # blocks are also covered at small orders by the small_blocks fixture's tests.
-BLOCKED_ORDERS = [300, 600] if os.environ.get("TORCH_VKML_LONG_TESTS") == "1" else [300]
+BLOCKED_ORDERS = [300, 600] if LONG_TESTS else [300]
 
 
 @pytest.mark.parametrize("n", BLOCKED_ORDERS)

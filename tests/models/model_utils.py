@@ -9,11 +9,16 @@ an expected failure; a wrong result still fails it. ``MISSING`` adds NotImplemen
 for ops that have neither a kernel nor a fallback (convolution_overrideable).
 """
 
+import os
+
 import torch
 
 import torch_vkml
 
 VKML = "vkml"
+
+# Runs that make test leaves out for its 20-minute budget (README: TORCH_VKML_LONG_TESTS).
+LONG_TESTS = os.environ.get("TORCH_VKML_LONG_TESTS") == "1"
 
 
 class FallbackError(AssertionError):

@@ -8,13 +8,12 @@ first batch with a device mismatch (README, Troubleshooting). The test pins both
 accelerate keeps its state in process-wide singletons, reset around each run.
 """
 
-import os
 import warnings
 
 import accelerate.state as accelerate_state  # requirements-dev.txt; no skip: a missing one fails
 import torch
 import transformers
-from model_utils import assert_no_fallback
+from model_utils import LONG_TESTS, assert_no_fallback
 
 import torch_vkml
 
@@ -73,7 +72,7 @@ def _trainer_trains_on_vkml_like_cpu(tmp_path, monkeypatch):
 
 # 12-20 s of make test's 20-minute budget (two Trainer runs): with TORCH_VKML_LONG_TESTS=1,
 # defined only then so that make test lists no skip.
-if os.environ.get("TORCH_VKML_LONG_TESTS") == "1":
+if LONG_TESTS:
 
     def test_trainer_trains_on_vkml_like_cpu(tmp_path, monkeypatch):
         _trainer_trains_on_vkml_like_cpu(tmp_path, monkeypatch)

@@ -30,13 +30,12 @@ os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402  (requirements-dev.txt; no skip: a missing one must fail)
-from model_utils import VKML, assert_no_fallback, to_device  # noqa: E402
+from model_utils import LONG_TESTS, VKML, assert_no_fallback, to_device  # noqa: E402
 
 import torch_vkml  # noqa: E402
 
-LONG = os.environ.get("TORCH_VKML_LONG_TESTS") == "1"
-STEPS = 10 if LONG else 3
-NEW_TOKENS = 16 if LONG else 8
+STEPS = 10 if LONG_TESTS else 3
+NEW_TOKENS = 16 if LONG_TESTS else 8
 VOCAB, SEQ, BATCH, HIDDEN = 128, 12, 2, 32
 
 # Tolerances: float32 on both devices, only the order of summation differs.
