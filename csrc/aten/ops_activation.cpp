@@ -12,7 +12,7 @@
 namespace vkml_aten {
 namespace {
 
-const EwOp kClamp{OP_CLAMP, "hardtanh"};
+const EwOp kHardtanh{OP_CLAMP, "hardtanh"};
 const EwOp kHardtanhBackward{OP_HARDTANH_BACKWARD, "hardtanh_backward"};
 const EwOp kLeakyRelu{OP_LEAKY_RELU, "leaky_relu", ResultType::Promote, true};
 const EwOp kLeakyReluBackward{OP_LEAKY_RELU_BACKWARD, "leaky_relu_backward"};
@@ -44,12 +44,12 @@ const EwOp kGluBackwardB{OP_GLU_BACKWARD_B, "glu_backward"};
 at::Tensor& hardtanh_out(const at::Tensor& a, const at::Scalar& lo, const at::Scalar& hi,
                          at::Tensor& out) {
   TORCH_CHECK(a.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
-  elementwise(kClamp, {a}, out, {.s1 = lo, .s2 = hi, .flags = EW_HAS_MIN | EW_HAS_MAX});
+  elementwise(kHardtanh, {a}, out, {.s1 = lo, .s2 = hi, .flags = EW_HAS_MIN | EW_HAS_MAX});
   return out;
 }
 at::Tensor hardtanh(const at::Tensor& a, const at::Scalar& lo, const at::Scalar& hi) {
   TORCH_CHECK(a.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
-  return elementwise(kClamp, {a}, {}, {.s1 = lo, .s2 = hi, .flags = EW_HAS_MIN | EW_HAS_MAX});
+  return elementwise(kHardtanh, {a}, {}, {.s1 = lo, .s2 = hi, .flags = EW_HAS_MIN | EW_HAS_MAX});
 }
 at::Tensor& hardtanh_(at::Tensor& a, const at::Scalar& lo, const at::Scalar& hi) {
   return hardtanh_out(a, lo, hi, a);

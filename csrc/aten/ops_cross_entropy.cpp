@@ -110,15 +110,15 @@ at::Tensor weight_sum_of(const at::Tensor& weight, double smoothing) {
   return weight.defined() && smoothing != 0.0 ? weight.sum(0, false, at::kFloat) : at::Tensor();
 }
 
-using ForwardResult = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+using CrossEntropyForward = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
 
 // vkml::cross_entropy_forward: the loss (reduction none: [n], else a scalar, in the
 // scores' dtype), each row's log-sum-exp (float32 [n]) and the total weight of the
 // counted rows (float32 [], or [0] for reduction none, whose backward needs none),
 // which the backward takes.
-ForwardResult forward_vkml(const at::Tensor& scores, const at::Tensor& target,
-                           const std::optional<at::Tensor>& weight, int64_t reduction,
-                           int64_t ignore_index, double smoothing) {
+CrossEntropyForward forward_vkml(const at::Tensor& scores, const at::Tensor& target,
+                                 const std::optional<at::Tensor>& weight, int64_t reduction,
+                                 int64_t ignore_index, double smoothing) {
   constexpr const char* op = "vkml::cross_entropy_forward";
   check_rows(op, scores, target, weight, reduction, smoothing);
   TORCH_CHECK(on_vkml(scores), op, ": scores must be on vkml");
@@ -140,9 +140,9 @@ ForwardResult forward_vkml(const at::Tensor& scores, const at::Tensor& target,
   return {output, lse, total};
 }
 
-ForwardResult forward_meta(const at::Tensor& scores, const at::Tensor& target,
-                           const std::optional<at::Tensor>& weight, int64_t reduction, int64_t,
-                           double smoothing) {
+CrossEntropyForward forward_meta(const at::Tensor& scores, const at::Tensor& target,
+                                 const std::optional<at::Tensor>& weight, int64_t reduction,
+                                 int64_t, double smoothing) {
   check_rows("vkml::cross_entropy_forward", scores, target, weight, reduction, smoothing);
   const auto f32 = scores.options().dtype(at::kFloat);
   const c10::SymInt n = scores.sym_size(0);
@@ -190,9 +190,9 @@ at::Tensor backward_meta(const at::Tensor&, const at::Tensor& scores, const at::
 }
 
 // The ops through the dispatcher, so that tracing (fake, functional tensors) sees them.
-ForwardResult call_forward(const at::Tensor& scores, const at::Tensor& target,
-                           const std::optional<at::Tensor>& weight, int64_t reduction,
-                           int64_t ignore_index, double smoothing) {
+CrossEntropyForward call_forward(const at::Tensor& scores, const at::Tensor& target,
+                                 const std::optional<at::Tensor>& weight, int64_t reduction,
+                                 int64_t ignore_index, double smoothing) {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("vkml::cross_entropy_forward", "")
                        .typed<decltype(forward_vkml)>();

@@ -25,7 +25,6 @@ at::Tensor f32(const OptTensor& t) {
   return has(t) ? t->to(at::kFloat).contiguous() : at::Tensor();
 }
 uint64_t addr_or_0(const at::Tensor& t) { return t.defined() ? addr(t) : 0; }
-vkml::DType dt(const at::Tensor& t) { return to_vkml(t.scalar_type()); }
 
 at::Tensor f32_empty(const at::Tensor& like, int64_t n) {
   return at::empty({n}, like.options().dtype(at::kFloat));
@@ -61,7 +60,7 @@ Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
     at::Tensor var = has(running_var) ? f32_empty(x, C) : at::Tensor();
     if (x.numel() > 0) {
       guarded([&] {
-        vkml::ops::norm_stats(vkml_device(x), dt(x), addr(x), addr(mean), addr(rstd),
+        vkml::ops::norm_stats(vkml_device(x), to_vkml(x), addr(x), addr(mean), addr(rstd),
                               addr_or_0(var), v, float(eps));
       });
     } else {
@@ -86,7 +85,7 @@ Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
   at::Tensor y = at::empty(x.sizes(), x.options());
   if (y.numel() > 0)
     guarded([&] {
-      vkml::ops::norm_forward(vkml_device(x), dt(x), addr(x), addr_or_0(w), addr_or_0(b),
+      vkml::ops::norm_forward(vkml_device(x), to_vkml(x), addr(x), addr_or_0(w), addr_or_0(b),
                               addr(mean), addr(rstd), addr(y), v);
     });
   if (!training) {
@@ -105,7 +104,7 @@ std::pair<at::Tensor, at::Tensor> param_grad_sums(const at::Tensor& x, const at:
   at::Tensor sum_g = f32_empty(x, n), sum_gx = f32_empty(x, n);
   if (x.numel() > 0) {
     guarded([&] {
-      vkml::ops::norm_backward_sums(vkml_device(x), dt(x), addr(x), addr(gy), 0, addr(mean),
+      vkml::ops::norm_backward_sums(vkml_device(x), to_vkml(x), addr(x), addr(gy), 0, addr(mean),
                                     addr(rstd), addr(sum_g), addr(sum_gx), v);
     });
   } else {
@@ -157,7 +156,7 @@ Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
     }
     if (gi.numel() > 0)
       guarded([&] {
-        vkml::ops::norm_data_grad(vkml_device(x), dt(x), addr(x), addr(gy), addr_or_0(w),
+        vkml::ops::norm_data_grad(vkml_device(x), to_vkml(x), addr(x), addr(gy), addr_or_0(w),
                                   addr(mean), addr(rstd), addr_or_0(sa), addr_or_0(sb), addr(gi), v,
                                   v.outer * v.inner);
       });
@@ -227,7 +226,7 @@ Tensor3 layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
   vkml::ops::NormView v{1, M, K, K, M, 1, K};
   if (M > 0 && K > 0) {
     guarded([&] {
-      vkml::ops::norm_rows_forward(vkml_device(x), dt(x), addr(x), addr_or_0(w), addr_or_0(b),
+      vkml::ops::norm_rows_forward(vkml_device(x), to_vkml(x), addr(x), addr_or_0(w), addr_or_0(b),
                                    addr(mean), addr(rstd), addr(y), v, float(eps));
     });
   } else if (M > 0) {
@@ -246,7 +245,7 @@ at::Tensor norm_input_grad(const at::Tensor& x, const at::Tensor& gy, const at::
   if (!any) return gi;
   TORCH_INTERNAL_ASSERT(v.inner == k && v.c == rows);
   guarded([&] {
-    vkml::ops::norm_rows_data_grad(vkml_device(x), dt(x), addr(x), addr(gy), addr_or_0(w),
+    vkml::ops::norm_rows_data_grad(vkml_device(x), to_vkml(x), addr(x), addr(gy), addr_or_0(w),
                                    addr(mean), addr(rstd), addr(gi), v);
   });
   return gi;
@@ -301,7 +300,7 @@ Tensor3 group_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
   vkml::ops::NormView v{1, N * group, D, D, N * group, HxW, C};
   if (x.numel() > 0) {
     guarded([&] {
-      vkml::ops::norm_rows_forward(vkml_device(x), dt(x), addr(x), addr_or_0(w), addr_or_0(b),
+      vkml::ops::norm_rows_forward(vkml_device(x), to_vkml(x), addr(x), addr_or_0(w), addr_or_0(b),
                                    addr(mean), addr(rstd), addr(y), v, float(eps));
     });
   } else if (N * group > 0) {

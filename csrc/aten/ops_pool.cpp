@@ -104,8 +104,6 @@ Pool adaptive_from(const char* name, const at::Tensor& self, const at::Tensor& g
   return adaptive(name, self, sp, os);
 }
 
-vkml::DType dt(const at::Tensor& t) { return to_vkml(t.scalar_type()); }
-
 // One thread walks an output's whole window: past the loop limit of Mesa 22.3's lavapipe
 // (DeviceInfo::loop_iteration_limit; it stops such loops short, silently) a pool of
 // larger windows (a global pool of a 400 x 400 map) takes the counted CPU route.
@@ -125,7 +123,8 @@ std::tuple<at::Tensor, at::Tensor> run_max(const Pool& p, const at::Tensor& self
   at::Tensor y = at::empty(p.out_sizes, x.options());
   at::Tensor idx = at::empty(p.out_sizes, x.options().dtype(at::kLong));
   if (y.numel() > 0)
-    guarded([&] { vkml::ops::max_pool(vkml_device(x), dt(x), addr(x), addr(y), addr(idx), p.s); });
+    guarded(
+        [&] { vkml::ops::max_pool(vkml_device(x), to_vkml(x), addr(x), addr(y), addr(idx), p.s); });
   return {y, idx};
 }
 
@@ -139,7 +138,7 @@ at::Tensor run_max_backward(const Pool& p, const at::Tensor& grad, const at::Ten
   at::Tensor gi = at::empty(self.sizes(), g.options());
   if (gi.numel() > 0)
     guarded([&] {
-      vkml::ops::max_pool_backward(vkml_device(g), dt(g), addr(g), addr(idx), addr(gi), p.s);
+      vkml::ops::max_pool_backward(vkml_device(g), to_vkml(g), addr(g), addr(idx), addr(gi), p.s);
     });
   return gi;
 }
@@ -149,7 +148,7 @@ at::Tensor run_avg(const Pool& p, const at::Tensor& self) {
   at::Tensor x = self.contiguous();
   at::Tensor y = at::empty(p.out_sizes, x.options());
   if (y.numel() > 0)
-    guarded([&] { vkml::ops::avg_pool(vkml_device(x), dt(x), addr(x), addr(y), p.s); });
+    guarded([&] { vkml::ops::avg_pool(vkml_device(x), to_vkml(x), addr(x), addr(y), p.s); });
   return y;
 }
 
@@ -160,7 +159,8 @@ at::Tensor run_avg_backward(const Pool& p, const at::Tensor& grad, const at::Ten
               "avg_pool backward: grad_output must have the output's shape");
   at::Tensor gi = at::empty(self.sizes(), g.options());
   if (gi.numel() > 0)
-    guarded([&] { vkml::ops::avg_pool_backward(vkml_device(g), dt(g), addr(g), addr(gi), p.s); });
+    guarded(
+        [&] { vkml::ops::avg_pool_backward(vkml_device(g), to_vkml(g), addr(g), addr(gi), p.s); });
   return gi;
 }
 

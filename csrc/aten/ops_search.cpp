@@ -17,7 +17,7 @@ namespace {
 
 // Comparisons run on float32 (floating dtypes) or int64 keys; both exact for the
 // dtypes accepted.
-at::ScalarType key_type(const char* op, at::ScalarType t) {
+at::ScalarType search_key_type(const char* op, at::ScalarType t) {
   TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kBFloat16 ||
                                   t == at::kLong || t == at::kInt || t == at::kShort ||
                                   t == at::kChar || t == at::kByte,
@@ -85,7 +85,7 @@ at::Tensor& vk_searchsorted_out(const at::Tensor& boundaries, const at::Tensor& 
   }
   at::native::resize_output(out, self.sizes());
   if (self.numel() == 0) return out;
-  at::ScalarType kt = key_type("searchsorted", common);
+  at::ScalarType kt = search_key_type("searchsorted", common);
   at::Tensor b = as_contiguous(boundaries, kt), v = as_contiguous(self, kt);
   at::Tensor dst = out.is_contiguous() ? out : at::empty(self.sizes(), out.options());
   int64_t m = boundaries.size(-1);
@@ -300,7 +300,7 @@ at::Tensor isin_tensor(const at::Tensor& elements, const at::Tensor& test, bool 
   } else if (e.numel() * t.numel() <= (int64_t(1) << 22)) {
     found = e.unsqueeze(-1).eq(t).any(-1);
   } else {
-    at::ScalarType kt = key_type("isin", common == at::kBFloat16 ? at::kFloat : common);
+    at::ScalarType kt = search_key_type("isin", common == at::kBFloat16 ? at::kFloat : common);
     at::Tensor sorted = std::get<0>(at::sort(t.to(kt)));
     at::Tensor ek = e.to(kt).reshape({-1});
     at::Tensor pos = at::searchsorted(sorted, ek).clamp_max_(t.numel() - 1);

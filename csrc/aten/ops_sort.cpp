@@ -21,7 +21,7 @@ using TensorRefPair = std::tuple<at::Tensor&, at::Tensor&>;
 
 // Keys are sorted as float32 (floating dtypes: exact for float16 and bfloat16) or int64
 // (integers, and float64 through f64_keys).
-at::ScalarType key_type(const char* op, at::ScalarType t) {
+at::ScalarType sort_key_type(const char* op, at::ScalarType t) {
   TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kBFloat16 ||
                                   t == at::kDouble || t == at::kLong || t == at::kInt ||
                                   t == at::kShort || t == at::kChar || t == at::kByte ||
@@ -49,7 +49,7 @@ at::Tensor f64_from_keys(const at::Tensor& keys) {
 
 // Sorted keys (float32 or int64) and int64 indices, with `dim` moved last.
 TensorPair sort_keys_last(const char* op, const at::Tensor& self, int64_t dim, bool descending) {
-  at::ScalarType kt = key_type(op, self.scalar_type());
+  at::ScalarType kt = sort_key_type(op, self.scalar_type());
   at::Tensor x = self.dim() == 0 ? self.reshape({1}) : self.movedim(dim, -1);
   int64_t n = x.dim() == 0 ? 1 : x.size(-1);
   int64_t rows = n == 0 ? 0 : x.numel() / n;
@@ -252,7 +252,7 @@ TensorPair vk_median_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
 // The median of nothing: NaN, converted to self's dtype as the CPU does (for
 // integers that conversion is the CPU's, so the value matches it).
 at::Tensor empty_median(const at::Tensor& self) {
-  key_type("median", self.scalar_type());
+  sort_key_type("median", self.scalar_type());
   at::Tensor nan = at::full({}, std::numeric_limits<double>::quiet_NaN(), at::kDouble);
   return nan.to(self.scalar_type()).to(self.device());
 }
@@ -327,7 +327,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_groups_of(
 // (the output shape depends on it).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_unique2(const at::Tensor& self, bool /*sorted*/,
                                                           bool return_inverse, bool return_counts) {
-  at::ScalarType kt = key_type("unique", self.scalar_type());
+  at::ScalarType kt = sort_key_type("unique", self.scalar_type());
   at::TensorOptions lopt = self.options().dtype(at::kLong);
   int64_t n = self.numel();
   at::Tensor inverse = at::empty(return_inverse ? self.sizes() : at::IntArrayRef{0}, lopt);
@@ -347,7 +347,7 @@ TensorPair vk_unique(const at::Tensor& self, bool sorted, bool return_inverse) {
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive_flat(const at::Tensor& self,
                                                                        bool return_inverse,
                                                                        bool return_counts) {
-  at::ScalarType kt = key_type("unique_consecutive", self.scalar_type());
+  at::ScalarType kt = sort_key_type("unique_consecutive", self.scalar_type());
   at::TensorOptions lopt = self.options().dtype(at::kLong);
   int64_t n = self.numel();
   at::Tensor inverse = at::empty(return_inverse ? self.sizes() : at::IntArrayRef{0}, lopt);

@@ -532,7 +532,7 @@ class LegacyStubs final : public torch::profiler::impl::ProfilerStubs {
   }
 };
 
-vkml::Device& dev(std::optional<int> index) {
+vkml::Device& device_or_current(std::optional<int> index) {
   return device_at(c10::DeviceIndex(index.value_or(current_device())));
 }
 
@@ -548,7 +548,7 @@ void register_profiler(py::module& m) {
       "_profile_start",
       [](std::optional<int> i) {
         py::gil_scoped_release no_gil;
-        return guarded([&] { return recorder(dev(i)).start(); });
+        return guarded([&] { return recorder(device_or_current(i)).start(); });
       },
       py::arg("device") = py::none());
   m.def(
@@ -562,7 +562,7 @@ void register_profiler(py::module& m) {
         {
           py::gil_scoped_release no_gil;
           guarded([&] {
-            vkml::Device& d = dev(i);
+            vkml::Device& d = device_or_current(i);
             std::map<std::pair<VkPipeline, const char*>, Kernel> by_pipeline;
             for (const Record& r : recorder(d).stop(cursor)) {
               Kernel& k = by_pipeline[{r.pipeline, r.label}];

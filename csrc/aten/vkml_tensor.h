@@ -29,6 +29,7 @@ inline void check_vkml_dtype(const char* op, const at::Tensor& t) {
                               t.scalar_type());
 }
 vkml::DType to_vkml(at::ScalarType t);
+inline vkml::DType to_vkml(const at::Tensor& t) { return to_vkml(t.scalar_type()); }
 
 // The dtypes of the float-only kernels (conv, pool, norm, resampling, ...):
 // stored as 32 or 16 bits, computed in fp32.

@@ -3,6 +3,7 @@
 // index comes from a binary search of the offsets. float16 / bfloat16 compute in
 // float32; sparse gradients are vkml sparse tensors (ops_sparse.cpp).
 #include <ATen/ATen.h>
+#include <ATen/OpMathType.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
@@ -61,10 +62,6 @@ Bags make_bags(const at::Tensor& indices, const at::Tensor& offsets, bool includ
   return b;
 }
 
-at::ScalarType compute_type(at::ScalarType t) {
-  return t == at::kHalf || t == at::kBFloat16 ? at::kFloat : t;
-}
-
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_embedding_bag(
     const at::Tensor& weight, const at::Tensor& indices, const at::Tensor& offsets,
     bool /*scale_grad_by_freq: backward only*/, int64_t mode, bool /*sparse*/, const Opt& psw,
@@ -80,7 +77,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_embedding_bag(
   TORCH_CHECK(at::isFloatingType(weight.scalar_type()),
               "embedding_bag: expected a floating-point weight, got ", weight.scalar_type());
   Bags b = make_bags(indices, offsets, include_last_offset, padding_idx);
-  at::Tensor w = weight.to(compute_type(weight.scalar_type()));
+  at::Tensor w = weight.to(at::toOpMathType(weight.scalar_type()));
   at::Tensor idx = indices.to(at::kLong);
   int64_t n = idx.numel(), d = w.size(1);
   at::Tensor vals = w.index_select(0, idx);
@@ -144,7 +141,7 @@ at::Tensor vk_embedding_bag_backward(const at::Tensor& grad, const at::Tensor& i
         grad, indices, offsets, offset2bag, bag_size, max_indices, num_weights, scale_grad_by_freq,
         mode, sparse, psw, padding_idx);
   }
-  at::Tensor g = grad.to(compute_type(grad.scalar_type()));
+  at::Tensor g = grad.to(at::toOpMathType(grad.scalar_type()));
   at::Tensor idx = indices.to(at::kLong);
   int64_t d = g.size(1);
   at::Tensor gw = at::zeros({num_weights, d}, g.options());
@@ -172,7 +169,7 @@ at::Tensor vk_psw_backward(const at::Tensor& grad, const at::Tensor& weight,
   TORCH_CHECK(mode == kSum,
               "embedding_bag_backward: per_sample_weights only supported for "
               "mode='sum'");
-  at::ScalarType t = compute_type(grad.scalar_type());
+  at::ScalarType t = at::toOpMathType(grad.scalar_type());
   at::Tensor idx = indices.to(at::kLong);
   at::Tensor r =
       (grad.to(t).index_select(0, offset2bag) * weight.to(t).index_select(0, idx)).sum(1);

@@ -4,6 +4,7 @@
 // analytic form ATen's differentiable backward also uses. Composite files hold ops
 // whose speed is their parts' (two reductions and a few elementwise kernels); an op
 // that needs a kernel of its own goes to an ops_<family>.cpp.
+#include <ATen/OpMathType.h>
 #include <torch/library.h>
 
 #include <vector>
@@ -36,10 +37,6 @@ std::vector<int64_t> broadcast_shape(const at::Tensor& v, int64_t dim) {
 }
 
 // float16 / bfloat16 compute in float32, and ATen keeps their norms in float32 too.
-at::ScalarType compute_type(at::ScalarType t) {
-  return t == at::kHalf || t == at::kBFloat16 ? at::kFloat : t;
-}
-
 // Reductions have no float64 kernel yet: float64 takes the counted CPU route.
 bool on_cpu(const at::Tensor& v, const at::Tensor& g) {
   return v.scalar_type() == at::kDouble || g.scalar_type() == at::kDouble;
@@ -52,8 +49,8 @@ std::tuple<at::Tensor, at::Tensor> weight_norm(const at::Tensor& v, const at::Te
   check_dim(v, dim);
   TORCH_CHECK(g.numel() == v.size(dim), "weight_norm: g must have ", v.size(dim), " elements, got ",
               g.sizes());
-  const at::ScalarType acc = compute_type(v.scalar_type());
-  const at::ScalarType norm_type = compute_type(g.scalar_type());
+  const at::ScalarType acc = at::toOpMathType(v.scalar_type());
+  const at::ScalarType norm_type = at::toOpMathType(g.scalar_type());
   if (v.numel() == 0) {
     return {at::empty(v.sizes(), v.options()), at::zeros(g.sizes(), g.options().dtype(norm_type))};
   }
@@ -77,7 +74,7 @@ std::tuple<at::Tensor, at::Tensor> weight_norm_backward(const at::Tensor& grad_w
   if (saved_v.numel() == 0) {
     return {at::empty(saved_v.sizes(), saved_v.options()), at::zeros_like(saved_g)};
   }
-  const at::ScalarType acc = compute_type(saved_v.scalar_type());
+  const at::ScalarType acc = at::toOpMathType(saved_v.scalar_type());
   const auto shape = broadcast_shape(saved_v, dim);
   at::Tensor v = saved_v.to(acc), gw = grad_w.to(acc);
   at::Tensor g = saved_g.to(acc).reshape(shape), norms = saved_norms.to(acc).reshape(shape);
