@@ -344,6 +344,35 @@ def assert_raises_like_cpu(fn, *cpu_inputs):
         torch_vkml.synchronize()
 
 
+def host_syncs():
+    """How often the host has waited for the device (read-backs, synchronize)."""
+    return torch_vkml.memory_stats()["num_syncs"]
+
+
+def cpu_error(fn, *args):
+    """The exception type and first message line of fn(*args) on the CPU."""
+    with pytest.raises(Exception) as info:
+        fn(*args)
+    return info.type, str(info.value).splitlines()[0]
+
+
+def check_raises_later(fn, *args, read=lambda r: r.cpu()):
+    """fn(*args) on vkml returns without a wait; reading its result raises what the CPU
+    raises at once; the device works afterwards (checks made by the kernels)."""
+    kind, message = cpu_error(fn, *args)
+    dev_args = [a.to(VKML) if isinstance(a, torch.Tensor) else a for a in args]
+    torch_vkml.synchronize()
+    before = host_syncs()
+    result = fn(*dev_args)
+    assert host_syncs() == before, "the check waited for the GPU"
+    with pytest.raises(kind) as info:
+        read(result)
+    assert str(info.value).splitlines()[0] == message
+    # Raised once, and the device still computes.
+    torch_vkml.synchronize()
+    assert (torch.arange(3, device=VKML) * 2).tolist() == [0, 2, 4]
+
+
 def assert_grads_close_to_cpu(fn, *cpu_inputs, atol=None, rtol=None):
     """Compare forward results and input gradients of ``fn`` with the CPU.
 

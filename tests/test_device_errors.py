@@ -7,42 +7,11 @@ and the device stays usable after the error."""
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import VKML
+from conftest import VKML, check_raises_later, cpu_error, host_syncs
 
 import torch_vkml
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-
-def syncs():
-    return torch_vkml.memory_stats()["num_syncs"]
-
-
-def cpu_error(fn, *args):
-    with pytest.raises(Exception) as info:
-        fn(*args)
-    return info.type, str(info.value).splitlines()[0]
-
-
-def to_dev(args):
-    return [a.to(VKML) if isinstance(a, torch.Tensor) else a for a in args]
-
-
-def check_raises_later(fn, *args, read=lambda r: r.cpu()):
-    """fn(*args) on vkml returns without a wait; reading its result raises what the CPU
-    raises at once; the device works afterwards."""
-    kind, message = cpu_error(fn, *args)
-    dev_args = to_dev(args)
-    torch_vkml.synchronize()
-    before = syncs()
-    result = fn(*dev_args)
-    assert syncs() == before, "the check waited for the GPU"
-    with pytest.raises(kind) as info:
-        read(result)
-    assert str(info.value).splitlines()[0] == message
-    # Raised once, and the device still computes.
-    torch_vkml.synchronize()
-    assert (torch.arange(3, device=VKML) * 2).tolist() == [0, 2, 4]
 
 
 LOGITS = torch.randn(4, 3, generator=torch.Generator().manual_seed(0))
@@ -172,9 +141,9 @@ def test_one_hot_in_range_needs_no_wait():
     x = torch.tensor([[0, 2], [1, 1]])
     d = x.to(VKML)
     torch_vkml.synchronize()
-    before = syncs()
+    before = host_syncs()
     got = F.one_hot(d, 4)
-    assert syncs() == before
+    assert host_syncs() == before
     assert torch.equal(got.cpu(), F.one_hot(x, 4))
     assert torch.equal(F.one_hot(d).cpu(), F.one_hot(x))
 

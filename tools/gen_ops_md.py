@@ -73,6 +73,10 @@ FAMILIES = {
         "float32, float16, bfloat16 inputs (the fused observer: float32, as on the CPU); "
         "qparams chosen on the device",
     ),
+    "ops_assert_async.cpp": (
+        "Runtime asserts (torch._assert_async, compiled graphs' functional asserts)",
+        "every dtype a vkml tensor holds; checked on the device, raised at the next read",
+    ),
     "ops_sparse.cpp": (
         "Dense to sparse COO (to_sparse)",
         "every dtype a vkml tensor holds; the non-zeros found on the device",

@@ -2,7 +2,10 @@
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "vkml/core/error.h"
 #include "vkml/shaders/device_error.h"
@@ -10,6 +13,26 @@
 namespace vkml {
 
 namespace {
+
+constexpr uint32_t kAssertMessages = 4096;
+
+struct AssertMessages {
+  std::mutex mutex;
+  std::vector<std::string> text;  // by id; a ring once full
+  std::unordered_map<std::string, uint32_t> ids;
+  uint32_t next = 0;
+};
+
+AssertMessages& assert_messages() {
+  static AssertMessages* table = new AssertMessages();  // never destroyed: used at exit
+  return *table;
+}
+
+std::string assert_message(uint32_t id) {
+  AssertMessages& t = assert_messages();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  return id < t.text.size() ? t.text[id] : "Assertion is failed";
+}
 
 struct Record {
   uint32_t code;
@@ -59,6 +82,8 @@ static_assert(sizeof(Record) == DEVICE_ERROR_RECORD_BYTES);
       fail(ErrorKind::ValueCheck, "invalid Poisson rate, expected rate to be non-negative");
     case DEVICE_ERROR_FAKE_QUANT_ZERO_POINT:
       fail(ErrorKind::ValueCheck, "`zero_point` must be between `quant_min` and `quant_max`.");
+    case DEVICE_ERROR_ASSERT:
+      fail(ErrorKind::ValueCheck, assert_message(aux));
     case DEVICE_ERROR_INDEX_TAKE:
       fail(ErrorKind::IndexOutOfRange, "out of range: tried to access index " + v +
                                            " on a tensor of " + std::to_string(bound) +
@@ -67,6 +92,22 @@ static_assert(sizeof(Record) == DEVICE_ERROR_RECORD_BYTES);
       fail(ErrorKind::Internal,
            "a vkml kernel reported an unknown error code " + std::to_string(code));
   }
+}
+
+uint32_t register_assert_message(const std::string& message) {
+  AssertMessages& t = assert_messages();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  if (auto it = t.ids.find(message); it != t.ids.end()) return it->second;
+  const uint32_t id = t.next;
+  t.next = (t.next + 1) % kAssertMessages;
+  if (id < t.text.size()) {
+    t.ids.erase(t.text[id]);
+    t.text[id] = message;
+  } else {
+    t.text.push_back(message);
+  }
+  t.ids.emplace(message, id);
+  return id;
 }
 
 DeviceErrors::DeviceErrors(MemoryPool& staging)

@@ -5,6 +5,7 @@
 // the host raises it as PyTorch's CPU would at its next read of the device (a
 // download, item(), synchronize()), so a check costs no wait of its own.
 #include <cstdint>
+#include <string>
 
 #include "vkml/runtime/memory.h"
 
@@ -16,6 +17,11 @@ namespace vkml {
 // the same checks the host makes where it knows the values.
 [[noreturn]] void raise_check_failure(uint32_t code, int64_t value = 0, int64_t bound = 0,
                                       uint32_t aux = 0);
+
+// The id, for a DEVICE_ERROR_ASSERT record's aux, of an assertion's message. Equal
+// messages share an id; the table keeps the latest 4096 distinct ones, so a program
+// that formats a new message per call never grows it past that.
+uint32_t register_assert_message(const std::string& message);
 
 class DeviceErrors {
  public:

@@ -43,5 +43,8 @@
 #define DEVICE_ERROR_POISSON_RATE 15
 // RuntimeError "`zero_point` must be between `quant_min` and `quant_max`." (fake quantize)
 #define DEVICE_ERROR_FAKE_QUANT_ZERO_POINT 16
+// RuntimeError with the message registered as <aux> (register_assert_message):
+// torch._assert_async's check of a one-element tensor found zero
+#define DEVICE_ERROR_ASSERT 17
 
 #endif
