@@ -631,12 +631,12 @@ def test_float64_native_ops():
 
 
 def test_float64_transcendentals_run_on_cpu(monkeypatch):
-    # float64 erfinv, elu, ... have no kernels: they take the counted CPU route, never
-    # fp32 (exp/log, trigonometry, pow, erf, lgamma and digamma have float64 kernels:
-    # test_unary.py, below)
+    # float64 polygamma of order 1 and more, elu, ... have no kernels: they take the
+    # counted CPU route, never fp32 (exp/log, trigonometry, pow, erf, erfinv, lgamma and
+    # digamma have float64 kernels: test_unary.py, below)
     x = make((3, 4), torch.float64, low=0.1, high=2)
     for fn, name in (
-        (lambda t: torch.erfinv(t - 1.05), "aten::erfinv"),
+        (lambda t: torch.polygamma(1, t), "aten::polygamma"),
         (lambda t: F.softplus(t, beta=2.0), "aten::softplus"),
         (lambda t: F.elu(t - 1), "aten::elu"),
     ):
@@ -750,6 +750,42 @@ def test_float64_lgamma_and_digamma():
     assert_close_to_cpu(lambda t: torch.stack([torch.lgamma(t), torch.digamma(t)]), edge)
     leaf = make(50, torch.float64, low=0.1, high=20).requires_grad_()
     assert_grads_close_to_cpu(torch.lgamma, leaf, rtol=1e-13, atol=1e-14)
+
+
+def test_float64_erfinv():
+    """float64 erfinv (f64_pow_erf.glsl: a float-accurate estimate, then two Halley steps on
+    erf, or on erfc of the exact complement from 1/2 on) against 40-digit references,
+    within 4e-15 relative, down to the last doubles below 1 and the subnormals; edges and
+    the gradient as on the CPU. torch.nn.init.trunc_normal_ of a float64 tensor needs it."""
+    import mpmath
+
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    mpmath.mp.dps = 40
+    gen = torch.Generator().manual_seed(4)
+    y = torch.cat(
+        [
+            torch.rand(800, generator=gen, dtype=torch.float64) * 2 - 1,
+            1 - torch.exp(-torch.rand(300, generator=gen, dtype=torch.float64) * 36),
+            torch.exp(-torch.rand(200, generator=gen, dtype=torch.float64) * 700),
+            torch.tensor(
+                [0.5, -0.5, 0.4999999999, 1 - 2**-53, -(1 - 2**-53), 1 - 2**-52, 5e-324, 1e-200],
+                dtype=torch.float64,
+            ),
+        ]
+    )
+    torch_vkml.reset_fallback_counts()
+    got = torch.erfinv(y.to(VKML)).cpu()
+    assert torch_vkml.fallback_counts() == {}
+    ref = torch.tensor(
+        [float(mpmath.erfinv(mpmath.mpf(t))) for t in y.tolist()], dtype=torch.float64
+    )
+    torch.testing.assert_close(got, ref, rtol=4e-15, atol=0)
+    edge = torch.tensor([0.0, -0.0, 1.0, -1.0, 1.5, -2.0, INF, NAN], dtype=torch.float64)
+    assert_close_to_cpu(torch.erfinv, edge)
+    assert str(torch.erfinv(torch.tensor(-0.0, dtype=torch.float64, device=VKML)).item()) == "-0.0"
+    leaf = make(50, torch.float64, low=-0.99, high=0.99).requires_grad_()
+    assert_grads_close_to_cpu(torch.erfinv, leaf, rtol=1e-13, atol=1e-14)
     assert torch_vkml.fallback_counts() == {}
 
 

@@ -23,8 +23,8 @@ F = "float32, float16"
 FB = "float32, float16, bfloat16"
 EW = (
     "float32, float16, bfloat16, float64 (where the device has shaderFloat64; exp/log, "
-    "trigonometric functions, pow, erf/erfc, xlogy, logaddexp, sinc, entr, lgamma, digamma "
-    "native; erfinv, trigamma, ... on the CPU, counted), "
+    "trigonometric functions, pow, erf/erfc/erfinv, xlogy, logaddexp, sinc, entr, lgamma, "
+    "digamma native; trigamma, ... on the CPU, counted), "
     "int64, int32, uint8, bool"
 )
 ACT = (

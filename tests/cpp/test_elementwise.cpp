@@ -267,9 +267,12 @@ TEST_F(ElementwiseTest, Bfloat16MulAndPackedParams) {
 // float64 kernels compute in double (where the device has shaderFloat64).
 TEST_F(ElementwiseTest, Float64Arithmetic) {
   if (!ops::elementwise_supported(dev(), DType::f64)) GTEST_SKIP() << "no shaderFloat64";
-  // The exp/log family is f64_math.glsl's, pow f64_pow_erf.glsl's, lgamma f64_gamma.glsl's,
-  // all only in the f64 _special variant; erfinv has no float64 algorithm yet.
-  EXPECT_FALSE(ops::elementwise_has_op(DType::f64, OP_ERFINV));
+  // The exp/log family is f64_math.glsl's, pow and erfinv f64_pow_erf.glsl's, lgamma
+  // f64_gamma.glsl's, all only in the f64 _special variant; polygamma of order 1 and more
+  // has no float64 algorithm yet.
+  EXPECT_TRUE(ops::elementwise_has_op(DType::f64, OP_ERFINV));
+  EXPECT_TRUE(ops::elementwise_detail::special_only(DType::f64, OP_ERFINV));
+  EXPECT_FALSE(ops::elementwise_has_op(DType::f64, OP_POLYGAMMA));
   EXPECT_TRUE(ops::elementwise_has_op(DType::f64, OP_LGAMMA));
   EXPECT_TRUE(ops::elementwise_detail::special_only(DType::f64, OP_LGAMMA));
   EXPECT_TRUE(ops::elementwise_has_op(DType::f64, OP_POW));

@@ -675,6 +675,7 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_POW: return pow_d(a, b);
     case OP_ERF: return erf_d(a);
     case OP_ERFC: return erfc_d(a);
+    case OP_ERFINV: return erfinv_d(a);
     case OP_LGAMMA: return lgamma_d(a);
     case OP_DIGAMMA: return digamma_d(a);
     // erfc's form keeps the digits of the far negative side, where 1 + erf cancels.
