@@ -709,18 +709,24 @@ def test_float64_pow_erf_and_log_sums_run_on_the_device(name):
     torch.testing.assert_close(got, fn(positive, wide), equal_nan=True, **tol)
 
 
+def _mpmath_at_40_digits(seed):
+    """mpmath set to 40 digits and a seeded generator, for float64 references; an xfail
+    on a device without float64 arithmetic."""
+    import mpmath
+
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    mpmath.mp.dps = 40
+    return mpmath, torch.Generator().manual_seed(seed)
+
+
 def test_float64_lgamma_and_digamma():
     """float64 lgamma (Taylor series about 2 below 15, Stirling above, reflection below
     1/2) and digamma (f64_gamma.glsl) on the device, against 40-digit references: lgamma
     within 4e-15 relative (its zeros at 1 and 2 exact), digamma too, where the CPU's own
     is off by up to 3e-8 near the poles (it reflects through tan(pi x) of a rounded pi x).
     torch.distributions' float64 log-densities and their gradients need both."""
-    import mpmath
-
-    if not torch_vkml.get_device_properties(0).supports_fp64:
-        pytest.xfail("the device has no float64 arithmetic")
-    mpmath.mp.dps = 40
-    gen = torch.Generator().manual_seed(3)
+    mpmath, gen = _mpmath_at_40_digits(seed=3)
     x = torch.cat(
         [
             torch.rand(600, generator=gen, dtype=torch.float64) * 60 - 30,
@@ -753,16 +759,12 @@ def test_float64_lgamma_and_digamma():
 
 
 def test_float64_erfinv():
-    """float64 erfinv (f64_pow_erf.glsl: a float-accurate estimate, then two Halley steps on
-    erf, or on erfc of the exact complement from 1/2 on) against 40-digit references,
-    within 4e-15 relative, down to the last doubles below 1 and the subnormals; edges and
-    the gradient as on the CPU. torch.nn.init.trunc_normal_ of a float64 tensor needs it."""
-    import mpmath
-
-    if not torch_vkml.get_device_properties(0).supports_fp64:
-        pytest.xfail("the device has no float64 arithmetic")
-    mpmath.mp.dps = 40
-    gen = torch.Generator().manual_seed(4)
+    """float64 erfinv (f64_pow_erf.glsl: a float-accurate estimate, then Halley steps on erf
+    below 1/2, Newton steps on log erfc of the exact complement above) against 40-digit
+    references, within 4e-15 relative, down to the last doubles below 1 and the
+    subnormals; edges and the gradient as on the CPU. torch.nn.init.trunc_normal_ of a
+    float64 tensor needs it."""
+    mpmath, gen = _mpmath_at_40_digits(seed=4)
     y = torch.cat(
         [
             torch.rand(800, generator=gen, dtype=torch.float64) * 2 - 1,
