@@ -1,6 +1,7 @@
 // pow, erf, erfc and erfinv in double precision for elementwise.comp's f64 kernel
 // (GLSL has none of them in double). Included there after f64_math.glsl and
 // sub_exact_product.
+#include "erfinv_estimate.glsl"
 
 const double LOG_TWO_HI = 6.93147180369123816490e-01LF;  // trailing zeros: e * it is exact
 const double LOG_TWO_LO = 1.90821492927058770002e-10LF;
@@ -150,7 +151,7 @@ double erf_d(double x) {
   return copy_sign(r, x);
 }
 
-// erfinv: Giles' single-precision polynomial in w = -log(1 - y^2), evaluated in
+// erfinv: Giles' single-precision polynomial (erfinv_estimate.glsl), evaluated in
 // double (about 1e-7 relative where it was fit, within float's range), then refined.
 // Below |y| = 1/2: two Halley steps on erf(x) = |y|, each tripling the digits
 // (erf'' = -2x erf', so Halley's step is dx / (1 + x dx) with Newton's dx). From 1/2
@@ -158,37 +159,14 @@ double erf_d(double x) {
 // - |y| would cancel its digits) and the logarithm nearly linear in the tail, so
 // they converge from the polynomial's estimate even 2 % off, where |y| is within
 // 1e-15 of 1, past the range it was fit on.
+DEFINE_ERFINV_ESTIMATE(double, erfinv_estimate_d)
+
 double erfinv_d(double y) {
   if (isnan(y) || abs(y) > 1.0LF) return 0.0LF / 0.0LF;
   if (abs(y) == 1.0LF) return copy_sign(1.0LF / 0.0LF, y);
   if (y == 0.0LF) return y;  // keeps -0.0
   double ay = abs(y);
-  double w = -log_d((1.0LF - ay) * (1.0LF + ay));
-  double p;
-  if (w < 5.0LF) {
-    w -= 2.5LF;
-    p = 2.81022636e-08LF;
-    p = 3.43273939e-07LF + p * w;
-    p = -3.5233877e-06LF + p * w;
-    p = -4.39150654e-06LF + p * w;
-    p = 0.00021858087LF + p * w;
-    p = -0.00125372503LF + p * w;
-    p = -0.00417768164LF + p * w;
-    p = 0.246640727LF + p * w;
-    p = 1.50140941LF + p * w;
-  } else {
-    w = sqrt(w) - 3.0LF;
-    p = -0.000200214257LF;
-    p = 0.000100950558LF + p * w;
-    p = 0.00134934322LF + p * w;
-    p = -0.00367342844LF + p * w;
-    p = 0.00573950773LF + p * w;
-    p = -0.0076224613LF + p * w;
-    p = 0.00943887047LF + p * w;
-    p = 1.00167406LF + p * w;
-    p = 2.83297682LF + p * w;
-  }
-  double x = p * ay;
+  double x = erfinv_estimate_d(-log_d((1.0LF - ay) * (1.0LF + ay))) * ay;
   if (ay < 0.5LF) {
     for (int i = 0; i < 2; ++i) {
       double dx = (erf_d(x) - ay) / (2.0LF * INV_SQRT_PI_D * exp_minus_square_d(x));

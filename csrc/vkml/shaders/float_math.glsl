@@ -3,6 +3,7 @@
 // The driver's exp/log/tanh/atan are accurate in absolute terms only (lavapipe:
 // log(1 + 1e-3) is 3e-4 off relatively, tanh(1e-4) 10%): the functions where
 // that matters get series of their own.
+#include "erfinv_estimate.glsl"
 
 // log(1 + x) = 2 atanh(x / (2 + x)); the series converges fast for x in [-0.5, 1].
 float log1p_series(float x) {
@@ -139,37 +140,14 @@ float erfc_f(float x) {
   float r = erfc_pos(abs(x));
   return x >= 0.0 ? r : 2.0 - r;
 }
+DEFINE_ERFINV_ESTIMATE(float, erfinv_estimate_f)
+
 // M. Giles' single-precision erfinv approximation ("Approximating the erfinv
 // function", GPU Computing Gems), then one Newton step on erf.
 float erfinv_f(float x) {
   if (isnan(x) || abs(x) > 1.0) return NAN_F;
   if (abs(x) == 1.0) return copy_sign(INF_F, x);
-  float w = -log((1.0 - x) * (1.0 + x));
-  float p;
-  if (w < 5.0) {
-    w -= 2.5;
-    p = 2.81022636e-08;
-    p = 3.43273939e-07 + p * w;
-    p = -3.5233877e-06 + p * w;
-    p = -4.39150654e-06 + p * w;
-    p = 0.00021858087 + p * w;
-    p = -0.00125372503 + p * w;
-    p = -0.00417768164 + p * w;
-    p = 0.246640727 + p * w;
-    p = 1.50140941 + p * w;
-  } else {
-    w = sqrt(w) - 3.0;
-    p = -0.000200214257;
-    p = 0.000100950558 + p * w;
-    p = 0.00134934322 + p * w;
-    p = -0.00367342844 + p * w;
-    p = 0.00573950773 + p * w;
-    p = -0.0076224613 + p * w;
-    p = 0.00943887047 + p * w;
-    p = 1.00167406 + p * w;
-    p = 2.83297682 + p * w;
-  }
-  float r = p * x;
+  float r = erfinv_estimate_f(-log((1.0 - x) * (1.0 + x))) * x;
   float d = 1.1283791670955126 * exp(-r * r);
   if (d > 0.0 && abs(x) < 0.99) r -= (erf_f(r) - x) / d;
   return r;
