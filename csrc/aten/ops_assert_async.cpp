@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "aten/vkml_tensor.h"
+#include "vkml_tensor.h"
 #include "vkml/ops/value_check.h"
 #include "vkml/runtime/device_errors.h"
 #include "vkml/shaders/device_error.h"
