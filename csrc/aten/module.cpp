@@ -60,6 +60,7 @@ py::dict properties(int index, bool details) {
   d["supports_fp16"] = i.supports_fp16;
   d["supports_fp64"] = i.supports_fp64;
   d["supports_int64"] = i.supports_int64;
+  d["supports_int64_atomics"] = i.supports_int64_atomics;
   d["supports_int16"] = i.supports_int16;
   auto shape = [](uint32_t m, uint32_t n, uint32_t k) {
     return m == 0 ? std::string()

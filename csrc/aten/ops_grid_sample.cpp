@@ -1,5 +1,5 @@
 // grid_sampler_2d / grid_sampler_3d (torch.nn.functional.grid_sample) and their
-// backward. The kernel computes in float32: float16 / bfloat16 inputs round once.
+// backward, in float32 and float64.
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
@@ -15,9 +15,6 @@ namespace {
 
 vkml::ops::GridSampleShape shape_of(const at::Tensor& input, const at::Tensor& grid, int dims,
                                     int64_t mode, int64_t padding, bool align_corners) {
-  TORCH_CHECK_NOT_IMPLEMENTED(
-      at::isFloatingType(input.scalar_type()) && input.scalar_type() != at::kDouble,
-      "grid_sampler on vkml supports float32, float16 and bfloat16, got ", input.scalar_type());
   TORCH_CHECK(input.scalar_type() == grid.scalar_type(),
               "grid_sampler(): expected input and grid to have same dtype, but input has ",
               input.scalar_type(), " and grid has ", grid.scalar_type());
@@ -56,7 +53,16 @@ vkml::ops::GridSampleShape shape_of(const at::Tensor& input, const at::Tensor& g
   s.mode = static_cast<vkml::ops::GridInterp>(mode);
   s.padding = static_cast<vkml::ops::GridPadding>(padding);
   s.align_corners = align_corners;
+  s.dtype = input.scalar_type() == at::kDouble ? vkml::DType::f64 : vkml::DType::f32;
   return s;
+}
+
+// A kernel for the input's dtype on its device; shape_of checks the rest.
+bool has_kernel(const at::Tensor& input, bool input_gradient) {
+  const at::ScalarType t = input.scalar_type();
+  if (t == at::kFloat) return true;
+  return t == at::kDouble &&
+         vkml::ops::grid_sample_supports(vkml_device(input), vkml::DType::f64, input_gradient);
 }
 
 std::vector<int64_t> out_sizes(const at::Tensor& input, const at::Tensor& grid) {
@@ -69,10 +75,9 @@ template <int D>
 at::Tensor vk_grid_sampler(const at::Tensor& input, const at::Tensor& grid, int64_t mode,
                            int64_t padding, bool align_corners) {
   // The CPU rounds every step to float16 / bfloat16; the float32 kernel's results
-  // are more accurate but differ by more than those dtypes' tolerances. float64 has no
-  // kernel. Both take the counted CPU route.
-  const at::ScalarType t = input.scalar_type();
-  if (t == at::kHalf || t == at::kBFloat16 || t == at::kDouble) {
+  // are more accurate but differ by more than those dtypes' tolerances. They, and
+  // float64 on a device without it, take the counted CPU route.
+  if (!has_kernel(input, /*input_gradient=*/false)) {
     if constexpr (D == 2) {
       return cpu_route<at::_ops::grid_sampler_2d>(input, grid, mode, padding, align_corners);
     } else {
@@ -80,11 +85,11 @@ at::Tensor vk_grid_sampler(const at::Tensor& input, const at::Tensor& grid, int6
     }
   }
   auto s = shape_of(input, grid, D, mode, padding, align_corners);
-  at::Tensor x = input.to(at::kFloat).contiguous();
-  at::Tensor g = grid.to(at::kFloat).contiguous();
+  at::Tensor x = input.contiguous();
+  at::Tensor g = grid.contiguous();
   at::Tensor out = at::empty(out_sizes(input, grid), x.options());
   guarded([&] { vkml::ops::grid_sample(vkml_device(x), addr(x), addr(g), addr(out), s); });
-  return out.to(input.scalar_type());
+  return out;
 }
 template <int D>
 at::Tensor& grid_sampler_out(const at::Tensor& input, const at::Tensor& grid, int64_t mode,
@@ -101,7 +106,7 @@ std::tuple<at::Tensor, at::Tensor> vk_grid_sampler_bwd(const at::Tensor& grad_ou
                                                        const at::Tensor& grid, int64_t mode,
                                                        int64_t padding, bool align_corners,
                                                        std::array<bool, 2> output_mask) {
-  if (input.scalar_type() == at::kDouble) {  // no float64 kernel: the counted CPU route
+  if (!has_kernel(input, output_mask[0])) {  // the counted CPU route, as forward
     if constexpr (D == 2) {
       return cpu_route<at::_ops::grid_sampler_2d_backward>(grad_output, input, grid, mode, padding,
                                                            align_corners, output_mask);
@@ -115,17 +120,15 @@ std::tuple<at::Tensor, at::Tensor> vk_grid_sampler_bwd(const at::Tensor& grad_ou
   TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(expected),
               "grid_sampler backward: grad_output has sizes ", grad_output.sizes(), ", expected ",
               at::IntArrayRef(expected));
-  at::Tensor x = input.to(at::kFloat).contiguous();
-  at::Tensor g = grid.to(at::kFloat).contiguous();
-  at::Tensor go = grad_output.to(at::kFloat).contiguous();
+  at::Tensor x = input.contiguous();
+  at::Tensor g = grid.contiguous();
+  at::Tensor go = grad_output.to(input.scalar_type()).contiguous();
   at::Tensor gi = output_mask[0] ? at::zeros(x.sizes(), x.options()) : at::Tensor();
   at::Tensor gg = output_mask[1] ? at::zeros(g.sizes(), g.options()) : at::Tensor();
   guarded([&] {
     vkml::ops::grid_sample_backward(vkml_device(x), addr(go), addr(x), addr(g),
                                     gi.defined() ? addr(gi) : 0, gg.defined() ? addr(gg) : 0, s);
   });
-  if (gi.defined()) gi = gi.to(input.scalar_type());
-  if (gg.defined()) gg = gg.to(grid.scalar_type());
   return {gi, gg};
 }
 template <int D>

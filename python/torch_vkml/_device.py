@@ -89,6 +89,8 @@ class DeviceProperties:
     supports_fp16: bool
     supports_fp64: bool
     supports_int64: bool
+    # 64-bit atomics on buffers (shaderBufferInt64Atomics): float64 scatter-adds
+    supports_int64_atomics: bool
     supports_int16: bool
     # VK_KHR_cooperative_matrix shape (MxNxK) of the fp16 GEMM kernel; "" when none
     cooperative_matrix: str

@@ -42,6 +42,8 @@ struct DeviceInfo {
   bool supports_fp16 = false;  // shaderFloat16 + 16-bit storage
   bool supports_fp64 = false;
   bool supports_int64 = false;
+  // shaderBufferInt64Atomics: 64-bit compare-and-swap on buffers (float64 scatter-adds).
+  bool supports_int64_atomics = false;
   bool supports_int16 = false;
   bool supports_memory_budget = false;
   // A VK_KHR_cooperative_matrix shape for fp16 x fp16 -> fp32 at subgroup scope

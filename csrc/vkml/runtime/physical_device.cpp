@@ -259,6 +259,7 @@ DeviceInfo query_device_info(VkPhysicalDevice pd, uint32_t instance_api) {
   info.pipeline_statistics = executables && f.executables.pipelineExecutableInfo;
   info.supports_fp64 = f.base.features.shaderFloat64 && !fp64_hidden();
   info.supports_int64 = f.base.features.shaderInt64;
+  info.supports_int64_atomics = f.v12.shaderBufferInt64Atomics;
   info.supports_int16 = f.base.features.shaderInt16;
   info.supports_fp16 = f.v12.shaderFloat16 && f.v11.storageBuffer16BitAccess;
   if (api13) query_subgroup_control(pd, f, info);
@@ -295,6 +296,7 @@ void choose_features(VkPhysicalDevice pd, const DeviceInfo& info, EnabledFeature
   out.v12.storageBuffer8BitAccess = VK_TRUE;
   out.v12.shaderInt8 = VK_TRUE;
   out.v12.shaderFloat16 = has.v12.shaderFloat16;
+  out.v12.shaderBufferInt64Atomics = info.supports_int64_atomics;
   out.v12.hostQueryReset = has.v12.hostQueryReset;
   const bool coopmat = info.coopmat_m != 0 || info.coopmat_bf16_m != 0;
   const bool bf16 = info.coopmat_bf16_m != 0;

@@ -1,5 +1,5 @@
 #version 450
-// grid_sampler_2d / grid_sampler_3d and their backward over contiguous float32
+// grid_sampler_2d / grid_sampler_3d and their backward over contiguous float32 or float64
 // input [n, c, d, h, w] (a 2-d input has d == 1) and grid [n, od, oh, ow, dims]
 // ((x, y) or (x, y, z) in [-1, 1]). One thread per output location loops over the
 // channels, so the taps and weights are computed once and the grid gradient sums
@@ -7,11 +7,26 @@
 // adds. Index and weight rules follow PyTorch's kernels: bilinear / trilinear and
 // nearest (round half to even) with zeros / border / reflection padding applied to
 // the sample point, bicubic (2-d only) with padding applied to each tap.
+// The f64 variants compute in double; their input gradient adds with 64-bit
+// compare-and-swap (shaderBufferInt64Atomics).
 //! variant fwd
 //! variant bwd -DBWD
+//! variant fwd_f64 -DF64
+//! variant bwd_f64 -DBWD -DF64
+#if defined(F64) && defined(BWD)
+#extension GL_EXT_shader_atomic_int64 : require
+#endif
 #include "common.glsl"
 
 #include "grid_sample_push.h"
+
+#ifdef F64
+#define R double
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufR { double v[]; };
+#else
+#define R float
+#define BufR BufF32
+#endif
 
 const uint WG = GRID_SAMPLE_WG;
 layout(local_size_x = WG) in;
@@ -19,21 +34,21 @@ layout(local_size_x = WG) in;
 bool align() { return pc.align_corners != 0u; }
 
 // Grid coordinate in [-1, 1] to a pixel coordinate, with d(pixel)/d(coordinate).
-float unnormalize(float c, int size, out float mult) {
+R unnormalize(R c, int size, out R mult) {
   if (align()) {
-    mult = float(size - 1) * 0.5;
-    return (c + 1.0) * 0.5 * float(size - 1);
+    mult = R(size - 1) * 0.5;
+    return (c + 1.0) * 0.5 * R(size - 1);
   }
-  mult = float(size) * 0.5;
-  return ((c + 1.0) * float(size) - 1.0) * 0.5;
+  mult = R(size) * 0.5;
+  return ((c + 1.0) * R(size) - 1.0) * 0.5;
 }
 
-float clip(float x, int size, inout float g) {
+R clip(R x, int size, inout R g) {
   if (x <= 0.0) {
     g = 0.0;
     return 0.0;
   }
-  float lim = float(size - 1);
+  R lim = R(size - 1);
   if (x >= lim) {
     g = 0.0;
     return lim;
@@ -42,19 +57,19 @@ float clip(float x, int size, inout float g) {
 }
 
 // Reflects x into [twice_low / 2, twice_high / 2], multiplying g by the sign.
-float reflect_coord(float x, int twice_low, int twice_high, inout float g) {
+R reflect_coord(R x, int twice_low, int twice_high, inout R g) {
   if (twice_low == twice_high) {
     g = 0.0;
     return 0.0;
   }
-  float lo = float(twice_low) * 0.5;
-  float span = float(twice_high - twice_low) * 0.5;
+  R lo = R(twice_low) * 0.5;
+  R span = R(twice_high - twice_low) * 0.5;
   x -= lo;
   if (x < 0.0) {
     g = -g;
     x = -x;
   }
-  float extra = mod(x, span);
+  R extra = mod(x, span);
   int flips = int(floor(x / span));
   if ((flips & 1) == 0) return extra + lo;
   g = -g;
@@ -62,7 +77,7 @@ float reflect_coord(float x, int twice_low, int twice_high, inout float g) {
 }
 
 // Padding applied to a pixel coordinate (gradient factor into g).
-float pad_coord(float x, int size, inout float g) {
+R pad_coord(R x, int size, inout R g) {
   if (pc.padding == GRID_SAMPLE_BORDER) {
     x = clip(x, size, g);
   } else if (pc.padding == GRID_SAMPLE_REFLECTION) {
@@ -74,18 +89,18 @@ float pad_coord(float x, int size, inout float g) {
   return x;
 }
 
-float cubic1(float x) { return ((-0.75 + 2.0) * x - (-0.75 + 3.0)) * x * x + 1.0; }
-float cubic2(float x) { return ((-0.75 * x + 3.75) * x - 6.0) * x + 3.0; }
-void cubic_coeffs(float t, out float w[4]) {
+R cubic1(R x) { return ((-0.75 + 2.0) * x - (-0.75 + 3.0)) * x * x + 1.0; }
+R cubic2(R x) { return ((-0.75 * x + 3.75) * x - 6.0) * x + 3.0; }
+void cubic_coeffs(R t, out R w[4]) {
   w[0] = cubic2(t + 1.0);
   w[1] = cubic1(t);
   w[2] = cubic1(1.0 - t);
   w[3] = cubic2(2.0 - t);
 }
 // PyTorch's get_cubic_coefficients_grad (subtracted from the grid gradient).
-void cubic_coeffs_grad(float t, out float w[4]) {
-  const float A = -0.75;
-  float x = -1.0 - t;
+void cubic_coeffs_grad(R t, out R w[4]) {
+  const R A = -0.75;
+  R x = -1.0 - t;
   w[0] = (-3.0 * A * x - 10.0 * A) * x - 8.0 * A;
   x = -t;
   w[1] = (-3.0 * (A + 2.0) * x - 2.0 * (A + 3.0)) * x;
@@ -99,10 +114,10 @@ void cubic_coeffs_grad(float t, out float w[4]) {
 // derivatives along x, y, z (pixel units).
 const int MAX_TAPS = 16;
 int t_off[MAX_TAPS];
-float t_w[MAX_TAPS], t_dx[MAX_TAPS], t_dy[MAX_TAPS], t_dz[MAX_TAPS];
+R t_w[MAX_TAPS], t_dx[MAX_TAPS], t_dy[MAX_TAPS], t_dz[MAX_TAPS];
 int ntaps = 0;
 
-void add_tap(int z, int y, int x, float w, float dx, float dy, float dz) {
+void add_tap(int z, int y, int x, R w, R dx, R dy, R dz) {
   bool inside = x >= 0 && y >= 0 && z >= 0 && x < int(pc.iw) && y < int(pc.ih) && z < int(pc.id);
   t_off[ntaps] = inside ? (z * int(pc.ih) + y) * int(pc.iw) + x : -1;
   t_w[ntaps] = w;
@@ -112,7 +127,25 @@ void add_tap(int z, int y, int x, float w, float dx, float dy, float dz) {
   ++ntaps;
 }
 
-#ifdef BWD
+#if defined(BWD) && defined(F64)
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufU64 { uint64_t v[]; };
+uint64_t bits_of(double d) {
+  uvec2 w = unpackDouble2x32(d);
+  return uint64_t(w.x) | (uint64_t(w.y) << 32);
+}
+double double_of(uint64_t u) {
+  return packDouble2x32(uvec2(uint(u & 0xffffffffUL), uint(u >> 32)));
+}
+void atomic_add(uint off, double v) {
+  BufU64 b = BufU64(pc.grad_input);
+  uint64_t old = b.v[off];
+  while (true) {
+    uint64_t prev = atomicCompSwap(b.v[off], old, bits_of(double_of(old) + v));
+    if (prev == old) break;
+    old = prev;
+  }
+}
+#elif defined(BWD)
 void atomic_add(uint off, float v) {
   BufU32 b = BufU32(pc.grad_input);
   uint old = b.v[off];
@@ -131,28 +164,28 @@ void main() {
   uint b = t / spatial;
   uint s = t - b * spatial;
   uint g0 = t * pc.dims;
-  BufF32 grid = BufF32(pc.grid);
-  float mx, my, mz = 0.0;
-  float ix = unnormalize(grid.v[g0], int(pc.iw), mx);
-  float iy = unnormalize(grid.v[g0 + 1u], int(pc.ih), my);
-  float iz = pc.dims == 3u ? unnormalize(grid.v[g0 + 2u], int(pc.id), mz) : 0.0;
+  BufR grid = BufR(pc.grid);
+  R mx, my, mz = 0.0;
+  R ix = unnormalize(grid.v[g0], int(pc.iw), mx);
+  R iy = unnormalize(grid.v[g0 + 1u], int(pc.ih), my);
+  R iz = pc.dims == 3u ? unnormalize(grid.v[g0 + 2u], int(pc.id), mz) : 0.0;
   if (pc.mode == GRID_SAMPLE_BICUBIC) {
-    float fx = floor(ix), fy = floor(iy);
-    float wx[4], wy[4], gx[4], gy[4];
+    R fx = floor(ix), fy = floor(iy);
+    R wx[4], wy[4], gx[4], gy[4];
     cubic_coeffs(ix - fx, wx);
     cubic_coeffs(iy - fy, wy);
     cubic_coeffs_grad(ix - fx, gx);
     cubic_coeffs_grad(iy - fy, gy);
     for (int j = 0; j < 4; ++j) {
-      float unused = 1.0;
-      int y = int(pad_coord(fy - 1.0 + float(j), int(pc.ih), unused));
+      R unused = 1.0;
+      int y = int(pad_coord(fy - 1.0 + R(j), int(pc.ih), unused));
       for (int i = 0; i < 4; ++i) {
-        int x = int(pad_coord(fx - 1.0 + float(i), int(pc.iw), unused));
+        int x = int(pad_coord(fx - 1.0 + R(i), int(pc.iw), unused));
         add_tap(0, y, x, wx[i] * wy[j], -gx[i] * wy[j], -wx[i] * gy[j], 0.0);
       }
     }
   } else {
-    float px = 1.0, py = 1.0, pz = 1.0;  // padding's gradient factors
+    R px = 1.0, py = 1.0, pz = 1.0;  // padding's gradient factors
     ix = pad_coord(ix, int(pc.iw), px);
     iy = pad_coord(iy, int(pc.ih), py);
     if (pc.dims == 3u) iz = pad_coord(iz, int(pc.id), pz);
@@ -162,12 +195,12 @@ void main() {
     if (pc.mode == GRID_SAMPLE_NEAREST) {
       add_tap(int(roundEven(iz)), int(roundEven(iy)), int(roundEven(ix)), 1.0, 0.0, 0.0, 0.0);
     } else {
-      float x0 = floor(ix), y0 = floor(iy), z0 = floor(iz);
-      float wx[2] = float[2](x0 + 1.0 - ix, ix - x0);
-      float wy[2] = float[2](y0 + 1.0 - iy, iy - y0);
-      float wz[2] = float[2](z0 + 1.0 - iz, iz - z0);
-      if (pc.dims == 2u) wz = float[2](1.0, 0.0);
-      const float sg[2] = float[2](-1.0, 1.0);
+      R x0 = floor(ix), y0 = floor(iy), z0 = floor(iz);
+      R wx[2] = R[2](x0 + 1.0 - ix, ix - x0);
+      R wy[2] = R[2](y0 + 1.0 - iy, iy - y0);
+      R wz[2] = R[2](z0 + 1.0 - iz, iz - z0);
+      if (pc.dims == 2u) wz = R[2](1.0, 0.0);
+      const R sg[2] = R[2](-1.0, 1.0);
       int nz = pc.dims == 3u ? 2 : 1;
       for (int dz = 0; dz < nz; ++dz)
         for (int dy = 0; dy < 2; ++dy)
@@ -179,18 +212,18 @@ void main() {
   uint plane = pc.id * pc.ih * pc.iw;
   uint in_base = b * pc.c * plane;
   uint out_base = b * pc.c * spatial + s;
-  BufF32 inp = BufF32(pc.src);
+  BufR inp = BufR(pc.src);
 #ifdef BWD
-  float ggx = 0.0, ggy = 0.0, ggz = 0.0;
+  R ggx = 0.0, ggy = 0.0, ggz = 0.0;
   for (uint ch = 0u; ch < pc.c; ++ch) {
-    float go = BufF32(pc.dst).v[out_base + ch * spatial];
+    R go = BufR(pc.dst).v[out_base + ch * spatial];
     uint ib = in_base + ch * plane;
     for (int k = 0; k < ntaps; ++k) {
       if (t_off[k] < 0) continue;
       uint off = ib + uint(t_off[k]);
       if ((pc.flags & GRID_SAMPLE_GRAD_INPUT) != 0u && t_w[k] != 0.0) atomic_add(off, go * t_w[k]);
       if ((pc.flags & GRID_SAMPLE_GRAD_GRID) != 0u) {
-        float v = inp.v[off] * go;
+        R v = inp.v[off] * go;
         ggx += v * t_dx[k];
         ggy += v * t_dy[k];
         ggz += v * t_dz[k];
@@ -198,7 +231,7 @@ void main() {
     }
   }
   if ((pc.flags & GRID_SAMPLE_GRAD_GRID) != 0u) {
-    BufF32 gg = BufF32(pc.grad_grid);
+    BufR gg = BufR(pc.grad_grid);
     gg.v[g0] = ggx * mx;
     gg.v[g0 + 1u] = ggy * my;
     if (pc.dims == 3u) gg.v[g0 + 2u] = ggz * mz;
@@ -206,10 +239,10 @@ void main() {
 #else
   for (uint ch = 0u; ch < pc.c; ++ch) {
     uint ib = in_base + ch * plane;
-    float acc = 0.0;
+    R acc = 0.0;
     for (int k = 0; k < ntaps; ++k)
       if (t_off[k] >= 0) acc += inp.v[ib + uint(t_off[k])] * t_w[k];
-    BufF32(pc.dst).v[out_base + ch * spatial] = acc;
+    BufR(pc.dst).v[out_base + ch * spatial] = acc;
   }
 #endif
 }
