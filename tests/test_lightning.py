@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 
+import lightning_fabric
 import pytest
 import pytorch_lightning as pl
 import torch
@@ -38,10 +39,15 @@ class Classifier(pl.LightningModule):
         )
         self.losses, self.logits = [], set()
 
+    def forward(self, x):
+        logits = self.net(x)
+        if self.training:  # inside autocast (Fabric casts its wrapper's output back)
+            self.logits.add((logits.device.type, logits.dtype))
+        return logits
+
     def training_step(self, batch, _):
         x, y = batch
-        logits = self.net(x)
-        self.logits.add((logits.device.type, logits.dtype))
+        logits = self(x)
         loss = torch.nn.functional.cross_entropy(logits, y)
         self.losses.append(loss.item())
         return loss
@@ -115,6 +121,47 @@ def test_fp16_mixed_autocasts_and_scales_on_vkml():
     _assert_same_training(vk, fp32, atol=5e-3)
 
 
+def _fabric_fit(precision="32-true", **fabric_kwargs):
+    """Two epochs of Fabric's own loop; the step losses, the logits' (device, dtype)
+    pairs and the final weights."""
+    fabric = lightning_fabric.Fabric(precision=precision, **fabric_kwargs)
+    torch.manual_seed(1)
+    model = Classifier("sgd")
+    optimizer = model.configure_optimizers()
+    model, optimizer = fabric.setup(model, optimizer)
+    loader = fabric.setup_dataloaders(DataLoader(_data(), batch_size=16))
+    losses = []
+    for _ in range(2):
+        for x, y in loader:
+            optimizer.zero_grad()
+            out = model(x)  # the wrapper's forward autocasts
+            loss = torch.nn.functional.cross_entropy(out, y)
+            fabric.backward(loss)
+            optimizer.step()
+            losses.append(loss.item())
+    weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    return fabric, losses, model.logits, weights
+
+
+@pytest.mark.parametrize("precision", ["32-true", "bf16-mixed", "16-mixed"])
+def test_fabric_trains_as_on_the_cpu(precision):
+    fabric, losses, logits, weights = _fabric_fit(
+        precision, accelerator="vkml", strategy="single_vkml"
+    )
+    # The CPU has no float16 autocast in Lightning (it switches to bfloat16): float32's.
+    cpu_precision = "32-true" if precision == "16-mixed" else precision
+    _, cpu_losses, _, cpu_weights = _fabric_fit(cpu_precision, accelerator="cpu")
+    dtype = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16}.get(precision, torch.float16)
+    assert logits == {("vkml", dtype)}
+    assert isinstance(fabric.accelerator, torch_vkml.lightning.FabricVkmlAccelerator)
+    if precision != "32-true":
+        assert fabric.strategy.precision.device == "vkml"
+    atol = 1e-5 if precision == "32-true" else 5e-3
+    torch.testing.assert_close(losses, cpu_losses, atol=atol, rtol=0)
+    for name, w in cpu_weights.items():
+        torch.testing.assert_close(weights[name], w, atol=atol, rtol=0, msg=name)
+
+
 def test_accelerator_without_the_vkml_strategy_raises_with_the_fix():
     """Lightning gives an accelerator it does not know a CPU strategy; that must be an
     error naming the fix, not training on the CPU."""
@@ -135,7 +182,7 @@ def test_devices_argument():
 
 DDP_SCRIPT = textwrap.dedent(
     """
-    import sys, torch, pytorch_lightning as pl, torch_vkml, torch_vkml.lightning
+    import sys, torch, lightning_fabric, pytorch_lightning as pl, torch_vkml, torch_vkml.lightning
     from torch.utils.data import DataLoader, TensorDataset
 
     class Net(pl.LightningModule):
@@ -154,12 +201,28 @@ DDP_SCRIPT = textwrap.dedent(
     data = TensorDataset(torch.randn(64, 8, generator=g), torch.randint(0, 3, (64,), generator=g))
     torch.manual_seed(1)
     model = Net()
-    accelerator, strategy, precision = sys.argv[1:4]
-    trainer = pl.Trainer(max_epochs=2, accelerator=accelerator, devices=2, strategy=strategy,
-                         precision=precision, logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False)
-    trainer.fit(model, DataLoader(data, batch_size=16))
-    if trainer.global_rank == 0:
+    accelerator, strategy, precision, loop = sys.argv[1:5]
+    if loop == "trainer":
+        trainer = pl.Trainer(max_epochs=2, accelerator=accelerator, devices=2, strategy=strategy,
+                             precision=precision, logger=False, enable_checkpointing=False,
+                             enable_progress_bar=False, enable_model_summary=False)
+        trainer.fit(model, DataLoader(data, batch_size=16))
+        rank = trainer.global_rank
+    else:  # Fabric's own loop over the same sampler and steps
+        fabric = lightning_fabric.Fabric(accelerator=accelerator, devices=2, strategy=strategy,
+                                         precision=precision)
+        fabric.launch()
+        optimizer = model.configure_optimizers()
+        wrapped, optimizer = fabric.setup(model, optimizer)
+        loader = fabric.setup_dataloaders(DataLoader(data, batch_size=16))
+        for epoch in range(2):
+            loader.sampler.set_epoch(epoch)
+            for batch in loader:
+                optimizer.zero_grad()
+                fabric.backward(wrapped.training_step(batch, 0))
+                optimizer.step()
+        rank = fabric.global_rank
+    if rank == 0:
         flat = torch.cat([p.detach().cpu().flatten() for p in model.parameters()])
         print("WEIGHTS", " ".join(repr(v) for v in flat.tolist()))
         print("BACKEND", torch.distributed.get_backend())
@@ -168,11 +231,11 @@ DDP_SCRIPT = textwrap.dedent(
 )
 
 
-def _ddp(tmp_path, accelerator, strategy, precision):
-    script = tmp_path / f"ddp_{accelerator}_{precision}.py"
+def _ddp(tmp_path, accelerator, strategy, precision, loop="trainer"):
+    script = tmp_path / f"ddp_{accelerator}_{precision}_{loop}.py"
     script.write_text(DDP_SCRIPT)
     proc = subprocess.run(
-        [sys.executable, str(script), accelerator, strategy, precision],
+        [sys.executable, str(script), accelerator, strategy, precision, loop],
         env=dict(os.environ, TORCH_VKML_VISIBLE_DEVICES="0,0"),
         capture_output=True,
         text=True,
@@ -187,9 +250,27 @@ def _ddp(tmp_path, accelerator, strategy, precision):
 
 def test_ddp_on_two_devices_trains_as_ddp_on_the_cpu(tmp_path):
     """Two ranks on two logical vkml devices, over vkml's c10d backend, end with the
-    weights of Lightning's DDP on the CPU over Gloo (same sampler, same batches)."""
+    weights of Lightning's DDP on the CPU over Gloo (same sampler, same batches); Fabric's
+    DDP on vkml those of one process over the same steps."""
     vk, vk_backend, vk_fallbacks = _ddp(tmp_path, "vkml", "ddp_vkml", "32-true")
     cpu, cpu_backend, _ = _ddp(tmp_path, "cpu", "ddp", "32-true")
     assert cpu_backend == "gloo" and vk_backend.startswith("vkml")
     assert vk_fallbacks == 0
     torch.testing.assert_close(vk, cpu, atol=1e-5, rtol=0)
+    # Fabric's DDP (its own wrapper code) in a hand-written loop: two ranks of 16 rows
+    # a step (rank r has rows r, r + 2, ...), so each step averages the gradient of 32
+    # consecutive rows, as one process with batches of 32 does.
+    fabric, fabric_backend, fabric_fallbacks = _ddp(
+        tmp_path, "vkml", "ddp_vkml", "32-true", "fabric"
+    )
+    assert fabric_backend.startswith("vkml") and fabric_fallbacks == 0
+    torch.manual_seed(1)
+    model = Classifier("sgd")
+    optimizer = model.configure_optimizers()
+    for _ in range(2):
+        for x, y in DataLoader(_data(), batch_size=32):
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+    expected = torch.cat([p.detach().flatten() for p in model.parameters()])
+    torch.testing.assert_close(fabric, expected, atol=1e-5, rtol=0)
