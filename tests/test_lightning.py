@@ -236,9 +236,11 @@ def _ddp(tmp_path, accelerator, strategy, precision, loop="trainer"):
     script.write_text(DDP_SCRIPT)
     proc = subprocess.run(
         [sys.executable, str(script), accelerator, strategy, precision, loop],
-        env=dict(os.environ, TORCH_VKML_VISIBLE_DEVICES="0,0"),
+        # Lightning prints emoji: UTF-8 whatever the locale (ASCII under pytest-xdist here).
+        env=dict(os.environ, TORCH_VKML_VISIBLE_DEVICES="0,0", PYTHONIOENCODING="utf-8"),
         capture_output=True,
-        text=True,
+        encoding="utf-8",
+        errors="replace",
         timeout=300,
         cwd=tmp_path,
     )
