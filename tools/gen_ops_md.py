@@ -181,6 +181,11 @@ FAMILIES = {
     "composite/embedding_bag.cpp": ("embedding_bag and backward", F + ", bfloat16 (in float32)"),
     "composite/embedding_renorm.cpp": ("nn.Embedding's max_norm renormalization", FB),
     "composite/unpool.cpp": ("Max unpooling", "float32, float16, int64, int32, uint8, bool"),
+    "composite/segment_reduce.cpp": (
+        "segment_reduce and backward (segments found by binary search, folded by native "
+        "scatters; length checks on the device, raised at the next read)",
+        FB + ", float64 (where the device has shaderFloat64)",
+    ),
     "ops_sort.cpp": (
         "Sort and selection (sort, topk, kthvalue, median, unique, randperm)",
         "float32, float16, bfloat16, float64 (as int64 keys), int64, int32, uint8 (bool where "
