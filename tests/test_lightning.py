@@ -162,6 +162,38 @@ def test_fabric_trains_as_on_the_cpu(precision):
         torch.testing.assert_close(weights[name], w, atol=atol, rtol=0, msg=name)
 
 
+def test_checkpoint_resume_continues_the_run(tmp_path):
+    """A float16 AMP run saved after two epochs (weights, AdamW state and GradScaler state
+    on vkml) and resumed for two more takes the steps of a run that never stopped."""
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    def fit(epochs, **kwargs):
+        torch.manual_seed(1)
+        model = Classifier("adamw")
+        trainer = pl.Trainer(
+            max_epochs=epochs,
+            accelerator="vkml",
+            strategy="single_vkml",
+            precision="16-mixed",
+            logger=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            enable_checkpointing="callbacks" in kwargs,
+            callbacks=kwargs.pop("callbacks", None),
+        )
+        trainer.fit(model, DataLoader(_data(), batch_size=16), **kwargs)
+        return model, trainer
+
+    saver = ModelCheckpoint(dirpath=tmp_path, save_last=True)
+    fit(2, callbacks=[saver])
+    resumed, trainer = fit(4, ckpt_path=saver.last_model_path)
+    straight, _ = fit(4)
+    assert trainer.global_step == 16 and len(resumed.losses) == 8
+    torch.testing.assert_close(resumed.losses, straight.losses[8:], atol=1e-6, rtol=0)
+    for a, b in zip(resumed.parameters(), straight.parameters(), strict=True):
+        torch.testing.assert_close(a.detach().cpu(), b.detach().cpu(), atol=1e-6, rtol=0)
+
+
 def test_accelerator_without_the_vkml_strategy_raises_with_the_fix():
     """Lightning gives an accelerator it does not know a CPU strategy; that must be an
     error naming the fix, not training on the CPU."""
