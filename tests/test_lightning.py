@@ -11,7 +11,7 @@ import lightning_fabric
 import pytest
 import pytorch_lightning as pl
 import torch
-from conftest import describe
+from conftest import describe, on_two_devices
 from pytorch_lightning.utilities.exceptions import MisconfigurationException
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -199,6 +199,26 @@ def test_accelerator_without_the_vkml_strategy_raises_with_the_fix():
     error naming the fix, not training on the CPU."""
     with pytest.raises(MisconfigurationException, match="strategy='single_vkml'"):
         _fit(accelerator="vkml")
+
+
+@on_two_devices
+def test_single_vkml_trains_on_the_device_devices_names():
+    """Lightning gives a single-device strategy nothing of `devices`; devices=[1] must
+    still train on vkml:1, and two devices with the single strategy is an error."""
+    seen = set()
+
+    class Probe(Classifier):
+        def training_step(self, batch, index):
+            seen.add(batch[0].device)
+            return super().training_step(batch, index)
+
+    trainer = pl.Trainer(
+        max_steps=2, accelerator="vkml", strategy="single_vkml", devices=[1], **QUIET
+    )
+    trainer.fit(Probe("sgd"), DataLoader(_data(), batch_size=16))
+    assert seen == {torch.device("vkml", 1)}
+    with pytest.raises(MisconfigurationException, match="ddp_vkml"):
+        pl.Trainer(accelerator="vkml", strategy="single_vkml", devices=2, **QUIET)
 
 
 def test_devices_argument():

@@ -36,6 +36,11 @@ from . import _device, _memory
 _TRAINERS = ("lightning.pytorch", "pytorch_lightning")
 _FABRICS = ("lightning.fabric", "lightning_fabric")
 
+# The devices Lightning last parsed for a vkml accelerator. Lightning parses `devices`
+# (a static call) just before it builds the strategy named by a string, and gives a
+# single-device strategy nothing of it; "single_vkml" takes its device from here.
+_parsed_devices: list[torch.device] = []
+
 
 def _parse_devices(devices: int | str | list[int]) -> list[int]:
     """Lightning's ``devices`` argument (a count, -1 for all, "0,2", or indices) as
@@ -87,7 +92,8 @@ class _VkmlAcceleratorMethods:
 
     @staticmethod
     def get_parallel_devices(devices: int | str | list[int]) -> list[torch.device]:
-        return [torch.device("vkml", i) for i in _parse_devices(devices)]
+        _parsed_devices[:] = [torch.device("vkml", i) for i in _parse_devices(devices)]
+        return list(_parsed_devices)
 
     @staticmethod
     def auto_device_count() -> int:
@@ -140,11 +146,18 @@ def _define(package: ModuleType, trainer: bool) -> dict[str, type]:
         _misconfiguration = misconfiguration
 
     class SingleVkmlStrategy(strategies.SingleDeviceStrategy):
-        """One vkml device (the current one unless ``device`` says), AMP on vkml."""
+        """One vkml device: ``device``, else the one the Trainer's ``devices`` picks, else
+        the current one; AMP on vkml."""
 
         def __init__(self, device: Any = None, **kwargs: Any) -> None:
+            if device is None and len(_parsed_devices) > 1:
+                raise misconfiguration(
+                    f"strategy 'single_vkml' runs on one device, but devices names "
+                    f"{len(_parsed_devices)}: use strategy='ddp_vkml'"
+                )
             if device is None:
-                device = torch.device("vkml", torch.accelerator.current_device_index())
+                current = torch.accelerator.current_device_index()
+                device = _parsed_devices[0] if _parsed_devices else torch.device("vkml", current)
             super().__init__(device=device, **kwargs)
 
     class DDPVkmlStrategy(strategies.DDPStrategy):
