@@ -59,9 +59,10 @@ NATIVE_GRAD_OPS = [
     "nn.functional.ctc_loss",
 ]
 
-# segment_reduce (aten::segment_reduce) has no vkml kernel: it runs on the fallback.
-FALLBACK_OP = "_segment_reduce.lengths"
-FALLBACK_ATEN = "aten::segment_reduce"
+# The general eigendecomposition (aten::linalg_eig) has no vkml kernel: it runs on the
+# fallback.
+FALLBACK_OP = "linalg.eig"
+FALLBACK_ATEN = "aten::linalg_eig"
 
 
 @pytest.fixture(scope="module")
