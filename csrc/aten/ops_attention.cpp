@@ -7,6 +7,7 @@
 // and offset, returned to autograd as the philox tensors), and the backward redraws it.
 #include <ATen/SDPBackend.h>
 #include <ATen/native/transformers/attention.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -61,10 +62,27 @@ bool fused_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   return vkml::ops::attention_supported(vkml_device(q), shape_of(q, k, v));
 }
 
+// The fused op has no batching rule (torch.func.vmap) and no forward-mode derivative
+// (torch.autograd.forward_ad) in PyTorch: tensors under vmap or carrying a tangent take
+// the math path, whose ops have both. (CUDA has batching rules for its fused kernels; its
+// forward mode fails.) Not seen here: a vmap or jvp outside torch.func.grad, whose wrapper
+// hides the batched or dual tensor (functorch's wrapper type is not in the installed
+// headers); those calls raise as before (docs/ops.md: the sdpa_kernel workaround).
+bool needs_math_path(const at::Tensor& t) {
+  if (!t.defined()) return false;
+  if (t.key_set().has(c10::DispatchKey::FuncTorchBatched)) return true;
+  for (uint64_t level = 0; level < 8; ++level)  // nested forward_ad.dual_level()s
+    if (t._fw_grad(level).defined()) return true;
+  return false;
+}
+
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& mask, double dropout_p, bool,
                          std::optional<double>, bool gqa) {
   auto& ctx = at::globalContext();
+  if (needs_math_path(q) || needs_math_path(k) || needs_math_path(v) ||
+      (mask.has_value() && needs_math_path(*mask)))
+    return static_cast<int64_t>(at::SDPBackend::math);
   if (ctx.userEnabledOverrideableSDP() && fused_applies(q, k, v, mask, dropout_p, gqa))
     return static_cast<int64_t>(at::SDPBackend::overrideable);
   return static_cast<int64_t>(at::SDPBackend::math);
