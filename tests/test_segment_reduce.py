@@ -97,12 +97,25 @@ def test_errors_like_cpu():
     )
 
 
-@pytest.mark.parametrize("lengths", [[3, 2], [3, -1, 5]])
-def test_bad_lengths_raise_at_the_next_read(lengths):
-    """Lengths that do not sum to the axis' size, or a negative length: checked on the
-    device (no host wait) and raised at the next read in the CPU's words."""
+@pytest.mark.parametrize(
+    "lengths,unsafe", [([3, 2], False), ([3, -1, 5], False), ([3, -1, 5], True)]
+)
+def test_bad_lengths_raise_at_the_next_read(lengths, unsafe):
+    """Lengths that do not sum to the axis' size, or a negative length (an error even
+    with unsafe, in other words): checked on the device (no host wait) and raised at the
+    next read in the CPU's words."""
     check_raises_later(
-        lambda v, lens: torch.segment_reduce(v, "sum", lengths=lens), make(7), torch.tensor(lengths)
+        lambda v, lens: torch.segment_reduce(v, "sum", lengths=lens, unsafe=unsafe),
+        make(7),
+        torch.tensor(lengths),
+    )
+
+
+def test_decreasing_offsets_raise_at_the_next_read():
+    check_raises_later(
+        lambda v, offs: torch.segment_reduce(v, "sum", offsets=offs),
+        make(7),
+        torch.tensor([0, 3, 2, 7]),
     )
 
 

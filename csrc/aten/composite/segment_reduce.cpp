@@ -2,8 +2,8 @@
 // along `axis` finds its segment by a binary search in the segment ends, then scatter_reduce
 // folds it in. Elements outside every segment (offsets that do not start at 0, or
 // `unsafe` lengths that sum short) go to one spare slot past the last segment, cut off.
-// The lengths' checks (no negative length, the sum is the axis' size) run on the device
-// and raise at the host's next read, in the CPU's words.
+// The lengths' checks (no negative length; without `unsafe`, the sum is the axis' size)
+// run on the device and raise at the host's next read, in the CPU's words.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
@@ -57,7 +57,8 @@ struct SegmentSlots {
 };
 
 SegmentSlots segment_slots(const at::Tensor& data, const std::optional<at::Tensor>& lengths,
-                           const std::optional<at::Tensor>& offsets, int64_t axis, bool checked) {
+                           const std::optional<at::Tensor>& offsets, int64_t axis, bool check,
+                           bool unsafe) {
   const bool by_lengths = lengths.has_value() && lengths->defined();
   const bool by_offsets = offsets.has_value() && offsets->defined();
   TORCH_CHECK(by_lengths || by_offsets,
@@ -80,13 +81,6 @@ SegmentSlots segment_slots(const at::Tensor& data, const std::optional<at::Tenso
   if (by_lengths) {
     seg_lengths = given.to(at::kLong);
     ends = seg_lengths.cumsum(-1);
-    if (checked) {
-      segment_check_range(seg_lengths, 0, std::numeric_limits<int64_t>::max(),
-                          "lengths contains negative value!");
-      segment_check_range(seg_lengths.sum(-1), n, n,
-                          "segment_reduce(): Expected all rows of lengths along axis to sum to "
-                          "data.size(lengths.dim()-1) when !unsafe.");
-    }
     starts = ends - seg_lengths;
   } else {
     TORCH_CHECK(given.size(-1) >= 1, "segment_reduce(): offsets must hold at least one value");
@@ -94,9 +88,20 @@ SegmentSlots segment_slots(const at::Tensor& data, const std::optional<at::Tenso
     starts = o.narrow(-1, 0, o.size(-1) - 1);
     ends = o.narrow(-1, 1, o.size(-1) - 1);
     seg_lengths = ends - starts;
-    if (checked)
-      segment_check_range(seg_lengths, 0, std::numeric_limits<int64_t>::max(),
-                          "Expected segment_length >= 0 to be true, but got false.");
+  }
+  // As the CPU's forward: a negative length always fails (its kernel checks), in the
+  // front end's words for lengths without `unsafe`; the lengths' sum only without it.
+  if (check) {
+    const bool front_end = by_lengths && !unsafe;
+    segment_check_range(seg_lengths, 0, std::numeric_limits<int64_t>::max(),
+                        front_end ? "lengths contains negative value!"
+                                  : "Expected segment_length >= 0 to be true, but got false.  "
+                                    "(Could this error message be improved?  If so, please "
+                                    "report an enhancement request to PyTorch.)");
+    if (front_end)
+      segment_check_range(seg_lengths.sum(-1), n, n,
+                          "segment_reduce(): Expected all rows of lengths along axis to sum to "
+                          "data.size(lengths.dim()-1) when !unsafe.");
   }
   const int64_t segments = seg_lengths.size(-1);
   // positions [lead..., N]; the segment of j is the first whose end exceeds j.
@@ -139,7 +144,7 @@ at::Tensor vk_segment_reduce(const at::Tensor& data, c10::string_view reduce,
                               "vkml not implemented for '", data.scalar_type(), "'");
   TORCH_CHECK(data.dim() >= 1, "segment_reduce(): data must have at least one dimension");
   axis = at::maybe_wrap_dim(axis, data.dim());
-  SegmentSlots s = segment_slots(data, lengths, offsets, axis, !unsafe);
+  SegmentSlots s = segment_slots(data, lengths, offsets, axis, /*check=*/true, unsafe);
   const at::Tensor x = data.contiguous();
   double fill = 0;
   const char* how = "sum";
@@ -196,7 +201,7 @@ at::Tensor vk_segment_reduce_backward(const at::Tensor& grad, const at::Tensor& 
                                       const std::optional<at::Scalar>& initial) {
   const SegmentOp op = segment_op_of(reduce);
   axis = at::maybe_wrap_dim(axis, data.dim());
-  SegmentSlots s = segment_slots(data, lengths, offsets, axis, /*checked=*/false);
+  SegmentSlots s = segment_slots(data, lengths, offsets, axis, /*check=*/false, true);
   const at::Tensor x = data.contiguous();
   const at::Tensor index = s.slot.expand(x.sizes());
   // Per-segment values with a zero for the spare slot, gathered onto the elements.
