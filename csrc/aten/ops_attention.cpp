@@ -7,7 +7,6 @@
 // and offset, returned to autograd as the philox tensors), and the backward redraws it.
 #include <ATen/SDPBackend.h>
 #include <ATen/native/transformers/attention.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -65,9 +64,10 @@ bool fused_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
 // The fused op has no batching rule (torch.func.vmap) and no forward-mode derivative
 // (torch.autograd.forward_ad) in PyTorch: tensors under vmap or carrying a tangent take
 // the math path, whose ops have both. (CUDA has batching rules for its fused kernels; its
-// forward mode fails.) Not seen here: a vmap or jvp outside torch.func.grad, whose wrapper
+// forward mode fails.) Not seen here: a vmap or jvp around torch.func.grad, whose wrapper
 // hides the batched or dual tensor (functorch's wrapper type is not in the installed
-// headers); those calls raise as before (docs/ops.md: the sdpa_kernel workaround).
+// headers); those calls raise as before (README, Troubleshooting: the sdpa_kernel
+// workaround).
 bool needs_math_path(const at::Tensor& t) {
   if (!t.defined()) return false;
   if (t.key_set().has(c10::DispatchKey::FuncTorchBatched)) return true;
