@@ -2,6 +2,9 @@
 
 #include <ATen/native/Resize.h>
 
+#include "vkml/ops/value_check.h"
+#include "vkml/runtime/device_errors.h"
+#include "vkml/shaders/device_error.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
@@ -10,6 +13,17 @@ at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
   at::native::resize_output(out, r.sizes());
   out.copy_(r);
   return out;
+}
+
+void check_range_later(const at::Tensor& values, int64_t lo, int64_t hi,
+                       const std::string& message) {
+  if (values.numel() == 0) return;
+  at::Tensor v = values.contiguous();
+  const uint32_t id = vkml::register_assert_message(message);
+  guarded([&] {
+    vkml::ops::check_int_range(vkml_device(v), ref(v), lo, hi, DEVICE_ERROR_ASSERT,
+                               DEVICE_ERROR_ASSERT, 0, id);
+  });
 }
 
 void check_float_storage(const char* op, at::ScalarType t) {

@@ -1,13 +1,21 @@
 #pragma once
-// Small pieces many op files share: writing an out= argument, dtype checks, the walk of a
-// line by one thread.
+// Small pieces many op files share: writing an out= argument, a value check raised later,
+// dtype checks, the walk of a line by one thread.
 #include <ATen/ATen.h>
+
+#include <string>
 
 namespace vkml_aten {
 
 // out= semantics: resizes `out` (warning as ATen does when a non-empty out changes
 // shape) and copies `r` into it, converting dtype and layout.
 at::Tensor& write_out(at::Tensor& out, const at::Tensor& r);
+
+// Checks on the device that every value of the integer tensor `values` lies in [lo, hi];
+// one that does not raises RuntimeError(message) at the host's next read of the device
+// (no wait here).
+void check_range_later(const at::Tensor& values, int64_t lo, int64_t hi,
+                       const std::string& message);
 
 // Raises NotImplementedError naming `op` unless `t` is float32, float16 or bfloat16,
 // the storage dtypes of the float-only kernels.

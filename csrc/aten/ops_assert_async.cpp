@@ -6,10 +6,7 @@
 
 #include <string>
 
-#include "vkml_tensor.h"
-#include "vkml/ops/value_check.h"
-#include "vkml/runtime/device_errors.h"
-#include "vkml/shaders/device_error.h"
+#include "op_helpers.h"
 
 namespace vkml_aten {
 namespace {
@@ -18,12 +15,7 @@ void assert_nonzero(const at::Tensor& self, const std::string& message) {
   TORCH_CHECK(self.numel() != 0, "Boolean value of Tensor with no values is ambiguous");
   TORCH_CHECK(self.numel() == 1, "Boolean value of Tensor with more than one value is ambiguous");
   // ne(0) is what the CPU's is_nonzero asks: NaN passes, -0.0 fails.
-  at::Tensor flag = self.ne(0).to(at::kInt).reshape({1});
-  const uint32_t id = vkml::register_assert_message(message);
-  guarded([&] {
-    vkml::ops::check_int_range(vkml_device(flag), ref(flag), 1, 1, DEVICE_ERROR_ASSERT,
-                               DEVICE_ERROR_ASSERT, 0, id);
-  });
+  check_range_later(self.ne(0).to(at::kInt).reshape({1}), 1, 1, message);
 }
 
 void assert_async(const at::Tensor& self) {

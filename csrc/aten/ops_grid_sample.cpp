@@ -1,12 +1,12 @@
 // grid_sampler_2d / grid_sampler_3d (torch.nn.functional.grid_sample) and their
 // backward, in float32 and float64.
-#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include <array>
 #include <vector>
 
 #include "fallback.h"
+#include "op_helpers.h"
 #include "vkml/ops/grid_sample.h"
 #include "vkml_tensor.h"
 
@@ -94,10 +94,7 @@ at::Tensor vk_grid_sampler(const at::Tensor& input, const at::Tensor& grid, int6
 template <int D>
 at::Tensor& grid_sampler_out(const at::Tensor& input, const at::Tensor& grid, int64_t mode,
                              int64_t padding, bool align_corners, at::Tensor& out) {
-  at::Tensor r = vk_grid_sampler<D>(input, grid, mode, padding, align_corners);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return write_out(out, vk_grid_sampler<D>(input, grid, mode, padding, align_corners));
 }
 
 template <int D>
@@ -140,14 +137,8 @@ std::tuple<at::Tensor&, at::Tensor&> grid_sampler_bwd_out(const at::Tensor& grad
                                                           at::Tensor& out0, at::Tensor& out1) {
   auto [gi, gg] =
       vk_grid_sampler_bwd<D>(grad_output, input, grid, mode, padding, align_corners, output_mask);
-  if (gi.defined()) {
-    at::native::resize_output(out0, gi.sizes());
-    out0.copy_(gi);
-  }
-  if (gg.defined()) {
-    at::native::resize_output(out1, gg.sizes());
-    out1.copy_(gg);
-  }
+  if (gi.defined()) write_out(out0, gi);
+  if (gg.defined()) write_out(out1, gg);
   return {out0, out1};
 }
 

@@ -6,18 +6,13 @@
 // run on the device and raise at the host's next read, in the CPU's words.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
-#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include <limits>
 #include <optional>
-#include <string>
 #include <vector>
 
-#include "aten/vkml_tensor.h"
-#include "vkml/ops/value_check.h"
-#include "vkml/runtime/device_errors.h"
-#include "vkml/shaders/device_error.h"
+#include "aten/op_helpers.h"
 
 namespace vkml_aten {
 namespace {
@@ -32,19 +27,6 @@ SegmentOp segment_op_of(c10::string_view reduce) {
   if (reduce == "prod") return SegmentOp::Prod;
   TORCH_CHECK(false, "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
   return SegmentOp::Sum;  // not reached
-}
-
-// A device-side check of every value of an integer tensor against [lo, hi], raised with
-// `message` at the next read.
-void segment_check_range(const at::Tensor& values, int64_t lo, int64_t hi,
-                         const std::string& message) {
-  if (values.numel() == 0) return;
-  at::Tensor v = values.contiguous();
-  const uint32_t id = vkml::register_assert_message(message);
-  guarded([&] {
-    vkml::ops::check_int_range(vkml_device(v), ref(v), lo, hi, DEVICE_ERROR_ASSERT,
-                               DEVICE_ERROR_ASSERT, 0, id);
-  });
 }
 
 // Where each element along the axis goes: its segment's slot in [0, S), or S (the spare
@@ -93,21 +75,19 @@ SegmentSlots segment_slots(const at::Tensor& data, const std::optional<at::Tenso
   // front end's words for lengths without `unsafe`; the lengths' sum only without it.
   if (check) {
     const bool front_end = by_lengths && !unsafe;
-    segment_check_range(seg_lengths, 0, std::numeric_limits<int64_t>::max(),
-                        front_end ? "lengths contains negative value!"
-                                  : "Expected segment_length >= 0 to be true, but got false.  "
-                                    "(Could this error message be improved?  If so, please "
-                                    "report an enhancement request to PyTorch.)");
+    check_range_later(seg_lengths, 0, std::numeric_limits<int64_t>::max(),
+                      front_end ? "lengths contains negative value!"
+                                : "Expected segment_length >= 0 to be true, but got false.  "
+                                  "(Could this error message be improved?  If so, please "
+                                  "report an enhancement request to PyTorch.)");
     if (front_end)
-      segment_check_range(seg_lengths.sum(-1), n, n,
-                          "segment_reduce(): Expected all rows of lengths along axis to sum to "
-                          "data.size(lengths.dim()-1) when !unsafe.");
+      check_range_later(seg_lengths.sum(-1), n, n,
+                        "segment_reduce(): Expected all rows of lengths along axis to sum to "
+                        "data.size(lengths.dim()-1) when !unsafe.");
   }
   const int64_t segments = seg_lengths.size(-1);
   // positions [lead..., N]; the segment of j is the first whose end exceeds j.
-  std::vector<int64_t> lead(data.sizes().begin(), data.sizes().begin() + axis);
-  std::vector<int64_t> pos_shape = lead;
-  pos_shape.push_back(n);
+  std::vector<int64_t> pos_shape(data.sizes().begin(), data.sizes().begin() + axis + 1);
   at::Tensor pos = at::arange(n, data.options().dtype(at::kLong)).expand(pos_shape).contiguous();
   at::Tensor slot = at::searchsorted(ends.contiguous(), pos, /*out_int32=*/false, /*right=*/true);
   // Before its segment's start (offsets not from 0), or past the last end: the spare slot.
@@ -185,10 +165,8 @@ at::Tensor& vk_segment_reduce_out(const at::Tensor& data, c10::string_view reduc
                                   const std::optional<at::Tensor>& offsets, int64_t axis,
                                   bool unsafe, const std::optional<at::Scalar>& initial,
                                   at::Tensor& out) {
-  at::Tensor r = vk_segment_reduce(data, reduce, lengths, indices, offsets, axis, unsafe, initial);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return write_out(
+      out, vk_segment_reduce(data, reduce, lengths, indices, offsets, axis, unsafe, initial));
 }
 
 // The gradient per element: the segment's gradient, to the elements that gave max / min,
@@ -264,11 +242,8 @@ at::Tensor& vk_segment_reduce_backward_out(const at::Tensor& grad, const at::Ten
                                            const std::optional<at::Tensor>& offsets, int64_t axis,
                                            const std::optional<at::Scalar>& initial,
                                            at::Tensor& out) {
-  at::Tensor r =
-      vk_segment_reduce_backward(grad, output, data, reduce, lengths, offsets, axis, initial);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return write_out(
+      out, vk_segment_reduce_backward(grad, output, data, reduce, lengths, offsets, axis, initial));
 }
 
 }  // namespace
