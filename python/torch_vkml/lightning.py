@@ -184,9 +184,7 @@ def _define(package: ModuleType, trainer: bool) -> dict[str, type]:
         accelerators, "AcceleratorRegistry" if trainer else "ACCELERATOR_REGISTRY"
     )
     strategy_registry = getattr(strategies, "StrategyRegistry" if trainer else "STRATEGY_REGISTRY")
-    accelerator_registry.register(
-        "vkml", VkmlAccelerator, description=VkmlAccelerator.__name__, override=True
-    )
+    VkmlAccelerator.register_accelerators(accelerator_registry)
     for name, strategy in (("single_vkml", SingleVkmlStrategy), ("ddp_vkml", DDPVkmlStrategy)):
         strategy.strategy_name = name
         strategy_registry.register(name, strategy, description=strategy.__doc__, override=True)
