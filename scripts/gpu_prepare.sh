@@ -18,13 +18,14 @@ rm -rf .gl/wheels
   pytest pytest-timeout pytest-xdist tqdm expecttest
 rm -f .gl/wheels/numpy-*.whl
 
-# VkFFT (headers) and the static glslang it compiles FFT kernels with: gpu_run.sh unpacks
+# VkFFT (headers) and the static glslang it compiles FFT kernels with, and nlohmann/json
+# (functorch's headers, which attention's backend choice reads, include it): gpu_run.sh unpacks
 # them before the build (and builds without FFT kernels should that fail). Not in .gl/
 # itself, which gpu-setup.sh unpacks into / before anything runs.
 rm -rf .gl/fft
 mkdir -p .gl/fft
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
-(cd .gl/fft && apt-get $o download libvkfft-dev glslang-dev glslang-tools spirv-tools \
+(cd .gl/fft && apt-get $o download libvkfft-dev glslang-dev glslang-tools spirv-tools nlohmann-json3-dev \
   >/dev/null 2>&1)
 
 prefix=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/cmeel.prefix

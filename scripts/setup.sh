@@ -3,7 +3,8 @@
 #
 #   1. installs the Debian packages that are missing (Vulkan loader + headers, Mesa's
 #      lavapipe CPU driver, glslc, validation layers, vulkaninfo, GoogleTest, VkFFT and
-#      the glslang it compiles with, a compiler);
+#      the glslang it compiles with, nlohmann/json (functorch's headers include it), a
+#      compiler);
 #   2. creates ./.venv if it is missing;
 #   3. pip-installs requirements-dev.txt into it, but only if something in it is missing.
 #
@@ -32,6 +33,7 @@ APT_PACKAGES=(
   libvkfft-dev
   glslang-dev
   glslang-tools
+  nlohmann-json3-dev
   g++
   make
 )

@@ -562,18 +562,32 @@ def test_forward_mode_ad_takes_the_math_path(no_fallback):
     torch.testing.assert_close(tangents[1], tangents[0], **TOL[torch.float32])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="vmap(grad(attention)): under torch.func.grad the batched tensor hides inside "
-    "functorch's grad wrapper, which the backend choice cannot open (its type is not in the "
-    "installed headers), so the fused op is chosen and has no batching rule; "
-    "sdpa_kernel(SDPBackend.MATH) works around it",
-)
-def test_vmap_of_grad_through_attention():
+def test_vmap_of_grad_through_attention(no_fallback):
+    """Per-sample gradients (vmap over grad): under grad the inputs are functorch's grad
+    wrappers, which hide the batched tensor; this raised "Batching rule not implemented"
+    until the choice read functorch's transform stack."""
     from torch.func import grad, vmap
 
     def per_sample(x):
         return grad(lambda u: F.scaled_dot_product_attention(u, u, u).square().sum())(x)
 
     q = torch.randn(3, 2, 2, 5, 8)
-    torch.testing.assert_close(vmap(per_sample)(q.to(VKML)).cpu(), vmap(per_sample)(q))
+    torch.testing.assert_close(
+        vmap(per_sample)(q.to(VKML)).cpu(), vmap(per_sample)(q), **TOL[torch.float32]
+    )
+
+
+def test_forward_over_reverse_through_attention(no_fallback):
+    """jacfwd(jacrev(f)) (a Hessian) runs jvp over grad: the dual tensor hides under the
+    grad wrapper as the batched one does above."""
+    from torch.func import jacfwd, jacrev
+
+    def energy(x):
+        return F.scaled_dot_product_attention(x, x, x, is_causal=True).square().sum()
+
+    x = torch.randn(1, 1, 3, 4)
+    # The CPU's reference is its math path: its default fused path has no forward mode.
+    with sdpa_kernel(SDPBackend.MATH):
+        expected = jacfwd(jacrev(energy))(x)
+    actual = jacfwd(jacrev(energy))(x.to(VKML))
+    torch.testing.assert_close(actual.cpu(), expected, **TOL[torch.float32])

@@ -8,6 +8,10 @@
 #include <ATen/SDPBackend.h>
 #include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
+#if __has_include(<nlohmann/json.hpp>)
+#include <ATen/functorch/DynamicLayer.h>
+#define VKML_SEES_FUNCTORCH_STACK 1
+#endif
 
 #include <algorithm>
 #include <array>
@@ -62,12 +66,24 @@ bool fused_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
 }
 
 // The fused op has no batching rule (torch.func.vmap) and no forward-mode derivative
-// (torch.autograd.forward_ad) in PyTorch: tensors under vmap or carrying a tangent take
+// (torch.autograd.forward_ad, torch.func.jvp) in PyTorch, so attention under either takes
 // the math path, whose ops have both. (CUDA has batching rules for its fused kernels; its
-// forward mode fails.) Not seen here: a vmap or jvp around torch.func.grad, whose wrapper
-// hides the batched or dual tensor (functorch's wrapper type is not in the installed
-// headers); those calls raise as before (README, Troubleshooting: the sdpa_kernel
-// workaround).
+// forward mode fails.) Under torch.func.grad the inputs are functorch's grad wrappers,
+// which hide a batched or dual tensor beneath them (vmap(grad(f)), jacfwd(jacrev(f))):
+// functorch's transform stack, thread-local, says whether a vmap or jvp is active at all.
+// Its header needs nlohmann/json (scripts/setup.sh installs it); without it only the
+// inputs' own keys are seen, and those nested calls raise (README, Troubleshooting).
+bool under_vmap_or_jvp() {
+#ifdef VKML_SEES_FUNCTORCH_STACK
+  for (const auto& layer : at::functorch::getDynamicLayerStack()) {
+    const auto type = layer.key();
+    if (type == at::functorch::TransformType::Vmap || type == at::functorch::TransformType::Jvp)
+      return true;
+  }
+#endif
+  return false;
+}
+
 bool needs_math_path(const at::Tensor& t) {
   if (!t.defined()) return false;
   if (t.key_set().has(c10::DispatchKey::FuncTorchBatched)) return true;
@@ -80,7 +96,7 @@ int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Ten
                          const std::optional<at::Tensor>& mask, double dropout_p, bool,
                          std::optional<double>, bool gqa) {
   auto& ctx = at::globalContext();
-  if (needs_math_path(q) || needs_math_path(k) || needs_math_path(v) ||
+  if (under_vmap_or_jvp() || needs_math_path(q) || needs_math_path(k) || needs_math_path(v) ||
       (mask.has_value() && needs_math_path(*mask)))
     return static_cast<int64_t>(at::SDPBackend::math);
   if (ctx.userEnabledOverrideableSDP() && fused_applies(q, k, v, mask, dropout_p, gqa))
