@@ -63,7 +63,10 @@ std::tuple<at::Tensor&, at::Tensor&> cholesky_ex_out(const at::Tensor& A, bool u
   return write_outs(cholesky_ex(A, upper, check_errors), L, info);
 }
 
-// The deprecated torch.cholesky: errors raised at once, as its CPU kernel does.
+// The deprecated torch.cholesky (gone from torch 2.14): errors raised at once, as its CPU
+// kernel does.
+#if __has_include(<ATen/ops/cholesky.h>)
+#define VKML_HAS_DEPRECATED_CHOLESKY 1
 at::Tensor vk_cholesky(const at::Tensor& A, bool upper) {
   if (!(embeddable(A, LinalgAlgo::Cholesky) || on_device(A, LinalgAlgo::Cholesky)))
     return cpu_route<at::_ops::cholesky>(A, upper);
@@ -74,6 +77,7 @@ at::Tensor vk_cholesky(const at::Tensor& A, bool upper) {
 at::Tensor& cholesky_out(const at::Tensor& A, bool upper, at::Tensor& out) {
   return write_out(out, vk_cholesky(A, upper));
 }
+#endif
 
 // ---- LU -----------------------------------------------------------------------------
 
@@ -393,8 +397,10 @@ at::Tensor& cholesky_inverse_out(const at::Tensor& factor, bool upper, at::Tenso
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+#ifdef VKML_HAS_DEPRECATED_CHOLESKY
   m.impl("cholesky", TORCH_FN(vk_cholesky));
   m.impl("cholesky.out", TORCH_FN(cholesky_out));
+#endif
   m.impl("linalg_cholesky_ex", TORCH_FN(cholesky_ex));
   m.impl("linalg_cholesky_ex.L", TORCH_FN(cholesky_ex_out));
   m.impl("linalg_lu_factor_ex", TORCH_FN(lu_factor_ex));

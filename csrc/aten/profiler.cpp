@@ -67,11 +67,17 @@ struct Json {
 }  // namespace vkml_aten
 
 // GenericTraceActivity::addMetadata() formats its value with fmt, whose compiled part
-// libtorch does not export; for already-formatted JSON it needs no formatting.
+// libtorch does not export; for already-formatted JSON it needs no formatting. Kineto's
+// metadata map holds (text, quoted) pairs up to torch 2.13 and typed values (JSON text a
+// RawJson) from torch 2.14, whose kineto added TypedMetadata.h.
 template <>
 void libkineto::GenericTraceActivity::addMetadata<vkml_aten::Json>(const std::string& key,
                                                                    const vkml_aten::Json& value) {
+#if __has_include(<kineto/TypedMetadata.h>)
+  metadataMap_.emplace(key, libkineto::RawJson{value.text});
+#else
   metadataMap_.emplace(key, std::make_pair(value.text, false));
+#endif
 }
 
 namespace vkml_aten {
