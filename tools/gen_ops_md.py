@@ -292,6 +292,14 @@ def family_of_sources() -> dict[str, str]:
     return owner
 
 
+def torch_registrations(key: str) -> list[str]:
+    import torch  # noqa: F401
+
+    import torch_vkml  # noqa: F401  (registers the kernels)
+
+    return list(torch._C._dispatch_get_registrations_for_dispatch_key(key))
+
+
 def registered_ops() -> list[str]:
     import torch  # noqa: F401
 
@@ -363,6 +371,21 @@ def render() -> str:
             f"Source: `csrc/aten/{key}` — dtypes: {dtypes}",
             "",
             ", ".join(f"`{op}`" for op in ops),
+            "",
+        ]
+    torchvision = [n for n in torch_registrations("PrivateUse1") if n.startswith("torchvision::")]
+    if torchvision:
+        lines += [
+            "## torchvision's detection ops",
+            "",
+            "Source: `csrc/aten/ops_detection.cpp` — registered under torchvision's namespace,",
+            "so they run when torchvision defines the ops (it loads its own library); dtypes:",
+            "float32, float64 (where the device has shaderFloat64; roi_align's backward also",
+            "needs shaderBufferInt64Atomics; else on the CPU, counted); float16 and bfloat16",
+            "computed in float32. Autocast runs them in float32, as torchvision's CUDA",
+            "registration does.",
+            "",
+            ", ".join(f"`{n}`" for n in sorted(torchvision)),
             "",
         ]
     for key, title, source, text in LAYOUTS:

@@ -1,0 +1,211 @@
+// The detection ops of torchvision (torchvision::nms, roi_align, _roi_align_backward),
+// registered under torchvision's namespace for vkml tensors, so Faster / Mask R-CNN,
+// RetinaNet and the like keep their boxes on the device. torchvision defines the ops
+// when it loads; a kernel registered before that waits for its schema. Autocast casts
+// them to float32, as torchvision does for CUDA. float16 and bfloat16 run in float32;
+// float64 on a device without it takes the counted CPU route.
+#include <ATen/ATen.h>
+#include <ATen/TensorUtils.h>
+#include <ATen/autocast_mode.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include <vector>
+
+#include "fallback.h"
+#include "vkml/ops/detection.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten {
+namespace {
+
+// The dtype a kernel computes in: float64 where the device has its kernel, else float32.
+bool computes_in_f64(const at::Tensor& t, bool backward) {
+  return t.scalar_type() == at::kDouble &&
+         vkml::ops::detection_supports(vkml_device(t), vkml::DType::f64, backward);
+}
+at::ScalarType compute_type(const at::Tensor& t, bool backward) {
+  return computes_in_f64(t, backward) ? at::kDouble : at::kFloat;
+}
+vkml::DType vk_dtype(at::ScalarType t) {
+  return t == at::kDouble ? vkml::DType::f64 : vkml::DType::f32;
+}
+
+// torchvision's op on the CPU, through the counted fallback (float64 without the device's
+// float64 kernels).
+template <class... Args>
+at::Tensor on_cpu(const char* name, Args&&... args) {
+  auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+  torch::jit::Stack stack;
+  torch::jit::push(stack, std::forward<Args>(args)...);
+  cpu_fallback(op, &stack);
+  return stack[0].toTensor();
+}
+
+void check_same_device(const at::Tensor& a, const at::Tensor& b, const char* op) {
+  TORCH_CHECK(a.device() == b.device(), op, ": expected all tensors on one device, got ",
+              a.device(), " and ", b.device());
+}
+
+at::Tensor vk_nms(const at::Tensor& dets, const at::Tensor& scores, double iou_threshold) {
+  // torchvision's checks, in its words.
+  TORCH_CHECK(dets.dim() == 2, "boxes should be a 2d tensor, got ", dets.dim(), "D");
+  TORCH_CHECK(dets.size(1) == 4, "boxes should have 4 elements in dimension 1, got ", dets.size(1));
+  TORCH_CHECK(scores.dim() == 1, "scores should be a 1d tensor, got ", scores.dim(), "D");
+  TORCH_CHECK(dets.size(0) == scores.size(0),
+              "boxes and scores should have same number of elements in dimension 0, got ",
+              dets.size(0), " and ", scores.size(0));
+  TORCH_CHECK(dets.scalar_type() == scores.scalar_type(),
+              "dets should have the same type as scores");
+  TORCH_CHECK(at::isFloatingType(dets.scalar_type()), "nms: expected floating-point boxes, got ",
+              dets.scalar_type());
+  check_same_device(dets, scores, "nms");
+  const int64_t n = dets.size(0);
+  if (n == 0) return at::empty({0}, dets.options().dtype(at::kLong));
+  if (dets.scalar_type() == at::kDouble && !computes_in_f64(dets, false))
+    return on_cpu("torchvision::nms", dets, scores, iou_threshold);
+
+  const at::Tensor order = std::get<1>(scores.sort(/*stable=*/true, 0, /*descending=*/true));
+  const at::ScalarType type = compute_type(dets, false);
+  const at::Tensor boxes = dets.index_select(0, order).to(type).contiguous();
+  const int64_t words = (n + 31) / 32;
+  at::Tensor mask = at::empty({n, words}, dets.options().dtype(at::kInt));
+  guarded([&] {
+    vkml::ops::nms_overlap_mask(vkml_device(boxes), addr(boxes), addr(mask), n, iou_threshold,
+                                vk_dtype(type));
+  });
+  // The sweep is serial and its result's length is data: read the mask (n * n / 8
+  // bytes) and walk it here, as torchvision's CUDA kernel does.
+  const at::Tensor host = mask.cpu();
+  const auto* bits = reinterpret_cast<const uint32_t*>(host.const_data_ptr<int32_t>());
+  std::vector<uint32_t> removed(size_t(words), 0u);
+  std::vector<int64_t> keep;
+  for (int64_t i = 0; i < n; ++i) {
+    if (removed[size_t(i / 32)] & (1u << (i % 32))) continue;
+    keep.push_back(i);
+    const uint32_t* row = bits + i * words;
+    for (int64_t w = i / 32; w < words; ++w) removed[size_t(w)] |= row[w];
+  }
+  const at::Tensor kept = at::tensor(keep, at::TensorOptions().dtype(at::kLong))
+                              .to(dets.device(), /*non_blocking=*/true);
+  return order.index_select(0, kept);
+}
+
+vkml::ops::RoiAlignShape roi_shape(int64_t batch, int64_t channels, int64_t height, int64_t width,
+                                   const at::Tensor& rois, double spatial_scale,
+                                   int64_t pooled_height, int64_t pooled_width,
+                                   int64_t sampling_ratio, bool aligned) {
+  TORCH_CHECK(rois.dim() == 2 && rois.size(1) == 5, "rois must have shape as Tensor[K, 5]");
+  TORCH_CHECK(pooled_height > 0 && pooled_width > 0,
+              "roi_align: pooled_height and pooled_width must be positive, got ", pooled_height,
+              " and ", pooled_width);
+  vkml::ops::RoiAlignShape s;
+  s.batch = batch;
+  s.c = channels;
+  s.h = height;
+  s.w = width;
+  s.k = rois.size(0);
+  s.ph = pooled_height;
+  s.pw = pooled_width;
+  s.spatial_scale = spatial_scale;
+  s.sampling_ratio = sampling_ratio;
+  s.aligned = aligned;
+  return s;
+}
+
+at::Tensor vk_roi_align(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
+                        int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
+                        bool aligned) {
+  at::CheckedFrom c = "roi_align_forward_kernel";
+  at::checkAllSameType(c, {{input, "input", 1}, {rois, "rois", 2}});
+  check_same_device(input, rois, "roi_align");
+  TORCH_CHECK(input.dim() == 4, "roi_align: expected a 4-d input [N, C, H, W], got ", input.dim(),
+              "-d");
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()),
+              "roi_align: expected a floating-point input, got ", input.scalar_type());
+  auto s = roi_shape(input.size(0), input.size(1), input.size(2), input.size(3), rois,
+                     spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned);
+  if (input.scalar_type() == at::kDouble && !computes_in_f64(input, false))
+    return on_cpu("torchvision::roi_align", input, rois, spatial_scale, pooled_height, pooled_width,
+                  sampling_ratio, aligned);
+  const at::ScalarType type = compute_type(input, false);
+  s.dtype = vk_dtype(type);
+  at::Tensor out = at::zeros({s.k, s.c, s.ph, s.pw}, input.options().dtype(type));
+  if (input.numel() == 0 || out.numel() == 0) return out.to(input.scalar_type());
+  const at::Tensor x = input.to(type).contiguous();
+  const at::Tensor r = rois.to(type).contiguous();
+  guarded([&] { vkml::ops::roi_align(vkml_device(x), addr(x), addr(r), addr(out), s); });
+  return out.to(input.scalar_type());
+}
+
+at::Tensor vk_roi_align_backward(const at::Tensor& grad, const at::Tensor& rois,
+                                 double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                                 int64_t batch_size, int64_t channels, int64_t height,
+                                 int64_t width, int64_t sampling_ratio, bool aligned) {
+  at::CheckedFrom c = "roi_align_backward_kernel";
+  at::checkAllSameType(c, {{grad, "grad", 1}, {rois, "rois", 2}});
+  check_same_device(grad, rois, "roi_align_backward");
+  auto s = roi_shape(batch_size, channels, height, width, rois, spatial_scale, pooled_height,
+                     pooled_width, sampling_ratio, aligned);
+  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == s.k && grad.size(1) == channels &&
+                  grad.size(2) == pooled_height && grad.size(3) == pooled_width,
+              "roi_align backward: grad has sizes ", grad.sizes(), ", expected [", s.k, ", ",
+              channels, ", ", pooled_height, ", ", pooled_width, "]");
+  if (grad.scalar_type() == at::kDouble && !computes_in_f64(grad, true))
+    return on_cpu("torchvision::_roi_align_backward", grad, rois, spatial_scale, pooled_height,
+                  pooled_width, batch_size, channels, height, width, sampling_ratio, aligned);
+  const at::ScalarType type = compute_type(grad, true);
+  s.dtype = vk_dtype(type);
+  at::Tensor grad_input =
+      at::zeros({batch_size, channels, height, width}, grad.options().dtype(type));
+  if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input.to(grad.scalar_type());
+  const at::Tensor g = grad.to(type).contiguous();
+  const at::Tensor r = rois.to(type).contiguous();
+  guarded([&] {
+    vkml::ops::roi_align_backward(vkml_device(g), addr(g), addr(r), addr(grad_input), s);
+  });
+  return grad_input.to(grad.scalar_type());
+}
+
+// Autocast, as torchvision's for CUDA: the op runs in float32 and returns the input's dtype.
+constexpr auto kAutocast = c10::DispatchKey::AutocastPrivateUse1;
+
+at::Tensor nms_autocast(const at::Tensor& dets, const at::Tensor& scores, double iou_threshold) {
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(kAutocast);
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("torchvision::nms", "")
+                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
+  return op.call(at::autocast::cached_cast(at::kFloat, dets, c10::DeviceType::PrivateUse1),
+                 at::autocast::cached_cast(at::kFloat, scores, c10::DeviceType::PrivateUse1),
+                 iou_threshold);
+}
+
+at::Tensor roi_align_autocast(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
+                              int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
+                              bool aligned) {
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(kAutocast);
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("torchvision::roi_align", "")
+                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double, c10::SymInt,
+                                         c10::SymInt, int64_t, bool)>();
+  return op
+      .call(at::autocast::cached_cast(at::kFloat, input, c10::DeviceType::PrivateUse1),
+            at::autocast::cached_cast(at::kFloat, rois, c10::DeviceType::PrivateUse1),
+            spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned)
+      .to(input.scalar_type());
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torchvision, PrivateUse1, m) {
+  m.impl("nms", TORCH_FN(vk_nms));
+  m.impl("roi_align", TORCH_FN(vk_roi_align));
+  m.impl("_roi_align_backward", TORCH_FN(vk_roi_align_backward));
+}
+
+TORCH_LIBRARY_IMPL(torchvision, AutocastPrivateUse1, m) {
+  m.impl("nms", TORCH_FN(nms_autocast));
+  m.impl("roi_align", TORCH_FN(roi_align_autocast));
+}
+
+}  // namespace vkml_aten
