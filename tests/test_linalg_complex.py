@@ -182,7 +182,8 @@ def test_complex_cholesky_runs_on_the_device(dtype, upper, n):
     L, info = torch.linalg.cholesky_ex(garbage.to(VKML), upper=upper)
     _same(L, torch.linalg.cholesky_ex(garbage, upper=upper).L, tol)
     assert info.cpu().eq(0).all()
-    _same(torch.cholesky(spd.to(VKML), upper=upper), torch.cholesky(spd, upper=upper), tol)
+    if hasattr(torch.ops.aten, "cholesky"):  # torch.cholesky, gone from torch 2.14
+        _same(torch.cholesky(spd.to(VKML), upper=upper), torch.cholesky(spd, upper=upper), tol)
 
 
 def test_complex_cholesky_of_a_matrix_that_is_not_positive_definite():

@@ -2,8 +2,18 @@
 // Small pieces many op files share: writing an out= argument, a value check raised later,
 // dtype checks, the walk of a line by one thread.
 #include <ATen/ATen.h>
+#include <torch/version.h>
 
 #include <string>
+
+// An op given a bool tensor it does not take (negation, hardtanh): torch 2.14 raises
+// NotImplementedError there, earlier releases RuntimeError; vkml raises as the installed
+// torch does.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 14)
+#define VKML_CHECK_NOT_BOOL(cond, ...) TORCH_CHECK_NOT_IMPLEMENTED(cond, __VA_ARGS__)
+#else
+#define VKML_CHECK_NOT_BOOL(cond, ...) TORCH_CHECK(cond, __VA_ARGS__)
+#endif
 
 namespace vkml_aten {
 

@@ -7,6 +7,7 @@
 #include <ATen/native/Resize.h>
 
 #include "elementwise_macros.h"
+#include "op_helpers.h"
 #include "vkml/shaders/op_codes.h"
 
 namespace vkml_aten {
@@ -43,12 +44,12 @@ const EwOp kGluBackwardB{OP_GLU_BACKWARD_B, "glu_backward"};
 // hardtanh is clamp; its backward zeroes the gradient at and beyond the bounds.
 at::Tensor& hardtanh_out(const at::Tensor& a, const at::Scalar& lo, const at::Scalar& hi,
                          at::Tensor& out) {
-  TORCH_CHECK(a.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
+  VKML_CHECK_NOT_BOOL(a.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
   elementwise(kHardtanh, {a}, out, {.s1 = lo, .s2 = hi, .flags = EW_HAS_MIN | EW_HAS_MAX});
   return out;
 }
 at::Tensor hardtanh(const at::Tensor& a, const at::Scalar& lo, const at::Scalar& hi) {
-  TORCH_CHECK(a.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
+  VKML_CHECK_NOT_BOOL(a.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
   return elementwise(kHardtanh, {a}, {}, {.s1 = lo, .s2 = hi, .flags = EW_HAS_MIN | EW_HAS_MAX});
 }
 at::Tensor& hardtanh_(at::Tensor& a, const at::Scalar& lo, const at::Scalar& hi) {

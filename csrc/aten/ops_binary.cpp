@@ -1,4 +1,6 @@
 // Binary elementwise ops: arithmetic, comparisons, logical and bitwise ops.
+#include <ATen/native/BinaryOps.h>
+
 #include "elementwise_macros.h"
 #include "op_helpers.h"
 #include "vkml/shaders/op_codes.h"
@@ -64,21 +66,22 @@ at::Tensor& add_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& 
   return out;
 }
 at::Tensor sub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
-  TORCH_CHECK(a.scalar_type() != at::kBool || b.scalar_type() != at::kBool,
-              "Subtraction, the `-` operator, with two bool tensors is not supported. "
-              "Use the `^` or `logical_xor()` operator instead.");
+  at::native::sub_check(a, b);  // ATen's, so the error is the installed torch's
   return elementwise(kSub, {a, b}, {}, {.s2 = alpha});
 }
 at::Tensor& sub_(at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  at::native::sub_check(a, b);
   elementwise(kSub, {a, b}, a, {.s2 = alpha});
   return a;
 }
 at::Tensor& sub_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha,
                     at::Tensor& out) {
+  at::native::sub_check(a, b);
   elementwise(kSub, {a, b}, out, {.s2 = alpha});
   return out;
 }
 at::Tensor rsub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  at::native::sub_check(b, a);
   return elementwise(kSub, {b, a}, {}, {.s2 = alpha});
 }
 

@@ -1,6 +1,7 @@
 // Value-filled creation that needs a kernel of its own: arange, linspace,
 // logspace, tril/triu_indices and the zero tensors autograd makes.
 #include <ATen/Dispatch.h>
+#include <ATen/native/RangeUtils.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
@@ -26,23 +27,12 @@ void note_arange(const at::Tensor& t, int64_t start, int64_t step, int64_t n) {
 
 at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step,
                        at::Tensor& out) {
-  double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
-  TORCH_CHECK(st != 0, "step must be nonzero");
-  TORCH_CHECK(std::isfinite(s) && std::isfinite(e), "unsupported range: ", s, " -> ", e);
-  TORCH_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
-              "upper bound and larger bound inconsistent with step sign");
-  int64_t n;
-  // The CPU counts int64 outputs in int64, from the bounds cast first (-1.5..5 by 2
-  // gives 3 elements), and other dtypes in double (4); for integer bounds both agree.
-  if (out.scalar_type() == at::kLong ||
-      (at::isIntegralType(out.scalar_type(), true) && start.isIntegral(true) &&
-       end.isIntegral(true) && step.isIntegral(true))) {
-    int64_t a = start.toLong(), b = end.toLong(), c = step.toLong();
-    TORCH_CHECK_VALUE(c != 0, "step must be nonzero");  // a fractional step cast to 0
-    n = (b - a + c - (c > 0 ? 1 : -1)) / c;
-  } else {
-    n = int64_t(std::ceil((e - s) / st));
-  }
+  // ATen's own count, so that vkml follows the installed torch: int64 outputs count in
+  // int64 from the bounds cast first (-1.5..5 by 2 gives 3 elements) up to torch 2.13,
+  // and from torch 2.14 only for integral bounds (4); other dtypes count in double.
+  const int64_t n = out.scalar_type() == at::kLong
+                        ? at::native::compute_arange_size<int64_t>(start, end, step)
+                        : at::native::compute_arange_size<double>(start, end, step);
   at::native::resize_output(out, {n});
   if (n == 0) return out;
   auto t = out.scalar_type();

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "elementwise_macros.h"
+#include "op_helpers.h"
 #include "vkml/shaders/op_codes.h"
 
 namespace vkml_aten {
@@ -205,9 +206,10 @@ at::Tensor& nan_to_num_(at::Tensor& a, std::optional<double> nan, std::optional<
 
 // -x and ~x of bools follow PyTorch: negation is an error, ~ is logical not.
 const EwOp& neg_op(const at::Tensor& a) {
-  TORCH_CHECK(a.scalar_type() != at::kBool,
-              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
-              "to invert a mask, use the `~` or `logical_not()` operator instead.");
+  VKML_CHECK_NOT_BOOL(
+      a.scalar_type() != at::kBool,
+      "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+      "to invert a mask, use the `~` or `logical_not()` operator instead.");
   return kNeg;
 }
 at::Tensor neg(const at::Tensor& a) { return elementwise(neg_op(a), {a}); }
