@@ -159,7 +159,7 @@ def fake_accelerator(tmp_path_factory):
     abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
     cmd = [
         os.environ.get("CXX", "c++"),
-        "-std=c++17",
+        "-std=c++20",  # torch 2.14's headers need C++20
         "-shared",
         "-fPIC",
         "-O0",
