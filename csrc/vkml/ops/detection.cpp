@@ -17,13 +17,19 @@ uint64_t double_bits(double d) {
   return u;
 }
 
-void launch_roi_align(Device& dev, Shader shader, detection_roi_align_detail::Push p,
+// image: the input (forward) or grad_input (backward, added into); pooled: the output
+// (forward) or grad_output (backward).
+void launch_roi_align(Device& dev, uint64_t image, uint64_t rois, uint64_t pooled,
                       const RoiAlignShape& s, bool backward) {
   VKML_CHECK_ARG(detection_supports(dev, s.dtype, backward),
                  "roi_align: no kernel for this dtype on this device");
   const int64_t outputs = s.k * s.c * s.ph * s.pw;
   if (outputs == 0) return;
   const int64_t in_numel = s.batch * s.c * s.h * s.w;
+  detection_roi_align_detail::Push p{};
+  p.image = image;
+  p.rois = rois;
+  p.pooled = pooled;
   check_32bit_indexing(outputs, outputs, "roi_align");
   check_32bit_indexing(in_numel, in_numel, "roi_align");
   p.scale = double_bits(s.spatial_scale);
@@ -47,6 +53,10 @@ void launch_roi_align(Device& dev, Shader shader, detection_roi_align_detail::Pu
     access.read(span_elems(p.image, in_numel, item));
     access.write(span_elems(p.pooled, outputs, item));
   }
+  const bool f64 = s.dtype == DType::f64;
+  const Shader shader =
+      backward ? (f64 ? Shader::detection_roi_align_bwd_f64 : Shader::detection_roi_align_bwd)
+               : (f64 ? Shader::detection_roi_align_fwd_f64 : Shader::detection_roi_align_fwd);
   dispatch_1d(dev, dev.pipelines().get(shader), &p, sizeof(p), uint64_t(outputs),
               DETECTION_ROI_ALIGN_WG, &access);
 }
@@ -84,26 +94,12 @@ void nms_overlap_mask(Device& dev, uint64_t boxes, uint64_t mask, int64_t n, dou
 }
 
 void roi_align(Device& dev, uint64_t input, uint64_t rois, uint64_t out, const RoiAlignShape& s) {
-  detection_roi_align_detail::Push p{};
-  p.image = input;
-  p.rois = rois;
-  p.pooled = out;
-  launch_roi_align(
-      dev,
-      s.dtype == DType::f64 ? Shader::detection_roi_align_fwd_f64 : Shader::detection_roi_align_fwd,
-      p, s, false);
+  launch_roi_align(dev, input, rois, out, s, false);
 }
 
 void roi_align_backward(Device& dev, uint64_t grad_out, uint64_t rois, uint64_t grad_input,
                         const RoiAlignShape& s) {
-  detection_roi_align_detail::Push p{};
-  p.image = grad_input;
-  p.rois = rois;
-  p.pooled = grad_out;
-  launch_roi_align(
-      dev,
-      s.dtype == DType::f64 ? Shader::detection_roi_align_bwd_f64 : Shader::detection_roi_align_bwd,
-      p, s, true);
+  launch_roi_align(dev, grad_input, rois, grad_out, s, true);
 }
 
 }  // namespace vkml::ops
