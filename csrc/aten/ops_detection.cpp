@@ -86,8 +86,8 @@ at::Tensor vk_nms(const at::Tensor& dets, const at::Tensor& scores, double iou_t
     const uint32_t* row = bits + i * words;
     for (int64_t w = i / 32; w < words; ++w) removed[size_t(w)] |= row[w];
   }
-  const at::Tensor kept = at::tensor(keep, at::TensorOptions().dtype(at::kLong))
-                              .to(dets.device(), /*non_blocking=*/true);
+  // Uploaded at once (pageable memory is staged), and known to be in range.
+  const at::Tensor kept = at::tensor(keep, at::TensorOptions().dtype(at::kLong)).to(dets.device());
   return order.index_select(0, kept);
 }
 
