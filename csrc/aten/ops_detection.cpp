@@ -130,8 +130,9 @@ at::Tensor vk_roi_align(const at::Tensor& input, const at::Tensor& rois, double 
                   sampling_ratio, aligned);
   const at::ScalarType type = compute_type(input, false);
   s.dtype = vk_dtype(type);
-  at::Tensor out = at::zeros({s.k, s.c, s.ph, s.pw}, input.options().dtype(type));
-  if (input.numel() == 0 || out.numel() == 0) return out.to(input.scalar_type());
+  // The kernel writes every output (zeros for a roi outside the batch): no fill first.
+  at::Tensor out = at::empty({s.k, s.c, s.ph, s.pw}, input.options().dtype(type));
+  if (input.numel() == 0 || out.numel() == 0) return out.zero_().to(input.scalar_type());
   const at::Tensor x = input.to(type).contiguous();
   const at::Tensor r = rois.to(type).contiguous();
   guarded([&] { vkml::ops::roi_align(vkml_device(x), addr(x), addr(r), addr(out), s); });
