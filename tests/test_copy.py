@@ -305,3 +305,67 @@ def test_larger_than_128_mib():
     assert torch.equal(back[:10], x[:10] + 1)
     assert torch.equal(back[-10:], x[-10:] + 1)
     assert torch.equal(back, x + 1)
+
+
+def test_float64_is_stored_filled_and_converted_without_device_float64():
+    """On GPUs without shaderFloat64 (many Intel ones, Arc among them) float64 data still
+    arrives (numpy's default dtype): it must fill, copy and convert exactly as on the
+    CPU (.float() first of all), through integer arithmetic on its bits; only math on it
+    raises. Values cover rounding ties, float32 subnormals and overflow, float64
+    subnormals, infinities, NaN and random bit patterns."""
+    run = run_python(
+        """
+        import torch, torch_vkml
+        assert not torch_vkml.get_device_properties().supports_fp64
+        g = torch.Generator().manual_seed(0)
+        edges = [0.0, -0.0, 0.1, 1 / 3, 3.4028235677973366e38, 3.40282357e38, 1e39,
+                 1.1754943508222875e-38, 7.006492321624085e-46, 7.0064923216240862e-46,
+                 1e-310, -5e-324, float("inf"), -float("inf"), float("nan"), 16777217.0,
+                 2.0**53 + 2, -2.0**63, 0.5, -2.5, 1.0000000596046448]
+        x = torch.cat([
+            torch.tensor(edges, dtype=torch.float64),
+            torch.randn(2000, generator=g, dtype=torch.float64) * 1e10,
+            torch.randint(-2**63, 2**63 - 1, (4000,), generator=g).view(torch.float64),
+        ])
+
+        def same(got, want, what):
+            got = got.cpu()
+            if want.dtype.is_floating_point:
+                ok = (got == want) & (got.signbit() == want.signbit())
+                ok |= got.isnan() & want.isnan()
+            else:
+                ok = got == want
+            assert bool(ok.all()), (what, x[~ok][:4], got[~ok][:4], want[~ok][:4])
+
+        xv = x.to("vkml")
+        for dt in (torch.float32, torch.float16, torch.bfloat16, torch.bool):
+            same(xv.to(dt), x.to(dt), dt)
+        ints = x[x.isfinite() & (x.abs() < 2**31)]
+        for dt in (torch.int64, torch.int32):
+            same(ints.to("vkml").to(dt), ints.to(dt), dt)
+        f = torch.randint(-2**31, 2**31 - 1, (4000,), generator=g, dtype=torch.int32)
+        same(f.view(torch.float32).to("vkml").double(), f.view(torch.float32).double(), "f32")
+        h = f.to(torch.int16).view(torch.float16)
+        same(h.to("vkml").double(), h.double(), "f16")
+        i = torch.cat([torch.randint(-2**63, 2**63 - 1, (4000,), generator=g),
+                       torch.tensor([2**53 + 1, 2**53 + 3, -2**63, 2**63 - 1])])
+        same(i.to("vkml").double(), i.double(), "i64")
+        same(f.to("vkml").double(), f.double(), "i32")
+        m = torch.randn(40, 30, dtype=torch.float64)
+        same(m.to("vkml").t().contiguous(), m.t().contiguous(), "transpose")
+        for v in (0.0, 0.1, 1 / 3, -2.5e-310, float("inf")):
+            same(torch.full((5, 3), v, device="vkml", dtype=torch.float64),
+                 torch.full((5, 3), v, dtype=torch.float64), v)
+        z = torch.zeros(6, device="vkml", dtype=torch.float64)
+        z[1:4].fill_(0.7)
+        same(z, torch.tensor([0, 0.7, 0.7, 0.7, 0, 0], dtype=torch.float64), "fill")
+        try:
+            z + 1
+            raise SystemExit("float64 math ran")
+        except NotImplementedError as e:
+            assert "float64" in str(e), e
+        print("ok", torch_vkml.fallback_counts())
+        """,
+        env={"TORCH_VKML_NO_FP64": "1"},
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok {}", run.stdout + run.stderr

@@ -198,6 +198,11 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
     parts.select(-1, 1).fill_(sign * (self.is_conj() ? -v.imag() : v.imag()));
     return self;
   }
+  if (t == at::kDouble && !vkml_device(self).info().supports_fp64) {
+    // No float64 kernels: the value's 8 bytes, uploaded, copied out by broadcast.
+    device_copy(self, at::scalar_tensor(value, at::kDouble).to(self.device()));
+    return self;
+  }
   if (has_elementwise_kernel(t)) {
     guarded([&] { vkml::ops::fill(vkml_device(self), ref(self), to_vkml_scalar(value, t)); });
     // A filled index holds one known value (torch.full, zeros, a padding index).

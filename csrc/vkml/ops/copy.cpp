@@ -106,14 +106,15 @@ void copy(Device& dev, const TensorRef& dst, const TensorRef& src) {
     copy_bytes(dev, dst.address, src.address, uint64_t(l.numel()) * itemsize(dt));
     return;
   }
-  bool f64 = dt == DType::f64 || st == DType::f64;
-  if (f64 && !dev.info().supports_fp64)
-    fail(ErrorKind::InvalidArgument,
-         "float64 is not supported on " + dev.info().name +
-             " (no shaderFloat64); convert to float32 before moving to vkml");
-  static const PipelineSlots slots({2});
-  VkPipeline pipeline = slots.get(
-      dev, {f64}, [&] { return dev.pipelines().get(f64 ? Shader::copy_f64 : Shader::copy_base); });
+  // float64 without shaderFloat64 converts through its bits (integer arithmetic).
+  const bool f64 = dt == DType::f64 || st == DType::f64;
+  const uint32_t variant = !f64 ? 0 : dev.info().supports_fp64 ? 1 : 2;
+  static const PipelineSlots slots({3});
+  VkPipeline pipeline = slots.get(dev, {variant}, [&] {
+    return dev.pipelines().get(variant == 0   ? Shader::copy_base
+                               : variant == 1 ? Shader::copy_f64
+                                              : Shader::copy_f64_bits);
+  });
   launch(dev, pipeline, l, dst.address, src.address, dt, st, l.ndim);
 }
 
