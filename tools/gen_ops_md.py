@@ -376,14 +376,15 @@ def render() -> str:
     torchvision = [n for n in torch_registrations("PrivateUse1") if n.startswith("torchvision::")]
     if torchvision:
         lines += [
-            "## torchvision's detection ops",
+            "## torchvision's detection ops and deformable convolution",
             "",
-            "Source: `csrc/aten/ops_detection.cpp` — registered under torchvision's namespace,",
-            "so they run when torchvision defines the ops (it loads its own library); dtypes:",
-            "float32, float64 (where the device has shaderFloat64; roi_align's backward also",
-            "needs shaderBufferInt64Atomics; else on the CPU, counted); float16 and bfloat16",
-            "computed in float32. Autocast runs them in float32, as torchvision's CUDA",
-            "registration does.",
+            "Source: `csrc/aten/ops_detection.cpp` (nms, roi_align) and",
+            "`csrc/aten/ops_deform_conv.cpp` (deform_conv2d) — registered under torchvision's",
+            "namespace, so they run when torchvision defines the ops (it loads its own",
+            "library); dtypes: float32, float64 (where the device has shaderFloat64; the",
+            "backwards also need shaderBufferInt64Atomics; else on the CPU, counted); float16",
+            "and bfloat16 computed in float32. Autocast runs them in float32, as torchvision's",
+            "CUDA registration does.",
             "",
             ", ".join(f"`{n}`" for n in sorted(torchvision)),
             "",

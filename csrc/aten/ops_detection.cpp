@@ -12,7 +12,7 @@
 
 #include <vector>
 
-#include "fallback.h"
+#include "torchvision_ops.h"
 #include "vkml/ops/detection.h"
 #include "vkml_tensor.h"
 
@@ -31,22 +31,6 @@ vkml::DType vk_dtype(at::ScalarType t) {
   return t == at::kDouble ? vkml::DType::f64 : vkml::DType::f32;
 }
 
-// torchvision's op on the CPU, through the counted fallback (float64 without the device's
-// float64 kernels).
-template <class... Args>
-at::Tensor on_cpu(const char* name, Args&&... args) {
-  auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
-  torch::jit::Stack stack;
-  torch::jit::push(stack, std::forward<Args>(args)...);
-  cpu_fallback(op, &stack);
-  return stack[0].toTensor();
-}
-
-void check_same_device(const at::Tensor& a, const at::Tensor& b, const char* op) {
-  TORCH_CHECK(a.device() == b.device(), op, ": expected all tensors on one device, got ",
-              a.device(), " and ", b.device());
-}
-
 at::Tensor vk_nms(const at::Tensor& dets, const at::Tensor& scores, double iou_threshold) {
   // torchvision's checks, in its words.
   TORCH_CHECK(dets.dim() == 2, "boxes should be a 2d tensor, got ", dets.dim(), "D");
@@ -63,7 +47,7 @@ at::Tensor vk_nms(const at::Tensor& dets, const at::Tensor& scores, double iou_t
   const int64_t n = dets.size(0);
   if (n == 0) return at::empty({0}, dets.options().dtype(at::kLong));
   if (dets.scalar_type() == at::kDouble && !computes_in_f64(dets, false))
-    return on_cpu("torchvision::nms", dets, scores, iou_threshold);
+    return torchvision_on_cpu("torchvision::nms", dets, scores, iou_threshold)[0].toTensor();
 
   const at::Tensor order = std::get<1>(scores.sort(/*stable=*/true, 0, /*descending=*/true));
   const at::ScalarType type = compute_type(dets, false);
@@ -126,8 +110,9 @@ at::Tensor vk_roi_align(const at::Tensor& input, const at::Tensor& rois, double 
   auto s = roi_shape(input.size(0), input.size(1), input.size(2), input.size(3), rois,
                      spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned);
   if (input.scalar_type() == at::kDouble && !computes_in_f64(input, false))
-    return on_cpu("torchvision::roi_align", input, rois, spatial_scale, pooled_height, pooled_width,
-                  sampling_ratio, aligned);
+    return torchvision_on_cpu("torchvision::roi_align", input, rois, spatial_scale, pooled_height,
+                              pooled_width, sampling_ratio, aligned)[0]
+        .toTensor();
   const at::ScalarType type = compute_type(input, false);
   s.dtype = vk_dtype(type);
   // The kernel writes every output (zeros for a roi outside the batch): no fill first.
@@ -153,8 +138,10 @@ at::Tensor vk_roi_align_backward(const at::Tensor& grad, const at::Tensor& rois,
               "roi_align backward: grad has sizes ", grad.sizes(), ", expected [", s.k, ", ",
               channels, ", ", pooled_height, ", ", pooled_width, "]");
   if (grad.scalar_type() == at::kDouble && !computes_in_f64(grad, true))
-    return on_cpu("torchvision::_roi_align_backward", grad, rois, spatial_scale, pooled_height,
-                  pooled_width, batch_size, channels, height, width, sampling_ratio, aligned);
+    return torchvision_on_cpu("torchvision::_roi_align_backward", grad, rois, spatial_scale,
+                              pooled_height, pooled_width, batch_size, channels, height, width,
+                              sampling_ratio, aligned)[0]
+        .toTensor();
   const at::ScalarType type = compute_type(grad, true);
   s.dtype = vk_dtype(type);
   at::Tensor grad_input =

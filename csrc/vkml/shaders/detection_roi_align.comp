@@ -14,6 +14,7 @@
 //! variant bwd_f64 -DBWD -DF64
 #if defined(F64) && defined(BWD)
 #extension GL_EXT_shader_atomic_int64 : require
+#define ATOMIC_ADD_F64
 #endif
 #include "common.glsl"
 
@@ -35,28 +36,11 @@ const uint WG = DETECTION_ROI_ALIGN_WG;
 layout(local_size_x = WG) in;
 
 #ifdef BWD
+#include "atomic_float_add.glsl"
 #ifdef F64
-layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufU64 { uint64_t v[]; };
-void atomic_add(uint off, double v) {
-  BufU64 b = BufU64(pc.image);
-  uint64_t old = b.v[off];
-  while (true) {
-    uvec2 w = unpackDouble2x32(packDouble2x32(uvec2(uint(old & 0xffffffffUL), uint(old >> 32))) + v);
-    uint64_t prev = atomicCompSwap(b.v[off], old, uint64_t(w.x) | (uint64_t(w.y) << 32));
-    if (prev == old) break;
-    old = prev;
-  }
-}
+#define atomic_add(off, v) atomic_add_f64(pc.image, off, v)
 #else
-void atomic_add(uint off, float v) {
-  BufU32 b = BufU32(pc.image);
-  uint old = b.v[off];
-  while (true) {
-    uint prev = atomicCompSwap(b.v[off], old, floatBitsToUint(uintBitsToFloat(old) + v));
-    if (prev == old) break;
-    old = prev;
-  }
-}
+#define atomic_add(off, v) atomic_add_f32(pc.image, off, v)
 #endif
 #endif
 
