@@ -1,8 +1,8 @@
-"""torchvision's detection ops for test_detection.py: torchvision's own where it loads
-(a torch it was built for), else the same schemas defined here, with references of
-torchvision's semantics written in plain torch ops as their CPU kernels and the autograd
-formula torchvision registers. vkml's kernels (csrc/aten/ops_detection.cpp) attach to
-either by the op names."""
+"""torchvision's detection ops (nms, roi_align, roi_pool) for test_detection.py:
+torchvision's own where it loads (a torch it was built for), else the same schemas
+defined here, with references of torchvision's semantics written in plain torch ops as
+their CPU kernels and the autograd formula torchvision registers. vkml's kernels
+(csrc/aten/ops_detection.cpp) attach to either by the op names."""
 
 import math
 
@@ -102,6 +102,48 @@ def roi_align_reference(
     return torch.stack(pooled)
 
 
+def roi_pool_reference(input, rois, spatial_scale, pooled_height, pooled_width):
+    """torchvision's roi_pool: each bin's maximum and where it is (h * width + w in its
+    plane, -1 for an empty bin, whose maximum is 0). The roi's corners are scaled in
+    input's dtype and rounded half away from zero; bins are cut in input's dtype.
+    Differentiable in input (the maximum's gradient goes to its first place)."""
+    k, (c, height, width) = rois.shape[0], input.shape[1:]
+    dt = input.dtype
+    out = input.new_zeros(k, c, pooled_height, pooled_width)
+    argmax = torch.full((k, c, pooled_height, pooled_width), -1, dtype=torch.int32)
+    scale = torch.tensor(spatial_scale, dtype=dt)
+
+    def corner(v):
+        v = float(v.to(dt) * scale)
+        return int(math.copysign(math.floor(abs(v) + 0.5), v))
+
+    values = []
+    for n in range(k):
+        roi = rois[n]
+        start_w, start_h = corner(roi[1]), corner(roi[2])
+        roi_w = max(corner(roi[3]) - start_w + 1, 1)
+        roi_h = max(corner(roi[4]) - start_h + 1, 1)
+        bin_h = torch.tensor(roi_h, dtype=dt) / pooled_height
+        bin_w = torch.tensor(roi_w, dtype=dt) / pooled_width
+        for ph in range(pooled_height):
+            h0 = min(max(int((ph * bin_h).floor()) + start_h, 0), height)
+            h1 = min(max(int(((ph + 1) * bin_h).ceil()) + start_h, 0), height)
+            for pw in range(pooled_width):
+                w0 = min(max(int((pw * bin_w).floor()) + start_w, 0), width)
+                w1 = min(max(int(((pw + 1) * bin_w).ceil()) + start_w, 0), width)
+                if h1 <= h0 or w1 <= w0:
+                    values.append(input.new_zeros(c))
+                    continue
+                region = input[int(roi[0]), :, h0:h1, w0:w1].reshape(c, -1)
+                best, at = region.max(1)
+                values.append(best)
+                argmax[n, :, ph, pw] = ((h0 + at // (w1 - w0)) * width + w0 + at % (w1 - w0)).int()
+    if values:  # in (roi, bin) order, each [c]
+        out = torch.stack(values, -1).reshape(c, k, -1).permute(1, 0, 2)
+        out = out.reshape(k, c, pooled_height, pooled_width)
+    return out, argmax
+
+
 def _define_ops():
     lib = torch.library.Library("torchvision", "DEF")
     lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
@@ -113,6 +155,16 @@ def _define_ops():
         "_roi_align_backward(Tensor grad, Tensor rois, float spatial_scale, "
         "SymInt pooled_height, SymInt pooled_width, SymInt batch_size, SymInt channels, "
         "SymInt height, SymInt width, int sampling_ratio, bool aligned) -> Tensor"
+    )
+
+    lib.define(
+        "roi_pool(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, "
+        "SymInt pooled_width) -> (Tensor, Tensor)"
+    )
+    lib.define(
+        "_roi_pool_backward(Tensor grad, Tensor rois, Tensor argmax, float spatial_scale, "
+        "SymInt pooled_height, SymInt pooled_width, SymInt batch_size, SymInt channels, "
+        "SymInt height, SymInt width) -> Tensor"
     )
 
     def nms_cpu(dets, scores, iou_threshold):
@@ -128,7 +180,25 @@ def _define_ops():
             (result,) = torch.autograd.grad(out, x, grad, allow_unused=True)
         return torch.zeros_like(x) if result is None else result.detach()
 
+    def roi_pool_cpu(input, rois, scale, ph, pw):
+        out, argmax = roi_pool_reference(input, rois, scale, ph, pw)
+        return out.detach(), argmax
+
+    def roi_pool_backward_cpu(grad, rois, argmax, scale, ph, pw, n, c, h, w):
+        grad_input = grad.new_zeros(n, c, h * w)
+        k = rois.shape[0]
+        batch = rois[:, 0].long().view(k, 1, 1).expand(k, c, ph * pw)
+        channel = torch.arange(c).view(1, c, 1).expand(k, c, ph * pw)
+        at = argmax.reshape(k, c, -1).long()
+        hit = at >= 0
+        grad_input.index_put_(
+            (batch[hit], channel[hit], at[hit]), grad.reshape(k, c, -1)[hit], accumulate=True
+        )
+        return grad_input.view(n, c, h, w)
+
     lib.impl("nms", nms_cpu, "CPU")
+    lib.impl("roi_pool", roi_pool_cpu, "CPU")
+    lib.impl("_roi_pool_backward", roi_pool_backward_cpu, "CPU")
     lib.impl("roi_align", roi_align_cpu, "CPU")
     lib.impl("_roi_align_backward", roi_align_backward_cpu, "CPU")
 
@@ -149,6 +219,21 @@ def _define_ops():
     torch.library.register_autograd(
         "torchvision::roi_align", backward, setup_context=setup_context, lib=lib
     )
+
+    # and for roi_pool: the gradient goes to each bin's argmax.
+    def pool_setup_context(ctx, inputs, output):
+        input, rois, scale, ph, pw = inputs
+        ctx.save_for_backward(rois, output[1])
+        ctx.args = (scale, ph, pw, *input.shape)
+
+    def pool_backward(ctx, grad, _grad_argmax):
+        rois, argmax = ctx.saved_tensors
+        grad_input = torch.ops.torchvision._roi_pool_backward(grad, rois, argmax, *ctx.args)
+        return grad_input, None, None, None, None
+
+    torch.library.register_autograd(
+        "torchvision::roi_pool", pool_backward, setup_context=pool_setup_context, lib=lib
+    )
     return lib
 
 
@@ -157,3 +242,4 @@ _LIBRARY = None if TORCHVISION else _define_ops()
 
 nms = torch.ops.torchvision.nms
 roi_align = torch.ops.torchvision.roi_align
+roi_pool = torch.ops.torchvision.roi_pool

@@ -1,11 +1,18 @@
-"""torchvision's detection ops on vkml (csrc/aten/ops_detection.cpp): nms and roi_align
-with its backward, against references of torchvision's CPU semantics
+"""torchvision's detection ops on vkml (csrc/aten/ops_detection.cpp): nms, and roi_align
+and roi_pool with their backwards, against references of torchvision's CPU semantics
 (detection_reference.py; torchvision's own ops where it loads)."""
 
 import pytest
 import torch
 from conftest import VKML, run_python
-from detection_reference import nms, nms_reference, roi_align, roi_align_reference
+from detection_reference import (
+    nms,
+    nms_reference,
+    roi_align,
+    roi_align_reference,
+    roi_pool,
+    roi_pool_reference,
+)
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
@@ -126,6 +133,41 @@ def test_roi_align_half_and_empty():
         roi_align(x.to(VKML), rois.double().to(VKML), 1.0, 3, 3, 2, True)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("scale, pooled", [(1.0, (3, 3)), (0.5, (4, 3)), (0.25, (2, 5))])
+def test_roi_pool_forward_argmax_and_backward(dtype, scale, pooled):
+    # Integer-valued inputs make ties, which the first place in row-major order wins.
+    g = torch.Generator().manual_seed(7)
+    x = torch.randint(-20, 20, (2, 3, 12, 14), generator=g).to(dtype)
+    outside = torch.tensor([[1, 1000, 1000, 1200, 1200]], dtype=dtype)  # empty bins: argmax -1
+    rois = torch.cat([_rois(20, 2, 14 / scale, dtype=dtype), outside])
+    out, argmax = roi_pool(x.to(VKML).requires_grad_(), rois.to(VKML), scale, *pooled)
+    expected, expected_argmax = roi_pool_reference(x, rois, scale, *pooled)
+    assert out.dtype == dtype and argmax.dtype == torch.int32
+    assert torch.equal(out.detach().cpu(), expected)
+    assert torch.equal(argmax.cpu(), expected_argmax)
+    assert (expected_argmax[-1] == -1).all() and (expected_argmax[:-1] >= 0).any()
+
+    grad = torch.randn(out.shape, generator=g, dtype=dtype)
+    leaf = x.to(VKML).requires_grad_()
+    out, _ = roi_pool(leaf, rois.to(VKML), scale, *pooled)
+    out.backward(grad.to(VKML))
+    cpu_leaf = x.clone().requires_grad_()
+    roi_pool_reference(cpu_leaf, rois, scale, *pooled)[0].backward(grad)
+    torch.testing.assert_close(leaf.grad.cpu(), cpu_leaf.grad, atol=1e-5, rtol=1e-6)
+
+
+def test_roi_pool_half_and_empty():
+    g = torch.Generator().manual_seed(8)
+    x, rois = torch.randn(1, 2, 9, 9, generator=g), _rois(6, 1, 9)
+    out, argmax = roi_pool(x.half().to(VKML), rois.half().to(VKML), 1.0, 2, 2)
+    assert out.dtype == torch.float16
+    expected, expected_argmax = roi_pool_reference(x.half().float(), rois.half().float(), 1.0, 2, 2)
+    assert torch.equal(out.cpu().float(), expected) and torch.equal(argmax.cpu(), expected_argmax)
+    out, argmax = roi_pool(x.to(VKML), torch.zeros(0, 5, device=VKML), 1.0, 2, 2)
+    assert out.shape == argmax.shape == (0, 2, 2, 2)
+
+
 def test_autocast_runs_them_in_float32():
     """As torchvision's autocast for CUDA: float32 inside, the input's dtype out."""
     g = torch.Generator().manual_seed(3)
@@ -133,7 +175,9 @@ def test_autocast_runs_them_in_float32():
     with torch.autocast(VKML, dtype=torch.float16):
         out = roi_align(x.half().to(VKML), rois.to(VKML), 1.0, 2, 2, 2, False)
         keep = nms(*(t.half().to(VKML) for t in _boxes(40)), 0.5)
+        pooled, argmax = roi_pool(x.half().to(VKML), rois.to(VKML), 1.0, 2, 2)
     assert out.dtype == torch.float16 and keep.dtype == torch.int64
+    assert pooled.dtype == torch.float16 and argmax.dtype == torch.int32
     expected = roi_align_reference(x.half().double(), rois.double(), 1.0, 2, 2, 2, False)
     torch.testing.assert_close(out.cpu().double(), expected, atol=2e-3, rtol=2e-3)
     assert torch.equal(keep.cpu(), nms_reference(*(t.half() for t in _boxes(40)), 0.5))
@@ -144,6 +188,7 @@ def test_float64_without_device_float64_takes_the_counted_cpu_route():
         """
         import torch, torch_vkml
         from detection_reference import nms, nms_reference, roi_align, roi_align_reference
+        from detection_reference import roi_pool, roi_pool_reference
         assert not torch_vkml.get_device_properties().supports_fp64
         boxes = torch.rand(50, 2, dtype=torch.float64) * 50
         boxes = torch.cat([boxes, boxes + 10], 1)
@@ -154,8 +199,13 @@ def test_float64_without_device_float64_takes_the_counted_cpu_route():
         rois = torch.tensor([[0.0, 0.5, 1.0, 4.0, 5.5]], dtype=torch.float64)
         out = roi_align(x.to("vkml"), rois.to("vkml"), 1.0, 2, 2, 2, True)
         torch.testing.assert_close(out.cpu(), roi_align_reference(x, rois, 1.0, 2, 2, 2, True))
+        out, argmax = roi_pool(x.to("vkml"), rois.to("vkml"), 1.0, 2, 2)
+        expected, expected_argmax = roi_pool_reference(x, rois, 1.0, 2, 2)
+        assert torch.equal(out.cpu(), expected) and torch.equal(argmax.cpu(), expected_argmax)
         counts = torch_vkml.fallback_counts()
-        assert set(counts) == {"torchvision::nms", "torchvision::roi_align"}, counts
+        assert set(counts) == {
+            "torchvision::nms", "torchvision::roi_align", "torchvision::roi_pool"
+        }, counts
         print("ok")
         """,
         env={"TORCH_VKML_NO_FP64": "1", "PYTHONPATH": _tests_path()},

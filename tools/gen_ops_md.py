@@ -378,7 +378,7 @@ def render() -> str:
         lines += [
             "## torchvision's detection ops and deformable convolution",
             "",
-            "Source: `csrc/aten/ops_detection.cpp` (nms, roi_align) and",
+            "Source: `csrc/aten/ops_detection.cpp` (nms, roi_align, roi_pool) and",
             "`csrc/aten/ops_deform_conv.cpp` (deform_conv2d) — registered under torchvision's",
             "namespace, so they run when torchvision defines the ops (it loads its own",
             "library); dtypes: float32, float64 (where the device has shaderFloat64; the",

@@ -1,6 +1,6 @@
-// The detection ops of torchvision (torchvision::nms, roi_align, _roi_align_backward),
-// registered under torchvision's namespace for vkml tensors, so Faster / Mask R-CNN,
-// RetinaNet and the like keep their boxes on the device. torchvision defines the ops
+// The detection ops of torchvision (torchvision::nms, roi_align, roi_pool and their
+// backwards), registered under torchvision's namespace for vkml tensors, so Faster /
+// Mask R-CNN, RetinaNet and the like keep their boxes on the device. torchvision defines the ops
 // when it loads; a kernel registered before that waits for its schema. Autocast casts
 // them to float32, as torchvision does for CUDA. float16 and bfloat16 run in float32;
 // float64 on a device without it takes the counted CPU route.
@@ -75,15 +75,15 @@ at::Tensor vk_nms(const at::Tensor& dets, const at::Tensor& scores, double iou_t
   return order.index_select(0, kept);
 }
 
-vkml::ops::RoiAlignShape roi_shape(int64_t batch, int64_t channels, int64_t height, int64_t width,
-                                   const at::Tensor& rois, double spatial_scale,
-                                   int64_t pooled_height, int64_t pooled_width,
-                                   int64_t sampling_ratio, bool aligned) {
+vkml::ops::RoiShape roi_shape(int64_t batch, int64_t channels, int64_t height, int64_t width,
+                              const at::Tensor& rois, double spatial_scale, int64_t pooled_height,
+                              int64_t pooled_width, int64_t sampling_ratio, bool aligned,
+                              const char* op) {
   TORCH_CHECK(rois.dim() == 2 && rois.size(1) == 5, "rois must have shape as Tensor[K, 5]");
-  TORCH_CHECK(pooled_height > 0 && pooled_width > 0,
-              "roi_align: pooled_height and pooled_width must be positive, got ", pooled_height,
-              " and ", pooled_width);
-  vkml::ops::RoiAlignShape s;
+  TORCH_CHECK(pooled_height > 0 && pooled_width > 0, op,
+              ": pooled_height and pooled_width must be positive, got ", pooled_height, " and ",
+              pooled_width);
+  vkml::ops::RoiShape s;
   s.batch = batch;
   s.c = channels;
   s.h = height;
@@ -107,8 +107,9 @@ at::Tensor vk_roi_align(const at::Tensor& input, const at::Tensor& rois, double 
               "-d");
   TORCH_CHECK(at::isFloatingType(input.scalar_type()),
               "roi_align: expected a floating-point input, got ", input.scalar_type());
-  auto s = roi_shape(input.size(0), input.size(1), input.size(2), input.size(3), rois,
-                     spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned);
+  auto s =
+      roi_shape(input.size(0), input.size(1), input.size(2), input.size(3), rois, spatial_scale,
+                pooled_height, pooled_width, sampling_ratio, aligned, "roi_align");
   if (input.scalar_type() == at::kDouble && !computes_in_f64(input, false))
     return torchvision_on_cpu("torchvision::roi_align", input, rois, spatial_scale, pooled_height,
                               pooled_width, sampling_ratio, aligned)[0]
@@ -132,7 +133,7 @@ at::Tensor vk_roi_align_backward(const at::Tensor& grad, const at::Tensor& rois,
   at::checkAllSameType(c, {{grad, "grad", 1}, {rois, "rois", 2}});
   check_same_device(grad, rois, "roi_align_backward");
   auto s = roi_shape(batch_size, channels, height, width, rois, spatial_scale, pooled_height,
-                     pooled_width, sampling_ratio, aligned);
+                     pooled_width, sampling_ratio, aligned, "roi_align");
   TORCH_CHECK(grad.dim() == 4 && grad.size(0) == s.k && grad.size(1) == channels &&
                   grad.size(2) == pooled_height && grad.size(3) == pooled_width,
               "roi_align backward: grad has sizes ", grad.sizes(), ", expected [", s.k, ", ",
@@ -151,6 +152,72 @@ at::Tensor vk_roi_align_backward(const at::Tensor& grad, const at::Tensor& rois,
   const at::Tensor r = rois.to(type).contiguous();
   guarded([&] {
     vkml::ops::roi_align_backward(vkml_device(g), addr(g), addr(r), addr(grad_input), s);
+  });
+  return grad_input.to(grad.scalar_type());
+}
+
+std::tuple<at::Tensor, at::Tensor> vk_roi_pool(const at::Tensor& input, const at::Tensor& rois,
+                                               double spatial_scale, int64_t pooled_height,
+                                               int64_t pooled_width) {
+  at::CheckedFrom c = "roi_pool_forward_kernel";
+  at::checkAllSameType(c, {{input, "input", 1}, {rois, "rois", 2}});
+  check_same_device(input, rois, "roi_pool");
+  TORCH_CHECK(input.dim() == 4, "roi_pool: expected a 4-d input [N, C, H, W], got ", input.dim(),
+              "-d");
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()),
+              "roi_pool: expected a floating-point input, got ", input.scalar_type());
+  auto s = roi_shape(input.size(0), input.size(1), input.size(2), input.size(3), rois,
+                     spatial_scale, pooled_height, pooled_width, 0, false, "roi_pool");
+  if (input.scalar_type() == at::kDouble && !computes_in_f64(input, false)) {
+    auto r = torchvision_on_cpu("torchvision::roi_pool", input, rois, spatial_scale, pooled_height,
+                                pooled_width);
+    return {r[0].toTensor(), r[1].toTensor()};
+  }
+  const at::ScalarType type = compute_type(input, false);
+  s.dtype = vk_dtype(type);
+  // The kernel writes every output and argmax: no fill first.
+  at::Tensor out = at::empty({s.k, s.c, s.ph, s.pw}, input.options().dtype(type));
+  at::Tensor argmax = at::empty({s.k, s.c, s.ph, s.pw}, input.options().dtype(at::kInt));
+  if (out.numel() == 0) return {out.to(input.scalar_type()), argmax};
+  if (input.numel() == 0) return {out.zero_().to(input.scalar_type()), argmax.fill_(-1)};
+  const at::Tensor x = input.to(type).contiguous();
+  const at::Tensor r = rois.to(type).contiguous();
+  guarded(
+      [&] { vkml::ops::roi_pool(vkml_device(x), addr(x), addr(r), addr(out), addr(argmax), s); });
+  return {out.to(input.scalar_type()), argmax};
+}
+
+at::Tensor vk_roi_pool_backward(const at::Tensor& grad, const at::Tensor& rois,
+                                const at::Tensor& argmax, double spatial_scale,
+                                int64_t pooled_height, int64_t pooled_width, int64_t batch_size,
+                                int64_t channels, int64_t height, int64_t width) {
+  at::CheckedFrom c = "roi_pool_backward_kernel";
+  at::checkAllSameType(c, {{grad, "grad", 1}, {rois, "rois", 2}});
+  check_same_device(grad, rois, "roi_pool_backward");
+  check_same_device(grad, argmax, "roi_pool_backward");
+  auto s = roi_shape(batch_size, channels, height, width, rois, spatial_scale, pooled_height,
+                     pooled_width, 0, false, "roi_pool");
+  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == s.k && grad.size(1) == channels &&
+                  grad.size(2) == pooled_height && grad.size(3) == pooled_width,
+              "roi_pool backward: grad has sizes ", grad.sizes(), ", expected [", s.k, ", ",
+              channels, ", ", pooled_height, ", ", pooled_width, "]");
+  TORCH_CHECK(argmax.sizes() == grad.sizes() && argmax.scalar_type() == at::kInt,
+              "roi_pool backward: expected an int32 argmax of sizes ", grad.sizes(), ", got ",
+              argmax.scalar_type(), " of sizes ", argmax.sizes());
+  if (grad.scalar_type() == at::kDouble && !computes_in_f64(grad, true))
+    return torchvision_on_cpu("torchvision::_roi_pool_backward", grad, rois, argmax, spatial_scale,
+                              pooled_height, pooled_width, batch_size, channels, height, width)[0]
+        .toTensor();
+  const at::ScalarType type = compute_type(grad, true);
+  s.dtype = vk_dtype(type);
+  at::Tensor grad_input =
+      at::zeros({batch_size, channels, height, width}, grad.options().dtype(type));
+  if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input.to(grad.scalar_type());
+  const at::Tensor g = grad.to(type).contiguous();
+  const at::Tensor r = rois.to(type).contiguous();
+  const at::Tensor a = argmax.contiguous();
+  guarded([&] {
+    vkml::ops::roi_pool_backward(vkml_device(g), addr(g), addr(r), addr(a), addr(grad_input), s);
   });
   return grad_input.to(grad.scalar_type());
 }
@@ -183,17 +250,36 @@ at::Tensor roi_align_autocast(const at::Tensor& input, const at::Tensor& rois, d
       .to(input.scalar_type());
 }
 
+std::tuple<at::Tensor, at::Tensor> roi_pool_autocast(const at::Tensor& input,
+                                                     const at::Tensor& rois, double spatial_scale,
+                                                     int64_t pooled_height, int64_t pooled_width) {
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(kAutocast);
+  static auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("torchvision::roi_pool", "")
+          .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, double,
+                                                    c10::SymInt, c10::SymInt)>();
+  auto [out, argmax] =
+      op.call(at::autocast::cached_cast(at::kFloat, input, c10::DeviceType::PrivateUse1),
+              at::autocast::cached_cast(at::kFloat, rois, c10::DeviceType::PrivateUse1),
+              spatial_scale, pooled_height, pooled_width);
+  return {out.to(input.scalar_type()), argmax};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torchvision, PrivateUse1, m) {
   m.impl("nms", TORCH_FN(vk_nms));
   m.impl("roi_align", TORCH_FN(vk_roi_align));
   m.impl("_roi_align_backward", TORCH_FN(vk_roi_align_backward));
+  m.impl("roi_pool", TORCH_FN(vk_roi_pool));
+  m.impl("_roi_pool_backward", TORCH_FN(vk_roi_pool_backward));
 }
 
 TORCH_LIBRARY_IMPL(torchvision, AutocastPrivateUse1, m) {
   m.impl("nms", TORCH_FN(nms_autocast));
   m.impl("roi_align", TORCH_FN(roi_align_autocast));
+  m.impl("roi_pool", TORCH_FN(roi_pool_autocast));
 }
 
 }  // namespace vkml_aten

@@ -6,6 +6,7 @@
 #include "vkml/ops/launch.h"
 #include "vkml/shaders/detection_nms_push.h"
 #include "vkml/shaders/detection_roi_align_push.h"
+#include "vkml/shaders/detection_roi_pool_push.h"
 
 namespace vkml::ops {
 
@@ -20,7 +21,7 @@ uint64_t double_bits(double d) {
 // image: the input (forward) or grad_input (backward, added into); pooled: the output
 // (forward) or grad_output (backward).
 void launch_roi_align(Device& dev, uint64_t image, uint64_t rois, uint64_t pooled,
-                      const RoiAlignShape& s, bool backward) {
+                      const RoiShape& s, bool backward) {
   VKML_CHECK_ARG(detection_supports(dev, s.dtype, backward),
                  "roi_align: no kernel for this dtype on this device");
   const int64_t outputs = s.k * s.c * s.ph * s.pw;
@@ -61,6 +62,50 @@ void launch_roi_align(Device& dev, uint64_t image, uint64_t rois, uint64_t poole
               DETECTION_ROI_ALIGN_WG, &access);
 }
 
+// As launch_roi_align, with the argmax of each output.
+void launch_roi_pool(Device& dev, uint64_t image, uint64_t rois, uint64_t pooled, uint64_t argmax,
+                     const RoiShape& s, bool backward) {
+  VKML_CHECK_ARG(detection_supports(dev, s.dtype, backward),
+                 "roi_pool: no kernel for this dtype on this device");
+  const int64_t outputs = s.k * s.c * s.ph * s.pw;
+  if (outputs == 0) return;
+  const int64_t in_numel = s.batch * s.c * s.h * s.w;
+  check_32bit_indexing(outputs, outputs, "roi_pool");
+  check_32bit_indexing(in_numel, in_numel, "roi_pool");
+  detection_roi_pool_detail::Push p{};
+  p.image = image;
+  p.rois = rois;
+  p.pooled = pooled;
+  p.argmax = argmax;
+  p.scale = double_bits(s.spatial_scale);
+  p.scale_f32 = float(s.spatial_scale);
+  p.k = uint32_t(s.k);
+  p.c = uint32_t(s.c);
+  p.h = uint32_t(s.h);
+  p.w = uint32_t(s.w);
+  p.ph = uint32_t(s.ph);
+  p.pw = uint32_t(s.pw);
+  p.batch = uint32_t(s.batch);
+  const size_t item = itemsize(s.dtype);
+  Access access;
+  access.read(span_elems(p.rois, s.k * 5, item));
+  if (backward) {
+    access.read(span_elems(p.pooled, outputs, item));
+    access.read(span_elems(p.argmax, outputs, sizeof(int32_t)));
+    access.update(span_elems(p.image, in_numel, item));  // accumulated into
+  } else {
+    access.read(span_elems(p.image, in_numel, item));
+    access.write(span_elems(p.pooled, outputs, item));
+    access.write(span_elems(p.argmax, outputs, sizeof(int32_t)));
+  }
+  const bool f64 = s.dtype == DType::f64;
+  const Shader shader =
+      backward ? (f64 ? Shader::detection_roi_pool_bwd_f64 : Shader::detection_roi_pool_bwd)
+               : (f64 ? Shader::detection_roi_pool_fwd_f64 : Shader::detection_roi_pool_fwd);
+  dispatch_1d(dev, dev.pipelines().get(shader), &p, sizeof(p), uint64_t(outputs),
+              DETECTION_ROI_POOL_WG, &access);
+}
+
 }  // namespace
 
 bool detection_supports(const Device& dev, DType dtype, bool backward) {
@@ -93,13 +138,23 @@ void nms_overlap_mask(Device& dev, uint64_t boxes, uint64_t mask, int64_t n, dou
               &p, sizeof(p), uint64_t(n * words), DETECTION_NMS_WG, &access);
 }
 
-void roi_align(Device& dev, uint64_t input, uint64_t rois, uint64_t out, const RoiAlignShape& s) {
+void roi_align(Device& dev, uint64_t input, uint64_t rois, uint64_t out, const RoiShape& s) {
   launch_roi_align(dev, input, rois, out, s, false);
 }
 
 void roi_align_backward(Device& dev, uint64_t grad_out, uint64_t rois, uint64_t grad_input,
-                        const RoiAlignShape& s) {
+                        const RoiShape& s) {
   launch_roi_align(dev, grad_input, rois, grad_out, s, true);
+}
+
+void roi_pool(Device& dev, uint64_t input, uint64_t rois, uint64_t out, uint64_t argmax,
+              const RoiShape& s) {
+  launch_roi_pool(dev, input, rois, out, argmax, s, false);
+}
+
+void roi_pool_backward(Device& dev, uint64_t grad_out, uint64_t rois, uint64_t argmax,
+                       uint64_t grad_input, const RoiShape& s) {
+  launch_roi_pool(dev, grad_input, rois, grad_out, argmax, s, true);
 }
 
 }  // namespace vkml::ops
