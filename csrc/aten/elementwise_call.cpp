@@ -124,10 +124,16 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
   auto found = find_device(in, out);
   TORCH_CHECK(found.has_value(), op.name, ": no vkml tensor among the arguments");
   at::Device device = *found;
-  TORCH_CHECK_NOT_IMPLEMENTED(has_kernel(op, compute, device), op.name,
-                              " has no float64 kernel on this vkml device (GLSL has no "
-                              "double-precision transcendental functions); compute in float32 "
-                              "or on the CPU");
+  if (C10_UNLIKELY(!has_kernel(op, compute, device))) {
+    const vkml::DeviceInfo& info = device_at(device.index()).info();
+    TORCH_CHECK_NOT_IMPLEMENTED(info.supports_fp64, op.name, " on vkml: ", info.name,
+                                " has no float64 arithmetic; convert with .float() (runs on the "
+                                "device) or compute on the CPU");
+    TORCH_CHECK_NOT_IMPLEMENTED(false, op.name,
+                                " has no float64 kernel on this vkml device (GLSL has no "
+                                "double-precision transcendental functions); compute in float32 "
+                                "or on the CPU");
+  }
   TORCH_CHECK(params.fp.empty() || (at::isFloatingType(compute) && compute != at::kDouble), op.name,
               ": expected a float32, float16 or bfloat16 input, got ", compute);
 
