@@ -168,6 +168,18 @@ def test_device_rng_independent_of_cpu_rng():
     assert torch.equal(a, b)
 
 
+def test_rng_state_all_round_trips_as_on_cuda():
+    """torch.cuda's get_rng_state_all / set_rng_state_all, which checkpointing code calls
+    through torch.get_device_module."""
+    module = torch.get_device_module(VKML)
+    states = module.get_rng_state_all()
+    assert len(states) == torch_vkml.device_count()
+    assert all(torch.equal(s, module.get_rng_state(i)) for i, s in enumerate(states))
+    a = torch.rand(50, device=VKML).cpu()
+    module.set_rng_state_all(states)
+    assert torch.equal(torch.rand(50, device=VKML).cpu(), a)
+
+
 # ------------------------------------- distributions, tensor parameters
 
 

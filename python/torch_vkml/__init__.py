@@ -53,11 +53,13 @@ from ._memory import (
 from ._profile import KernelTime, profile, profiler_utilization
 from ._random import (
     get_rng_state,
+    get_rng_state_all,
     initial_seed,
     manual_seed,
     manual_seed_all,
     seed,
     set_rng_state,
+    set_rng_state_all,
 )
 from ._stream import Stream, current_stream, default_stream, set_stream, stream
 
@@ -78,6 +80,7 @@ __all__ = [
     "fft_plan_cache",
     "get_device_properties",
     "get_rng_state",
+    "get_rng_state_all",
     "initial_seed",
     "is_available",
     "is_initialized",
@@ -98,6 +101,7 @@ __all__ = [
     "seed",
     "set_device",
     "set_rng_state",
+    "set_rng_state_all",
     "set_stream",
     "stream",
     "synchronize",

@@ -38,3 +38,13 @@ def get_rng_state(device: int | torch.device | str | None = None) -> torch.Tenso
 
 def set_rng_state(state: torch.Tensor, device: int | torch.device | str | None = None) -> None:
     _generator(device).set_state(state)
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    """Every device's generator state, in device order (as torch.cuda.get_rng_state_all)."""
+    return [get_rng_state(i) for i in range(device_count())] if is_available() else []
+
+
+def set_rng_state_all(states: list[torch.Tensor]) -> None:
+    for i, state in enumerate(states):
+        set_rng_state(state, i)
