@@ -97,19 +97,42 @@ vkml::ops::RoiShape roi_shape(int64_t batch, int64_t channels, int64_t height, i
   return s;
 }
 
+// The forward's checks (torchvision's where it has them) and shape.
+vkml::ops::RoiShape checked_input_shape(const at::Tensor& input, const at::Tensor& rois,
+                                        double spatial_scale, int64_t pooled_height,
+                                        int64_t pooled_width, int64_t sampling_ratio, bool aligned,
+                                        const char* op, const char* checked_from) {
+  at::checkAllSameType(checked_from, {{input, "input", 1}, {rois, "rois", 2}});
+  check_same_device(input, rois, op);
+  TORCH_CHECK(input.dim() == 4, op, ": expected a 4-d input [N, C, H, W], got ", input.dim(), "-d");
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()), op,
+              ": expected a floating-point input, got ", input.scalar_type());
+  return roi_shape(input.size(0), input.size(1), input.size(2), input.size(3), rois, spatial_scale,
+                   pooled_height, pooled_width, sampling_ratio, aligned, op);
+}
+
+// The backward's checks and shape: grad is [k, channels, pooled_height, pooled_width].
+vkml::ops::RoiShape checked_grad_shape(const at::Tensor& grad, const at::Tensor& rois,
+                                       double spatial_scale, int64_t pooled_height,
+                                       int64_t pooled_width, int64_t batch_size, int64_t channels,
+                                       int64_t height, int64_t width, int64_t sampling_ratio,
+                                       bool aligned, const char* op, const char* checked_from) {
+  at::checkAllSameType(checked_from, {{grad, "grad", 1}, {rois, "rois", 2}});
+  check_same_device(grad, rois, op);
+  auto s = roi_shape(batch_size, channels, height, width, rois, spatial_scale, pooled_height,
+                     pooled_width, sampling_ratio, aligned, op);
+  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == s.k && grad.size(1) == channels &&
+                  grad.size(2) == pooled_height && grad.size(3) == pooled_width,
+              op, " backward: grad has sizes ", grad.sizes(), ", expected [", s.k, ", ", channels,
+              ", ", pooled_height, ", ", pooled_width, "]");
+  return s;
+}
+
 at::Tensor vk_roi_align(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
                         int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
                         bool aligned) {
-  at::CheckedFrom c = "roi_align_forward_kernel";
-  at::checkAllSameType(c, {{input, "input", 1}, {rois, "rois", 2}});
-  check_same_device(input, rois, "roi_align");
-  TORCH_CHECK(input.dim() == 4, "roi_align: expected a 4-d input [N, C, H, W], got ", input.dim(),
-              "-d");
-  TORCH_CHECK(at::isFloatingType(input.scalar_type()),
-              "roi_align: expected a floating-point input, got ", input.scalar_type());
-  auto s =
-      roi_shape(input.size(0), input.size(1), input.size(2), input.size(3), rois, spatial_scale,
-                pooled_height, pooled_width, sampling_ratio, aligned, "roi_align");
+  auto s = checked_input_shape(input, rois, spatial_scale, pooled_height, pooled_width,
+                               sampling_ratio, aligned, "roi_align", "roi_align_forward_kernel");
   if (input.scalar_type() == at::kDouble && !computes_in_f64(input, false))
     return torchvision_on_cpu("torchvision::roi_align", input, rois, spatial_scale, pooled_height,
                               pooled_width, sampling_ratio, aligned)[0]
@@ -129,15 +152,9 @@ at::Tensor vk_roi_align_backward(const at::Tensor& grad, const at::Tensor& rois,
                                  double spatial_scale, int64_t pooled_height, int64_t pooled_width,
                                  int64_t batch_size, int64_t channels, int64_t height,
                                  int64_t width, int64_t sampling_ratio, bool aligned) {
-  at::CheckedFrom c = "roi_align_backward_kernel";
-  at::checkAllSameType(c, {{grad, "grad", 1}, {rois, "rois", 2}});
-  check_same_device(grad, rois, "roi_align_backward");
-  auto s = roi_shape(batch_size, channels, height, width, rois, spatial_scale, pooled_height,
-                     pooled_width, sampling_ratio, aligned, "roi_align");
-  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == s.k && grad.size(1) == channels &&
-                  grad.size(2) == pooled_height && grad.size(3) == pooled_width,
-              "roi_align backward: grad has sizes ", grad.sizes(), ", expected [", s.k, ", ",
-              channels, ", ", pooled_height, ", ", pooled_width, "]");
+  auto s = checked_grad_shape(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size,
+                              channels, height, width, sampling_ratio, aligned, "roi_align",
+                              "roi_align_backward_kernel");
   if (grad.scalar_type() == at::kDouble && !computes_in_f64(grad, true))
     return torchvision_on_cpu("torchvision::_roi_align_backward", grad, rois, spatial_scale,
                               pooled_height, pooled_width, batch_size, channels, height, width,
@@ -159,15 +176,8 @@ at::Tensor vk_roi_align_backward(const at::Tensor& grad, const at::Tensor& rois,
 std::tuple<at::Tensor, at::Tensor> vk_roi_pool(const at::Tensor& input, const at::Tensor& rois,
                                                double spatial_scale, int64_t pooled_height,
                                                int64_t pooled_width) {
-  at::CheckedFrom c = "roi_pool_forward_kernel";
-  at::checkAllSameType(c, {{input, "input", 1}, {rois, "rois", 2}});
-  check_same_device(input, rois, "roi_pool");
-  TORCH_CHECK(input.dim() == 4, "roi_pool: expected a 4-d input [N, C, H, W], got ", input.dim(),
-              "-d");
-  TORCH_CHECK(at::isFloatingType(input.scalar_type()),
-              "roi_pool: expected a floating-point input, got ", input.scalar_type());
-  auto s = roi_shape(input.size(0), input.size(1), input.size(2), input.size(3), rois,
-                     spatial_scale, pooled_height, pooled_width, 0, false, "roi_pool");
+  auto s = checked_input_shape(input, rois, spatial_scale, pooled_height, pooled_width, 0, false,
+                               "roi_pool", "roi_pool_forward_kernel");
   if (input.scalar_type() == at::kDouble && !computes_in_f64(input, false)) {
     auto r = torchvision_on_cpu("torchvision::roi_pool", input, rois, spatial_scale, pooled_height,
                                 pooled_width);
@@ -191,16 +201,10 @@ at::Tensor vk_roi_pool_backward(const at::Tensor& grad, const at::Tensor& rois,
                                 const at::Tensor& argmax, double spatial_scale,
                                 int64_t pooled_height, int64_t pooled_width, int64_t batch_size,
                                 int64_t channels, int64_t height, int64_t width) {
-  at::CheckedFrom c = "roi_pool_backward_kernel";
-  at::checkAllSameType(c, {{grad, "grad", 1}, {rois, "rois", 2}});
-  check_same_device(grad, rois, "roi_pool_backward");
-  check_same_device(grad, argmax, "roi_pool_backward");
-  auto s = roi_shape(batch_size, channels, height, width, rois, spatial_scale, pooled_height,
-                     pooled_width, 0, false, "roi_pool");
-  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == s.k && grad.size(1) == channels &&
-                  grad.size(2) == pooled_height && grad.size(3) == pooled_width,
-              "roi_pool backward: grad has sizes ", grad.sizes(), ", expected [", s.k, ", ",
-              channels, ", ", pooled_height, ", ", pooled_width, "]");
+  auto s =
+      checked_grad_shape(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size,
+                         channels, height, width, 0, false, "roi_pool", "roi_pool_backward_kernel");
+  check_same_device(grad, argmax, "roi_pool");
   TORCH_CHECK(argmax.sizes() == grad.sizes() && argmax.scalar_type() == at::kInt,
               "roi_pool backward: expected an int32 argmax of sizes ", grad.sizes(), ", got ",
               argmax.scalar_type(), " of sizes ", argmax.sizes());

@@ -18,21 +18,19 @@ uint64_t double_bits(double d) {
   return u;
 }
 
-// image: the input (forward) or grad_input (backward, added into); pooled: the output
-// (forward) or grad_output (backward).
-void launch_roi_align(Device& dev, uint64_t image, uint64_t rois, uint64_t pooled,
-                      const RoiShape& s, bool backward) {
-  VKML_CHECK_ARG(detection_supports(dev, s.dtype, backward),
-                 "roi_align: no kernel for this dtype on this device");
+// What roi_align's and roi_pool's launches share: the fields of their pushes and the
+// accesses to them. image: the input (forward) or grad_input (backward, added into);
+// pooled: the output (forward) or grad_output (backward).
+template <class Push>
+void set_roi_fields(Push& p, uint64_t image, uint64_t rois, uint64_t pooled, const RoiShape& s,
+                    bool backward, const char* op, Access& access) {
   const int64_t outputs = s.k * s.c * s.ph * s.pw;
-  if (outputs == 0) return;
   const int64_t in_numel = s.batch * s.c * s.h * s.w;
-  detection_roi_align_detail::Push p{};
+  check_32bit_indexing(outputs, outputs, op);
+  check_32bit_indexing(in_numel, in_numel, op);
   p.image = image;
   p.rois = rois;
   p.pooled = pooled;
-  check_32bit_indexing(outputs, outputs, "roi_align");
-  check_32bit_indexing(in_numel, in_numel, "roi_align");
   p.scale = double_bits(s.spatial_scale);
   p.scale_f32 = float(s.spatial_scale);
   p.k = uint32_t(s.k);
@@ -41,19 +39,29 @@ void launch_roi_align(Device& dev, uint64_t image, uint64_t rois, uint64_t poole
   p.w = uint32_t(s.w);
   p.ph = uint32_t(s.ph);
   p.pw = uint32_t(s.pw);
-  p.sampling_ratio = int32_t(s.sampling_ratio > 0 ? s.sampling_ratio : 0);
-  p.aligned = s.aligned ? 1u : 0u;
   p.batch = uint32_t(s.batch);
   const size_t item = itemsize(s.dtype);
-  Access access;
-  access.read(span_elems(p.rois, s.k * 5, item));
+  access.read(span_elems(rois, s.k * 5, item));
   if (backward) {
-    access.read(span_elems(p.pooled, outputs, item));
-    access.update(span_elems(p.image, in_numel, item));  // accumulated into
+    access.read(span_elems(pooled, outputs, item));
+    access.update(span_elems(image, in_numel, item));  // accumulated into
   } else {
-    access.read(span_elems(p.image, in_numel, item));
-    access.write(span_elems(p.pooled, outputs, item));
+    access.read(span_elems(image, in_numel, item));
+    access.write(span_elems(pooled, outputs, item));
   }
+}
+
+void launch_roi_align(Device& dev, uint64_t image, uint64_t rois, uint64_t pooled,
+                      const RoiShape& s, bool backward) {
+  VKML_CHECK_ARG(detection_supports(dev, s.dtype, backward),
+                 "roi_align: no kernel for this dtype on this device");
+  const int64_t outputs = s.k * s.c * s.ph * s.pw;
+  if (outputs == 0) return;
+  detection_roi_align_detail::Push p{};
+  Access access;
+  set_roi_fields(p, image, rois, pooled, s, backward, "roi_align", access);
+  p.sampling_ratio = int32_t(s.sampling_ratio > 0 ? s.sampling_ratio : 0);
+  p.aligned = s.aligned ? 1u : 0u;
   const bool f64 = s.dtype == DType::f64;
   const Shader shader =
       backward ? (f64 ? Shader::detection_roi_align_bwd_f64 : Shader::detection_roi_align_bwd)
@@ -62,42 +70,21 @@ void launch_roi_align(Device& dev, uint64_t image, uint64_t rois, uint64_t poole
               DETECTION_ROI_ALIGN_WG, &access);
 }
 
-// As launch_roi_align, with the argmax of each output.
+// As launch_roi_align, with the int32 argmax of each output (written forward, read back).
 void launch_roi_pool(Device& dev, uint64_t image, uint64_t rois, uint64_t pooled, uint64_t argmax,
                      const RoiShape& s, bool backward) {
   VKML_CHECK_ARG(detection_supports(dev, s.dtype, backward),
                  "roi_pool: no kernel for this dtype on this device");
   const int64_t outputs = s.k * s.c * s.ph * s.pw;
   if (outputs == 0) return;
-  const int64_t in_numel = s.batch * s.c * s.h * s.w;
-  check_32bit_indexing(outputs, outputs, "roi_pool");
-  check_32bit_indexing(in_numel, in_numel, "roi_pool");
   detection_roi_pool_detail::Push p{};
-  p.image = image;
-  p.rois = rois;
-  p.pooled = pooled;
-  p.argmax = argmax;
-  p.scale = double_bits(s.spatial_scale);
-  p.scale_f32 = float(s.spatial_scale);
-  p.k = uint32_t(s.k);
-  p.c = uint32_t(s.c);
-  p.h = uint32_t(s.h);
-  p.w = uint32_t(s.w);
-  p.ph = uint32_t(s.ph);
-  p.pw = uint32_t(s.pw);
-  p.batch = uint32_t(s.batch);
-  const size_t item = itemsize(s.dtype);
   Access access;
-  access.read(span_elems(p.rois, s.k * 5, item));
-  if (backward) {
-    access.read(span_elems(p.pooled, outputs, item));
-    access.read(span_elems(p.argmax, outputs, sizeof(int32_t)));
-    access.update(span_elems(p.image, in_numel, item));  // accumulated into
-  } else {
-    access.read(span_elems(p.image, in_numel, item));
-    access.write(span_elems(p.pooled, outputs, item));
-    access.write(span_elems(p.argmax, outputs, sizeof(int32_t)));
-  }
+  set_roi_fields(p, image, rois, pooled, s, backward, "roi_pool", access);
+  p.argmax = argmax;
+  if (backward)
+    access.read(span_elems(argmax, outputs, sizeof(int32_t)));
+  else
+    access.write(span_elems(argmax, outputs, sizeof(int32_t)));
   const bool f64 = s.dtype == DType::f64;
   const Shader shader =
       backward ? (f64 ? Shader::detection_roi_pool_bwd_f64 : Shader::detection_roi_pool_bwd)
