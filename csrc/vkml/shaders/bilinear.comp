@@ -23,15 +23,8 @@ void source(uint o, uint in_size, float scale, out uint i0, out uint i1, out flo
 }
 
 #ifdef BWD
-void atomic_add(uint off, float v) {
-  BufU32 b = BufU32(pc.dst);
-  uint old = b.v[off];
-  while (true) {
-    uint prev = atomicCompSwap(b.v[off], old, floatBitsToUint(uintBitsToFloat(old) + v));
-    if (prev == old) break;
-    old = prev;
-  }
-}
+#include "atomic_float_add.glsl"
+#define atomic_add(off, v) atomic_add_f32(pc.dst, off, v)
 #endif
 
 void main() {

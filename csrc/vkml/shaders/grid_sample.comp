@@ -15,6 +15,7 @@
 //! variant bwd_f64 -DBWD -DF64
 #if defined(F64) && defined(BWD)
 #extension GL_EXT_shader_atomic_int64 : require
+#define ATOMIC_ADD_F64
 #endif
 #include "common.glsl"
 
@@ -127,34 +128,13 @@ void add_tap(int z, int y, int x, R w, R dx, R dy, R dz) {
   ++ntaps;
 }
 
-#if defined(BWD) && defined(F64)
-layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufU64 { uint64_t v[]; };
-uint64_t bits_of(double d) {
-  uvec2 w = unpackDouble2x32(d);
-  return uint64_t(w.x) | (uint64_t(w.y) << 32);
-}
-double double_of(uint64_t u) {
-  return packDouble2x32(uvec2(uint(u & 0xffffffffUL), uint(u >> 32)));
-}
-void atomic_add(uint off, double v) {
-  BufU64 b = BufU64(pc.grad_input);
-  uint64_t old = b.v[off];
-  while (true) {
-    uint64_t prev = atomicCompSwap(b.v[off], old, bits_of(double_of(old) + v));
-    if (prev == old) break;
-    old = prev;
-  }
-}
-#elif defined(BWD)
-void atomic_add(uint off, float v) {
-  BufU32 b = BufU32(pc.grad_input);
-  uint old = b.v[off];
-  while (true) {
-    uint prev = atomicCompSwap(b.v[off], old, floatBitsToUint(uintBitsToFloat(old) + v));
-    if (prev == old) break;
-    old = prev;
-  }
-}
+#ifdef BWD
+#include "atomic_float_add.glsl"
+#ifdef F64
+#define atomic_add(off, v) atomic_add_f64(pc.grad_input, off, v)
+#else
+#define atomic_add(off, v) atomic_add_f32(pc.grad_input, off, v)
+#endif
 #endif
 
 void main() {

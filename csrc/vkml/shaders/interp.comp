@@ -24,15 +24,8 @@ float aa_filter(float x) {
 }
 
 #ifdef BWD
-void atomic_add(uint off, float v) {
-  BufU32 b = BufU32(pc.dst);
-  uint old = b.v[off];
-  while (true) {
-    uint prev = atomicCompSwap(b.v[off], old, floatBitsToUint(uintBitsToFloat(old) + v));
-    if (prev == old) break;
-    old = prev;
-  }
-}
+#include "atomic_float_add.glsl"
+#define atomic_add(off, v) atomic_add_f32(pc.dst, off, v)
 #endif
 
 // Forward accumulates src[k] * w into acc; bwd scatters g * w to k.

@@ -51,15 +51,8 @@ int map_index(uint mode, int i, int n, int p) {
 }
 
 #ifdef BWD
-void atomic_add(uint off, float v) {
-  BufU32 b = BufU32(pc.dst);
-  uint old = b.v[off];
-  while (true) {
-    uint prev = atomicCompSwap(b.v[off], old, floatBitsToUint(uintBitsToFloat(old) + v));
-    if (prev == old) break;
-    old = prev;
-  }
-}
+#include "atomic_float_add.glsl"
+#define atomic_add(off, v) atomic_add_f32(pc.dst, off, v)
 #endif
 
 void main() {
