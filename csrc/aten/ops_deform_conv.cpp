@@ -196,6 +196,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_deform
                                 offset_groups, use_mask);
     return {r[0].toTensor(), r[1].toTensor(), r[2].toTensor(), r[3].toTensor(), r[4].toTensor()};
   }
+  if (s.images == 0 || out_channels == 0)  // nothing sampled: zero gradients, no kernels
+    return {at::zeros_like(input), at::zeros_like(weight), at::zeros_like(offset),
+            at::zeros_like(mask), grad.sum({0, 2, 3})};
   const at::ScalarType type = deform_conv_in_f64(input, true) ? at::kDouble : at::kFloat;
   s.dtype = type == at::kDouble ? vkml::DType::f64 : vkml::DType::f32;
   const at::Tensor x = input.to(type).contiguous();
@@ -210,7 +213,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_deform
       use_mask ? at::empty(m.sizes(), x.options()) : at::zeros(mask.sizes(), x.options());
   at::Tensor grad_weight = at::zeros(w.sizes(), x.options());
   const int64_t per_chunk = chunk_images(s, type);
-  for (int64_t first = 0; s.images * out_channels > 0 && first < s.images; first += per_chunk) {
+  for (int64_t first = 0; first < s.images; first += per_chunk) {
     const int64_t n = std::min(per_chunk, s.images - first);
     Chunk c = chunk_of(s, x, off, m, first, n);
     // grad of this chunk as [groups, out / groups, n * L]
@@ -232,8 +235,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_deform
                                    use_mask ? addr(grad_mask[first]) : 0, c.shape);
     });
   }
-  if (s.images == 0 || out_channels == 0) grad_offset.zero_();
-  if (use_mask && (s.images == 0 || out_channels == 0)) grad_mask.zero_();
   const at::Tensor grad_bias = g.sum({0, 2, 3});
   const at::ScalarType t = input.scalar_type();
   return {grad_input.to(t), grad_weight.view(weight.sizes()).to(t), grad_offset.to(t),

@@ -1,9 +1,9 @@
 // The detection ops of torchvision (torchvision::nms, roi_align, roi_pool and their
 // backwards), registered under torchvision's namespace for vkml tensors, so Faster /
-// Mask R-CNN, RetinaNet and the like keep their boxes on the device. torchvision defines the ops
-// when it loads; a kernel registered before that waits for its schema. Autocast casts
-// them to float32, as torchvision does for CUDA. float16 and bfloat16 run in float32;
-// float64 on a device without it takes the counted CPU route.
+// Mask R-CNN, RetinaNet and the like keep their boxes on the device. torchvision
+// defines the ops when it loads; a kernel registered before that waits for its schema.
+// Autocast casts them to float32, as torchvision does for CUDA. float16 and bfloat16
+// run in float32; float64 on a device without it takes the counted CPU route.
 #include <ATen/ATen.h>
 #include <ATen/TensorUtils.h>
 #include <ATen/autocast_mode.h>
@@ -128,6 +128,22 @@ vkml::ops::RoiShape checked_grad_shape(const at::Tensor& grad, const at::Tensor&
   return s;
 }
 
+// The part roi_align's and roi_pool's backwards share: grad_input [batch, c, h, w] in
+// the compute dtype, zeroed, which `launch(g, r, grad_input)` adds into, with grad and
+// rois in that dtype and contiguous; returned in grad's dtype.
+template <class Launch>
+at::Tensor add_into_grad_input(const at::Tensor& grad, const at::Tensor& rois,
+                               vkml::ops::RoiShape& s, Launch launch) {
+  const at::ScalarType type = compute_type(grad, true);
+  s.dtype = vk_dtype(type);
+  at::Tensor grad_input = at::zeros({s.batch, s.c, s.h, s.w}, grad.options().dtype(type));
+  if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input.to(grad.scalar_type());
+  const at::Tensor g = grad.to(type).contiguous();
+  const at::Tensor r = rois.to(type).contiguous();
+  guarded([&] { launch(g, r, grad_input); });
+  return grad_input.to(grad.scalar_type());
+}
+
 at::Tensor vk_roi_align(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
                         int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
                         bool aligned) {
@@ -160,17 +176,10 @@ at::Tensor vk_roi_align_backward(const at::Tensor& grad, const at::Tensor& rois,
                               pooled_height, pooled_width, batch_size, channels, height, width,
                               sampling_ratio, aligned)[0]
         .toTensor();
-  const at::ScalarType type = compute_type(grad, true);
-  s.dtype = vk_dtype(type);
-  at::Tensor grad_input =
-      at::zeros({batch_size, channels, height, width}, grad.options().dtype(type));
-  if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input.to(grad.scalar_type());
-  const at::Tensor g = grad.to(type).contiguous();
-  const at::Tensor r = rois.to(type).contiguous();
-  guarded([&] {
-    vkml::ops::roi_align_backward(vkml_device(g), addr(g), addr(r), addr(grad_input), s);
-  });
-  return grad_input.to(grad.scalar_type());
+  return add_into_grad_input(
+      grad, rois, s, [&](const at::Tensor& g, const at::Tensor& r, const at::Tensor& grad_input) {
+        vkml::ops::roi_align_backward(vkml_device(g), addr(g), addr(r), addr(grad_input), s);
+      });
 }
 
 std::tuple<at::Tensor, at::Tensor> vk_roi_pool(const at::Tensor& input, const at::Tensor& rois,
@@ -212,18 +221,12 @@ at::Tensor vk_roi_pool_backward(const at::Tensor& grad, const at::Tensor& rois,
     return torchvision_on_cpu("torchvision::_roi_pool_backward", grad, rois, argmax, spatial_scale,
                               pooled_height, pooled_width, batch_size, channels, height, width)[0]
         .toTensor();
-  const at::ScalarType type = compute_type(grad, true);
-  s.dtype = vk_dtype(type);
-  at::Tensor grad_input =
-      at::zeros({batch_size, channels, height, width}, grad.options().dtype(type));
-  if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input.to(grad.scalar_type());
-  const at::Tensor g = grad.to(type).contiguous();
-  const at::Tensor r = rois.to(type).contiguous();
   const at::Tensor a = argmax.contiguous();
-  guarded([&] {
-    vkml::ops::roi_pool_backward(vkml_device(g), addr(g), addr(r), addr(a), addr(grad_input), s);
-  });
-  return grad_input.to(grad.scalar_type());
+  return add_into_grad_input(
+      grad, rois, s, [&](const at::Tensor& g, const at::Tensor& r, const at::Tensor& grad_input) {
+        vkml::ops::roi_pool_backward(vkml_device(g), addr(g), addr(r), addr(a), addr(grad_input),
+                                     s);
+      });
 }
 
 // Autocast, as torchvision's for CUDA: the op runs in float32 and returns the input's dtype.
