@@ -25,7 +25,7 @@ EW = (
     "float32, float16, bfloat16, float64 (where the device has shaderFloat64; exp/log, "
     "trigonometric functions, pow, erf/erfc/erfinv, xlogy, logaddexp, sinc, entr, lgamma, "
     "digamma native; trigamma, ... on the CPU, counted), "
-    "int64, int32, uint8, bool"
+    "int64, int32, int16, int8, uint8, bool (int16 where the device has shaderInt16)"
 )
 ACT = (
     "float32, float16, bfloat16, float64 (those with float parameters, e.g. elu and "
@@ -49,14 +49,14 @@ FAMILIES = {
     "ops_special.cpp": (
         "Special functions (torch.special, i0, polygamma, igamma), frexp, angle, gcd / lcm",
         "float32, float16, bfloat16 (in float32; integer inputs promote to float); gcd / lcm: "
-        "int64, int32, uint8; float64 takes the CPU route (angle: native)",
+        "int64, int32, int16, int8, uint8; float64 takes the CPU route (angle: native)",
     ),
     "ops_activation.cpp": ("Activations and their backward", ACT),
     "ops_reduce.cpp": (
         "Reductions",
         "float32, float16, bfloat16 (in float32), float64 (where the device has "
-        "shaderFloat64), int64, int32, uint8, bool; complex (sums of the parts, pairwise "
-        "products)",
+        "shaderFloat64), int64, int32, int16 and int8 (in int32), uint8, bool; complex (sums "
+        "of the parts, pairwise products)",
     ),
     "ops_matmul.cpp": (
         "Matrix products, cross product",
@@ -137,14 +137,14 @@ FAMILIES = {
     "ops_foreach.cpp": ("Multi-tensor (_foreach_*) ops", EW),
     "ops_index.cpp": (
         "Indexing, gather / scatter, embedding backward",
-        "float32, float16, bfloat16, float64, int64, int32, uint8, bool, int8 (moves only), "
+        "float32, float16, bfloat16, float64, int64, int32, int16, int8, uint8, bool, "
         "complex64 and complex128 (reductions: sums; products on the CPU, counted); "
-        "reductions on float64, and other than sum on int64, uint8 and bool, run serially",
+        "reductions on float64, and other than sum on int64, run serially",
     ),
     "ops_scan.cpp": (
         "Scans",
         "float32, float16, bfloat16, float64 (where the device has shaderFloat64), int64, "
-        "int32 (cummax/cummin also uint8, bool)",
+        "int32, int16 and int8 (in int32) (cummax/cummin also uint8, bool)",
     ),
     "ops_compact.cpp": (
         "Data-dependent shapes (nonzero, masked_select, masked_scatter), count_nonzero",

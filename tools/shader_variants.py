@@ -8,8 +8,9 @@ Declarations (one per line, in a shader's first lines):
   //! variant NAME FLAG...
       one variant, compiled with glslc and these flags.
   //! dtypes DT... [suffix=S] [FLAG...]
-      one variant per storage dtype (f32 f16 bf16 f64 i32 i64 u8), named DT, or DT_S,
-      compiled with -DST_<DT> (and -DNEED_F16 for f16 and bf16) and the FLAGs. The
+      one variant per storage dtype (f32 f16 bf16 f64 i32 i64 i16 i8 u8), named DT, or
+      DT_S, compiled with -DST_<DT> (and -DNEED_F16 for f16 and bf16, -DNEED_I16 for
+      i16) and the FLAGs. The
       C++ lookup shaders::<shader>[_<S>](DType) finds them; u8 also serves bool.
   //! widths N... [FLAG...]
       one variant per element size in bytes, named bN, compiled with -DEL=N (and
@@ -37,6 +38,8 @@ DTYPES = {  # variant dtype -> the vkml::DType values it stores
     "f64": ["f64"],
     "i32": ["i32"],
     "i64": ["i64"],
+    "i16": ["i16"],
+    "i8": ["i8"],
     "u8": ["u8", "b8"],
 }
 WIDTHS = ("1", "2", "4", "8")
@@ -94,11 +97,11 @@ def parse(shader: Path) -> tuple[list[Variant], list[Lookup]]:
             fn = f"{shader.stem}_{suffix}" if suffix else shader.stem
             lookup = Lookup(fn, line[4:], True)
             for dt in keys:
-                need = ["-DNEED_F16"] if dt in ("f16", "bf16") else []
+                need = {"f16": ["-DNEED_F16"], "bf16": ["-DNEED_F16"], "i16": ["-DNEED_I16"]}
                 v = Variant(
                     shader,
                     f"{dt}_{suffix}" if suffix else dt,
-                    [f"-DST_{dt.upper()}", *need, *flags],
+                    [f"-DST_{dt.upper()}", *need.get(dt, []), *flags],
                 )
                 variants.append(v)
                 for t in DTYPES[dt]:

@@ -17,7 +17,8 @@ namespace vkml_aten {
 
 bool elementwise_dtype(at::ScalarType t) {
   return t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kDouble ||
-         t == at::kLong || t == at::kInt || t == at::kByte || t == at::kBool;
+         t == at::kLong || t == at::kInt || t == at::kShort || t == at::kChar || t == at::kByte ||
+         t == at::kBool;
 }
 
 namespace {

@@ -36,9 +36,9 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
   at::native::resize_output(out, {n});
   if (n == 0) return out;
   auto t = out.scalar_type();
-  if (t == at::kByte) {
-    // No uint8 arange kernel: int32 values, narrowed by the copy (which wraps
-    // modulo 256 like the CPU's cast of its int64 accumulator).
+  if (t == at::kByte || t == at::kChar || t == at::kShort) {
+    // No 8- or 16-bit arange kernel: int32 values, narrowed by the copy (which wraps
+    // like the CPU's cast of its int64 accumulator).
     at::Tensor wide = at::empty({n}, out.options().dtype(at::kInt));
     arange_out(start, end, step, wide);
     out.copy_(wide);

@@ -7,6 +7,7 @@
 // PyTorch's CPU kernels raise. The kernels never touch memory outside their
 // operands even without the check (a gather reads 0, a scatter skips the element).
 #include <ATen/Context.h>
+#include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
@@ -63,6 +64,8 @@ vkml::DType kernel_dtype(const char* name, at::ScalarType t, bool reduce) {
     case at::kBFloat16:
     case at::kInt:
     case at::kLong:
+    case at::kShort:
+    case at::kChar:
     case at::kByte:
     case at::kBool:
       return to_vkml(t);
@@ -70,9 +73,6 @@ vkml::DType kernel_dtype(const char* name, at::ScalarType t, bool reduce) {
       return reduce ? vkml::DType::f64 : vkml::DType::i64;
     case at::kComplexFloat:  // a pair of floats moves as one 8-byte element
       if (!reduce) return vkml::DType::i64;
-      break;
-    case at::kChar:
-      if (!reduce) return vkml::DType::u8;
       break;
     default:
       break;
@@ -409,13 +409,13 @@ std::pair<IndexReduce, at::Scalar> reduction_of(std::string_view reduce, const a
   if (is_float) {
     id =
         is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-  } else if (t == at::kInt) {
-    id = is_max ? int64_t(std::numeric_limits<int32_t>::min())
-                : int64_t(std::numeric_limits<int32_t>::max());
-  } else if (t == at::kByte || t == at::kBool) {
-    id = is_max ? 0 : (t == at::kBool ? 1 : 255);
-  } else {
-    id = is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+  } else if (t == at::kBool) {
+    id = is_max ? 0 : 1;
+  } else {  // the dtype's extremes: the kernels store the identity in self's dtype
+    AT_DISPATCH_INTEGRAL_TYPES(t, "reduction_of", [&] {
+      id = is_max ? int64_t(std::numeric_limits<scalar_t>::lowest())
+                  : int64_t(std::numeric_limits<scalar_t>::max());
+    });
   }
   return {is_max ? IndexReduce::Max : IndexReduce::Min, id};
 }

@@ -30,6 +30,12 @@ bool random_dtype(at::ScalarType t) {
 at::Tensor& generate(at::Tensor& self, Distribution dist, vkml::Scalar a, vkml::Scalar b,
                      const std::optional<at::Generator>& gen) {
   if (self.numel() == 0) return self;
+  if (self.scalar_type() == at::kChar || self.scalar_type() == at::kShort) {
+    // Drawn as int32 in the same range, which holds every int16 and int8 value.
+    at::Tensor wide = at::empty(self.sizes(), self.options().dtype(at::kInt));
+    generate(wide, dist, a, b, gen);
+    return self.copy_(wide);
+  }
   TORCH_CHECK_NOT_IMPLEMENTED(random_dtype(self.scalar_type()),
                               "random numbers on vkml do not support ", self.scalar_type(), " yet");
   TORCH_CHECK_NOT_IMPLEMENTED(
@@ -65,6 +71,32 @@ at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at:
   return generate(self, Distribution::Normal, vkml::Scalar::of(mean), vkml::Scalar::of(std), gen);
 }
 
+// The CPU's bounds check of random_(from, to) for the small integer dtypes, in its words
+// (the C++ type's name): their values would wrap when drawn wider.
+void check_random_bounds(at::ScalarType t, int64_t from, int64_t to) {
+  int64_t lo = 0, hi = 0;
+  const char* name = nullptr;
+  switch (t) {
+    case at::kByte:
+      lo = 0, hi = 255, name = "unsigned char";
+      break;
+    case at::kChar:
+      lo = -128, hi = 127, name = "signed char";
+      break;
+    case at::kShort:
+      lo = -32768, hi = 32767, name = "short int";
+      break;
+    case at::kInt:
+      lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+      name = "int";
+      break;
+    default:
+      return;
+  }
+  TORCH_CHECK(from >= lo && from <= hi, "from is out of bounds for ", name);
+  TORCH_CHECK(to - 1 >= lo && to - 1 <= hi, "to - 1 is out of bounds for ", name);
+}
+
 at::Tensor& random_from_to(at::Tensor& self, int64_t from, std::optional<int64_t> to,
                            std::optional<at::Generator> gen) {
   int64_t hi;
@@ -72,14 +104,17 @@ at::Tensor& random_from_to(at::Tensor& self, int64_t from, std::optional<int64_t
     hi = *to;
   } else {
     // [from, largest value of the dtype]: PyTorch's random_(from, None).
-    hi = self.scalar_type() == at::kLong   ? std::numeric_limits<int64_t>::max()
-         : self.scalar_type() == at::kInt  ? (int64_t(1) << 31)
-         : self.scalar_type() == at::kBool ? 2
-         : self.scalar_type() == at::kByte ? 256
-                                           : (int64_t(1) << 24) + 1;
+    hi = self.scalar_type() == at::kLong    ? std::numeric_limits<int64_t>::max()
+         : self.scalar_type() == at::kInt   ? (int64_t(1) << 31)
+         : self.scalar_type() == at::kBool  ? 2
+         : self.scalar_type() == at::kByte  ? 256
+         : self.scalar_type() == at::kShort ? (int64_t(1) << 15)
+         : self.scalar_type() == at::kChar  ? (int64_t(1) << 7)
+                                            : (int64_t(1) << 24) + 1;
   }
   TORCH_CHECK(from < hi, "random_ expects 'from' to be less than 'to', but got from=", from,
               " >= to=", hi);
+  check_random_bounds(self.scalar_type(), from, hi);
   return generate(self, Distribution::RandInt, vkml::Scalar::of_int(from), vkml::Scalar::of_int(hi),
                   gen);
 }
@@ -91,6 +126,8 @@ at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
                : self.scalar_type() == at::kInt      ? (int64_t(1) << 31)
                : self.scalar_type() == at::kBool     ? 2
                : self.scalar_type() == at::kByte     ? 256
+               : self.scalar_type() == at::kShort    ? (int64_t(1) << 15)
+               : self.scalar_type() == at::kChar     ? (int64_t(1) << 7)
                : self.scalar_type() == at::kHalf     ? (int64_t(1) << 11) + 1
                : self.scalar_type() == at::kBFloat16 ? (int64_t(1) << 8) + 1
                                                      : (int64_t(1) << 24) + 1;

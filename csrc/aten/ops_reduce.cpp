@@ -39,10 +39,12 @@ at::Tensor run_reduce(const char* name, const at::Tensor& self, const std::vecto
     const at::ScalarType real = vt == at::kComplexFloat ? at::kFloat : at::kDouble;
     return at::view_as_complex(run_reduce(name, pairs, dims, keepdim, op, real, scale));
   }
-  if (vt == at::kBFloat16) {
-    // bfloat16 reduces in float32 and rounds once at the end, as PyTorch's CPU does.
-    at::Tensor r = run_reduce(name, self, dims, keepdim, op, at::kFloat, scale, indices, arg_only);
-    return arg_only ? r : r.to(at::kBFloat16);
+  if (vt == at::kBFloat16 || vt == at::kShort || vt == at::kChar) {
+    // bfloat16 reduces in float32 and rounds once at the end, as PyTorch's CPU does;
+    // int16 and int8 reduce in int32, whose sums and products wrap to the same low bits.
+    const at::ScalarType wide = vt == at::kBFloat16 ? at::kFloat : at::kInt;
+    at::Tensor r = run_reduce(name, self, dims, keepdim, op, wide, scale, indices, arg_only);
+    return arg_only ? r : r.to(vt);
   }
   if (vt == at::kDouble && narrow_float(self.scalar_type()) && !arg_only &&
       !vkml_device(self).info().supports_fp64) {

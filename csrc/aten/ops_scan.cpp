@@ -46,6 +46,10 @@ at::Tensor run_scan(const char* name, const at::Tensor& self, int64_t dim, ScanO
     at::Tensor parts = at::view_as_real(c.contiguous());
     return at::view_as_complex(run_scan(name, parts, d, op, parts.scalar_type()));
   }
+  if ((dt == at::kShort || dt == at::kChar) && op != ScanOp::LogSumExp) {
+    // int16 and int8 scan in int32: running sums and products wrap to the same low bits.
+    return run_scan(name, self, dim, op, at::kInt, indices).to(dt);
+  }
   TORCH_CHECK_NOT_IMPLEMENTED(scan_dtype(dt, op), name, " on vkml does not support ", dt, " yet");
   TORCH_CHECK_NOT_IMPLEMENTED(dt != at::kDouble || vkml_device(self).info().supports_fp64, name,
                               " on vkml: ", vkml_device(self).info().name,

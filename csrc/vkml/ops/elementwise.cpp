@@ -32,7 +32,10 @@ uint64_t encode(DType t, Scalar v) {
   }
   if (is_floating(t)) return f32_bits(v.f);
   if (t == DType::i64) return uint64_t(v.i);
-  if (t == DType::u8) return uint8_t(v.i);  // -7 with a uint8 tensor is 249, as in PyTorch
+  // Values wrap to the dtype, as PyTorch casts them: -7 with a uint8 tensor is 249.
+  if (t == DType::u8) return uint8_t(v.i);
+  if (t == DType::i8) return uint32_t(int32_t(int8_t(v.i)));
+  if (t == DType::i16) return uint32_t(int32_t(int16_t(v.i)));
   return uint64_t(uint32_t(int32_t(v.i)));
 }
 
@@ -219,6 +222,7 @@ void run_elementwise(Device& dev, Elementwise e) {
 bool elementwise_supported(Device& dev, DType t) {
   if (t == DType::f16) return dev.info().supports_fp16;
   if (t == DType::f64) return dev.info().supports_fp64;
+  if (t == DType::i16) return dev.info().supports_int16;
   return shaders::elementwise(t) != Shader::none;
 }
 

@@ -40,6 +40,8 @@ void index_op(Device& dev, const IndexArgs& a) {
                  std::string(dtype_name(a.dtype)) + " is not supported on " + dev.info().name);
   VKML_CHECK_ARG(a.dtype != DType::f64 || dev.info().supports_fp64,
                  std::string("float64 is not supported on ") + dev.info().name);
+  VKML_CHECK_ARG(a.dtype != DType::i16 || dev.info().supports_int16,
+                 std::string("int16 is not supported on ") + dev.info().name);
   VKML_CHECK_ARG(a.idx.dtype == DType::i64 || a.idx.dtype == DType::i32,
                  "index kernels take int64 or int32 indices");
   VKML_CHECK_ARG(a.dst.ndim == a.idx.ndim && (a.src.address == 0 || a.src.ndim == a.dst.ndim),
@@ -49,9 +51,8 @@ void index_op(Device& dev, const IndexArgs& a) {
                  "index kernels: float16 reductions are not supported (accumulate in float32)");
   VKML_CHECK_ARG(a.src.address != 0 || a.mode == IndexMode::Scatter,
                  "index kernels: a gather needs a source tensor");
-  bool serial =
-      reduce && (a.serial || a.dtype == DType::u8 || a.dtype == DType::b8 ||
-                 a.dtype == DType::f64 || (a.dtype == DType::i64 && a.reduce != IndexReduce::Add));
+  bool serial = reduce && (a.serial || a.dtype == DType::f64 ||
+                           (a.dtype == DType::i64 && a.reduce != IndexReduce::Add));
 
   MultiLayout l;
   l.noperands = 3;

@@ -11,8 +11,8 @@
 // (exp/log, trigonometry, activations, pow, erf, ...): with it in the f64 variant,
 // every f64 pipeline took 0.6 s to create on lavapipe (Mesa 22.3), its disk cache
 // notwithstanding; without it, an add takes 0.02 s and a math op 1.2 s.
-//! dtypes f32 f16 bf16 f64 i32 i64 u8
-//! dtypes f32 f16 bf16 f64 i32 i64 u8 suffix=cmp -DOUT_BOOL
+//! dtypes f32 f16 bf16 f64 i32 i64 i16 i8 u8
+//! dtypes f32 f16 bf16 f64 i32 i64 i16 i8 u8 suffix=cmp -DOUT_BOOL
 //! dtypes f32 f16 bf16 f64 suffix=special -DWITH_SPECIAL
 //! dtypes f32 f16 bf16 suffix=table -DTABLE
 #ifdef ST_BF16
@@ -55,10 +55,17 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { dou
 #define BUF BufI64
 #define CT int64_t
 #define INT_BITS 64
+#elif defined(ST_I16)  // int16 and int8 compute in int32 and wrap when stored, as the CPU
+#define BUF BufI16
+#define CT int
+#define INT_BITS 16
+#elif defined(ST_I8)
+#define BUF BufI8
+#define CT int
+#define INT_BITS 8
 #else
 #define BUF BufU8
 #define CT int
-#define IS_BYTE 1
 #define INT_BITS 8
 #endif
 
@@ -496,10 +503,19 @@ float frexp_bits(float x, out int e) {
 #endif
 
 #ifndef IS_FLOAT
-// Euclid's algorithm on magnitudes, as the CPU's calc_gcd.
+// Euclid's algorithm on magnitudes, as the CPU's calc_gcd, which takes them in the
+// tensor's dtype: int8's abs(-128) stays -128 there, and the gcd comes out negative.
 CT gcd_i(CT a, CT b) {
+#if defined(ST_I8)
+  a = int(int8_t(abs(a)));
+  b = int(int8_t(abs(b)));
+#elif defined(ST_I16)
+  a = int(int16_t(abs(a)));
+  b = int(int16_t(abs(b)));
+#else
   a = abs(a);
   b = abs(b);
+#endif
   while (a != CT(0)) {
     CT c = a;
     a = b - a * (b / a);
@@ -1028,6 +1044,10 @@ void store(uint off, CT r) {
   BUF(OPERAND(0)).v[off] = uint16_t(f32_to_bf16(r));
 #elif defined(ST_U8)
   BUF(OPERAND(0)).v[off] = uint8_t(r);
+#elif defined(ST_I16)
+  BUF(OPERAND(0)).v[off] = int16_t(r);
+#elif defined(ST_I8)
+  BUF(OPERAND(0)).v[off] = int8_t(r);
 #else
   BUF(OPERAND(0)).v[off] = r;
 #endif

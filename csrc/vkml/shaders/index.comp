@@ -13,18 +13,18 @@
 //
 // Reductions with duplicate indices use atomics: native int32 atomics, a
 // compare-and-swap loop on the bits for float32, a carry-propagating pair of
-// 32-bit adds for int64 sums, and for bfloat16 a compare-and-swap loop on the
-// aligned 32-bit word that holds the element (allocations are 4-byte aligned
-// and sized, so the word never leaves the buffer; the other half is written
-// back unchanged). bfloat16 gathers and assignments move the 16 bits as they
-// are. Reductions with no atomic form here (int64
-// prod/max/min, uint8/bool, float64: its other moves go as int64 bits) run with
-// SERIAL = 1: one invocation walks every element in order, which is slow but exact
-// and deterministic.
+// 32-bit adds for int64 sums, and for the 16- and 8-bit dtypes (bfloat16, int16,
+// int8, uint8, bool) a compare-and-swap loop on the aligned 32-bit word that
+// holds the element (allocations are 4-byte aligned and sized, so the word never
+// leaves the buffer; its other bytes are written back unchanged). bfloat16
+// gathers and assignments move the 16 bits as they are. Reductions with no
+// atomic form here (int64 prod/max/min, float64: its other moves go as int64
+// bits) run with SERIAL = 1: one invocation walks every element in order, which
+// is slow but exact and deterministic.
 //
 // Specialization constants: 0 = mode (0 gather, 1 scatter), 1 = op (0 assign,
 // 1 add, 2 mul, 3 max, 4 min), 2 = serial.
-//! dtypes f32 f16 bf16 f64 i32 i64 u8
+//! dtypes f32 f16 bf16 f64 i32 i64 i16 i8 u8
 #include "common.glsl"
 
 layout(constant_id = 0) const int MODE = 0;
@@ -66,6 +66,16 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { dou
 #define V int64_t
 #define TO_ST(x) (x)
 #define SCALAR_V pc.scalar
+#elif defined(ST_I16)  // int16 and int8 combine in int32 and wrap when stored
+#define BUF BufI16
+#define V int
+#define TO_ST(x) int16_t(x)
+#define SCALAR_V int(pc.scalar)
+#elif defined(ST_I8)
+#define BUF BufI8
+#define V int
+#define TO_ST(x) int8_t(x)
+#define SCALAR_V int(pc.scalar)
 #else
 #define BUF BufU8
 #define V uint
@@ -82,6 +92,25 @@ layout(local_size_x = WG) in;
 V ld(uint64_t p, int off) { return bf16_to_f32(uint(BUF(p).v[off])); }
 #else
 V ld(uint64_t p, int off) { return V(BUF(p).v[off]); }
+#endif
+
+// The bits of a 16- or 8-bit element inside its 32-bit word, as a value and back.
+#if defined(ST_BF16)
+const uint EL_BYTES = 2u;
+V from_bits(uint b) { return bf16_to_f32(b); }
+uint to_bits(V x) { return f32_to_bf16(x); }
+#elif defined(ST_I16)
+const uint EL_BYTES = 2u;
+V from_bits(uint b) { return int(b << 16) >> 16; }
+uint to_bits(V x) { return uint(x); }
+#elif defined(ST_I8)
+const uint EL_BYTES = 1u;
+V from_bits(uint b) { return int(b << 24) >> 24; }
+uint to_bits(V x) { return uint(x); }
+#elif defined(ST_U8)
+const uint EL_BYTES = 1u;
+V from_bits(uint b) { return b; }
+uint to_bits(V x) { return ((pc.flags & INDEX_BOOL) != 0u) ? uint(x != 0u) : x; }
 #endif
 
 V combine(V a, V b) {
@@ -114,14 +143,14 @@ void reduce_into(int off, V v) {
     if (prev == old) break;
     old = prev;
   }
-#elif defined(ST_BF16)
-  uint64_t at = pc.dst + uint64_t(off) * 2UL;
+#elif defined(ST_BF16) || defined(ST_I16) || defined(ST_I8) || defined(ST_U8)
+  const uint64_t at = pc.dst + uint64_t(off) * uint64_t(EL_BYTES);
   BufU32 w = BufU32(at & ~3UL);
-  uint sh = uint(at & 2UL) * 8u;
+  const uint sh = uint(at & 3UL) * 8u, mask = (1u << (8u * EL_BYTES)) - 1u;
   uint old = w.v[0];
   for (;;) {
-    uint bits = f32_to_bf16(combine(bf16_to_f32((old >> sh) & 0xffffu), v));
-    uint nv = (old & ~(0xffffu << sh)) | (bits << sh);
+    uint bits = to_bits(combine(from_bits((old >> sh) & mask), v)) & mask;
+    uint nv = (old & ~(mask << sh)) | (bits << sh);
     uint prev = atomicCompSwap(w.v[0], old, nv);
     if (prev == old) break;
     old = prev;
