@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 import torch
-from conftest import VKML, describe, run_python
+from conftest import VKML, cpu_error, describe, run_python
 
 import torch_vkml
 
@@ -270,6 +270,58 @@ def test_fallback_counts_api():
     counts = torch_vkml.fallback_counts()
     assert isinstance(counts, dict)
     assert counts == {}
+
+
+# ------------------------------------------- scalar arguments out of range
+
+# Ops whose CPU kernels convert a scalar argument to the tensor's dtype with a check.
+TOO_BIG = {
+    "fill_": lambda x, v: x.clone().fill_(v),
+    "full_like": lambda x, v: torch.full_like(x, v),
+    "clamp": lambda x, v: x.clamp(0, v),
+    "clamp_min_": lambda x, v: x.clone().clamp_(min=-v),
+    "hardtanh": lambda x, v: torch.nn.functional.hardtanh(x, 0, v),
+    "threshold": lambda x, v: torch.threshold(x, 2, v),
+    "masked_fill": lambda x, v: x.masked_fill(x > 2, v),
+    "where": lambda x, v: torch.where(x > 2, x, v),
+    "index_fill_": lambda x, v: x.clone().index_fill_(0, torch.tensor([0], device=x.device), v),
+    "scatter_": lambda x, v: x.clone().scatter_(0, torch.tensor([0], device=x.device), v),
+    "add_alpha": lambda x, v: torch.add(x, x, alpha=v),
+    "sub_alpha": lambda x, v: torch.sub(x, x, alpha=v),
+    "addcmul": lambda x, v: torch.addcmul(x, x, x, value=v),
+    "pow": lambda x, v: x**v,
+}
+BIG = {
+    torch.uint8: 300,
+    torch.int8: 300,
+    torch.int16: 70000,
+    torch.int32: 2**40,
+    torch.float16: 1e6,
+    torch.bfloat16: 1e300,
+    torch.float32: 1e300,
+}
+
+
+@pytest.mark.parametrize("dtype", list(BIG), ids=str)
+def test_scalar_arguments_that_do_not_fit_the_dtype_raise_as_on_the_cpu(dtype):
+    # A kernel would wrap or overflow them silently (uint8 fill_(300) gave 44).
+    x = torch.tensor([1, 3], dtype=dtype)
+    checked = 0
+    for name, fn in TOO_BIG.items():
+        if name == "where" and dtype in (torch.float16, torch.bfloat16):
+            continue  # CPU's scalar_tensor fast path does not check these; CUDA's fill_ does
+        try:
+            fn(x, BIG[dtype])
+        except RuntimeError:
+            kind, message = cpu_error(fn, x, BIG[dtype])
+            with pytest.raises(kind, match=re.escape(message)):
+                fn(x.to(VKML), BIG[dtype])
+            checked += 1
+        else:  # the CPU computes (pow of float32, addcmul of float16 in float32)
+            fn(x.to(VKML), BIG[dtype])
+    assert checked >= 10
+    # What fits still computes, and the device stays usable.
+    torch.testing.assert_close(x.to(VKML).clamp(0, 2).cpu(), x.clamp(0, 2))
 
 
 # ------------------------------------------------------ the C++ runtime

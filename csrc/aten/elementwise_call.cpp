@@ -7,6 +7,7 @@
 #include <c10/util/SmallVector.h>
 
 #include "aten/composite/complex.h"
+#include "op_helpers.h"
 #include "value_bounds.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/elementwise_range.h"
@@ -106,6 +107,11 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
                        const at::Tensor& out, const EwParams& params) {
   Inputs in(inputs_list.begin(), inputs_list.end());
   at::ScalarType compute = compute_type(op, in);
+  if (params.fits != ScalarFits::Unchecked) {
+    const at::ScalarType t = params.fits == ScalarFits::Opmath ? opmath_of(compute) : compute;
+    for (const auto* s : {&params.s0, &params.s1, &params.s2})
+      if (s->has_value()) check_scalar_fits(**s, t);
+  }
   if (at::isComplexType(compute)) {
     auto found = find_device(in, out);
     TORCH_CHECK(found.has_value(), op.name, ": no vkml tensor among the arguments");

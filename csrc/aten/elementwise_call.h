@@ -34,12 +34,20 @@ struct EwOp {
 // typed parameter of binary ops. fp are fp32 parameters (fparam j in the
 // shader, two per slot: slot 2 then slot 0) for ops that compute in fp32 only.
 // A CPU scalar input whose slot a parameter takes is moved to the device.
+// `fits` says where the CPU's kernel converts s0..s2 with Scalar::to<T>(), which raises
+// for a value that does not fit T; vkml then raises the same (check_scalar_fits).
+enum class ScalarFits : uint8_t {
+  Unchecked,
+  Dtype,   // T is the compute dtype (fill values, clamp bounds, alpha)
+  Opmath,  // T is float for float16 and bfloat16 (addcmul's value)
+};
 struct EwParams {
   std::optional<at::Scalar> s1;
   std::optional<at::Scalar> s2;
   uint32_t flags = 0;
   std::optional<at::Scalar> s0;
   std::vector<double> fp;
+  ScalarFits fits = ScalarFits::Unchecked;
 };
 
 // Computes op over inputs into out (allocated when undefined; resized and

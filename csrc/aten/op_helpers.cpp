@@ -1,5 +1,6 @@
 #include "op_helpers.h"
 
+#include <ATen/Dispatch.h>
 #include <ATen/native/Resize.h>
 
 #include "vkml/ops/value_check.h"
@@ -24,6 +25,32 @@ void check_range_later(const at::Tensor& values, int64_t lo, int64_t hi,
     vkml::ops::check_int_range(vkml_device(v), ref(v), lo, hi, DEVICE_ERROR_ASSERT,
                                DEVICE_ERROR_ASSERT, 0, id);
   });
+}
+
+void check_scalar_fits(const at::Scalar& s, at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+    case at::kDouble:
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kLong:
+    case at::kInt:
+    case at::kShort:
+    case at::kChar:
+    case at::kByte:
+    case at::kBool:
+    case at::kComplexFloat:
+    case at::kComplexDouble:
+      AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(at::kHalf, at::kBFloat16, at::kBool, t,
+                                             "check_scalar_fits", [&] { (void)s.to<scalar_t>(); });
+      break;
+    default:
+      break;
+  }
+}
+
+at::ScalarType opmath_of(at::ScalarType t) {
+  return t == at::kHalf || t == at::kBFloat16 ? at::kFloat : t;
 }
 
 void check_float_storage(const char* op, at::ScalarType t) {

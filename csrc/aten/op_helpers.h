@@ -27,6 +27,16 @@ at::Tensor& write_out(at::Tensor& out, const at::Tensor& r);
 void check_range_later(const at::Tensor& values, int64_t lo, int64_t hi,
                        const std::string& message);
 
+// Raises as PyTorch's CPU kernels do (RuntimeError "value cannot be converted to type
+// ... without overflow") when an op's scalar argument (a fill value, a clamp bound,
+// alpha) does not fit the dtype `t` it is used in, where the CPU converts it with
+// Scalar::to<T>(): a kernel would wrap or overflow it silently.
+void check_scalar_fits(const at::Scalar& s, at::ScalarType t);
+
+// The dtype the CPU's kernels compute a scalar argument in: float for float16 and
+// bfloat16 (PyTorch's opmath type), the dtype itself otherwise.
+at::ScalarType opmath_of(at::ScalarType t);
+
 // Raises NotImplementedError naming `op` unless `t` is float32, float16 or bfloat16,
 // the storage dtypes of the float-only kernels.
 void check_float_storage(const char* op, at::ScalarType t);

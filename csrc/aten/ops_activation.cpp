@@ -45,12 +45,15 @@ const EwOp kGluBackwardB{OP_GLU_BACKWARD_B, "glu_backward"};
 at::Tensor& hardtanh_out(const at::Tensor& a, const at::Scalar& lo, const at::Scalar& hi,
                          at::Tensor& out) {
   VKML_CHECK_NOT_BOOL(a.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
-  elementwise(kHardtanh, {a}, out, {.s1 = lo, .s2 = hi, .flags = EW_HAS_MIN | EW_HAS_MAX});
+  elementwise(kHardtanh, {a}, out,
+              {.s1 = lo, .s2 = hi, .flags = EW_HAS_MIN | EW_HAS_MAX, .fits = ScalarFits::Dtype});
   return out;
 }
 at::Tensor hardtanh(const at::Tensor& a, const at::Scalar& lo, const at::Scalar& hi) {
   VKML_CHECK_NOT_BOOL(a.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
-  return elementwise(kHardtanh, {a}, {}, {.s1 = lo, .s2 = hi, .flags = EW_HAS_MIN | EW_HAS_MAX});
+  return elementwise(
+      kHardtanh, {a}, {},
+      {.s1 = lo, .s2 = hi, .flags = EW_HAS_MIN | EW_HAS_MAX, .fits = ScalarFits::Dtype});
 }
 at::Tensor& hardtanh_(at::Tensor& a, const at::Scalar& lo, const at::Scalar& hi) {
   return hardtanh_out(a, lo, hi, a);
@@ -283,11 +286,11 @@ at::Tensor hardshrink_backward(const at::Tensor& grad, const at::Tensor& self,
 // x <= threshold ? value : x, in the input's dtype (integers too).
 at::Tensor& threshold_out(const at::Tensor& a, const at::Scalar& th, const at::Scalar& value,
                           at::Tensor& out) {
-  elementwise(kThreshold, {a}, out, {.s2 = th, .s0 = value});
+  elementwise(kThreshold, {a}, out, {.s2 = th, .s0 = value, .fits = ScalarFits::Dtype});
   return out;
 }
 at::Tensor threshold(const at::Tensor& a, const at::Scalar& th, const at::Scalar& value) {
-  return elementwise(kThreshold, {a}, {}, {.s2 = th, .s0 = value});
+  return elementwise(kThreshold, {a}, {}, {.s2 = th, .s0 = value, .fits = ScalarFits::Dtype});
 }
 at::Tensor& threshold_(at::Tensor& a, const at::Scalar& th, const at::Scalar& value) {
   return threshold_out(a, th, value, a);

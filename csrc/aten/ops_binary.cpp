@@ -54,35 +54,35 @@ const EwOp kXlog1py{OP_XLOG1PY, "special_xlog1py", ResultType::PromoteToFloat};
 
 // add / sub carry alpha in slot 2.
 at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
-  return elementwise(kAdd, {a, b}, {}, {.s2 = alpha});
+  return elementwise(kAdd, {a, b}, {}, {.s2 = alpha, .fits = ScalarFits::Dtype});
 }
 at::Tensor& add_(at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
-  elementwise(kAdd, {a, b}, a, {.s2 = alpha});
+  elementwise(kAdd, {a, b}, a, {.s2 = alpha, .fits = ScalarFits::Dtype});
   return a;
 }
 at::Tensor& add_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha,
                     at::Tensor& out) {
-  elementwise(kAdd, {a, b}, out, {.s2 = alpha});
+  elementwise(kAdd, {a, b}, out, {.s2 = alpha, .fits = ScalarFits::Dtype});
   return out;
 }
 at::Tensor sub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
   at::native::sub_check(a, b);  // ATen's, so the error is the installed torch's
-  return elementwise(kSub, {a, b}, {}, {.s2 = alpha});
+  return elementwise(kSub, {a, b}, {}, {.s2 = alpha, .fits = ScalarFits::Dtype});
 }
 at::Tensor& sub_(at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
   at::native::sub_check(a, b);
-  elementwise(kSub, {a, b}, a, {.s2 = alpha});
+  elementwise(kSub, {a, b}, a, {.s2 = alpha, .fits = ScalarFits::Dtype});
   return a;
 }
 at::Tensor& sub_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha,
                     at::Tensor& out) {
   at::native::sub_check(a, b);
-  elementwise(kSub, {a, b}, out, {.s2 = alpha});
+  elementwise(kSub, {a, b}, out, {.s2 = alpha, .fits = ScalarFits::Dtype});
   return out;
 }
 at::Tensor rsub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
   at::native::sub_check(b, a);
-  return elementwise(kSub, {b, a}, {}, {.s2 = alpha});
+  return elementwise(kSub, {b, a}, {}, {.s2 = alpha, .fits = ScalarFits::Dtype});
 }
 
 VKML_BINARY(mul, kMul)
@@ -247,6 +247,9 @@ at::Tensor& pow_tt_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out
 void check_int_pow(const at::Tensor& a, const at::Scalar& b) {
   TORCH_CHECK(!(at::isIntegralType(a.scalar_type(), true) && b.isIntegral(true) && b.toLong() < 0),
               "Integers to negative integer powers are not allowed.");
+  // The CPU converts the exponent to an integer, float16 or bfloat16 result's dtype.
+  const at::ScalarType t = at::result_type(a, b);
+  if (at::isIntegralType(t, true) || t == at::kHalf || t == at::kBFloat16) check_scalar_fits(b, t);
 }
 // float64 x ** 2 and friends need no transcendental function: spelled with
 // native ops (as PyTorch's own pow does for these exponents) instead of the CPU.

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "op_helpers.h"
 #include "pinned.h"
 #include "value_bounds.h"
 #include "vkml/ops/copy.h"
@@ -188,6 +189,7 @@ vkml::Scalar to_vkml_scalar(const at::Scalar& s, at::ScalarType t) {
 }
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
+  check_scalar_fits(value, self.scalar_type());
   if (self.numel() == 0) return self;
   auto t = self.scalar_type();
   if (self.is_complex()) {  // the real and imaginary parts, on the float view

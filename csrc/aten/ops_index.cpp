@@ -321,6 +321,7 @@ at::Tensor& scatter_value_(at::Tensor& self, int64_t dim, const at::Tensor& inde
                            const at::Scalar& value) {
   check_writes(self, {&index});
   meta(self).scatter_(dim, meta(index), value);
+  check_scalar_fits(value, self.scalar_type());
   scatter_into("scatter", self, dim, index, nullptr, value, IndexReduce::Assign);
   return self;
 }
@@ -339,6 +340,7 @@ at::Tensor& scatter_value_reduce_(at::Tensor& self, int64_t dim, const at::Tenso
   if (complex_product(self, legacy_reduce(reduce)))
     return cpu_route<at::_ops::scatter__value_reduce>(self, dim, index, value, reduce);
   meta(self).scatter_(dim, meta(index), value, reduce);
+  check_scalar_fits(value, self.scalar_type());
   scatter_into("scatter", self, dim, index, nullptr, value, legacy_reduce(reduce));
   return self;
 }
@@ -598,6 +600,7 @@ at::Tensor& index_fill_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& 
   check_writes(self, {&index}, /*internal=*/false);
   check_index_fill(self, index);
   at::maybe_wrap_dim(dim, self.dim());
+  check_scalar_fits(value, self.scalar_type());
   index_scatter("index_fill", self, dim, index, nullptr, value, IndexReduce::Assign, true,
                 Style::BoundsIdx);
   return self;

@@ -32,46 +32,46 @@ void check_addcdiv(const at::Tensor& t1, const at::Tensor& t2) {
 
 at::Tensor addcmul(const at::Tensor& a, const at::Tensor& t1, const at::Tensor& t2,
                    const at::Scalar& v) {
-  return elementwise(kAddcmul, {a, t1, t2}, {}, {.s2 = v});
+  return elementwise(kAddcmul, {a, t1, t2}, {}, {.s2 = v, .fits = ScalarFits::Opmath});
 }
 at::Tensor& addcmul_(at::Tensor& a, const at::Tensor& t1, const at::Tensor& t2,
                      const at::Scalar& v) {
-  elementwise(kAddcmul, {a, t1, t2}, a, {.s2 = v});
+  elementwise(kAddcmul, {a, t1, t2}, a, {.s2 = v, .fits = ScalarFits::Opmath});
   return a;
 }
 at::Tensor& addcmul_out(const at::Tensor& a, const at::Tensor& t1, const at::Tensor& t2,
                         const at::Scalar& v, at::Tensor& out) {
-  elementwise(kAddcmul, {a, t1, t2}, out, {.s2 = v});
+  elementwise(kAddcmul, {a, t1, t2}, out, {.s2 = v, .fits = ScalarFits::Opmath});
   return out;
 }
 at::Tensor addcdiv(const at::Tensor& a, const at::Tensor& t1, const at::Tensor& t2,
                    const at::Scalar& v) {
   check_addcdiv(t1, t2);
-  return elementwise(kAddcdiv, {a, t1, t2}, {}, {.s2 = v});
+  return elementwise(kAddcdiv, {a, t1, t2}, {}, {.s2 = v, .fits = ScalarFits::Opmath});
 }
 at::Tensor& addcdiv_(at::Tensor& a, const at::Tensor& t1, const at::Tensor& t2,
                      const at::Scalar& v) {
   check_addcdiv(t1, t2);
-  elementwise(kAddcdiv, {a, t1, t2}, a, {.s2 = v});
+  elementwise(kAddcdiv, {a, t1, t2}, a, {.s2 = v, .fits = ScalarFits::Opmath});
   return a;
 }
 at::Tensor& addcdiv_out(const at::Tensor& a, const at::Tensor& t1, const at::Tensor& t2,
                         const at::Scalar& v, at::Tensor& out) {
   check_addcdiv(t1, t2);
-  elementwise(kAddcdiv, {a, t1, t2}, out, {.s2 = v});
+  elementwise(kAddcdiv, {a, t1, t2}, out, {.s2 = v, .fits = ScalarFits::Opmath});
   return out;
 }
 
 at::Tensor lerp_s(const at::Tensor& a, const at::Tensor& end, const at::Scalar& w) {
-  return elementwise(kLerpScalar, {a, end}, {}, {.s2 = w});
+  return elementwise(kLerpScalar, {a, end}, {}, {.s2 = w, .fits = ScalarFits::Opmath});
 }
 at::Tensor& lerp_s_(at::Tensor& a, const at::Tensor& end, const at::Scalar& w) {
-  elementwise(kLerpScalar, {a, end}, a, {.s2 = w});
+  elementwise(kLerpScalar, {a, end}, a, {.s2 = w, .fits = ScalarFits::Opmath});
   return a;
 }
 at::Tensor& lerp_s_out(const at::Tensor& a, const at::Tensor& end, const at::Scalar& w,
                        at::Tensor& out) {
-  elementwise(kLerpScalar, {a, end}, out, {.s2 = w});
+  elementwise(kLerpScalar, {a, end}, out, {.s2 = w, .fits = ScalarFits::Opmath});
   return out;
 }
 at::Tensor lerp_t(const at::Tensor& a, const at::Tensor& end, const at::Tensor& w) {

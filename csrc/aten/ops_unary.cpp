@@ -272,7 +272,7 @@ at::Tensor& gelu_out(const at::Tensor& a, c10::string_view approximate, at::Tens
 EwParams clamp_params(const std::optional<at::Scalar>& lo, const std::optional<at::Scalar>& hi) {
   TORCH_CHECK(lo.has_value() || hi.has_value(),
               "torch.clamp: At least one of 'min' or 'max' must not be None");
-  EwParams p;
+  EwParams p{.fits = ScalarFits::Dtype};
   if (lo) p.s1 = *lo, p.flags |= EW_HAS_MIN;
   if (hi) p.s2 = *hi, p.flags |= EW_HAS_MAX;
   return p;
