@@ -185,3 +185,11 @@ def test_binary_promotion_and_forms():
     assert_close_to_cpu(lambda x, y: torch.heaviside(x, y), f, f)
     assert_raises_like_cpu(torch.heaviside, f, i)
     assert_raises_like_cpu(torch.hypot, i, i)
+
+
+def test_bool_shifts_promote_with_an_integer_operand():
+    flags = torch.tensor([True, False, True])
+    assert_close_to_cpu(lambda x: x << 2, flags)
+    assert_close_to_cpu(lambda x: x >> 1, flags)
+    assert_close_to_cpu(lambda x, y: x << y, flags, torch.tensor([1, 2, 3]))
+    assert_raises_like_cpu(lambda x: x << x, flags)

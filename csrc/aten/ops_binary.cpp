@@ -44,8 +44,10 @@ const EwOp kCopysign{OP_COPYSIGN, "copysign", ResultType::PromoteToFloat};
 const EwOp kXlogy{OP_XLOGY, "xlogy", ResultType::PromoteToFloat};
 const EwOp kFmax{OP_FMAX, "fmax"};
 const EwOp kFmin{OP_FMIN, "fmin"};
-const EwOp kShiftLeft{OP_SHIFT_LEFT, "lshift_cpu", ResultType::Promote, false, true};
-const EwOp kShiftRight{OP_SHIFT_RIGHT, "rshift_cpu", ResultType::Promote, false, true};
+// Shifts: integers only, with PyTorch's out-of-range shift rules; bool inputs promote
+// with an integer operand (True << 2 is 4) and raise only when both are bool.
+const EwOp kShiftLeft{OP_SHIFT_LEFT, "lshift_cpu", ResultType::Promote, false, true, true};
+const EwOp kShiftRight{OP_SHIFT_RIGHT, "rshift_cpu", ResultType::Promote, false, true, true};
 const EwOp kNextafter{OP_NEXTAFTER, "nextafter", ResultType::Promote, true};
 const EwOp kLogaddexp{OP_LOGADDEXP, "logaddexp", ResultType::Promote, true};
 const EwOp kLogaddexp2{OP_LOGADDEXP2, "logaddexp2", ResultType::Promote, true};
@@ -119,28 +121,20 @@ at::Tensor& heaviside_out(const at::Tensor& a, const at::Tensor& v, at::Tensor& 
   return out;
 }
 
-// Shifts: integers only (not bool), with PyTorch's out-of-range shift rules.
-const EwOp& shift_op(const EwOp& op, const at::Tensor& a, const at::Tensor& b) {
-  TORCH_CHECK_NOT_IMPLEMENTED(a.scalar_type() != at::kBool && b.scalar_type() != at::kBool, "\"",
-                              op.name, "\" not implemented for 'Bool'");
-  return op;
-}
-#define VKML_SHIFT(fn, OP)                                                               \
-  at::Tensor fn(const at::Tensor& a, const at::Tensor& b) {                              \
-    return elementwise(shift_op(OP, a, b), {a, b});                                      \
-  }                                                                                      \
-  at::Tensor& fn##_(at::Tensor& a, const at::Tensor& b) {                                \
-    elementwise(shift_op(OP, a, b), {a, b}, a);                                          \
-    return a;                                                                            \
-  }                                                                                      \
-  at::Tensor& fn##_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {      \
-    elementwise(shift_op(OP, a, b), {a, b}, out);                                        \
-    return out;                                                                          \
-  }                                                                                      \
-  at::Tensor fn##_s(const at::Tensor& a, const at::Scalar& b) { return fn(a, wrap(b)); } \
-  at::Tensor& fn##_s_(at::Tensor& a, const at::Scalar& b) { return fn##_(a, wrap(b)); }  \
-  at::Tensor& fn##_s_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) {    \
-    return fn##_out(a, wrap(b), out);                                                    \
+#define VKML_SHIFT(fn, OP)                                                                    \
+  at::Tensor fn(const at::Tensor& a, const at::Tensor& b) { return elementwise(OP, {a, b}); } \
+  at::Tensor& fn##_(at::Tensor& a, const at::Tensor& b) {                                     \
+    elementwise(OP, {a, b}, a);                                                               \
+    return a;                                                                                 \
+  }                                                                                           \
+  at::Tensor& fn##_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {           \
+    elementwise(OP, {a, b}, out);                                                             \
+    return out;                                                                               \
+  }                                                                                           \
+  at::Tensor fn##_s(const at::Tensor& a, const at::Scalar& b) { return fn(a, wrap(b)); }      \
+  at::Tensor& fn##_s_(at::Tensor& a, const at::Scalar& b) { return fn##_(a, wrap(b)); }       \
+  at::Tensor& fn##_s_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) {         \
+    return fn##_out(a, wrap(b), out);                                                         \
   }
 VKML_SHIFT(lshift, kShiftLeft)
 VKML_SHIFT(rshift, kShiftRight)
