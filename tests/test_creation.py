@@ -106,6 +106,22 @@ def test_arange_step_cast_to_zero(step):
         torch.arange(0, 5, step, dtype=torch.long, device=VKML)
 
 
+@pytest.mark.parametrize("args", [(0, 126, 1.3), (-5.5, 7.3, 0.1), (0, 10000, 0.01)], ids=repr)
+def test_float32_arange_with_a_fractional_step_rounds_once_from_double(args):
+    # start + step * i in double, rounded once, as the CPU's scalar loop does (its
+    # vectorized loop rounds each block's base to float too, so a few values differ by
+    # one ulp there). Float32 arithmetic gave arange(0, 126, 1.3)[30] = 38.99999 where
+    # the CPU has 39: .long() picked another index in torchaudio's phase vocoder.
+    start, _, step = args
+    got = torch.arange(*args, device=VKML).cpu()
+    i = torch.arange(got.numel(), dtype=torch.float64)
+    assert got.dtype == torch.float32
+    assert torch.equal(got, (start + step * i).float())
+    torch.testing.assert_close(got, torch.arange(*args), rtol=2**-23, atol=1e-7)
+    if args == (0, 126, 1.3):
+        assert torch.equal(got.long(), torch.arange(*args).long())
+
+
 def test_arange_large():
     # more elements than one workgroup dispatch row covers
     assert_factory_close_to_cpu(lambda d: torch.arange(70_001, device=d))

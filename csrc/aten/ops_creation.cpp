@@ -44,6 +44,16 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
     out.copy_(wide);
     return out;
   }
+  if (t == at::kFloat && !(start.isIntegral(false) && step.isIntegral(false)) &&
+      vkml_device(out).info().supports_fp64) {
+    // float32 values as the CPU computes them, start + step * i in double, rounded once:
+    // float32 arithmetic rounds differently, and arange(0, n, 1.3).long() then picks
+    // other indices (torchaudio's phase vocoder does this).
+    at::Tensor wide = at::empty({n}, out.options().dtype(at::kDouble));
+    arange_out(start, end, step, wide);
+    out.copy_(wide);
+    return out;
+  }
   TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kBFloat16 ||
                                   t == at::kDouble || t == at::kLong || t == at::kInt,
                               "arange on vkml does not support ", t, " yet");
