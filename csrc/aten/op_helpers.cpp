@@ -28,25 +28,9 @@ void check_range_later(const at::Tensor& values, int64_t lo, int64_t hi,
 }
 
 void check_scalar_fits(const at::Scalar& s, at::ScalarType t) {
-  switch (t) {
-    case at::kFloat:
-    case at::kDouble:
-    case at::kHalf:
-    case at::kBFloat16:
-    case at::kLong:
-    case at::kInt:
-    case at::kShort:
-    case at::kChar:
-    case at::kByte:
-    case at::kBool:
-    case at::kComplexFloat:
-    case at::kComplexDouble:
-      AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(at::kHalf, at::kBFloat16, at::kBool, t,
-                                             "check_scalar_fits", [&] { (void)s.to<scalar_t>(); });
-      break;
-    default:
-      break;
-  }
+  if (!can_hold(t)) return;  // the dtypes a vkml tensor holds
+  AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(at::kHalf, at::kBFloat16, at::kBool, t,
+                                         "check_scalar_fits", [&] { (void)s.to<scalar_t>(); });
 }
 
 at::ScalarType opmath_of(at::ScalarType t) {

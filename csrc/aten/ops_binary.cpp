@@ -121,20 +121,13 @@ at::Tensor& heaviside_out(const at::Tensor& a, const at::Tensor& v, at::Tensor& 
   return out;
 }
 
-#define VKML_SHIFT(fn, OP)                                                                    \
-  at::Tensor fn(const at::Tensor& a, const at::Tensor& b) { return elementwise(OP, {a, b}); } \
-  at::Tensor& fn##_(at::Tensor& a, const at::Tensor& b) {                                     \
-    elementwise(OP, {a, b}, a);                                                               \
-    return a;                                                                                 \
-  }                                                                                           \
-  at::Tensor& fn##_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {           \
-    elementwise(OP, {a, b}, out);                                                             \
-    return out;                                                                               \
-  }                                                                                           \
-  at::Tensor fn##_s(const at::Tensor& a, const at::Scalar& b) { return fn(a, wrap(b)); }      \
-  at::Tensor& fn##_s_(at::Tensor& a, const at::Scalar& b) { return fn##_(a, wrap(b)); }       \
-  at::Tensor& fn##_s_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) {         \
-    return fn##_out(a, wrap(b), out);                                                         \
+// Shifts also take a Scalar amount (__lshift__.Scalar and friends).
+#define VKML_SHIFT(fn, OP)                                                               \
+  VKML_BINARY(fn, OP)                                                                    \
+  at::Tensor fn##_s(const at::Tensor& a, const at::Scalar& b) { return fn(a, wrap(b)); } \
+  at::Tensor& fn##_s_(at::Tensor& a, const at::Scalar& b) { return fn##_(a, wrap(b)); }  \
+  at::Tensor& fn##_s_out(const at::Tensor& a, const at::Scalar& b, at::Tensor& out) {    \
+    return fn##_out(a, wrap(b), out);                                                    \
   }
 VKML_SHIFT(lshift, kShiftLeft)
 VKML_SHIFT(rshift, kShiftRight)
