@@ -13,7 +13,7 @@ import pytorch_lightning as pl
 import torch
 from conftest import describe, on_two_devices
 from pytorch_lightning.utilities.exceptions import MisconfigurationException
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import torch_vkml
 import torch_vkml.lightning
@@ -302,29 +302,41 @@ def _ddp(tmp_path, accelerator, strategy, precision, loop="trainer"):
     return weights, lines["BACKEND"], int(lines["FALLBACKS"])
 
 
-def test_ddp_on_two_devices_trains_as_ddp_on_the_cpu(tmp_path):
-    """Two ranks on two logical vkml devices, over vkml's c10d backend, end with the
-    weights of Lightning's DDP on the CPU over Gloo (same sampler, same batches); Fabric's
-    DDP on vkml those of one process over the same steps."""
-    vk, vk_backend, vk_fallbacks = _ddp(tmp_path, "vkml", "ddp_vkml", "32-true")
-    cpu, cpu_backend, _ = _ddp(tmp_path, "cpu", "ddp", "32-true")
-    assert cpu_backend == "gloo" and vk_backend.startswith("vkml")
-    assert vk_fallbacks == 0
-    torch.testing.assert_close(vk, cpu, atol=1e-5, rtol=0)
-    # Fabric's DDP (its own wrapper code) in a hand-written loop: two ranks of 16 rows
-    # a step (rank r has rows r, r + 2, ...), so each step averages the gradient of 32
-    # consecutive rows, as one process with batches of 32 does.
-    fabric, fabric_backend, fabric_fallbacks = _ddp(
-        tmp_path, "vkml", "ddp_vkml", "32-true", "fabric"
-    )
-    assert fabric_backend.startswith("vkml") and fabric_fallbacks == 0
+def _one_process_over_the_ranks_batches(shuffle):
+    """Weights of one CPU process stepping on the union of both ranks' batches of 16: each
+    DDP step averages the two ranks' mean gradients, which is the mean over those 32
+    rows. Rank r's rows come from torch's DistributedSampler (seed 0, set_epoch each
+    epoch): Lightning's Trainer installs it with shuffling (2.6), Fabric's loop here keeps
+    the loader's order (rank r has rows r, r + 2, ...)."""
+    data = _data()
     torch.manual_seed(1)
     model = Classifier("sgd")
     optimizer = model.configure_optimizers()
-    for _ in range(2):
-        for x, y in DataLoader(_data(), batch_size=32):
+    samplers = [DistributedSampler(data, 2, rank, shuffle=shuffle, seed=0) for rank in (0, 1)]
+    for epoch in range(2):
+        rows = []
+        for sampler in samplers:
+            sampler.set_epoch(epoch)
+            rows.append(torch.tensor(list(sampler)).split(16))
+        for step_rows in zip(*rows, strict=True):
+            x, y = data[torch.cat(step_rows)]
             optimizer.zero_grad()
             torch.nn.functional.cross_entropy(model(x), y).backward()
             optimizer.step()
-    expected = torch.cat([p.detach().flatten() for p in model.parameters()])
-    torch.testing.assert_close(fabric, expected, atol=1e-5, rtol=0)
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def test_ddp_on_two_devices_trains_as_one_process_over_the_ranks_batches(tmp_path):
+    """Two ranks on two logical vkml devices, over vkml's c10d backend, with Lightning's
+    Trainer and with Fabric's DDP (its own wrapper code) in a hand-written loop, end with
+    the weights of one CPU process over the same rows per step."""
+    for loop, shuffle in (("trainer", True), ("fabric", False)):
+        weights, backend, fallbacks = _ddp(tmp_path, "vkml", "ddp_vkml", "32-true", loop)
+        assert backend.startswith("vkml") and fallbacks == 0, loop
+        torch.testing.assert_close(
+            weights,
+            _one_process_over_the_ranks_batches(shuffle),
+            atol=1e-5,
+            rtol=0,
+            msg=lambda m, loop=loop: f"{loop}: {m}",
+        )
