@@ -133,6 +133,20 @@ def test_randint_wide_range():
     assert (values.abs() > 2**32).any()
 
 
+@pytest.mark.parametrize(
+    "dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64], ids=dtype_id
+)
+@pytest.mark.parametrize("call", ["random_()", "random_(0, None)"])
+def test_random_spans_the_exact_integers_of_a_float_dtype(dtype, call):
+    # [0, 2^digits], as on the CPU: random_(0, None) of float16 drew up to 2^24 (inf),
+    # and float64 stopped at 2^24 for both calls.
+    top = 2 ** {torch.float16: 11, torch.bfloat16: 8, torch.float32: 24, torch.float64: 53}[dtype]
+    t = torch.empty(20000, dtype=dtype, device=VKML)
+    values = (t.random_() if call == "random_()" else t.random_(0, None)).cpu().double()
+    assert values.min() >= 0 and values.max() <= top and values.max() > top / 2
+    assert torch.equal(values, values.round())
+
+
 # ----------------------------------------------------------- seeding
 
 

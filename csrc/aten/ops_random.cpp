@@ -97,21 +97,37 @@ void check_random_bounds(at::ScalarType t, int64_t from, int64_t to) {
   TORCH_CHECK(to - 1 >= lo && to - 1 <= hi, "to - 1 is out of bounds for ", name);
 }
 
+// One past the largest value random_() draws for a dtype, as PyTorch's: the dtype's
+// maximum for integers, 2^digits for floats (every integer up to it is exact).
+int64_t random_top(at::ScalarType t) {
+  switch (t) {
+    case at::kLong:
+      return std::numeric_limits<int64_t>::max();
+    case at::kInt:
+      return int64_t(1) << 31;
+    case at::kShort:
+      return int64_t(1) << 15;
+    case at::kChar:
+      return int64_t(1) << 7;
+    case at::kByte:
+      return 256;
+    case at::kBool:
+      return 2;
+    case at::kHalf:
+      return (int64_t(1) << 11) + 1;
+    case at::kBFloat16:
+      return (int64_t(1) << 8) + 1;
+    case at::kDouble:
+      return (int64_t(1) << 53) + 1;
+    default:
+      return (int64_t(1) << 24) + 1;
+  }
+}
+
 at::Tensor& random_from_to(at::Tensor& self, int64_t from, std::optional<int64_t> to,
                            std::optional<at::Generator> gen) {
-  int64_t hi;
-  if (to.has_value()) {
-    hi = *to;
-  } else {
-    // [from, largest value of the dtype]: PyTorch's random_(from, None).
-    hi = self.scalar_type() == at::kLong    ? std::numeric_limits<int64_t>::max()
-         : self.scalar_type() == at::kInt   ? (int64_t(1) << 31)
-         : self.scalar_type() == at::kBool  ? 2
-         : self.scalar_type() == at::kByte  ? 256
-         : self.scalar_type() == at::kShort ? (int64_t(1) << 15)
-         : self.scalar_type() == at::kChar  ? (int64_t(1) << 7)
-                                            : (int64_t(1) << 24) + 1;
-  }
+  // [from, largest value of the dtype] without a `to`: PyTorch's random_(from, None).
+  const int64_t hi = to.value_or(random_top(self.scalar_type()));
   TORCH_CHECK(from < hi, "random_ expects 'from' to be less than 'to', but got from=", from,
               " >= to=", hi);
   check_random_bounds(self.scalar_type(), from, hi);
@@ -122,16 +138,7 @@ at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator>
   return random_from_to(self, 0, to, gen);
 }
 at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
-  int64_t hi = self.scalar_type() == at::kLong       ? std::numeric_limits<int64_t>::max()
-               : self.scalar_type() == at::kInt      ? (int64_t(1) << 31)
-               : self.scalar_type() == at::kBool     ? 2
-               : self.scalar_type() == at::kByte     ? 256
-               : self.scalar_type() == at::kShort    ? (int64_t(1) << 15)
-               : self.scalar_type() == at::kChar     ? (int64_t(1) << 7)
-               : self.scalar_type() == at::kHalf     ? (int64_t(1) << 11) + 1
-               : self.scalar_type() == at::kBFloat16 ? (int64_t(1) << 8) + 1
-                                                     : (int64_t(1) << 24) + 1;
-  return random_from_to(self, 0, hi, gen);
+  return random_from_to(self, 0, random_top(self.scalar_type()), gen);
 }
 
 at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Generator> gen) {
