@@ -42,6 +42,7 @@ DTYPES = {  # variant dtype -> the vkml::DType values it stores
     "i8": ["i8"],
     "u8": ["u8", "b8"],
 }
+NEEDS = {"f16": ["-DNEED_F16"], "bf16": ["-DNEED_F16"], "i16": ["-DNEED_I16"]}  # extensions
 WIDTHS = ("1", "2", "4", "8")
 
 
@@ -97,11 +98,10 @@ def parse(shader: Path) -> tuple[list[Variant], list[Lookup]]:
             fn = f"{shader.stem}_{suffix}" if suffix else shader.stem
             lookup = Lookup(fn, line[4:], True)
             for dt in keys:
-                need = {"f16": ["-DNEED_F16"], "bf16": ["-DNEED_F16"], "i16": ["-DNEED_I16"]}
                 v = Variant(
                     shader,
                     f"{dt}_{suffix}" if suffix else dt,
-                    [f"-DST_{dt.upper()}", *need.get(dt, []), *flags],
+                    [f"-DST_{dt.upper()}", *NEEDS.get(dt, []), *flags],
                 )
                 variants.append(v)
                 for t in DTYPES[dt]:
