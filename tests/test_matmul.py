@@ -4,6 +4,8 @@ Tolerances: 1e-4 relative (and absolute, inputs are O(1)) for float32,
 1e-2 for float16 (accumulation is expected in float32).
 """
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -277,7 +279,10 @@ def test_split_k_batched_and_square_unsplit():
     assert _dispatches() - before == 1
 
 
-@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8], ids=dtype_id)
+INTEGER_DTYPES = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES, ids=dtype_id)
 def test_integer_products(dtype):
     a, b = make((5, 7), dtype), make((7, 3), dtype)
     assert_close_to_cpu(torch.mm, a, b)
@@ -436,15 +441,63 @@ def test_addmv_and_vdot(beta, alpha):
     assert_close_to_cpu(torch.vdot, vec, make((6,), torch.float32), **TOL)
 
 
-def test_int8_matmul_takes_the_counted_cpu_route():
-    # int64 / int32 / uint8 have GEMM variants (above); int8 does not.
-    torch_vkml.reset_fallback_counts()
-    a = torch.arange(6, dtype=torch.int8).reshape(2, 3)
-    b = torch.arange(12, dtype=torch.int8).reshape(3, 4)
-    r = torch.mm(a.to("vkml"), b.to("vkml"))
-    assert r.is_vkml and torch.equal(r.cpu(), a @ b)
-    assert torch_vkml.fallback_counts().get("aten::mm", 0) == 1
-    torch_vkml.reset_fallback_counts()  # the fallback was the point (no_fallback fixture)
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES, ids=dtype_id)
+def test_integer_products_take_float_scalars_as_the_element_type(dtype):
+    # The CPU converts alpha and beta to the element type: 1.7 is 1, -2.6 is -2 (int64
+    # addmv, baddbmm and addbmm fell back to the CPU for this before).
+    a, b, c = make((5, 7), dtype), make((7, 3), dtype), make((5, 3), dtype)
+    p, q = make((2, 5, 6), dtype), make((2, 6, 3), dtype)
+    alpha = 2.6 if dtype == torch.uint8 else -2.6
+    assert_close_to_cpu(lambda s, x, y: torch.addmm(s, x, y, beta=1.7, alpha=alpha), c, a, b)
+    assert_close_to_cpu(lambda s, x, y: torch.addmm(s, x, y, beta=0.2, alpha=1), c, a, b)
+    v = make((7,), dtype)
+    assert_close_to_cpu(lambda s, x, y: torch.addmv(s, x, y, beta=1.2, alpha=alpha), c[:, 0], a, v)
+    assert_close_to_cpu(lambda s, x, y: torch.addmv(s, x, y, beta=3), c[:1, 0], a, v)
+    assert_close_to_cpu(lambda s, x, y: torch.baddbmm(s, x, y, beta=1.7, alpha=0.6), c, p, q)
+    assert_close_to_cpu(lambda s, x, y: torch.addbmm(s, x, y, beta=0.6, alpha=alpha), c, p, q)
+
+
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int8, torch.uint8], ids=dtype_id)
+def test_integer_product_scalars_out_of_the_dtype_raise_as_on_the_cpu(dtype):
+    a, b, c = make((2, 3), dtype), make((3, 2), dtype), make((2, 2), dtype)
+    for kwargs in ({"alpha": 70000}, {"beta": -70000}):
+        with pytest.raises(RuntimeError) as cpu:
+            torch.addmm(c, a, b, **kwargs)
+        with pytest.raises(RuntimeError, match=str(cpu.value)):
+            torch.addmm(*to_device((c, a, b), VKML), **kwargs)
+    with pytest.raises(RuntimeError, match="size mismatch, got input \\(3\\), mat \\(2x3\\)"):
+        torch.addmv(*to_device((make((3,), dtype), a, make((3,), dtype)), VKML))
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (32, 64, 16), (37, 130, 29), (5, 0, 3)])
+def test_int_mm_keeps_int32_sums(m, k, n):
+    # torch._int_mm (torchao's int8 linear layers): int8 operands whose sums pass 127.
+    a, b = (
+        make((m, k), torch.int8, low=-128, high=127),
+        make((k, n), torch.int8, low=-128, high=127),
+    )
+    assert_close_to_cpu(torch._int_mm, a, b)
+    assert_close_to_cpu(lambda x, y: torch._int_mm(x.t().contiguous().t(), y.t()), a, b.t())
+    out = torch.empty(0, dtype=torch.int32, device=VKML)
+    torch._int_mm(*to_device((a, b), VKML), out=out)
+    assert torch.equal(out.cpu(), torch._int_mm(a, b))
+
+
+def test_int_mm_errors_are_the_cpus():
+    i8 = torch.int8
+    cases = [
+        (torch.ones(3, dtype=i8), torch.ones(3, 4, dtype=i8)),
+        (torch.ones(2, 3, dtype=i8), torch.ones(3, dtype=i8)),
+        (torch.ones(2, 3, dtype=i8), torch.ones(4, 4, dtype=i8)),
+        (torch.ones(2, 3), torch.ones(3, 4, dtype=i8)),
+        (torch.ones(2, 3, dtype=i8), torch.ones(3, 4, dtype=torch.uint8)),
+    ]
+    for a, b in cases:
+        with pytest.raises((RuntimeError, IndexError)) as cpu:
+            torch._int_mm(a, b)
+        message = str(cpu.value).replace("int_mm_out_cpu", "_int_mm")
+        with pytest.raises(cpu.type, match=re.escape(message)):
+            torch._int_mm(*to_device((a, b), VKML))
 
 
 # (m, k, n, A transposed, A's storage offset, B transposed, B's offset): A transposed is

@@ -61,7 +61,8 @@ FAMILIES = {
     "ops_matmul.cpp": (
         "Matrix products, cross product",
         F + ", bfloat16 (fp32 accumulation), float64 (where the device has shaderFloat64), "
-        "int64, int32, uint8 (int64 accumulation, wrapping); cross: all but bool",
+        "int64, int32, int16, int8, uint8 (int64 accumulation, wrapping; alpha and beta "
+        "as the element type); `_int_mm`: int8 to int32; cross: all but bool",
     ),
     "ops_grouped_mm.cpp": (
         "Grouped products (torch._grouped_mm, F.grouped_mm: mixture-of-experts layers)",

@@ -1,4 +1,4 @@
-// Matrix products: mm, addmm, bmm, baddbmm, addbmm, mv, dot, addr, addmv, and
+// Matrix products: mm, addmm, bmm, baddbmm, addbmm, mv, dot, addr, addmv, _int_mm, and
 // the 3-vector cross product. Operands are read with their strides, so
 // transposed views cost no copy.
 #include <ATen/Context.h>
@@ -10,6 +10,7 @@
 
 #include "aten/composite/complex.h"
 #include "fallback.h"
+#include "op_helpers.h"
 #include "vkml/ops/matmul.h"
 #include "vkml_tensor.h"
 
@@ -18,17 +19,18 @@ namespace {
 
 bool gemm_dtype(at::ScalarType t) {
   return t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kLong ||
-         t == at::kInt || t == at::kByte || t == at::kDouble;
+         t == at::kInt || t == at::kShort || t == at::kChar || t == at::kByte || t == at::kDouble;
 }
 
 void check_gemm_dtype(const char* name, const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), name,
               ": expected both operands to have the same dtype, but got ", a.scalar_type(),
               " != ", b.scalar_type());
-  TORCH_CHECK_NOT_IMPLEMENTED(gemm_dtype(a.scalar_type()), name,
-                              " on vkml supports float32, float16, bfloat16, float64, int64, int32 "
-                              "and uint8, got ",
-                              a.scalar_type());
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      gemm_dtype(a.scalar_type()), name,
+      " on vkml supports float32, float16, bfloat16, float64, int64, int32, "
+      "int16, int8 and uint8, got ",
+      a.scalar_type());
 }
 
 // out[b] = alpha * a[b] @ m[b] + beta * bias[b]; all 3-D (batch, rows, cols).
@@ -142,15 +144,18 @@ at::Tensor& mm_into(const char* name, const at::Tensor& self, const at::Tensor& 
   return out;
 }
 
-// The integer GEMM variants take int64, int32 and uint8 with int32 alpha and
-// beta; the other integer dtypes (bool, int8, int16) and wider scalars take the
-// counted CPU route, which also raises the CPU's errors.
+// The integer GEMM variants take alpha and beta as int32. The CPU converts them to the
+// element type first (Scalar::to: a float truncates, a value out of range raises, here
+// too); bool, int16 on a device without 16-bit integers, and int64 scalars past int32
+// take the counted CPU route.
 bool cpu_only(const at::Tensor& t, const at::Scalar& alpha = 1, const at::Scalar& beta = 0) {
   at::ScalarType st = t.scalar_type();
   if (!at::isIntegralType(st, true)) return false;
-  if (!gemm_dtype(st)) return true;
+  if (!gemm_dtype(st) || (st == at::kShort && !vkml_device(t).info().supports_int16)) return true;
+  check_scalar_fits(alpha, st);
+  check_scalar_fits(beta, st);
   auto fits = [](const at::Scalar& s) {
-    return s.isIntegral(false) && s.toLong() >= INT32_MIN && s.toLong() <= INT32_MAX;
+    return !s.isComplex() && s.toLong() >= INT32_MIN && s.toLong() <= INT32_MAX;
   };
   return !fits(alpha) || !fits(beta);
 }
@@ -381,6 +386,17 @@ at::Tensor& vk_addr_out(const at::Tensor& self, const at::Tensor& v1, const at::
 at::Tensor vk_addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
                     const at::Scalar& beta, const at::Scalar& alpha) {
   if (cpu_only(mat, alpha, beta)) return cpu_route<at::_ops::addmv>(self, mat, vec, beta, alpha);
+  if (at::isIntegralType(mat.scalar_type(), false)) {  // alpha and beta as the element type
+    TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1 && self.dim() <= 1,
+                "vector + matrix @ vector expected, got ", self.dim(), ", ", mat.dim(), ", ",
+                vec.dim());
+    TORCH_CHECK(mat.size(1) == vec.size(0) && (self.numel() == 1 || self.numel() == mat.size(0)),
+                "size mismatch, got input (", self.numel(), "), mat (", mat.size(0), "x",
+                mat.size(1), "), vec (", vec.size(0), ")");
+    return vk_addmm(self.reshape({-1, 1}).expand({mat.size(0), 1}), mat, vec.unsqueeze(1), beta,
+                    alpha)
+        .squeeze(1);
+  }
   at::Tensor r = vk_mv(mat, vec);
   if (alpha.toDouble() != 1.0) r = r * alpha;
   if (beta.toDouble() == 0.0) return r;
@@ -397,6 +413,42 @@ at::Tensor& vk_addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor&
                       const at::Scalar& beta, const at::Scalar& alpha) {
   self.copy_(vk_addmv(self, mat, vec, beta, alpha));
   return self;
+}
+
+// torch._int_mm, the product of int8 quantized linear layers (torchao): int8 operands,
+// int32 sums kept whole. The CPU's uint8 @ int8 form (a oneDNN path) takes its route.
+at::Tensor& vk_int_mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  TORCH_CHECK(self.dim() == 2, "_int_mm: Expected self to be of dimension 2 but got ", self.dim());
+  TORCH_CHECK(mat2.dim() == 2, "_int_mm: Expected mat2 to be of dimension 2 but got ", mat2.dim());
+  TORCH_CHECK(self.size(1) == mat2.size(0),
+              "_int_mm: self.size(1) needs to match mat2.size(0) but got ", self.size(1), " and ",
+              mat2.size(0));
+  TORCH_CHECK(self.scalar_type() == at::kChar || self.scalar_type() == at::kByte,
+              "_int_mm: Expected self dtype to be int8 or uint8 but got ", self.dtype());
+  TORCH_CHECK(mat2.scalar_type() == at::kChar,
+              "_int_mm: Expected mat2 dtype to be of type int8 but got ", mat2.dtype());
+  TORCH_CHECK(out.scalar_type() == at::kInt,
+              "_int_mm: Expected result dtype to be of type kInt but got ", out.dtype());
+  at::native::resize_output(out, {self.size(0), mat2.size(1)});
+  if (self.scalar_type() == at::kByte) return cpu_route<at::_ops::_int_mm_out>(self, mat2, out);
+  if (out.numel() == 0) return out;
+  const bool alias = out.is_alias_of(self) || out.is_alias_of(mat2);
+  at::Tensor c = alias ? at::empty(out.sizes(), out.options()) : out;
+  vkml::ops::GemmArgs g;
+  g.dtype = vkml::DType::i8;
+  g.i32_result = true;
+  g.m = self.size(0), g.n = mat2.size(1), g.k = self.size(1);
+  g.a = addr(self), g.a_row = self.stride(0), g.a_col = self.stride(1);
+  g.b = addr(mat2), g.b_row = mat2.stride(0), g.b_col = mat2.stride(1);
+  g.c = addr(c), g.c_row = c.stride(0), g.c_col = c.stride(1);
+  guarded([&] { vkml::ops::gemm(vkml_device(out), g); });
+  if (alias) out.copy_(c);
+  return out;
+}
+at::Tensor vk_int_mm(const at::Tensor& self, const at::Tensor& mat2) {
+  // Sized first, as the CPU's: a 1-D mat2 raises its IndexError here.
+  at::Tensor out = at::empty({self.size(0), mat2.size(1)}, self.options().dtype(at::kInt));
+  return vk_int_mm_out(self, mat2, out);
 }
 
 }  // namespace
@@ -426,6 +478,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mv", TORCH_FN(vk_mv));
   m.impl("mv.out", TORCH_FN(mv_out));
   m.impl("dot", TORCH_FN(dot));
+  m.impl("_int_mm", TORCH_FN(vk_int_mm));
+  m.impl("_int_mm.out", TORCH_FN(vk_int_mm_out));
 }
 
 }  // namespace vkml_aten

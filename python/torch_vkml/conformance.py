@@ -50,9 +50,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 DTYPE_NAMES = ["float32", "float16", "bfloat16", "int64", "int32", "uint8", "bool", "complex64"]
-# Swept only when named in --dtypes (the device needs float64; docs/conformance.md keeps
+# Swept only when named in --dtypes (float64 needs it of the device; docs/conformance.md keeps
 # the default set).
-EXTRA_DTYPE_NAMES = ["float64", "complex128"]
+EXTRA_DTYPE_NAMES = ["float64", "complex128", "int16", "int8"]
 GRAD = "grad"  # the float32 gradient check, reported as a column of its own
 COLUMNS = [*DTYPE_NAMES, *EXTRA_DTYPE_NAMES, GRAD]
 

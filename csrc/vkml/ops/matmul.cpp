@@ -153,7 +153,8 @@ void set_gemm_config(int32_t bm, int32_t bn, int32_t bk, int32_t threads, int32_
 }
 
 void gemm(Device& dev, const GemmArgs& g) {
-  bool integer = g.dtype == DType::i64 || g.dtype == DType::i32 || g.dtype == DType::u8;
+  const bool integer = g.dtype == DType::i64 || g.dtype == DType::i32 || g.dtype == DType::i16 ||
+                       g.dtype == DType::i8 || g.dtype == DType::u8;
   const bool half = g.dtype == DType::f16 || g.dtype == DType::bf16;
   // float64 and the integers stage 8-byte elements, with no split-K or vector loads.
   const bool wide = integer || g.dtype == DType::f64;
@@ -161,6 +162,8 @@ void gemm(Device& dev, const GemmArgs& g) {
                  std::string("gemm: unsupported dtype ") + dtype_name(g.dtype));
   VKML_CHECK_ARG(g.dtype != DType::f64 || dev.info().supports_fp64,
                  "gemm: float64 is not supported on " + dev.info().name);
+  VKML_CHECK_ARG(g.dtype != DType::i16 || dev.info().supports_int16,
+                 "gemm: int16 is not supported on " + dev.info().name);
   auto int32_range = [](int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; };
   VKML_CHECK_ARG(!integer || (int32_range(g.int_alpha) && int32_range(g.int_beta)),
                  "gemm: integer alpha and beta must fit in int32");
@@ -170,8 +173,9 @@ void gemm(Device& dev, const GemmArgs& g) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return;
   VKML_CHECK_ARG(!g.f32_result || g.dtype == DType::bf16,
                  "gemm: a float32 result is for bf16 operands");
+  VKML_CHECK_ARG(!g.i32_result || g.dtype == DType::i8, "gemm: an int32 result is for i8 operands");
   const bool grouped = g.groups != GemmGroups::none;
-  VKML_CHECK_ARG(!grouped || (g.group_offsets != 0 && !g.f32_result &&
+  VKML_CHECK_ARG(!grouped || (g.group_offsets != 0 && !g.f32_result && !g.i32_result &&
                               (integer ? g.int_beta == 0 : g.beta == 0.0f)),
                  "gemm: a grouped product takes its offsets and no bias");
   // float32 on bf16 matrix units where torch.set_float32_matmul_precision allows it.
@@ -241,16 +245,17 @@ void gemm(Device& dev, const GemmArgs& g) {
 
   // Split-K (launch.h) for float products: the partial sums are fp32.
   const int64_t splits = wide || grouped ? 1 : k_splits(dev, tiles, g.k, g.batch * g.m * g.n);
-  static const PipelineSlots slots({16, uint32_t(std::size(kTiles))});  // dtype, tile class
-  // C's dtype: the operands', or float32 for f32_result (the sum pass writes it).
-  const DType c_dtype = g.f32_result ? DType::f32 : g.dtype;
+  // dtype, tile class, int32 result
+  static const PipelineSlots slots({16, uint32_t(std::size(kTiles)), 2});
+  // C's dtype: the operands', or float32 for f32_result (the sum pass writes it), or int32.
+  const DType c_dtype = g.f32_result ? DType::f32 : g.i32_result ? DType::i32 : g.dtype;
   auto make_scalar = [&](DType dtype, const Tile& tile) {
-    return dev.pipelines().get(shaders::gemm(dtype),
+    return dev.pipelines().get(g.i32_result ? shaders::gemm_i32(dtype) : shaders::gemm(dtype),
                                {tile.bm, tile.bn, tile.bk, tile.threads, tile.tn});
   };
   auto scalar_pipeline = [&](DType dtype, size_t c) {
     if (c == kCustomClass) return make_scalar(dtype, t);  // a sweep's: not kept in the slots
-    return slots.get(dev, {uint32_t(dtype), uint32_t(c)},
+    return slots.get(dev, {uint32_t(dtype), uint32_t(c), uint32_t(g.i32_result)},
                      [&] { return make_scalar(dtype, kTiles[c]); });
   };
   const VkPipeline pipeline = coop.pipeline ? coop.pipeline : scalar_pipeline(g.dtype, tile_class);

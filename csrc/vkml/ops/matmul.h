@@ -20,8 +20,8 @@ enum class Fp32Precision {
 enum class GemmGroups { none, m, n, k };
 
 struct GemmArgs {
-  // f32, f16 or bf16 (fp32 accumulation, rounded once), or i64 / i32 / u8 (int64 accumulation,
-  // wrapping in the element type); all operands
+  // f32, f16 or bf16 (fp32 accumulation, rounded once), f64, or i64 / i32 / i16 / i8 / u8
+  // (int64 accumulation, wrapping in the element type); all operands
   DType dtype = DType::f32;
   int64_t batch = 1, m = 0, n = 0, k = 0;
   uint64_t a = 0;
@@ -41,6 +41,8 @@ struct GemmArgs {
   // bf16 operands with a float32 c and bias (gemm_bf16x3.cpp's products): fp32
   // accumulation, written unrounded; needs the matrix-unit kernel.
   bool f32_result = false;
+  // i8 operands with an int32 c and bias (torch._int_mm): the sums are not wrapped to int8.
+  bool i32_result = false;
   // Grouped: batch g's range of the grouped side runs from group_offsets[g - 1] (0 for
   // g = 0) to group_offsets[g], int32 values on the device read by the kernel (no host
   // wait), clamped to [0, m / n / k]. m, n and k are the whole extents; the operands

@@ -24,7 +24,8 @@
 //
 // Specialization constants: 0 = BM, 1 = BN, 2 = BK, 3 = threads (local size),
 // 4 = TN (outputs per thread along n); TM = BM * BN / (threads * TN).
-//! dtypes f32 f16 bf16 f64 i64 i32 u8
+//! dtypes f32 f16 bf16 f64 i64 i32 i16 i8 u8
+//! dtypes i8 suffix=i32 -DC_I32
 #ifdef ST_BF16
 #define NEED_I16  // bf16 bits move through int16 arithmetic
 #endif
@@ -69,6 +70,16 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { dou
 #define ESIZE 4
 #define ACC int64_t
 #define ELEM int
+#elif defined(ST_I16)
+#define BUF BufI16
+#define ESIZE 2
+#define ACC int64_t
+#define ELEM int16_t
+#elif defined(ST_I8)
+#define BUF BufI8
+#define ESIZE 1
+#define ACC int64_t
+#define ELEM int8_t
 #elif defined(ST_U8)
 #define BUF BufU8
 #define ESIZE 1
@@ -78,6 +89,17 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BufF64 { dou
 #define BUF BufF32
 #define ESIZE 4
 #define ACC float
+#endif
+// C and the bias: the operands' dtype, or int32 for int8 operands with C_I32
+// (torch._int_mm), whose sums are kept whole rather than wrapped to int8.
+#if defined(C_I32)
+#define CBUF BufI32
+#define CSIZE 4
+#define CELEM int
+#else
+#define CBUF BUF
+#define CSIZE ESIZE
+#define CELEM ELEM
 #endif
 // An element as the accumulator type (bfloat16 is stored as its upper 16 bits).
 #if defined(ST_BF16)
@@ -127,11 +149,11 @@ shared ACC Bs[2 * BK * BS];
 #include "gemm_groups.glsl"
 
 void store_c(uint bi, uint gi, uint gj, ACC v) {
-  BUF C = BUF(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * ESIZE);
+  CBUF C = CBUF(pc.c + uint64_t(bi) * uint64_t(pc.c_batch) * CSIZE);
   gi += off_m;
   gj += off_n;
   if ((pc.flags & GEMM_BIAS) != 0u) {
-    BUF Bias = BUF(pc.bias + uint64_t(bi) * uint64_t(pc.bias_batch) * ESIZE);
+    CBUF Bias = CBUF(pc.bias + uint64_t(bi) * uint64_t(pc.bias_batch) * CSIZE);
     v += SCALAR(pc.beta) * LOADV(Bias.v[int(gi) * pc.bias_row + int(gj) * pc.bias_col]);
   }
 #if defined(ST_F16)
@@ -139,7 +161,7 @@ void store_c(uint bi, uint gi, uint gj, ACC v) {
 #elif defined(ST_BF16)
   C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = uint16_t(f32_to_bf16(v));
 #elif defined(ELEM)
-  C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = ELEM(v);
+  C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = CELEM(v);
 #else
   C.v[int(gi) * pc.c_row + int(gj) * pc.c_col] = v;
 #endif
