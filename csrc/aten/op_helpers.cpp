@@ -33,6 +33,12 @@ void check_scalar_fits(const at::Scalar& s, at::ScalarType t) {
                                          "check_scalar_fits", [&] { (void)s.to<scalar_t>(); });
 }
 
+at::Tensor in_layout_of(const at::Tensor& r, const at::Tensor& input) {
+  if (r.dim() != input.dim() || (r.dim() != 4 && r.dim() != 5)) return r;
+  const at::MemoryFormat format = input.suggest_memory_format();
+  return format == at::MemoryFormat::Contiguous ? r : r.contiguous(format);
+}
+
 at::ScalarType opmath_of(at::ScalarType t) {
   return t == at::kHalf || t == at::kBFloat16 ? at::kFloat : t;
 }

@@ -33,6 +33,11 @@ void check_range_later(const at::Tensor& values, int64_t lo, int64_t hi,
 // Scalar::to<T>(): a kernel would wrap or overflow it silently.
 void check_scalar_fits(const at::Scalar& s, at::ScalarType t);
 
+// `r`, computed contiguous by a kernel that keeps its input's layout on the CPU and CUDA
+// (pooling, upsampling, padding, group norm), in the layout of `input`: a channels-last
+// (3d) input gives a channels-last (3d) result, at the cost of one copy of it.
+at::Tensor in_layout_of(const at::Tensor& r, const at::Tensor& input);
+
 // The dtype the CPU's kernels compute a scalar argument in: float for float16 and
 // bfloat16 (PyTorch's opmath type), the dtype itself otherwise.
 at::ScalarType opmath_of(at::ScalarType t);

@@ -38,6 +38,19 @@ vkml::ops::NormView bn_view(const at::Tensor& x) {
   return {x.size(0), x.size(1), inner, inner, x.size(1), inner, x.size(1)};
 }
 
+// A channels-last input's memory is an [N * H * W, C] matrix whose per-column statistics
+// are batch norm's: the kernels run on that view, with no copy, and the results keep the
+// input's layout, as on the CPU and CUDA.
+bool channels_last(const at::Tensor& t) {
+  return (t.dim() == 4 || t.dim() == 5) &&
+         t.suggest_memory_format() != at::MemoryFormat::Contiguous &&
+         t.is_contiguous(t.suggest_memory_format());
+}
+at::Tensor as_rows(const at::Tensor& t) { return t.movedim(1, -1).reshape({-1, t.size(1)}); }
+at::Tensor from_rows(const at::Tensor& rows, const at::Tensor& like) {
+  return rows.view(like.movedim(1, -1).sizes()).movedim(-1, 1);
+}
+
 Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
                    const OptTensor& running_mean, const OptTensor& running_var, bool training,
                    double momentum, double eps) {
@@ -46,7 +59,8 @@ Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
                                                   training, momentum, eps);
   check_float_storage("batch_norm", input.scalar_type());
   TORCH_CHECK(input.dim() >= 2, "batch_norm: expected at least 2-D input, got ", input.dim(), "-D");
-  at::Tensor x = input.contiguous();
+  const bool rows = channels_last(input);
+  at::Tensor x = rows ? as_rows(input) : input.contiguous();
   auto v = bn_view(x);
   int64_t C = v.c;
   at::Tensor w = f32(weight), b = f32(bias);
@@ -88,6 +102,7 @@ Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
       vkml::ops::norm_forward(vkml_device(x), to_vkml(x), addr(x), addr_or_0(w), addr_or_0(b),
                               addr(mean), addr(rstd), addr(y), v);
     });
+  if (rows) y = from_rows(y, input);
   if (!training) {
     at::Tensor none = at::empty({0}, x.options());
     return {y, none, none.clone()};
@@ -124,7 +139,10 @@ Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                                                            running_var, save_mean, save_invstd,
                                                            train, eps, mask);
   check_float_storage("batch_norm_backward", input.scalar_type());
-  at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
+  const bool rows = channels_last(input);
+  at::Tensor x = rows ? as_rows(input) : input.contiguous();
+  at::Tensor gy = grad_out.to(x.scalar_type());
+  gy = rows ? as_rows(gy.contiguous(input.suggest_memory_format())) : gy.contiguous();
   auto v = bn_view(x);
   int64_t C = v.c;
   at::Tensor mean, rstd;
@@ -160,6 +178,7 @@ Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                                   addr(mean), addr(rstd), addr_or_0(sa), addr_or_0(sb), addr(gi), v,
                                   v.outer * v.inner);
       });
+    if (rows) gi = from_rows(gi, input);
   }
   if (mask[1]) gw = sum_gx.to(param_type);
   if (mask[2]) gb = sum_g.to(param_type);
@@ -307,7 +326,8 @@ Tensor3 group_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
     mean.fill_(NAN);
     rstd.fill_(NAN);
   }
-  return {y, mean.to(x.scalar_type()).view({N, group}), rstd.to(x.scalar_type()).view({N, group})};
+  return {in_layout_of(y, input), mean.to(x.scalar_type()).view({N, group}),
+          rstd.to(x.scalar_type()).view({N, group})};
 }
 
 Tensor3 group_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,

@@ -183,7 +183,8 @@ std::tuple<at::Tensor, at::Tensor> max_pool(const at::Tensor& self, at::IntArray
       return cpu_route<at::_ops::max_pool3d_with_indices>(self, kernel, stride, padding, dilation,
                                                           ceil_mode);
   }
-  return run_max(p, self);
+  auto [y, indices] = run_max(p, self);
+  return {in_layout_of(y, self), in_layout_of(indices, self)};
 }
 
 template <int SP>
@@ -216,7 +217,8 @@ at::Tensor avg_pool(const at::Tensor& self, at::IntArrayRef kernel, at::IntArray
       return cpu_route<at::_ops::avg_pool3d>(self, kernel, stride, padding, ceil_mode,
                                              count_include_pad, divisor);
   }
-  return run_avg(p, self);
+  at::Tensor y = run_avg(p, self);
+  return SP == 2 ? in_layout_of(y, self) : y;  // the CPU's 3-d pools give contiguous results
 }
 
 template <int SP>
@@ -247,7 +249,8 @@ at::Tensor adaptive_avg(const at::Tensor& self, at::IntArrayRef output_size) {
     else
       return cpu_route<at::_ops::_adaptive_avg_pool3d>(self, output_size);
   }
-  return run_avg(p, self);
+  at::Tensor y = run_avg(p, self);
+  return SP == 2 ? in_layout_of(y, self) : y;
 }
 
 template <int SP>
@@ -271,7 +274,9 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max(const at::Tensor& self,
     else
       return cpu_route<at::_ops::adaptive_max_pool3d>(self, output_size);
   }
-  return run_max(p, self);
+  auto [y, indices] = run_max(p, self);
+  if constexpr (SP == 2) return {in_layout_of(y, self), in_layout_of(indices, self)};
+  return {y, indices};
 }
 
 template <int SP>

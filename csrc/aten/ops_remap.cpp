@@ -43,6 +43,16 @@ at::Tensor run_remap(const char* op, const at::Tensor& self, const std::vector<R
     return at::view_as_complex(run_remap(op, pairs, real_dims));
   }
   check_vkml_dtype(op, self);
+  // A channels-last input gives a channels-last result, as on the CPU and CUDA: the map
+  // runs over the dims in memory order (channels last) into a contiguous result, which
+  // is then viewed in the logical order, with no copy.
+  if ((self.dim() == 4 || self.dim() == 5) &&
+      self.suggest_memory_format() != at::MemoryFormat::Contiguous) {
+    std::vector<RemapDim> in_memory_order{dims[0]};
+    in_memory_order.insert(in_memory_order.end(), dims.begin() + 2, dims.end());
+    in_memory_order.push_back(dims[1]);
+    return run_remap(op, self.movedim(1, -1), in_memory_order).movedim(-1, 1);
+  }
   std::vector<int64_t> shape;
   for (const RemapDim& d : dims) shape.push_back(d.out_size);
   at::Tensor out = at::empty(shape, self.options());

@@ -120,10 +120,36 @@ at::Tensor& vk_cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& 
   return out;
 }
 
+// The layout of cat's result on the CPU and CUDA: the inputs' common suggested memory
+// format. Channels-last where every input is channels-last (3d) and the shapes agree
+// (other cases take the contiguous path, which also raises the CPU's errors).
+bool channels_last_cat(const std::vector<at::Tensor>& tensors, int64_t dim) {
+  const at::Tensor& t0 = tensors[0];
+  if (t0.dim() != 4 && t0.dim() != 5) return false;
+  const at::MemoryFormat format = t0.suggest_memory_format();
+  if (format == at::MemoryFormat::Contiguous || dim < -t0.dim() || dim >= t0.dim()) return false;
+  const int64_t d = at::maybe_wrap_dim(dim, t0.dim());
+  for (const at::Tensor& t : tensors) {
+    if (t.dim() != t0.dim() || t.suggest_memory_format() != format || t.device() != t0.device())
+      return false;
+    for (int64_t k = 0; k < t.dim(); ++k)
+      if (k != d && t.size(k) != t0.size(k)) return false;
+  }
+  return true;
+}
+
 at::Tensor vk_cat(const at::ITensorListRef& list, int64_t dim) {
   std::vector<at::Tensor> tensors(list.begin(), list.end());
   TORCH_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
   at::Tensor out = at::empty({0}, tensors[0].options().dtype(at::native::result_type(list)));
+  if (channels_last_cat(tensors, dim)) {
+    // Joined in memory order (channels last), then viewed in the logical order: no copy.
+    const int64_t nd = tensors[0].dim(), d = at::maybe_wrap_dim(dim, nd);
+    std::vector<at::Tensor> in_memory_order;
+    for (const at::Tensor& t : tensors) in_memory_order.push_back(t.movedim(1, -1));
+    vk_cat_out(at::TensorList(in_memory_order), d == 0 ? 0 : d == 1 ? nd - 1 : d - 1, out);
+    return out.movedim(-1, 1);
+  }
   return vk_cat_out(list, dim, out);
 }
 

@@ -63,7 +63,7 @@ at::Tensor vk_bilinear(const at::Tensor& self, at::IntArrayRef output_size, bool
   guarded([&] {
     vkml::ops::upsample_bilinear(vkml_device(x), to_vkml(x.scalar_type()), addr(x), addr(out), s);
   });
-  return out;
+  return in_layout_of(out, self);
 }
 at::Tensor& bilinear_out(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners,
                          OptD sh, OptD sw, at::Tensor& out) {
@@ -164,7 +164,7 @@ at::Tensor interp_forward(const char* op, const at::Tensor& self, at::IntArrayRe
     guarded([&] { vkml::ops::interp_pass(vkml_device(x), addr(x), addr(y), passes[d]); });
     x = y;
   }
-  return x.to(self.scalar_type());
+  return in_layout_of(x.to(self.scalar_type()), self);
 }
 
 at::Tensor interp_backward(const char* op, const at::Tensor& grad, at::IntArrayRef output_size,

@@ -1,8 +1,11 @@
-// Rearrangements built from views and native copies / adds: channel_shuffle and
-// unfold_backward (the gradient of Tensor.unfold's sliding windows).
+// Rearrangements built from views and native copies / adds: channel_shuffle,
+// pixel_shuffle / pixel_unshuffle and unfold_backward (the gradient of Tensor.unfold's
+// sliding windows).
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/pixel_shuffle_native.h>
+#include <ATen/ops/pixel_unshuffle_native.h>
 #include <torch/library.h>
 
 #include <vector>
@@ -34,6 +37,21 @@ at::Tensor& channel_shuffle_out(const at::Tensor& self, int64_t groups, at::Tens
   return write_out(out, vk_channel_shuffle(self, groups));
 }
 
+// PyTorch's composite rearrangement (its checks and messages are the CPU's), in the
+// input's layout as the CPU's and CUDA's kernels give it: channels-last stays so.
+at::Tensor vk_pixel_shuffle(const at::Tensor& self, int64_t upscale_factor) {
+  return in_layout_of(at::native::math_pixel_shuffle(self, upscale_factor), self);
+}
+at::Tensor& pixel_shuffle_out(const at::Tensor& self, int64_t upscale_factor, at::Tensor& out) {
+  return write_out(out, vk_pixel_shuffle(self, upscale_factor));
+}
+at::Tensor vk_pixel_unshuffle(const at::Tensor& self, int64_t downscale_factor) {
+  return in_layout_of(at::native::math_pixel_unshuffle(self, downscale_factor), self);
+}
+at::Tensor& pixel_unshuffle_out(const at::Tensor& self, int64_t downscale_factor, at::Tensor& out) {
+  return write_out(out, vk_pixel_unshuffle(self, downscale_factor));
+}
+
 // Window w of size `size` covers input positions w * step + k: for each offset k the
 // positions are distinct, so one strided view add per k accumulates overlaps.
 at::Tensor vk_unfold_backward(const at::Tensor& grad_in, at::IntArrayRef input_sizes, int64_t dim,
@@ -60,6 +78,10 @@ at::Tensor& unfold_backward_out(const at::Tensor& grad_in, at::IntArrayRef input
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("channel_shuffle", TORCH_FN(vk_channel_shuffle));
   m.impl("channel_shuffle.out", TORCH_FN(channel_shuffle_out));
+  m.impl("pixel_shuffle", TORCH_FN(vk_pixel_shuffle));
+  m.impl("pixel_shuffle.out", TORCH_FN(pixel_shuffle_out));
+  m.impl("pixel_unshuffle", TORCH_FN(vk_pixel_unshuffle));
+  m.impl("pixel_unshuffle.out", TORCH_FN(pixel_unshuffle_out));
   m.impl("unfold_backward", TORCH_FN(vk_unfold_backward));
   m.impl("unfold_backward.out", TORCH_FN(unfold_backward_out));
 }

@@ -55,7 +55,7 @@ at::Tensor vk_unpool2d(const at::Tensor& self, const at::Tensor& indices,
               "There should be exactly two elements (height, width) in "
               "output_size, but got ",
               output_size.size(), " elements.");
-  return unpool("max_unpool2d", self, indices, output_size);
+  return in_layout_of(unpool("max_unpool2d", self, indices, output_size), self);
 }
 at::Tensor& unpool2d_out(const at::Tensor& self, const at::Tensor& indices,
                          at::IntArrayRef output_size, at::Tensor& out) {
