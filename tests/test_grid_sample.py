@@ -109,3 +109,43 @@ def test_float64_without_device_support_takes_the_counted_cpu_route():
         env={"TORCH_VKML_NO_FP64": "1"},
     )
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("dims", [2, 3])
+def test_16bit_floats_compute_in_float32_as_cuda(dtype, dims):
+    # A bfloat16 / float16 model (Deformable DETR's multi-scale attention samples with
+    # grid_sample) ran these on the CPU fallback. Like CUDA's kernel, vkml's computes
+    # in float32 and rounds once: compared with the float32 computation rounded, where
+    # the CPU, which rounds every step to the dtype, differs by more.
+    shape, grid_shape = (
+        ((2, 3, 5, 6), (2, 4, 3, 2)) if dims == 2 else ((2, 2, 3, 4, 5), (2, 2, 3, 2, 3))
+    )
+    x, g = leaf(shape), _grid(grid_shape)
+    for mode in ["bilinear", "nearest"] + (["bicubic"] if dims == 2 else []):
+        ref = F.grid_sample(x, g, mode=mode, align_corners=False)
+        xv = x.detach().to(dtype).to("vkml").requires_grad_()
+        gv = g.detach().to(dtype).to("vkml").requires_grad_()
+        out = F.grid_sample(xv, gv, mode=mode, align_corners=False)
+        assert out.dtype == dtype
+        expected = F.grid_sample(
+            x.to(dtype).float(), g.to(dtype).float(), mode=mode, align_corners=False
+        )
+        torch.testing.assert_close(
+            out.cpu().float(), expected.to(dtype).float(), atol=2e-2, rtol=2e-2
+        )
+        assert (out.cpu().float() - ref).abs().max() < 0.1  # the float32 inputs' answer
+        out.float().sum().backward()
+        assert xv.grad.dtype == dtype and gv.grad.dtype == dtype
+        xf, gf = (
+            x.detach().to(dtype).float().requires_grad_(),
+            g.detach().to(dtype).float().requires_grad_(),
+        )
+        F.grid_sample(xf, gf, mode=mode, align_corners=False).sum().backward()
+        torch.testing.assert_close(
+            xv.grad.cpu().float(), xf.grad.to(dtype).float(), atol=2e-2, rtol=2e-2
+        )
+        if mode != "nearest":
+            torch.testing.assert_close(
+                gv.grad.cpu().float(), gf.grad.to(dtype).float(), atol=5e-2, rtol=5e-2
+            )

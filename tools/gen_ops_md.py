@@ -171,7 +171,8 @@ FAMILIES = {
     "ops_grid_sample.cpp": (
         "grid_sample (2-d, 3-d) and backward",
         "float32, float64 (where the device has shaderFloat64; its input gradient also needs "
-        "shaderBufferInt64Atomics); float16 and bfloat16 on the CPU, counted",
+        "shaderBufferInt64Atomics); float16 and bfloat16 computed in float32 and rounded once, "
+        "as CUDA",
     ),
     "composite/rearrange.cpp": ("channel_shuffle, unfold backward", "all (unfold backward: float)"),
     "composite/distance.cpp": ("Pairwise distances (cdist, pdist) and backward", F + ", bfloat16"),

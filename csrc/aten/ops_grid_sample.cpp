@@ -57,6 +57,10 @@ vkml::ops::GridSampleShape shape_of(const at::Tensor& input, const at::Tensor& g
   return s;
 }
 
+bool is_16bit_float(const at::Tensor& t) {
+  return t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16;
+}
+
 // A kernel for the input's dtype on its device; shape_of checks the rest.
 bool has_kernel(const at::Tensor& input, bool input_gradient) {
   const at::ScalarType t = input.scalar_type();
@@ -74,9 +78,13 @@ std::vector<int64_t> out_sizes(const at::Tensor& input, const at::Tensor& grid) 
 template <int D>
 at::Tensor vk_grid_sampler(const at::Tensor& input, const at::Tensor& grid, int64_t mode,
                            int64_t padding, bool align_corners) {
-  // The CPU rounds every step to float16 / bfloat16; the float32 kernel's results
-  // are more accurate but differ by more than those dtypes' tolerances. They, and
-  // float64 on a device without it, take the counted CPU route.
+  // float16 / bfloat16 compute in float32 and round once, as CUDA's kernel (its opmath
+  // type); the CPU rounds every step to the dtype, which is less accurate.
+  if (is_16bit_float(input) && input.scalar_type() == grid.scalar_type())
+    return vk_grid_sampler<D>(input.to(at::kFloat), grid.to(at::kFloat), mode, padding,
+                              align_corners)
+        .to(input.scalar_type());
+  // float64 on a device without it takes the counted CPU route.
   if (!has_kernel(input, /*input_gradient=*/false)) {
     if constexpr (D == 2) {
       return cpu_route<at::_ops::grid_sampler_2d>(input, grid, mode, padding, align_corners);
@@ -103,6 +111,13 @@ std::tuple<at::Tensor, at::Tensor> vk_grid_sampler_bwd(const at::Tensor& grad_ou
                                                        const at::Tensor& grid, int64_t mode,
                                                        int64_t padding, bool align_corners,
                                                        std::array<bool, 2> output_mask) {
+  if (is_16bit_float(input) && input.scalar_type() == grid.scalar_type()) {  // as forward
+    auto [gi, gg] =
+        vk_grid_sampler_bwd<D>(grad_output.to(at::kFloat), input.to(at::kFloat),
+                               grid.to(at::kFloat), mode, padding, align_corners, output_mask);
+    return {gi.defined() ? gi.to(input.scalar_type()) : gi,
+            gg.defined() ? gg.to(grid.scalar_type()) : gg};
+  }
   if (!has_kernel(input, output_mask[0])) {  // the counted CPU route, as forward
     if constexpr (D == 2) {
       return cpu_route<at::_ops::grid_sampler_2d_backward>(grad_output, input, grid, mode, padding,
