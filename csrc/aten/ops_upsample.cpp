@@ -220,8 +220,9 @@ at::Tensor& linear1d_bwd_out(const at::Tensor& g, at::IntArrayRef os, at::IntArr
 
 at::Tensor vk_trilinear(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD sd, OptD sh,
                         OptD sw) {
-  // uint8, and bfloat16 whose CPU kernel rounds each of the 8 products.
-  if (cpu_bound(self) || self.scalar_type() == at::kBFloat16) {
+  // bfloat16 computes in float32 and rounds once, as CUDA (the CPU's kernel rounds each
+  // of the 8 products to bfloat16, which is less accurate).
+  if (cpu_bound(self)) {
     return cpu_route<at::_ops::upsample_trilinear3d>(self, os, ac, sd, sh, sw);
   }
   return interp_forward("upsample_trilinear3d", self, os, InterpMode::Linear, ac, {sd, sh, sw});
