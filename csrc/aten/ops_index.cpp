@@ -177,9 +177,11 @@ void launch(const char* name, const Launch& l) {
     a.wrap_negative = l.wrap;
     a.skip = l.skip.has_value();
     a.skip_value = l.skip.value_or(0);
-    // Atomic float sums depend on the order threads arrive in; under
+    // Atomic float sums depend on the order threads arrive in, and so does which of
+    // several sources copied to one index lands last; under
     // torch.use_deterministic_algorithms the serial path gives the CPU's order.
-    a.serial = l.serial || (reduce && at::globalContext().deterministicAlgorithms());
+    const bool collisions_race = reduce || (l.mode == IndexMode::Scatter && l.src.defined());
+    a.serial = l.serial || (collisions_race && at::globalContext().deterministicAlgorithms());
     guarded([&] { vkml::ops::index_op(vkml_device(l.dst), a); });
   }
 }

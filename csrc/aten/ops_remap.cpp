@@ -1,6 +1,7 @@
 // Gathers whose source index is a per-dim function of the output index (the core's
 // remap): flip, roll, reflection/replication padding and nearest upsampling (1-3d),
 // with their backward passes.
+#include <ATen/Context.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
@@ -76,8 +77,17 @@ at::Tensor run_remap_backward(const char* op, const at::Tensor& grad_out, at::In
     dims[k].in_stride = stride;
     stride *= dims[k].in_size;
   }
-  if (gi.numel() > 0 && g.numel() > 0)
-    guarded([&] { vkml::ops::remap_backward(vkml_device(g), addr(gi), addr(g), dims); });
+  if (gi.numel() > 0 && g.numel() > 0) {
+    if (at::globalContext().deterministicAlgorithms()) {
+      // The kernel's atomic adds sum in the order threads arrive. Under
+      // torch.use_deterministic_algorithms each gradient element's source (the forward
+      // map of an arange) feeds index_add, whose deterministic path sums in order.
+      at::Tensor source = at::arange(gi.numel(), g.options().dtype(at::kLong)).view(in_sizes);
+      gi.view({-1}).index_add_(0, run_remap(op, source, dims).reshape({-1}), g.reshape({-1}));
+    } else {
+      guarded([&] { vkml::ops::remap_backward(vkml_device(g), addr(gi), addr(g), dims); });
+    }
+  }
   return dtype == at::kFloat ? gi : gi.to(dtype);
 }
 

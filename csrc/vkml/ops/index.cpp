@@ -1,5 +1,6 @@
 #include "vkml/ops/index.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -51,8 +52,11 @@ void index_op(Device& dev, const IndexArgs& a) {
                  "index kernels: float16 reductions are not supported (accumulate in float32)");
   VKML_CHECK_ARG(a.src.address != 0 || a.mode == IndexMode::Scatter,
                  "index kernels: a gather needs a source tensor");
-  bool serial = reduce && (a.serial || a.dtype == DType::f64 ||
-                           (a.dtype == DType::i64 && a.reduce != IndexReduce::Add));
+  // Reductions with no atomic form run serially, and so does any scatter the caller asks
+  // to (torch.use_deterministic_algorithms: sums and colliding copies in the CPU's order).
+  bool serial = (reduce && (a.dtype == DType::f64 ||
+                            (a.dtype == DType::i64 && a.reduce != IndexReduce::Add))) ||
+                (a.serial && a.mode == IndexMode::Scatter);
 
   MultiLayout l;
   l.noperands = 3;
@@ -133,7 +137,19 @@ void index_op(Device& dev, const IndexArgs& a) {
     // a driver may run the src load that INDEX_HAS_SRC skips (Mesa 26's lavapipe does).
     p.src = ptr[1] != 0 ? ptr[1] : ptr[0];
     p.idx = ptr[2];
-    dispatch_1d(dev, pipeline, &p, sizeof(p), serial ? 1 : inner_numel, INDEX_WG, &acc);
+    if (!serial) {
+      dispatch_1d(dev, pipeline, &p, sizeof(p), inner_numel, INDEX_WG, &acc);
+      continue;
+    }
+    // Element by element, in dispatches short enough for the loop limit (each element
+    // costs up to five iterations: the walk and its dims); the stream orders them.
+    const int64_t limit = dev.info().loop_iteration_limit;
+    const int64_t chunk = limit ? std::max<int64_t>(1, limit / 8) : inner_numel;
+    for (int64_t first = 0; first < inner_numel; first += chunk) {
+      p.serial_first = uint32_t(first);
+      p.serial_end = uint32_t(std::min(inner_numel, first + chunk));
+      dispatch_1d(dev, pipeline, &p, sizeof(p), 1, INDEX_WG, &acc);
+    }
   }
 }
 

@@ -38,8 +38,9 @@ struct IndexArgs {
   bool wrap_negative = false;
   bool skip = false;
   int64_t skip_value = 0;
-  // Reductions run in one invocation in element order: deterministic and
-  // matching a sequential CPU loop, but slow. Forced where no atomic exists.
+  // Scatters (reductions and copies) run in one invocation in element order:
+  // deterministic and matching a sequential CPU loop, but slow. Forced for reductions
+  // where no atomic exists.
   bool serial = false;
 };
 

@@ -222,7 +222,7 @@ void main() {
   uint i = linear_id();
   if (SERIAL != 0) {
     if (i == 0u)
-      for (uint j = 0u; j < pc.numel; ++j) process(j);
+      for (uint j = pc.serial_first; j < pc.serial_end; ++j) process(j);
     return;
   }
   if (i < pc.numel) process(i);

@@ -46,7 +46,12 @@ VKML_PUSH_BEGIN(Push)
   int dim_stride;  // applied to the index value (src for gather, dst for scatter)
   int dim_size;    // valid indices: [0, dim_size), and [-dim_size, 0) with INDEX_WRAP
   uint flags;
-VKML_PUSH_END(Push, 5 * 8 + 20 * 4)
+  // SERIAL: the one invocation walks elements [serial_first, serial_end), in order. The
+  // launcher splits the walk into dispatches below the device's loop iteration limit
+  // (DeviceInfo::loop_iteration_limit: lavapipe ends longer loops silently).
+  uint serial_first;
+  uint serial_end;
+VKML_PUSH_END(Push, 5 * 8 + 22 * 4)
 VKML_CONTRACT_END(index_detail)
 
 #endif
