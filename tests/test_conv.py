@@ -172,6 +172,39 @@ def test_weight_grad_long_k():
     assert_grads_close_to_cpu(lambda a, b: F.conv2d(a, b, padding=1), x, w, atol=2e-3, rtol=1e-3)
 
 
+@pytest.mark.parametrize(
+    "x_shape, w_shape, x_grad",
+    [
+        ((1, 4, 20_100), (1, 4, 20_000), False),  # a window of 80000 products per output
+        ((18, 1, 250_000), (1, 1, 3), True),  # a weight gradient over 4.5M positions
+    ],
+    ids=["long_window", "weight_grad_over_4.5M_positions"],
+)
+def test_direct_kernel_loops_past_the_loop_limit(x_shape, w_shape, x_grad):
+    """One thread of the direct kernel walks a whole window, or in the weight grad its
+    share of every position; lavapipe ends loops past 65535 iterations silently, and such
+    convolutions came out wrong (relative errors 0.8 to 1.0). Past half the limit the
+    implicit GEMM, whose threads walk K in slices, runs them. Sums of up to 4.5M
+    products, compared with the float64 computation (the CPU's float32 sums of 4.5M terms
+    are as far from it as ours, or further): to 1e-4 of the largest result."""
+    x, w = make(x_shape).requires_grad_(x_grad), _leaf(w_shape)
+    xv, wv = to_device((x, w), VKML)
+    x64, w64 = to_device((x, w), torch.float64)
+    y, yv = F.conv1d(x64, w64), F.conv1d(xv, wv)
+    g = make(y.shape)
+    y.backward(g.double())
+    yv.backward(g.to(VKML))
+
+    def close(actual, expected):
+        bound = 1e-4 * expected.abs().max().item()
+        torch.testing.assert_close(actual.cpu().double(), expected, atol=bound, rtol=0)
+
+    close(yv, y.detach())
+    close(wv.grad, w64.grad)
+    if x_grad:
+        close(xv.grad, x64.grad)
+
+
 def test_grad_of_input_only():
     """output_mask: weights and bias that need no gradient get none."""
     x, w, b = make((2, 3, 6, 6)).requires_grad_(), make((4, 3, 3, 3)), make(4)

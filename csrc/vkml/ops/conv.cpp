@@ -105,7 +105,23 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
   // Rows of the implicit GEMM per group; with fewer than kGemmMinRows a 32-row tile
   // would be mostly idle, and the direct kernel does better (depthwise, tiny convs).
   int64_t rows = mode == CONV_DATA_GRAD ? cig : cog;
-  if (rows >= kGemmMinRows) {
+  // Channels per thread of the direct kernel (mode 0: output channels, else input
+  // channels) of one group.
+  const int64_t per_group = mode == CONV_FORWARD ? cog : cig;
+  const int32_t tile = per_group >= 8 ? 8 : per_group >= 4 ? 4 : 1;
+  const uint32_t wg = 64;
+  // One thread of the direct kernel walks a whole window (a group's channels times the
+  // kernel, each step with its tile's inner loop), or in the weight grad its share of
+  // every output position. Past half the device's loop iteration limit (lavapipe ends
+  // longer loops silently: a conv1d with a 150000-tap kernel, a depthwise weight
+  // gradient over 10M positions came out wrong) the implicit GEMM runs it, whose
+  // threads walk K in slices.
+  const int64_t direct_loop =
+      (mode == CONV_WEIGHT_GRAD ? ceil_div(s.n * prod3(s.out), int64_t(wg))
+                                : (mode == CONV_FORWARD ? cig : cog) * prod3(s.kernel)) *
+      (1 + tile);
+  const int64_t limit = dev.info().loop_iteration_limit;
+  if (rows >= kGemmMinRows || (limit && direct_loop > limit / 2)) {
     // The data grad of a strided, undilated convolution runs one GEMM per phase
     // (CONV_PHASED_DATA_GRAD): CONV_DATA_GRAD would spend stride^d - 1 of every stride^d products
     // on zeros. The grid holds each phase's tiles for the largest phase's columns.
@@ -179,11 +195,7 @@ void launch(Device& dev, DType dtype, int mode, uint64_t p0, uint64_t p1, uint64
     dev.memory().free(scratch.address);
     return;
   }
-  // Channels per thread (mode 0: output channels, else input channels) of one group.
-  int64_t per_group = mode == CONV_FORWARD ? cog : cig;
-  int32_t tile = per_group >= 8 ? 8 : per_group >= 4 ? 4 : 1;
   int64_t tiles = s.groups * ((per_group + tile - 1) / tile);
-  uint32_t wg = 64;
   const uint32_t tile_class = tile == 8 ? 3 : tile == 4 ? 2 : 1;
   VkPipeline pipeline = slots.get(dev, {uint32_t(dtype), uint32_t(mode), tile_class}, [&] {
     return dev.pipelines().get(shaders::conv(dtype), {mode, int32_t(wg), tile});
