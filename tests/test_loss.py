@@ -142,31 +142,30 @@ def test_multilabel_margin_loss(reduction):
     )
 
 
-def test_multilabel_margin_loss_of_many_classes():
-    """One thread walks a row's targets against its classes (c^2 steps): where the
-    driver stops an invocation's loops at 65535 iterations (Mesa 22.3's lavapipe) such
-    rows take the counted CPU route; elsewhere the kernel runs them."""
+def _many_classes_multilabel():
     x = leaf((2, 300), low=-1, high=1)
     target = torch.randint(-1, 300, (2, 300), generator=torch.Generator().manual_seed(5))
-    assert_grads_close_to_cpu(lambda a, t: F.multilabel_margin_loss(a, t), x, target)
-    counts = torch_vkml.fallback_counts()
-    if torch_vkml.get_device_properties().loop_iteration_limit:
-        assert "aten::multilabel_margin_loss_forward" in counts, counts
-    else:
-        assert not counts, counts
-    torch_vkml.reset_fallback_counts()  # the no_fallback check: these are the point here
+    return F.multilabel_margin_loss, x, target, "aten::multilabel_margin_loss_forward"
 
 
-def test_multi_margin_loss_of_many_classes():
-    """One thread walks a row's classes: with 150000 of them the loss was 37 % off on
-    lavapipe (it stops an invocation's loops at 65535 iterations, silently). Past half
-    that limit rows take the counted CPU route; elsewhere the kernel runs them."""
+def _many_classes_multi():
     x = leaf((2, 150_000), low=-1, high=1)
-    target = torch.tensor([7, 149_000])
-    assert_grads_close_to_cpu(lambda a, t: F.multi_margin_loss(a, t), x, target)
+    return F.multi_margin_loss, x, torch.tensor([7, 149_000]), "aten::multi_margin_loss"
+
+
+@pytest.mark.parametrize(
+    "case", [_many_classes_multilabel, _many_classes_multi], ids=["multilabel", "multi"]
+)
+def test_margin_losses_of_many_classes(case):
+    """One thread walks a row's targets against its classes (multilabel: c^2 steps) or its
+    classes (multi): where the driver stops an invocation's loops at 65535 iterations
+    (Mesa 22.3's lavapipe; multi_margin_loss of 150000 classes was 37 % off there) such
+    rows take the counted CPU route; elsewhere the kernel runs them."""
+    loss, x, target, op = case()
+    assert_grads_close_to_cpu(lambda a, t: loss(a, t), x, target)
     counts = torch_vkml.fallback_counts()
     if torch_vkml.get_device_properties().loop_iteration_limit:
-        assert "aten::multi_margin_loss" in counts, counts
+        assert op in counts, counts
     else:
         assert not counts, counts
     torch_vkml.reset_fallback_counts()  # the no_fallback check: these are the point here
