@@ -465,6 +465,9 @@ def test_integer_product_scalars_out_of_the_dtype_raise_as_on_the_cpu(dtype):
             torch.addmm(c, a, b, **kwargs)
         with pytest.raises(RuntimeError, match=str(cpu.value)):
             torch.addmm(*to_device((c, a, b), VKML), **kwargs)
+        with pytest.raises(RuntimeError, match=str(cpu.value)):  # the out= form too
+            cv, av, bv = to_device((c, a, b), VKML)
+            torch.addmm(cv, av, bv, out=torch.empty_like(cv), **kwargs)
     with pytest.raises(RuntimeError, match="size mismatch, got input \\(3\\), mat \\(2x3\\)"):
         torch.addmv(*to_device((make((3,), dtype), a, make((3,), dtype)), VKML))
 

@@ -50,6 +50,10 @@ void gemm3(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out, cons
     }
   }
   bool integer = at::isIntegralType(a.scalar_type(), false);
+  if (integer) {  // the out= forms reach here without cpu_only's conversion check
+    check_scalar_fits(alpha_s, a.scalar_type());
+    check_scalar_fits(beta_s, a.scalar_type());
+  }
   float alpha = integer ? 0.0f : alpha_s.toFloat(), beta = integer ? 0.0f : beta_s.toFloat();
   int64_t int_beta = integer ? beta_s.toLong() : 0;
   vkml::ops::GemmArgs g;
