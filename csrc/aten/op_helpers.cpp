@@ -33,10 +33,14 @@ void check_scalar_fits(const at::Scalar& s, at::ScalarType t) {
                                          "check_scalar_fits", [&] { (void)s.to<scalar_t>(); });
 }
 
+bool channels_last_layout(const at::Tensor& t) {
+  return (t.dim() == 4 || t.dim() == 5) &&
+         t.suggest_memory_format() != at::MemoryFormat::Contiguous;
+}
+
 at::Tensor in_layout_of(const at::Tensor& r, const at::Tensor& input) {
-  if (r.dim() != input.dim() || (r.dim() != 4 && r.dim() != 5)) return r;
-  const at::MemoryFormat format = input.suggest_memory_format();
-  return format == at::MemoryFormat::Contiguous ? r : r.contiguous(format);
+  if (r.dim() != input.dim() || !channels_last_layout(input)) return r;
+  return r.contiguous(input.suggest_memory_format());
 }
 
 at::ScalarType opmath_of(at::ScalarType t) {

@@ -33,6 +33,10 @@ void check_range_later(const at::Tensor& values, int64_t lo, int64_t hi,
 // Scalar::to<T>(): a kernel would wrap or overflow it silently.
 void check_scalar_fits(const at::Scalar& s, at::ScalarType t);
 
+// Whether t is laid out channels-last (4-d) or channels-last-3d (5-d): the layout the CPU
+// and CUDA keep through pooling, normalisation, upsampling, padding and cat.
+bool channels_last_layout(const at::Tensor& t);
+
 // `r`, computed contiguous by a kernel that keeps its input's layout on the CPU and CUDA
 // (pooling, upsampling, padding, group norm), in the layout of `input`: a channels-last
 // (3d) input gives a channels-last (3d) result, at the cost of one copy of it.

@@ -42,9 +42,7 @@ vkml::ops::NormView bn_view(const at::Tensor& x) {
 // are batch norm's: the kernels run on that view, with no copy, and the results keep the
 // input's layout, as on the CPU and CUDA.
 bool channels_last(const at::Tensor& t) {
-  return (t.dim() == 4 || t.dim() == 5) &&
-         t.suggest_memory_format() != at::MemoryFormat::Contiguous &&
-         t.is_contiguous(t.suggest_memory_format());
+  return channels_last_layout(t) && t.is_contiguous(t.suggest_memory_format());
 }
 at::Tensor as_rows(const at::Tensor& t) { return t.movedim(1, -1).reshape({-1, t.size(1)}); }
 at::Tensor from_rows(const at::Tensor& rows, const at::Tensor& like) {

@@ -47,8 +47,7 @@ at::Tensor run_remap(const char* op, const at::Tensor& self, const std::vector<R
   // A channels-last input gives a channels-last result, as on the CPU and CUDA: the map
   // runs over the dims in memory order (channels last) into a contiguous result, which
   // is then viewed in the logical order, with no copy.
-  if ((self.dim() == 4 || self.dim() == 5) &&
-      self.suggest_memory_format() != at::MemoryFormat::Contiguous) {
+  if (channels_last_layout(self)) {
     std::vector<RemapDim> in_memory_order{dims[0]};
     in_memory_order.insert(in_memory_order.end(), dims.begin() + 2, dims.end());
     in_memory_order.push_back(dims[1]);

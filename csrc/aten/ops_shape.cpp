@@ -9,6 +9,7 @@
 
 #include <optional>
 
+#include "op_helpers.h"
 #include "value_bounds.h"
 #include "vkml/ops/shape.h"
 #include "vkml_tensor.h"
@@ -125,9 +126,8 @@ at::Tensor& vk_cat_out(const at::ITensorListRef& list, int64_t dim, at::Tensor& 
 // (other cases take the contiguous path, which also raises the CPU's errors).
 bool channels_last_cat(const std::vector<at::Tensor>& tensors, int64_t dim) {
   const at::Tensor& t0 = tensors[0];
-  if (t0.dim() != 4 && t0.dim() != 5) return false;
+  if (!channels_last_layout(t0) || dim < -t0.dim() || dim >= t0.dim()) return false;
   const at::MemoryFormat format = t0.suggest_memory_format();
-  if (format == at::MemoryFormat::Contiguous || dim < -t0.dim() || dim >= t0.dim()) return false;
   const int64_t d = at::maybe_wrap_dim(dim, t0.dim());
   for (const at::Tensor& t : tensors) {
     if (t.dim() != t0.dim() || t.suggest_memory_format() != format || t.device() != t0.device())

@@ -180,10 +180,7 @@ at::Tensor interp_backward(const char* op, const at::Tensor& grad, at::IntArrayR
   check_interp(op, input_size, output_size);
   // Its compare-and-swap adds sum in the order threads arrive, as CUDA's atomics: under
   // torch.use_deterministic_algorithms it raises (or warns) as CUDA's kernel does.
-  const std::string name = op;  // bicubic and antialiased callers name the forward
-  const bool named_backward = name.size() > 9 && name.compare(name.size() - 9, 9, "_backward") == 0;
-  at::globalContext().alertNotDeterministic(name + (named_backward ? "" : "_backward") +
-                                            " on vkml");
+  at::globalContext().alertNotDeterministic(std::string(op) + " on vkml");
   size_t k = output_size.size();
   bool ok = grad.dim() == int64_t(k + 2) && grad.size(0) == input_size[0] &&
             grad.size(1) == input_size[1];
@@ -261,6 +258,12 @@ constexpr const char* name2d() {
                                      : "_upsample_bicubic2d_aa";
 }
 template <InterpMode M>
+constexpr const char* name2d_backward() {
+  return M == InterpMode::Cubic      ? "upsample_bicubic2d_backward"
+         : M == InterpMode::AaLinear ? "_upsample_bilinear2d_aa_backward"
+                                     : "_upsample_bicubic2d_aa_backward";
+}
+template <InterpMode M>
 at::Tensor vk_2d(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD sh, OptD sw) {
   if (cpu_bound(self)) {
     if constexpr (M == InterpMode::Cubic) {
@@ -290,7 +293,7 @@ at::Tensor bwd_2d(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, b
       return cpu_route<at::_ops::_upsample_bicubic2d_aa_backward>(g, os, is, ac, sh, sw);
     }
   }
-  return interp_backward(name2d<M>(), g, os, is, M, ac, {sh, sw});
+  return interp_backward(name2d_backward<M>(), g, os, is, M, ac, {sh, sw});
 }
 template <InterpMode M>
 at::Tensor& bwd_out_2d(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac,

@@ -28,10 +28,7 @@ at::Tensor vk_channel_shuffle(const at::Tensor& self, int64_t groups) {
   int64_t rest = 1;
   for (int64_t d = 2; d < self.dim(); ++d) rest *= self.size(d);
   at::Tensor grouped = self.reshape({self.size(0), groups, c / groups, rest});
-  return grouped.transpose(1, 2)
-      .contiguous()
-      .view(self.sizes())
-      .contiguous(self.suggest_memory_format());
+  return in_layout_of(grouped.transpose(1, 2).contiguous().view(self.sizes()), self);
 }
 at::Tensor& channel_shuffle_out(const at::Tensor& self, int64_t groups, at::Tensor& out) {
   return write_out(out, vk_channel_shuffle(self, groups));
