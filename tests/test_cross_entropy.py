@@ -131,6 +131,41 @@ def test_double_backward():
         assert_same(got, want, atol=1e-6, rtol=1e-4)
 
 
+@pytest.mark.parametrize("transform", ["grad", "per_sample_grad", "jacrev", "hessian", "vjp"])
+def test_torch_func_transforms(transform):
+    # functorch refuses C++ autograd Functions; before, every one of these raised on
+    # vkml ("cannot use C++ torch::autograd::Function with functorch transforms").
+    from torch.func import grad, hessian, jacrev, vjp, vmap
+
+    x, w, t = make((12, 6)), make((6, 5)), _targets((12,), 5, True)
+
+    def loss(w, x, t):
+        return F.cross_entropy(x @ w, t, label_smoothing=0.1)
+
+    def one(w, x, t):
+        return loss(w, x.unsqueeze(0), t.unsqueeze(0))
+
+    apply = {
+        "grad": lambda *a: grad(loss)(*a),
+        "per_sample_grad": lambda *a: vmap(grad(one), in_dims=(None, 0, 0))(*a),
+        "jacrev": lambda *a: jacrev(loss)(*a),
+        "hessian": lambda *a: hessian(loss)(*a),
+        "vjp": lambda w, x, t: vjp(lambda w: loss(w, x, t), w)[1](torch.ones((), device=w.device)),
+    }[transform]
+    got = apply(w.to(VKML), x.to(VKML), t.to(VKML))
+    want = apply(w, x, t)
+    for g, e in zip(
+        got if isinstance(got, tuple) else (got,),
+        want if isinstance(want, tuple) else (want,),
+        strict=True,
+    ):
+        assert_same(g, e, atol=1e-6, rtol=1e-4)
+    # Outside a transform, the fused path is back.
+    assert loss(w.to(VKML).requires_grad_(), x.to(VKML), t.to(VKML)).grad_fn.name() == (
+        "torch::autograd::CppNode<vkml_aten::(anonymous namespace)::FusedCrossEntropy>"
+    )
+
+
 def test_inference_mode():
     x, t = make((5, 8)), _targets((5,), 8, True)
     with torch.inference_mode():

@@ -8,16 +8,13 @@
 #include <ATen/SDPBackend.h>
 #include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
-#if __has_include(<nlohmann/json.hpp>)
-#include <ATen/functorch/DynamicLayer.h>
-#define VKML_SEES_FUNCTORCH_STACK 1
-#endif
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 
+#include "functorch_state.h"
 #include "generator.h"
 #include "op_helpers.h"
 #include "vkml/ops/attention.h"
@@ -68,28 +65,11 @@ bool fused_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
 // The fused op has no batching rule (torch.func.vmap) and no forward-mode derivative
 // (torch.autograd.forward_ad, torch.func.jvp) in PyTorch, so attention under either takes
 // the math path, whose ops have both. (CUDA has batching rules for its fused kernels; its
-// forward mode fails.) Under torch.func.grad the inputs are functorch's grad wrappers,
-// which hide a batched or dual tensor beneath them (vmap(grad(f)), jacfwd(jacrev(f))):
-// functorch's transform stack, thread-local, says whether a vmap or jvp is active at all.
-// Its header needs nlohmann/json (scripts/setup.sh installs it); without it only the
-// inputs' own keys are seen, and those nested calls raise (README, Troubleshooting).
-bool under_vmap_or_jvp() {
-#ifdef VKML_SEES_FUNCTORCH_STACK
-  for (const auto& layer : at::functorch::getDynamicLayerStack()) {
-    const auto type = layer.key();
-    if (type == at::functorch::TransformType::Vmap || type == at::functorch::TransformType::Jvp)
-      return true;
-  }
-#endif
-  return false;
-}
-
+// forward mode fails.) Without nlohmann/json at build time, nested calls such as
+// vmap(grad(f)) raise (README, Troubleshooting).
 bool needs_math_path(const at::Tensor& t) {
   if (!t.defined()) return false;
-  if (t.key_set().has(c10::DispatchKey::FuncTorchBatched)) return true;
-  for (uint64_t level = 0; level < 8; ++level)  // nested forward_ad.dual_level()s
-    if (t._fw_grad(level).defined()) return true;
-  return false;
+  return t.key_set().has(c10::DispatchKey::FuncTorchBatched) || has_tangent(t);
 }
 
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -12,15 +12,16 @@
 // AutogradPrivateUse1 (and for PrivateUse1, which inference mode reaches), whose
 // forward and backward call those ops: torch.compile traces them on fake tensors
 // through the Meta kernels and its graphs call the fused kernels. Calls the fused path
-// does not cover (probability targets, float64, forward-mode AD, a weight that needs a
-// grad, shapes or devices that are wrong) take ATen's decomposition, which also raises
-// ATen's errors.
+// does not cover (probability targets, float64, forward-mode AD, torch.func transforms,
+// which refuse C++ autograd Functions, a weight that needs a grad, shapes or devices that
+// are wrong) take ATen's decomposition, which also raises ATen's errors.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/cross_entropy_loss_native.h>
 #include <c10/core/SymBool.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
+#include "functorch_state.h"
 #include "vkml/ops/cross_entropy.h"
 #include "vkml_tensor.h"
 
@@ -48,7 +49,7 @@ bool fused_applies(const at::Tensor& self, const at::Tensor& target, const at::T
        weight.sym_numel() != self.sym_size(class_dim) || weight.requires_grad()))
     return false;
   if (reduction < 0 || reduction > 2 || !(smoothing >= 0.0 && smoothing <= 1.0)) return false;
-  return !self._fw_grad(/*level=*/0).defined();
+  return !has_tangent(self) && !under_functorch();
 }
 
 // The scores as [n, c] rows and the targets as [n]: the class dim moves last
