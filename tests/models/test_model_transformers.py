@@ -654,6 +654,33 @@ def test_tied_embeddings_survive_move(name):
     assert_no_fallback()
 
 
+@pytest.mark.parametrize("device_map", [VKML, "auto"])
+def test_from_pretrained_onto_vkml(tmp_path, device_map):
+    """A saved checkpoint loads straight onto vkml with from_pretrained(device_map=...)
+    ("auto" places it on PyTorch's accelerator, vkml), tied and with the CPU's logits.
+    transformers 5.25 hands the model to the `kernels` package (its dependency), whose
+    fixed list of device types has no vkml: the load raises unless hub kernels are off
+    (use_kernels=False or USE_HUB_KERNELS=0; README, Troubleshooting). The second half
+    pins that, so the README changes when a release lifts it."""
+    torch.manual_seed(0)
+    model = _llama().eval()
+    model.save_pretrained(tmp_path)
+    ids = _causal_batch()["input_ids"]
+    torch_vkml.reset_fallback_counts()
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path, device_map=device_map, use_kernels=False
+    )
+    assert loaded.device.type == VKML
+    assert all(p.device.type == VKML for p in loaded.parameters())
+    assert loaded.get_output_embeddings().weight is loaded.get_input_embeddings().weight
+    with torch.no_grad():
+        got, want = loaded(input_ids=ids.to(VKML)).logits, model(input_ids=ids).logits
+    torch.testing.assert_close(got.cpu(), want, **SCORE_TOL)
+    assert_no_fallback()
+    with pytest.raises(ValueError, match="Unsupported device type 'vkml'"):
+        transformers.AutoModelForCausalLM.from_pretrained(tmp_path, device_map=device_map)
+
+
 def test_grouped_query_attention_runs_fused():
     """Llama's 4 query heads over 2 k/v heads: with no padding mask, transformers' sdpa
     integration passes enable_gqa, and vkml's fused kernel must take k and v with their
