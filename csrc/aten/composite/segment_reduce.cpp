@@ -22,8 +22,9 @@ enum class SegmentOp { Sum, Mean, Max, Min, Prod };
 SegmentOp segment_op_of(c10::string_view reduce) {
   if (reduce == "sum") return SegmentOp::Sum;
   if (reduce == "mean") return SegmentOp::Mean;
-  if (reduce == "max") return SegmentOp::Max;
-  if (reduce == "min") return SegmentOp::Min;
+  // "amax" and "amin" are the CPU's other names (PyG's segment reductions pass them).
+  if (reduce == "max" || reduce == "amax") return SegmentOp::Max;
+  if (reduce == "min" || reduce == "amin") return SegmentOp::Min;
   if (reduce == "prod") return SegmentOp::Prod;
   TORCH_CHECK(false, "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
   return SegmentOp::Sum;  // not reached
