@@ -82,6 +82,10 @@ FAMILIES = {
         "Dense to sparse COO (to_sparse)",
         "every dtype a vkml tensor holds; the non-zeros found on the device",
     ),
+    "ops_sparse_csr.cpp": (
+        "Dense to sparse CSR and CSC, and the index conversions between COO and CSR",
+        "every dtype a vkml tensor holds; int32 and int64 indices",
+    ),
     "ops_linalg.cpp": (
         "Linear algebra: Cholesky, LU, triangular and LU solves, solve, inv, det, slogdet",
         "float32; float64 where the device has shaderFloat64; complex64 and complex128 "
@@ -244,6 +248,14 @@ LAYOUTS = [
         "Sparse COO tensors (sparse gradients and the optimizers that take them)",
         "ops_sparse.cpp",
         "float32, float16, bfloat16 values, int64 indices; sparse tensors multiply by scalars only",
+    ),
+    (
+        "SparseCsrPrivateUse1",
+        "Sparse compressed tensors (CSR, CSC)",
+        "ops_sparse_csr.cpp",
+        "2-d matrices without dense dims for products and conversions between layouts "
+        "(others: PyTorch's code or the CPU, counted); float16 and bfloat16 products add up "
+        "in float32; int32 and int64 indices",
     ),
     (
         "NestedTensorPrivateUse1",

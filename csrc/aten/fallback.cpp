@@ -26,6 +26,69 @@ Mode mode() {
   return Mode::Warn;
 }
 
+bool is_sparse_layout(const at::Tensor& t) { return t.defined() && t.layout() != at::kStrided; }
+
+// Whether an argument holds a sparse (COO, CSR, CSC) tensor.
+bool any_sparse(c10::ArrayRef<c10::IValue> args) {
+  for (const auto& a : args) {
+    if (a.isTensor() && is_sparse_layout(a.toTensor())) return true;
+    if (a.isTensorList())
+      for (const at::Tensor& t : a.toTensorList().vec())
+        if (is_sparse_layout(t)) return true;
+  }
+  return false;
+}
+
+// PyTorch's boxed CPU fallback copies strided tensors only. Sparse tensors cross with
+// .to(), which copies their structure and values (PyTorch's device-independent
+// conversion); in-place and out= arguments get the CPU's result back with copy_, and
+// results that alias them are those arguments.
+void sparse_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const size_t n = schema.arguments().size();
+  std::vector<c10::IValue> originals(stack->end() - n, stack->end());
+  std::optional<c10::Device> device;
+  auto to_cpu = [&](const at::Tensor& t) {
+    if (!t.defined() || t.device().is_cpu()) return t;
+    device = t.device();
+    return t.cpu();
+  };
+  for (size_t i = 0; i < n; ++i) {
+    c10::IValue& a = (*stack)[stack->size() - n + i];
+    if (a.isTensor()) {
+      a = to_cpu(a.toTensor());
+    } else if (a.isTensorList()) {
+      std::vector<at::Tensor> cpu;
+      for (const at::Tensor& t : a.toTensorList().vec()) cpu.push_back(to_cpu(t));
+      a = c10::IValue(c10::List<at::Tensor>(cpu));
+    }
+  }
+  std::vector<c10::IValue> cpu_args(stack->end() - n, stack->end());
+  op.callBoxed(stack);
+  for (size_t i = 0; i < n; ++i) {
+    const auto* alias = schema.arguments()[i].alias_info();
+    if (alias && alias->isWrite() && originals[i].isTensor())
+      originals[i].toTensor().copy_(cpu_args[i].toTensor());
+  }
+  const size_t r = schema.returns().size();
+  for (size_t j = 0; j < r; ++j) {
+    c10::IValue& out = (*stack)[stack->size() - r + j];
+    const auto* alias = schema.returns()[j].alias_info();
+    if (alias && alias->isWrite()) {
+      for (size_t i = 0; i < n; ++i) {
+        const auto* arg_alias = schema.arguments()[i].alias_info();
+        if (arg_alias && arg_alias->beforeSets() == alias->beforeSets()) out = originals[i];
+      }
+    } else if (out.isTensor() && device && out.toTensor().defined()) {
+      out = out.toTensor().to(*device);
+    } else if (out.isTensorList() && device) {
+      std::vector<at::Tensor> back;
+      for (const at::Tensor& t : out.toTensorList().vec()) back.push_back(t.to(*device));
+      out = c10::IValue(c10::List<at::Tensor>(back));
+    }
+  }
+}
+
 }  // namespace
 
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -47,6 +110,11 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                " has no vkml kernel yet; it runs on the CPU (set TORCH_VKML_FALLBACK="
                "silent to hide this, or error to forbid it)");
   }
+  const size_t n = schema.arguments().size();
+  if (any_sparse(c10::ArrayRef<c10::IValue>(&*(stack->end() - n), n))) {
+    sparse_cpu_fallback(op, stack);
+    return;
+  }
   at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
 }
 
@@ -63,6 +131,15 @@ void reset_fallback_counts() {
 }  // namespace vkml_aten
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&vkml_aten::cpu_fallback>());
+}
+
+// Sparse COO and compressed (CSR, CSC) tensors: ops without a kernel of their own
+// (ops_sparse.cpp, ops_sparse_csr.cpp) take the same counted route.
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&vkml_aten::cpu_fallback>());
+}
+TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&vkml_aten::cpu_fallback>());
 }
 

@@ -14,6 +14,7 @@
 #include <ATen/ops/_indices_native.h>
 #include <ATen/ops/_nnz_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
+#include <ATen/ops/_to_sparse_native.h>
 #include <ATen/ops/_values_native.h>
 #include <ATen/ops/clone_native.h>
 #include <ATen/ops/copy_sparse_to_sparse_native.h>
@@ -305,8 +306,8 @@ at::Tensor dense_to_sparse(const at::Tensor& self, int64_t sparse_dim) {
 
 at::Tensor to_sparse(const at::Tensor& self, std::optional<at::Layout> layout,
                      at::OptionalIntArrayRef blocksize, std::optional<int64_t> dense_dim) {
-  if (layout.has_value() && *layout != at::kSparse) {  // CSR and friends: the CPU's
-    return cpu_route<at::_ops::_to_sparse>(self, layout, blocksize, dense_dim);
+  if (layout.has_value() && *layout != at::kSparse) {  // CSR and friends: ops_sparse_csr.cpp
+    return at::native::dense_to_sparse(self, layout, blocksize, dense_dim);
   }
   TORCH_CHECK(!blocksize.has_value(), "to_sparse for Strided to SparseCoo conversion does not ",
               "use specified blocksize");
