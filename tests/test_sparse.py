@@ -13,6 +13,8 @@ import torch
 from conftest import VKML
 from torch import nn
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 TOL = dict(atol=1e-6, rtol=1e-6)
@@ -173,3 +175,22 @@ def test_sparse_dim_zero_coalesces_to_the_sum_of_its_entries():
         assert c.is_coalesced() and c._nnz() == 1 and c._indices().shape == (0, 1)
         assert c._values().cpu().tolist() == [[9.0, 12.0]], device
         assert c.to_dense().cpu().tolist() == [9.0, 12.0]
+
+
+def test_ops_without_a_kernel_take_the_counted_cpu_route():
+    # Before, they raised NotImplementedError (or, for two sparse factors, an error of
+    # ours): now the CPU computes them, counted, and the result comes back to vkml.
+    a = torch.randn(5, 4).relu().to_sparse()
+    cases = {
+        "aten::_sparse_softmax": lambda x: torch.sparse.softmax(x, 1),
+        "aten::mul.Tensor": lambda x: x * x,
+        "aten::abs.out": lambda x: x.abs(),
+        "aten::_sparse_sparse_matmul": lambda x: torch.sparse.mm(x, x.t()),
+    }
+    for name, f in cases.items():
+        torch_vkml.reset_fallback_counts()
+        got = f(a.to(VKML))
+        assert torch_vkml.fallback_counts() == {name: 1}, name
+        assert got.device.type == VKML and got.layout == torch.sparse_coo, name
+        torch.testing.assert_close(got.cpu().to_dense(), f(a).to_dense(), **TOL, msg=name)
+    torch_vkml.reset_fallback_counts()  # for the no_fallback fixture

@@ -67,8 +67,10 @@ void sparse_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
   op.callBoxed(stack);
   for (size_t i = 0; i < n; ++i) {
     const auto* alias = schema.arguments()[i].alias_info();
-    if (alias && alias->isWrite() && originals[i].isTensor())
-      originals[i].toTensor().copy_(cpu_args[i].toTensor());
+    if (alias && alias->isWrite() && originals[i].isTensor()) {
+      at::Tensor original = originals[i].toTensor();
+      original.copy_(cpu_args[i].toTensor().to(original.device()));  // same-device copy_
+    }
   }
   const size_t r = schema.returns().size();
   for (size_t j = 0; j < r; ++j) {

@@ -17,6 +17,7 @@
 #include <ATen/ops/_to_sparse_native.h>
 #include <ATen/ops/_values_native.h>
 #include <ATen/ops/clone_native.h>
+#include <ATen/ops/copy_native.h>
 #include <ATen/ops/copy_sparse_to_sparse_native.h>
 #include <ATen/ops/dense_dim_native.h>
 #include <ATen/ops/empty_native.h>
@@ -208,10 +209,15 @@ at::Tensor factor_values(const at::Tensor& sparse, const at::Tensor& factor) {
   at::Tensor rows = factor.reshape(row_shape(factor.sizes(), sparse.sparse_dim()));
   return sparse._values().mul(rows.index_select(0, positions(sparse._indices(), sparse.sizes())));
 }
+// What factor_values() takes: a 0-dim or same-size dense factor.
+bool values_factor(const at::Tensor& sparse, const at::Tensor& factor) {
+  return !factor.is_sparse() && (factor.dim() == 0 || factor.sizes() == sparse.sizes());
+}
 at::Tensor sparse_mul(const at::Tensor& self, const at::Tensor& other) {
   const at::Tensor& sparse = self.is_sparse() ? self : other;
   const at::Tensor& factor = self.is_sparse() ? other : self;
-  TORCH_CHECK(!factor.is_sparse(), "vkml: products of two sparse tensors are not supported");
+  // Two sparse factors, or a broadcast: the CPU's.
+  if (!values_factor(sparse, factor)) return cpu_route<at::_ops::mul_Tensor>(self, other);
   return make_sparse(sparse._indices().clone(), factor_values(sparse, factor), sparse.sizes(),
                      sparse.is_coalesced());
 }
@@ -246,8 +252,8 @@ at::Tensor& sparse_sub_(at::Tensor& self, const at::Tensor& other, const at::Sca
 }
 
 at::Tensor sparse_div(const at::Tensor& self, const at::Tensor& other) {
-  TORCH_CHECK(self.is_sparse() && !other.is_sparse() && other.dim() == 0,
-              "vkml: a sparse tensor divides by a scalar only");
+  if (!self.is_sparse() || other.is_sparse() || other.dim() != 0)  // the CPU's
+    return cpu_route<at::_ops::div_Tensor>(self, other);
   return make_sparse(self._indices().clone(), self._values().div(other), self.sizes(),
                      self.is_coalesced());
 }
@@ -265,13 +271,21 @@ at::Tensor sparse_dense_product(const at::Tensor& sparse, const at::Tensor& dens
       .index_add_(0, indices.select(0, 0), terms);
 }
 
+// What sparse_dense_product() takes (others, such as hybrid or sparse @ sparse: the CPU's).
+bool plain_product(const at::Tensor& sparse, const at::Tensor& dense) {
+  return sparse.is_sparse() && sparse.sparse_dim() == 2 && sparse.dense_dim() == 0 &&
+         !dense.is_sparse() && dense.layout() == at::kStrided && dense.dim() == 2;
+}
+
 at::Tensor sparse_mm(const at::Tensor& self, const at::Tensor& mat2) {
+  if (!plain_product(self, mat2)) return cpu_route<at::_ops::mm>(self, mat2);
   return sparse_dense_product(self, mat2);
 }
 
 // beta * self + alpha * (mat1 @ mat2), mat1 sparse.
 at::Tensor sparse_addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                         const at::Scalar& beta, const at::Scalar& alpha) {
+  if (!plain_product(mat1, mat2)) return cpu_route<at::_ops::addmm>(self, mat1, mat2, beta, alpha);
   at::Tensor product = sparse_dense_product(mat1, mat2);
   at::Tensor base = self.is_sparse() ? sparse_to_dense(self, std::nullopt, std::nullopt) : self;
   at::Tensor scaled = beta.toComplexDouble() == 0.0 ? at::zeros_like(product) : base.mul(beta);
@@ -340,6 +354,7 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("_coalesced_", TORCH_FN(at::native::_coalesced_sparse_));
   m.impl("clone", TORCH_FN(at::native::clone_sparse));
   m.impl("copy_sparse_to_sparse_", TORCH_FN(at::native::copy_sparse_));
+  m.impl("copy_", TORCH_FN(at::native::copy_sparse_wrapper_));
   m.impl("zero_", TORCH_FN(at::native::zero_sparse_));
   m.impl("sparse_resize_", TORCH_FN(at::native::sparse_resize_));
   m.impl("sparse_resize_and_clear_", TORCH_FN(at::native::sparse_resize_and_clear_));
