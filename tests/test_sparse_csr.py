@@ -157,6 +157,30 @@ def test_gradients_match_cpu(via):
     torch.testing.assert_close(ga.cpu().to_dense(), wa.to_dense(), **TOL)
 
 
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin"])
+def test_reduced_products_match_cpu(reduce):
+    # torch.sparse.mm(csr, dense, reduce) (PyG's mean and max aggregations over a CSR
+    # adjacency): values and both gradients; ties in a max pick the first entry, as the CPU.
+    dense = _matrix()
+    dense[4, :3] = torch.tensor([1.0, 1.0, 1.0])  # a row of equal terms against ones
+    b = torch.randn(7, 4, generator=torch.Generator().manual_seed(2))
+    b[:3] = 1.0
+
+    def run(device):
+        a = dense.to(device).to_sparse_csr().requires_grad_()
+        x = b.to(device).requires_grad_()
+        out = torch.sparse.mm(a, x, reduce)
+        weights = torch.arange(out.numel(), device=device).view_as(out).float().sin()
+        (out * weights).sum().backward()
+        return out.detach(), a.grad.to_dense(), x.grad
+
+    for got, want in zip(run(VKML), run("cpu"), strict=True):
+        torch.testing.assert_close(got.cpu(), want, **TOL)
+    with torch.no_grad():
+        got = torch.sparse.mm(dense.to(VKML).to_sparse_csr(), b.to(VKML), reduce)
+    torch.testing.assert_close(got.cpu(), torch.sparse.mm(dense.to_sparse_csr(), b, reduce), **TOL)
+
+
 def _gcn_train(device, steps=3):
     """Two graph convolutions over the normalized adjacency D^-1/2 (A + I) D^-1/2 as a CSR
     matrix built on the device from an edge list (a GCN's propagation)."""

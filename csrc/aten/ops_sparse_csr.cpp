@@ -243,6 +243,98 @@ void on_values(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       values.options().layout(self.layout()));
 }
 
+// ------------------------------------------------------------------ reduced products
+
+// torch.sparse.mm(csr, dense, reduce): row r of the result reduces (sum, mean, amax,
+// amin) v * other[c] over the row's entries (r, c, v); rows without entries give 0.
+// For amax and amin under autograd, arg[r, j] is the position among the values of the
+// entry chosen (the first of ties, as the CPU's), or nnz for an empty row; the backward
+// routes each gradient element through it. PyG's mean and max aggregations over a CSR
+// adjacency call it (PyTorch has it for the CPU only).
+enum class MmReduce { Sum, Mean, Max, Min };
+
+MmReduce mm_reduce_of(c10::string_view reduce) {
+  if (reduce == "sum") return MmReduce::Sum;
+  if (reduce == "mean") return MmReduce::Mean;
+  if (reduce == "max" || reduce == "amax") return MmReduce::Max;
+  if (reduce == "min" || reduce == "amin") return MmReduce::Min;
+  TORCH_CHECK(reduce == "prod", "reduce argument must be either sum, prod, mean, amax or amin, ",
+              "got ", reduce);
+  TORCH_CHECK(false, "sparse_mm_reduce: reduce type of prod has not been enabled.");
+}
+
+// Each row's number of entries, [rows], in `type`.
+at::Tensor row_counts(const at::Tensor& self, at::ScalarType type) {
+  at::Tensor crow = self.crow_indices();
+  return crow.narrow(0, 1, self.size(0)).sub(crow.narrow(0, 0, self.size(0))).to(type);
+}
+
+std::tuple<at::Tensor, at::Tensor> mm_reduce(const at::Tensor& self, const at::Tensor& other,
+                                             c10::string_view reduce) {
+  TORCH_CHECK(self.layout() == at::kSparseCsr,
+              "sparse_mm_reduce: expect self to be SparseCsr, got ", self.layout());
+  TORCH_CHECK(self.dense_dim() == 0, "sparse_mm_reduce: expected non-hybrid self tensor.");
+  TORCH_CHECK(self.dim() == 2, "sparse_mm_reduce: expected self to be a 2-D tensor, got ",
+              self.dim(), "-D tensor.");
+  check_compressed_product(self, other);
+  const MmReduce op = mm_reduce_of(reduce);
+  at::Tensor out = at::zeros({self.size(0), other.size(1)}, other.options());
+  at::Tensor arg = at::empty({0}, self.col_indices().options());
+  const int64_t nnz = self._nnz();
+  if (nnz == 0) return {out, arg};
+  Entries e = entries_of(self);
+  at::Tensor terms = other.index_select(0, e.cols).mul_(e.values.unsqueeze(1));
+  if (op == MmReduce::Sum || op == MmReduce::Mean) {
+    out.index_add_(0, e.rows, terms);
+    if (op == MmReduce::Mean)
+      out.div_(row_counts(self, out.scalar_type()).clamp_min_(1).unsqueeze(1));
+    return {out, arg};
+  }
+  at::Tensor where = e.rows.unsqueeze(1).expand_as(terms);
+  out.scatter_reduce_(0, where, terms, op == MmReduce::Max ? "amax" : "amin",
+                      /*include_self=*/false);
+  const bool need_arg =
+      at::GradMode::is_enabled() && (self.requires_grad() || other.requires_grad());
+  if (need_arg) {
+    at::Tensor position = at::arange(nnz, e.rows.options()).unsqueeze(1).expand_as(terms);
+    at::Tensor chosen = at::where(terms.eq(out.index_select(0, e.rows)), position, nnz);
+    arg = at::full(out.sizes(), nnz, arg.options())
+              .scatter_reduce_(0, where, chosen.to(arg.scalar_type()), "amin", true);
+  }
+  return {out, arg};
+}
+
+std::tuple<at::Tensor, at::Tensor> mm_reduce_backward(
+    const at::Tensor& self, const at::Tensor& grad_out, const at::Tensor& other,
+    c10::string_view reduce, const at::Tensor& arg, std::array<bool, 2> mask) {
+  TORCH_CHECK(self.layout() == at::kSparseCsr && self.dim() == 2 && self.dense_dim() == 0,
+              "sparse_mm_reduce: expect self to be a 2-D SparseCsr tensor");
+  const MmReduce op = mm_reduce_of(reduce);
+  const int64_t nnz = self._nnz();
+  Entries e = entries_of(self);
+  at::Tensor g = grad_out.index_select(0, e.rows);  // [nnz, n]: each entry's row of grad
+  at::Tensor picked;  // [nnz, n]: whether the entry's term was the one chosen
+  if (op == MmReduce::Max || op == MmReduce::Min) {
+    TORCH_CHECK(arg.dim() == 2, "sparse_mm_reduce: amax and amin backward need arg_out");
+    picked = arg.index_select(0, e.rows).eq(at::arange(nnz, arg.options()).unsqueeze(1));
+    g = g.mul(picked);
+  } else if (op == MmReduce::Mean) {
+    g = g.div(row_counts(self, g.scalar_type()).clamp_min_(1).index_select(0, e.rows).unsqueeze(1));
+  }
+  at::Tensor grad_self, grad_other;
+  if (mask[0]) {
+    at::Tensor values = g.mul(other.index_select(0, e.cols)).sum(1).to(e.values.scalar_type());
+    grad_self = at::_sparse_compressed_tensor_unsafe(
+        self.crow_indices().clone(), self.col_indices().clone(), values, self.sizes(),
+        values.options().layout(at::kSparseCsr));
+  }
+  if (mask[1]) {
+    grad_other = at::zeros(other.sizes(), other.options())
+                     .index_add_(0, e.cols, g.mul(e.values.unsqueeze(1)));
+  }
+  return {grad_self, grad_other};
+}
+
 // The sum of all entries: the sum of the values.
 at::Tensor compressed_sum(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
   return self.values().sum(dtype);
@@ -348,6 +440,8 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("mul.Tensor", TORCH_FN(vkml_aten::compressed_mul));
   m.impl("add.Tensor", TORCH_FN(vkml_aten::compressed_add));
   m.impl("sum", TORCH_FN(vkml_aten::compressed_sum));
+  m.impl("_sparse_mm_reduce_impl", TORCH_FN(vkml_aten::mm_reduce));
+  m.impl("_sparse_mm_reduce_impl_backward", TORCH_FN(vkml_aten::mm_reduce_backward));
   // Ops that keep zeros zero, on the values (the CPU's list for compressed tensors).
   for (const char* name :
        {"abs",   "neg",    "sgn",   "sign",    "signbit", "sin",          "sinh",
