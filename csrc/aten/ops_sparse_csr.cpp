@@ -113,19 +113,28 @@ at::Tensor compressed_product(const at::Tensor& a, const at::Tensor& b) {
         .t()
         .to(type, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous);
   }
-  // Sparse @ sparse (a sparse result): the CPU's.
-  return cpu_route<at::_ops::mm>(a, b);
+  TORCH_INTERNAL_ASSERT(false, "compressed_product takes what plain_compressed_product() accepts");
+}
+
+// What compressed_product() takes: one plain 2-d compressed matrix (no batch or dense
+// dims) and one strided matrix. The rest (sparse @ sparse, batched, hybrid): the CPU's.
+bool plain_compressed_product(const at::Tensor& a, const at::Tensor& b) {
+  auto plain = [](const at::Tensor& t) {
+    return is_compressed(t) && t.dim() == 2 && t.dense_dim() == 0;
+  };
+  auto strided = [](const at::Tensor& t) { return t.layout() == at::kStrided; };
+  return (plain(a) && strided(b)) || (strided(a) && plain(b));
 }
 
 at::Tensor compressed_mm(const at::Tensor& self, const at::Tensor& mat2) {
-  if (is_compressed(self) && is_compressed(mat2)) return cpu_route<at::_ops::mm>(self, mat2);
+  if (!plain_compressed_product(self, mat2)) return cpu_route<at::_ops::mm>(self, mat2);
   return compressed_product(self, mat2);
 }
 
 // beta * self + alpha * (mat1 @ mat2), self dense (or compressed, then densified).
 at::Tensor compressed_addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                             const at::Scalar& beta, const at::Scalar& alpha) {
-  if (is_compressed(mat1) && is_compressed(mat2))
+  if (!plain_compressed_product(mat1, mat2))
     return cpu_route<at::_ops::addmm>(self, mat1, mat2, beta, alpha);
   at::Tensor p = compressed_product(mat1, mat2);
   at::Tensor base = is_compressed(self) ? self.to_dense() : self;
@@ -133,15 +142,19 @@ at::Tensor compressed_addmm(const at::Tensor& self, const at::Tensor& mat1, cons
   return scaled.expand_as(p).add(p, alpha);
 }
 
-at::Tensor& compressed_addmm_out(const at::Tensor& self, const at::Tensor& mat1,
-                                 const at::Tensor& mat2, const at::Scalar& beta,
-                                 const at::Scalar& alpha, at::Tensor& out) {
+// The out= forms: the product is dense.
+at::Tensor& write_dense(at::Tensor& out, const at::Tensor& result) {
   TORCH_CHECK(!out.is_sparse() && !is_compressed(out),
-              "vkml: addmm with a sparse compressed matrix writes a dense out");
-  at::Tensor result = compressed_addmm(self, mat1, mat2, beta, alpha);
+              "vkml: a product with a sparse compressed matrix writes a dense out");
   out.resize_(result.sizes());
   out.copy_(result);
   return out;
+}
+
+at::Tensor& compressed_addmm_out(const at::Tensor& self, const at::Tensor& mat1,
+                                 const at::Tensor& mat2, const at::Scalar& beta,
+                                 const at::Scalar& alpha, at::Tensor& out) {
+  return write_dense(out, compressed_addmm(self, mat1, mat2, beta, alpha));
 }
 
 // beta * self + alpha * (mat @ vec).
@@ -156,10 +169,7 @@ at::Tensor compressed_addmv(const at::Tensor& self, const at::Tensor& mat, const
 at::Tensor& compressed_addmv_out(const at::Tensor& self, const at::Tensor& mat,
                                  const at::Tensor& vec, const at::Scalar& beta,
                                  const at::Scalar& alpha, at::Tensor& out) {
-  at::Tensor result = compressed_addmv(self, mat, vec, beta, alpha);
-  out.resize_(result.sizes());
-  out.copy_(result);
-  return out;
+  return write_dense(out, compressed_addmv(self, mat, vec, beta, alpha));
 }
 
 // beta * self + alpha * (mat1 @ mat2) at self's entries only (self CSR, mat1 and mat2
