@@ -87,6 +87,10 @@ def test_constructor_int32_indices_and_transpose():
     t = got.t()
     assert t.layout == torch.sparse_csc
     torch.testing.assert_close(t.to_dense().cpu(), want.to_dense().t())
+    # a row of a CSR matrix (x[i]) is a sparse vector, as on the CPU
+    row = got[3]
+    assert row.layout == torch.sparse_coo and row.device.type == VKML
+    torch.testing.assert_close(row.cpu().to_dense(), want.to_dense()[3])
 
 
 @pytest.mark.parametrize("layout", [torch.sparse_csr, torch.sparse_csc])

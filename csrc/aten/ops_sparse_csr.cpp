@@ -24,6 +24,7 @@
 #include <ATen/ops/empty_native.h>
 #include <ATen/ops/resize_as_sparse_native.h>
 #include <ATen/ops/row_indices_native.h>
+#include <ATen/ops/select_native.h>
 #include <ATen/ops/sparse_dim_native.h>
 #include <ATen/ops/values_native.h>
 #include <torch/library.h>
@@ -435,6 +436,7 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("clone", TORCH_FN(at::native::clone_sparse_compressed));
   m.impl("copy_", TORCH_FN(at::native::copy_sparse_compressed_));
   m.impl("resize_as_sparse_", TORCH_FN(at::native::resize_as_sparse_compressed_));
+  m.impl("select.int", TORCH_FN(at::native::select_sparse_csr));
   m.impl("_to_sparse", TORCH_FN(vkml_aten::compressed_to_sparse));
   m.impl("_to_sparse.sparse_dim", TORCH_FN(vkml_aten::compressed_to_coo));
   m.impl("_to_sparse_csr", TORCH_FN(vkml_aten::compressed_to_csr));
