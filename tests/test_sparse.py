@@ -194,3 +194,14 @@ def test_ops_without_a_kernel_take_the_counted_cpu_route():
         assert got.device.type == VKML and got.layout == torch.sparse_coo, name
         torch.testing.assert_close(got.cpu().to_dense(), f(a).to_dense(), **TOL, msg=name)
     torch_vkml.reset_fallback_counts()  # for the no_fallback fixture
+
+
+def test_views_of_sparse_tensors():
+    # unsqueeze is PyTorch's own sparse kernel; a view op without one raises rather than
+    # handing back a CPU copy that no longer aliases its base.
+    a = torch.randn(5, 4).relu().to_sparse()
+    got = a.to(VKML).unsqueeze(1)
+    assert got.device.type == VKML and got.shape == (5, 1, 4)
+    torch.testing.assert_close(got.cpu().to_dense(), a.unsqueeze(1).to_dense())
+    with pytest.raises(NotImplementedError, match="view op"):
+        a.to(VKML).as_strided((2,), (1,))

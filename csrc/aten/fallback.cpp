@@ -26,6 +26,15 @@ Mode mode() {
   return Mode::Warn;
 }
 
+// A view cannot come back from the CPU: a copy would silently stop aliasing its base.
+void check_not_a_view(const c10::FunctionSchema& schema) {
+  for (const auto& ret : schema.returns()) {
+    const auto* alias = ret.alias_info();
+    TORCH_CHECK_NOT_IMPLEMENTED(!alias || alias->isWrite(), schema.name(),
+                                " is a view op with no vkml kernel for sparse tensors");
+  }
+}
+
 bool is_sparse_layout(const at::Tensor& t) { return t.defined() && t.layout() != at::kStrided; }
 
 // Whether an argument holds a sparse (COO, CSR, CSC) tensor.
@@ -97,6 +106,9 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   std::string name = schema.name();
   if (!schema.overload_name().empty()) name += "." + schema.overload_name();
+  const size_t n = schema.arguments().size();
+  const bool sparse = any_sparse(c10::ArrayRef<c10::IValue>(&*(stack->end() - n), n));
+  if (sparse) check_not_a_view(schema);
   Mode m = mode();
   TORCH_CHECK_NOT_IMPLEMENTED(m != Mode::Error, name,
                               " has no vkml kernel yet (TORCH_VKML_FALLBACK=error forbids "
@@ -112,8 +124,7 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                " has no vkml kernel yet; it runs on the CPU (set TORCH_VKML_FALLBACK="
                "silent to hide this, or error to forbid it)");
   }
-  const size_t n = schema.arguments().size();
-  if (any_sparse(c10::ArrayRef<c10::IValue>(&*(stack->end() - n), n))) {
+  if (sparse) {
     sparse_cpu_fallback(op, stack);
     return;
   }

@@ -26,6 +26,7 @@
 #include <ATen/ops/sparse_dim_native.h>
 #include <ATen/ops/sparse_resize_and_clear_native.h>
 #include <ATen/ops/sparse_resize_native.h>
+#include <ATen/ops/unsqueeze_native.h>
 #include <ATen/ops/values_native.h>
 #include <ATen/ops/zero_native.h>
 #include <torch/library.h>
@@ -356,6 +357,7 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("copy_sparse_to_sparse_", TORCH_FN(at::native::copy_sparse_));
   m.impl("copy_", TORCH_FN(at::native::copy_sparse_wrapper_));
   m.impl("zero_", TORCH_FN(at::native::zero_sparse_));
+  m.impl("unsqueeze", TORCH_FN(at::native::unsqueeze_sparse));
   m.impl("sparse_resize_", TORCH_FN(at::native::sparse_resize_));
   m.impl("sparse_resize_and_clear_", TORCH_FN(at::native::sparse_resize_and_clear_));
   // Arithmetic: vkml's dense ops on the values.
