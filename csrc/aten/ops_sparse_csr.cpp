@@ -83,6 +83,15 @@ Entries entries_of(const at::Tensor& t) {
   return {rc.select(0, 0), rc.select(0, 1), t.values()};
 }
 
+// A compressed tensor of `like`'s structure (its indices copied) holding `values`.
+at::Tensor with_values(const at::Tensor& like, const at::Tensor& values) {
+  const bool csr = like.layout() == at::kSparseCsr;
+  return at::_sparse_compressed_tensor_unsafe(
+      (csr ? like.crow_indices() : like.ccol_indices()).clone(),
+      (csr ? like.col_indices() : like.row_indices()).clone(), values, like.sizes(),
+      values.options().layout(like.layout()));
+}
+
 void check_compressed_product(const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(a.dim() == 2 && b.dim() == 2, "vkml: sparse products take 2-d matrices");
   TORCH_CHECK(a.size(1) == b.size(0), "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x",
@@ -192,9 +201,7 @@ at::Tensor sampled_addmm(const at::Tensor& self, const at::Tensor& mat1, const a
   at::Tensor values = beta.toComplexDouble() == 0.0
                           ? dots.mul(alpha)
                           : e.values.mul(beta).add(dots.to(e.values.scalar_type()), alpha);
-  return at::_sparse_compressed_tensor_unsafe(self.crow_indices().clone(),
-                                              self.col_indices().clone(), values, self.sizes(),
-                                              values.options().layout(at::kSparseCsr));
+  return with_values(self, values);
 }
 
 // A compressed tensor times a 0-dim factor (a number, or a 0-dim tensor), in either order.
@@ -203,12 +210,7 @@ at::Tensor compressed_mul(const at::Tensor& self, const at::Tensor& other) {
   const at::Tensor& factor = is_compressed(self) ? other : self;
   if (is_compressed(factor) || factor.dim() != 0)
     return cpu_route<at::_ops::mul_Tensor>(self, other);
-  at::Tensor values = sparse.values().mul(factor);
-  const bool csr = sparse.layout() == at::kSparseCsr;
-  return at::_sparse_compressed_tensor_unsafe(
-      csr ? sparse.crow_indices().clone() : sparse.ccol_indices().clone(),
-      csr ? sparse.col_indices().clone() : sparse.row_indices().clone(), values, sparse.sizes(),
-      values.options().layout(sparse.layout()));
+  return with_values(sparse, sparse.values().mul(factor));
 }
 
 // dense + alpha * compressed, a dense result (the CPU's other sums: its route).
@@ -236,8 +238,7 @@ void on_values(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t n = schema.arguments().size();
   c10::IValue& first = (*stack)[stack->size() - n];
   const at::Tensor self = first.toTensor();
-  const bool csr = self.layout() == at::kSparseCsr;
-  TORCH_CHECK(csr || self.layout() == at::kSparseCsc, schema.name(),
+  TORCH_CHECK(is_compressed(self), schema.name(),
               ": vkml applies it to CSR and CSC tensors' values");
   first = self.values();
   const auto* alias = schema.arguments()[0].alias_info();
@@ -247,11 +248,7 @@ void on_values(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     stack->back() = self;
     return;
   }
-  at::Tensor values = stack->back().toTensor();
-  stack->back() = at::_sparse_compressed_tensor_unsafe(
-      (csr ? self.crow_indices() : self.ccol_indices()).clone(),
-      (csr ? self.col_indices() : self.row_indices()).clone(), values, self.sizes(),
-      values.options().layout(self.layout()));
+  stack->back() = with_values(self, stack->back().toTensor());
 }
 
 // ------------------------------------------------------------------ reduced products
@@ -301,8 +298,8 @@ std::tuple<at::Tensor, at::Tensor> mm_reduce(const at::Tensor& self, const at::T
       out.div_(row_counts(self, out.scalar_type()).clamp_min_(1).unsqueeze(1));
     return {out, arg};
   }
-  at::Tensor where = e.rows.unsqueeze(1).expand_as(terms);
-  out.scatter_reduce_(0, where, terms, op == MmReduce::Max ? "amax" : "amin",
+  at::Tensor slot = e.rows.unsqueeze(1).expand_as(terms);  // each term's output row
+  out.scatter_reduce_(0, slot, terms, op == MmReduce::Max ? "amax" : "amin",
                       /*include_self=*/false);
   const bool need_arg =
       at::GradMode::is_enabled() && (self.requires_grad() || other.requires_grad());
@@ -310,7 +307,7 @@ std::tuple<at::Tensor, at::Tensor> mm_reduce(const at::Tensor& self, const at::T
     at::Tensor position = at::arange(nnz, e.rows.options()).unsqueeze(1).expand_as(terms);
     at::Tensor chosen = at::where(terms.eq(out.index_select(0, e.rows)), position, nnz);
     arg = at::full(out.sizes(), nnz, arg.options())
-              .scatter_reduce_(0, where, chosen.to(arg.scalar_type()), "amin", true);
+              .scatter_reduce_(0, slot, chosen.to(arg.scalar_type()), "amin", true);
   }
   return {out, arg};
 }
@@ -335,9 +332,7 @@ std::tuple<at::Tensor, at::Tensor> mm_reduce_backward(
   at::Tensor grad_self, grad_other;
   if (mask[0]) {
     at::Tensor values = g.mul(other.index_select(0, e.cols)).sum(1).to(e.values.scalar_type());
-    grad_self = at::_sparse_compressed_tensor_unsafe(
-        self.crow_indices().clone(), self.col_indices().clone(), values, self.sizes(),
-        values.options().layout(at::kSparseCsr));
+    grad_self = with_values(self, values);
   }
   if (mask[1]) {
     grad_other = at::zeros(other.sizes(), other.options())
