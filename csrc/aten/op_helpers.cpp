@@ -33,6 +33,10 @@ void check_scalar_fits(const at::Scalar& s, at::ScalarType t) {
                                          "check_scalar_fits", [&] { (void)s.to<scalar_t>(); });
 }
 
+void alert_atomic_adds(const std::string& op) {
+  at::globalContext().alertNotDeterministic(op + " on vkml");
+}
+
 bool channels_last_layout(const at::Tensor& t) {
   return (t.dim() == 4 || t.dim() == 5) &&
          t.suggest_memory_format() != at::MemoryFormat::Contiguous;

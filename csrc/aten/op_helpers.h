@@ -33,6 +33,11 @@ void check_range_later(const at::Tensor& values, int64_t lo, int64_t hi,
 // Scalar::to<T>(): a kernel would wrap or overflow it silently.
 void check_scalar_fits(const at::Scalar& s, at::ScalarType t);
 
+// For kernels that add floats with compare-and-swap, summing in the order threads
+// arrive as CUDA's atomics do: under torch.use_deterministic_algorithms this raises (or,
+// with warn_only, warns) as CUDA's kernels do, naming "<op> on vkml".
+void alert_atomic_adds(const std::string& op);
+
 // Whether t is laid out channels-last (4-d) or channels-last-3d (5-d): the layout the CPU
 // and CUDA keep through pooling, normalisation, upsampling, padding and cat.
 bool channels_last_layout(const at::Tensor& t);

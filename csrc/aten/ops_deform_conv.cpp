@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "op_helpers.h"
 #include "torchvision_ops.h"
 #include "vkml/ops/deform_conv.h"
 #include "vkml_tensor.h"
@@ -196,10 +197,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> vk_deform
                                 offset_groups, use_mask);
     return {r[0].toTensor(), r[1].toTensor(), r[2].toTensor(), r[3].toTensor(), r[4].toTensor()};
   }
-  // The input and offset gradients add with compare-and-swap, in the order threads arrive:
-  // under torch.use_deterministic_algorithms this raises (or warns), as CUDA's atomics.
-  at::globalContext().alertNotDeterministic("deform_conv2d_backward on vkml");
-  if (s.images == 0 || out_channels == 0)  // nothing sampled: zero gradients, no kernels
+  alert_atomic_adds("deform_conv2d_backward");  // the input and offset gradients
+  if (s.images == 0 || out_channels == 0)       // nothing sampled: zero gradients, no kernels
     return {at::zeros_like(input), at::zeros_like(weight), at::zeros_like(offset),
             at::zeros_like(mask), grad.sum({0, 2, 3})};
   const at::ScalarType type = deform_conv_in_f64(input, true) ? at::kDouble : at::kFloat;

@@ -12,6 +12,7 @@
 
 #include <vector>
 
+#include "op_helpers.h"
 #include "torchvision_ops.h"
 #include "vkml/ops/detection.h"
 #include "vkml_tensor.h"
@@ -171,9 +172,7 @@ at::Tensor vk_roi_align_backward(const at::Tensor& grad, const at::Tensor& rois,
   auto s = checked_grad_shape(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size,
                               channels, height, width, sampling_ratio, aligned, "roi_align",
                               "roi_align_backward_kernel");
-  // Compare-and-swap adds, summed in the order threads arrive: under
-  // torch.use_deterministic_algorithms this raises (or warns) as torchvision's CUDA kernel.
-  at::globalContext().alertNotDeterministic("roi_align_backward_kernel on vkml");
+  alert_atomic_adds("roi_align_backward_kernel");
   if (grad.scalar_type() == at::kDouble && !computes_in_f64(grad, true))
     return torchvision_on_cpu("torchvision::_roi_align_backward", grad, rois, spatial_scale,
                               pooled_height, pooled_width, batch_size, channels, height, width,
@@ -216,7 +215,7 @@ at::Tensor vk_roi_pool_backward(const at::Tensor& grad, const at::Tensor& rois,
   auto s =
       checked_grad_shape(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size,
                          channels, height, width, 0, false, "roi_pool", "roi_pool_backward_kernel");
-  at::globalContext().alertNotDeterministic("roi_pool_backward_kernel on vkml");  // as roi_align
+  alert_atomic_adds("roi_pool_backward_kernel");
   check_same_device(grad, argmax, "roi_pool");
   TORCH_CHECK(argmax.sizes() == grad.sizes() && argmax.scalar_type() == at::kInt,
               "roi_pool backward: expected an int32 argmax of sizes ", grad.sizes(), ", got ",

@@ -1,6 +1,5 @@
 // grid_sampler_2d / grid_sampler_3d (torch.nn.functional.grid_sample) and their
 // backward, in float32 and float64.
-#include <ATen/Context.h>
 #include <torch/library.h>
 
 #include <array>
@@ -129,12 +128,9 @@ std::tuple<at::Tensor, at::Tensor> vk_grid_sampler_bwd(const at::Tensor& grad_ou
     }
   }
   auto s = shape_of(input, grid, D, mode, padding, align_corners);
-  // The input gradient's compare-and-swap adds sum in the order threads arrive (the grid
-  // gradient has no atomics): under torch.use_deterministic_algorithms that raises (or
-  // warns) as CUDA's kernel does.
+  // The input gradient adds atomically; the grid gradient has no atomics.
   if (output_mask[0])
-    at::globalContext().alertNotDeterministic(D == 2 ? "grid_sampler_2d_backward on vkml"
-                                                     : "grid_sampler_3d_backward on vkml");
+    alert_atomic_adds(D == 2 ? "grid_sampler_2d_backward" : "grid_sampler_3d_backward");
   auto expected = out_sizes(input, grid);
   TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(expected),
               "grid_sampler backward: grad_output has sizes ", grad_output.sizes(), ", expected ",

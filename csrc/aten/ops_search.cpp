@@ -1,6 +1,5 @@
 // Searching and counting: searchsorted, bucketize, isin, histc, bincount,
 // histogram and histogramdd.
-#include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
@@ -10,6 +9,7 @@
 #include <string_view>
 
 #include "fallback.h"
+#include "op_helpers.h"
 #include "vkml/ops/search.h"
 #include "vkml_tensor.h"
 
@@ -250,9 +250,7 @@ at::Tensor vk_bincount(const at::Tensor& self, const std::optional<at::Tensor>& 
     if (weights.scalar_type() != at::kFloat) {
       return cpu_route<at::_ops::bincount>(self, weights_opt, minlength);
     }
-    // Weighted sums add with compare-and-swap in the order threads arrive: under
-    // torch.use_deterministic_algorithms this raises (or warns), as CUDA's bincount.
-    at::globalContext().alertNotDeterministic("_bincount on vkml");
+    alert_atomic_adds("_bincount");  // the weighted sums
   }
   at::TensorOptions out_opt = self.options().dtype(has_weights ? at::kFloat : at::kLong);
   int64_t n = self.numel();
@@ -376,7 +374,7 @@ at::Tensor histogramdd_counts(const at::Tensor& x, const std::vector<at::Tensor>
   bool weighted = weight.has_value() && weight->defined();
   at::Tensor w = weighted ? weight->reshape({-1}).to(at::kFloat).contiguous() : at::Tensor();
   at::Tensor slots = at::zeros({total + 1}, x.options().dtype(weighted ? at::kFloat : at::kInt));
-  if (weighted) at::globalContext().alertNotDeterministic("histogramdd on vkml");  // as bincount
+  if (weighted) alert_atomic_adds("histogramdd");
   if (m > 0) {
     guarded([&] {
       vkml::ops::bincount(vkml_device(x), addr(flat), weighted ? addr(w) : 0, m, addr(slots),

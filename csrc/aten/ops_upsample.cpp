@@ -1,6 +1,5 @@
 // Bilinear, linear, bicubic, trilinear and antialiased upsampling (+ backward); nearest
 // upsampling runs on the remap kernel (ops_remap.cpp).
-#include <ATen/Context.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
@@ -81,9 +80,7 @@ at::Tensor bilinear_bwd(const at::Tensor& grad, at::IntArrayRef output_size,
         .to(at::kBFloat16);
   }
   check_float_storage("upsample_bilinear2d_backward", grad.scalar_type());
-  // Its compare-and-swap adds sum in the order threads arrive, as CUDA's atomics: under
-  // torch.use_deterministic_algorithms it raises (or warns) as CUDA's kernel does.
-  at::globalContext().alertNotDeterministic("upsample_bilinear2d_backward on vkml");
+  alert_atomic_adds("upsample_bilinear2d_backward");
   auto s = bilinear_shape("upsample_bilinear2d_backward", input_size, output_size, align_corners,
                           sh, sw);
   TORCH_CHECK(grad.dim() == 4 && grad.size(0) == input_size[0] && grad.size(1) == input_size[1] &&
@@ -178,9 +175,7 @@ at::Tensor interp_backward(const char* op, const at::Tensor& grad, at::IntArrayR
       at::isFloatingType(grad.scalar_type()) && grad.scalar_type() != at::kDouble, op,
       " on vkml supports float32, float16 and bfloat16, got ", grad.scalar_type());
   check_interp(op, input_size, output_size);
-  // Its compare-and-swap adds sum in the order threads arrive, as CUDA's atomics: under
-  // torch.use_deterministic_algorithms it raises (or warns) as CUDA's kernel does.
-  at::globalContext().alertNotDeterministic(std::string(op) + " on vkml");
+  alert_atomic_adds(op);
   size_t k = output_size.size();
   bool ok = grad.dim() == int64_t(k + 2) && grad.size(0) == input_size[0] &&
             grad.size(1) == input_size[1];
