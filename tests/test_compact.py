@@ -7,6 +7,7 @@ from conftest import (
     ALL_DTYPES,
     assert_close_to_cpu,
     assert_grads_close_to_cpu,
+    check_raises_later,
     dtype_id,
     leaf,
     make,
@@ -69,3 +70,11 @@ def test_masked_select_backward():
     assert_grads_close_to_cpu(lambda t, m: t.masked_select(m), x, mask)
     src = leaf(20)
     assert_grads_close_to_cpu(lambda t, m, s: (t * 1).masked_scatter(m, s), x, mask, src)
+
+
+def test_masked_scatter_checks_the_source_size_on_the_device():
+    """A mask with more ones than the source has elements raises the CPU's error at the
+    next read, without a wait of its own (CUDA checks it in the kernel too)."""
+    x = make((4, 5))
+    mask = torch.ones(4, 5, dtype=torch.bool)
+    check_raises_later(lambda t, m, s: t.masked_scatter(m, s), x, mask, make((7,)))

@@ -9,6 +9,7 @@ from conftest import (
     assert_factory_close_to_cpu,
     assert_same,
     dtype_id,
+    host_syncs,
     make,
     scalar_for,
 )
@@ -217,6 +218,17 @@ def test_arange_uint8():
 def test_tri_indices(fn, shape):
     for dtype in (torch.int64, torch.int32):
         assert_factory_close_to_cpu(lambda d, t=dtype: fn(*shape, dtype=t, device=d))
+
+
+@pytest.mark.parametrize("fn", [torch.tril_indices, torch.triu_indices], ids=lambda f: f.__name__)
+def test_tri_indices_do_not_wait_for_the_device(fn):
+    torch_vkml.synchronize()
+    before = host_syncs()
+    r = fn(300, 200, -5, device=VKML)
+    assert host_syncs() == before
+    assert torch.equal(r.cpu(), fn(300, 200, -5))
+    with pytest.raises(RuntimeError, match="row must be non-negative"):
+        fn(-1, 3, device=VKML)
 
 
 # ------------------------------------------------------- float64 digits

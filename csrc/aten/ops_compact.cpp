@@ -1,7 +1,7 @@
 // Data-dependent shapes: nonzero (and nonzero_static), masked_select, and masked_scatter_. Each
 // scans the 0/1 flags into an int32 prefix sum on the device, reads the count
-// back once (the result's size, or masked_scatter's source check), then
-// compacts in one kernel. Also count_nonzero (bincount lives with the
+// back once where it is the result's size (masked_scatter_ checks it on the device),
+// then compacts in one kernel. Also count_nonzero (bincount lives with the
 // histogram ops in ops_search.cpp).
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
@@ -9,6 +9,7 @@
 
 #include <limits>
 
+#include "op_helpers.h"
 #include "vkml/ops/compact.h"
 #include "vkml/ops/index.h"
 #include "vkml/ops/scan.h"
@@ -131,9 +132,10 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
   at::Tensor m = mask.expand(self.sizes());
   if (self.numel() == 0) return self;
   at::Tensor prefix = flag_prefix(m);
-  int64_t count = last_count(prefix);
-  TORCH_CHECK(count <= source.numel(), "Number of elements of source < number of ones in mask");
-  if (count == 0) return self;
+  // The count stays on the device, as on CUDA: a mask with more ones than the source
+  // raises at the next read of the device; the kernel skips the ones past the source.
+  check_range_later(prefix.narrow(0, prefix.numel() - 1, 1), 0, source.numel(),
+                    "Number of elements of source < number of ones in mask");
   at::Tensor work = self.is_contiguous() ? self : self.contiguous();
   at::Tensor src = source.contiguous();
   vkml::ops::CompactArgs a;

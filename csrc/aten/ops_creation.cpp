@@ -178,21 +178,17 @@ at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
 }
 
 // Row-major (row, col) coordinates of the lower / upper triangle of a row x col
-// matrix, offset diagonals: the nonzero() of the triangle mask.
+// matrix, offset diagonals. Their number follows from the arguments alone, so they are
+// made on the host and uploaded: no wait for the device (a nonzero() of the triangle
+// mask would read its count back), and the CPU's argument checks and messages.
 at::Tensor tri_indices(bool lower, int64_t row, int64_t col, int64_t offset,
                        std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
                        std::optional<at::Device> device, std::optional<bool> pin_memory) {
-  const char* name = lower ? "tril_indices" : "triu_indices";
-  TORCH_CHECK(row >= 0, "row must be non-negative, got", row);
-  TORCH_CHECK(col >= 0, "col must be non-negative, got", col);
-  at::ScalarType t = dtype.value_or(at::kLong);
-  TORCH_CHECK(t == at::kLong || t == at::kInt, name, " on vkml supports int64 and int32, got ", t);
-  auto opts =
-      at::TensorOptions().dtype(at::kBool).layout(layout).device(device).pinned_memory(pin_memory);
-  at::Tensor mask = at::ones({row, col}, opts);
-  mask = lower ? mask.tril(offset) : mask.triu(offset);
-  at::Tensor idx = at::nonzero(mask).t();
-  return t == at::kLong ? idx.contiguous() : idx.to(t).contiguous();
+  auto host = at::TensorOptions().dtype(dtype).layout(layout).device(at::kCPU);
+  at::Tensor idx =
+      lower ? at::tril_indices(row, col, offset, host) : at::triu_indices(row, col, offset, host);
+  (void)pin_memory;  // a device tensor is not pinned
+  return idx.to(*device);
 }
 at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset,
                         std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
