@@ -13,6 +13,7 @@
 #include "fallback.h"
 #include "generator.h"
 #include "linalg_blocked.h"
+#include "sync_debug.h"
 #include "vkml/ops/attention.h"
 #include "vkml/ops/elementwise.h"
 #include "vkml/ops/fft.h"
@@ -199,6 +200,11 @@ PYBIND11_MODULE(_C, m) {
         guarded([&] { dev(i).synchronize(); });
       },
       py::arg("device") = py::none());
+  m.def("set_sync_debug_mode", [](int mode) {
+    TORCH_CHECK(mode >= 0 && mode <= 2, "invalid value of debug_mode, expected 0, 1 or 2");
+    set_sync_debug_mode(SyncDebugMode(mode));
+  });
+  m.def("get_sync_debug_mode", [] { return int(sync_debug_mode()); });
   m.def("memory_stats", &memory_stats, py::arg("device") = py::none());
   // torch.profiler's vkml kernels and torch_vkml.profile (profiler.cpp).
   register_profiler(m);

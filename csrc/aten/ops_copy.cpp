@@ -7,6 +7,7 @@
 
 #include "op_helpers.h"
 #include "pinned.h"
+#include "sync_debug.h"
 #include "value_bounds.h"
 #include "vkml/ops/copy.h"
 #include "vkml/ops/elementwise.h"
@@ -88,6 +89,7 @@ void device_to_host(const at::Tensor& dst_cpu, const at::Tensor& src, bool non_b
       return;
     }
   }
+  on_host_sync();
   if (dst_cpu.is_contiguous() && dst_cpu.scalar_type() == s.scalar_type()) {
     guarded([&] { vkml::ops::download(dev, dst_cpu.data_ptr(), addr(s), s.nbytes()); });
     return;
@@ -169,6 +171,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() > 0, "cannot read a value from an empty tensor");
+  on_host_sync();
   at::Tensor host = at::empty({}, self.options().device(at::kCPU));
   guarded([&] {
     vkml::ops::download(vkml_device(self), host.data_ptr(), addr(self), self.element_size());

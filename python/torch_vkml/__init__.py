@@ -30,9 +30,11 @@ from ._device import (
     device_count,
     device_name,
     get_device_properties,
+    get_sync_debug_mode,
     is_available,
     is_initialized,
     set_device,
+    set_sync_debug_mode,
     synchronize,
 )
 from ._doctor import doctor
@@ -81,6 +83,7 @@ __all__ = [
     "get_device_properties",
     "get_rng_state",
     "get_rng_state_all",
+    "get_sync_debug_mode",
     "initial_seed",
     "is_available",
     "is_initialized",
@@ -103,6 +106,7 @@ __all__ = [
     "set_rng_state",
     "set_rng_state_all",
     "set_stream",
+    "set_sync_debug_mode",
     "stream",
     "synchronize",
     "validation_messages",

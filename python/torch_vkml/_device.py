@@ -130,3 +130,24 @@ def get_device_properties(i: int | torch.device | str | None = None) -> DevicePr
 def synchronize(i: int | torch.device | str | None = None) -> None:
     """Waits until the GPU has finished all work queued on device ``i``."""
     _C.synchronize(_check(_index(i)))
+
+
+def set_sync_debug_mode(debug_mode: int | str) -> None:
+    """As ``torch.cuda.set_sync_debug_mode``: ``"default"`` (0) says nothing about ops that
+    make the host wait for the device, ``"warn"`` (1) warns at each, ``"error"`` (2) raises
+    RuntimeError instead of waiting. Such ops are the read-backs: ``item()``, ``.cpu()``,
+    ``nonzero()``, ``print``, a copy to pageable host memory; explicit waits
+    (``synchronize()``, an event's or a stream's) are not reported."""
+    if isinstance(debug_mode, str):
+        modes = {"default": 0, "warn": 1, "error": 2}
+        if debug_mode not in modes:
+            raise RuntimeError(
+                "invalid value of debug_mode, expected one of `default`, `warn`, `error`"
+            )
+        debug_mode = modes[debug_mode]
+    _C.set_sync_debug_mode(int(debug_mode))
+
+
+def get_sync_debug_mode() -> int:
+    """The mode ``set_sync_debug_mode`` set: 0 default, 1 warn, 2 error."""
+    return int(_C.get_sync_debug_mode())
