@@ -205,3 +205,21 @@ def test_views_of_sparse_tensors():
     torch.testing.assert_close(got.cpu().to_dense(), a.unsqueeze(1).to_dense())
     with pytest.raises(NotImplementedError, match="view op"):
         a.to(VKML).as_strided((2,), (1,))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_coo_products_round_once(dtype):
+    """A COO product in float16/bfloat16 adds up in float32 and rounds once, as the
+    compressed one and CUDA's do: rows of 400 entries, whose sums each add per-entry
+    rounding would move by many units in the last place."""
+    torch.manual_seed(0)
+    dense_a = torch.rand(6, 400) * (torch.rand(6, 400) < 0.9)
+    a, b = dense_a.to(dtype), torch.rand(400, 3).to(dtype)
+    got = (a.to_sparse().to(VKML) @ b.to(VKML)).cpu()
+    want = (a.float() @ b.float()).to(dtype)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got, want, atol=0, rtol=0)
+    got_addmm = torch.sparse.addmm(
+        torch.ones(6, 3, dtype=dtype).to(VKML), a.to_sparse().to(VKML), b.to(VKML)
+    )
+    torch.testing.assert_close(got_addmm.cpu(), (want.float() + 1).to(dtype), atol=0, rtol=1e-2)

@@ -33,6 +33,17 @@ void check_scalar_fits(const at::Scalar& s, at::ScalarType t) {
                                          "check_scalar_fits", [&] { (void)s.to<scalar_t>(); });
 }
 
+at::Tensor sparse_entries_times_dense(const at::Tensor& rows, const at::Tensor& cols,
+                                      const at::Tensor& values, const at::Tensor& dense,
+                                      int64_t n_rows) {
+  const at::ScalarType type = dense.scalar_type();
+  const at::ScalarType acc = type == at::kHalf || type == at::kBFloat16 ? at::kFloat : type;
+  at::Tensor terms = dense.index_select(0, cols).to(acc).mul_(values.to(acc).unsqueeze(1));
+  return at::zeros({n_rows, dense.size(1)}, dense.options().dtype(acc))
+      .index_add_(0, rows, terms)
+      .to(type);
+}
+
 void alert_atomic_adds(const std::string& op) {
   at::globalContext().alertNotDeterministic(op + " on vkml");
 }

@@ -33,6 +33,15 @@ void check_range_later(const at::Tensor& values, int64_t lo, int64_t hi,
 // Scalar::to<T>(): a kernel would wrap or overflow it silently.
 void check_scalar_fits(const at::Scalar& s, at::ScalarType t);
 
+// The n_rows x dense.size(1) product of a sparse matrix given by its entries (rows[k],
+// cols[k], values[k]) with the strided matrix `dense`: each entry adds values[k] *
+// dense[cols[k]] to row rows[k], by a gather and an index_add. float16 and bfloat16 add
+// up in float32 and round once, as CUDA's sparse products do. COO and compressed
+// products both come here.
+at::Tensor sparse_entries_times_dense(const at::Tensor& rows, const at::Tensor& cols,
+                                      const at::Tensor& values, const at::Tensor& dense,
+                                      int64_t n_rows);
+
 // For kernels that add floats with compare-and-swap, summing in the order threads
 // arrive as CUDA's atomics do: under torch.use_deterministic_algorithms this raises (or,
 // with warn_only, warns) as CUDA's kernels do, naming "<op> on vkml".

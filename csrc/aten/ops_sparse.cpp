@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "fallback.h"
+#include "op_helpers.h"
 
 namespace vkml_aten {
 namespace {
@@ -266,10 +267,9 @@ at::Tensor sparse_dense_product(const at::Tensor& sparse, const at::Tensor& dens
   TORCH_CHECK(sparse.size(1) == dense.size(0), "mat1 and mat2 shapes cannot be multiplied (",
               sparse.size(0), "x", sparse.size(1), " and ", dense.size(0), "x", dense.size(1), ")");
   at::Tensor indices = sparse._indices();
-  at::Tensor values = sparse._values().to(dense.scalar_type());
-  at::Tensor terms = dense.index_select(0, indices.select(0, 1)).mul_(values.unsqueeze(1));
-  return at::zeros({sparse.size(0), dense.size(1)}, dense.options())
-      .index_add_(0, indices.select(0, 0), terms);
+  return sparse_entries_times_dense(indices.select(0, 0), indices.select(0, 1),
+                                    sparse._values().to(dense.scalar_type()), dense,
+                                    sparse.size(0));
 }
 
 // What sparse_dense_product() takes (others, such as hybrid or sparse @ sparse: the CPU's).

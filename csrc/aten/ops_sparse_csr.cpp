@@ -30,6 +30,7 @@
 #include <torch/library.h>
 
 #include "fallback.h"
+#include "op_helpers.h"
 
 namespace vkml_aten {
 namespace {
@@ -100,28 +101,18 @@ void check_compressed_product(const at::Tensor& a, const at::Tensor& b) {
               "but got: ", a.scalar_type(), " != ", b.scalar_type());
 }
 
-// a @ b with a or b compressed and the other dense; the result is dense. float16 and
-// bfloat16 products add up in float32 and round once, as CUDA's.
+// a @ b with a or b compressed and the other dense; the result is dense.
 at::Tensor compressed_product(const at::Tensor& a, const at::Tensor& b) {
   check_compressed_product(a, b);
-  const at::ScalarType type = a.scalar_type();
-  const at::ScalarType acc = type == at::kHalf || type == at::kBFloat16 ? at::kFloat : type;
   if (is_compressed(a) && !b.is_sparse() && !is_compressed(b)) {
     // Row r of the result gathers v * b[c] over a's entries (r, c, v).
     Entries e = entries_of(a);
-    at::Tensor terms = b.index_select(0, e.cols).to(acc).mul_(e.values.unsqueeze(1));
-    return at::zeros({a.size(0), b.size(1)}, b.options().dtype(acc))
-        .index_add_(0, e.rows, terms)
-        .to(type);
+    return sparse_entries_times_dense(e.rows, e.cols, e.values, b, a.size(0));
   }
   if (is_compressed(b) && !a.is_sparse() && !is_compressed(a)) {
     // Column c of the result gathers v * a[:, r] over b's entries (r, c, v).
     Entries e = entries_of(b);
-    at::Tensor terms = a.t().index_select(0, e.rows).to(acc).mul_(e.values.unsqueeze(1));
-    return at::zeros({b.size(1), a.size(0)}, a.options().dtype(acc))
-        .index_add_(0, e.cols, terms)
-        .t()
-        .to(type, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous);
+    return sparse_entries_times_dense(e.cols, e.rows, e.values, a.t(), b.size(1)).t().contiguous();
   }
   TORCH_INTERNAL_ASSERT(false, "compressed_product takes what plain_compressed_product() accepts");
 }
