@@ -93,6 +93,7 @@ def _no_wait_ops():
     idx = torch.tensor([0, 2, 5, 1], device=d)
     target = torch.tensor([1, -100, 3, 4, 0, 2], device=d)
     eye = torch.eye(3, device=d) * 2
+    coo = x.relu().to_sparse().coalesce()
     return {
         "index_select": lambda: x.index_select(0, idx),
         "advanced_index": lambda: x[idx],
@@ -145,6 +146,7 @@ def _no_wait_ops():
             torch.linalg.det(eye),
             torch.linalg.qr(x),
         ),
+        "sparse_softmax": lambda: (torch.sparse.softmax(coo, 1), torch.sparse.log_softmax(coo, 0)),
         "clip_grad_norm": lambda: torch.nn.utils.clip_grad_norm_(
             [torch.nn.Parameter(x.clone())], 1.0
         ),

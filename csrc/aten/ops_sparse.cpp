@@ -1,7 +1,8 @@
 // Sparse COO tensors on vkml, as far as sparse gradients take them: nn.Embedding and
 // nn.EmbeddingBag with sparse=True, gradient accumulation, and the optimizers that
 // accept sparse gradients (SGD, SparseAdam, Adagrad), as on CUDA. Before, the first
-// sparse backward raised NotImplementedError.
+// sparse backward raised NotImplementedError. Also sparse @ dense products, the backward
+// of torch.sparse.sum, and torch.sparse.softmax / log_softmax with their backward.
 //
 // A SparsePrivateUse1 tensor is PyTorch's own SparseTensorImpl around vkml tensors:
 // int64 indices [sparse_dim, nnz] and values [nnz, dense dims...]. Its structure
@@ -31,6 +32,7 @@
 #include <ATen/ops/zero_native.h>
 #include <torch/library.h>
 
+#include <limits>
 #include <vector>
 
 #include "fallback.h"
@@ -300,6 +302,169 @@ at::Tensor& sparse_addmm_out(const at::Tensor& self, const at::Tensor& mat1, con
   return out;
 }
 
+// The gradient of torch.sparse.sum(self, dim): each of self's entries takes the gradient at
+// its position without the summed dims (from a sparse grad over the kept sparse dims,
+// looked up by binary search among its sorted positions, or a dense one when every sparse
+// dim was summed), repeated along the summed dense dims. The result has self's coalesced
+// entries, as the CPU's.
+at::Tensor sparse_sum_backward(const at::Tensor& grad, const at::Tensor& self,
+                               at::IntArrayRef dim) {
+  TORCH_CHECK(self.is_sparse(), "_sparse_sum_backward: expected a sparse self");
+  const int64_t sparse_dims = self.sparse_dim(), ndim = self.dim();
+  std::vector<bool> summed(ndim, false);
+  for (int64_t d : dim) summed[at::maybe_wrap_dim(d, ndim)] = true;
+  at::Tensor input = self.coalesce();
+  at::Tensor indices = input._indices();
+  const int64_t nnz = input._nnz();
+  std::vector<at::Tensor> kept_rows;
+  std::vector<int64_t> kept_sizes;
+  for (int64_t d = 0; d < sparse_dims; ++d) {
+    if (summed[d]) continue;
+    kept_rows.push_back(indices.select(0, d));
+    kept_sizes.push_back(self.size(d));
+  }
+  at::Tensor picked;  // [nnz, the kept dense dims...]
+  if (kept_rows.empty()) {
+    TORCH_CHECK(!grad.is_sparse(), "_sparse_sum_backward: expected a dense grad when every ",
+                "sparse dim is summed");
+    std::vector<int64_t> shape{nnz};
+    shape.insert(shape.end(), grad.sizes().begin(), grad.sizes().end());
+    picked = grad.unsqueeze(0).expand(shape);
+  } else {
+    TORCH_CHECK(grad.is_sparse(), "_sparse_sum_backward: expected a sparse grad");
+    at::Tensor g = grad.coalesce();
+    std::vector<int64_t> shape{nnz};
+    shape.insert(shape.end(), g._values().sizes().begin() + 1, g._values().sizes().end());
+    if (g._nnz() == 0) {
+      picked = at::zeros(shape, g._values().options());
+    } else {
+      at::Tensor grad_keys = positions(g._indices(), kept_sizes);  // ascending: coalesced
+      at::Tensor keys = positions(at::stack(kept_rows), kept_sizes);
+      at::Tensor at_key = at::searchsorted(grad_keys, keys).clamp_max(g._nnz() - 1);
+      at::Tensor found = grad_keys.index_select(0, at_key).eq(keys);
+      std::vector<int64_t> found_shape(shape.size(), 1);
+      found_shape[0] = nnz;
+      picked = at::where(found.view(found_shape), g._values().index_select(0, at_key), 0);
+    }
+  }
+  std::vector<int64_t> values_shape{nnz};
+  for (int64_t d = sparse_dims; d < ndim; ++d) {
+    if (summed[d]) picked = picked.unsqueeze(1 + d - sparse_dims);
+    values_shape.push_back(self.size(d));
+  }
+  return make_sparse(indices.clone(), picked.expand(values_shape).contiguous(), self.sizes(), true);
+}
+
+// ---- torch.sparse.softmax / log_softmax. Along a sparse dim, each group of entries that
+// share every other sparse index is normalised on its own (unspecified entries count as
+// -inf: they take no share); along a dense dim, each entry's values take the dense op.
+// The result has the input's coalesced entries, as the CPU's.
+
+// A group id per entry of `indices` ([sparse_dim, nnz]) from its position without `dim`:
+// entries sorted by that key, equal neighbours share an id, so ids lie below nnz and
+// no count is read back.
+at::Tensor softmax_groups(const at::Tensor& indices, at::IntArrayRef sizes, int64_t dim) {
+  const int64_t nnz = indices.size(1);
+  std::vector<at::Tensor> rows;
+  std::vector<int64_t> kept_sizes;
+  for (int64_t d = 0; d < indices.size(0); ++d) {
+    if (d == dim) continue;
+    rows.push_back(indices.select(0, d));
+    kept_sizes.push_back(sizes[d]);
+  }
+  if (rows.empty() || nnz < 2) return at::zeros({nnz}, indices.options());
+  at::Tensor key = positions(at::stack(rows), kept_sizes);
+  auto [sorted, order] = at::sort(key, /*stable=*/true, 0, false);
+  at::Tensor starts = at::ones({nnz}, indices.options());
+  starts.narrow(0, 1, nnz - 1).copy_(sorted.narrow(0, 1, nnz - 1).ne(sorted.narrow(0, 0, nnz - 1)));
+  at::Tensor sorted_ids = starts.cumsum(0).sub_(1);
+  return at::empty_like(sorted_ids).index_copy_(0, order, sorted_ids);
+}
+
+// Per-entry sums over each entry's group (`values` [nnz, dense dims...]).
+at::Tensor group_sum(const at::Tensor& values, const at::Tensor& groups) {
+  return at::zeros_like(values).index_add_(0, groups, values).index_select(0, groups);
+}
+
+at::Tensor sparse_softmax_impl(const at::Tensor& self, int64_t dim, bool half_to_float, bool log) {
+  TORCH_CHECK(self.is_sparse(), "softmax: expected a sparse COO tensor");
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  const at::ScalarType type = self.scalar_type();
+  const bool half = type == at::kHalf || type == at::kBFloat16;
+  TORCH_CHECK(!half_to_float || type == at::kHalf,
+              "softmax with half to float conversion is not supported on vkml for ", type);
+  at::Tensor input = self.coalesce();
+  at::Tensor values = half ? input._values().to(at::kFloat) : input._values();
+  at::Tensor out;
+  if (d >= self.sparse_dim()) {
+    const int64_t vd = d - self.sparse_dim() + 1;
+    out = log ? values.log_softmax(vd) : values.softmax(vd);
+  } else if (values.numel() == 0) {
+    out = values.clone();
+  } else {
+    at::Tensor groups = softmax_groups(input._indices(), self.sizes(), d);
+    at::Tensor top = at::full_like(values, -std::numeric_limits<double>::infinity())
+                         .index_reduce_(0, groups, values, "amax", /*include_self=*/true);
+    at::Tensor shifted = values - top.index_select(0, groups);
+    at::Tensor sums = group_sum(shifted.exp(), groups);
+    out = log ? shifted - sums.log() : shifted.exp() / sums;
+  }
+  if (half && !half_to_float) out = out.to(type);
+  return make_sparse(input._indices().clone(), out, self.sizes(), true);
+}
+at::Tensor sparse_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  return sparse_softmax_impl(self, dim, half_to_float, false);
+}
+at::Tensor sparse_log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  return sparse_softmax_impl(self, dim, half_to_float, true);
+}
+
+// `grad`'s values at `out`'s entries (0 where grad has no entry), both over the same sizes.
+at::Tensor values_at_entries(const at::Tensor& grad, const at::Tensor& out) {
+  at::Tensor g = grad.coalesce();
+  at::Tensor outv = out._values();
+  if (g._nnz() == 0) return at::zeros_like(outv);
+  at::Tensor grad_keys = positions(g._indices(), out.sizes());  // ascending: coalesced
+  at::Tensor keys = positions(out._indices(), out.sizes());
+  at::Tensor at_key = at::searchsorted(grad_keys, keys).clamp_max(g._nnz() - 1);
+  at::Tensor found = grad_keys.index_select(0, at_key).eq(keys);
+  std::vector<int64_t> found_shape(outv.dim(), 1);
+  found_shape[0] = outv.size(0);
+  return at::where(found.view(found_shape), g._values().index_select(0, at_key), 0);
+}
+
+at::Tensor sparse_softmax_backward_impl(const at::Tensor& grad_output, const at::Tensor& output,
+                                        int64_t dim, bool log) {
+  TORCH_CHECK(output.is_sparse() && grad_output.is_sparse(),
+              "softmax backward: expected sparse COO tensors");
+  const int64_t d = at::maybe_wrap_dim(dim, output.dim());
+  at::Tensor out = output.coalesce();
+  const at::ScalarType type = out.scalar_type();
+  const bool half = type == at::kHalf || type == at::kBFloat16;
+  at::Tensor y = half ? out._values().to(at::kFloat) : out._values();
+  at::Tensor g = values_at_entries(grad_output, out).to(y.scalar_type());
+  at::Tensor gi;
+  if (d >= output.sparse_dim()) {
+    const int64_t vd = d - output.sparse_dim() + 1;
+    gi = log ? g - y.exp() * g.sum(vd, true) : y * (g - (g * y).sum(vd, true));
+  } else if (y.numel() == 0) {
+    gi = y.clone();
+  } else {
+    at::Tensor groups = softmax_groups(out._indices(), output.sizes(), d);
+    gi = log ? g - y.exp() * group_sum(g, groups) : y * (g - group_sum(g * y, groups));
+  }
+  if (half) gi = gi.to(type);
+  return make_sparse(out._indices().clone(), gi, output.sizes(), true);
+}
+at::Tensor sparse_softmax_backward(const at::Tensor& grad_output, const at::Tensor& output,
+                                   int64_t dim, const at::Tensor& /*self*/) {
+  return sparse_softmax_backward_impl(grad_output, output, dim, false);
+}
+at::Tensor sparse_log_softmax_backward(const at::Tensor& grad_output, const at::Tensor& output,
+                                       int64_t dim, const at::Tensor& /*self*/) {
+  return sparse_softmax_backward_impl(grad_output, output, dim, true);
+}
+
 // dense.to_sparse(sparse_dim): one entry per position of the first sparse_dim dims whose
 // slice holds a nonzero, in row-major order (coalesced), as the CPU makes them.
 at::Tensor dense_to_sparse(const at::Tensor& self, int64_t sparse_dim) {
@@ -379,6 +544,11 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("addmm", TORCH_FN(vkml_aten::sparse_addmm));
   m.impl("addmm.out", TORCH_FN(vkml_aten::sparse_addmm_out));
   m.impl("_sparse_addmm", TORCH_FN(vkml_aten::sparse_addmm));
+  m.impl("_sparse_sum_backward", TORCH_FN(vkml_aten::sparse_sum_backward));
+  m.impl("_sparse_softmax", TORCH_FN(vkml_aten::sparse_softmax));
+  m.impl("_sparse_log_softmax", TORCH_FN(vkml_aten::sparse_log_softmax));
+  m.impl("_sparse_softmax_backward_data", TORCH_FN(vkml_aten::sparse_softmax_backward));
+  m.impl("_sparse_log_softmax_backward_data", TORCH_FN(vkml_aten::sparse_log_softmax_backward));
 }
 
 }  // namespace vkml_aten
