@@ -302,11 +302,26 @@ at::Tensor& sparse_addmm_out(const at::Tensor& self, const at::Tensor& mat1, con
   return out;
 }
 
+// The values of coalesced sparse `g` at the row-major positions `keys` among its sparse dims
+// (of sizes `sizes`), zero where g has no entry: a binary search among g's positions,
+// which coalescing sorted.
+at::Tensor values_at_positions(const at::Tensor& g, at::IntArrayRef sizes, const at::Tensor& keys) {
+  at::Tensor values = g._values();
+  std::vector<int64_t> shape{keys.size(0)};
+  shape.insert(shape.end(), values.sizes().begin() + 1, values.sizes().end());
+  if (g._nnz() == 0) return at::zeros(shape, values.options());
+  at::Tensor g_keys = positions(g._indices(), sizes);
+  at::Tensor at_key = at::searchsorted(g_keys, keys).clamp_max(g._nnz() - 1);
+  at::Tensor found = g_keys.index_select(0, at_key).eq(keys);
+  std::vector<int64_t> found_shape(shape.size(), 1);
+  found_shape[0] = keys.size(0);
+  return at::where(found.view(found_shape), values.index_select(0, at_key), 0);
+}
+
 // The gradient of torch.sparse.sum(self, dim): each of self's entries takes the gradient at
-// its position without the summed dims (from a sparse grad over the kept sparse dims,
-// looked up by binary search among its sorted positions, or a dense one when every sparse
-// dim was summed), repeated along the summed dense dims. The result has self's coalesced
-// entries, as the CPU's.
+// its position without the summed dims (from a sparse grad over the kept sparse dims, or a
+// dense one when every sparse dim was summed), repeated along the summed dense dims. The result has
+// self's coalesced entries, as the CPU's.
 at::Tensor sparse_sum_backward(const at::Tensor& grad, const at::Tensor& self,
                                at::IntArrayRef dim) {
   TORCH_CHECK(self.is_sparse(), "_sparse_sum_backward: expected a sparse self");
@@ -332,20 +347,8 @@ at::Tensor sparse_sum_backward(const at::Tensor& grad, const at::Tensor& self,
     picked = grad.unsqueeze(0).expand(shape);
   } else {
     TORCH_CHECK(grad.is_sparse(), "_sparse_sum_backward: expected a sparse grad");
-    at::Tensor g = grad.coalesce();
-    std::vector<int64_t> shape{nnz};
-    shape.insert(shape.end(), g._values().sizes().begin() + 1, g._values().sizes().end());
-    if (g._nnz() == 0) {
-      picked = at::zeros(shape, g._values().options());
-    } else {
-      at::Tensor grad_keys = positions(g._indices(), kept_sizes);  // ascending: coalesced
-      at::Tensor keys = positions(at::stack(kept_rows), kept_sizes);
-      at::Tensor at_key = at::searchsorted(grad_keys, keys).clamp_max(g._nnz() - 1);
-      at::Tensor found = grad_keys.index_select(0, at_key).eq(keys);
-      std::vector<int64_t> found_shape(shape.size(), 1);
-      found_shape[0] = nnz;
-      picked = at::where(found.view(found_shape), g._values().index_select(0, at_key), 0);
-    }
+    picked = values_at_positions(grad.coalesce(), kept_sizes,
+                                 positions(at::stack(kept_rows), kept_sizes));
   }
   std::vector<int64_t> values_shape{nnz};
   for (int64_t d = sparse_dims; d < ndim; ++d) {
@@ -374,7 +377,7 @@ at::Tensor softmax_groups(const at::Tensor& indices, at::IntArrayRef sizes, int6
   }
   if (rows.empty() || nnz < 2) return at::zeros({nnz}, indices.options());
   at::Tensor key = positions(at::stack(rows), kept_sizes);
-  auto [sorted, order] = at::sort(key, /*stable=*/true, 0, false);
+  auto [sorted, order] = at::sort(key);
   at::Tensor starts = at::ones({nnz}, indices.options());
   starts.narrow(0, 1, nnz - 1).copy_(sorted.narrow(0, 1, nnz - 1).ne(sorted.narrow(0, 0, nnz - 1)));
   at::Tensor sorted_ids = starts.cumsum(0).sub_(1);
@@ -419,20 +422,6 @@ at::Tensor sparse_log_softmax(const at::Tensor& self, int64_t dim, bool half_to_
   return sparse_softmax_impl(self, dim, half_to_float, true);
 }
 
-// `grad`'s values at `out`'s entries (0 where grad has no entry), both over the same sizes.
-at::Tensor values_at_entries(const at::Tensor& grad, const at::Tensor& out) {
-  at::Tensor g = grad.coalesce();
-  at::Tensor outv = out._values();
-  if (g._nnz() == 0) return at::zeros_like(outv);
-  at::Tensor grad_keys = positions(g._indices(), out.sizes());  // ascending: coalesced
-  at::Tensor keys = positions(out._indices(), out.sizes());
-  at::Tensor at_key = at::searchsorted(grad_keys, keys).clamp_max(g._nnz() - 1);
-  at::Tensor found = grad_keys.index_select(0, at_key).eq(keys);
-  std::vector<int64_t> found_shape(outv.dim(), 1);
-  found_shape[0] = outv.size(0);
-  return at::where(found.view(found_shape), g._values().index_select(0, at_key), 0);
-}
-
 at::Tensor sparse_softmax_backward_impl(const at::Tensor& grad_output, const at::Tensor& output,
                                         int64_t dim, bool log) {
   TORCH_CHECK(output.is_sparse() && grad_output.is_sparse(),
@@ -442,7 +431,9 @@ at::Tensor sparse_softmax_backward_impl(const at::Tensor& grad_output, const at:
   const at::ScalarType type = out.scalar_type();
   const bool half = type == at::kHalf || type == at::kBFloat16;
   at::Tensor y = half ? out._values().to(at::kFloat) : out._values();
-  at::Tensor g = values_at_entries(grad_output, out).to(y.scalar_type());
+  at::Tensor g = values_at_positions(grad_output.coalesce(), output.sizes(),
+                                     positions(out._indices(), output.sizes()))
+                     .to(y.scalar_type());
   at::Tensor gi;
   if (d >= output.sparse_dim()) {
     const int64_t vd = d - output.sparse_dim() + 1;
