@@ -7,6 +7,8 @@
 #include <mutex>
 #include <set>
 
+#include "sync_debug.h"
+
 namespace vkml_aten {
 namespace {
 
@@ -38,14 +40,20 @@ void check_not_a_view(const c10::FunctionSchema& schema) {
 bool is_sparse_layout(const at::Tensor& t) { return t.defined() && t.layout() != at::kStrided; }
 
 // Whether an argument holds a sparse (COO, CSR, CSC) tensor.
-bool any_sparse(c10::ArrayRef<c10::IValue> args) {
+template <class Pred>
+bool any_tensor(c10::ArrayRef<c10::IValue> args, Pred pred) {
   for (const auto& a : args) {
-    if (a.isTensor() && is_sparse_layout(a.toTensor())) return true;
+    if (a.isTensor() && pred(a.toTensor())) return true;
     if (a.isTensorList())
       for (const at::Tensor& t : a.toTensorList().vec())
-        if (is_sparse_layout(t)) return true;
+        if (pred(t)) return true;
   }
   return false;
+}
+bool any_sparse(c10::ArrayRef<c10::IValue> args) { return any_tensor(args, is_sparse_layout); }
+bool any_vkml(c10::ArrayRef<c10::IValue> args) {
+  return any_tensor(
+      args, [](const at::Tensor& t) { return t.defined() && t.device().is_privateuseone(); });
 }
 
 // PyTorch's boxed CPU fallback copies strided tensors only. Sparse tensors cross with
@@ -107,12 +115,18 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::string name = schema.name();
   if (!schema.overload_name().empty()) name += "." + schema.overload_name();
   const size_t n = schema.arguments().size();
-  const bool sparse = any_sparse(c10::ArrayRef<c10::IValue>(&*(stack->end() - n), n));
+  const c10::ArrayRef<c10::IValue> args(&*(stack->end() - n), n);
+  const bool sparse = any_sparse(args);
   if (sparse) check_not_a_view(schema);
   Mode m = mode();
   TORCH_CHECK_NOT_IMPLEMENTED(m != Mode::Error, name,
                               " has no vkml kernel yet (TORCH_VKML_FALLBACK=error forbids "
                               "running it on the CPU)");
+  // Copying its vkml arguments to the CPU waits for the device: under the sync debug
+  // mode's "error" the refusal names the op, which a bare read-back could not.
+  TORCH_CHECK(sync_debug_mode() != SyncDebugMode::Error || !any_vkml(args),
+              "called a synchronizing vkml operation: ", name,
+              " has no vkml kernel and runs on the CPU");
   bool warn = false;
   {
     std::lock_guard<std::mutex> lock(g_mutex);

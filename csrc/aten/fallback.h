@@ -11,7 +11,8 @@ namespace vkml_aten {
 // Boxed: copies inputs to the CPU, runs the op there, copies results (and
 // in-place / out= arguments) back. Counts each call and, per
 // TORCH_VKML_FALLBACK (warn | silent | error), warns once per op or raises
-// NotImplementedError.
+// NotImplementedError. Under torch_vkml.set_sync_debug_mode("error") a call with vkml
+// arguments raises RuntimeError naming the op (its copies to the CPU would wait).
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // Runs the aten op Op (at::_ops::name) through the counted CPU fallback from
