@@ -302,6 +302,23 @@ at::Tensor& sparse_addmm_out(const at::Tensor& self, const at::Tensor& mat1, con
   return out;
 }
 
+// Each entry's row-major position among the sparse dims not marked in `dropped` (the key
+// that groups entries along the dropped dims), and those dims' sizes; 0 for every entry
+// when no sparse dim is left.
+std::pair<at::Tensor, std::vector<int64_t>> positions_without(const at::Tensor& indices,
+                                                              at::IntArrayRef sizes,
+                                                              const std::vector<bool>& dropped) {
+  std::vector<at::Tensor> rows;
+  std::vector<int64_t> kept_sizes;
+  for (int64_t d = 0; d < indices.size(0); ++d) {
+    if (dropped[d]) continue;
+    rows.push_back(indices.select(0, d));
+    kept_sizes.push_back(sizes[d]);
+  }
+  if (rows.empty()) return {at::zeros({indices.size(1)}, indices.options()), kept_sizes};
+  return {positions(at::stack(rows), kept_sizes), kept_sizes};
+}
+
 // The values of coalesced sparse `g` at the row-major positions `keys` among its sparse dims
 // (of sizes `sizes`), zero where g has no entry: a binary search among g's positions,
 // which coalescing sorted.
@@ -331,15 +348,9 @@ at::Tensor sparse_sum_backward(const at::Tensor& grad, const at::Tensor& self,
   at::Tensor input = self.coalesce();
   at::Tensor indices = input._indices();
   const int64_t nnz = input._nnz();
-  std::vector<at::Tensor> kept_rows;
-  std::vector<int64_t> kept_sizes;
-  for (int64_t d = 0; d < sparse_dims; ++d) {
-    if (summed[d]) continue;
-    kept_rows.push_back(indices.select(0, d));
-    kept_sizes.push_back(self.size(d));
-  }
+  auto [keys, kept_sizes] = positions_without(indices, self.sizes(), summed);
   at::Tensor picked;  // [nnz, the kept dense dims...]
-  if (kept_rows.empty()) {
+  if (kept_sizes.empty()) {
     TORCH_CHECK(!grad.is_sparse(), "_sparse_sum_backward: expected a dense grad when every ",
                 "sparse dim is summed");
     std::vector<int64_t> shape{nnz};
@@ -347,8 +358,7 @@ at::Tensor sparse_sum_backward(const at::Tensor& grad, const at::Tensor& self,
     picked = grad.unsqueeze(0).expand(shape);
   } else {
     TORCH_CHECK(grad.is_sparse(), "_sparse_sum_backward: expected a sparse grad");
-    picked = values_at_positions(grad.coalesce(), kept_sizes,
-                                 positions(at::stack(kept_rows), kept_sizes));
+    picked = values_at_positions(grad.coalesce(), kept_sizes, keys);
   }
   std::vector<int64_t> values_shape{nnz};
   for (int64_t d = sparse_dims; d < ndim; ++d) {
@@ -368,15 +378,11 @@ at::Tensor sparse_sum_backward(const at::Tensor& grad, const at::Tensor& self,
 // no count is read back.
 at::Tensor softmax_groups(const at::Tensor& indices, at::IntArrayRef sizes, int64_t dim) {
   const int64_t nnz = indices.size(1);
-  std::vector<at::Tensor> rows;
-  std::vector<int64_t> kept_sizes;
-  for (int64_t d = 0; d < indices.size(0); ++d) {
-    if (d == dim) continue;
-    rows.push_back(indices.select(0, d));
-    kept_sizes.push_back(sizes[d]);
-  }
-  if (rows.empty() || nnz < 2) return at::zeros({nnz}, indices.options());
-  at::Tensor key = positions(at::stack(rows), kept_sizes);
+  // One sparse dim (every entry in one group) or under two entries: all in group 0.
+  if (indices.size(0) < 2 || nnz < 2) return at::zeros({nnz}, indices.options());
+  std::vector<bool> dropped(indices.size(0), false);
+  dropped[dim] = true;
+  at::Tensor key = positions_without(indices, sizes, dropped).first;
   auto [sorted, order] = at::sort(key);
   at::Tensor starts = at::ones({nnz}, indices.options());
   starts.narrow(0, 1, nnz - 1).copy_(sorted.narrow(0, 1, nnz - 1).ne(sorted.narrow(0, 0, nnz - 1)));
