@@ -199,6 +199,20 @@ def test_small_arguments_keep_relative_precision():
     assert_close_to_cpu(torch.log, 1 + x, atol=0, rtol=2e-5)
 
 
+def test_float32_lgamma_keeps_relative_precision_at_its_zeros():
+    # lgamma vanishes at 1 and 2 and dips to -0.12 at 1.46: a sum of terms near 8
+    # (Stirling's series after shifting up) lost every digit there. Within 8 ulps of the
+    # float64 value from 1/2 to 8 and just beside both zeros (the CPU's is within 1).
+    near = torch.logspace(-7, -1, 60)
+    x = torch.cat([torch.linspace(0.5, 8.0, 30001), 1 + near, 1 - near, 2 + near, 2 - near])
+    x = torch.cat([x, torch.tensor([1.0, 2.0])])
+    ref = torch.lgamma(x.double())
+    got = torch.lgamma(x.to(VKML)).cpu().double()
+    ulp = torch.nextafter(ref.float(), torch.tensor(math.inf)).double() - ref.float().double()
+    assert ((got - ref).abs() / ulp).max() <= 8
+    assert got[-2:].tolist() == [0.0, 0.0]
+
+
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.bool], ids=dtype_id)
 def test_unary_on_integers(dtype):
     x = make((4, 5), dtype)

@@ -201,19 +201,50 @@ float abs_sinpi(float x) {
   sincospi_reduced(x, s, c, r);
   return s;
 }
-// lgamma for x > 0: shift to x >= 8, then Stirling's series.
+// lgamma(2 + z) for -3/4 <= z <= 1/2: its Taylor series, coefficients
+// (-1)^k (zeta(k) - 1) / k (1 - Euler's gamma first), to z^28 (the terms fall as
+// (|z| / 2)^k / k). Exactly 0 at z = 0.
+const float LGAMMA_TWO_F[28] = float[](
+    0.422784335098467139393, 0.322467033424113218236, -0.0673523010531980951332,
+    0.020580808427784547879, -0.00738555102867398526627, 0.00289051033074152328575,
+    -0.00119275391170326097711, 0.000509669524743042422336, -0.000223154758453579379761,
+    0.0000994575127818085337146, -0.0000449262367381331417002, 0.0000205072127756706915532,
+    -0.00000943948827526839590399, 0.00000437486678990748780418,
+    -0.00000203921575380136623678, 0.000000955141213040741983286,
+    -0.000000449246919876456604329, 0.000000212071848055546658692,
+    -0.000000100432248239680996087, 0.0000000476981016936398056576,
+    -0.0000000227110946089431649103, 0.0000000108386592148969540911,
+    -0.00000000518347504197004665512, 0.00000000248367454380247831719,
+    -0.00000000119214014058609120744, 0.000000000573136724167886201333,
+    -0.000000000275952288512423314518, 0.000000000133047643742444894815);
+float lgamma_near_two(float z) {
+  float p = LGAMMA_TWO_F[27];
+  for (int k = 26; k >= 0; --k) p = p * z + LGAMMA_TWO_F[k];
+  return z * p;
+}
+// lgamma for x > 0. Below 8, the series about 2 after an exact shift into [0.5, 2.5):
+// lgamma's zeros at 1 and 2 keep their relative digits. (Shifting up to Stirling's series
+// made lgamma(1 + 1e-3) the difference of two numbers near 8: 1e-5 off relatively.)
 float lgamma_pos(float x) {
   float shift = 0.0;
-  float prod = 1.0;
-  while (x < 8.0) {
-    prod *= x;
+  if (x < 0.5) {
+    shift = -log(x);  // lgamma(x) = lgamma(x + 1) - log(x); log(x) dominates here
     x += 1.0;
   }
-  if (prod != 1.0) shift = log(prod);
+  // x - 1 and x - 2 are exact in these ranges (Sterbenz).
+  if (x < 1.25) return shift + lgamma_near_two(x - 1.0) - log1p_f(x - 1.0);
+  if (x < 8.0) {
+    float prod = 1.0;
+    while (x >= 2.5) {
+      x -= 1.0;
+      prod *= x;
+    }
+    return shift + lgamma_near_two(x - 2.0) + log_f(prod);
+  }
   float inv = 1.0 / x, inv2 = inv * inv;
   float series = inv * (1.0 / 12.0 - inv2 * (1.0 / 360.0 - inv2 * (1.0 / 1260.0 -
                  inv2 * (1.0 / 1680.0))));
-  return (x - 0.5) * log(x) - x + 0.91893853320467274 + series - shift;
+  return (x - 0.5) * log(x) - x + 0.91893853320467274 + series;
 }
 float lgamma_f(float x) {
   if (isnan(x)) return x;
