@@ -73,6 +73,57 @@ def test_fused_sgd_matches_cpu(case, no_fallback):
         torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-6)
 
 
+ADAGRAD_CASES = {
+    "plain": dict(lr=0.1),
+    "decay": dict(lr=0.1, lr_decay=0.05, weight_decay=0.01, initial_accumulator_value=0.3),
+    "maximize": dict(lr=0.05, eps=1e-3, maximize=True),
+}
+
+
+@pytest.mark.parametrize("case", list(ADAGRAD_CASES))
+def test_fused_adagrad_matches_cpu(case, no_fallback):
+    params = _params(torch.float32)
+    want, _ = _run(torch.optim.Adagrad, params, "cpu", 4, **ADAGRAD_CASES[case])
+    got, opt = _run(torch.optim.Adagrad, params, VKML, 4, **ADAGRAD_CASES[case])
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-6)
+    state = opt.state[opt.param_groups[0]["params"][2]]
+    assert state["sum"].device.type == VKML and float(state["step"]) == 4.0
+
+
+def test_fused_adagrad_grad_scale_found_inf_and_half(no_fallback):
+    """GradScaler's unscale in the kernel (the grads are stored unscaled), found_inf
+    skipping the step, a tensor lr, and float16 parameters."""
+    p_cpu, g_cpu = make((40,)), make((40,))
+    results = {}
+    for dev in ("cpu", VKML):
+        p = p_cpu.clone().to(dev)
+        g = g_cpu.clone().to(dev)
+        total = torch.full_like(p, 0.1)
+        step = torch.tensor(3.0, device=dev)
+        kw = dict(lr_decay=0.01, weight_decay=0.01, eps=1e-10, maximize=False)
+        torch._fused_adagrad_(
+            [p], [g], [total], [step], lr=torch.tensor(0.05, device=dev),
+            grad_scale=torch.tensor(4.0, device=dev), found_inf=torch.tensor(0.0, device=dev),
+            **kw,
+        )  # fmt: skip
+        skipped = p.clone()
+        torch._fused_adagrad_(
+            [skipped], [g.clone()], [total.clone()], [step], lr=0.05,
+            found_inf=torch.tensor(1.0, device=dev), **kw,
+        )  # fmt: skip
+        results[dev] = [t.cpu() for t in (p, g, total, skipped)]
+    for got, want in zip(results[VKML], results["cpu"], strict=True):
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(results[VKML][3], results[VKML][0])
+    half = _params(torch.float16)
+    want, _ = _run(torch.optim.Adagrad, half, "cpu", 3, lr=0.05)
+    got, _ = _run(torch.optim.Adagrad, half, VKML, 3, lr=0.05)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == torch.float16
+        torch.testing.assert_close(g, w, atol=1e-3, rtol=1e-3)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
 def test_fused_adamw_half_precision(dtype, no_fallback):
     params = _params(dtype)

@@ -1,4 +1,4 @@
-// Fused optimizer steps (torch.optim.Adam/AdamW/SGD with fused=True): one
+// Fused optimizer steps (torch.optim.Adam/AdamW/SGD/Adagrad with fused=True): one
 // kernel launch per dtype updates the whole parameter list.
 #include <torch/library.h>
 
@@ -61,9 +61,12 @@ void run(const char* op, OptimRule rule, const Lists& l, vkml::ops::OptimHyper h
          const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf,
          const std::optional<at::Tensor>& lr_tensor) {
   const size_t n = l.params.size();
-  bool adam = rule != OptimRule::sgd;
+  bool adam = rule == OptimRule::adam || rule == OptimRule::adamw;
   TORCH_CHECK(l.grads.size() == n, op, ": got ", n, " parameters but ", l.grads.size(), " grads");
-  if (adam) {
+  if (rule == OptimRule::adagrad) {
+    TORCH_CHECK(l.state0.size() == n && l.steps.size() == n, op,
+                ": state_sums and state_steps must have one tensor per parameter");
+  } else if (adam) {
     TORCH_CHECK(l.state0.size() == n && l.state1.size() == n && l.steps.size() == n, op,
                 ": exp_avgs, exp_avg_sqs and state_steps must have one tensor per parameter");
     TORCH_CHECK(!h.amsgrad || l.state2.size() == n, op,
@@ -104,10 +107,14 @@ void run(const char* op, OptimRule rule, const Lists& l, vkml::ops::OptimHyper h
     r.param = addr(p);
     r.numel = p.numel();
     r.grad = align(op, "grad", p, l.grads[i]);
-    if (adam) {
-      r.state0 = align(op, "exp_avg", p, l.state0[i]);
-      r.state1 = align(op, "exp_avg_sq", p, l.state1[i]);
-      if (h.amsgrad) r.state2 = align(op, "max_exp_avg_sq", p, l.state2[i]);
+    if (adam || rule == OptimRule::adagrad) {
+      if (adam) {
+        r.state0 = align(op, "exp_avg", p, l.state0[i]);
+        r.state1 = align(op, "exp_avg_sq", p, l.state1[i]);
+        if (h.amsgrad) r.state2 = align(op, "max_exp_avg_sq", p, l.state2[i]);
+      } else {
+        r.state0 = align(op, "state_sum", p, l.state0[i]);
+      }
       const at::Tensor& s = l.steps[i];
       TORCH_CHECK(s.device() == p.device() && s.scalar_type() == at::kFloat && s.numel() == 1, op,
                   ": state_steps must be float32 one-element tensors on ", p.device(), ", got ",
@@ -192,6 +199,26 @@ void fused_sgd(at::TensorList self, at::TensorList grads, at::TensorList momentu
       grad_scale, found_inf, lr_tensor(lr));
 }
 
+template <class Lr>
+void fused_adagrad(at::TensorList self, at::TensorList grads, at::TensorList state_sums,
+                   at::TensorList state_steps, Lr lr, double lr_decay, double weight_decay,
+                   double eps, bool maximize, const std::optional<at::Tensor>& grad_scale,
+                   const std::optional<at::Tensor>& found_inf) {
+  if (on_cpu_route(self)) {
+    using Op = std::conditional_t<std::is_same_v<Lr, double>, at::_ops::_fused_adagrad_,
+                                  at::_ops::_fused_adagrad__tensor_lr>;
+    return cpu_route<Op>(self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps,
+                         maximize, grad_scale, found_inf);
+  }
+  run("_fused_adagrad_", OptimRule::adagrad, {self, grads, state_sums, {}, {}, state_steps},
+      {.lr = lr_value(lr),
+       .beta1 = lr_decay,
+       .weight_decay = weight_decay,
+       .eps = eps,
+       .maximize = maximize},
+      grad_scale, found_inf, lr_tensor(lr));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -202,6 +229,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_fused_adamw_.tensor_lr", TORCH_FN((fused_adam<OptimRule::adamw, T>)));
   m.impl("_fused_sgd_", TORCH_FN(fused_sgd<double>));
   m.impl("_fused_sgd_.tensor_lr", TORCH_FN(fused_sgd<T>));
+  m.impl("_fused_adagrad_", TORCH_FN(fused_adagrad<double>));
+  m.impl("_fused_adagrad_.tensor_lr", TORCH_FN(fused_adagrad<T>));
 }
 
 }  // namespace vkml_aten

@@ -9,12 +9,17 @@
 
 namespace vkml::ops {
 
-enum class OptimRule { adam = OPTIM_ADAM, adamw = OPTIM_ADAMW, sgd = OPTIM_SGD };
+enum class OptimRule {
+  adam = OPTIM_ADAM,
+  adamw = OPTIM_ADAMW,
+  sgd = OPTIM_SGD,
+  adagrad = OPTIM_ADAGRAD
+};
 
 // One contiguous parameter and its same-sized, same-dtype companions. Adam:
 // state0 = exp_avg, state1 = exp_avg_sq, state2 = max_exp_avg_sq (amsgrad
 // only), step = address of its float32 step count. SGD: state0 = momentum
-// buffer, or 0 without momentum.
+// buffer, or 0 without momentum. Adagrad: state0 = state_sum, step as Adam's.
 struct OptimParam {
   uint64_t param = 0, grad = 0, state0 = 0, state1 = 0, state2 = 0, step = 0;
   int64_t numel = 0;
@@ -23,7 +28,7 @@ struct OptimParam {
 struct OptimHyper {
   double lr = 0;
   uint64_t lr_tensor = 0;             // float32 scalar read on the device instead of lr
-  double beta1 = 0.9, beta2 = 0.999;  // SGD: momentum, dampening
+  double beta1 = 0.9, beta2 = 0.999;  // SGD: momentum, dampening; Adagrad: lr_decay
   double weight_decay = 0, eps = 1e-8;
   bool amsgrad = false, maximize = false, nesterov = false, first_step = false;
   uint64_t grad_scale = 0;  // float32 scalars, or 0

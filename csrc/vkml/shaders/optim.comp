@@ -1,12 +1,12 @@
 #version 450
 // Fused optimizer steps over a whole list of parameters in one dispatch
-// (PyTorch's _fused_adam_, _fused_adamw_ and _fused_sgd_). A table in
+// (PyTorch's _fused_adam_, _fused_adamw_, _fused_sgd_ and _fused_adagrad_). A table in
 // host-visible memory holds one record per parameter; each workgroup updates
 // one block of BLOCK elements of one parameter, found by binary search on the
 // records' first block. fp32 math whatever the storage dtype.
 //
 // Specialization constant 0 = rule: 0 Adam, 1 AdamW (decoupled weight decay),
-// 2 SGD. The variant is the storage dtype of params, grads and state.
+// 2 SGD, 3 Adagrad. The variant is the storage dtype of params, grads and state.
 //! dtypes f32 f16 bf16
 #ifdef ST_BF16
 #define NEED_I16  // bf16 bits move through int16 arithmetic
@@ -95,6 +95,16 @@ void sgd(Record rec, uint i, float lr, float scale) {
   st(rec.param, i, p - lr * g);
 }
 
+void adagrad(Record rec, uint i, float lr, float scale, float step) {
+  float p = ld(rec.param, i);
+  float g = load_grad(rec, i, scale);
+  if (pc.weight_decay != 0.0) g += pc.weight_decay * p;
+  float sum = ld(rec.state0, i) + g * g;
+  st(rec.state0, i, sum);
+  float clr = lr / (1.0 + (step - 1.0) * pc.beta1);  // beta1 = lr_decay
+  st(rec.param, i, p - clr * g / (sqrt(sum) + pc.eps));
+}
+
 // The float at `p`, or `absent` where p is 0. The load reads the table when p is
 // 0 rather than sitting behind a branch: a driver may run a load whose branch
 // is not taken (Mesa 26's lavapipe does, for uniform addresses).
@@ -116,6 +126,8 @@ void main() {
     if (i >= rec.numel) break;
     if (RULE == OPTIM_SGD)
       sgd(rec, i, lr, scale);
+    else if (RULE == OPTIM_ADAGRAD)
+      adagrad(rec, i, lr, scale, step);
     else
       adam(rec, i, lr, scale, step);
   }

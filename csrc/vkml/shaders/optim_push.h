@@ -9,6 +9,7 @@
 #define OPTIM_ADAM 0
 #define OPTIM_ADAMW 1
 #define OPTIM_SGD 2
+#define OPTIM_ADAGRAD 3
 
 // flags
 #define OPTIM_AMSGRAD 1u
@@ -26,7 +27,8 @@ VKML_CONTRACT_BEGIN(optim_detail)
 
 // One parameter, in the table at `table` (scalar layout). Adam: state0 = exp_avg,
 // state1 = exp_avg_sq, state2 = max_exp_avg_sq (amsgrad), step = its float32 step
-// count. SGD: state0 = momentum buffer (0 without momentum).
+// count. SGD: state0 = momentum buffer (0 without momentum). Adagrad: state0 = state_sum,
+// step as Adam's.
 struct Record {
   uint64_t param;
   uint64_t grad;
@@ -45,7 +47,7 @@ VKML_PUSH_BEGIN(Push)
   uint64_t grad_scale;  // float32 scalar the grads are divided by (stored back), or 0
   uint64_t found_inf;   // float32 scalar: 1 skips the step, or 0
   float lr;
-  float beta1;  // SGD: momentum
+  float beta1;  // SGD: momentum; Adagrad: lr_decay
   float beta2;  // SGD: dampening
   float weight_decay;
   float eps;
