@@ -134,6 +134,27 @@ def test_blocked_solves(n):
     )
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_orders_below_the_blocking_order_that_the_whole_kernels_cannot_take(dtype):
+    """On lavapipe the whole-matrix LU solve fits up to order 241 while blocks start past
+    256: the orders between go by blocks (not to the CPU), float64 as float32. Order 300 in
+    float64 by blocks too (torchmetrics' SignalDistortionRatio solves 512 in float64)."""
+    for n in (250, 300):
+        a, b = _general((n, n), 11, dtype), torch.randn(n, 3, dtype=dtype)
+        spd = _spd((n, n), 12, dtype)
+        tol = dict(atol=1e-4, rtol=1e-4) if dtype == torch.float32 else dict(atol=1e-11, rtol=1e-11)
+        _same(torch.linalg.solve(a.to(VKML), b.to(VKML)), torch.linalg.solve(a, b), tol)
+        _same(torch.linalg.inv(a.to(VKML)), torch.linalg.inv(a), tol)
+        _same(torch.linalg.slogdet(a.to(VKML))[1], torch.linalg.slogdet(a)[1], tol)
+        L = torch.linalg.cholesky(spd.to(VKML))
+        _same(L, torch.linalg.cholesky(spd), tol)
+        _same(
+            torch.cholesky_solve(b.to(VKML), L),
+            torch.cholesky_solve(b, torch.linalg.cholesky(spd)),
+            tol,
+        )
+
+
 @pytest.fixture
 def small_blocks():
     """Linear algebra by blocks of 16 from order 32: many blocks on small matrices, so the

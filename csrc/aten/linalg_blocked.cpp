@@ -60,7 +60,7 @@ int64_t block_size(int64_t n) {
 }
 
 bool on_device(const at::Tensor& A, LinalgAlgo algo) {
-  if (!by_blocks(A)) return native(A, algo);
+  if (!by_blocks(A, algo)) return native(A, algo);
   if (!native_dtype(A)) return false;
   const LinalgAlgo panel = algo == LinalgAlgo::LuSolve ? LinalgAlgo::Lu : algo;
   if (panel != LinalgAlgo::Lu && panel != LinalgAlgo::Geqrf) return true;
@@ -68,9 +68,13 @@ bool on_device(const at::Tensor& A, LinalgAlgo algo) {
   return vkml::ops::linalg_fits(vkml_device(A), panel, m, block_size(k));
 }
 
-bool by_blocks(const at::Tensor& t) {
-  return t.scalar_type() == at::kFloat && t.dim() >= 2 &&
-         std::min(t.size(-2), t.size(-1)) > g_order.load();
+bool by_blocks(const at::Tensor& t, LinalgAlgo algo) {
+  if ((t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble) || t.dim() < 2)
+    return false;
+  const int64_t m = t.size(-2), n = t.size(-1);
+  // Past the blocking order; or, under a loop-limited driver, past what the whole-matrix
+  // kernel takes (lavapipe: the LU solve from order 242), rather than to the CPU.
+  return std::min(m, n) > g_order.load() || !vkml::ops::linalg_fits(vkml_device(t), algo, m, n);
 }
 
 void blocked_cholesky(at::Tensor& L, at::Tensor& info) {

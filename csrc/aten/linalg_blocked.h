@@ -1,9 +1,9 @@
 #pragma once
-// Factorizations and solves of large float32 matrices by blocks (as LAPACK's blocked
+// Factorizations and solves of large real matrices by blocks (as LAPACK's blocked
 // routines): the one-workgroup kernels (vkml/ops/linalg.h) on blocks of 64 or 128, and
 // vkml's matrix products for the trailing updates, so the O(n^3) work spreads over the
 // whole GPU. Every kernel call has a block's size, so a loop-limited driver (Mesa 22.3's
-// lavapipe) runs them too. float32 only: vkml has no float64 matrix product.
+// lavapipe) runs them too. float32 and float64 (where the device has it).
 #include <ATen/ATen.h>
 
 #include "vkml/ops/linalg.h"
@@ -11,21 +11,24 @@
 namespace vkml_aten::linalg {
 
 // Matrices whose smaller side is past `order` go by blocks of `block` columns (0: 64,
-// or 128 from order 1024). The defaults, 256 and 0, are what the GPUs want; tests set
-// small ones (torch_vkml._C._set_linalg_blocking) to run many blocks on small matrices.
+// or 128 from order 1024); on a loop-limited driver also below, where the whole-matrix
+// kernel stops fitting. The defaults, 256 and 0, are what the GPUs want;
+// tests set small ones (torch_vkml._C._set_linalg_blocking) to run many blocks on small
+// matrices.
 struct Blocking {
   int64_t order = 256, block = 0;
 };
 Blocking blocking();
 void set_blocking(Blocking b);
 
-// Whether t holds float32 matrices whose smaller side is past the blocking order.
-bool by_blocks(const at::Tensor& t);
+// Whether t holds float32 or float64 matrices that go by blocks for `algo`: their smaller
+// side past the blocking order, or too large for the whole-matrix kernel on t's device.
+bool by_blocks(const at::Tensor& t, vkml::ops::LinalgAlgo algo);
 
 // The block width for matrices of order n.
 int64_t block_size(int64_t n);
 
-// Whether A goes to the device for `algo`: float32 matrices past the blocking order by
+// Whether A goes to the device for `algo`: real matrices past the blocking order by
 // blocks (their kernels have a block's size, except the LU and QR panels, as tall as A,
 // which must fit the device: vkml::ops::linalg_fits), the others whole through `algo`'s
 // kernel (native() of linalg_common.h).

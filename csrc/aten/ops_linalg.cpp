@@ -44,7 +44,7 @@ std::tuple<at::Tensor, at::Tensor> cholesky_ex(const at::Tensor& A, bool upper, 
   // LAPACK reads one triangle: the lower one, or the upper one as its transpose.
   at::Tensor L = fresh(upper ? A.mT() : A, A.sizes().vec());
   at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
-  if (L.numel() && by_blocks(L)) {
+  if (L.numel() && by_blocks(L, LinalgAlgo::Cholesky)) {
     blocked_cholesky(L, info);
   } else if (L.numel()) {
     run(L, {.algo = LinalgAlgo::Cholesky,
@@ -94,7 +94,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lu_factor_ex(const at::Tensor& A,
   at::Tensor LU = fresh(A, A.sizes().vec());
   at::Tensor pivots = at::empty(with(batch, {k}), A.options().dtype(at::kInt));
   at::Tensor info = at::zeros(batch, A.options().dtype(at::kInt));
-  if (LU.numel() && by_blocks(LU))
+  if (LU.numel() && by_blocks(LU, LinalgAlgo::Lu))
     blocked_lu(LU, pivots, info);
   else if (LU.numel())
     run(LU, {.algo = LinalgAlgo::Lu,
@@ -197,7 +197,7 @@ at::Tensor lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Te
   at::Tensor a = fresh(LU, with(batch, {n, n}));
   at::Tensor p = fresh(pivots, with(batch, {n}));
   at::Tensor X = fresh(B, with(batch, {n, k}));
-  if (X.numel() && by_blocks(a)) {
+  if (X.numel() && by_blocks(a, LinalgAlgo::LuSolve)) {
     // A = P L U: X = U^-1 L^-1 P^T B, and A^T X = B is X = P L^-T U^-T B.
     at::Tensor order = pivot_order(p, n).unsqueeze(-1).expand(X.sizes());
     if (!adjoint) {
@@ -244,7 +244,7 @@ at::Tensor solve_triangular(const at::Tensor& A, const at::Tensor& B, bool upper
   const int64_t k = B.size(-1);
   at::Tensor a = fresh(A, with(batch, {n, n}));
   at::Tensor X = fresh(B, with(batch, {n, k}));
-  if (X.numel() && by_blocks(a))
+  if (X.numel() && by_blocks(a, LinalgAlgo::Trsm))
     blocked_trsm(a, X, upper, unitriangular);
   else if (X.numel())
     run(X, {.algo = LinalgAlgo::Trsm,

@@ -30,7 +30,7 @@ std::tuple<at::Tensor, at::Tensor> vk_geqrf(const at::Tensor& A) {
   const Shape batch = batch_shape(A);
   at::Tensor a = fresh(A, A.sizes().vec());
   at::Tensor tau = at::empty(with(batch, {k}), A.options());
-  if (a.numel() && by_blocks(a))
+  if (a.numel() && by_blocks(a, LinalgAlgo::Geqrf))
     blocked_geqrf(a, tau);
   else if (a.numel())
     run(a, {.algo = LinalgAlgo::Geqrf,
@@ -62,7 +62,7 @@ at::Tensor vk_householder_product(const at::Tensor& input, const at::Tensor& tau
   const Shape batch = batch_shape(input);
   at::Tensor q = fresh(input, input.sizes().vec());
   at::Tensor t = fresh(tau, with(batch, {k}));
-  if (q.numel() && by_blocks(q)) return blocked_orgqr(q, t);
+  if (q.numel() && by_blocks(q, LinalgAlgo::Orgqr)) return blocked_orgqr(q, t);
   if (q.numel())
     run(q, {.algo = LinalgAlgo::Orgqr,
             .a = addr(q),
