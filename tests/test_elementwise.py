@@ -631,14 +631,14 @@ def test_float64_native_ops():
 
 
 def test_float64_transcendentals_run_on_cpu(monkeypatch):
-    # float64 polygamma of order 1 and more, elu, ... have no kernels: they take the
-    # counted CPU route, never fp32 (exp/log, trigonometry, pow, erf, erfinv, lgamma and
-    # digamma have float64 kernels: test_unary.py, below)
+    # float64 polygamma of order 1 and more, the Bessel functions, ... have no kernels:
+    # they take the counted CPU route, never fp32 (exp/log, trigonometry, pow, erf,
+    # erfinv, lgamma, digamma and the activations have float64 kernels: below)
     x = make((3, 4), torch.float64, low=0.1, high=2)
     for fn, name in (
         (lambda t: torch.polygamma(1, t), "aten::polygamma"),
-        (lambda t: F.softplus(t, beta=2.0), "aten::softplus"),
-        (lambda t: F.elu(t - 1), "aten::elu"),
+        (torch.special.i0e, "aten::special_i0e"),
+        (torch.special.i1, "aten::special_i1"),
     ):
         torch_vkml.reset_fallback_counts()
         monkeypatch.setenv("TORCH_VKML_FALLBACK", "silent")
@@ -650,6 +650,32 @@ def test_float64_transcendentals_run_on_cpu(monkeypatch):
             fn(x.to(VKML))
         monkeypatch.setenv("TORCH_VKML_FALLBACK", "warn")
         torch_vkml.reset_fallback_counts()
+
+
+F64_ACTIVATIONS = {
+    "softplus": lambda t: F.softplus(t),
+    "softplus_beta_threshold": lambda t: F.softplus(t, beta=2.5, threshold=7.0),
+    "elu": lambda t: F.elu(t, alpha=0.7),
+    "selu": F.selu,
+    "celu": lambda t: F.celu(t, 1.3),
+    "elu_inplace": lambda t: F.elu(t * 1, inplace=True),
+    "logit": lambda t: torch.logit(torch.sigmoid(t)),
+    "logit_eps": lambda t: torch.logit(torch.sigmoid(t), eps=1e-3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(F64_ACTIVATIONS))
+def test_float64_activations_with_parameters_run_on_the_device(name):
+    """softplus, elu (selu, celu) and logit take float parameters: the float64 kernels read
+    them as doubles (dparam), so these run on the device in double, forward and backward
+    (gpytorch's positive constraints are softplus, in float64 under botorch)."""
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    fn = F64_ACTIVATIONS[name]
+    _, wide = _f64_samples(6)
+    torch_vkml.reset_fallback_counts()
+    assert_grads_close_to_cpu(fn, wide.requires_grad_(), atol=1e-300, rtol=4e-15)
+    assert torch_vkml.fallback_counts() == {}
 
 
 def _f64_samples(seed):
@@ -756,6 +782,47 @@ def test_float64_lgamma_and_digamma():
     assert_close_to_cpu(lambda t: torch.stack([torch.lgamma(t), torch.digamma(t)]), edge)
     leaf = make(50, torch.float64, low=0.1, high=20).requires_grad_()
     assert_grads_close_to_cpu(torch.lgamma, leaf, rtol=1e-13, atol=1e-14)
+
+
+def test_float64_erfcx_and_log_ndtr():
+    """float64 erfcx (erfc's continued fraction without its exp(-x^2), the reflection with
+    exp(x^2) from x^2 in two parts below 0) and log_ndtr through it (f64_pow_erf.glsl)
+    against 40-digit references: within 4e-15 relative, where the CPU's erfcx is off by
+    up to 5e-14 (botorch's LogEI and LogPI, in float64, call both)."""
+    mpmath, gen = _mpmath_at_40_digits(seed=4)
+    x = torch.cat(
+        [
+            torch.randn(800, generator=gen, dtype=torch.float64) * 4,
+            torch.linspace(-26.6, 8, 300, dtype=torch.float64),
+            torch.tensor([0.0, 0.7499999, 0.75, 1e-10, -1e-10, 1e5, 1e8], dtype=torch.float64),
+        ]
+    )
+    torch_vkml.reset_fallback_counts()
+    got_erfcx = torch.special.erfcx(x.to(VKML)).cpu()
+    got_log_ndtr = torch.special.log_ndtr(x.to(VKML)).cpu()
+    assert torch_vkml.fallback_counts() == {}
+    ref = torch.tensor(
+        [float(mpmath.exp(t * t) * mpmath.erfc(t)) for t in map(mpmath.mpf, x.tolist())],
+        dtype=torch.float64,
+    )
+    torch.testing.assert_close(got_erfcx, ref, rtol=4e-15, atol=0)
+    # log_ndtr of x is erfc's at t = x / sqrt(2), rounded: from that t (its rounding alone
+    # moves erfc by 2 t^2 ulps, on the CPU as here), with log1p where the CDF is near 1.
+    t = (x * 0.70710678118654752440).tolist()
+    ref = torch.tensor(
+        [
+            float(mpmath.log(mpmath.erfc(-v) / 2) if v < 0 else mpmath.log1p(-mpmath.erfc(v) / 2))
+            for v in map(mpmath.mpf, t)
+        ],
+        dtype=torch.float64,
+    )
+    torch.testing.assert_close(got_log_ndtr, ref, rtol=4e-15, atol=0)
+    edge = torch.tensor([-27.0, 1e300, INF, -INF, NAN, -0.0], dtype=torch.float64)
+    assert_close_to_cpu(
+        lambda t: torch.stack([torch.special.erfcx(t), torch.special.log_ndtr(t)]), edge
+    )
+    leaf = make(50, torch.float64, low=-5, high=5).requires_grad_()
+    assert_grads_close_to_cpu(torch.special.log_ndtr, leaf, rtol=1e-13, atol=1e-300)
 
 
 def test_float64_erfinv():

@@ -28,8 +28,8 @@ EW = (
     "int64, int32, int16, int8, uint8, bool (int16 where the device has shaderInt16)"
 )
 ACT = (
-    "float32, float16, bfloat16, float64 (those with float parameters, e.g. elu and "
-    "softplus, on the CPU, counted)"
+    "float32, float16, bfloat16, float64 (where the device has shaderFloat64; float "
+    "parameters, e.g. elu's and softplus', as doubles)"
 )
 FAMILIES = {
     "ops_tensor.cpp": ("Tensors, storage and views", "all (no computation)"),
@@ -49,7 +49,8 @@ FAMILIES = {
     "ops_special.cpp": (
         "Special functions (torch.special, i0, polygamma, igamma), frexp, angle, gcd / lcm",
         "float32, float16, bfloat16 (in float32; integer inputs promote to float); gcd / lcm: "
-        "int64, int32, int16, int8, uint8; float64 takes the CPU route (angle: native)",
+        "int64, int32, int16, int8, uint8; float64 takes the CPU route (angle, erfcx, log_ndtr: "
+        "native)",
     ),
     "ops_activation.cpp": ("Activations and their backward", ACT),
     "ops_reduce.cpp": (

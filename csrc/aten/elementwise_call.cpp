@@ -141,12 +141,16 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
                                 "double-precision transcendental functions); compute in float32 "
                                 "or on the CPU");
   }
-  TORCH_CHECK(params.fp.empty() || (at::isFloatingType(compute) && compute != at::kDouble), op.name,
-              ": expected a float32, float16 or bfloat16 input, got ", compute);
+  TORCH_CHECK(params.fp.empty() || at::isFloatingType(compute), op.name,
+              ": expected a floating-point input, got ", compute);
+  // float64 kernels take their float parameters as doubles, one per slot: 2, 0, 1.
+  const bool double_params = compute == at::kDouble;
+  TORCH_INTERNAL_ASSERT(!double_params || params.fp.size() <= 3);
 
   // Inputs in the compute dtype (the kernels read one dtype); Python scalars
   // stay on the CPU and travel by value unless an op parameter takes their slot.
-  bool slot_taken[3] = {params.s0.has_value() || params.fp.size() > 2, params.s1.has_value(),
+  bool slot_taken[3] = {params.s0.has_value() || params.fp.size() > (double_params ? 1 : 2),
+                        params.s1.has_value() || (double_params && params.fp.size() > 2),
                         params.s2.has_value() || !params.fp.empty()};
   for (size_t k = 0; k < in.size(); ++k) {
     at::Tensor& t = in[k];
@@ -198,6 +202,10 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
   if (params.s1) e.slot[1] = scalar_for(*params.s1, compute);
   if (params.s2) e.slot[2] = scalar_for(*params.s2, compute);
   for (size_t j = 0; j < params.fp.size(); ++j) {
+    if (double_params) {
+      e.slot[j == 0 ? 2 : j == 1 ? 0 : 1] = vkml::Scalar::of(params.fp[j]);
+      continue;
+    }
     int slot = j < 2 ? 2 : 0;
     if (j % 2 == 0) {
       e.slot[slot] = vkml::Scalar::of(params.fp[j]);

@@ -31,8 +31,9 @@ struct EwOp {
 
 // Params fill the shader's parameter slots s1/s2 (unary: clamp bounds) or
 // s2 (binary alpha, threshold, lerp weight; ternary value); s0 holds a second
-// typed parameter of binary ops. fp are fp32 parameters (fparam j in the
-// shader, two per slot: slot 2 then slot 0) for ops that compute in fp32 only.
+// typed parameter of binary ops. fp are float parameters: float32 ones (fparam j in
+// the shader, two per slot: slot 2 then slot 0), or doubles for float64 kernels
+// (dparam j, one per slot: 2, 0, 1).
 // A CPU scalar input whose slot a parameter takes is moved to the device.
 // `fits` says where the CPU's kernel converts s0..s2 with Scalar::to<T>(), which raises
 // for a value that does not fit T; vkml then raises the same (check_scalar_fits).

@@ -1,8 +1,8 @@
 // Activation functions and their backward kernels (the ones autograd calls):
 // hardtanh, leaky_relu, elu, hardswish, hardsigmoid, softplus, soft/hardshrink,
 // threshold, mish, log_sigmoid, prelu, glu, rrelu (relu, gelu, silu: ops_unary.cpp).
-// elu and softplus take fp32 parameters (packed, see op_codes.h) and compute in
-// fp32; float64 inputs of the transcendental ones run on the CPU, counted.
+// elu and softplus take float parameters (packed, see op_codes.h) and compute in
+// fp32, or in double for float64 inputs (where the device has it).
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 

@@ -100,6 +100,14 @@ CT scalar_value(int k) {
 #endif
 }
 
+#ifdef ST_F64
+// Float op parameters of the float64 kernels: doubles, one per slot (see op_codes.h).
+double dparam(int j) {
+  uint64_t v = SLOT(j == 0 ? 2 : j == 1 ? 0 : 1);
+  return packDouble2x32(uvec2(uint(v & 0xffffffffUL), uint(v >> 32)));
+}
+#endif
+
 // Float op parameters, two per slot (see op_codes.h).
 float fparam(int j) {
   uint64_t v = SLOT(j < 2 ? 2 : 0);
@@ -693,6 +701,8 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_ERFC: return erfc_d(a);
     case OP_ERFINV: return erfinv_d(a);
     case OP_LGAMMA: return lgamma_d(a);
+    case OP_ERFCX: return erfcx_d(a);
+    case OP_LOG_NDTR: return log_ndtr_d(a);
     case OP_DIGAMMA: return digamma_d(a);
     // erfc's form keeps the digits of the far negative side, where 1 + erf cancels.
     case OP_GELU: return 0.5LF * a * erfc_d(-0.70710678118654752440LF * a);
@@ -762,8 +772,33 @@ CT apply(CT a, CT b, CT c, uint i) {
     }
     // Both logs keep their digits where the one-log form divides by 1 - a near 1.
     case OP_ATANH: return 0.5LF * (log1p_d(a) - log1p_d(-a));
-    // Activations without float parameters (those with, e.g. elu's alpha, stay on the
-    // CPU: their parameters travel as float32).
+    // Activations (float parameters as doubles: dparam).
+    case OP_ELU: return a <= 0.0LF ? expm1_d(a * dparam(2)) * dparam(0) : a * dparam(1);
+    case OP_ELU_BACKWARD: {
+      double negcoef = dparam(0), poscoef = dparam(1), negiptcoef = dparam(2);
+      if ((pc.flags & EW_PARAM_FLAG) != 0u)  // b is the result
+        return b <= 0.0LF ? a * negiptcoef * (b + negcoef) : a * poscoef;
+      return b <= 0.0LF ? a * negiptcoef * negcoef * exp_d(b * negiptcoef) : a * poscoef;
+    }
+    case OP_SOFTPLUS: {
+      double beta = dparam(0);
+      return a * beta > dparam(1) ? a : log1p_d(exp_d(a * beta)) / beta;
+    }
+    case OP_SOFTPLUS_BACKWARD: {
+      double beta = dparam(0);
+      double z = exp_d(b * beta);
+      return b * beta > dparam(1) ? a : a * z / (z + 1.0LF);
+    }
+    case OP_LOGIT: {
+      double eps = dparam(0);
+      double x = eps < 0.0LF ? a : clamp(a, eps, 1.0LF - eps);
+      return x == 1.0LF ? 1.0LF / 0.0LF : log_d(x / (1.0LF - x));
+    }
+    case OP_LOGIT_BACKWARD: {  // grad, input
+      double eps = dparam(0);
+      if (eps < 0.0LF) return (b < 0.0LF || b > 1.0LF) ? 0.0LF / 0.0LF : a / (b * (1.0LF - b));
+      return (b < eps || b > 1.0LF - eps) ? 0.0LF : a / (b * (1.0LF - b));
+    }
     case OP_SILU: return a / (1.0LF + exp_d(-a));
     case OP_SILU_BACKWARD: {  // grad, input
       double sg = 1.0LF / (1.0LF + exp_d(-b));

@@ -1,4 +1,4 @@
-// pow, erf, erfc and erfinv in double precision for elementwise.comp's f64 kernel
+// pow, erf, erfc, erfcx, log_ndtr and erfinv in double precision for elementwise.comp's f64 kernel
 // (GLSL has none of them in double). Included there after f64_math.glsl and
 // sub_exact_product.
 #include "erfinv_estimate.glsl"
@@ -124,13 +124,17 @@ double erf_series_d(double x) {
 // b_n = x^2 + 2n + 1/2, a_n = -n (n - 1/2), summed from its tail up: within 5e-16
 // with 150 terms from x = 3/4 on (100 from 1, 60 from 1.5, 40 from 2), where
 // Lentz's forward evaluation loses ten times that to rounding.
-double erfc_fraction_d(double x) {
-  if (x > 27.3LF) return 0.0LF;  // below the smallest subnormal
+// exp(x^2) erfc(x), the fraction without its exp(-x^2) (x^2 must not overflow).
+double erfc_fraction_scaled_d(double x) {
   double z = x * x;
   int terms = x < 1.0LF ? 150 : (x < 1.5LF ? 100 : (x < 2.0LF ? 60 : 40));
   double f = z + double(2 * terms) + 0.5LF;
   for (int n = terms; n > 0; --n) f = (z + double(2 * n - 2) + 0.5LF) - double(n) * (double(n) - 0.5LF) / f;
-  return exp_minus_square_d(x) * x * INV_SQRT_PI_D / f;
+  return x * INV_SQRT_PI_D / f;
+}
+double erfc_fraction_d(double x) {
+  if (x > 27.3LF) return 0.0LF;  // below the smallest subnormal
+  return exp_minus_square_d(x) * erfc_fraction_scaled_d(x);
 }
 
 double erfc_d(double x) {
@@ -149,6 +153,37 @@ double erf_d(double x) {
   if (ax < 2.0LF) return erf_series_d(x);
   double r = ax > 6.0LF ? 1.0LF : 1.0LF - erfc_fraction_d(ax);
   return copy_sign(r, x);
+}
+
+// exp(x^2), x^2 taken in two parts (its rounding would cost x^2 ulps).
+double exp_square_d(double x) {
+  precise double s = x * x;
+  precise double t = -sub_exact_product(s, x, x);  // x^2 - s
+  double e = exp_d(s);
+  return e + e * t;
+}
+
+// erfcx(x) = exp(x^2) erfc(x) for x >= 0: from 3/4 up the scaled continued fraction
+// (nothing to cancel), 1 / (x sqrt(pi)) where x^2 would overflow; below, the product.
+double erfcx_pos_d(double x) {
+  if (x < 0.75LF) return exp_square_d(x) * erfc_d(x);
+  return x > 1e150LF ? INV_SQRT_PI_D / x : erfc_fraction_scaled_d(x);
+}
+
+// For x < 0 by the reflection erfcx(x) = 2 exp(x^2) - erfcx(-x).
+double erfcx_d(double x) {
+  if (isnan(x)) return x;
+  if (x >= 0.0LF) return erfcx_pos_d(x);
+  if (x < -26.7LF) return 1.0LF / 0.0LF;  // exp(x^2) overflows
+  return 2.0LF * exp_square_d(x) - erfcx_pos_d(-x);
+}
+
+// log of the standard normal CDF: through erfcx where the CDF is small (its log is then
+// a sum, not the log of an underflowing number), else log1p of the upper tail.
+double log_ndtr_d(double x) {
+  double t = x * 0.70710678118654752440LF;
+  if (x < -1.0LF) return log_d(erfcx_d(-t) * 0.5LF) - t * t;
+  return log1p_d(-0.5LF * erfc_d(t));
 }
 
 // erfinv: Giles' single-precision polynomial (erfinv_estimate.glsl), evaluated in

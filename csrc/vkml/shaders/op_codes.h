@@ -5,6 +5,7 @@
 // Op parameters: typed ones (in the compute dtype) are read with scalar_value(k)
 // from slot k; float ones with fparam(j): j = 0, 1 are the low/high halves of
 // slot 2, j = 2, 3 those of slot 0 (the adapter keeps inputs out of used slots).
+// The float64 kernels read them as doubles, one per slot, with dparam(j): slots 2, 0, 1.
 #ifndef VKML_OP_CODES_H
 #define VKML_OP_CODES_H
 // nullary / unary: in0 (a tensor, or a scalar for FILL/ARANGE); params in s1, s2
