@@ -10,23 +10,27 @@
 
 #include "fallback.h"
 #include "op_helpers.h"
+#include "sort_keys.h"
 #include "vkml/ops/search.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
 namespace {
 
-// Comparisons run on float32 (floating dtypes) or int64 keys; both exact for the
-// dtypes accepted.
+// Comparisons run on float32 (floating dtypes) or int64 keys (integers, and float64
+// through f64_keys); all exact for the dtypes accepted.
 at::ScalarType search_key_type(const char* op, at::ScalarType t) {
   TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kBFloat16 ||
-                                  t == at::kLong || t == at::kInt || t == at::kShort ||
-                                  t == at::kChar || t == at::kByte,
+                                  t == at::kDouble || t == at::kLong || t == at::kInt ||
+                                  t == at::kShort || t == at::kChar || t == at::kByte,
                               op, " on vkml does not support ", t);
-  return at::isFloatingType(t) ? at::kFloat : at::kLong;
+  return at::isFloatingType(t) && t != at::kDouble ? at::kFloat : at::kLong;
 }
 
-at::Tensor as_contiguous(const at::Tensor& t, at::ScalarType dtype) {
+// t as contiguous keys of `dtype` (float64 values through f64_keys when `from` is float64).
+at::Tensor as_contiguous(const at::Tensor& t, at::ScalarType dtype,
+                         at::ScalarType from = at::kFloat) {
+  if (from == at::kDouble) return f64_keys(t.to(at::kDouble));
   if (t.scalar_type() == dtype && t.is_contiguous()) return t;
   at::Tensor c = at::empty(t.sizes(), t.options().dtype(dtype));
   c.copy_(t);
@@ -80,14 +84,10 @@ at::Tensor& vk_searchsorted_out(const at::Tensor& boundaries, const at::Tensor& 
               "flag is True, but we got output tensor's dtype ",
               out.scalar_type(), " and out_int32 flag is ", (out_int32 ? "True" : "False"));
   at::ScalarType common = at::promote_types(boundaries.scalar_type(), self.scalar_type());
-  if (common == at::kDouble) {  // no float64 keys: the counted CPU route
-    return cpu_route<at::_ops::searchsorted_Tensor_out>(boundaries, self, out_int32, right, side,
-                                                        sorter_opt, out);
-  }
   at::native::resize_output(out, self.sizes());
   if (self.numel() == 0) return out;
   at::ScalarType kt = search_key_type("searchsorted", common);
-  at::Tensor b = as_contiguous(boundaries, kt), v = as_contiguous(self, kt);
+  at::Tensor b = as_contiguous(boundaries, kt, common), v = as_contiguous(self, kt, common);
   at::Tensor dst = out.is_contiguous() ? out : at::empty(self.sizes(), out.options());
   int64_t m = boundaries.size(-1);
   int64_t per_row = one_d ? self.numel() : self.size(-1);
@@ -302,7 +302,11 @@ at::Tensor isin_tensor(const at::Tensor& elements, const at::Tensor& test, bool 
   } else if (e.numel() * t.numel() <= (int64_t(1) << 22)) {
     found = e.unsqueeze(-1).eq(t).any(-1);
   } else {
-    at::ScalarType kt = search_key_type("isin", common == at::kBFloat16 ? at::kFloat : common);
+    // float64 sorts and searches as itself (through f64_keys inside both).
+    at::ScalarType kt =
+        common == at::kDouble
+            ? common
+            : search_key_type("isin", common == at::kBFloat16 ? at::kFloat : common);
     at::Tensor sorted = std::get<0>(at::sort(t.to(kt)));
     at::Tensor ek = e.to(kt).reshape({-1});
     at::Tensor pos = at::searchsorted(sorted, ek).clamp_max_(t.numel() - 1);

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "fallback.h"
+#include "sort_keys.h"
 #include "value_bounds.h"
 #include "vkml/ops/sort.h"
 #include "vkml_tensor.h"
@@ -28,23 +29,6 @@ at::ScalarType sort_key_type(const char* op, at::ScalarType t) {
                                   t == at::kBool,
                               op, " on vkml does not support ", t);
   return at::isFloatingType(t) && t != at::kDouble ? at::kFloat : at::kLong;
-}
-
-// float64 values as int64 keys in the same order: the bits, with a negative value's
-// magnitude bits flipped (a map that is its own inverse). -0.0 becomes +0.0 and every
-// NaN the positive quiet one first, so zeros tie and NaNs sort last, as on the CPU.
-at::Tensor flip_negatives(const at::Tensor& bits) {
-  return at::where(bits < 0, at::bitwise_xor(bits, std::numeric_limits<int64_t>::max()), bits);
-}
-at::Tensor f64_keys(const at::Tensor& x) {
-  // On the bits, not by arithmetic: drivers may flush subnormals to zero in double ops.
-  const int64_t quiet_nan = 0x7ff8000000000000;
-  at::Tensor bits = x.contiguous().view(at::kLong);
-  bits = at::where(bits == std::numeric_limits<int64_t>::min(), 0, bits);  // -0.0
-  return flip_negatives(at::where(at::isnan(x.contiguous()), quiet_nan, bits));
-}
-at::Tensor f64_from_keys(const at::Tensor& keys) {
-  return flip_negatives(keys).contiguous().view(at::kDouble);
 }
 
 // Sorted keys (float32 or int64) and int64 indices, with `dim` moved last.
