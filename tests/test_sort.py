@@ -172,6 +172,40 @@ def test_unique_long_and_nan():
     assert_close_to_cpu(lambda t: torch.unique(t, return_counts=True), f)
 
 
+@pytest.mark.parametrize("dtype", SORT_DTYPES + [torch.bool], ids=dtype_id)
+def test_unique_along_a_dim(dtype):
+    """torch.unique(x, dim=d) and unique_consecutive(x, dim=d): slices in lexicographic
+    order by one stable sort per column, grouped on the device (pytorch-metric-learning's
+    HistogramLoss, edge lists, label rows); one read-back for the count, as on CUDA."""
+    x = make((40, 3), dtype, low=0, high=3, discrete=True)
+    x = torch.cat([x, x[:10]])  # repeated rows
+    for dim, t in ((0, x), (1, x.t()), (1, x.reshape(10, 5, 3).transpose(0, 1)), (-1, x[:, :1])):
+        for kw in ({}, dict(return_inverse=True, return_counts=True)):
+            assert_close_to_cpu(lambda v, t=t, dim=dim, kw=kw: torch.unique(v, dim=dim, **kw), t)
+            assert_close_to_cpu(
+                lambda v, t=t, dim=dim, kw=kw: torch.unique_consecutive(v, dim=dim, **kw), t
+            )
+    assert_close_to_cpu(lambda v: torch.unique(v, dim=0, return_counts=True), make((0, 3), dtype))
+    assert_raises_like_cpu(lambda v: torch.unique(v, dim=0), make((3, 0), dtype))
+    assert_raises_like_cpu(lambda v: torch.unique(v, dim=2), x)
+
+
+def test_unique_rows_with_nan_and_signed_zeros():
+    # -0.0 == 0.0, also where the sort's keys would part equal rows ([-0, 5] between
+    # [-0, 1] and [0, 1]). NaN rows are never equal: each its own group (where they sort
+    # among the others is the CPU's unspecified comparison order, so not compared).
+    x = torch.tensor([[0.0, -0.0], [-0.0, 0.0], [1.0, 2.0], [-0.0, 5.0], [0.0, 1.0], [-0.0, 1.0]])
+    kw = dict(return_inverse=True, return_counts=True)
+    assert_close_to_cpu(lambda v: torch.unique(v, dim=0, **kw), x)
+    assert_close_to_cpu(lambda v: torch.unique_consecutive(v, dim=0, **kw), x)
+    nan_rows = torch.tensor([[1.0, NAN], [1.0, NAN], [2.0, 3.0]], device=VKML)
+    values, inverse, counts = torch.unique(nan_rows, dim=0, **kw)
+    assert values.shape == (3, 2) and counts.tolist() == [1, 1, 1]
+    torch.testing.assert_close(
+        values[inverse].cpu(), nan_rows.cpu(), equal_nan=True, atol=0, rtol=0
+    )
+
+
 # ------------------------------------------------------------- randperm
 
 

@@ -347,17 +347,73 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive_flat(const at:
   return unique_groups_of(self, keys, perm, kt, inverse, return_inverse, return_counts);
 }
 
-// Boxed so that the dim= form (not implemented natively) keeps running on the CPU
-// fallback while the flattened form runs here.
+// Unique slices along `dim` (torch.unique(x, dim=d), unique_consecutive(x, dim=d)): the
+// slices as rows, put in lexicographic order (sorted) by one stable sort per column from
+// the last, then grouped where a row differs from the one before. The group count is
+// read back once (it sizes the outputs), as on CUDA.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_slices(const char* op, const at::Tensor& self,
+                                                             int64_t dim, bool sorted,
+                                                             bool return_inverse,
+                                                             bool return_counts) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  const at::TensorOptions lopt = self.options().dtype(at::kLong);
+  const int64_t n = self.size(dim);
+  if (self.numel() == 0) {
+    TORCH_CHECK(n == 0, "There are 0 sized dimensions, and they aren't selected, so ", op,
+                " cannot be applied");
+    return {self.clone(), at::empty({0}, lopt), at::empty({0}, lopt)};
+  }
+  at::Tensor moved = self.movedim(dim, 0);
+  at::Tensor rows = moved.reshape({n, -1});
+  // Bool rows compare and sort as bytes; -0.0 as 0.0 (the sort's keys tell them apart,
+  // which would part equal rows).
+  if (rows.scalar_type() == at::kBool) rows = rows.to(at::kByte);
+  if (rows.is_floating_point()) rows = rows + 0.0;
+  at::Tensor perm = at::arange(n, lopt);
+  if (sorted) {
+    for (int64_t c = rows.size(1) - 1; c >= 0; --c) {
+      at::Tensor order = std::get<1>(rows.select(1, c).index_select(0, perm).sort(true, 0, false));
+      perm = perm.index_select(0, order);
+    }
+    rows = rows.index_select(0, perm);
+  }
+  // A group starts at row 0 and wherever a row differs from the one before.
+  at::Tensor starts_mask = at::ones({n}, self.options().dtype(at::kBool));
+  if (n > 1)
+    starts_mask.narrow(0, 1, n - 1)
+        .copy_(rows.narrow(0, 1, n - 1).ne(rows.narrow(0, 0, n - 1)).any(1));
+  at::Tensor starts = starts_mask.nonzero().squeeze(1);  // the one read-back
+  const int64_t count = starts.size(0);
+  at::Tensor values = moved.index_select(0, perm.index_select(0, starts)).movedim(0, dim);
+  at::Tensor inverse = at::empty({return_inverse ? n : 0}, lopt);
+  if (return_inverse) inverse.index_copy_(0, perm, starts_mask.to(at::kLong).cumsum(0).sub_(1));
+  at::Tensor counts = at::empty({return_counts ? count : 0}, lopt);
+  if (return_counts)
+    counts.copy_(at::cat({starts.narrow(0, 1, count - 1), at::full({1}, n, lopt)}) - starts);
+  return {values.contiguous(), inverse, counts};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_unique_dim(const at::Tensor& self, int64_t dim,
+                                                             bool /*sorted*/, bool return_inverse,
+                                                             bool return_counts) {
+  return unique_slices("unique", self, dim, true, return_inverse, return_counts);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_unique_dim_consecutive(const at::Tensor& self,
+                                                                         int64_t dim,
+                                                                         bool return_inverse,
+                                                                         bool return_counts) {
+  return unique_slices("unique_consecutive", self, dim, false, return_inverse, return_counts);
+}
+
+// Boxed: the optional dim picks the flattened form or the slices'.
 void unique_consecutive_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   size_t n = stack->size();
-  if (!(*stack)[n - 1].isNone()) {
-    cpu_fallback(op, stack);
-    return;
-  }
   at::Tensor self = (*stack)[n - 4].toTensor();
   bool inverse = (*stack)[n - 3].toBool(), counts = (*stack)[n - 2].toBool();
-  auto [a, b, c] = unique_consecutive_flat(self, inverse, counts);
+  const c10::IValue dim = (*stack)[n - 1];
+  auto [a, b, c] = dim.isNone() ? unique_consecutive_flat(self, inverse, counts)
+                                : vk_unique_dim_consecutive(self, dim.toInt(), inverse, counts);
   torch::jit::drop(*stack, 4);
   torch::jit::push(*stack, a, b, c);
 }
@@ -402,6 +458,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nanmedian.dim_values", TORCH_FN(vk_nanmedian_dim_out));
   m.impl("_unique2", TORCH_FN(vk_unique2));
   m.impl("_unique", TORCH_FN(vk_unique));
+  m.impl("unique_dim", TORCH_FN(vk_unique_dim));
+  m.impl("unique_dim_consecutive", TORCH_FN(vk_unique_dim_consecutive));
   m.impl("unique_consecutive",
          torch::CppFunction::makeFromBoxedFunction<&unique_consecutive_boxed>());
   m.impl("randperm.generator_out", TORCH_FN(vk_randperm_gen_out));
