@@ -234,27 +234,52 @@ def test_batch_norm_legit_variants():
     assert_same(actual, expected, **TOL[torch.float32])
 
 
-def test_float64_norms_take_the_counted_cpu_route():
-    """float64 batch, layer and group norms (no float64 kernels) run on the counted CPU
-    route with the CPU's results and gradients, rather than raising."""
-    x = make((4, 6, 5), torch.float64)
-    w, b = make((6,), torch.float64), make((6,), torch.float64)
-    cases = [
-        (lambda t, w, b: F.batch_norm(t, None, None, w, b, training=True), "native_batch_norm"),
-        (lambda t, w, b: F.layer_norm(t.transpose(1, 2), (6,), w, b), "native_layer_norm"),
-        (lambda t, w, b: F.group_norm(t, 3, w, b), "native_group_norm"),
-    ]
-    for fn, op in cases:
-        torch_vkml.reset_fallback_counts()
-        args = [a.to(VKML).requires_grad_() for a in (x, w, b)]
-        got = fn(*args)
-        got.square().sum().backward()
-        counts = torch_vkml.fallback_counts()
-        assert counts.get(f"aten::{op}") == 1 and counts.get(f"aten::{op}_backward") == 1, counts
-        ref = [a.clone().requires_grad_() for a in (x, w, b)]
-        want = fn(*ref)
-        want.square().sum().backward()
-        torch.testing.assert_close(got.cpu(), want, rtol=1e-12, atol=1e-12)
-        for g, r in zip(args, ref, strict=True):
-            torch.testing.assert_close(g.grad.cpu(), r.grad, rtol=1e-10, atol=1e-12)
-    torch_vkml.reset_fallback_counts()  # counted above, as this test expects
+F64 = dict(atol=1e-12, rtol=1e-12)
+
+F64_NORMS = {
+    "batch_train": lambda t, w, b, rm, rv: F.batch_norm(t, rm, rv, w, b, True, 0.3),
+    "batch_eval": lambda t, w, b, rm, rv: F.batch_norm(t, rm, rv, w, b, False),
+    "batch_no_stats": lambda t, w, b, rm, rv: F.batch_norm(t, None, None, w, b, True),
+    "batch_channels_last": lambda t, w, b, rm, rv: F.batch_norm(
+        t.contiguous(memory_format=torch.channels_last), rm, rv, w, b, True
+    ),
+    "batch_2d": lambda t, w, b, rm, rv: F.batch_norm(t[:, :, 0, 0], rm, rv, w, b, True),
+    "instance": lambda t, w, b, rm, rv: F.instance_norm(t, rm, rv, w, b, True),
+    "layer": lambda t, w, b, rm, rv: F.layer_norm(t.transpose(1, 3), (6,), w, b),
+    "layer_3d_shape": lambda t, w, b, rm, rv: F.layer_norm(t, (6, 5, 3)),
+    "group": lambda t, w, b, rm, rv: F.group_norm(t, 3, w, b),
+    "legit": lambda t, w, b, rm, rv: torch.ops.aten._native_batch_norm_legit(
+        t, w, b, rm, rv, True, 0.1, 1e-5
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(F64_NORMS))
+def test_float64_norms_run_on_the_device(case):
+    """float64 batch, layer and group norms are composed of float64 kernels
+    (norm_float64.cpp): the CPU's outputs, saved and running statistics and gradients,
+    with no CPU route."""
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        pytest.xfail("the device has no float64 arithmetic")
+    fn = F64_NORMS[case]
+    x = make((4, 6, 5, 3), torch.float64)
+    w, b = make((6,), torch.float64, low=0.5, high=2), make((6,), torch.float64)
+    rm, rv = make((6,), torch.float64), make((6,), torch.float64, low=0.5, high=2)
+    grad_out = None
+
+    def run(dev):
+        nonlocal grad_out
+        leaves = [a.clone().to(dev).requires_grad_() for a in (x, w, b)]
+        stats = [a.clone().to(dev) for a in (rm, rv)]
+        out = fn(*leaves, *stats)
+        y = out[0] if isinstance(out, tuple) else out
+        if grad_out is None:
+            grad_out = make(y.shape, torch.float64)
+        grads = torch.autograd.grad(y, leaves, grad_out.to(dev), allow_unused=True)
+        return out, grads, stats
+
+    want = run("cpu")
+    torch_vkml.reset_fallback_counts()
+    got = run(VKML)
+    assert torch_vkml.fallback_counts() == {}
+    assert_same(got, want, **F64)

@@ -166,7 +166,8 @@ FAMILIES = {
     ),
     "ops_norm.cpp": (
         "Batch / layer / group norm and backward",
-        FB + "; float64 on the CPU, counted",
+        FB + "; float64 composed of float64 kernels (norm_float64.cpp) where the device has "
+        "shaderFloat64",
     ),
     "ops_upsample.cpp": ("Upsampling (linear, bilinear, bicubic, trilinear, antialiased)", FB),
     "ops_im2col.cpp": (

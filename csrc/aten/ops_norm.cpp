@@ -1,6 +1,7 @@
 // Batch, layer and group normalisation and their backward passes (instance norm is
 // batch norm of a reshaped input in PyTorch's composite). Statistics are computed in
-// fp32; saved mean / invstd have the input's dtype, as on the CPU.
+// fp32; saved mean / invstd have the input's dtype, as on the CPU. float64: composed of
+// float64 kernels (norm_float64.h).
 #include <torch/library.h>
 
 #include <optional>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "fallback.h"
+#include "norm_float64.h"
 #include "op_helpers.h"
 #include "vkml/ops/norm.h"
 #include "vkml_tensor.h"
@@ -17,6 +19,9 @@ namespace {
 
 using Tensor3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
 using OptTensor = std::optional<at::Tensor>;
+
+// float64 norms are composed of float64 kernels where the device has them.
+bool float64_arithmetic(const at::Tensor& t) { return vkml_device(t).info().supports_fp64; }
 
 bool has(const OptTensor& t) { return t.has_value() && t->defined(); }
 
@@ -52,9 +57,16 @@ at::Tensor from_rows(const at::Tensor& rows, const at::Tensor& like) {
 Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
                    const OptTensor& running_mean, const OptTensor& running_var, bool training,
                    double momentum, double eps) {
-  if (input.scalar_type() == at::kDouble)  // no float64 kernel: the counted CPU route
+  if (input.scalar_type() == at::kDouble) {  // composed (norm_float64.h), else the CPU's
+    if (float64_arithmetic(input)) {
+      TORCH_CHECK(training || (has(running_mean) && has(running_var)),
+                  "running_mean and running_var must be defined in evaluation mode");
+      return norm_f64::batch_norm(input, weight, bias, running_mean, running_var, training,
+                                  momentum, eps);
+    }
     return cpu_route<at::_ops::native_batch_norm>(input, weight, bias, running_mean, running_var,
                                                   training, momentum, eps);
+  }
   check_float_storage("batch_norm", input.scalar_type());
   TORCH_CHECK(input.dim() >= 2, "batch_norm: expected at least 2-D input, got ", input.dim(), "-D");
   const bool rows = channels_last(input);
@@ -132,10 +144,14 @@ Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                             const OptTensor& running_var, const OptTensor& save_mean,
                             const OptTensor& save_invstd, bool train, double eps,
                             std::array<bool, 3> mask) {
-  if (input.scalar_type() == at::kDouble)
+  if (input.scalar_type() == at::kDouble) {
+    if (float64_arithmetic(input))
+      return norm_f64::batch_norm_backward(grad_out, input, weight, running_mean, running_var,
+                                           save_mean, save_invstd, train, eps, mask);
     return cpu_route<at::_ops::native_batch_norm_backward>(grad_out, input, weight, running_mean,
                                                            running_var, save_mean, save_invstd,
                                                            train, eps, mask);
+  }
   check_float_storage("batch_norm_backward", input.scalar_type());
   const bool rows = channels_last(input);
   at::Tensor x = rows ? as_rows(input) : input.contiguous();
@@ -220,14 +236,17 @@ Tensor3 bn_backward_new(const at::Tensor& grad_out, const at::Tensor& input,
 
 Tensor3 layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
                    const OptTensor& weight, const OptTensor& bias, double eps) {
-  if (input.scalar_type() == at::kDouble)
-    return cpu_route<at::_ops::native_layer_norm>(input, normalized_shape, weight, bias, eps);
-  check_float_storage("layer_norm", input.scalar_type());
   int64_t nd = int64_t(normalized_shape.size()), axis = input.dim() - nd;
   TORCH_CHECK(nd >= 1, "Expected normalized_shape to be at least 1-dimensional");
   TORCH_CHECK(axis >= 0 && input.sizes().slice(axis).equals(normalized_shape),
               "Given normalized_shape=", normalized_shape, ", expected input with shape [*, ",
               normalized_shape, "], but got input of size", input.sizes());
+  if (input.scalar_type() == at::kDouble) {
+    if (float64_arithmetic(input))
+      return norm_f64::layer_norm(input, normalized_shape, weight, bias, eps);
+    return cpu_route<at::_ops::native_layer_norm>(input, normalized_shape, weight, bias, eps);
+  }
+  check_float_storage("layer_norm", input.scalar_type());
   at::Tensor x = input.contiguous();
   int64_t M = 1, K = 1;
   for (int64_t d = 0; d < axis; ++d) M *= x.size(d);
@@ -272,9 +291,13 @@ Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                             at::IntArrayRef normalized_shape, const at::Tensor& mean_in,
                             const at::Tensor& rstd_in, const OptTensor& weight,
                             const OptTensor& bias, std::array<bool, 3> mask) {
-  if (input.scalar_type() == at::kDouble)
+  if (input.scalar_type() == at::kDouble) {
+    if (float64_arithmetic(input))
+      return norm_f64::layer_norm_backward(grad_out, input, normalized_shape, mean_in, rstd_in,
+                                           weight, mask);
     return cpu_route<at::_ops::native_layer_norm_backward>(grad_out, input, normalized_shape,
                                                            mean_in, rstd_in, weight, bias, mask);
+  }
   check_float_storage("layer_norm_backward", input.scalar_type());
   int64_t axis = input.dim() - int64_t(normalized_shape.size());
   at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
@@ -299,13 +322,18 @@ Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
 
 Tensor3 group_norm(const at::Tensor& input, const OptTensor& weight, const OptTensor& bias,
                    int64_t N, int64_t C, int64_t HxW, int64_t group, double eps) {
-  if (input.scalar_type() == at::kDouble)
-    return cpu_route<at::_ops::native_group_norm>(input, weight, bias, N, C, HxW, group, eps);
-  check_float_storage("group_norm", input.scalar_type());
   TORCH_CHECK(group > 0 && C % group == 0, "Expected number of channels in input to be ",
               "divisible by num_groups, but got input of shape ", input.sizes(),
               " and num_groups=", group);
   TORCH_CHECK(input.numel() == N * C * HxW, "group_norm: input has the wrong number of elements");
+  if (input.scalar_type() == at::kDouble) {
+    if (float64_arithmetic(input)) {
+      auto [y, mean, rstd] = norm_f64::group_norm(input, weight, bias, N, C, HxW, group, eps);
+      return {in_layout_of(y, input), mean, rstd};
+    }
+    return cpu_route<at::_ops::native_group_norm>(input, weight, bias, N, C, HxW, group, eps);
+  }
+  check_float_storage("group_norm", input.scalar_type());
   at::Tensor x = input.contiguous();
   at::Tensor w = f32(weight), b = f32(bias);
   for (const at::Tensor* t : {&w, &b})
@@ -332,9 +360,13 @@ Tensor3 group_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                             const at::Tensor& mean_in, const at::Tensor& rstd_in,
                             const OptTensor& weight, int64_t N, int64_t C, int64_t HxW,
                             int64_t group, std::array<bool, 3> mask) {
-  if (input.scalar_type() == at::kDouble)
+  if (input.scalar_type() == at::kDouble) {
+    if (float64_arithmetic(input))
+      return norm_f64::group_norm_backward(grad_out, input, mean_in, rstd_in, weight, N, C, HxW,
+                                           group, mask);
     return cpu_route<at::_ops::native_group_norm_backward>(grad_out, input, mean_in, rstd_in,
                                                            weight, N, C, HxW, group, mask);
+  }
   check_float_storage("group_norm_backward", input.scalar_type());
   at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
   at::Tensor mean = mean_in.to(at::kFloat).contiguous(), rstd = rstd_in.to(at::kFloat).contiguous();
