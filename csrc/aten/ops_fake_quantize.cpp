@@ -35,14 +35,14 @@ void check_input(const at::Tensor& self) {
 
 // A float32 / int32 / int64 copy of a qparam or flag tensor on self's device (no copy when
 // it is one already).
-at::Tensor on_device(const at::Tensor& t, const at::Tensor& self, at::ScalarType dtype) {
+at::Tensor qparam_on_device(const at::Tensor& t, const at::Tensor& self, at::ScalarType dtype) {
   return t.to(self.device(), dtype).contiguous();
 }
 
 // The first element of a per-tensor qparam or flag tensor, as the CPU's kernels read it:
 // a 1-element tensor on self's device.
 at::Tensor first(const at::Tensor& t, const at::Tensor& self, at::ScalarType dtype) {
-  return on_device(t.reshape(-1).narrow(0, 0, 1), self, dtype);
+  return qparam_on_device(t.reshape(-1).narrow(0, 0, 1), self, dtype);
 }
 
 // Output and mask with self's strides (its layout when dense, as the CPU's empty_like with
@@ -136,8 +136,8 @@ std::tuple<at::Tensor, at::Tensor> vk_per_channel_cachemask(const at::Tensor& se
     return cpu_route<at::_ops::fake_quantize_per_channel_affine_cachemask>(
         self, scale, zero_point, axis, quant_min, quant_max);
   }
-  at::Tensor s = on_device(scale, self, at::kFloat);
-  at::Tensor zp = on_device(zero_point, self, at::kInt);
+  at::Tensor s = qparam_on_device(scale, self, at::kFloat);
+  at::Tensor zp = qparam_on_device(zero_point, self, at::kInt);
   at::Tensor inv = reciprocals(s);  // alive until the kernel is recorded
   FakeQuantParams q = array_params(s, inv, zp);
   q.check_zero_points = true;
@@ -291,8 +291,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> vk_learnable_per_channel_backward
   shape[axis] = x.size(axis);
   for (int64_t d = 0; d < x.dim(); ++d)
     if (d != axis) others.push_back(d);
-  at::Tensor s = on_device(scale, x, at::kFloat);
-  at::Tensor zp = on_device(zero_point, x, at::kFloat).round().clamp_(quant_min, quant_max);
+  at::Tensor s = qparam_on_device(scale, x, at::kFloat);
+  at::Tensor zp = qparam_on_device(zero_point, x, at::kFloat).round().clamp_(quant_min, quant_max);
   auto [dx, d_scale, d_zp] =
       learnable_grads(dy.reshape(x.sizes()), x, s.reshape(shape), reciprocals(s).reshape(shape),
                       zp.reshape(shape), quant_min, quant_max, grad_factor, others);
