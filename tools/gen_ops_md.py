@@ -118,7 +118,8 @@ FAMILIES = {
     ),
     "ops_loss.cpp": (
         "Losses",
-        FB + " (bfloat16 in float32); float64 nll_loss and margin losses on the CPU, counted",
+        FB + " (bfloat16 in float32); float64 nll_loss composed of float64 kernels "
+        "(nll_loss_float64.cpp), float64 margin losses on the CPU, counted",
     ),
     "ops_ctc_loss.cpp": (
         "CTC loss (_ctc_loss, backward; lengths as lists or tensors)",

@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "fallback.h"
+#include "nll_loss_float64.h"
 #include "op_helpers.h"
 #include "vkml/ops/loss.h"
 #include "vkml/ops/value_check.h"
@@ -14,10 +15,9 @@
 namespace vkml_aten {
 namespace {
 
-vkml::ops::NllLossArgs args_for(const at::Tensor& self, const at::Tensor& target,
-                                const std::optional<at::Tensor>& weight, int64_t reduction,
-                                int64_t ignore_index, at::Tensor& input, at::Tensor& tgt,
-                                at::Tensor& w) {
+// The CPU's checks of nll_loss's arguments.
+void check_nll_args(const at::Tensor& self, const at::Tensor& target,
+                    const std::optional<at::Tensor>& weight) {
   TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "input tensor should be 1D or 2D");
   TORCH_CHECK(target.dim() <= 1, "0D or 1D target tensor expected, multi-target not supported");
   bool no_batch = self.dim() == 1 && target.dim() == 0;
@@ -25,17 +25,30 @@ vkml::ops::NllLossArgs args_for(const at::Tensor& self, const at::Tensor& target
               "size mismatch (got input: ", self.sizes(), ", target: ", target.sizes(), ")");
   TORCH_CHECK(target.scalar_type() == at::kLong || target.scalar_type() == at::kByte,
               "expected scalar type Long but found ", target.scalar_type());
+  const int64_t c = self.size(-1);
+  TORCH_CHECK(!(weight.has_value() && weight->defined()) || weight->numel() == c,
+              "weight tensor should be defined either for all ", c,
+              " classes or no classes but got weight tensor of shape: ", weight->sizes());
+}
+
+// float64 log-probabilities: composed of float64 kernels (nll_loss_float64.h) where the
+// device has them, else the counted CPU route.
+bool nll_composed_f64(const at::Tensor& self) {
+  return self.scalar_type() == at::kDouble && vkml_device(self).info().supports_fp64;
+}
+
+vkml::ops::NllLossArgs args_for(const at::Tensor& self, const at::Tensor& target,
+                                const std::optional<at::Tensor>& weight, int64_t reduction,
+                                int64_t ignore_index, at::Tensor& input, at::Tensor& tgt,
+                                at::Tensor& w) {
+  check_nll_args(self, target, weight);
   TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(self.scalar_type()),
                               "nll_loss on vkml supports float32, float16 and bfloat16, got ",
                               self.scalar_type());
   input = self.contiguous();
   tgt = target.to(at::kLong).contiguous();
   int64_t c = self.size(-1);
-  if (weight.has_value() && weight->defined()) {
-    TORCH_CHECK(weight->numel() == c, "weight tensor should be defined either for all ", c,
-                " classes or no classes but got weight tensor of shape: ", weight->sizes());
-    w = weight->to(self.scalar_type()).contiguous();
-  }
+  if (weight.has_value() && weight->defined()) w = weight->to(self.scalar_type()).contiguous();
   vkml::ops::NllLossArgs a;
   a.dtype = to_vkml(self.scalar_type());
   a.input = addr(input);
@@ -51,7 +64,11 @@ vkml::ops::NllLossArgs args_for(const at::Tensor& self, const at::Tensor& target
 std::tuple<at::Tensor, at::Tensor> nll_forward(const at::Tensor& self, const at::Tensor& target,
                                                const std::optional<at::Tensor>& weight,
                                                int64_t reduction, int64_t ignore_index) {
-  if (self.scalar_type() == at::kDouble)  // no float64 kernel: the counted CPU route
+  if (nll_composed_f64(self)) {
+    check_nll_args(self, target, weight);
+    return nll_f64::forward(self, target, weight, reduction, ignore_index);
+  }
+  if (self.scalar_type() == at::kDouble)  // a device without float64 arithmetic
     return cpu_route<at::_ops::nll_loss_forward>(self, target, weight, reduction, ignore_index);
   if (self.scalar_type() == at::kBFloat16) {  // float32 math, one rounding at the end
     auto w32 = weight.has_value() && weight->defined()
@@ -90,6 +107,11 @@ std::tuple<at::Tensor&, at::Tensor&> nll_forward_out(const at::Tensor& self,
 at::Tensor nll_backward(const at::Tensor& grad_output, const at::Tensor& self,
                         const at::Tensor& target, const std::optional<at::Tensor>& weight,
                         int64_t reduction, int64_t ignore_index, const at::Tensor& total_weight) {
+  if (nll_composed_f64(self)) {
+    check_nll_args(self, target, weight);
+    return nll_f64::backward(grad_output, self, target, weight, reduction, ignore_index,
+                             total_weight);
+  }
   if (self.scalar_type() == at::kDouble)
     return cpu_route<at::_ops::nll_loss_backward>(grad_output, self, target, weight, reduction,
                                                   ignore_index, total_weight);

@@ -1,0 +1,65 @@
+#include "nll_loss_float64.h"
+
+#include "vkml/ops/value_check.h"
+#include "vkml/shaders/device_error.h"
+#include "vkml_tensor.h"
+
+namespace vkml_aten::nll_f64 {
+namespace {
+
+constexpr int64_t kNone = 0, kMean = 1;
+
+// The input as [n, c] rows, each row's target (ignored ones as 0) and its weight: the
+// class weight, or 1, and 0 where the target is ignored.
+struct Rows {
+  at::Tensor x, target, weight;
+};
+
+Rows nll_rows_of(const at::Tensor& self, const at::Tensor& target,
+                 const std::optional<at::Tensor>& weight, int64_t ignore_index) {
+  at::Tensor x = self.dim() == 1 ? self.unsqueeze(0) : self;
+  at::Tensor t = target.to(at::kLong).reshape({-1});
+  at::Tensor counted = t.ne(ignore_index);
+  at::Tensor safe = at::where(counted, t, 0).contiguous();
+  // As the kernel: a target outside [0, c) raises IndexError at the next read.
+  guarded([&] {
+    vkml::ops::check_int_range(vkml_device(safe), ref(safe), 0, x.size(1) - 1, DEVICE_ERROR_TARGET,
+                               DEVICE_ERROR_TARGET);
+  });
+  at::Tensor w = counted.to(self.scalar_type());
+  if (weight.has_value() && weight->defined())
+    w = w * weight->to(self.scalar_type()).index_select(0, safe);
+  return {x, safe, w};
+}
+
+// One element per row (reduction none of a batch), or a scalar.
+bool per_row(const at::Tensor& self, int64_t reduction) {
+  return reduction == kNone && self.dim() == 2;
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& self, const at::Tensor& target,
+                                           const std::optional<at::Tensor>& weight,
+                                           int64_t reduction, int64_t ignore_index) {
+  Rows r = nll_rows_of(self, target, weight, ignore_index);
+  at::Tensor losses = r.x.gather(1, r.target.unsqueeze(1)).squeeze(1).neg_().mul_(r.weight);
+  if (per_row(self, reduction)) return {losses, at::zeros({}, self.options())};
+  at::Tensor total = r.weight.sum();
+  at::Tensor sum = losses.sum();
+  return {reduction == kMean ? sum / total : sum, total};
+}
+
+at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                    const std::optional<at::Tensor>& weight, int64_t reduction,
+                    int64_t ignore_index, const at::Tensor& total_weight) {
+  Rows r = nll_rows_of(self, target, weight, ignore_index);
+  at::Tensor g = grad_output.to(self.scalar_type());
+  if (reduction == kMean && !per_row(self, reduction)) g = g / total_weight.to(g.scalar_type());
+  at::Tensor value = (r.weight * g).neg_().unsqueeze(1);
+  return at::zeros(r.x.sizes(), self.options())
+      .scatter_(1, r.target.unsqueeze(1), value)
+      .view(self.sizes());
+}
+
+}  // namespace vkml_aten::nll_f64
