@@ -199,6 +199,21 @@ def test_small_arguments_keep_relative_precision():
     assert_close_to_cpu(torch.log, 1 + x, atol=0, rtol=2e-5)
 
 
+def test_float32_exp_stays_within_a_few_ulps_for_large_arguments():
+    # The driver's exp is exp2(x log2 e): the product's rounding cost |x| ulps (62 at
+    # x = 80 on lavapipe). exp_f reduces the argument by n ln 2 in two parts first.
+    x = torch.cat([torch.linspace(-87.0, 88.5, 200001), torch.tensor([-103.0, -88.0])])
+    for fn, bound in ((torch.exp, 4), (torch.sigmoid, 6)):
+        ref = fn(x.double())
+        got = fn(x.to(VKML)).cpu().double()
+        r32 = ref.float().abs()
+        ulp = (torch.nextafter(r32, torch.tensor(math.inf)) - r32).double()
+        normal = r32 >= torch.finfo(torch.float32).tiny
+        assert ((got - ref).abs() / ulp)[normal].max() <= bound, fn
+    edge = torch.tensor([math.inf, -math.inf, math.nan, 88.8, -104.5, 0.0, -0.0])
+    assert_close_to_cpu(torch.exp, edge, atol=0, rtol=0)
+
+
 def test_float32_lgamma_keeps_relative_precision_at_its_zeros():
     # lgamma vanishes at 1 and 2 and dips to -0.12 at 1.46: a sum of terms near 8
     # (Stirling's series after shifting up) lost every digit there. Within 8 ulps of the

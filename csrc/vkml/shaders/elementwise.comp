@@ -829,7 +829,7 @@ CT apply(CT a, CT b, CT c, uint i) {
     }
 #endif
 #ifdef HAS_TRANSC
-    case OP_EXP: return exp(a);
+    case OP_EXP: return exp_f(a);
     case OP_LOG: return log_f(a);
     case OP_LOG2: return (a >= 0.5 && a <= 2.0) ? log_f(a) * 1.4426950408889634 : log2(a);
     case OP_LOG10: return log_f(a) * 0.43429448190325182;
@@ -852,13 +852,13 @@ CT apply(CT a, CT b, CT c, uint i) {
         float e = expm1_f(ax);
         r = 0.5 * (e + e / (e + 1.0));
       } else {
-        float t = exp(0.5 * ax);
+        float t = exp_f(0.5 * ax);
         r = (0.5 * t) * t - 0.5 / (t * t);
       }
       return copy_sign(r, a);
     }
     case OP_COSH: {
-      float t = exp(0.5 * abs(a));
+      float t = exp_f(0.5 * abs(a));
       return (0.5 * t) * t + 0.5 / (t * t);
     }
     case OP_ASINH: {
@@ -903,7 +903,7 @@ CT apply(CT a, CT b, CT c, uint i) {
       float x = eps < 0.0 ? a : clamp(a, eps, 1.0 - eps);
       return x == 1.0 ? INF_F : log_f(x / (1.0 - x));
     }
-    case OP_SILU: return a / (1.0 + exp(-a));
+    case OP_SILU: return a / (1.0 + exp_f(-a));
     case OP_GELU: return a * normal_cdf(a);
     case OP_GELU_TANH: {
       float inner = 0.7978845608028654 * (a + 0.044715 * a * a * a);
@@ -914,9 +914,9 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_MISH: return a * tanh_f(softplus_f(a));
     case OP_SOFTPLUS: {
       float beta = fparam(0);
-      return a * beta > fparam(1) ? a : log1p_f(exp(a * beta)) / beta;
+      return a * beta > fparam(1) ? a : log1p_f(exp_f(a * beta)) / beta;
     }
-    case OP_LOG_SIGMOID: return isnan(a) ? a : min(a, 0.0) - log1p_f(exp(-abs(a)));
+    case OP_LOG_SIGMOID: return isnan(a) ? a : min(a, 0.0) - log1p_f(exp_f(-abs(a)));
     case OP_POW: return safe_pow(a, b);
 #ifdef WITH_SPECIAL
     case OP_I0: return i0_f(a);
@@ -971,7 +971,7 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_LOGADDEXP: {
       if (isinf(a) && a == b) return a;
       float m = max(a, b);
-      return m + log1p_f(exp(-abs(a - b)));
+      return m + log1p_f(exp_f(-abs(a - b)));
     }
     case OP_LOGADDEXP2: {
       if (isinf(a) && a == b) return a;
@@ -990,7 +990,7 @@ CT apply(CT a, CT b, CT c, uint i) {
     }
     case OP_GELU_BACKWARD: {                                // grad, input (erf form)
       float cdf = normal_cdf(b);
-      float pdf = 0.3989422804014327 * exp(-0.5 * b * b);
+      float pdf = 0.3989422804014327 * exp_f(-0.5 * b * b);
       return a * (cdf + b * pdf);
     }
     case OP_GELU_TANH_BACKWARD: {
@@ -1010,15 +1010,15 @@ CT apply(CT a, CT b, CT c, uint i) {
       float negcoef = fparam(0), poscoef = fparam(1), negiptcoef = fparam(2);
       if ((pc.flags & EW_PARAM_FLAG) != 0u)  // b is the result
         return b <= 0.0 ? a * negiptcoef * (b + negcoef) : a * poscoef;
-      return b <= 0.0 ? a * negiptcoef * negcoef * exp(b * negiptcoef) : a * poscoef;
+      return b <= 0.0 ? a * negiptcoef * negcoef * exp_f(b * negiptcoef) : a * poscoef;
     }
     case OP_SOFTPLUS_BACKWARD: {
       float beta = fparam(0);
-      float z = exp(b * beta);
+      float z = exp_f(b * beta);
       return b * beta > fparam(1) ? a : a * z / (z + 1.0);
     }
     case OP_LOG_SIGMOID_BACKWARD: {
-      float z = exp(-abs(b));
+      float z = exp_f(-abs(b));
       return b < 0.0 ? a * (1.0 - z / (1.0 + z)) : a * (z / (1.0 + z));
     }
     case OP_MISH_BACKWARD: {
