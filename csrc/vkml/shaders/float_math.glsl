@@ -32,15 +32,17 @@ float log_f(float x) {
 // exp(x) = 2^n exp2(r log2 e) with n = round(x log2 e) and r = x - n ln 2 in two parts
 // (Cody-Waite; n ln2_hi is exact): the driver's exp is exp2(x log2 e), whose product's
 // rounding costs about |x| ulps (62 at x = 80 on lavapipe); this stays within exp2's own
-// 3 for every x. 2^n in two halves: ldexp is undefined past an exponent of -126.
+// 3 for every x. 2^n in two halves, so that subnormal results come out right (ldexp
+// would be undefined past an exponent of -126, and costs more to compile).
 float exp_f(float x) {
   if (isnan(x)) return x;
   if (x > 88.8) return INF_F;  // past the largest float
   if (x < -104.0) return 0.0;  // below the smallest subnormal
   float n = roundEven(x * 1.4426950408889634);
   precise float r = (x - n * 0.693359375) + n * 2.12194440e-4;
-  int k = int(n);
-  return ldexp(ldexp(exp2(r * 1.4426950408889634), k / 2), k - k / 2);
+  int k = int(n), h = k / 2;  // 2^k as two normal powers of two, from their bits
+  return exp2(r * 1.4426950408889634) * intBitsToFloat((h + 127) << 23) *
+         intBitsToFloat((k - h + 127) << 23);
 }
 float expm1_f(float x) {
   if (abs(x) < 0.5) {
@@ -215,62 +217,79 @@ float abs_sinpi(float x) {
   return s;
 }
 // lgamma(2 + z) for -3/4 <= z <= 1/2: its Taylor series, coefficients
-// (-1)^k (zeta(k) - 1) / k (1 - Euler's gamma first), to z^28 (the terms fall as
-// (|z| / 2)^k / k). Exactly 0 at z = 0.
-const float LGAMMA_TWO_F[28] = float[](
-    0.422784335098467139393, 0.322467033424113218236, -0.0673523010531980951332,
-    0.020580808427784547879, -0.00738555102867398526627, 0.00289051033074152328575,
-    -0.00119275391170326097711, 0.000509669524743042422336, -0.000223154758453579379761,
-    0.0000994575127818085337146, -0.0000449262367381331417002, 0.0000205072127756706915532,
-    -0.00000943948827526839590399, 0.00000437486678990748780418,
-    -0.00000203921575380136623678, 0.000000955141213040741983286,
-    -0.000000449246919876456604329, 0.000000212071848055546658692,
-    -0.000000100432248239680996087, 0.0000000476981016936398056576,
-    -0.0000000227110946089431649103, 0.0000000108386592148969540911,
-    -0.00000000518347504197004665512, 0.00000000248367454380247831719,
-    -0.00000000119214014058609120744, 0.000000000573136724167886201333,
-    -0.000000000275952288512423314518, 0.000000000133047643742444894815);
+// (-1)^k (zeta(k) - 1) / k (1 - Euler's gamma first), to z^20 (the terms fall as
+// (|z| / 2)^k / k). Exactly 0 at z = 0. Written out: a constant array indexed in a loop
+// made every special-function pipeline that inlines lgamma take 20 s to compile on
+// lavapipe.
 float lgamma_near_two(float z) {
-  float p = LGAMMA_TWO_F[27];
-  for (int k = 26; k >= 0; --k) p = p * z + LGAMMA_TWO_F[k];
+  float p = 0.0000000476981016936398056576;
+  p = p * z + -0.000000100432248239680996087;
+  p = p * z + 0.000000212071848055546658692;
+  p = p * z + -0.000000449246919876456604329;
+  p = p * z + 0.000000955141213040741983286;
+  p = p * z + -0.00000203921575380136623678;
+  p = p * z + 0.00000437486678990748780418;
+  p = p * z + -0.00000943948827526839590399;
+  p = p * z + 0.0000205072127756706915532;
+  p = p * z + -0.0000449262367381331417002;
+  p = p * z + 0.0000994575127818085337146;
+  p = p * z + -0.000223154758453579379761;
+  p = p * z + 0.000509669524743042422336;
+  p = p * z + -0.00119275391170326097711;
+  p = p * z + 0.00289051033074152328575;
+  p = p * z + -0.00738555102867398526627;
+  p = p * z + 0.020580808427784547879;
+  p = p * z + -0.0673523010531980951332;
+  p = p * z + 0.322467033424113218236;
+  p = p * z + 0.422784335098467139393;
   return z * p;
 }
 // lgamma for x > 0. Below 8, the series about 2 after an exact shift into [0.5, 2.5):
 // lgamma's zeros at 1 and 2 keep their relative digits. (Shifting up to Stirling's series
-// made lgamma(1 + 1e-3) the difference of two numbers near 8: 1e-5 off relatively.)
+// made lgamma(1 + 1e-3) the difference of two numbers near 8: 1e-5 off relatively.) One
+// call of the series and one of log1p: every copy inlined costs compile time.
 float lgamma_pos(float x) {
   float shift = 0.0;
   if (x < 0.5) {
     shift = -log(x);  // lgamma(x) = lgamma(x + 1) - log(x); log(x) dominates here
     x += 1.0;
   }
+  if (x >= 8.0) {
+    float inv = 1.0 / x, inv2 = inv * inv;
+    float series = inv * (1.0 / 12.0 - inv2 * (1.0 / 360.0 - inv2 * (1.0 / 1260.0 -
+                   inv2 * (1.0 / 1680.0))));
+    return (x - 0.5) * log(x) - x + 0.91893853320467274 + series;
+  }
+  // lgamma(x) = lgamma(2 + z) -+ log(1 + t): below 1.25, z = t = x - 1 (the minus);
+  // above, z = x - 2 after x -= 1 down into [1.5, 2.5), 1 + t the product of the steps.
   // x - 1 and x - 2 are exact in these ranges (Sterbenz).
-  if (x < 1.25) return shift + lgamma_near_two(x - 1.0) - log1p_f(x - 1.0);
-  if (x < 8.0) {
+  float z, t, sign = 1.0;
+  if (x < 1.25) {
+    z = x - 1.0;
+    t = z;
+    sign = -1.0;
+  } else {
     float prod = 1.0;
     while (x >= 2.5) {
       x -= 1.0;
       prod *= x;
     }
-    return shift + lgamma_near_two(x - 2.0) + log_f(prod);
+    z = x - 2.0;
+    t = prod - 1.0;
   }
-  float inv = 1.0 / x, inv2 = inv * inv;
-  float series = inv * (1.0 / 12.0 - inv2 * (1.0 / 360.0 - inv2 * (1.0 / 1260.0 -
-                 inv2 * (1.0 / 1680.0))));
-  return (x - 0.5) * log(x) - x + 0.91893853320467274 + series;
+  return shift + lgamma_near_two(z) + sign * log1p_f(t);
 }
 float lgamma_f(float x) {
   if (isnan(x)) return x;
   if (isinf(x)) return INF_F;
   if (x <= 0.0 && x == floor(x)) return INF_F;  // poles
-  if (x < 0.5) {
-    // Reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x); sin(pi x) is
-    // taken at x - round(x), which is exact, so that tiny |x| keeps its digits.
-    // The polynomial, not the driver's sin: that is only absolutely accurate
-    // (NVIDIA's gives 0 for sin(3e-30), making lgamma(1e-30) infinite).
-    return log(PI / abs_sinpi(x)) - lgamma_pos(1.0 - x);
-  }
-  return lgamma_pos(x);
+  // Reflection below 1/2: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x); sin(pi x) is
+  // taken at x - round(x), which is exact, so that tiny |x| keeps its digits. The
+  // polynomial, not the driver's sin: that is only absolutely accurate (NVIDIA's gives 0
+  // for sin(3e-30), making lgamma(1e-30) infinite). One call of lgamma_pos either way.
+  bool reflect = x < 0.5;
+  float r = lgamma_pos(reflect ? 1.0 - x : x);
+  return reflect ? log(PI / abs_sinpi(x)) - r : r;
 }
 // trigamma: reflection below 1/2, shift up by 6, then the asymptotic series.
 float trigamma_f(float x) {
