@@ -1,6 +1,7 @@
 #include "vkml/runtime/pipelines.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -211,9 +212,25 @@ VkOwned<VkPipeline> Pipelines::create(const ShaderBlob* blob, const SpecConstant
   ci.layout = layout_.get();
   if (device_.captures_statistics()) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkOwned<VkPipeline> pipeline(dev);
+  auto start = std::chrono::steady_clock::now();
   // The pipeline cache is internally synchronized: no lock around the compile.
   VKML_CHECK_VK(vk::vkCreateComputePipelines(dev, cache_.get(), 1, &ci, nullptr, pipeline.put()));
+  log_compile(blob->name, spec, std::chrono::steady_clock::now() - start);
   return pipeline;
+}
+
+void Pipelines::log_compile(const char* shader, const SpecConstants& spec,
+                            std::chrono::steady_clock::duration took) {
+  // Drivers without a persistent cache (lavapipe) compile every pipeline in every
+  // process, which is most of the test suite's time; this log says which ones cost.
+  static const char* path = std::getenv("TORCH_VKML_PIPELINE_LOG");
+  if (!path || !*path) return;
+  double ms = std::chrono::duration<double, std::milli>(took).count();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (FILE* f = std::fopen(path, "a")) {
+    std::fprintf(f, "%.1f %s\n", ms, pipeline_name(shader, spec).c_str());
+    std::fclose(f);
+  }
 }
 
 void Pipelines::prewarm(std::vector<std::pair<std::string, SpecConstants>> keys, unsigned threads) {

@@ -10,6 +10,7 @@
 // on CPU devices, where it would compete with the kernels for the same cores).
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -101,6 +102,8 @@ class Pipelines {
     size_t operator()(const Key& k) const;
   };
   std::string cache_path() const;
+  void log_compile(const char* shader, const SpecConstants& spec,
+                   std::chrono::steady_clock::duration took);
   VkOwned<VkPipeline> create(const ShaderBlob* shader, const SpecConstants& spec);
   void save_manifest(const std::string& path);  // mutex held
   std::vector<std::pair<std::string, SpecConstants>> load_manifest(const std::string& path);
