@@ -1,4 +1,5 @@
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 // Elementwise ops (unary, binary, ternary) over up to three collapsed dims with
 // per-operand strides; the op is specialization constant 0 (see op_codes.h).
 // f16 and bf16 are storage formats: they compute in fp32. f64 (needs
@@ -1172,36 +1173,37 @@ void main() {
 }
 #else
 void main() {
+  // One call of element() and one of quad(): each inlines the whole op switch, which is
+  // most of what a driver compiles before the op's specialization drops the rest.
+  uint i = linear_id(), count = 1u;
 #ifdef HAS_VEC4
   if ((pc.flags & EW_VEC4) != 0u) {
     // numel is in quads here; a ragged tail of 1-3 elements goes element-wise.
-    uint q = linear_id();
-    uint total = pc.numel;
-    uint quads = total / 4u;
-    if (q < quads) {
-      quad(q);
-    } else if (q == quads) {
-      for (uint i = quads * 4u; i < total; ++i) element(i, i, i, i, i);
+    uint quads = pc.numel / 4u;
+    if (i < quads) {
+      quad(i);
+      return;
     }
-    return;
-  }
+    if (i > quads) return;
+    i = quads * 4u;
+    count = pc.numel - i;
+  } else
 #endif
-  uint i = linear_id();
   if (i >= pc.numel) return;
-  if ((pc.flags & EW_CONTIGUOUS) != 0u) {
-    element(i, i, i, i, i);
-    return;
+  bool dense = (pc.flags & (EW_CONTIGUOUS | EW_VEC4)) != 0u;
+  for (uint e = i; e < i + count; ++e) {
+    uint r = e;
+    int o0 = 0, o1 = 0, o2 = 0, o3 = 0;
+    for (int d = 0; !dense && d < pc.ndim; ++d) {
+      int idx = int(r % uint(pc.size[d]));
+      r /= uint(pc.size[d]);
+      o0 += idx * pc.stride[0][d];
+      o1 += idx * pc.stride[1][d];
+      o2 += idx * pc.stride[2][d];
+      o3 += idx * pc.stride[3][d];
+    }
+    if (dense) o0 = o1 = o2 = o3 = int(e);
+    element(e, uint(o0), uint(o1), uint(o2), uint(o3));
   }
-  uint r = i;
-  int o0 = 0, o1 = 0, o2 = 0, o3 = 0;
-  for (int d = 0; d < pc.ndim; ++d) {
-    int idx = int(r % uint(pc.size[d]));
-    r /= uint(pc.size[d]);
-    o0 += idx * pc.stride[0][d];
-    o1 += idx * pc.stride[1][d];
-    o2 += idx * pc.stride[2][d];
-    o3 += idx * pc.stride[3][d];
-  }
-  element(i, uint(o0), uint(o1), uint(o2), uint(o3));
 }
 #endif

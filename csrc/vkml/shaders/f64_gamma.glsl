@@ -40,7 +40,7 @@ const double DIGAMMA_ASYMPTOTIC_D[8] = double[](1.0LF / 12.0LF, 1.0LF / 120.0LF,
 // c[0] - t c[1] + t^2 c[2] - ... by Horner.
 double alternating_d(double c[8], double t) {
   double s = c[7];
-  for (int k = 6; k >= 0; --k) s = c[k] - t * s;
+  [[unroll]] for (int k = 6; k >= 0; --k) s = c[k] - t * s;
   return s;
 }
 
@@ -78,7 +78,7 @@ const double LGAMMA_TWO[28] = double[](
 
 double lgamma_near_two_d(double z) {
   double p = LGAMMA_TWO[27];
-  for (int k = 26; k >= 0; --k) p = p * z + LGAMMA_TWO[k];
+  [[unroll]] for (int k = 26; k >= 0; --k) p = p * z + LGAMMA_TWO[k];
   return z * p;
 }
 

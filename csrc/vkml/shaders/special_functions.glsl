@@ -5,11 +5,14 @@
 // erfc_f, lgamma_f, ...) and elementwise.comp's safe_pow.
 
 // Clenshaw sum of a Chebyshev series (Cephes chbevl), and a polynomial with
-// coefficients from the highest power down (Cephes polevl).
+// coefficients from the highest power down (Cephes polevl). Loops over a coefficient
+// table are unrolled: indexed by a loop counter, each inlined use becomes an array copy
+// with indirect loads, which made a driver (lavapipe) take seconds per pipeline of this
+// kernel, whatever its op; unrolled, the coefficients fold into constants.
 #define CHBEVL(res, xv, A, N)                      \
   {                                                \
     float b0_ = A[0], b1_ = 0.0, b2_ = 0.0;        \
-    for (int i_ = 1; i_ < N; ++i_) {               \
+    [[unroll]] for (int i_ = 1; i_ < N; ++i_) {    \
       b2_ = b1_;                                   \
       b1_ = b0_;                                   \
       b0_ = (xv) * b1_ - b2_ + A[i_];              \
@@ -19,7 +22,7 @@
 #define POLEVL(res, xv, A, N)                                  \
   {                                                            \
     res = 0.0;                                                 \
-    for (int i_ = 0; i_ < N; ++i_) res = res * (xv) + A[i_];   \
+    [[unroll]] for (int i_ = 0; i_ < N; ++i_) res = res * (xv) + A[i_];   \
   }
 
 // ---- modified Bessel functions of the first kind (i0, i1 and scaled forms)
@@ -88,7 +91,7 @@ float i1_any(float x0, bool scaled, bool short_tables) {
     float y = x / 2.0 - 2.0;
     if (short_tables) {
       float b0 = I1E_A[12], b1 = 0.0, b2 = 0.0;
-      for (int i = 13; i < 29; ++i) {
+      [[unroll]] for (int i = 13; i < 29; ++i) {
         b2 = b1;
         b1 = b0;
         b0 = y * b1 - b2 + I1E_A[i];
@@ -102,7 +105,7 @@ float i1_any(float x0, bool scaled, bool short_tables) {
     float y = 32.0 / x - 2.0;
     if (short_tables) {
       float b0 = I1E_B[18], b1 = 0.0, b2 = 0.0;
-      for (int i = 19; i < 25; ++i) {
+      [[unroll]] for (int i = 19; i < 25; ++i) {
         b2 = b1;
         b1 = b0;
         b0 = y * b1 - b2 + I1E_B[i];
@@ -541,13 +544,13 @@ float lanczos_sum_expg_scaled(float x) {
   float n = 0.0, d = 0.0;
   if (abs(x) > 1.0) {
     float y = 1.0 / x;
-    for (int i = 12; i >= 0; --i) {
+    [[unroll]] for (int i = 12; i >= 0; --i) {
       n = n * y + num[i];
       d = d * y + den[i];
     }
     return n / d;
   }
-  for (int i = 0; i < 13; ++i) {
+  [[unroll]] for (int i = 0; i < 13; ++i) {
     n = n * x + num[i];
     d = d * x + den[i];
   }
