@@ -1,13 +1,14 @@
 #include "nll_loss_float64.h"
 
+#include <ATen/core/Reduction.h>
+
+#include "op_helpers.h"
 #include "vkml/ops/value_check.h"
 #include "vkml/shaders/device_error.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten::nll_f64 {
 namespace {
-
-constexpr int64_t kNone = 0, kMean = 1;
 
 // The input as [n, c] rows, each row's target (ignored ones as 0) and its weight: the
 // class weight, or 1, and 0 where the target is ignored.
@@ -27,14 +28,13 @@ Rows nll_rows_of(const at::Tensor& self, const at::Tensor& target,
                                DEVICE_ERROR_TARGET);
   });
   at::Tensor w = counted.to(self.scalar_type());
-  if (weight.has_value() && weight->defined())
-    w = w * weight->to(self.scalar_type()).index_select(0, safe);
+  if (given(weight)) w = w * weight->to(self.scalar_type()).index_select(0, safe);
   return {x, safe, w};
 }
 
 // One element per row (reduction none of a batch), or a scalar.
 bool per_row(const at::Tensor& self, int64_t reduction) {
-  return reduction == kNone && self.dim() == 2;
+  return reduction == at::Reduction::None && self.dim() == 2;
 }
 
 }  // namespace
@@ -47,7 +47,7 @@ std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& self, const at::Ten
   if (per_row(self, reduction)) return {losses, at::zeros({}, self.options())};
   at::Tensor total = r.weight.sum();
   at::Tensor sum = losses.sum();
-  return {reduction == kMean ? sum / total : sum, total};
+  return {reduction == at::Reduction::Mean ? sum / total : sum, total};
 }
 
 at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
@@ -55,7 +55,8 @@ at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self, const
                     int64_t ignore_index, const at::Tensor& total_weight) {
   Rows r = nll_rows_of(self, target, weight, ignore_index);
   at::Tensor g = grad_output.to(self.scalar_type());
-  if (reduction == kMean && !per_row(self, reduction)) g = g / total_weight.to(g.scalar_type());
+  if (reduction == at::Reduction::Mean && !per_row(self, reduction))
+    g = g / total_weight.to(g.scalar_type());
   at::Tensor value = (r.weight * g).neg_().unsqueeze(1);
   return at::zeros(r.x.sizes(), self.options())
       .scatter_(1, r.target.unsqueeze(1), value)

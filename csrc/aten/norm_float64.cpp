@@ -2,10 +2,10 @@
 
 #include <vector>
 
+#include "op_helpers.h"
+
 namespace vkml_aten::norm_f64 {
 namespace {
-
-bool given(const OptTensor& t) { return t.has_value() && t->defined(); }
 
 // x̂'s gradient through the normalization, from the gradient g of x̂ (the output's
 // times the weight): rstd (g - mean(g) - x̂ mean(g x̂)), the means over `dims`.

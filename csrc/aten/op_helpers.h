@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
+#include <optional>
 #include <string>
 
 // An op given a bool tensor it does not take (negation, hardtanh): torch 2.14 raises
@@ -16,6 +17,10 @@
 #endif
 
 namespace vkml_aten {
+
+// Whether an optional tensor argument (a weight, a bias, running statistics) was given:
+// present and defined, as ATen's schemas pass "None" either way.
+inline bool given(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
 
 // out= semantics: resizes `out` (warning as ATen does when a non-empty out changes
 // shape) and copies `r` into it, converting dtype and layout.

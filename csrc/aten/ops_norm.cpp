@@ -23,11 +23,9 @@ using OptTensor = std::optional<at::Tensor>;
 // float64 norms are composed of float64 kernels where the device has them.
 bool float64_arithmetic(const at::Tensor& t) { return vkml_device(t).info().supports_fp64; }
 
-bool has(const OptTensor& t) { return t.has_value() && t->defined(); }
-
 // An optional per-channel parameter as contiguous fp32, or undefined.
 at::Tensor f32(const OptTensor& t) {
-  return has(t) ? t->to(at::kFloat).contiguous() : at::Tensor();
+  return given(t) ? t->to(at::kFloat).contiguous() : at::Tensor();
 }
 uint64_t addr_or_0(const at::Tensor& t) { return t.defined() ? addr(t) : 0; }
 
@@ -59,7 +57,7 @@ Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
                    double momentum, double eps) {
   if (input.scalar_type() == at::kDouble) {  // composed (norm_float64.h), else the CPU's
     if (float64_arithmetic(input)) {
-      TORCH_CHECK(training || (has(running_mean) && has(running_var)),
+      TORCH_CHECK(training || (given(running_mean) && given(running_var)),
                   "running_mean and running_var must be defined in evaluation mode");
       return norm_f64::batch_norm(input, weight, bias, running_mean, running_var, training,
                                   momentum, eps);
@@ -81,7 +79,7 @@ Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
   if (training) {
     mean = f32_empty(x, C);
     rstd = f32_empty(x, C);
-    at::Tensor var = has(running_var) ? f32_empty(x, C) : at::Tensor();
+    at::Tensor var = given(running_var) ? f32_empty(x, C) : at::Tensor();
     if (x.numel() > 0) {
       guarded([&] {
         vkml::ops::norm_stats(vkml_device(x), to_vkml(x), addr(x), addr(mean), addr(rstd),
@@ -93,15 +91,15 @@ Tensor3 batch_norm(const at::Tensor& input, const OptTensor& weight, const OptTe
       if (var.defined()) var.fill_(NAN);
     }
     at::NoGradGuard no_grad;
-    if (has(running_mean))
+    if (given(running_mean))
       running_mean->mul_(1 - momentum).add_(mean.to(running_mean->scalar_type()), momentum);
-    if (has(running_var)) {
+    if (given(running_var)) {
       int64_t n = v.outer * v.inner;
       at::Tensor unbiased = n > 1 ? var * (double(n) / double(n - 1)) : var;
       running_var->mul_(1 - momentum).add_(unbiased.to(running_var->scalar_type()), momentum);
     }
   } else {
-    TORCH_CHECK(has(running_mean) && has(running_var),
+    TORCH_CHECK(given(running_mean) && given(running_var),
                 "batch_norm: running_mean and running_var must be defined in evaluation mode");
     mean = running_mean->to(at::kFloat).contiguous();
     rstd = (running_var->to(at::kFloat) + eps).rsqrt();
@@ -161,19 +159,19 @@ Tensor3 batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
   int64_t C = v.c;
   at::Tensor mean, rstd;
   if (train) {
-    TORCH_CHECK(has(save_mean) && has(save_invstd),
+    TORCH_CHECK(given(save_mean) && given(save_invstd),
                 "batch_norm_backward: saved statistics "
                 "are required in training mode");
     mean = save_mean->to(at::kFloat).contiguous();
     rstd = save_invstd->to(at::kFloat).contiguous();
   } else {
-    TORCH_CHECK(has(running_mean) && has(running_var),
+    TORCH_CHECK(given(running_mean) && given(running_var),
                 "batch_norm_backward: running statistics are required in evaluation mode");
     mean = running_mean->to(at::kFloat).contiguous();
     rstd = (running_var->to(at::kFloat) + eps).rsqrt();
   }
   at::Tensor w = f32(weight);
-  at::ScalarType param_type = has(weight) ? weight->scalar_type() : x.scalar_type();
+  at::ScalarType param_type = given(weight) ? weight->scalar_type() : x.scalar_type();
   at::Tensor sum_g, sum_gx;  // per channel: sum(gy), sum(gy * xhat)
   if (mask[1] || mask[2] || (mask[0] && train)) {
     std::tie(sum_g, sum_gx) = param_grad_sums(x, gy, mean, rstd, v, C);
@@ -306,14 +304,14 @@ Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
   for (int64_t d = axis; d < x.dim(); ++d) K *= x.size(d);
   at::Tensor mean = mean_in.to(at::kFloat).contiguous(), rstd = rstd_in.to(at::kFloat).contiguous();
   at::Tensor w = f32(weight);
-  at::ScalarType param_type = has(weight) ? weight->scalar_type() : x.scalar_type();
+  at::ScalarType param_type = given(weight) ? weight->scalar_type() : x.scalar_type();
   at::Tensor gi, gw, gb;
   bool any = M > 0 && K > 0;
   if (mask[0]) gi = norm_input_grad(x, gy, w, mean, rstd, {1, M, K, K, M, 1, K}, M, K, any);
   if (mask[1] || mask[2]) {
     auto [sg, sgx] = param_grad_sums(x, gy, mean, rstd, {M, K, 1, K, M, 1, K}, K);
     if (mask[1]) gw = sgx.to(param_type).view(normalized_shape);
-    if (mask[2]) gb = sg.to(has(bias) ? bias->scalar_type() : param_type).view(normalized_shape);
+    if (mask[2]) gb = sg.to(given(bias) ? bias->scalar_type() : param_type).view(normalized_shape);
   }
   return {gi, gw, gb};
 }
@@ -371,7 +369,7 @@ Tensor3 group_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
   at::Tensor x = input.contiguous(), gy = grad_out.to(x.scalar_type()).contiguous();
   at::Tensor mean = mean_in.to(at::kFloat).contiguous(), rstd = rstd_in.to(at::kFloat).contiguous();
   at::Tensor w = f32(weight);
-  at::ScalarType param_type = has(weight) ? weight->scalar_type() : x.scalar_type();
+  at::ScalarType param_type = given(weight) ? weight->scalar_type() : x.scalar_type();
   int64_t D = C / group * HxW;
   bool any = x.numel() > 0;
   at::Tensor gi, gw, gb;

@@ -27,10 +27,8 @@ at::ScalarType search_key_type(const char* op, at::ScalarType t) {
   return at::isFloatingType(t) && t != at::kDouble ? at::kFloat : at::kLong;
 }
 
-// t as contiguous keys of `dtype` (float64 values through f64_keys when `from` is float64).
-at::Tensor as_contiguous(const at::Tensor& t, at::ScalarType dtype,
-                         at::ScalarType from = at::kFloat) {
-  if (from == at::kDouble) return f64_keys(t.to(at::kDouble));
+// t as a contiguous tensor of `dtype`.
+at::Tensor as_contiguous(const at::Tensor& t, at::ScalarType dtype) {
   if (t.scalar_type() == dtype && t.is_contiguous()) return t;
   at::Tensor c = at::empty(t.sizes(), t.options().dtype(dtype));
   c.copy_(t);
@@ -87,7 +85,11 @@ at::Tensor& vk_searchsorted_out(const at::Tensor& boundaries, const at::Tensor& 
   at::native::resize_output(out, self.sizes());
   if (self.numel() == 0) return out;
   at::ScalarType kt = search_key_type("searchsorted", common);
-  at::Tensor b = as_contiguous(boundaries, kt, common), v = as_contiguous(self, kt, common);
+  // float64 values are searched as int64 keys of their bits, which order as they do.
+  auto keys = [&](const at::Tensor& t) {
+    return common == at::kDouble ? f64_keys(t.to(at::kDouble)) : as_contiguous(t, kt);
+  };
+  at::Tensor b = keys(boundaries), v = keys(self);
   at::Tensor dst = out.is_contiguous() ? out : at::empty(self.sizes(), out.options());
   int64_t m = boundaries.size(-1);
   int64_t per_row = one_d ? self.numel() : self.size(-1);
