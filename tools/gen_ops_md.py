@@ -159,7 +159,7 @@ FAMILIES = {
     ),
     "ops_conv.cpp": (
         "Convolution (1-3d, transposed, groups) and its backward",
-        FB + "; float64 and integers on the CPU, counted",
+        FB + ", float64 (composed of float64 kernels); integers on the CPU, counted",
     ),
     "ops_pool.cpp": (
         "Pooling (max, average, adaptive) and backward",

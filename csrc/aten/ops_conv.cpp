@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "conv_float64.h"
 #include "fallback.h"
 #include "op_helpers.h"
 #include "vkml/ops/conv.h"
@@ -85,12 +86,17 @@ at::Tensor in_format(at::Tensor t, at::MemoryFormat format) {
   return format == at::MemoryFormat::Contiguous ? t : t.contiguous(format);
 }
 
-// float64 and integer convolutions have no kernels: the counted CPU route, through
-// aten::convolution (the CPU has no convolution_overrideable, the hook this file fills).
+// Integer convolutions, and float64 ones on a device without float64 arithmetic, have no
+// kernels: the counted CPU route, through aten::convolution (the CPU has no
+// convolution_overrideable, the hook this file fills).
 bool cpu_conv(const at::Tensor& input) {
   const at::ScalarType t = input.scalar_type();
-  return t == at::kDouble || at::isIntegralType(t, /*includeBool=*/false);
+  if (t == at::kDouble) return !vkml_device(input).info().supports_fp64;
+  return at::isIntegralType(t, /*includeBool=*/false);
 }
+
+// float64 is composed of float64 kernels (conv_float64.h); the conv kernels compute in fp32.
+bool conv_in_float64(const at::Tensor& x) { return x.scalar_type() == at::kDouble; }
 
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
                        const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
@@ -99,7 +105,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
   if (cpu_conv(input))
     return cpu_route<at::_ops::convolution>(input, weight, bias, stride, padding, dilation,
                                             transposed, output_padding, groups);
-  check_float_storage("convolution", input.scalar_type());
+  if (!conv_in_float64(input)) check_float_storage("convolution", input.scalar_type());
   TORCH_CHECK(weight.scalar_type() == input.scalar_type(), "Input type (", input.scalar_type(),
               ") and weight type (", weight.scalar_type(), ") should be the same");
   Geometry g =
@@ -117,6 +123,10 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
       shape[1] = -1;
       out.add_(b.view(shape));
     }
+    return in_format(out, format);
+  }
+  if (conv_in_float64(x)) {
+    out = transposed ? conv_f64::data_grad(x, w, b, g.s) : conv_f64::forward(x, w, b, g.s);
     return in_format(out, format);
   }
   guarded([&] {
@@ -142,12 +152,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
         grad_output, input, weight, std::optional<at::IntArrayRef>(bias_sizes), stride, padding,
         dilation, transposed, output_padding, groups, output_mask);
   }
-  check_float_storage("convolution", input.scalar_type());
+  if (!conv_in_float64(input)) check_float_storage("convolution", input.scalar_type());
   Geometry g =
       geometry(input, weight, stride, padding, dilation, transposed, output_padding, groups);
   at::Tensor x = input.contiguous(), w = weight.contiguous();
   at::Tensor gy = grad_output.to(input.scalar_type()).contiguous();
   auto dt = to_vkml(x.scalar_type());
+  const bool f64 = conv_in_float64(x);
   at::Tensor gi, gw, gb;
   // Plain: x = input, y = grad_output. Transposed: x = grad_output, y = input.
   const at::Tensor& xs = transposed ? gy : x;
@@ -157,6 +168,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     if (gi.numel() > 0) {
       if (gy.numel() == 0 || w.numel() == 0) {
         gi.zero_();
+      } else if (f64) {
+        gi = transposed ? conv_f64::forward(gy, w, {}, g.s) : conv_f64::data_grad(gy, w, {}, g.s);
       } else {
         guarded([&] {
           if (!transposed)
@@ -172,6 +185,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     if (gw.numel() > 0) {
       if (x.numel() == 0 || gy.numel() == 0) {
         gw.zero_();
+      } else if (f64) {
+        gw = conv_f64::weight_grad(xs, ys, g.s);
       } else {
         guarded([&] {
           vkml::ops::conv_weight_grad(vkml_device(x), dt, addr(xs), addr(ys), addr(gw), g.s);
