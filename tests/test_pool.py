@@ -153,21 +153,51 @@ def test_windows_past_a_loop_limited_drivers_count():
     torch_vkml.reset_fallback_counts()  # the no_fallback check: these are the point here
 
 
-@pytest.mark.parametrize("dtype", [torch.uint8, torch.int32, torch.int64, torch.float64], ids=str)
-def test_integer_and_float64_pools_take_the_counted_cpu_route(dtype):
-    """Pools of dtypes without kernels (image bytes, labels, float64) run on the counted
-    CPU route, with the CPU's results, gradients and errors, instead of raising."""
+FLOAT64_POOLS = {
+    "max2d_ceil_dilated": lambda t: F.max_pool2d(t, 3, 2, padding=1, dilation=2, ceil_mode=True),
+    "max1d": lambda t: F.max_pool1d(t.flatten(2), 4, 3),
+    "max3d": lambda t: F.max_pool3d(t.unsqueeze(0), 2),
+    "avg2d_pad_exclusive": lambda t: F.avg_pool2d(t, 3, 2, padding=1, count_include_pad=False),
+    "avg2d_divisor_ceil": lambda t: F.avg_pool2d(t, 2, ceil_mode=True, divisor_override=3),
+    "avg3d": lambda t: F.avg_pool3d(t.unsqueeze(0), (1, 3, 2), padding=(0, 1, 1)),
+    "adaptive_avg2d": lambda t: F.adaptive_avg_pool2d(t, (4, 5)),
+    "adaptive_avg3d": lambda t: F.adaptive_avg_pool3d(t.unsqueeze(0), 2),
+    "adaptive_max2d": lambda t: F.adaptive_max_pool2d(t, 4),
+    "adaptive_max1d": lambda t: F.adaptive_max_pool1d(t.flatten(2), 7),
+}
+
+
+@pytest.mark.parametrize("case", FLOAT64_POOLS)
+def test_float64_pools_run_on_the_device(case):
+    """float64 pools run in double on the device: values, indices and gradients equal
+    to the CPU's (a max picks the same element; sums of a window in the same order),
+    with no fallback."""
+    fn = FLOAT64_POOLS[case]
+    x = make((2, 3, 9, 8), torch.float64, low=-2, high=2).requires_grad_()
+    assert_grads_close_to_cpu(lambda t: fn(t).sin(), x, rtol=1e-14, atol=1e-14)
+
+
+def test_float64_max_pools_give_the_cpus_indices():
+    x = make((2, 3, 9, 8), torch.float64, low=-2, high=2)
+    x[0, 0, :3, :3] = 1.5  # a tie: the first in the window wins, as on the CPU
+    for fn in (
+        lambda t: F.max_pool2d(t, 3, 2, padding=1, return_indices=True),
+        lambda t: F.max_pool3d(t.unsqueeze(0), 2, return_indices=True),
+        lambda t: F.adaptive_max_pool2d(t, 4, return_indices=True),
+    ):
+        (y, i), (yv, iv) = fn(x), fn(x.to("vkml"))
+        assert torch.equal(yv.cpu(), y) and torch.equal(iv.cpu(), i)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int32, torch.int64], ids=str)
+def test_integer_pools_take_the_counted_cpu_route(dtype):
+    """Pools of dtypes without kernels (image bytes, labels) run on the counted CPU
+    route, with the CPU's results and errors, instead of raising."""
     x = make((2, 3, 9, 9), torch.int64, low=0, high=200).to(dtype)
     assert_close_to_cpu(lambda t: F.max_pool2d(t, 3, 2), x)
     assert_close_to_cpu(lambda t: F.max_pool3d(t.unsqueeze(0), 2), x)
-    if dtype in (torch.int64, torch.float64):  # the CPU has avg_pool2d for these only
+    if dtype == torch.int64:  # the CPU has avg_pool2d for it
         assert_close_to_cpu(lambda t: F.avg_pool2d(t, 2, padding=1), x)
-    if dtype == torch.float64:
-        assert_close_to_cpu(lambda t: F.adaptive_avg_pool2d(t, 4), x)
-        xg = x.requires_grad_()
-        assert_grads_close_to_cpu(lambda t: F.max_pool2d(t, 2).square().sum(), xg)
-        assert_grads_close_to_cpu(lambda t: F.adaptive_max_pool2d(t, 3)[0].sum(), xg)
-    else:  # the CPU's own error
-        assert_raises_like_cpu(lambda t: F.adaptive_max_pool2d(t, 3), x)
+    assert_raises_like_cpu(lambda t: F.adaptive_max_pool2d(t, 3), x)
     assert torch_vkml.fallback_counts()
     torch_vkml.reset_fallback_counts()  # counted above, as this test expects

@@ -163,7 +163,7 @@ FAMILIES = {
     ),
     "ops_pool.cpp": (
         "Pooling (max, average, adaptive) and backward",
-        FB + "; float64 and integers on the CPU, counted",
+        FB + ", float64; integers on the CPU, counted",
     ),
     "ops_norm.cpp": (
         "Batch / layer / group norm and backward",

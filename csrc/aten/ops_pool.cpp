@@ -15,8 +15,8 @@
 namespace vkml_aten {
 namespace {
 
-// Shapes only: the forward passes send other dtypes (integers, float64) to the CPU
-// route, and the kernels check theirs (run_*).
+// Shapes only: the forward passes send other dtypes (integers, float64 without float64
+// arithmetic) to the CPU route, and the kernels check theirs (run_*).
 void check_input(const char* name, const at::Tensor& t, int sp) {
   TORCH_CHECK(t.dim() == sp + 1 || t.dim() == sp + 2, name, ": expected ", sp + 1, "D or ", sp + 2,
               "D input, got ", t.dim(), "D");
@@ -104,12 +104,24 @@ Pool adaptive_from(const char* name, const at::Tensor& self, const at::Tensor& g
   return adaptive(name, self, sp, os);
 }
 
+// The dtypes pool.comp has variants for: float32, float16 and bfloat16 storage, and
+// float64 (computed in double) where the device has float64 arithmetic.
+bool pool_kernel_dtype(const at::Tensor& t) {
+  const at::ScalarType s = t.scalar_type();
+  return is_float_storage(s) || (s == at::kDouble && vkml_device(t).info().supports_fp64);
+}
+
+void check_pool_dtype(const char* op, const at::Tensor& t) {
+  if (t.scalar_type() != at::kDouble) check_float_storage(op, t.scalar_type());
+}
+
 // One thread walks an output's whole window: past the loop limit of Mesa 22.3's lavapipe
 // (DeviceInfo::loop_iteration_limit; it stops such loops short, silently) a pool of
 // larger windows (a global pool of a 400 x 400 map) takes the counted CPU route.
-// Integer and float64 pools (no kernels for them) take the counted CPU route too.
+// Integer pools, and float64 ones on a device without float64 arithmetic (no kernels
+// for them), take the counted CPU route too.
 bool takes_cpu_route(const Pool& p, const at::Tensor& self) {
-  if (!is_float_storage(self.scalar_type())) return true;
+  if (!pool_kernel_dtype(self)) return true;
   int64_t window = 1;
   for (int a = 0; a < 3; ++a)
     window *= p.s.adaptive ? (p.s.in[a] + p.s.out[a] - 1) / std::max<int64_t>(p.s.out[a], 1) + 1
@@ -118,7 +130,7 @@ bool takes_cpu_route(const Pool& p, const at::Tensor& self) {
 }
 
 std::tuple<at::Tensor, at::Tensor> run_max(const Pool& p, const at::Tensor& self) {
-  check_float_storage("pool", self.scalar_type());
+  check_pool_dtype("pool", self);
   at::Tensor x = self.contiguous();
   at::Tensor y = at::empty(p.out_sizes, x.options());
   at::Tensor idx = at::empty(p.out_sizes, x.options().dtype(at::kLong));
@@ -130,7 +142,7 @@ std::tuple<at::Tensor, at::Tensor> run_max(const Pool& p, const at::Tensor& self
 
 at::Tensor run_max_backward(const Pool& p, const at::Tensor& grad, const at::Tensor& self,
                             const at::Tensor& indices) {
-  check_float_storage("pool backward", self.scalar_type());
+  check_pool_dtype("pool backward", self);
   at::Tensor g = grad.to(self.scalar_type()).contiguous(), idx = indices.contiguous();
   TORCH_CHECK(idx.scalar_type() == at::kLong, "max_pool backward: indices must be int64");
   TORCH_CHECK(g.sizes() == at::IntArrayRef(p.out_sizes) && idx.sizes() == g.sizes(),
@@ -144,7 +156,7 @@ at::Tensor run_max_backward(const Pool& p, const at::Tensor& grad, const at::Ten
 }
 
 at::Tensor run_avg(const Pool& p, const at::Tensor& self) {
-  check_float_storage("pool", self.scalar_type());
+  check_pool_dtype("pool", self);
   at::Tensor x = self.contiguous();
   at::Tensor y = at::empty(p.out_sizes, x.options());
   if (y.numel() > 0)
@@ -153,7 +165,7 @@ at::Tensor run_avg(const Pool& p, const at::Tensor& self) {
 }
 
 at::Tensor run_avg_backward(const Pool& p, const at::Tensor& grad, const at::Tensor& self) {
-  check_float_storage("pool backward", self.scalar_type());
+  check_pool_dtype("pool backward", self);
   at::Tensor g = grad.to(self.scalar_type()).contiguous();
   TORCH_CHECK(g.sizes() == at::IntArrayRef(p.out_sizes),
               "avg_pool backward: grad_output must have the output's shape");
@@ -191,7 +203,7 @@ template <int SP>
 at::Tensor max_pool_backward(const at::Tensor& grad, const at::Tensor& self, at::IntArrayRef kernel,
                              at::IntArrayRef stride, at::IntArrayRef padding,
                              at::IntArrayRef dilation, bool ceil_mode, const at::Tensor& indices) {
-  if (!is_float_storage(self.scalar_type())) {  // float64: its forward ran there too
+  if (!pool_kernel_dtype(self)) {  // its forward ran there too
     if constexpr (SP == 2)
       return cpu_route<at::_ops::max_pool2d_with_indices_backward>(
           grad, self, kernel, stride, padding, dilation, ceil_mode, indices);
@@ -225,7 +237,7 @@ template <int SP>
 at::Tensor avg_pool_backward(const at::Tensor& grad, const at::Tensor& self, at::IntArrayRef kernel,
                              at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode,
                              bool count_include_pad, std::optional<int64_t> divisor) {
-  if (!is_float_storage(self.scalar_type())) {
+  if (!pool_kernel_dtype(self)) {
     if constexpr (SP == 2)
       return cpu_route<at::_ops::avg_pool2d_backward>(grad, self, kernel, stride, padding,
                                                       ceil_mode, count_include_pad, divisor);
@@ -255,7 +267,7 @@ at::Tensor adaptive_avg(const at::Tensor& self, at::IntArrayRef output_size) {
 
 template <int SP>
 at::Tensor adaptive_avg_backward(const at::Tensor& grad, const at::Tensor& self) {
-  if (!is_float_storage(self.scalar_type())) {
+  if (!pool_kernel_dtype(self)) {
     if constexpr (SP == 2)
       return cpu_route<at::_ops::_adaptive_avg_pool2d_backward>(grad, self);
     else
@@ -282,7 +294,7 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max(const at::Tensor& self,
 template <int SP>
 at::Tensor adaptive_max_backward(const at::Tensor& grad, const at::Tensor& self,
                                  const at::Tensor& indices) {
-  if (!is_float_storage(self.scalar_type())) {
+  if (!pool_kernel_dtype(self)) {
     if constexpr (SP == 2)
       return cpu_route<at::_ops::adaptive_max_pool2d_backward>(grad, self, indices);
     else

@@ -68,7 +68,13 @@ void check_32bit_indexing(int64_t numel, int64_t max_offset, const char* op) {
   }
 }
 
-void check_float_dtype(Device& dev, DType t, const char* op) {
+void check_float_dtype(Device& dev, DType t, const char* op, bool with_f64) {
+  if (with_f64 && t == DType::f64) {
+    if (!dev.info().supports_fp64)
+      fail(ErrorKind::InvalidArgument,
+           std::string(op) + ": float64 is not supported on " + dev.info().name);
+    return;
+  }
   if (t != DType::f32 && t != DType::f16 && t != DType::bf16)
     fail(ErrorKind::InvalidArgument, std::string(op) + ": unsupported dtype " + dtype_name(t));
   if (t != DType::f32 && !dev.info().supports_fp16)

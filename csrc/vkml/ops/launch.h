@@ -57,8 +57,9 @@ Span span_of(const TensorRef& t);
 void check_32bit_indexing(int64_t numel, int64_t max_offset, const char* op);
 
 // For a kernel that reads and writes floats only (shaders/float_store.glsl, declared
-// `//! dtypes f32 f16 bf16`): fails with InvalidArgument for other dtypes and for the
-// 16-bit ones on a device without float16 support.
-void check_float_dtype(Device& dev, DType t, const char* op);
+// `//! dtypes f32 f16 bf16`, and f64 where `with_f64`): fails with InvalidArgument for
+// other dtypes, for the 16-bit ones on a device without float16 support and for f64 on
+// one without float64 arithmetic.
+void check_float_dtype(Device& dev, DType t, const char* op, bool with_f64 = false);
 
 }  // namespace vkml::ops

@@ -16,7 +16,7 @@ using Push = pool_detail::Push;
 
 void launch(Device& dev, DType dtype, int mode, uint64_t x, uint64_t y, uint64_t idx,
             const PoolShape& s) {
-  check_float_dtype(dev, dtype, "pool");
+  check_float_dtype(dev, dtype, "pool", /*with_f64=*/true);
   int64_t ispat = s.in[0] * s.in[1] * s.in[2], ospat = s.out[0] * s.out[1] * s.out[2];
   int64_t threads = s.planes * (mode < POOL_MAX_BACKWARD ? ospat : ispat);
   if (threads == 0) return;

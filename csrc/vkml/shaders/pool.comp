@@ -1,7 +1,7 @@
 #version 450
 // Max / average pooling (fixed or adaptive windows) over contiguous [planes, d, h, w]
 // tensors (1-d and 2-d pooling have leading size-1 dims), and their backward passes;
-// fp32 math.
+// fp32 math (float64 in double).
 //
 // Specialization constants: 0 = mode, 1 = adaptive windows, 2 = workgroup size.
 //   mode 0, max forward:     x -> y, idx (int64 flat index within the input plane)
@@ -10,7 +10,7 @@
 //   mode 3, avg backward:    x = grad_out -> y = grad_in
 // Backward runs one thread per input element and gathers from the outputs whose
 // window covers it (no atomics, deterministic).
-//! dtypes f32 f16 bf16
+//! dtypes f32 f16 bf16 f64
 #include "common.glsl"
 #include "float_store.glsl"
 
@@ -21,8 +21,8 @@ layout(constant_id = 2) const uint WG = 64;
 
 #include "pool_push.h"
 
-float ld(uint64_t p, uint off) { return LD(p, off); }
-#define NEG_INF uintBitsToFloat(0xff800000u)
+FT ld(uint64_t p, uint off) { return LD(p, off); }
+#define NEG_INF FT(uintBitsToFloat(0xff800000u))
 
 // The input range [lo, hi) of output o along dim a; for average pooling also the
 // padded window size along a (for count_include_pad).
@@ -60,10 +60,10 @@ void covering(int a, int i, out int lo, out int hi) {
   }
 }
 
-float avg_divisor(int lz, int hz, int pz, int ly, int hy, int py, int lx, int hx, int px) {
-  if (pc.divisor != 0) return float(pc.divisor);
-  if (pc.count_include_pad != 0 || ADAPTIVE) return float(pz * py * px);
-  return float((hz - lz) * (hy - ly) * (hx - lx));
+FT avg_divisor(int lz, int hz, int pz, int ly, int hy, int py, int lx, int hx, int px) {
+  if (pc.divisor != 0) return FT(pc.divisor);
+  if (pc.count_include_pad != 0 || ADAPTIVE) return FT(pz * py * px);
+  return FT((hz - lz) * (hy - ly) * (hx - lx));
 }
 
 void main() {
@@ -85,13 +85,13 @@ void main() {
     if (MODE == POOL_MAX_FORWARD) {
       int dz = ADAPTIVE ? 1 : pc.dil.x, dy = ADAPTIVE ? 1 : pc.dil.y;
       int dx = ADAPTIVE ? 1 : pc.dil.z;
-      float m = NEG_INF;
+      FT m = NEG_INF;
       int mi = (lz * pc.isz.y + ly) * pc.isz.z + lx;
       for (int z = lz; z < hz; z += dz)
         for (int y = ly; y < hy; y += dy)
           for (int x = lx; x < hx; x += dx) {
             int i = (z * pc.isz.y + y) * pc.isz.z + x;
-            float v = ld(pc.x, ib + uint(i));
+            FT v = ld(pc.x, ib + uint(i));
             if (v > m || isnan(v)) {
               m = v;
               mi = i;
@@ -100,7 +100,7 @@ void main() {
       STORE(pc.y, t, m);
       BufI64(pc.idx).v[t] = int64_t(mi);
     } else {
-      float acc = 0.0;
+      FT acc = FT(0);
       for (int z = lz; z < hz; ++z)
         for (int y = ly; y < hy; ++y)
           for (int x = lx; x < hx; ++x) {
@@ -108,10 +108,10 @@ void main() {
             if (pc.round_steps != 0) acc = round_to_storage(acc);
           }
       bool empty = lz >= hz || ly >= hy || lx >= hx;
-      float r = pc.round_steps != 0
-                    ? round_to_storage(round_to_storage(acc / float(pz)) / float(py)) / float(px)
+      FT r = pc.round_steps != 0
+                    ? round_to_storage(round_to_storage(acc / FT(pz)) / FT(py)) / FT(px)
                     : acc / avg_divisor(lz, hz, pz, ly, hy, py, lx, hx, px);
-      STORE(pc.y, t, empty ? 0.0 : r);
+      STORE(pc.y, t, empty ? FT(0) : r);
     }
   } else {
     int oz0, oz1, oy0, oy1, ox0, ox1;
@@ -119,7 +119,7 @@ void main() {
     covering(1, c.y, oy0, oy1);
     covering(2, c.z, ox0, ox1);
     uint ob = plane * uint(ospat);
-    float acc = 0.0;
+    FT acc = FT(0);
     for (int z = oz0; z < oz1; ++z)
       for (int y = oy0; y < oy1; ++y)
         for (int x = ox0; x < ox1; ++x) {
