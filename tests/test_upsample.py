@@ -92,19 +92,23 @@ def test_upsample_bilinear(align_corners, kw):
 
 
 @pytest.mark.parametrize(
-    "mode,shape,size",
+    "mode,shape,kw",
     [
-        ("linear", (1, 2, 5), 7),
-        ("bilinear", (1, 2, 4, 5), (7, 3)),
-        ("bicubic", (1, 2, 4, 5), (7, 3)),
-        ("trilinear", (1, 1, 3, 4, 5), (2, 5, 3)),
+        ("linear", (1, 2, 5), dict(size=7)),
+        ("linear", (2, 3, 9), dict(scale_factor=0.4, align_corners=True)),
+        ("bilinear", (1, 2, 4, 5), dict(size=(7, 3))),
+        ("bilinear", (2, 2, 6, 5), dict(scale_factor=(1.7, 2.5), align_corners=True)),
+        ("bilinear", (1, 2, 5, 5), dict(size=(5, 5))),  # the CPU's identity shortcut
+        ("bicubic", (1, 2, 4, 5), dict(size=(7, 3))),
+        ("bicubic", (1, 3, 6, 4), dict(scale_factor=1.5, align_corners=True)),
+        ("trilinear", (1, 1, 3, 4, 5), dict(size=(2, 5, 3))),
+        ("bilinear", (1, 2, 9, 7), dict(size=(4, 3), antialias=True)),
+        ("bicubic", (1, 2, 9, 7), dict(size=(5, 11), antialias=True)),
     ],
 )
-def test_float64_interpolation_takes_the_counted_cpu_route(mode, shape, size):
-    """No float64 kernel: forward and backward run on the CPU, counted (they raised
-    NotImplementedError, a float64 program stopped there)."""
-    fn = lambda t: F.interpolate(t, size=size, mode=mode, align_corners=False)  # noqa: E731
+def test_float64_interpolation_runs_on_the_device(mode, shape, kw):
+    """float64 resampling is a product per spatial dim with its weight matrix, built in
+    double by the CPU's rules: forward and backward within 1e-12, no fallback."""
+    kw = {"align_corners": False, **kw}
+    fn = lambda t: F.interpolate(t, mode=mode, **kw)  # noqa: E731
     assert_grads_close_to_cpu(fn, leaf(shape, torch.float64), atol=1e-12, rtol=1e-12)
-    counts = torch_vkml.fallback_counts()
-    assert counts and all(name.startswith("aten::upsample_") for name in counts), counts
-    torch_vkml.reset_fallback_counts()

@@ -170,7 +170,10 @@ FAMILIES = {
         FB + "; float64 composed of float64 kernels (norm_float64.cpp) where the device has "
         "shaderFloat64",
     ),
-    "ops_upsample.cpp": ("Upsampling (linear, bilinear, bicubic, trilinear, antialiased)", FB),
+    "ops_upsample.cpp": (
+        "Upsampling (linear, bilinear, bicubic, trilinear, antialiased)",
+        FB + ", float64 (weight-matrix products)",
+    ),
     "ops_im2col.cpp": (
         "im2col / col2im (nn.Unfold, nn.Fold)",
         FB + " (im2col: all dtypes, moving elements)",

@@ -9,6 +9,7 @@
 
 #include "fallback.h"
 #include "op_helpers.h"
+#include "upsample_float64.h"
 #include "vkml/ops/upsample.h"
 #include "vkml_tensor.h"
 
@@ -19,10 +20,46 @@ using OptD = std::optional<double>;
 
 // -------------------------------------------------------------- bilinear
 
-// PyTorch's area_pixel_compute_scale, in float as the CPU kernel computes it.
-float pixel_scale(int64_t in, int64_t out, bool align_corners, OptD scale) {
-  if (align_corners) return out > 1 ? float(in - 1) / float(out - 1) : 0.0f;
-  return (scale && *scale > 0) ? float(1.0 / *scale) : float(in) / float(out);
+// PyTorch's area_pixel_compute_scale, in float as the CPU kernel computes it for float
+// dtypes, in double for float64.
+template <typename T = float>
+T pixel_scale(int64_t in, int64_t out, bool align_corners, OptD scale) {
+  if (align_corners) return out > 1 ? T(in - 1) / T(out - 1) : T(0);
+  return (scale && *scale > 0) ? T(1.0 / *scale) : T(in) / T(out);
+}
+
+using vkml::ops::InterpMode;
+
+// uint8 (the CPU's integer rounding rules), and float64 on a device without float64
+// arithmetic, take the counted CPU route.
+bool cpu_bound(const at::Tensor& t) {
+  return t.scalar_type() == at::kByte ||
+         (t.scalar_type() == at::kDouble && !vkml_device(t).info().supports_fp64);
+}
+
+// float64 resampling, one separable pass per spatial dim (upsample_float64.h).
+at::Tensor resample_f64(at::Tensor x, at::IntArrayRef output_size, InterpMode mode,
+                        bool align_corners, const std::vector<OptD>& scales) {
+  const int64_t first = x.dim() - int64_t(output_size.size());
+  for (size_t d = 0; d < output_size.size(); ++d) {
+    const int64_t dim = first + int64_t(d);
+    const double scale = pixel_scale<double>(x.size(dim), output_size[d], align_corners, scales[d]);
+    x = upsample_f64::pass(x, dim, output_size[d], mode, align_corners, scale);
+  }
+  return x;
+}
+
+// Its backward: the passes' adjoints in reverse order.
+at::Tensor resample_f64_backward(at::Tensor g, at::IntArrayRef output_size,
+                                 at::IntArrayRef input_size, InterpMode mode, bool align_corners,
+                                 const std::vector<OptD>& scales) {
+  const int64_t first = g.dim() - int64_t(output_size.size());
+  for (size_t d = output_size.size(); d-- > 0;) {
+    const int64_t dim = first + int64_t(d), in = input_size[dim];
+    const double scale = pixel_scale<double>(in, output_size[d], align_corners, scales[d]);
+    g = upsample_f64::pass_backward(g, dim, in, mode, align_corners, scale);
+  }
+  return g;
 }
 
 vkml::ops::BilinearShape bilinear_shape(const char* op, at::IntArrayRef in_sizes,
@@ -49,15 +86,18 @@ vkml::ops::BilinearShape bilinear_shape(const char* op, at::IntArrayRef in_sizes
 
 at::Tensor vk_bilinear(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners,
                        OptD sh, OptD sw) {
-  if (self.scalar_type() == at::kByte || self.scalar_type() == at::kDouble) {
-    // uint8: the CPU's integer rounding rules; float64: no float64 kernel (counted).
+  if (cpu_bound(self))
     return cpu_route<at::_ops::upsample_bilinear2d>(self, output_size, align_corners, sh, sw);
-  }
   if (self.scalar_type() == at::kBFloat16) {
     return vk_bilinear(self.to(at::kFloat), output_size, align_corners, sh, sw).to(at::kBFloat16);
   }
-  check_float_storage("upsample_bilinear2d", self.scalar_type());
+  if (self.scalar_type() != at::kDouble)
+    check_float_storage("upsample_bilinear2d", self.scalar_type());
   auto s = bilinear_shape("upsample_bilinear2d", self.sizes(), output_size, align_corners, sh, sw);
+  if (self.scalar_type() == at::kDouble) {
+    return in_layout_of(
+        resample_f64(self, output_size, InterpMode::Linear, align_corners, {sh, sw}), self);
+  }
   at::Tensor x = self.contiguous();
   at::Tensor out = at::empty({self.size(0), self.size(1), s.oh, s.ow}, self.options());
   guarded([&] {
@@ -72,20 +112,27 @@ at::Tensor& bilinear_out(const at::Tensor& self, at::IntArrayRef output_size, bo
 
 at::Tensor bilinear_bwd(const at::Tensor& grad, at::IntArrayRef output_size,
                         at::IntArrayRef input_size, bool align_corners, OptD sh, OptD sw) {
-  if (grad.scalar_type() == at::kDouble)
+  if (cpu_bound(grad))
     return cpu_route<at::_ops::upsample_bilinear2d_backward>(grad, output_size, input_size,
                                                              align_corners, sh, sw);
   if (grad.scalar_type() == at::kBFloat16) {
     return bilinear_bwd(grad.to(at::kFloat), output_size, input_size, align_corners, sh, sw)
         .to(at::kBFloat16);
   }
-  check_float_storage("upsample_bilinear2d_backward", grad.scalar_type());
-  alert_atomic_adds("upsample_bilinear2d_backward");
+  const bool f64 = grad.scalar_type() == at::kDouble;
+  if (!f64) {
+    check_float_storage("upsample_bilinear2d_backward", grad.scalar_type());
+    alert_atomic_adds("upsample_bilinear2d_backward");
+  }
   auto s = bilinear_shape("upsample_bilinear2d_backward", input_size, output_size, align_corners,
                           sh, sw);
   TORCH_CHECK(grad.dim() == 4 && grad.size(0) == input_size[0] && grad.size(1) == input_size[1] &&
                   grad.size(2) == s.oh && grad.size(3) == s.ow,
               "upsample_bilinear2d_backward: grad_output has sizes ", grad.sizes());
+  if (f64) {
+    return resample_f64_backward(grad.contiguous(), output_size, input_size, InterpMode::Linear,
+                                 align_corners, {sh, sw});
+  }
   at::Tensor g = grad.to(at::kFloat).contiguous();
   at::Tensor gi = at::zeros(input_size, g.options());
   guarded([&] { vkml::ops::upsample_bilinear_backward(vkml_device(g), addr(g), addr(gi), s); });
@@ -100,8 +147,6 @@ at::Tensor& bilinear_bwd_out(const at::Tensor& grad, at::IntArrayRef output_size
 // ------------------------------------- linear / bicubic / trilinear / antialiased
 // One separable float32 pass per spatial dim (interp.comp); the backward runs the
 // adjoint passes in reverse order. float16 / bfloat16 round once at the end.
-
-using vkml::ops::InterpMode;
 
 const char* dim_names(size_t k) { return k == 1 ? "W" : k == 2 ? "HW" : "DHW"; }
 
@@ -141,7 +186,7 @@ std::vector<vkml::ops::InterpPass> interp_passes(at::IntArrayRef in_sizes,
     p.out = output_size[d];
     p.inner = 1;
     for (size_t j = dim + 1; j < cur.size(); ++j) p.inner *= cur[j];
-    p.scale = pixel_scale(p.in, p.out, align_corners, scales[d]);
+    p.scale = pixel_scale<float>(p.in, p.out, align_corners, scales[d]);
     p.mode = mode;
     p.align_corners = align_corners;
     passes.push_back(p);
@@ -152,10 +197,11 @@ std::vector<vkml::ops::InterpPass> interp_passes(at::IntArrayRef in_sizes,
 
 at::Tensor interp_forward(const char* op, const at::Tensor& self, at::IntArrayRef output_size,
                           InterpMode mode, bool align_corners, const std::vector<OptD>& scales) {
-  TORCH_CHECK_NOT_IMPLEMENTED(
-      at::isFloatingType(self.scalar_type()) && self.scalar_type() != at::kDouble, op,
-      " on vkml supports float32, float16 and bfloat16, got ", self.scalar_type());
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()), op,
+                              " on vkml supports floating dtypes, got ", self.scalar_type());
   check_interp(op, self.sizes(), output_size);
+  if (self.scalar_type() == at::kDouble)
+    return in_layout_of(resample_f64(self, output_size, mode, align_corners, scales), self);
   auto passes = interp_passes(self.sizes(), output_size, mode, align_corners, scales);
   at::Tensor x = self.to(at::kFloat).contiguous();
   for (size_t d = 0; d < passes.size(); ++d) {
@@ -171,17 +217,20 @@ at::Tensor interp_forward(const char* op, const at::Tensor& self, at::IntArrayRe
 at::Tensor interp_backward(const char* op, const at::Tensor& grad, at::IntArrayRef output_size,
                            at::IntArrayRef input_size, InterpMode mode, bool align_corners,
                            const std::vector<OptD>& scales) {
-  TORCH_CHECK_NOT_IMPLEMENTED(
-      at::isFloatingType(grad.scalar_type()) && grad.scalar_type() != at::kDouble, op,
-      " on vkml supports float32, float16 and bfloat16, got ", grad.scalar_type());
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(grad.scalar_type()), op,
+                              " on vkml supports floating dtypes, got ", grad.scalar_type());
   check_interp(op, input_size, output_size);
-  alert_atomic_adds(op);
+  const bool f64 = grad.scalar_type() == at::kDouble;
+  if (!f64) alert_atomic_adds(op);
   size_t k = output_size.size();
   bool ok = grad.dim() == int64_t(k + 2) && grad.size(0) == input_size[0] &&
             grad.size(1) == input_size[1];
   for (size_t d = 0; ok && d < k; ++d) ok = grad.size(d + 2) == output_size[d];
   TORCH_CHECK(ok, op, ": grad_output has sizes ", grad.sizes(), ", expected output_size ",
               output_size);
+  if (f64)
+    return resample_f64_backward(grad.contiguous(), output_size, input_size, mode, align_corners,
+                                 scales);
   auto passes = interp_passes(input_size, output_size, mode, align_corners, scales);
   at::Tensor g = grad.to(at::kFloat).contiguous();
   for (size_t d = k; d-- > 0;) {
@@ -192,12 +241,6 @@ at::Tensor interp_backward(const char* op, const at::Tensor& grad, at::IntArrayR
     g = gi;
   }
   return g.to(grad.scalar_type());
-}
-
-// uint8 (the CPU's integer rounding rules) and float64 (no float64 kernel) take the
-// counted CPU route.
-bool cpu_bound(const at::Tensor& t) {
-  return t.scalar_type() == at::kByte || t.scalar_type() == at::kDouble;
 }
 
 at::Tensor vk_linear1d(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD s) {
