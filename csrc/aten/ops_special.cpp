@@ -135,7 +135,7 @@ at::Tensor polygamma_compute(int64_t n, const at::Tensor& a, const at::Tensor& o
   if (n == 1) return elementwise(kTrigamma, {a}, out);
   return elementwise(kPolygamma, {a}, out, {.fp = {double(n)}});
 }
-// The kernel of order n (float64 has digamma, not the higher orders).
+// The kernel of order n.
 const EwOp& polygamma_op(int64_t n) {
   return n == 0 ? kPolygamma0 : n == 1 ? kTrigamma : kPolygamma;
 }

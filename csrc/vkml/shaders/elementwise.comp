@@ -705,6 +705,9 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_ERFCX: return erfcx_d(a);
     case OP_LOG_NDTR: return log_ndtr_d(a);
     case OP_DIGAMMA: return digamma_d(a);
+    case OP_TRIGAMMA: return trigamma_d(a);
+    case OP_POLYGAMMA: return polygamma_d(dparam(0), a);
+    case OP_ZETA: return zeta_d(a, b);
     // erfc's form keeps the digits of the far negative side, where 1 + erf cancels.
     case OP_GELU: return 0.5LF * a * erfc_d(-0.70710678118654752440LF * a);
     case OP_GELU_BACKWARD: {  // grad, input
