@@ -849,21 +849,28 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_ASIN: return atan2_f(a, sqrt((1.0 - a) * (1.0 + a)));
     case OP_ACOS: return atan2_f(sqrt((1.0 - a) * (1.0 + a)), a);
     case OP_ATAN: return atan_f(a);
-    case OP_SINH: {
+    case OP_SINH: {  // within 2 ulps; one exp_f (3 ulps) where e^-x is below its error
       float ax = abs(a);
       float r;
-      if (ax < 1.0) {
+      if (ax < 9.0) {
         float e = expm1_f(ax);
         r = 0.5 * (e + e / (e + 1.0));
-      } else {
+      } else if (ax < 88.0) {
+        r = 0.5 * exp_f(ax);
+      } else {  // e^x would overflow before sinh does
         float t = exp_f(0.5 * ax);
-        r = (0.5 * t) * t - 0.5 / (t * t);
+        r = (0.5 * t) * t;
       }
       return copy_sign(r, a);
     }
     case OP_COSH: {
-      float t = exp_f(0.5 * abs(a));
-      return (0.5 * t) * t + 0.5 / (t * t);
+      float ax = abs(a);
+      if (ax < 88.0) {
+        float t = exp_f(ax);
+        return 0.5 * t + 0.5 / t;
+      }
+      float t = exp_f(0.5 * ax);
+      return (0.5 * t) * t;
     }
     case OP_ASINH: {
       float ax = abs(a);
