@@ -29,30 +29,6 @@ float log_f(float x) {
   if (x >= 0.5 && x <= 2.0) return log1p_series(x - 1.0);  // x - 1 is exact here
   return log(x);
 }
-// exp(x) = 2^n e^r with n = round(x / ln 2) and r = x - n ln 2 in two parts (Cody-Waite;
-// n ln2_hi is exact), e^r by its Taylor series (|r| <= ln 2 / 2): within 1.5 ulps for
-// every x. The driver's exp is exp2(x log2 e), whose product's rounding costs about |x|
-// ulps (62 at x = 80 on lavapipe), and its exp2 alone 3. 2^n in two halves, so that
-// subnormal results come out right (ldexp would be undefined past an exponent of -126,
-// and costs more to compile).
-float exp_f(float x) {
-  if (isnan(x)) return x;
-  if (x > 88.8) return INF_F;  // past the largest float
-  if (x < -104.0) return 0.0;  // below the smallest subnormal
-  float n = roundEven(x * 1.4426950408889634);
-  precise float r = (x - n * 0.693359375) + n * 2.12194440e-4;
-  float p = 1.0 / 40320.0;  // to r^8 / 8!: the next term is below 0.01 ulp
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  int k = int(n), h = k / 2;  // 2^k as two normal powers of two, from their bits
-  return p * intBitsToFloat((h + 127) << 23) * intBitsToFloat((k - h + 127) << 23);
-}
 // expm1 by its Taylor series, for |x| < 1/2.
 float expm1_series(float x) {
   float p = 1.0 / 39916800.0;  // Taylor to x^11 / 11!
@@ -68,14 +44,35 @@ float expm1_series(float x) {
   p = p * x + 1.0;
   return p * x;
 }
-// Beyond 1/2, exp(x) - 1 would lose to cancellation what exp_f's rounding costs: x =
-// n ln 2 + r as in exp_f, and expm1(x) = 2^n expm1(r) + (2^n - 1),
-// whose second term is exact. Past -17 and 30 there is nothing to cancel.
+// x = n ln 2 + r with n = round(x / ln 2), |r| <= ln 2 / 2, r in two parts (Cody-Waite:
+// n ln2_hi is exact).
+float ln2_reduced(float x, out float n) {
+  n = roundEven(x * 1.4426950408889634);
+  precise float r = (x - n * 0.693359375) + n * 2.12194440e-4;
+  return r;
+}
+// exp(x) = 2^n e^r, e^r by its Taylor series: within 1.2 ulps for every x. The driver's
+// exp is exp2(x log2 e), whose product's rounding costs about |x| ulps (62 at x = 80 on
+// lavapipe), and its exp2 alone 3. 2^n in two halves, so that subnormal results come
+// out right (ldexp would be undefined past an exponent of -126, and costs more to
+// compile).
+float exp_f(float x) {
+  if (isnan(x)) return x;
+  if (x > 88.8) return INF_F;  // past the largest float
+  if (x < -104.0) return 0.0;  // below the smallest subnormal
+  float n;
+  float p = 1.0 + expm1_series(ln2_reduced(x, n));
+  int k = int(n), h = k / 2;  // 2^k as two normal powers of two, from their bits
+  return p * intBitsToFloat((h + 127) << 23) * intBitsToFloat((k - h + 127) << 23);
+}
+// Beyond 1/2, exp(x) - 1 would lose to cancellation what exp_f's rounding costs:
+// expm1(x) = 2^n expm1(r) + (2^n - 1), whose second term is exact. Past -17 and 30
+// there is nothing to cancel.
 float expm1_f(float x) {
   if (abs(x) < 0.5) return expm1_series(x);
   if (!(x > -17.0 && x < 30.0)) return exp_f(x) - 1.0;  // NaN too
-  float n = roundEven(x * 1.4426950408889634);
-  precise float r = (x - n * 0.693359375) + n * 2.12194440e-4;
+  float n;
+  float r = ln2_reduced(x, n);
   float p = intBitsToFloat((int(n) + 127) << 23);  // 2^n, normal for |n| <= 44
   return p * expm1_series(r) + (p - 1.0);
 }
