@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 import torch
-from conftest import on_two_devices
+from conftest import on_two_devices, run_python
 
 import torch_vkml
 
@@ -118,6 +118,32 @@ def test_out_of_memory_is_counted_and_leaves_the_device_usable():
         torch.empty(1 << 50, dtype=torch.uint8, device=VKML)
     assert torch.accelerator.memory_stats()["num_ooms"] == before + 1
     assert torch.arange(4, device=VKML).sum().item() == 6
+
+
+def test_out_of_memory_the_driver_refuses_says_so():
+    """Where the heap has room but the driver refuses (lavapipe's device memory is the
+    host's, here capped by an address-space limit; on a GPU, other processes), the
+    message says so instead of only showing free heap."""
+    if torch_vkml.get_device_properties(0).device_type != "cpu":
+        pytest.skip("a GPU's memory is not capped by the process's address space")
+    r = run_python(
+        """
+        import resource, torch, torch_vkml
+        torch.ones(4, device="vkml").cpu()
+        vm = int(open("/proc/self/statm").read().split()[0]) * 4096
+        resource.setrlimit(resource.RLIMIT_AS, (vm + 300 * 2**20, resource.RLIM_INFINITY))
+        try:
+            kept = [torch.empty(64 * 2**20, dtype=torch.uint8, device="vkml") for _ in range(40)]
+            print("no error")
+        except torch.OutOfMemoryError as e:
+            print(e)
+        print((torch.ones(3, device="vkml") * 2).sum().item())
+        """
+    )
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "tried to allocate 64.00 MiB" in out and "the driver refused it" in out, out
+    assert out.strip().endswith("6.0"), out  # the device is usable after it
 
 
 def test_memory_summary():

@@ -6,8 +6,8 @@ namespace vkml {
 
 void fail(ErrorKind kind, const std::string& what) { throw Error(kind, what); }
 
-static const char* vk_result_name(VkResult r) {
-  switch (r) {
+const char* vk_result_name(int result) {
+  switch (static_cast<VkResult>(result)) {
     case VK_ERROR_OUT_OF_HOST_MEMORY:
       return "VK_ERROR_OUT_OF_HOST_MEMORY";
     case VK_ERROR_OUT_OF_DEVICE_MEMORY:

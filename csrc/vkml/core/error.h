@@ -28,6 +28,8 @@ class Error : public std::runtime_error {
 [[noreturn]] void fail(ErrorKind kind, const std::string& what);
 // Throws for a failed VkResult (passed as int to keep Vulkan out of this header).
 void check_vk(int result, const char* call);
+// A VkResult's name (VK_ERROR_OUT_OF_DEVICE_MEMORY, ...), for messages.
+const char* vk_result_name(int result);
 
 }  // namespace vkml
 

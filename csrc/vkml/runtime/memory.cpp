@@ -21,9 +21,13 @@ constexpr uint64_t kLargeRound = 2 * kMiB;
 
 uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
+// In MiB as CUDA's messages give sizes, in KiB below one (a small request read "0.00 MiB").
 std::string mib(uint64_t bytes) {
   char buf[64];
-  snprintf(buf, sizeof(buf), "%.2f MiB", double(bytes) / double(kMiB));
+  if (bytes < kMiB)
+    snprintf(buf, sizeof(buf), "%.2f KiB", double(bytes) / 1024.0);
+  else
+    snprintf(buf, sizeof(buf), "%.2f MiB", double(bytes) / double(kMiB));
   return buf;
 }
 }  // namespace
@@ -122,6 +126,7 @@ MemoryPool::HeapInfo MemoryPool::heap_info() const {
 }
 
 MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small, int stream) {
+  last_block_result_ = VK_SUCCESS;
   // Stay within the heap: drivers may over-commit and fail later, which is worse.
   if (uint64_t(stats_.reserved_bytes[kAllPools].current) + size > heap_size()) return nullptr;
   if (device_.info().max_allocation_size && size > device_.info().max_allocation_size)
@@ -139,7 +144,8 @@ MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small, int strea
   bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
              VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  if (vk::vkCreateBuffer(dev, &bi, nullptr, b->buffer.put()) != VK_SUCCESS) return nullptr;
+  last_block_result_ = vk::vkCreateBuffer(dev, &bi, nullptr, b->buffer.put());
+  if (last_block_result_ != VK_SUCCESS) return nullptr;
   VkMemoryRequirements req;
   vk::vkGetBufferMemoryRequirements(dev, b->buffer.get(), &req);
   VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
@@ -148,9 +154,9 @@ MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small, int strea
   ai.pNext = &flags;
   ai.allocationSize = req.size;
   ai.memoryTypeIndex = memory_type_;
-  if (!(req.memoryTypeBits & (1u << memory_type_)) ||
-      vk::vkAllocateMemory(dev, &ai, nullptr, b->memory.put()) != VK_SUCCESS)
-    return nullptr;
+  if (!(req.memoryTypeBits & (1u << memory_type_))) return nullptr;
+  last_block_result_ = vk::vkAllocateMemory(dev, &ai, nullptr, b->memory.put());
+  if (last_block_result_ != VK_SUCCESS) return nullptr;
   VKML_CHECK_VK(vk::vkBindBufferMemory(dev, b->buffer.get(), b->memory.get(), 0));
   if (mapped_) {
     void* p = nullptr;
@@ -239,11 +245,13 @@ Allocation MemoryPool::allocate(uint64_t nbytes) {
     if (attempt == 0) device_.release_cached_memory();  // waits for the GPU, empties caches
   }
   uint64_t allocated = 0, reserved = 0;
+  VkResult driver = VK_SUCCESS;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.ooms++;
     allocated = uint64_t(stats_.allocated_bytes[kAllPools].current);
     reserved = uint64_t(stats_.reserved_bytes[kAllPools].current);
+    driver = last_block_result_;
   }
   uint64_t heap = heap_size();
   fail(ErrorKind::OutOfMemory,
@@ -253,6 +261,15 @@ Allocation MemoryPool::allocate(uint64_t nbytes) {
            ", free " + mib(heap > reserved ? heap - reserved : 0) +
            (device_.info().max_allocation_size
                 ? ", largest single allocation " + mib(device_.info().max_allocation_size)
+                : std::string()) +
+           // The heap had room and the driver refused: other processes' memory, or for a
+           // CPU driver (lavapipe: device memory is host memory) the host's; "free" above
+           // does not see either.
+           (driver != VK_SUCCESS
+                ? std::string("; the driver refused it (") + vk_result_name(driver) +
+                      ") with room left in the heap: memory other processes hold, or for a "
+                      "CPU driver such as lavapipe the host's memory or a limit on it (ulimit "
+                      "-v)"
                 : std::string()));
 }
 

@@ -187,6 +187,9 @@ class MemoryPool {
   std::vector<LiveMap::node_type> spare_live_nodes_;
   std::map<uint64_t, Block*> blocks_;  // by device address
   MemoryStats stats_;
+  // What the driver answered when create_block last asked it for memory (VK_SUCCESS
+  // where the heap or allocation limits refused first), for the out-of-memory message.
+  VkResult last_block_result_ = VK_SUCCESS;
   // Chunks freed while other streams may still use them: each with the streams'
   // slots and the timeline values they must reach.
   struct FreedLater {
