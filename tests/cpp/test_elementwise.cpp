@@ -268,11 +268,12 @@ TEST_F(ElementwiseTest, Bfloat16MulAndPackedParams) {
 TEST_F(ElementwiseTest, Float64Arithmetic) {
   if (!ops::elementwise_supported(dev(), DType::f64)) GTEST_SKIP() << "no shaderFloat64";
   // The exp/log family is f64_math.glsl's, pow and erfinv f64_pow_erf.glsl's, lgamma
-  // f64_gamma.glsl's, all only in the f64 _special variant; polygamma of order 1 and more
-  // has no float64 algorithm yet.
+  // f64_gamma.glsl's (polygamma too), all only in the f64 _special variant; ndtri has no
+  // float64 algorithm yet.
   EXPECT_TRUE(ops::elementwise_has_op(DType::f64, OP_ERFINV));
   EXPECT_TRUE(ops::elementwise_detail::special_only(DType::f64, OP_ERFINV));
-  EXPECT_FALSE(ops::elementwise_has_op(DType::f64, OP_POLYGAMMA));
+  EXPECT_TRUE(ops::elementwise_detail::special_only(DType::f64, OP_POLYGAMMA));
+  EXPECT_FALSE(ops::elementwise_has_op(DType::f64, OP_NDTRI));
   EXPECT_TRUE(ops::elementwise_has_op(DType::f64, OP_LGAMMA));
   EXPECT_TRUE(ops::elementwise_detail::special_only(DType::f64, OP_LGAMMA));
   EXPECT_TRUE(ops::elementwise_has_op(DType::f64, OP_POW));
