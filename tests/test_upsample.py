@@ -112,3 +112,13 @@ def test_float64_interpolation_runs_on_the_device(mode, shape, kw):
     kw = {"align_corners": False, **kw}
     fn = lambda t: F.interpolate(t, mode=mode, **kw)  # noqa: E731
     assert_grads_close_to_cpu(fn, leaf(shape, torch.float64), atol=1e-12, rtol=1e-12)
+
+
+def test_float64_resampling_of_long_signals_takes_the_counted_cpu_route():
+    """A pass's dense float64 weight matrix would pass 4M entries (out x in): the
+    counted CPU route, with the CPU's results, instead of a matrix of gigabytes."""
+    fn = lambda t: F.interpolate(t, size=2101, mode="linear")  # noqa: E731
+    assert_grads_close_to_cpu(fn, leaf((1, 2, 2100), torch.float64), atol=1e-12, rtol=1e-12)
+    counts = torch_vkml.fallback_counts()
+    assert set(counts) == {"aten::upsample_linear1d", "aten::upsample_linear1d_backward"}, counts
+    torch_vkml.reset_fallback_counts()  # counted above, as this test expects

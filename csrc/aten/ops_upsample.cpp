@@ -3,6 +3,7 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,10 +32,17 @@ T pixel_scale(int64_t in, int64_t out, bool align_corners, OptD scale) {
 using vkml::ops::InterpMode;
 
 // uint8 (the CPU's integer rounding rules), and float64 on a device without float64
-// arithmetic, take the counted CPU route.
-bool cpu_bound(const at::Tensor& t) {
-  return t.scalar_type() == at::kByte ||
-         (t.scalar_type() == at::kDouble && !vkml_device(t).info().supports_fp64);
+// arithmetic, take the counted CPU route; so does float64 where a pass's dense weight
+// matrix (upsample_float64.h) would pass 4M entries (a long 1-d signal: 16k to 32k
+// samples would be 512M), until passes gather their taps instead.
+bool cpu_bound(const at::Tensor& t, at::IntArrayRef in_sizes, at::IntArrayRef output_size) {
+  if (t.scalar_type() == at::kByte) return true;
+  if (t.scalar_type() != at::kDouble) return false;
+  if (!vkml_device(t).info().supports_fp64) return true;
+  const size_t first = in_sizes.size() - std::min(in_sizes.size(), output_size.size());
+  for (size_t d = 0; d < output_size.size() && first + d < in_sizes.size(); ++d)
+    if (in_sizes[first + d] * output_size[d] > (int64_t(1) << 22)) return true;
+  return false;
 }
 
 // float64 resampling, one separable pass per spatial dim (upsample_float64.h).
@@ -86,7 +94,7 @@ vkml::ops::BilinearShape bilinear_shape(const char* op, at::IntArrayRef in_sizes
 
 at::Tensor vk_bilinear(const at::Tensor& self, at::IntArrayRef output_size, bool align_corners,
                        OptD sh, OptD sw) {
-  if (cpu_bound(self))
+  if (cpu_bound(self, self.sizes(), output_size))
     return cpu_route<at::_ops::upsample_bilinear2d>(self, output_size, align_corners, sh, sw);
   if (self.scalar_type() == at::kBFloat16) {
     return vk_bilinear(self.to(at::kFloat), output_size, align_corners, sh, sw).to(at::kBFloat16);
@@ -112,7 +120,7 @@ at::Tensor& bilinear_out(const at::Tensor& self, at::IntArrayRef output_size, bo
 
 at::Tensor bilinear_bwd(const at::Tensor& grad, at::IntArrayRef output_size,
                         at::IntArrayRef input_size, bool align_corners, OptD sh, OptD sw) {
-  if (cpu_bound(grad))
+  if (cpu_bound(grad, input_size, output_size))
     return cpu_route<at::_ops::upsample_bilinear2d_backward>(grad, output_size, input_size,
                                                              align_corners, sh, sw);
   if (grad.scalar_type() == at::kBFloat16) {
@@ -244,7 +252,7 @@ at::Tensor interp_backward(const char* op, const at::Tensor& grad, at::IntArrayR
 }
 
 at::Tensor vk_linear1d(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD s) {
-  if (cpu_bound(self)) {
+  if (cpu_bound(self, self.sizes(), os)) {
     return cpu_route<at::_ops::upsample_linear1d>(self, os, ac, s);
   }
   return interp_forward("upsample_linear1d", self, os, InterpMode::Linear, ac, {s});
@@ -255,7 +263,8 @@ at::Tensor& linear1d_out(const at::Tensor& self, at::IntArrayRef os, bool ac, Op
 }
 at::Tensor linear1d_bwd(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac,
                         OptD s) {
-  if (cpu_bound(g)) return cpu_route<at::_ops::upsample_linear1d_backward>(g, os, is, ac, s);
+  if (cpu_bound(g, is, os))
+    return cpu_route<at::_ops::upsample_linear1d_backward>(g, os, is, ac, s);
   return interp_backward("upsample_linear1d_backward", g, os, is, InterpMode::Linear, ac, {s});
 }
 at::Tensor& linear1d_bwd_out(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac,
@@ -267,7 +276,7 @@ at::Tensor vk_trilinear(const at::Tensor& self, at::IntArrayRef os, bool ac, Opt
                         OptD sw) {
   // bfloat16 computes in float32 and rounds once, as CUDA (the CPU's kernel rounds each
   // of the 8 products to bfloat16, which is less accurate).
-  if (cpu_bound(self)) {
+  if (cpu_bound(self, self.sizes(), os)) {
     return cpu_route<at::_ops::upsample_trilinear3d>(self, os, ac, sd, sh, sw);
   }
   return interp_forward("upsample_trilinear3d", self, os, InterpMode::Linear, ac, {sd, sh, sw});
@@ -278,7 +287,7 @@ at::Tensor& trilinear_out(const at::Tensor& self, at::IntArrayRef os, bool ac, O
 }
 at::Tensor trilinear_bwd(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac,
                          OptD sd, OptD sh, OptD sw) {
-  if (cpu_bound(g))
+  if (cpu_bound(g, is, os))
     return cpu_route<at::_ops::upsample_trilinear3d_backward>(g, os, is, ac, sd, sh, sw);
   return interp_backward("upsample_trilinear3d_backward", g, os, is, InterpMode::Linear, ac,
                          {sd, sh, sw});
@@ -303,7 +312,7 @@ constexpr const char* name2d_backward() {
 }
 template <InterpMode M>
 at::Tensor vk_2d(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD sh, OptD sw) {
-  if (cpu_bound(self)) {
+  if (cpu_bound(self, self.sizes(), os)) {
     if constexpr (M == InterpMode::Cubic) {
       return cpu_route<at::_ops::upsample_bicubic2d>(self, os, ac, sh, sw);
     } else if constexpr (M == InterpMode::AaLinear) {
@@ -322,7 +331,7 @@ at::Tensor& out_2d(const at::Tensor& self, at::IntArrayRef os, bool ac, OptD sh,
 template <InterpMode M>
 at::Tensor bwd_2d(const at::Tensor& g, at::IntArrayRef os, at::IntArrayRef is, bool ac, OptD sh,
                   OptD sw) {
-  if (cpu_bound(g)) {
+  if (cpu_bound(g, is, os)) {
     if constexpr (M == InterpMode::Cubic) {
       return cpu_route<at::_ops::upsample_bicubic2d_backward>(g, os, is, ac, sh, sw);
     } else if constexpr (M == InterpMode::AaLinear) {

@@ -4,7 +4,7 @@
 // the host in double by the CPU kernels' index and weight rules (at most four taps a
 // row, or the antialias filter's support), so it runs on vkml's float64 matrix product;
 // a pass's backward multiplies by the transpose. ops_upsample.cpp takes these where the
-// device has float64 arithmetic.
+// device has float64 arithmetic and each matrix stays within 4M entries.
 #include <ATen/ATen.h>
 
 #include "vkml/ops/upsample.h"
