@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import (
+    LONG_TESTS,
     MATMUL_TOLERANCES,
     VKML,
     assert_grads_close_to_cpu,
@@ -511,6 +512,17 @@ def test_float64_convolutions_and_their_gradients_run_on_the_device(case):
     for v, c in zip(vk[:3], cpu[:3], strict=True):
         assert v.grad.dtype == torch.float64
         torch.testing.assert_close(v.grad.cpu(), c.grad, rtol=1e-11, atol=1e-11)
+
+
+# A batch whose float64 columns pass 256 MiB goes in chunks (26 s on lavapipe): with
+# TORCH_VKML_LONG_TESTS=1, defined only then.
+if LONG_TESTS:
+
+    def test_float64_batches_whose_columns_are_large_go_in_chunks():
+        x = make((26, 64, 48, 48), torch.float64).requires_grad_()  # 276 MiB of columns
+        w = make((2, 64, 3, 3), torch.float64).requires_grad_()
+        fn = lambda x, w: F.conv2d(x, w, padding=1)  # noqa: E731
+        assert_grads_close_to_cpu(fn, x, w, rtol=1e-12, atol=1e-10)
 
 
 def test_integer_convolutions_take_the_counted_cpu_route():

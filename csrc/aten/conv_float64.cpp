@@ -1,5 +1,6 @@
 #include "conv_float64.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace vkml_aten::conv_f64 {
@@ -72,10 +73,39 @@ at::Tensor with_bias(at::Tensor y, const at::Tensor& bias) {
   return y.add_(bias.view(shape));
 }
 
-}  // namespace
+// The columns of a whole batch can be large (kernel size times the input); batches go
+// in chunks whose columns stay within this.
+constexpr int64_t kColumnBytes = int64_t(256) << 20;
 
-at::Tensor forward(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
-                   const vkml::ops::ConvShape& s) {
+int64_t samples_per_chunk(const vkml::ops::ConvShape& s, const Spatial& d) {
+  const int64_t per_sample = int64_t(sizeof(double)) * s.ci * d.kernel_numel * d.out_numel;
+  return std::max<int64_t>(1, kColumnBytes / std::max<int64_t>(per_sample, 1));
+}
+
+// f over the batch in chunks (the shape's n set to each chunk's), the results joined by
+// `join`: cat for per-sample results, a sum for the weight gradient.
+template <typename F, typename Join>
+at::Tensor by_chunks(const vkml::ops::ConvShape& s, F f, Join join) {
+  const int64_t chunk = samples_per_chunk(s, spatial_of(s));
+  if (chunk >= s.n) return f(int64_t(0), s);
+  std::vector<at::Tensor> parts;
+  for (int64_t n0 = 0; n0 < s.n; n0 += chunk) {
+    vkml::ops::ConvShape c = s;
+    c.n = std::min(chunk, s.n - n0);
+    parts.push_back(f(n0, c));
+  }
+  return join(parts);
+}
+
+at::Tensor cat_batches(const std::vector<at::Tensor>& parts) { return at::cat(parts); }
+at::Tensor summed(const std::vector<at::Tensor>& parts) {
+  at::Tensor total = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) total = total + parts[i];
+  return total;
+}
+
+at::Tensor forward_whole(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
+                         const vkml::ops::ConvShape& s) {
   const Spatial d = spatial_of(s);
   at::Tensor cols = columns(x, d, s.groups);
   at::Tensor y = at::bmm(w.reshape({s.groups, s.co / s.groups, -1}), cols);
@@ -84,7 +114,8 @@ at::Tensor forward(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b
   return with_bias(y.reshape(shape).transpose(0, 1).contiguous(), bias);
 }
 
-at::Tensor weight_grad(const at::Tensor& x, const at::Tensor& gy, const vkml::ops::ConvShape& s) {
+at::Tensor weight_grad_whole(const at::Tensor& x, const at::Tensor& gy,
+                             const vkml::ops::ConvShape& s) {
   const Spatial d = spatial_of(s);
   at::Tensor cols = columns(x, d, s.groups);
   at::Tensor gw = at::bmm(grouped_rows(gy, s.groups), cols.transpose(1, 2));
@@ -93,8 +124,8 @@ at::Tensor weight_grad(const at::Tensor& x, const at::Tensor& gy, const vkml::op
   return gw.reshape(shape);
 }
 
-at::Tensor data_grad(const at::Tensor& gy, const at::Tensor& w, const at::Tensor& bias,
-                     const vkml::ops::ConvShape& s) {
+at::Tensor data_grad_whole(const at::Tensor& gy, const at::Tensor& w, const at::Tensor& bias,
+                           const vkml::ops::ConvShape& s) {
   const Spatial d = spatial_of(s);
   const int64_t sp = int64_t(d.out.size());
   at::Tensor wg = w.reshape({s.groups, s.co / s.groups, -1});
@@ -128,6 +159,37 @@ at::Tensor data_grad(const at::Tensor& gy, const at::Tensor& w, const at::Tensor
   at::Tensor gx = gxp;
   for (int64_t i = 0; i < sp; ++i) gx = gx.slice(2 + i, d.pad[i], d.pad[i] + d.in[i]);
   return with_bias(gx.contiguous(), bias);
+}
+
+}  // namespace
+
+at::Tensor forward(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
+                   const vkml::ops::ConvShape& s) {
+  return by_chunks(
+      s,
+      [&](int64_t n0, const vkml::ops::ConvShape& c) {
+        return forward_whole(x.narrow(0, n0, c.n), w, bias, c);
+      },
+      cat_batches);
+}
+
+at::Tensor weight_grad(const at::Tensor& x, const at::Tensor& gy, const vkml::ops::ConvShape& s) {
+  return by_chunks(
+      s,
+      [&](int64_t n0, const vkml::ops::ConvShape& c) {
+        return weight_grad_whole(x.narrow(0, n0, c.n), gy.narrow(0, n0, c.n), c);
+      },
+      summed);
+}
+
+at::Tensor data_grad(const at::Tensor& gy, const at::Tensor& w, const at::Tensor& bias,
+                     const vkml::ops::ConvShape& s) {
+  return by_chunks(
+      s,
+      [&](int64_t n0, const vkml::ops::ConvShape& c) {
+        return data_grad_whole(gy.narrow(0, n0, c.n), w, bias, c);
+      },
+      cat_batches);
 }
 
 }  // namespace vkml_aten::conv_f64
