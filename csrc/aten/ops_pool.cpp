@@ -253,7 +253,9 @@ at::Tensor avg_pool_backward(const at::Tensor& grad, const at::Tensor& self, at:
 template <int SP>
 at::Tensor adaptive_avg(const at::Tensor& self, at::IntArrayRef output_size) {
   Pool p = adaptive("adaptive_avg_pool", self, SP, output_size);
-  // The CPU's 3-d kernel sums 16-bit floats in their own dtype (1-d and 2-d use fp32).
+  // The CPU's 3-d kernel sums in the tensor's dtype and divides by each window side in
+  // turn (sum / kT / kH / kW): 16-bit floats round at each step (1-d and 2-d use fp32);
+  // float64 takes the same steps, rounding being exact there, so its divisions match.
   p.s.round_steps = SP == 3 && self.scalar_type() != at::kFloat;
   if (takes_cpu_route(p, self)) {
     if constexpr (SP == 2)
