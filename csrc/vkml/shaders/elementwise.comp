@@ -146,28 +146,6 @@ CT copy_sign(CT mag, CT sgn) { return sign_bit(sgn) ? -abs(mag) : abs(mag); }
 #if defined(ST_F64) && defined(WITH_SPECIAL)  // the f64 math: only in f64_special
 #include "f64_math.glsl"
 const double INV_LN2_D = 1.4426950408889634074LF;
-// exp(x) - 1: Taylor to x^17 below 1/2 (truncation under 1e-21), else exp - 1.
-double expm1_d(double x) {
-  if (!(abs(x) < 0.5LF)) return isnan(x) ? x : exp_d(x) - 1.0LF;
-  double p = 1.0LF / 355687428096000.0LF;
-  p = p * x + 1.0LF / 20922789888000.0LF;
-  p = p * x + 1.0LF / 1307674368000.0LF;
-  p = p * x + 1.0LF / 87178291200.0LF;
-  p = p * x + 1.0LF / 6227020800.0LF;
-  p = p * x + 1.0LF / 479001600.0LF;
-  p = p * x + 1.0LF / 39916800.0LF;
-  p = p * x + 1.0LF / 3628800.0LF;
-  p = p * x + 1.0LF / 362880.0LF;
-  p = p * x + 1.0LF / 40320.0LF;
-  p = p * x + 1.0LF / 5040.0LF;
-  p = p * x + 1.0LF / 720.0LF;
-  p = p * x + 1.0LF / 120.0LF;
-  p = p * x + 1.0LF / 24.0LF;
-  p = p * x + 1.0LF / 6.0LF;
-  p = p * x + 0.5LF;
-  p = p * x + 1.0LF;
-  return p * x;
-}
 double tanh_d(double x) {
   if (isnan(x)) return x;
   double ax = abs(x);
@@ -433,6 +411,7 @@ float hypot_f(float a, float b) {
 #if defined(WITH_SPECIAL) && defined(ST_F64)
 #include "f64_pow_erf.glsl"
 #include "f64_gamma.glsl"
+#include "f64_zeta.glsl"
 #elif defined(WITH_SPECIAL)
 #include "special_functions.glsl"
 #endif

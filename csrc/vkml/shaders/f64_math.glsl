@@ -1,4 +1,4 @@
-// exp, log, log1p and the sin / cos series in double precision: GLSL has them only in
+// exp, expm1, log, log1p and the sin / cos series in double precision: GLSL has them only in
 // float. Include after common.glsl in a shader compiled with shaderFloat64.
 
 // exp(x) = 2^k * exp(r), |r| <= ln2 / 2, with ln2 split in two (the high part has
@@ -76,6 +76,28 @@ double log1p_d(double x) {
   double u = 1.0LF + x;
   if (u == 1.0LF) return x;
   return log_d(u) * (x / (u - 1.0LF));
+}
+// exp(x) - 1: Taylor to x^17 below 1/2 (truncation under 1e-21), else exp - 1.
+double expm1_d(double x) {
+  if (!(abs(x) < 0.5LF)) return isnan(x) ? x : exp_d(x) - 1.0LF;
+  double p = 1.0LF / 355687428096000.0LF;
+  p = p * x + 1.0LF / 20922789888000.0LF;
+  p = p * x + 1.0LF / 1307674368000.0LF;
+  p = p * x + 1.0LF / 87178291200.0LF;
+  p = p * x + 1.0LF / 6227020800.0LF;
+  p = p * x + 1.0LF / 479001600.0LF;
+  p = p * x + 1.0LF / 39916800.0LF;
+  p = p * x + 1.0LF / 3628800.0LF;
+  p = p * x + 1.0LF / 362880.0LF;
+  p = p * x + 1.0LF / 40320.0LF;
+  p = p * x + 1.0LF / 5040.0LF;
+  p = p * x + 1.0LF / 720.0LF;
+  p = p * x + 1.0LF / 120.0LF;
+  p = p * x + 1.0LF / 24.0LF;
+  p = p * x + 1.0LF / 6.0LF;
+  p = p * x + 0.5LF;
+  p = p * x + 1.0LF;
+  return p * x;
 }
 // sin and cos of |r| <= pi/4: Taylor series to r^17 and r^16 (below 2^-56 there).
 double sin_poly_d(double r) {
