@@ -22,9 +22,9 @@ OUT = ROOT / "docs" / "ops.md"
 F = "float32, float16"
 FB = "float32, float16, bfloat16"
 EW = (
-    "float32, float16, bfloat16, float64 (where the device has shaderFloat64; exp/log, "
-    "trigonometric functions, pow, erf/erfc/erfinv, xlogy, logaddexp, sinc, entr, lgamma, "
-    "digamma native; trigamma, ... on the CPU, counted), "
+    "float32, float16, bfloat16, float64 (where the device has shaderFloat64, in double: "
+    "exp/log, trigonometric functions, pow, erf/erfc/erfinv, xlogy, logaddexp, sinc, entr, "
+    "lgamma, digamma by double algorithms of our own, as GLSL has them in float only), "
     "int64, int32, int16, int8, uint8, bool (int16 where the device has shaderInt16)"
 )
 ACT = (
@@ -49,8 +49,9 @@ FAMILIES = {
     "ops_special.cpp": (
         "Special functions (torch.special, i0, polygamma, igamma), frexp, angle, gcd / lcm",
         "float32, float16, bfloat16 (in float32; integer inputs promote to float); gcd / lcm: "
-        "int64, int32, int16, int8, uint8; float64 takes the CPU route (angle, erfcx, log_ndtr: "
-        "native)",
+        "int64, int32, int16, int8, uint8; float64: polygamma, zeta, erfcx, log_ndtr, angle "
+        "native; Bessel functions, orthogonal polynomials, igamma, i0 / i1 and ndtri on the "
+        "counted CPU route",
     ),
     "ops_activation.cpp": ("Activations and their backward", ACT),
     "ops_reduce.cpp": (
@@ -134,7 +135,8 @@ FAMILIES = {
         "Random numbers, and torch.distributions' samplers (Gamma, Poisson, Binomial, Dirichlet)",
         "float32, float16, bfloat16, float64 (where the device has shaderFloat64), int64, "
         "int32, uint8, bool; the samplers and their gradients: float32, float16, "
-        "bfloat16 (computed in float32, as on CUDA), float64 on the counted CPU route",
+        "bfloat16 (computed in float32, as on CUDA), float64 (in double, where the device "
+        "has shaderFloat64; else on the counted CPU route)",
     ),
     "ops_shape.cpp": ("Data movement (cat, tril / triu, eye, repeat_interleave)", "all"),
     "ops_remap.cpp": (

@@ -279,20 +279,26 @@ at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool with_repla
 
 // Samples of torch.distributions drawn by rejection or counting (Gamma, Poisson,
 // Binomial; Dirichlet from Gamma), and the reparameterization gradients of Gamma and
-// Beta (Dirichlet) samples.
-// The kernel computes in float32: float16 and bfloat16 operands are converted as CUDA
-// computes them; float64 has no kernel and takes the counted CPU route.
+// Beta (Dirichlet). The kernel computes in float32: float16 and bfloat16 operands are
+// converted as CUDA computes them; float64 in double where the device has float64
+// arithmetic, else on the counted CPU route.
 using vkml::ops::Sample;
 
-// The operands broadcast to one shape, as float32; the result in the first's dtype.
+bool sample_on_cpu(const at::Tensor& t) {
+  return t.scalar_type() == at::kDouble && !vkml_device(t).info().supports_fp64;
+}
+
+// The operands broadcast to one shape, in the kernel's dtype (float64 for float64, else
+// float32); the result in the first's dtype.
 at::Tensor sample(Sample kind, std::vector<at::Tensor> operands,
                   const std::optional<at::Generator>& gen) {
   const at::ScalarType dtype = operands[0].scalar_type();
+  const at::ScalarType compute = dtype == at::kDouble ? at::kDouble : at::kFloat;
   std::vector<int64_t> shape = operands[0].sizes().vec();
   for (const at::Tensor& t : operands) shape = at::infer_size(shape, t.sizes());
   std::vector<vkml::TensorRef> refs;
   for (at::Tensor& t : operands) {
-    t = t.expand(shape).to(at::kFloat).contiguous();
+    t = t.expand(shape).to(compute).contiguous();
     refs.push_back(ref(t));
   }
   at::Tensor out = at::empty(shape, operands[0].options());
@@ -314,7 +320,7 @@ void check_floating(const at::Tensor& t, const char* kernel) {
 
 at::Tensor standard_gamma(const at::Tensor& self, std::optional<at::Generator> gen) {
   check_floating(self, "gamma_cpu");
-  if (self.scalar_type() == at::kDouble) return cpu_route<at::_ops::_standard_gamma>(self, gen);
+  if (sample_on_cpu(self)) return cpu_route<at::_ops::_standard_gamma>(self, gen);
   return sample(Sample::Gamma, {self}, gen);
 }
 
@@ -322,20 +328,19 @@ at::Tensor standard_gamma_grad(const at::Tensor& self, const at::Tensor& output)
   check_floating(self, "_standard_gamma_grad_cpu");
   TORCH_CHECK(output.scalar_type() == self.scalar_type(), "Found dtype ", output.scalar_type(),
               " but expected ", self.scalar_type());
-  if (self.scalar_type() == at::kDouble) {
-    return cpu_route<at::_ops::_standard_gamma_grad>(self, output);
-  }
+  if (sample_on_cpu(self)) return cpu_route<at::_ops::_standard_gamma_grad>(self, output);
   return sample(Sample::GammaGrad, {self, output}, std::nullopt);
 }
 
 // Gamma draws normalized along the last dimension, as CUDA draws Dirichlet samples;
-// each component at least the smallest normal float, as the CPU's.
+// each component at least the smallest normal number of the dtype, as the CPU's.
 at::Tensor sample_dirichlet(const at::Tensor& self, std::optional<at::Generator> gen) {
   check_floating(self, "dirichlet");
-  if (self.scalar_type() == at::kDouble) return cpu_route<at::_ops::_sample_dirichlet>(self, gen);
-  at::Tensor gamma = sample(Sample::Gamma, {self.to(at::kFloat)}, gen);
+  if (sample_on_cpu(self)) return cpu_route<at::_ops::_sample_dirichlet>(self, gen);
+  const bool f64 = self.scalar_type() == at::kDouble;
+  at::Tensor gamma = sample(Sample::Gamma, {self.to(f64 ? at::kDouble : at::kFloat)}, gen);
   at::Tensor out = gamma / gamma.sum(-1, /*keepdim=*/true);
-  out.clamp_min_(std::numeric_limits<float>::min());
+  out.clamp_min_(f64 ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min());
   return out.to(self.scalar_type());
 }
 
@@ -347,13 +352,13 @@ at::Tensor dirichlet_grad(const at::Tensor& x, const at::Tensor& alpha, const at
     TORCH_CHECK(t->scalar_type() == x.scalar_type(), "Found dtype ", t->scalar_type(),
                 " but expected ", x.scalar_type());
   }
-  if (x.scalar_type() == at::kDouble) return cpu_route<at::_ops::_dirichlet_grad>(x, alpha, total);
+  if (sample_on_cpu(x)) return cpu_route<at::_ops::_dirichlet_grad>(x, alpha, total);
   return sample(Sample::DirichletGrad, {x, alpha, total}, std::nullopt);
 }
 
 at::Tensor poisson(const at::Tensor& self, std::optional<at::Generator> gen) {
   check_floating(self, "poisson_cpu");
-  if (self.scalar_type() == at::kDouble) return cpu_route<at::_ops::poisson>(self, gen);
+  if (sample_on_cpu(self)) return cpu_route<at::_ops::poisson>(self, gen);
   return sample(Sample::Poisson, {self}, gen);
 }
 
@@ -367,7 +372,7 @@ at::Tensor binomial(const at::Tensor& count, const at::Tensor& prob,
       "binomial only supports floating-point dtypes for prob, got: ", prob.scalar_type());
   TORCH_CHECK(count.scalar_type() == prob.scalar_type(), "Found dtype ", prob.scalar_type(),
               " but expected ", count.scalar_type());
-  if (count.scalar_type() == at::kDouble) return cpu_route<at::_ops::binomial>(count, prob, gen);
+  if (sample_on_cpu(count)) return cpu_route<at::_ops::binomial>(count, prob, gen);
   return sample(Sample::Binomial, {count, prob}, gen);
 }
 

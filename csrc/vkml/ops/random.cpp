@@ -82,13 +82,19 @@ void sample(Device& dev, const TensorRef& out, Sample kind, std::span<const Tens
   VKML_CHECK_ARG(operands.size() == sample_operands(kind),
                  "sample: wrong number of operands for this kind");
   const int64_t numel = out.numel();
+  const DType dt = out.dtype;
   auto fits = [&](const TensorRef& t) {
-    return t.dtype == DType::f32 && t.is_contiguous() && t.numel() == numel;
+    return t.dtype == dt && t.is_contiguous() && t.numel() == numel;
   };
-  bool all_fit = fits(out);
+  bool all_fit = dt == DType::f32 || dt == DType::f64;
+  all_fit = all_fit && fits(out);
   for (const TensorRef& t : operands) all_fit = all_fit && fits(t);
-  VKML_CHECK_ARG(all_fit, "sample: operands must be contiguous float32 tensors of one size");
+  VKML_CHECK_ARG(all_fit,
+                 "sample: operands must be contiguous float32 or float64 tensors of one size");
+  VKML_CHECK_ARG(dt != DType::f64 || dev.info().supports_fp64,
+                 "sample: float64 needs a device with float64 arithmetic");
   if (numel == 0) return;
+  const size_t width = itemsize(dt);
   check_32bit_indexing(numel, numel, "sample");
   random_sample_detail::Push p{};
   // An operand the kind does not take is never read, but a driver may issue a load
@@ -98,7 +104,7 @@ void sample(Device& dev, const TensorRef& out, Sample kind, std::span<const Tens
   for (size_t k = 0; k < 3; ++k) {
     const TensorRef& t = operands[std::min(k, operands.size() - 1)];
     *addresses[k] = t.address;
-    if (k < operands.size()) acc.read(span_elems(t.address, numel, 4));
+    if (k < operands.size()) acc.read(span_elems(t.address, numel, width));
   }
   p.dst = out.address;
   p.errors = dev.errors().address();
@@ -107,8 +113,8 @@ void sample(Device& dev, const TensorRef& out, Sample kind, std::span<const Tens
   p.offset_lo = uint32_t(offset);
   p.offset_hi = uint32_t(offset >> 32);
   p.numel = uint32_t(numel);
-  VkPipeline pipeline = dev.pipelines().get(shaders::random_sample(DType::f32), {int32_t(kind)});
-  acc.write(span_elems(out.address, numel, 4));
+  VkPipeline pipeline = dev.pipelines().get(shaders::random_sample(dt), {int32_t(kind)});
+  acc.write(span_elems(out.address, numel, width));
   dispatch_1d(dev, pipeline, &p, sizeof(p), uint64_t(numel), RANDOM_SAMPLE_WG, &acc);
 }
 

@@ -26,7 +26,7 @@ void random(Device& dev, const TensorRef& out, Distribution dist, Scalar a, Scal
 
 // Samples drawn by rejection or counting (shaders/random_sample.comp), and the
 // reparameterization gradients of Gamma and Beta samples, elementwise over float32
-// operands.
+// operands, or float64 ones (in double) on a device with float64 arithmetic.
 enum class Sample {
   Gamma = SAMPLE_GAMMA,           // Gamma(a, 1)
   Poisson = SAMPLE_POISSON,       // Poisson(a); a negative or NaN rate is a device error
@@ -41,7 +41,7 @@ enum class Sample {
 size_t sample_operands(Sample kind);
 
 // out and the operands (a, b, c in order, as many as the kind reads) are contiguous
-// float32 tensors of one numel.
+// tensors of one numel and one dtype, float32 or float64.
 void sample(Device& dev, const TensorRef& out, Sample kind, std::span<const TensorRef> operands,
             uint64_t seed, uint64_t offset);
 

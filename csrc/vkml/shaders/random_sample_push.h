@@ -19,10 +19,10 @@
 
 VKML_CONTRACT_BEGIN(random_sample_detail)
 VKML_PUSH_BEGIN(Push)
-  uint64_t a;       // float32 parameters, one per output element
-  uint64_t b;       // a second float32 operand (binomial, the gradients), else a's
+  uint64_t a;       // parameters, one per output element (float32, or float64)
+  uint64_t b;       // a second operand (binomial, the gradients), else a's
   uint64_t c;       // a third (dirichlet_grad), else a's
-  uint64_t dst;     // float32 output
+  uint64_t dst;     // output, in the parameters' dtype
   uint64_t errors;  // the device error record (a negative Poisson rate)
   uint seed_lo, seed_hi, offset_lo, offset_hi;
   uint numel;
