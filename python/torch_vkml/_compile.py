@@ -23,15 +23,12 @@ its arguments untouched.
 Importing Dynamo and Inductor takes seconds, and ``import torch`` loads torch_vkml by
 itself, so nothing here imports them: the device interface is registered and
 ``compile_fx`` wrapped right after the module that defines each is first imported
-(a ``sys.meta_path`` finder), or at once where it already is.
+(``_post_import``), or at once where it already is.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.machinery
-import sys
-import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -39,6 +36,7 @@ from typing import Any
 import torch
 
 from . import _device, _event, _memory
+from ._post_import import after_import
 
 _DEVICE = "vkml"
 
@@ -310,71 +308,9 @@ def _register_rng_prims(module: ModuleType) -> None:
     hop_utils.registered_hop_fake_fns[module.run_and_save_rng_state] = routed(fake, run_and_save, 1)
 
 
-# --------------------------------------------------------------------------
-# Installing after import
-# --------------------------------------------------------------------------
-
-_PENDING: dict[str, Callable[[ModuleType], None]] = {}
-
-
-def _run_hook(hook: Callable[[ModuleType], None], module: ModuleType) -> None:
-    try:
-        hook(module)
-    except Exception as error:  # torch changed: compile as without torch_vkml, but say so
-        warnings.warn(
-            f"torch-vkml: torch.compile support for vkml is not installed "
-            f"({module.__name__}: {error!r})",
-            stacklevel=2,
-        )
-
-
-class _HookedLoader:
-    """Runs a module's own loader, then the hook; everything else is the loader's."""
-
-    def __init__(self, loader: Any, hook: Callable[[ModuleType], None]) -> None:
-        self._loader = loader
-        self._hook = hook
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._loader, name)
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        self._loader.exec_module(module)
-        _run_hook(self._hook, module)
-
-
-class _PostImportFinder:
-    """A ``sys.meta_path`` finder that hooks the modules in ``_PENDING`` and finds nothing."""
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname not in _PENDING:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
-        if spec is None or not hasattr(spec.loader, "exec_module"):
-            return None  # left to the other finders, unhooked
-        spec.loader = _HookedLoader(spec.loader, _PENDING.pop(fullname))
-        if not _PENDING:
-            sys.meta_path.remove(self)
-        return spec
-
-
-_FINDER = _PostImportFinder()
-
-
-def _after_import(name: str, hook: Callable[[ModuleType], None]) -> None:
-    if name in sys.modules:
-        _run_hook(hook, sys.modules[name])
-        return
-    _PENDING[name] = hook
-    if _FINDER not in sys.meta_path:
-        sys.meta_path.insert(0, _FINDER)
-
-
 def install() -> None:
     """Registers vkml with Dynamo and routes its graphs past Inductor, when they load."""
-    _after_import("torch._dynamo.device_interface", _register_interface)
-    _after_import("torch._inductor.compile_fx", _wrap_compile_fx)
-    _after_import("torch._prims.rng_prims", _register_rng_prims)
+    what = "torch.compile support for vkml"
+    after_import("torch._dynamo.device_interface", _register_interface, what)
+    after_import("torch._inductor.compile_fx", _wrap_compile_fx, what)
+    after_import("torch._prims.rng_prims", _register_rng_prims, what)
