@@ -594,3 +594,71 @@ def test_forward_over_reverse_through_attention(no_fallback):
         expected = jacfwd(jacrev(energy))(x)
     actual = jacfwd(jacrev(energy))(x.to(VKML))
     torch.testing.assert_close(actual.cpu(), expected, **TOL[torch.float32])
+
+
+# --------------------------------------------------------------------------
+# torch.nn.attention.flex_attention (torch_vkml/_flex_attention.py)
+# --------------------------------------------------------------------------
+
+
+def _relative_bias(score, b, h, q_idx, kv_idx):
+    return score + (q_idx - kv_idx) * 0.01 - h * 0.1
+
+
+def _causal(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def _flex_reference(q, k, v, H, L):
+    """The same attention written densely, on the CPU."""
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    i = torch.arange(L)
+    # as score_mod rounds: each integer term * a Python float is float32, added in turn
+    scores = scores + (i[:, None] - i[None, :]) * 0.01 - torch.arange(H)[:, None, None] * 0.1
+    scores = scores.masked_fill(i[:, None] < i[None, :], float("-inf"))
+    return torch.softmax(scores, -1) @ v
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=dtype_id)
+def test_flex_attention(dtype, compiled, no_fallback):
+    """FlexAttention checks its device against a fixed list (cuda, cpu, xpu, hpu, mps)
+    and refused vkml; torch_vkml widens the check for vkml alone. A score_mod and a
+    causal block mask, called eagerly (the dense path) and under torch.compile: forward
+    and gradients as the same attention written densely on the CPU."""
+    import warnings
+
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    if dtype == torch.float64 and not torch_vkml.get_device_properties(0).supports_fp64:
+        return
+    B, H, L, E = 2, 3, 40, 8
+    gen = torch.Generator().manual_seed(0)
+    base = [torch.randn(B, H, L, E, generator=gen, dtype=torch.float64) for _ in range(3)]
+    grad = torch.randn(B, H, L, E, generator=gen, dtype=torch.float64)
+    ref = [t.clone().requires_grad_() for t in base]
+    _flex_reference(*ref, H, L).mul(grad).sum().backward()
+
+    args = [t.to(dtype).to(VKML).requires_grad_() for t in base]
+    mask = create_block_mask(_causal, B, H, L, L, device=VKML)
+    attend = torch.compile(flex_attention) if compiled else flex_attention
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eager flex_attention: "use torch.compile"
+        out = attend(*args, score_mod=_relative_bias, block_mask=mask)
+    assert out.device.type == VKML and out.dtype == dtype
+    out.mul(grad.to(dtype).to(VKML)).sum().backward()
+    tol = dict(atol=1e-5, rtol=1e-5) if dtype == torch.float32 else dict(atol=1e-13, rtol=1e-13)
+    expected = _flex_reference(*base, H, L)
+    torch.testing.assert_close(out.detach().cpu().double(), expected, **tol)
+    for got, want in zip(args, ref, strict=True):
+        torch.testing.assert_close(got.grad.cpu().double(), want.grad, **tol)
+
+
+def test_flex_attention_keeps_pytorchs_check_for_other_devices():
+    from torch.nn.attention import flex_attention as module
+
+    q = torch.randn(1, 1, 4, 8, device="meta")
+    with pytest.raises(ValueError, match="only supported on"):
+        module._validate_device(q, q, q)
+    with pytest.raises(NotImplementedError, match="backward on CPU"):
+        module._validate_device(*(torch.randn(1, 1, 4, 8, requires_grad=True) for _ in range(3)))

@@ -22,7 +22,15 @@ def _autoload() -> None:
 
 import torch
 
-from . import _C, _amp, _compile, _distributed, _module_conversion, _multiprocessing
+from . import (
+    _C,
+    _amp,
+    _compile,
+    _distributed,
+    _flex_attention,
+    _module_conversion,
+    _multiprocessing,
+)
 from ._device import (
     current_device,
     default_device,
@@ -220,6 +228,7 @@ _register()
 _patch_printing()
 _module_conversion.install()
 _compile.install()
+_flex_attention.install()
 _amp.install()
 _distributed.install()
 _multiprocessing.install()

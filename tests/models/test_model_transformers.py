@@ -529,10 +529,8 @@ def _compare_grads(vk_model, cpu_model):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", _params(MODELS))
-def test_trains_like_cpu(name):
-    cpu, vk = _twins(name)
-    batch = MODELS[name][1]()
+def _train_both(name, cpu, vk, batch):
+    """STEPS AdamW steps on each twin: the first gradients and every loss agree."""
     opts = {m: torch.optim.AdamW(m.parameters(), lr=1e-3) for m in (cpu, vk)}
     losses = {cpu: [], vk: []}
     torch_vkml.reset_fallback_counts()
@@ -556,6 +554,34 @@ def test_trains_like_cpu(name):
     )
     assert torch.isfinite(cpu_losses).all()
     assert cpu_losses[-1] < cpu_losses[0], f"the CPU run did not learn: {cpu_losses}"
+    assert_no_fallback()
+
+
+@pytest.mark.parametrize("name", _params(MODELS))
+def test_trains_like_cpu(name):
+    cpu, vk = _twins(name)
+    _train_both(name, cpu, vk, MODELS[name][1]())
+
+
+def test_flex_attention_trains_and_generates_like_cpu():
+    """attn_implementation="flex_attention" on vkml: PyTorch's FlexAttention refused
+    devices outside its own list ("only supported on CUDA, CPU, HPU, or MPS devices")
+    until torch_vkml widened that check. Its padding and causal block masks, forward and
+    backward, train as the CPU's sdpa attention does (the CPU cannot take FlexAttention's
+    backward), and greedy generation through it gives the CPU's tokens."""
+    cpu, vk = _twins("llama")
+    vk.set_attn_implementation("flex_attention")
+    assert vk.config._attn_implementation == "flex_attention"
+    _train_both("llama_flex", cpu, vk, _causal_batch())
+    prompt = _prompt("llama")
+    outs = {}
+    for model, device in ((cpu, "cpu"), (vk, VKML)):
+        model.eval()
+        with torch.no_grad():
+            outs[device] = model.generate(
+                **_on(prompt, device), do_sample=False, max_new_tokens=NEW_TOKENS
+            )
+    assert outs[VKML].cpu().tolist() == outs["cpu"].tolist()
     assert_no_fallback()
 
 
