@@ -146,6 +146,34 @@ def test_out_of_memory_the_driver_refuses_says_so():
     assert out.strip().endswith("6.0"), out  # the device is usable after it
 
 
+def test_per_process_memory_fraction_caps_what_the_allocator_reserves():
+    """torch.cuda.set_per_process_memory_fraction's contract: the allocator reserves at
+    most fraction x the device's memory; past that an allocation raises
+    torch.OutOfMemoryError (after emptying the cache), saying why, and the device stays
+    usable; the fraction reads back; bad values raise as on CUDA."""
+    torch_vkml.empty_cache()
+    total = torch_vkml.mem_get_info()[1]
+    reserved = torch_vkml.memory_reserved()
+    fraction = (reserved + 128 * MiB) / total
+    try:
+        torch.vkml.set_per_process_memory_fraction(fraction)
+        assert torch.vkml.get_per_process_memory_fraction() == pytest.approx(fraction)
+        kept = torch.empty(64 * MiB, dtype=torch.uint8, device=VKML)  # within the limit
+        with pytest.raises(torch.OutOfMemoryError, match="set_per_process_memory_fraction"):
+            torch.empty(160 * MiB, dtype=torch.uint8, device=VKML)
+        assert torch_vkml.memory_reserved() <= fraction * total
+        assert (torch.ones(3, device=VKML) * 2).sum().item() == 6.0
+        del kept
+    finally:
+        torch.vkml.set_per_process_memory_fraction(1.0)
+    big = torch.empty(160 * MiB, dtype=torch.uint8, device=VKML)  # the cap is gone
+    del big
+    with pytest.raises(ValueError, match="Allowed range"):
+        torch.vkml.set_per_process_memory_fraction(1.5)
+    with pytest.raises(TypeError, match="must be `float`"):
+        torch.vkml.set_per_process_memory_fraction(1)
+
+
 def test_memory_summary():
     big = torch.empty(600 * MiB, dtype=torch.uint8, device=VKML)  # totals of 4 digits in MiB
     del big

@@ -216,6 +216,15 @@ PYBIND11_MODULE(_C, m) {
       [](std::optional<int> i) { dev(i).memory().reset_accumulated(); },
       py::arg("device") = py::none());
   m.def(
+      "set_memory_fraction",
+      [](double fraction, std::optional<int> i) {
+        guarded([&] { dev(i).memory().set_memory_fraction(fraction); });
+      },
+      py::arg("fraction"), py::arg("device") = py::none());
+  m.def(
+      "get_memory_fraction", [](std::optional<int> i) { return dev(i).memory().memory_fraction(); },
+      py::arg("device") = py::none());
+  m.def(
       "mem_get_info",
       [](std::optional<int> i) {
         vkml::MemoryPool::HeapInfo h = guarded([&] { return dev(i).memory().heap_info(); });

@@ -55,6 +55,22 @@ def mem_get_info(device: _Device = None) -> tuple[int, int]:
     return tuple(_C.mem_get_info(_check(_index(device))))
 
 
+def set_per_process_memory_fraction(fraction: float, device: _Device = None) -> None:
+    """As ``torch.cuda.set_per_process_memory_fraction``: the caching allocator reserves
+    at most ``fraction`` of the device's memory heap; an allocation past it empties the
+    cache, retries, then raises ``torch.OutOfMemoryError``."""
+    index = _check(_index(device))
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if fraction < 0 or fraction > 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    _C.set_memory_fraction(fraction, index)
+
+
+def get_per_process_memory_fraction(device: _Device = None) -> float:
+    return float(_C.get_memory_fraction(_check(_index(device))))
+
+
 def empty_cache() -> None:
     """Returns cached, unused device memory to the driver (waits for the GPU first)."""
     if _C.is_available():

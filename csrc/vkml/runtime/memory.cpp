@@ -1,6 +1,7 @@
 #include "vkml/runtime/memory.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -109,6 +110,21 @@ void MemoryPool::add_live(uint64_t address, Chunk* c) {
 
 uint64_t MemoryPool::heap_size() const { return device_.info().heaps[heap_index_].size; }
 
+uint64_t MemoryPool::reserve_limit() const {
+  return fraction_ >= 1.0 ? heap_size() : uint64_t(double(heap_size()) * fraction_);
+}
+
+void MemoryPool::set_memory_fraction(double fraction) {
+  VKML_CHECK_ARG(fraction >= 0.0 && fraction <= 1.0, "memory fraction must be within [0, 1]");
+  std::lock_guard<std::mutex> lock(mutex_);
+  fraction_ = fraction;
+}
+
+double MemoryPool::memory_fraction() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return fraction_;
+}
+
 MemoryPool::HeapInfo MemoryPool::heap_info() const {
   const uint64_t total = heap_size();
   if (device_.info().supports_memory_budget) {
@@ -127,8 +143,9 @@ MemoryPool::HeapInfo MemoryPool::heap_info() const {
 
 MemoryPool::Block* MemoryPool::create_block(uint64_t size, bool small, int stream) {
   last_block_result_ = VK_SUCCESS;
-  // Stay within the heap: drivers may over-commit and fail later, which is worse.
-  if (uint64_t(stats_.reserved_bytes[kAllPools].current) + size > heap_size()) return nullptr;
+  // Stay within the heap: drivers may over-commit and fail later, which is worse; and
+  // within the process's share of it.
+  if (uint64_t(stats_.reserved_bytes[kAllPools].current) + size > reserve_limit()) return nullptr;
   if (device_.info().max_allocation_size && size > device_.info().max_allocation_size)
     return nullptr;
   VkDevice dev = device_.handle();
@@ -246,31 +263,39 @@ Allocation MemoryPool::allocate(uint64_t nbytes) {
   }
   uint64_t allocated = 0, reserved = 0;
   VkResult driver = VK_SUCCESS;
+  double fraction = 1.0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.ooms++;
     allocated = uint64_t(stats_.allocated_bytes[kAllPools].current);
     reserved = uint64_t(stats_.reserved_bytes[kAllPools].current);
     driver = last_block_result_;
+    fraction = fraction_;
   }
   uint64_t heap = heap_size();
-  fail(ErrorKind::OutOfMemory,
-       "vkml out of memory: tried to allocate " + mib(nbytes) + " on device " +
-           std::to_string(device_.index()) + " (" + device_.info().name + "); " + mib(allocated) +
-           " allocated by tensors, " + mib(reserved) + " reserved, heap size " + mib(heap) +
-           ", free " + mib(heap > reserved ? heap - reserved : 0) +
-           (device_.info().max_allocation_size
-                ? ", largest single allocation " + mib(device_.info().max_allocation_size)
-                : std::string()) +
-           // The heap had room and the driver refused: other processes' memory, or for a
-           // CPU driver (lavapipe: device memory is host memory) the host's; "free" above
-           // does not see either.
-           (driver != VK_SUCCESS
-                ? std::string("; the driver refused it (") + vk_result_name(driver) +
-                      ") with room left in the heap: memory other processes hold, or for a "
-                      "CPU driver such as lavapipe the host's memory or a limit on it (ulimit "
-                      "-v)"
-                : std::string()));
+  char fraction_text[32];
+  std::snprintf(fraction_text, sizeof fraction_text, "%g", fraction);
+  fail(
+      ErrorKind::OutOfMemory,
+      "vkml out of memory: tried to allocate " + mib(nbytes) + " on device " +
+          std::to_string(device_.index()) + " (" + device_.info().name + "); " + mib(allocated) +
+          " allocated by tensors, " + mib(reserved) + " reserved, heap size " + mib(heap) +
+          ", free " + mib(heap > reserved ? heap - reserved : 0) +
+          (device_.info().max_allocation_size
+               ? ", largest single allocation " + mib(device_.info().max_allocation_size)
+               : std::string()) +
+          (fraction < 1.0 ? "; this process may reserve " + mib(uint64_t(double(heap) * fraction)) +
+                                " (set_per_process_memory_fraction(" + fraction_text + "))"
+                          : std::string()) +
+          // The heap had room and the driver refused: other processes' memory, or for a
+          // CPU driver (lavapipe: device memory is host memory) the host's; "free" above
+          // does not see either.
+          (driver != VK_SUCCESS
+               ? std::string("; the driver refused it (") + vk_result_name(driver) +
+                     ") with room left in the heap: memory other processes hold, or for a "
+                     "CPU driver such as lavapipe the host's memory or a limit on it (ulimit "
+                     "-v)"
+               : std::string()));
 }
 
 void MemoryPool::free(uint64_t address) {

@@ -116,6 +116,11 @@ class MemoryPool {
     uint64_t total = 0;
   };
   HeapInfo heap_info() const;
+  // The most this pool may reserve, as a fraction of its heap
+  // (torch.cuda.set_per_process_memory_fraction's meaning): past it an allocation
+  // empties the cache and retries, then raises the out-of-memory error. 1 by default.
+  void set_memory_fraction(double fraction);
+  double memory_fraction() const;
   // Returns the blocks that hold no live chunk to the driver. The caller makes
   // sure the GPU no longer uses freed memory (Device::empty_cache synchronizes).
   void empty_cache();
@@ -170,6 +175,7 @@ class MemoryPool {
   void destroy_block(Block* b);
   Chunk* split(Chunk* c, uint64_t size);
   uint64_t heap_size() const;
+  uint64_t reserve_limit() const;  // heap_size() * fraction_
   // Adds `n` (negative: removes) to one quantity, for all pools and the block's own.
   void count(MemoryStatArray& stat, const Block* b, int64_t n);
 
@@ -187,6 +193,7 @@ class MemoryPool {
   std::vector<LiveMap::node_type> spare_live_nodes_;
   std::map<uint64_t, Block*> blocks_;  // by device address
   MemoryStats stats_;
+  double fraction_ = 1.0;
   // What the driver answered when create_block last asked it for memory (VK_SUCCESS
   // where the heap or allocation limits refused first), for the out-of-memory message.
   VkResult last_block_result_ = VK_SUCCESS;
