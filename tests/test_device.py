@@ -132,6 +132,48 @@ def test_torch_accelerator():
     assert torch.accelerator.current_device_index() == torch_vkml.current_device()
 
 
+def test_torch_accelerator_device_capability():
+    """torch.accelerator.get_device_capability lists the dtypes vkml tensors hold and
+    convert between (it raised "Backend doesn't support getting device capabilities");
+    each listed dtype allocates and converts, and the others are refused."""
+    supported = torch.accelerator.get_device_capability()["supported_dtypes"]
+    expected = {
+        torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+        torch.float16, torch.bfloat16, torch.float32, torch.float64,
+        torch.complex64, torch.complex128,
+    }  # fmt: skip
+    assert set(supported) == expected
+    for dtype in expected:
+        x = torch.ones(3, dtype=dtype).to(VKML)
+        x = x.real if dtype.is_complex else x
+        assert torch.equal(x.to(torch.float32).cpu(), torch.ones(3))
+        assert torch.zeros(2, device=VKML).to(dtype).dtype == dtype
+    with pytest.raises(TypeError, match="cannot hold dtype"):
+        torch.empty(2, dtype=torch.uint16, device=VKML)
+
+
+def test_torch_cuda_names_on_the_device_module():
+    """The torch.cuda functions that device-generic code (accelerate, transformers,
+    Lightning) calls through torch.get_device_module(): get_device_name,
+    is_bf16_supported, seed_all, device_of, OutOfMemoryError."""
+    module = torch.get_device_module(VKML)
+    assert module.get_device_name() == torch_vkml.get_device_properties().name
+    assert module.get_device_name(0) == module.get_device_name(torch.device(VKML, 0))
+    assert module.is_bf16_supported() is True
+    native = bool(torch_vkml.get_device_properties().cooperative_matrix_bf16)
+    assert module.is_bf16_supported(including_emulation=False) is native
+    assert module.OutOfMemoryError is torch.OutOfMemoryError
+    module.manual_seed_all(3)
+    before = module.initial_seed()
+    module.seed_all()
+    assert module.initial_seed() != before
+    x = torch.ones(2, device=VKML)
+    with module.device_of(x):
+        assert module.current_device() == x.get_device()
+    with module.device_of(torch.ones(2)):  # a CPU tensor: no change
+        assert module.current_device() == x.get_device()
+
+
 def test_torch_device_parsing():
     plain = torch.device("vkml")
     assert plain.type == VKML and plain.index is None

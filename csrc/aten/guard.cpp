@@ -89,6 +89,18 @@ struct VkmlGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::DeviceIndex deviceCount() const noexcept override {
     return c10::DeviceIndex(vkml::Runtime::get().device_count());
   }
+  // torch.accelerator.get_device_capability: the dtypes vkml tensors hold and convert
+  // between (can_hold), on every device: float64 included, whose storage and
+  // conversions need no shaderFloat64 (only its arithmetic does).
+  c10::DeviceCapability getDeviceCapability(c10::Device d) const override {
+    checked(d);
+    c10::DeviceCapability cap;
+#define VKML_HOLDS(_, name) \
+  cap.capability_data.supported_scalar_types.has_##name = can_hold(c10::ScalarType::name);
+    AT_FORALL_SCALAR_TYPES_WITH_COMPLEX_AND_QINTS(VKML_HOLDS)
+#undef VKML_HOLDS
+    return cap;
+  }
 
   // ---- streams
   c10::Stream getStream(c10::Device d) const override {

@@ -37,9 +37,12 @@ from ._device import (
     device,
     device_count,
     device_name,
+    device_of,
+    get_device_name,
     get_device_properties,
     get_sync_debug_mode,
     is_available,
+    is_bf16_supported,
     is_initialized,
     set_device,
     set_sync_debug_mode,
@@ -50,6 +53,7 @@ from ._event import Event
 from ._fft import fft_plan_cache
 from ._memory import (
     empty_cache,
+    get_per_process_memory_fraction,
     max_memory_allocated,
     max_memory_reserved,
     mem_get_info,
@@ -59,6 +63,7 @@ from ._memory import (
     memory_summary,
     reset_accumulated_memory_stats,
     reset_peak_memory_stats,
+    set_per_process_memory_fraction,
 )
 from ._profile import KernelTime, profile, profiler_utilization
 from ._random import (
@@ -68,13 +73,18 @@ from ._random import (
     manual_seed,
     manual_seed_all,
     seed,
+    seed_all,
     set_rng_state,
     set_rng_state_all,
 )
 from ._stream import Stream, current_stream, default_stream, set_stream, stream
 
+# torch.cuda's name for the out-of-memory error, which torch.vkml raises too
+OutOfMemoryError = torch.OutOfMemoryError
+
 __all__ = [
     "Event",
+    "OutOfMemoryError",
     "KernelTime",
     "Stream",
     "current_device",
@@ -84,16 +94,20 @@ __all__ = [
     "device",
     "device_count",
     "device_name",
+    "device_of",
     "doctor",
     "empty_cache",
     "fallback_counts",
     "fft_plan_cache",
+    "get_device_name",
     "get_device_properties",
+    "get_per_process_memory_fraction",
     "get_rng_state",
     "get_rng_state_all",
     "get_sync_debug_mode",
     "initial_seed",
     "is_available",
+    "is_bf16_supported",
     "is_initialized",
     "manual_seed",
     "manual_seed_all",
@@ -110,7 +124,9 @@ __all__ = [
     "reset_fallback_counts",
     "reset_peak_memory_stats",
     "seed",
+    "seed_all",
     "set_device",
+    "set_per_process_memory_fraction",
     "set_rng_state",
     "set_rng_state_all",
     "set_stream",

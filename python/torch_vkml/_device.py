@@ -73,6 +73,40 @@ def device_name(i: int | None = None) -> str:
     return get_device_properties(i).name
 
 
+def get_device_name(device: int | torch.device | str | None = None) -> str:
+    """The device's name, as ``torch.cuda.get_device_name``."""
+    return get_device_properties(device).name
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """As ``torch.cuda.is_bf16_supported``: bfloat16 tensors work on every vkml device
+    (stored as bfloat16, computed in float32, as CUDA computes its elementwise ops);
+    ``including_emulation=False`` asks for bfloat16 matrix units
+    (``VK_KHR_shader_bfloat16``'s cooperative matrices)."""
+    if not is_available():
+        return False
+    return including_emulation or bool(get_device_properties().cooperative_matrix_bf16)
+
+
+class device_of:
+    """Makes the device of a vkml tensor current for the block (``torch.cuda.device_of``);
+    anything else leaves the current device as it is."""
+
+    def __init__(self, obj: object) -> None:
+        on_vkml = isinstance(obj, torch.Tensor) and obj.device.type == "vkml"
+        self._index = obj.get_device() if on_vkml else -1
+        self._previous = -1
+
+    def __enter__(self) -> None:
+        if self._index >= 0:
+            self._previous = current_device()
+            set_device(self._index)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._index >= 0:
+            set_device(self._previous)
+
+
 @dataclass(frozen=True)
 class DeviceProperties:
     name: str

@@ -28,6 +28,15 @@ def seed() -> int:
     return _generator().seed()
 
 
+def seed_all() -> None:
+    """Seeds every vkml device's generator with one random number (torch.cuda.seed_all)."""
+    if not is_available():
+        return
+    value = _C.default_generator(0).seed()
+    for i in range(1, device_count()):
+        _C.default_generator(i).manual_seed(value)
+
+
 def initial_seed() -> int:
     return _generator().initial_seed()
 
