@@ -131,3 +131,33 @@ def test_pytorch_swap_mode_still_works():
         assert m["h"].weight is w and w.device.type == VKML
     finally:
         torch.__future__.set_swap_module_params_on_conversion(False)
+
+
+def test_lazy_modules_moved_before_their_first_forward():
+    """A lazy module's UninitializedParameter stays one through .to("vkml") (PyTorch
+    replaced it by an empty Parameter, so the first forward raised "in_features ... is not
+    equal to in_features from self.weight: 0"); the first forward materializes it on
+    vkml, and the model computes as the CPU's from the same weights."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.LazyConv2d(4, 3), nn.LazyBatchNorm2d(), nn.ReLU(), nn.Flatten(), nn.LazyLinear(5)
+    )
+    model.to(VKML)
+    weight = model[0].weight
+    assert isinstance(weight, nn.parameter.UninitializedParameter)
+    assert weight.device.type == VKML
+    x = torch.randn(2, 3, 6, 6)
+    y = model(x.to(VKML))
+    assert model[0].weight is weight and type(weight) is nn.Parameter
+    assert all(p.device.type == VKML and p.numel() > 0 for p in model.parameters())
+    assert model[1].running_mean.device.type == VKML
+    cpu = nn.Sequential(
+        nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(64, 5)
+    )
+    state = {k: v.cpu() for k, v in model.state_dict().items()}
+    cpu.load_state_dict(state)
+    y.sum().backward()
+    torch.testing.assert_close(y.detach().cpu(), cpu(x).detach(), rtol=1e-4, atol=1e-5)
+    back = nn.LazyLinear(3).to(VKML).cpu()  # and back, still lazy
+    assert isinstance(back.weight, nn.parameter.UninitializedParameter)
+    assert back(torch.randn(2, 7)).shape == (2, 3)

@@ -4,7 +4,8 @@
 Parameter in place (``param.data = converted``) only where PyTorch counts the two tensors'
 types as shallow-copy compatible, a list of dense backends without PrivateUse1. Elsewhere it
 puts a new Parameter into the module, which unties tied weights (an LM's output layer and
-input embedding) and strands optimizers and hooks that hold the old object.
+input embedding), strands optimizers and hooks that hold the old object, and turns a lazy
+module's UninitializedParameter into an empty Parameter that is never materialized.
 
 The wrapper below runs PyTorch's own ``_apply`` and then, for each Parameter it replaced in a
 move between the CPU and vkml, puts the original object back with the converted data (and
@@ -24,9 +25,14 @@ from . import _C
 _DEVICES = ("cpu", "vkml")
 
 
+# A lazy module's UninitializedParameter too: replaced by a plain Parameter, it would no
+# longer be materialized at the first forward (LazyLinear(...).to("vkml") then failed).
+_KEPT_TYPES = (torch.Tensor, torch.nn.Parameter, torch.nn.parameter.UninitializedParameter)
+
+
 def _movable(t: torch.Tensor) -> bool:
     return (
-        type(t) in (torch.Tensor, torch.nn.Parameter)
+        type(t) in _KEPT_TYPES
         and t.device.type in _DEVICES
         and t.layout == torch.strided
         and not t.is_quantized
