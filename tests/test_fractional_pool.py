@@ -41,3 +41,27 @@ def test_fractional_max_pool_half_and_nan():
         x,
         samples,
     )
+
+
+def test_fractional_max_pool_random_samples_as_the_cpu_takes_them():
+    """More sample rows than the batch are allowed and the first used (nn.Fractional
+    MaxPool3d's own samples with an unbatched input: it raised "expected random samples of
+    shape [1, 4, 3]"); a wrong dtype, rank or size raises the CPU's error."""
+    from conftest import cpu_error
+
+    gen = torch.Generator().manual_seed(2)
+    for dims, shape in ((2, (4, 6, 6)), (3, (4, 5, 5, 5)), (3, (2, 4, 5, 5, 5))):
+        fn = getattr(F, f"fractional_max_pool{dims}d")
+        samples = torch.rand(3, 4, dims, generator=gen)
+        x = make(shape, unique=True).requires_grad_()
+
+        def pool(t, s, fn=fn, dims=dims):
+            return fn(t, 2, output_ratio=(0.5,) * dims, _random_samples=s)
+
+        assert_grads_close_to_cpu(pool, x, samples)
+        for bad in (samples.double(), samples[:1], samples[:, :3], samples[..., :1], samples[0]):
+            if bad.shape[0] == 1 and len(shape) == dims + 1:
+                continue  # one row is enough for an unbatched input
+            want = cpu_error(pool, x.detach(), bad)
+            got = cpu_error(pool, x.detach().to("vkml"), bad.to("vkml"))
+            assert got == want, (got, want)

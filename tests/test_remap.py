@@ -14,6 +14,8 @@ from conftest import (
     make,
 )
 
+import torch_vkml
+
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
@@ -146,3 +148,23 @@ def test_upsample_nearest_dtypes(dtype):
     x = make((1, 2, 3, 4), dtype)
     assert_close_to_cpu(lambda t: F.interpolate(t, scale_factor=(2, 3)), x)
     assert_close_to_cpu(lambda t: F.interpolate(t, size=(5, 2)), x)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_pad_float64_backward(mode, nd):
+    """The backward kernel adds in float32; float64 gradients are summed in double
+    (index_add) rather than raising NotImplementedError, as they did."""
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        return
+    shape, pads = PAD_CASES[nd]
+    x = leaf(shape, torch.float64)
+    assert_grads_close_to_cpu(lambda t, p=pads[0]: F.pad(t, p, mode=mode), x)
+
+
+def test_upsample_nearest_float64_backward():
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        return
+    x = leaf((2, 3, 5, 4), torch.float64)
+    assert_grads_close_to_cpu(lambda t: F.interpolate(t, scale_factor=1.5), x)
+    assert_grads_close_to_cpu(lambda t: F.interpolate(t, size=(3, 7), mode="nearest-exact"), x)

@@ -64,12 +64,15 @@ at::Tensor run_remap(const char* op, const at::Tensor& self, const std::vector<R
 }
 
 // grad_input (dtype of the forward input, sizes in_sizes) of a remap whose dims
-// are `dims` (in_stride ignored: recomputed for the contiguous float32 grad).
+// are `dims` (in_stride ignored: recomputed for the contiguous grad). The kernel adds
+// in float32; float64 takes the index_add form in double.
 at::Tensor run_remap_backward(const char* op, const at::Tensor& grad_out, at::IntArrayRef in_sizes,
                               std::vector<RemapDim> dims, at::ScalarType dtype) {
-  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(dtype), op,
-                              " on vkml supports float32, float16 and bfloat16, got ", dtype);
-  at::Tensor g = grad_out.to(at::kFloat).contiguous();
+  TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(dtype) || dtype == at::kDouble, op,
+                              " on vkml supports float32, float16, bfloat16 and float64, got ",
+                              dtype);
+  const bool f64 = dtype == at::kDouble;
+  at::Tensor g = grad_out.to(f64 ? at::kDouble : at::kFloat).contiguous();
   at::Tensor gi = at::zeros(in_sizes, g.options());
   int64_t stride = 1;
   for (int64_t k = int64_t(dims.size()) - 1; k >= 0; --k) {
@@ -77,17 +80,18 @@ at::Tensor run_remap_backward(const char* op, const at::Tensor& grad_out, at::In
     stride *= dims[k].in_size;
   }
   if (gi.numel() > 0 && g.numel() > 0) {
-    if (at::globalContext().deterministicAlgorithms()) {
-      // The kernel's atomic adds sum in the order threads arrive. Under
-      // torch.use_deterministic_algorithms each gradient element's source (the forward
-      // map of an arange) feeds index_add, whose deterministic path sums in order.
+    if (f64 || at::globalContext().deterministicAlgorithms()) {
+      // The kernel's atomic adds sum in the order threads arrive, in float32. Under
+      // torch.use_deterministic_algorithms, and for float64, each gradient element's
+      // source (the forward map of an arange) feeds index_add, whose deterministic path
+      // sums in order.
       at::Tensor source = at::arange(gi.numel(), g.options().dtype(at::kLong)).view(in_sizes);
       gi.view({-1}).index_add_(0, run_remap(op, source, dims).reshape({-1}), g.reshape({-1}));
     } else {
       guarded([&] { vkml::ops::remap_backward(vkml_device(g), addr(gi), addr(g), dims); });
     }
   }
-  return dtype == at::kFloat ? gi : gi.to(dtype);
+  return gi.scalar_type() == dtype ? gi : gi.to(dtype);
 }
 
 // ----------------------------------------------------------- flip, roll

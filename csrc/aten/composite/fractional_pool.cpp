@@ -43,21 +43,28 @@ std::tuple<at::Tensor, at::Tensor> frac_pool(const at::Tensor& self, at::IntArra
   TORCH_CHECK(self.dim() == D + 1 || self.dim() == D + 2, op, "(): Expected ", D + 1, "D or ",
               D + 2, "D tensor, but got: ", self.sizes());
   TORCH_CHECK(at::isFloatingType(self.scalar_type()), op, " expects a floating-point input");
+  // The CPU's checks and messages: a sample row per plane, more rows than the batch
+  // allowed (the first are used).
+  TORCH_CHECK(samples.scalar_type() == self.scalar_type(),
+              "Expect _random_samples to have the same dtype as input");
+  TORCH_CHECK(samples.dim() == 3, "Expect _random_samples to have 3 dimensions, got ",
+              samples.dim());
+  const bool batched = self.dim() == D + 2;
+  const int64_t n = batched ? self.size(0) : 1, c = self.size(batched ? 1 : 0);
+  TORCH_CHECK(samples.size(0) >= n,
+              "Expect _random_samples.size(0) no less then input batch size.");
+  TORCH_CHECK(samples.size(1) == c, "Expect _random_samples.size(1) equals to input channel size.");
+  TORCH_CHECK(samples.size(2) == D, "Expect _random_samples.size(2) equals to ", D, "; got ",
+              samples.size(2), ".");
   if (self.scalar_type() == at::kBFloat16) {
     auto [o, i] = frac_pool<D>(self.to(at::kFloat), kernel, output_size, samples.to(at::kFloat));
     return {o.to(at::kBFloat16), i};
   }
-  bool batched = self.dim() == D + 2;
-  int64_t n = batched ? self.size(0) : 1, c = self.size(batched ? 1 : 0);
   std::vector<int64_t> in(self.sizes().end() - D, self.sizes().end());
   for (int d = 0; d < D; ++d) {
     TORCH_CHECK(output_size[d] + kernel[d] - 1 <= in[d], op, "(): pool size ", kernel[d],
                 " too large relative to input size ", in[d], " for output size ", output_size[d]);
   }
-  TORCH_CHECK(
-      samples.dim() == 3 && samples.size(0) == n && samples.size(1) == c && samples.size(2) == D,
-      op, "(): expected random samples of shape [", n, ", ", c, ", ", D, "], got ",
-      samples.sizes());
   int64_t planes = n * c;
   std::vector<int64_t> out_sizes(self.sizes().begin(), self.sizes().end() - D);
   int64_t out_numel = planes, in_plane = 1;
@@ -70,7 +77,7 @@ std::tuple<at::Tensor, at::Tensor> frac_pool(const at::Tensor& self, at::IntArra
     return {at::empty(out_sizes, self.options()),
             at::empty(out_sizes, self.options().dtype(at::kLong))};
   }
-  at::Tensor u = samples.to(self.scalar_type()).reshape({planes, D});
+  at::Tensor u = samples.narrow(0, 0, n).reshape({planes, D});
   // The CPU draws (w, h) for 2-d and (t, h, w) for 3-d.
   std::vector<at::Tensor> starts(D);
   for (int d = 0; d < D; ++d) {
