@@ -214,8 +214,9 @@ FAMILIES = {
     ),
     "composite/rnn.cpp": ("Fused LSTM / GRU cells (nn.LSTM, nn.GRU)", F),
     "ops_optim.cpp": (
-        "Fused optimizers (Adam, AdamW, SGD with fused=True)",
-        "float32, float16, bfloat16 parameters (fp32 math)",
+        "Fused optimizers (Adam, AdamW, SGD, Adagrad with fused=True)",
+        "float32, float16, bfloat16 parameters (fp32 math); float64 in double where the device "
+        "has shaderFloat64",
     ),
     "ops_attention.cpp": (
         "Fused scaled_dot_product_attention (forward, backward, backend choice)",

@@ -1,5 +1,5 @@
 // Fused optimizer steps (torch.optim.Adam/AdamW/SGD/Adagrad with fused=True): one
-// kernel launch per dtype updates the whole parameter list.
+// kernel launch per dtype updates the whole parameter list (float64 in double).
 #include <torch/library.h>
 
 #include <map>
@@ -85,8 +85,10 @@ void run(const char* op, OptimRule rule, const Lists& l, vkml::ops::OptimHyper h
     if (lr_tensor->device().is_cpu()) {
       h.lr = lr_tensor->item<double>();
     } else {
-      lr_keep = lr_tensor->to(first.device(), at::kFloat);
-      h.lr_tensor = scalar_addr(op, "lr", lr_keep, first);
+      // In the parameters' precision: float64 for float64 parameters, else float32.
+      const bool f64 = first.scalar_type() == at::kDouble;
+      lr_keep = lr_tensor->to(first.device(), f64 ? at::kDouble : at::kFloat).contiguous();
+      h.lr_tensor = f64 ? addr(*lr_keep) : scalar_addr(op, "lr", lr_keep, first);
     }
   }
   h.grad_scale = scalar_addr(op, "grad_scale", grad_scale, first);
@@ -101,8 +103,8 @@ void run(const char* op, OptimRule rule, const Lists& l, vkml::ops::OptimHyper h
     TORCH_CHECK(p.is_non_overlapping_and_dense(), op,
                 ": parameters must be dense (no overlapping or strided views)");
     at::ScalarType t = p.scalar_type();
-    TORCH_CHECK(t == at::kFloat || t == at::kHalf || t == at::kBFloat16, op,
-                " on vkml supports float32, float16 and bfloat16 parameters, got ", t);
+    TORCH_CHECK(t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kDouble, op,
+                " on vkml supports float32, float16, bfloat16 and float64 parameters, got ", t);
     OptimParam r;
     r.param = addr(p);
     r.numel = p.numel();
@@ -132,10 +134,11 @@ void run(const char* op, OptimRule rule, const Lists& l, vkml::ops::OptimHyper h
   align.finish();
 }
 
-// float64 parameters: the kernel is float32 arithmetic (its hyperparameters too), so
-// their fused step is the CPU's, on the counted route.
+// float64 parameters on a device without float64 arithmetic: the CPU's fused step, on
+// the counted route (the kernel's f64 variant computes in double elsewhere).
 bool on_cpu_route(at::TensorList params) {
-  return !params.empty() && params[0].scalar_type() == at::kDouble;
+  return !params.empty() && params[0].scalar_type() == at::kDouble &&
+         !vkml_device(params[0]).info().supports_fp64;
 }
 
 // The learning rate of the scalar overloads, or of the .tensor_lr ones: a one-element

@@ -1,6 +1,7 @@
 #include "vkml/ops/optim.h"
 
 #include <algorithm>
+#include <bit>
 #include <string>
 
 #include "vkml/core/error.h"
@@ -25,9 +26,10 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   const Shader shader = shaders::optim(dtype);
   VKML_CHECK_ARG(shader != Shader::none,
                  std::string("fused optimizer: unsupported dtype ") + dtype_name(dtype));
-  VKML_CHECK_ARG(dtype == DType::f32 || dev.info().supports_fp16,
-                 std::string("fused optimizer: ") + dtype_name(dtype) + " needs shaderFloat16 on " +
-                     dev.info().name);
+  const bool f64 = dtype == DType::f64;
+  VKML_CHECK_ARG(dtype == DType::f32 || (f64 ? dev.info().supports_fp64 : dev.info().supports_fp16),
+                 std::string("fused optimizer: ") + dtype_name(dtype) + " needs shaderFloat" +
+                     (f64 ? "64" : "16") + " on " + dev.info().name);
   std::vector<Record> table;
   table.reserve(params.size());
   // Every tensor's bytes, so that the stream sees what the step changes.
@@ -35,7 +37,8 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   auto scalar = [&](uint64_t address) {
     if (address) reads.push_back(span_elems(address, 1, sizeof(float)));
   };
-  scalar(h.lr_tensor);
+  if (h.lr_tensor)
+    reads.push_back(span_elems(h.lr_tensor, 1, f64 ? sizeof(double) : sizeof(float)));
   scalar(h.grad_scale);
   scalar(h.found_inf);
   const size_t size = itemsize(dtype);
@@ -75,6 +78,11 @@ void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
   pc.beta2 = float(h.beta2);
   pc.weight_decay = float(h.weight_decay);
   pc.eps = float(h.eps);
+  pc.lr_bits = std::bit_cast<uint64_t>(h.lr);
+  pc.beta1_bits = std::bit_cast<uint64_t>(h.beta1);
+  pc.beta2_bits = std::bit_cast<uint64_t>(h.beta2);
+  pc.weight_decay_bits = std::bit_cast<uint64_t>(h.weight_decay);
+  pc.eps_bits = std::bit_cast<uint64_t>(h.eps);
   pc.count = uint32_t(table.size());
   pc.flags = (h.amsgrad ? OPTIM_AMSGRAD : 0) | (h.maximize ? OPTIM_MAXIMIZE : 0) |
              (h.nesterov ? OPTIM_NESTEROV : 0) | (h.first_step ? OPTIM_FIRST_STEP : 0);

@@ -27,7 +27,7 @@ struct OptimParam {
 
 struct OptimHyper {
   double lr = 0;
-  uint64_t lr_tensor = 0;             // float32 scalar read on the device instead of lr
+  uint64_t lr_tensor = 0;  // scalar read on the device instead of lr (float64 for f64 params)
   double beta1 = 0.9, beta2 = 0.999;  // SGD: momentum, dampening; Adagrad: lr_decay
   double weight_decay = 0, eps = 1e-8;
   bool amsgrad = false, maximize = false, nesterov = false, first_step = false;
@@ -35,7 +35,7 @@ struct OptimHyper {
   uint64_t found_inf = 0;
 };
 
-// All params share `dtype` (f32, f16 or bf16).
+// All params share `dtype` (f32, f16, bf16, or f64 on a device with shaderFloat64).
 void fused_optimizer_step(Device& dev, OptimRule rule, DType dtype,
                           const std::vector<OptimParam>& params, const OptimHyper& h);
 

@@ -43,9 +43,12 @@ struct Record {
 VKML_ASSERT_SIZE(Record, 6 * 8 + 2 * 4)
 VKML_PUSH_BEGIN(Push)
   uint64_t table;
-  uint64_t lr_ptr;      // a float32 learning-rate tensor, or 0: use lr
+  uint64_t lr_ptr;      // a learning-rate tensor (float32; float64 for f64), or 0: use lr
   uint64_t grad_scale;  // float32 scalar the grads are divided by (stored back), or 0
   uint64_t found_inf;   // float32 scalar: 1 skips the step, or 0
+  // The f64 variant's hyperparameters: the bits of the doubles below (the float
+  // variants read the floats, and declare no double type)
+  uint64_t lr_bits, beta1_bits, beta2_bits, weight_decay_bits, eps_bits;
   float lr;
   float beta1;  // SGD: momentum; Adagrad: lr_decay
   float beta2;  // SGD: dampening
@@ -53,7 +56,7 @@ VKML_PUSH_BEGIN(Push)
   float eps;
   uint count;  // records
   uint flags;
-VKML_PUSH_END(Push, 4 * 8 + 8 * 4)  // 4 bytes of tail padding
+VKML_PUSH_END(Push, 9 * 8 + 8 * 4)  // 4 bytes of tail padding
 VKML_CONTRACT_END(optim_detail)
 
 #endif
