@@ -391,10 +391,11 @@ float safe_pow(float a, float b) {
     float r = ((a == 0.0) == (b < 0.0)) ? INF_F : 0.0;
     return (odd && sign_bit(a)) ? -r : r;
   }
-  if (a > 0.0) return pow(a, b);
-  if (b != trunc(b)) return NAN_F;
-  float r = pow(-a, b);
-  return odd ? -r : r;
+  // The driver's pow is exp2(b log2 a), and its log2 misreads subnormals (log2_f).
+  float m = abs(a);
+  if (a < 0.0 && b != trunc(b)) return NAN_F;
+  float r = m < 1.17549435e-38 ? exp2(b * log2_f(m)) : pow(m, b);
+  return (a < 0.0 && odd) ? -r : r;
 }
 float hypot_f(float a, float b) {
   a = abs(a);
@@ -814,7 +815,7 @@ CT apply(CT a, CT b, CT c, uint i) {
 #ifdef HAS_TRANSC
     case OP_EXP: return exp_f(a);
     case OP_LOG: return log_f(a);
-    case OP_LOG2: return (a >= 0.5 && a <= 2.0) ? log_f(a) * 1.4426950408889634 : log2(a);
+    case OP_LOG2: return log2_f(a);
     case OP_LOG10: return log_f(a) * 0.43429448190325182;
     case OP_EXP2: return exp2(a);
     case OP_LOG1P: return log1p_f(a);

@@ -106,6 +106,9 @@ double lgamma_pos_d(double x) {
 double lgamma_d(double x) {
   if (isnan(x)) return x;
   if (isinf(x) || (x <= 0.0LF && x == floor(x))) return 1.0LF / 0.0LF;  // and the poles
+  // Below 2^-60 lgamma(x) = -log|x| - gamma x + ...: the reflection's pi / |sin(pi x)|
+  // would overflow for subnormal x.
+  if (abs(x) < 8.6736173798840355e-19LF) return -log_d(abs(x));
   if (x < 0.5LF) {  // reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
     double s, c;
     sincospi_d(offset_from_int_d(x), s, c);

@@ -25,9 +25,17 @@ float log1p_f(float x) {
   if (x >= -0.5 && x <= 1.0) return log1p_series(x);
   return log(1.0 + x);
 }
+// The driver's log and log2 read a subnormal's exponent as -127 (lavapipe: log(1e-40)
+// = -88.0, not -92.1): subnormals are scaled by 2^24 into the normal range first.
 float log_f(float x) {
   if (x >= 0.5 && x <= 2.0) return log1p_series(x - 1.0);  // x - 1 is exact here
+  if (x > 0.0 && x < 1.17549435e-38) return log(x * 16777216.0) - 16.635532333438687;
   return log(x);
+}
+float log2_f(float x) {
+  if (x >= 0.5 && x <= 2.0) return log1p_series(x - 1.0) * 1.4426950408889634;
+  if (x > 0.0 && x < 1.17549435e-38) return log2(x * 16777216.0) - 24.0;
+  return log2(x);
 }
 // expm1 by its Taylor series, for |x| < 1/2.
 float expm1_series(float x) {
@@ -302,6 +310,9 @@ float lgamma_f(float x) {
   // taken at x - round(x), which is exact, so that tiny |x| keeps its digits. The
   // polynomial, not the driver's sin: that is only absolutely accurate (NVIDIA's gives 0
   // for sin(3e-30), making lgamma(1e-30) infinite). One call of lgamma_pos either way.
+  // Below 1e-8 in magnitude lgamma(x) = -log|x| - gamma x + ...: the reflection's
+  // pi / |sin(pi x)| would overflow for subnormal x.
+  if (abs(x) < 1e-8) return -log_f(abs(x));
   bool reflect = x < 0.5;
   float r = lgamma_pos(reflect ? 1.0 - x : x);
   return reflect ? log(PI / abs_sinpi(x)) - r : r;
