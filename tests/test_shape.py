@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from conftest import (
     ALL_DTYPES,
+    VKML,
     assert_close_to_cpu,
     assert_factory_close_to_cpu,
     assert_grads_close_to_cpu,
@@ -151,3 +152,26 @@ def test_cat_is_one_dispatch():
     torch.cat(inputs, 1, out=out)
     assert torch_vkml.memory_stats()["num_dispatches"] - before == 1
     assert torch.equal(out.cpu(), torch.cat([t.cpu() for t in inputs], 1))
+
+
+def test_tensors_of_more_than_twelve_dims(no_fallback):
+    """The kernels' layouts hold 12 dims; PyTorch allows 64. Copies, fills and
+    elementwise ops on more split into views of at most 12 (size-1 dims dropped, then
+    slices): an einsum whose left-to-right contraction builds a 13-dim intermediate
+    (heavyball's PSGDKron on a conv weight) raised "vkml supports tensors of up to 12
+    dims"."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn([2] * 13, generator=gen)
+    order = list(range(12, -1, -1))
+    v = x.to(VKML)
+    assert torch.equal(v.permute(order).contiguous().cpu(), x.permute(order).contiguous())
+    assert torch.equal((v.permute(order) + v).cpu(), x.permute(order) + x)
+    assert torch.equal(v.permute(order).clone().cpu(), x.permute(order))
+    assert torch.equal(torch.zeros([1] * 13, device=VKML).cpu(), torch.zeros([1] * 13))
+    assert torch.equal(torch.full([2] * 14, 3.0, device=VKML).cpu(), torch.full([2] * 14, 3.0))
+    expr = "...nA,...na,...oB,...ob,...pC,...pc,...qD,...qd,...abcd->...ABCD"
+    shapes = [(1, 8, 8)] * 2 + [(1, 3, 3)] * 6 + [(1, 8, 3, 3, 3)]
+    ops = [torch.randn(s, generator=gen) for s in shapes]
+    want = torch.einsum(expr, *[o.double() for o in ops])
+    got = torch.einsum(expr, *[o.to(VKML) for o in ops]).cpu()
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5 * want.abs().max().item())

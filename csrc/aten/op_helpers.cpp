@@ -67,6 +67,28 @@ void check_float_storage(const char* op, at::ScalarType t) {
                               " on vkml supports float32, float16 and bfloat16, got ", t);
 }
 
+void for_each_kernel_view(const std::vector<at::Tensor>& ts,
+                          const std::function<void(const std::vector<at::Tensor>&)>& fn) {
+  const at::Tensor& first = ts.front();
+  if (first.dim() <= vkml::kMaxDims) return fn(ts);
+  std::vector<int64_t> ones;
+  for (int64_t d = 0; d < first.dim(); ++d)
+    if (first.size(d) == 1) ones.push_back(d);
+  std::vector<at::Tensor> views;
+  if (!ones.empty()) {
+    for (const at::Tensor& t : ts) views.push_back(t.squeeze(ones));
+    return for_each_kernel_view(views, fn);
+  }
+  int64_t smallest = 0;
+  for (int64_t d = 1; d < first.dim(); ++d)
+    if (first.size(d) < first.size(smallest)) smallest = d;
+  for (int64_t i = 0; i < first.size(smallest); ++i) {
+    views.clear();
+    for (const at::Tensor& t : ts) views.push_back(t.select(smallest, i));
+    for_each_kernel_view(views, fn);
+  }
+}
+
 bool past_loop_limit(const at::Tensor& t, int64_t iterations) {
   const uint32_t limit = vkml_device(t).info().loop_iteration_limit;
   return limit && iterations > int64_t(limit / 2);

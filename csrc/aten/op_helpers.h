@@ -4,8 +4,10 @@
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 // An op given a bool tensor it does not take (negation, hardtanh): torch 2.14 raises
 // NotImplementedError there, earlier releases RuntimeError; vkml raises as the installed
@@ -73,6 +75,13 @@ void check_float_storage(const char* op, at::ScalarType t);
 // loop iteration limit (DeviceInfo::loop_iteration_limit: Mesa 22.3's lavapipe stops an
 // invocation's loops short, silently, past it; half, as the kernels' other loops share
 // the count). Callers then take another path there: the CPU route, or another kernel.
+// Calls fn with views of `ts` (tensors of one shape) that have at most vkml::kMaxDims
+// dims and together cover them: PyTorch allows 64 dims, the kernels' layouts hold 12.
+// Dims of size 1 are dropped, then the tensors are sliced along their smallest dim until
+// few enough remain (an einsum's 13-dim intermediate: one or two launches).
+void for_each_kernel_view(const std::vector<at::Tensor>& ts,
+                          const std::function<void(const std::vector<at::Tensor>&)>& fn);
+
 bool past_loop_limit(const at::Tensor& t, int64_t iterations);
 
 // Whether kernels that give a line along dim d of t to one thread when elements follow it

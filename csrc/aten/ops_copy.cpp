@@ -31,12 +31,17 @@ void device_copy(const at::Tensor& dst, at::Tensor src) {
       (overlap == at::MemOverlapStatus::TooHard && dst.storage().is_alias_of(src.storage()));
   // A copy of an index keeps its known range (contiguous, gathered or narrowed).
   std::optional<vkml::IntRange> known = known_values(src);
+  auto copy = [&](const at::Tensor& to, const at::Tensor& from) {
+    for_each_kernel_view({to, from}, [&](const std::vector<at::Tensor>& v) {
+      guarded([&] { vkml::ops::copy(dev, ref(v[0]), ref(v[1])); });
+    });
+  };
   if (may_overlap) {  // read everything before writing anything
     at::Tensor tmp = at::empty(src.sizes(), src.options());
-    guarded([&] { vkml::ops::copy(dev, ref(tmp), ref(src)); });
+    copy(tmp, src);
     src = tmp;
   }
-  guarded([&] { vkml::ops::copy(dev, ref(dst), ref(src)); });
+  copy(dst, src);
   if (known) note_values(dst, known->lo, known->hi);
 }
 
@@ -209,7 +214,9 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
     return self;
   }
   if (has_elementwise_kernel(t)) {
-    guarded([&] { vkml::ops::fill(vkml_device(self), ref(self), to_vkml_scalar(value, t)); });
+    for_each_kernel_view({self}, [&](const std::vector<at::Tensor>& v) {
+      guarded([&] { vkml::ops::fill(vkml_device(self), ref(v[0]), to_vkml_scalar(value, t)); });
+    });
     // A filled index holds one known value (torch.full, zeros, a padding index).
     if (at::isIntegralType(t, /*includeBool=*/false)) {
       const int64_t v = value.toLong();
