@@ -41,6 +41,20 @@ def test_unfold_fold(kw, dtype):
     assert_close_to_cpu(lambda t: F.fold(t[0], (6, 7), **kw), c)
 
 
+def test_unfold_fold_float64():
+    """float64 windows and their adjoint in double (F.fold, unfold's backward: the CPU
+    route raised NotImplementedError for float64 col2im)."""
+    import torch_vkml
+
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        return
+    kw = dict(kernel_size=(2, 3), stride=2, padding=1, dilation=(1, 2))
+    x = leaf((2, 3, 6, 7), torch.float64)
+    assert_grads_close_to_cpu(lambda t: F.unfold(t, **kw), x)
+    c = F.unfold(x.detach(), **kw).clone().requires_grad_()
+    assert_grads_close_to_cpu(lambda t: F.fold(t, (6, 7), **kw), c)
+
+
 def test_unfold_fold_errors():
     assert_raises_like_cpu(lambda t: F.unfold(t, 5), make((1, 2, 3, 3)))
     assert_raises_like_cpu(lambda t: F.fold(t, (4, 4), 2), make((1, 7, 9)))

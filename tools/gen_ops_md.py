@@ -178,7 +178,7 @@ FAMILIES = {
     ),
     "ops_im2col.cpp": (
         "im2col / col2im (nn.Unfold, nn.Fold)",
-        FB + " (im2col: all dtypes, moving elements)",
+        FB + ", float64 where the device has shaderFloat64 (im2col: all dtypes, moving elements)",
     ),
     "ops_grid_sample.cpp": (
         "grid_sample (2-d, 3-d) and backward",

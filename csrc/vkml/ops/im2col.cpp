@@ -14,7 +14,7 @@ namespace {
 using Push = im2col_detail::Push;
 
 void launch(Device& dev, DType dtype, int mode, uint64_t src, uint64_t dst, const Im2colShape& s) {
-  check_float_dtype(dev, dtype, "im2col/col2im");
+  check_float_dtype(dev, dtype, "im2col/col2im", /*with_f64=*/true);
   int64_t image = s.planes * s.H * s.W;
   int64_t cols = s.planes * s.kh * s.kw * s.oh * s.ow;
   int64_t numel = mode == IM2COL_IM2COL ? cols : image;

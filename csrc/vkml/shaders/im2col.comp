@@ -1,8 +1,9 @@
 #version 450
 // im2col (mode 0): contiguous [N, C, H, W] -> [N, C * kh * kw, oh * ow], zero outside
 // the padded image; col2im (mode 1): the adjoint, as a gather (each image element
-// sums the columns that read it; no atomics, deterministic), fp32 accumulation.
-//! dtypes f32 f16 bf16
+// sums the columns that read it; no atomics, deterministic), fp32 accumulation (double
+// for float64).
+//! dtypes f32 f16 bf16 f64
 #include "common.glsl"
 #include "float_store.glsl"
 
@@ -26,14 +27,14 @@ void main() {
     int y = int(l) / pc.ow * pc.sh - pc.ph + ki * pc.dh;
     int x = int(l) % pc.ow * pc.sw - pc.pw + kj * pc.dw;
     bool inside = y >= 0 && y < pc.H && x >= 0 && x < pc.W;
-    float v = inside ? LD(pc.src, plane * uint(pc.H * pc.W) + uint(y * pc.W + x)) : 0.0;
+    FT v = inside ? LD(pc.src, plane * uint(pc.H * pc.W) + uint(y * pc.W + x)) : FT(0.0);
     STORE(pc.dst, t, v);
   } else {
     int x = int(t % uint(pc.W));
     int y = int((t / uint(pc.W)) % uint(pc.H));
     uint plane = t / uint(pc.H * pc.W);
     uint L = uint(pc.oh * pc.ow);
-    float acc = 0.0;
+    FT acc = FT(0.0);
     for (int ki = 0; ki < pc.kh; ++ki) {
       int yy = y + pc.ph - ki * pc.dh;
       if (yy < 0 || yy % pc.sh != 0) continue;
