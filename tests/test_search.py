@@ -113,6 +113,21 @@ def test_bincount(dtype):
     assert_raises_like_cpu(lambda t: torch.bincount(t), make((2, 3), torch.int64, low=0))
 
 
+def test_bincount_with_weights_of_other_dtypes():
+    """Weights other than float32 give float64 counts on the CPU: summed in double on
+    the device where it has float64 arithmetic (PyG's degree counts in float64 took the
+    CPU route)."""
+    import torch_vkml
+
+    if not torch_vkml.get_device_properties(0).supports_fp64:
+        return
+    idx = _index(60, 9)
+    for dtype in (torch.float64, torch.float16, torch.int32):
+        w = make(60, dtype, low=-3, high=3)
+        assert_close_to_cpu(lambda i, w: torch.bincount(i, w), idx, w)
+        assert_close_to_cpu(lambda i, w: torch.bincount(i, w, minlength=15), idx, w)
+
+
 def test_bincount_and_count_nonzero():
     idx = _index(40, 7)
     w = make(40)

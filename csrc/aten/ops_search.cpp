@@ -248,13 +248,17 @@ at::Tensor vk_bincount(const at::Tensor& self, const std::optional<at::Tensor>& 
   if (has_weights) {
     TORCH_CHECK(weights.dim() == 1 && weights.size(0) == self.size(0),
                 "weights should be 1-d and have the same length as input");
-    // Other weights give float64 counts on the CPU: the counted CPU route.
-    if (weights.scalar_type() != at::kFloat) {
+    // Other weights give float64 counts on the CPU: summed in double by index_add below,
+    // or on the counted CPU route where the device has no float64 arithmetic.
+    if (weights.scalar_type() != at::kFloat && !vkml_device(self).info().supports_fp64) {
       return cpu_route<at::_ops::bincount>(self, weights_opt, minlength);
     }
     alert_atomic_adds("_bincount");  // the weighted sums
   }
-  at::TensorOptions out_opt = self.options().dtype(has_weights ? at::kFloat : at::kLong);
+  const bool double_counts = has_weights && weights.scalar_type() != at::kFloat;
+  at::TensorOptions out_opt = self.options().dtype(double_counts ? at::kDouble
+                                                   : has_weights ? at::kFloat
+                                                                 : at::kLong);
   int64_t n = self.numel();
   int64_t nbins = minlength;
   if (n > 0) {
@@ -266,6 +270,7 @@ at::Tensor vk_bincount(const at::Tensor& self, const std::optional<at::Tensor>& 
   }
   if (n == 0) return at::zeros({nbins}, out_opt);
   at::Tensor x = as_contiguous(self, at::kLong);
+  if (double_counts) return at::zeros({nbins}, out_opt).index_add_(0, x, weights.to(at::kDouble));
   at::Tensor w = has_weights ? weights.contiguous() : at::Tensor();
   at::Tensor bins = at::zeros({nbins}, self.options().dtype(has_weights ? at::kFloat : at::kInt));
   guarded([&] {
