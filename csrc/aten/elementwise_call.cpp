@@ -6,9 +6,6 @@
 
 #include <c10/util/SmallVector.h>
 
-#include <functional>
-#include <vector>
-
 #include "aten/composite/complex.h"
 #include "op_helpers.h"
 #include "value_bounds.h"
@@ -105,6 +102,39 @@ bool runs_on_cpu(const EwOp& op, std::initializer_list<at::Tensor> inputs) {
   if (!device) return false;
   return !has_kernel(op, compute_type(op, in), *device);
 }
+
+namespace {
+
+// Launches e over the iterator's dims (fastest first) without those of size 1; past the
+// kernel's 12 (an einsum's 13-dim intermediate whose dims would not merge), once per
+// index of the outermost dim.
+void launch_over(vkml::Device& dev, vkml::ops::Elementwise& e, const at::TensorIteratorBase& it) {
+  c10::SmallVector<int, 16> dims;
+  for (int d = 0; d < it.ndim(); ++d)
+    if (it.shape()[d] != 1) dims.push_back(d);
+  if (int(dims.size()) > vkml::kMaxDims) {
+    const int outer = dims.back();
+    for (int64_t i = 0; i < it.shape()[outer]; ++i) {
+      at::TensorIterator slice(it);
+      slice.narrow(outer, i, 1);
+      launch_over(dev, e, slice);
+    }
+    return;
+  }
+  const int ndim = std::max<int>(int(dims.size()), 1);
+  e.layout.ndim = ndim;
+  for (int j = 0; j < ndim; ++j) e.layout.sizes[j] = dims.empty() ? 1 : it.shape()[dims[j]];
+  for (int k = 0; k <= e.ninputs; ++k) {
+    if (k > 0 && e.scalar[k - 1]) continue;
+    e.ptr[k] = reinterpret_cast<uint64_t>(it.data_ptr(k));
+    const int64_t elem = int64_t(it.element_size(k));
+    for (int j = 0; j < ndim; ++j)
+      e.layout.strides[k][j] = dims.empty() ? 1 : it.strides(k)[dims[j]] / elem;
+  }
+  guarded([&] { vkml::ops::run_elementwise(dev, e); });
+}
+
+}  // namespace
 
 at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_list,
                        const at::Tensor& out, const EwParams& params) {
@@ -224,36 +254,7 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
     at::ScalarType st = op.result == ResultType::FromWhere && k == 1 ? at::kBool : compute;
     e.slot[k - 1] = scalar_for(in[k - 1].item(), st);
   }
-  // The iterator's dims (fastest first) without those of size 1; past the kernel's 12
-  // (an einsum's 13-dim intermediate whose dims would not merge), one launch per index
-  // of the outermost dim.
-  std::function<void(const at::TensorIteratorBase&)> launch =
-      [&](const at::TensorIteratorBase& it) {
-        std::vector<int> dims;
-        for (int d = 0; d < it.ndim(); ++d)
-          if (it.shape()[d] != 1) dims.push_back(d);
-        if (int(dims.size()) > vkml::kMaxDims) {
-          const int outer = dims.back();
-          for (int64_t i = 0; i < it.shape()[outer]; ++i) {
-            at::TensorIterator slice(it);
-            slice.narrow(outer, i, 1);
-            launch(slice);
-          }
-          return;
-        }
-        const int ndim = std::max<int>(int(dims.size()), 1);
-        e.layout.ndim = ndim;
-        for (int j = 0; j < ndim; ++j) e.layout.sizes[j] = dims.empty() ? 1 : it.shape()[dims[j]];
-        for (int k = 0; k <= e.ninputs; ++k) {
-          if (k > 0 && e.scalar[k - 1]) continue;
-          e.ptr[k] = reinterpret_cast<uint64_t>(it.data_ptr(k));
-          const int64_t elem = int64_t(it.element_size(k));
-          for (int j = 0; j < ndim; ++j)
-            e.layout.strides[k][j] = dims.empty() ? 1 : it.strides(k)[dims[j]] / elem;
-        }
-        guarded([&] { vkml::ops::run_elementwise(vkml_device(result), e); });
-      };
-  launch(iter);
+  launch_over(vkml_device(result), e, iter);
   if (range) note_values(result, range->lo, range->hi);
   return result;
 }

@@ -32,6 +32,8 @@ void device_copy(const at::Tensor& dst, at::Tensor src) {
   // A copy of an index keeps its known range (contiguous, gathered or narrowed).
   std::optional<vkml::IntRange> known = known_values(src);
   auto copy = [&](const at::Tensor& to, const at::Tensor& from) {
+    if (to.dim() <= vkml::kMaxDims)
+      return guarded([&] { vkml::ops::copy(dev, ref(to), ref(from)); });
     for_each_kernel_view({to, from}, [&](const std::vector<at::Tensor>& v) {
       guarded([&] { vkml::ops::copy(dev, ref(v[0]), ref(v[1])); });
     });
@@ -214,9 +216,14 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
     return self;
   }
   if (has_elementwise_kernel(t)) {
-    for_each_kernel_view({self}, [&](const std::vector<at::Tensor>& v) {
-      guarded([&] { vkml::ops::fill(vkml_device(self), ref(v[0]), to_vkml_scalar(value, t)); });
-    });
+    const vkml::Scalar fill_value = to_vkml_scalar(value, t);
+    if (self.dim() <= vkml::kMaxDims) {
+      guarded([&] { vkml::ops::fill(vkml_device(self), ref(self), fill_value); });
+    } else {
+      for_each_kernel_view({self}, [&](const std::vector<at::Tensor>& views) {
+        guarded([&] { vkml::ops::fill(vkml_device(self), ref(views[0]), fill_value); });
+      });
+    }
     // A filled index holds one known value (torch.full, zeros, a padding index).
     if (at::isIntegralType(t, /*includeBool=*/false)) {
       const int64_t v = value.toLong();
