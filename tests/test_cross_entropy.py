@@ -242,3 +242,18 @@ def test_cross_entropy_module_and_unbatched():
     assert_grads_close_to_cpu(
         lambda x, t: F.cross_entropy(x.t().contiguous().t(), t), logits, target
     )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_every_target_ignored_gives_the_cpus_gradient(dtype):
+    """All targets ignored under mean reduction: the loss is 0/0 = NaN and the gradient
+    0, as on the CPU (float64's composed backward gave NaN, scaling the ignored rows by
+    1/0 before zeroing them; found by test_module_db). A counted class of weight 0 with
+    total weight 0 is NaN on both."""
+    if dtype == torch.float64 and not torch_vkml.get_device_properties(0).supports_fp64:
+        return
+    x = leaf((2, 3), dtype)
+    target = torch.tensor([1, 1])
+    weight = torch.tensor([1.0, 0.0, 2.0], dtype=dtype)
+    assert_grads_close_to_cpu(lambda t, y: F.cross_entropy(t, y, ignore_index=1), x, target)
+    assert_grads_close_to_cpu(lambda t, y, w: F.cross_entropy(t, y, weight=w), x, target, weight)

@@ -3,13 +3,13 @@
 torch.testing._internal.common_modules.module_db lists every nn module with sample
 constructor and forward inputs; common_optimizers.optim_db every optimizer with its
 option sets. Each module is built on the CPU, deep-copied to vkml, run forward and
-backward on the same inputs in training mode (and eval mode where the two differ); outputs, input and parameter
-gradients and buffers (running statistics) must match the CPU's, with no CPU fallback.
-Each optimizer takes four closure steps on the same parameters on both devices,
-foreach and fused forms included. This found lazy modules losing their
-UninitializedParameter on .to("vkml"), float64 padding backward raising, and
-FractionalMaxPool3d's samples check (module_db), and fused float64 steps on the CPU
-route (optim_db)."""
+backward on the same inputs in training mode (and eval mode where the two differ);
+outputs, input and parameter gradients and buffers (running statistics) must match the
+CPU's, with no CPU fallback. Each optimizer takes four closure steps on the same
+parameters on both devices, foreach and fused forms included. This found lazy modules
+losing their UninitializedParameter on .to("vkml"), float64 padding backward raising,
+FractionalMaxPool3d's samples check, float64 cross-entropy's gradient with every target
+ignored (module_db), and fused float64 steps on the CPU route (optim_db)."""
 
 import copy
 import warnings
@@ -86,6 +86,7 @@ def _same(what, want, got, dtype):
 
 
 def _check_module(info, dtype, training):
+    torch.manual_seed(0)  # the samples are random: the same ones every run
     inputs = info.module_inputs_func(
         info, device="cpu", dtype=dtype, requires_grad=True, training=training
     )

@@ -10,10 +10,10 @@
 namespace vkml_aten::nll_f64 {
 namespace {
 
-// The input as [n, c] rows, each row's target (ignored ones as 0) and its weight: the
-// class weight, or 1, and 0 where the target is ignored.
+// The input as [n, c] rows, each row's target (ignored ones as 0), whether it counts
+// (not ignored), and its weight: the class weight, or 1, and 0 where it is ignored.
 struct Rows {
-  at::Tensor x, target, weight;
+  at::Tensor x, target, counted, weight;
 };
 
 Rows nll_rows_of(const at::Tensor& self, const at::Tensor& target,
@@ -29,7 +29,7 @@ Rows nll_rows_of(const at::Tensor& self, const at::Tensor& target,
   });
   at::Tensor w = counted.to(self.scalar_type());
   if (given(weight)) w = w * weight->to(self.scalar_type()).index_select(0, safe);
-  return {x, safe, w};
+  return {x, safe, counted, w};
 }
 
 // One element per row (reduction none of a batch), or a scalar.
@@ -57,7 +57,9 @@ at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self, const
   at::Tensor g = grad_output.to(self.scalar_type());
   if (reduction == at::Reduction::Mean && !per_row(self, reduction))
     g = g / total_weight.to(g.scalar_type());
-  at::Tensor value = (r.weight * g).neg_().unsqueeze(1);
+  // Ignored rows get 0 even where g is infinite (every target ignored: total weight 0),
+  // as the CPU skips them; a counted row of weight 0 gives 0 * inf = NaN there, as there.
+  at::Tensor value = at::where(r.counted, (r.weight * g).neg_(), 0).unsqueeze(1);
   return at::zeros(r.x.sizes(), self.options())
       .scatter_(1, r.target.unsqueeze(1), value)
       .view(self.sizes());
