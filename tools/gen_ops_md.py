@@ -208,9 +208,9 @@ FAMILIES = {
     "ops_search.cpp": (
         "searchsorted, bucketize, isin, histc, bincount, histogram, histogramdd",
         "float32, float16, bfloat16, int64, int32 (bincount: integer inputs; isin: also "
-        "uint8, bool; histogram: float32; histc: also uint8, integer bins as CUDA's); float64 "
-        "searchsorted / bucketize / histc and "
-        "bincount with other than float32 weights on the CPU, counted",
+        "uint8, bool; histogram: float32; histc: also uint8, integer bins as CUDA's); bincount "
+        "with other than float32 weights gives float64 counts (on the CPU where the device has "
+        "no shaderFloat64); float64 histc on the CPU, counted",
     ),
     "composite/rnn.cpp": ("Fused LSTM / GRU cells (nn.LSTM, nn.GRU)", F),
     "ops_optim.cpp": (
