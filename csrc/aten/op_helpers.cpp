@@ -89,6 +89,15 @@ void for_each_kernel_view(const std::vector<at::Tensor>& ts,
   }
 }
 
+bool float64_without_arithmetic(const at::Tensor& t) {
+  return t.scalar_type() == at::kDouble && !vkml_device(t).info().supports_fp64;
+}
+
+bool float_kernel_dtype(const at::Tensor& t) {
+  return is_float_storage(t.scalar_type()) ||
+         (t.scalar_type() == at::kDouble && vkml_device(t).info().supports_fp64);
+}
+
 bool past_loop_limit(const at::Tensor& t, int64_t iterations) {
   const uint32_t limit = vkml_device(t).info().loop_iteration_limit;
   return limit && iterations > int64_t(limit / 2);

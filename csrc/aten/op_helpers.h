@@ -71,6 +71,15 @@ at::ScalarType opmath_of(at::ScalarType t);
 // the storage dtypes of the float-only kernels.
 void check_float_storage(const char* op, at::ScalarType t);
 
+// A float64 tensor on a device without float64 arithmetic (shaderFloat64): the ops
+// whose float64 kernels compute in double send it to the counted CPU route.
+bool float64_without_arithmetic(const at::Tensor& t);
+
+// The dtypes of the float-only kernels that declare f64 (float_store.glsl's FT):
+// float32, float16 and bfloat16 storage, and float64 where the device has float64
+// arithmetic.
+bool float_kernel_dtype(const at::Tensor& t);
+
 // Whether a kernel thread looping `iterations` times on t's device would pass half its
 // loop iteration limit (DeviceInfo::loop_iteration_limit: Mesa 22.3's lavapipe stops an
 // invocation's loops short, silently, past it; half, as the kernels' other loops share

@@ -8,15 +8,12 @@
 #include <vector>
 
 #include "fallback.h"
+#include "op_helpers.h"
 #include "vkml/ops/ctc_loss.h"
 #include "vkml_tensor.h"
 
 namespace vkml_aten {
 namespace {
-
-bool cpu_only_dtype(const at::Tensor& log_probs) {
-  return log_probs.scalar_type() == at::kDouble && !vkml_device(log_probs).info().supports_fp64;
-}
 
 void check_dtype(const at::Tensor& log_probs, const char* op) {
   // ATen dispatches CTC over float and double only.
@@ -67,7 +64,7 @@ std::tuple<at::Tensor, at::Tensor> ctc_loss(const at::Tensor& log_probs, const a
                                             at::IntArrayRef il, at::IntArrayRef tl, int64_t blank,
                                             bool zero_infinity) {
   check_dtype(log_probs, "ctc_loss_cpu");
-  if (cpu_only_dtype(log_probs)) {
+  if (float64_without_arithmetic(log_probs)) {
     return cpu_route<at::_ops::_ctc_loss>(log_probs, targets, il, tl, blank, zero_infinity);
   }
   // ATen's checks (ctc_loss_allocate_outputs), with its messages.
@@ -139,7 +136,7 @@ at::Tensor ctc_loss_backward(const at::Tensor& grad, const at::Tensor& log_probs
                              const at::Tensor& neg_log_likelihood, const at::Tensor& log_alpha,
                              int64_t blank, bool zero_infinity) {
   check_dtype(log_probs, "ctc_loss_backward_cpu");
-  if (cpu_only_dtype(log_probs)) {
+  if (float64_without_arithmetic(log_probs)) {
     return cpu_route<at::_ops::_ctc_loss_backward>(
         grad, log_probs, targets, il, tl, neg_log_likelihood, log_alpha, blank, zero_infinity);
   }

@@ -11,12 +11,6 @@
 namespace vkml_aten {
 namespace {
 
-// The dtypes im2col.comp has variants for.
-bool kernel_dtype(const at::Tensor& t) {
-  return is_float_storage(t.scalar_type()) ||
-         (t.scalar_type() == at::kDouble && vkml_device(t).info().supports_fp64);
-}
-
 vkml::ops::Im2colShape window_shape(const char* op, int64_t H, int64_t W, at::IntArrayRef k,
                                     at::IntArrayRef dil, at::IntArrayRef pad,
                                     at::IntArrayRef stride) {
@@ -72,7 +66,7 @@ at::Tensor vk_im2col(const at::Tensor& self, at::IntArrayRef k, at::IntArrayRef 
   at::Tensor x = (batched ? self : self.unsqueeze(0)).contiguous();
   auto s = window_shape("im2col", x.size(2), x.size(3), k, dil, pad, stride);
   s.planes = x.size(0) * x.size(1);
-  if (!kernel_dtype(x)) {
+  if (!float_kernel_dtype(x)) {
     // Other dtypes (bool, integers, complex): the windows as a strided view of the padded
     // input, copied into place (it only moves elements).
     at::Tensor p = at::constant_pad_nd(x, {s.pw, s.pw, s.ph, s.ph}, 0).contiguous();
@@ -94,7 +88,7 @@ at::Tensor& im2col_out(const at::Tensor& self, at::IntArrayRef k, at::IntArrayRe
 
 at::Tensor vk_col2im(const at::Tensor& self, at::IntArrayRef output_size, at::IntArrayRef k,
                      at::IntArrayRef dil, at::IntArrayRef pad, at::IntArrayRef stride) {
-  TORCH_CHECK_NOT_IMPLEMENTED(kernel_dtype(self),
+  TORCH_CHECK_NOT_IMPLEMENTED(float_kernel_dtype(self),
                               "col2im on vkml supports float32, float16, bfloat16 and float64 "
                               "(on a device with float64 arithmetic), got ",
                               self.scalar_type());

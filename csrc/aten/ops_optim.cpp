@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fallback.h"
+#include "op_helpers.h"
 #include "vkml/ops/optim.h"
 #include "vkml_tensor.h"
 
@@ -137,8 +138,7 @@ void run(const char* op, OptimRule rule, const Lists& l, vkml::ops::OptimHyper h
 // float64 parameters on a device without float64 arithmetic: the CPU's fused step, on
 // the counted route (the kernel's f64 variant computes in double elsewhere).
 bool on_cpu_route(at::TensorList params) {
-  return !params.empty() && params[0].scalar_type() == at::kDouble &&
-         !vkml_device(params[0]).info().supports_fp64;
+  return !params.empty() && float64_without_arithmetic(params[0]);
 }
 
 // The learning rate of the scalar overloads, or of the .tensor_lr ones: a one-element

@@ -104,13 +104,6 @@ Pool adaptive_from(const char* name, const at::Tensor& self, const at::Tensor& g
   return adaptive(name, self, sp, os);
 }
 
-// The dtypes pool.comp has variants for: float32, float16 and bfloat16 storage, and
-// float64 (computed in double) where the device has float64 arithmetic.
-bool pool_kernel_dtype(const at::Tensor& t) {
-  const at::ScalarType s = t.scalar_type();
-  return is_float_storage(s) || (s == at::kDouble && vkml_device(t).info().supports_fp64);
-}
-
 void check_pool_dtype(const char* op, const at::Tensor& t) {
   if (t.scalar_type() != at::kDouble) check_float_storage(op, t.scalar_type());
 }
@@ -121,7 +114,7 @@ void check_pool_dtype(const char* op, const at::Tensor& t) {
 // Integer pools, and float64 ones on a device without float64 arithmetic (no kernels
 // for them), take the counted CPU route too.
 bool takes_cpu_route(const Pool& p, const at::Tensor& self) {
-  if (!pool_kernel_dtype(self)) return true;
+  if (!float_kernel_dtype(self)) return true;
   int64_t window = 1;
   for (int a = 0; a < 3; ++a)
     window *= p.s.adaptive ? (p.s.in[a] + p.s.out[a] - 1) / std::max<int64_t>(p.s.out[a], 1) + 1
@@ -203,7 +196,7 @@ template <int SP>
 at::Tensor max_pool_backward(const at::Tensor& grad, const at::Tensor& self, at::IntArrayRef kernel,
                              at::IntArrayRef stride, at::IntArrayRef padding,
                              at::IntArrayRef dilation, bool ceil_mode, const at::Tensor& indices) {
-  if (!pool_kernel_dtype(self)) {  // its forward ran there too
+  if (!float_kernel_dtype(self)) {  // its forward ran there too
     if constexpr (SP == 2)
       return cpu_route<at::_ops::max_pool2d_with_indices_backward>(
           grad, self, kernel, stride, padding, dilation, ceil_mode, indices);
@@ -237,7 +230,7 @@ template <int SP>
 at::Tensor avg_pool_backward(const at::Tensor& grad, const at::Tensor& self, at::IntArrayRef kernel,
                              at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode,
                              bool count_include_pad, std::optional<int64_t> divisor) {
-  if (!pool_kernel_dtype(self)) {
+  if (!float_kernel_dtype(self)) {
     if constexpr (SP == 2)
       return cpu_route<at::_ops::avg_pool2d_backward>(grad, self, kernel, stride, padding,
                                                       ceil_mode, count_include_pad, divisor);
@@ -269,7 +262,7 @@ at::Tensor adaptive_avg(const at::Tensor& self, at::IntArrayRef output_size) {
 
 template <int SP>
 at::Tensor adaptive_avg_backward(const at::Tensor& grad, const at::Tensor& self) {
-  if (!pool_kernel_dtype(self)) {
+  if (!float_kernel_dtype(self)) {
     if constexpr (SP == 2)
       return cpu_route<at::_ops::_adaptive_avg_pool2d_backward>(grad, self);
     else
@@ -296,7 +289,7 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max(const at::Tensor& self,
 template <int SP>
 at::Tensor adaptive_max_backward(const at::Tensor& grad, const at::Tensor& self,
                                  const at::Tensor& indices) {
-  if (!pool_kernel_dtype(self)) {
+  if (!float_kernel_dtype(self)) {
     if constexpr (SP == 2)
       return cpu_route<at::_ops::adaptive_max_pool2d_backward>(grad, self, indices);
     else

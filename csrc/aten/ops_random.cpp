@@ -10,6 +10,7 @@
 
 #include "fallback.h"
 #include "generator.h"
+#include "op_helpers.h"
 #include "value_bounds.h"
 #include "vkml/ops/random.h"
 #include "vkml/ops/value_check.h"
@@ -284,10 +285,6 @@ at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool with_repla
 // arithmetic, else on the counted CPU route.
 using vkml::ops::Sample;
 
-bool sample_on_cpu(const at::Tensor& t) {
-  return t.scalar_type() == at::kDouble && !vkml_device(t).info().supports_fp64;
-}
-
 // The operands broadcast to one shape, in the kernel's dtype (float64 for float64, else
 // float32); the result in the first's dtype.
 at::Tensor sample(Sample kind, std::vector<at::Tensor> operands,
@@ -320,7 +317,7 @@ void check_floating(const at::Tensor& t, const char* kernel) {
 
 at::Tensor standard_gamma(const at::Tensor& self, std::optional<at::Generator> gen) {
   check_floating(self, "gamma_cpu");
-  if (sample_on_cpu(self)) return cpu_route<at::_ops::_standard_gamma>(self, gen);
+  if (float64_without_arithmetic(self)) return cpu_route<at::_ops::_standard_gamma>(self, gen);
   return sample(Sample::Gamma, {self}, gen);
 }
 
@@ -328,7 +325,8 @@ at::Tensor standard_gamma_grad(const at::Tensor& self, const at::Tensor& output)
   check_floating(self, "_standard_gamma_grad_cpu");
   TORCH_CHECK(output.scalar_type() == self.scalar_type(), "Found dtype ", output.scalar_type(),
               " but expected ", self.scalar_type());
-  if (sample_on_cpu(self)) return cpu_route<at::_ops::_standard_gamma_grad>(self, output);
+  if (float64_without_arithmetic(self))
+    return cpu_route<at::_ops::_standard_gamma_grad>(self, output);
   return sample(Sample::GammaGrad, {self, output}, std::nullopt);
 }
 
@@ -336,7 +334,7 @@ at::Tensor standard_gamma_grad(const at::Tensor& self, const at::Tensor& output)
 // each component at least the smallest normal number of the dtype, as the CPU's.
 at::Tensor sample_dirichlet(const at::Tensor& self, std::optional<at::Generator> gen) {
   check_floating(self, "dirichlet");
-  if (sample_on_cpu(self)) return cpu_route<at::_ops::_sample_dirichlet>(self, gen);
+  if (float64_without_arithmetic(self)) return cpu_route<at::_ops::_sample_dirichlet>(self, gen);
   const bool f64 = self.scalar_type() == at::kDouble;
   at::Tensor gamma = sample(Sample::Gamma, {self.to(f64 ? at::kDouble : at::kFloat)}, gen);
   at::Tensor out = gamma / gamma.sum(-1, /*keepdim=*/true);
@@ -352,13 +350,13 @@ at::Tensor dirichlet_grad(const at::Tensor& x, const at::Tensor& alpha, const at
     TORCH_CHECK(t->scalar_type() == x.scalar_type(), "Found dtype ", t->scalar_type(),
                 " but expected ", x.scalar_type());
   }
-  if (sample_on_cpu(x)) return cpu_route<at::_ops::_dirichlet_grad>(x, alpha, total);
+  if (float64_without_arithmetic(x)) return cpu_route<at::_ops::_dirichlet_grad>(x, alpha, total);
   return sample(Sample::DirichletGrad, {x, alpha, total}, std::nullopt);
 }
 
 at::Tensor poisson(const at::Tensor& self, std::optional<at::Generator> gen) {
   check_floating(self, "poisson_cpu");
-  if (sample_on_cpu(self)) return cpu_route<at::_ops::poisson>(self, gen);
+  if (float64_without_arithmetic(self)) return cpu_route<at::_ops::poisson>(self, gen);
   return sample(Sample::Poisson, {self}, gen);
 }
 
@@ -372,7 +370,7 @@ at::Tensor binomial(const at::Tensor& count, const at::Tensor& prob,
       "binomial only supports floating-point dtypes for prob, got: ", prob.scalar_type());
   TORCH_CHECK(count.scalar_type() == prob.scalar_type(), "Found dtype ", prob.scalar_type(),
               " but expected ", count.scalar_type());
-  if (sample_on_cpu(count)) return cpu_route<at::_ops::binomial>(count, prob, gen);
+  if (float64_without_arithmetic(count)) return cpu_route<at::_ops::binomial>(count, prob, gen);
   return sample(Sample::Binomial, {count, prob}, gen);
 }
 

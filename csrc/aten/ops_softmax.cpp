@@ -71,19 +71,17 @@ at::Tensor backward(const char* name, const at::Tensor& grad, const at::Tensor& 
 }
 
 // float64 needs shaderFloat64; without it, it takes the counted CPU route.
-bool is_double(const at::Tensor& t) {
-  return t.scalar_type() == at::kDouble && !vkml_device(t).info().supports_fp64;
-}
-
 at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
-  if (is_double(self)) return cpu_route<at::_ops::_softmax>(self, dim, half_to_float);
+  if (float64_without_arithmetic(self))
+    return cpu_route<at::_ops::_softmax>(self, dim, half_to_float);
   return forward("softmax", self, dim, half_to_float, false);
 }
 at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out) {
   return write_out(out, softmax(self, dim, half_to_float));
 }
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
-  if (is_double(self)) return cpu_route<at::_ops::_log_softmax>(self, dim, half_to_float);
+  if (float64_without_arithmetic(self))
+    return cpu_route<at::_ops::_log_softmax>(self, dim, half_to_float);
   return forward("log_softmax", self, dim, half_to_float, true);
 }
 at::Tensor& log_softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
@@ -92,7 +90,7 @@ at::Tensor& log_softmax_out(const at::Tensor& self, int64_t dim, bool half_to_fl
 }
 at::Tensor softmax_bwd(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
                        at::ScalarType input_dtype) {
-  if (is_double(output)) {
+  if (float64_without_arithmetic(output)) {
     return cpu_route<at::_ops::_softmax_backward_data>(grad, output, dim, input_dtype);
   }
   return backward("softmax_backward", grad, output, dim, input_dtype, false);
@@ -103,7 +101,7 @@ at::Tensor& softmax_bwd_out(const at::Tensor& grad, const at::Tensor& output, in
 }
 at::Tensor log_softmax_bwd(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
                            at::ScalarType input_dtype) {
-  if (is_double(output)) {
+  if (float64_without_arithmetic(output)) {
     return cpu_route<at::_ops::_log_softmax_backward_data>(grad, output, dim, input_dtype);
   }
   return backward("log_softmax_backward", grad, output, dim, input_dtype, true);
