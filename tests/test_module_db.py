@@ -17,7 +17,7 @@ import warnings
 import pytest
 import torch
 from conftest import VKML
-from torch.nn.utils.rnn import PackedSequence
+from torch.utils import _pytree as pytree
 
 import torch_vkml
 
@@ -38,30 +38,12 @@ KNOWN = {
 
 
 def _map(fn, x):
-    if isinstance(x, torch.Tensor):
-        return fn(x)
-    if isinstance(x, PackedSequence):
-        return PackedSequence(*[_map(fn, y) for y in x])
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return type(x)(*[_map(fn, y) for y in x])
-    if isinstance(x, (list, tuple)):
-        return type(x)(_map(fn, y) for y in x)
-    if isinstance(x, dict):
-        return {k: _map(fn, v) for k, v in x.items()}
-    return x
+    """fn over every tensor in nested lists, tuples (PackedSequence too) and dicts."""
+    return pytree.tree_map_only(torch.Tensor, fn, x)
 
 
-def _leaves(x, out=None):
-    out = [] if out is None else out
-    if isinstance(x, torch.Tensor):
-        out.append(x)
-    elif isinstance(x, (list, tuple)):
-        for y in x:
-            _leaves(y, out)
-    elif isinstance(x, dict):
-        for y in x.values():
-            _leaves(y, out)
-    return out
+def _leaves(x):
+    return [t for t in pytree.tree_leaves(x) if isinstance(t, torch.Tensor)]
 
 
 def _leaf(t, device):
