@@ -268,9 +268,12 @@ LAYOUTS = [
     ),
     (
         "NestedTensorPrivateUse1",
-        "Nested tensors of nn.TransformerEncoder's fast path",
-        "composite/transformer.cpp",
-        "contiguous [length, embed_dim] sequences; no other nested-tensor ops",
+        "Strided nested tensors (torch.nested.nested_tensor's default layout): ATen's "
+        "device-generic nested kernels over vkml's own ops, and nn.TransformerEncoder's "
+        "fast path",
+        "composite/nested.cpp, composite/transformer.cpp",
+        "as the ops on the buffer; no sum over dims (neither on CUDA); layer_norm through "
+        "ATen's LayerNormKernel stub (ops_norm.cpp)",
     ),
 ]
 

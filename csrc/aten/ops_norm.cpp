@@ -2,7 +2,10 @@
 // batch norm of a reshaped input in PyTorch's composite). Statistics are computed in
 // fp32; saved mean / invstd have the input's dtype, as on the CPU. float64: composed of
 // float64 kernels (norm_float64.h).
+#include <ATen/native/layer_norm.h>
 #include <torch/library.h>
+
+#include <array>
 
 #include <optional>
 #include <tuple>
@@ -385,6 +388,35 @@ Tensor3 group_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
   return {gi, gw, gb};
 }
 
+// ATen's LayerNormKernel / LayerNormBackwardKernel dispatch stubs, which ATen's own
+// kernels call by device type instead of through the dispatcher (the nested tensors'
+// layer_norm and its backward): X as M rows of N, mean and rstd of M.
+void layer_norm_stub(const at::Tensor& X, const at::Tensor& gamma, const at::Tensor& beta,
+                     int64_t M, int64_t N, double eps, at::Tensor* Y, at::Tensor* mean,
+                     at::Tensor* rstd) {
+  const int64_t n[] = {N};
+  auto [y, m, r] = vkml_aten::layer_norm(X.reshape({M, N}), n,
+                                         gamma.defined() ? gamma.reshape({N}) : OptTensor(),
+                                         beta.defined() ? beta.reshape({N}) : OptTensor(), eps);
+  Y->copy_(y.view(Y->sizes()));
+  mean->copy_(m.view(mean->sizes()));
+  rstd->copy_(r.view(rstd->sizes()));
+}
+
+void layer_norm_backward_stub(const at::Tensor& dY, const at::Tensor& X, const at::Tensor& mean,
+                              const at::Tensor& rstd, const at::Tensor& gamma, int64_t M, int64_t N,
+                              at::Tensor* dX, at::Tensor* dgamma, at::Tensor* dbeta) {
+  const std::array<bool, 3> mask = {dX->defined(), dgamma->defined(), dbeta->defined()};
+  const OptTensor weight = gamma.defined() ? gamma.reshape({N}) : OptTensor();
+  const int64_t n[] = {N};
+  auto [gx, gw, gb] =
+      vkml_aten::layer_norm_backward(dY.reshape({M, N}), X.reshape({M, N}), n, mean.reshape({M, 1}),
+                                     rstd.reshape({M, 1}), weight, OptTensor(), mask);
+  if (mask[0]) dX->copy_(gx.view(dX->sizes()));
+  if (mask[1]) dgamma->copy_(gw.view(dgamma->sizes()));
+  if (mask[2]) dbeta->copy_(gb.view(dbeta->sizes()));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -402,3 +434,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }
 
 }  // namespace vkml_aten
+
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(LayerNormKernel, &vkml_aten::layer_norm_stub)
+REGISTER_PRIVATEUSE1_DISPATCH(LayerNormBackwardKernel, &vkml_aten::layer_norm_backward_stub)
+}  // namespace at::native

@@ -12,6 +12,7 @@
 // its padding as a key padding mask, and only its rows are kept: positions past a
 // sequence's length come back as padding, as on the CPU.
 #include <ATen/NestedTensorImpl.h>
+#include <ATen/ops/to_padded_tensor_native.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -241,8 +242,23 @@ at::Tensor nested_tensor_from_mask(const at::Tensor& t, const at::Tensor& mask, 
                                                                sizes);
 }
 
+// Whether nt is the transformer's kind of nested tensor: contiguous [length, E] rows of one
+// E, which pad_nested pads in one masked_scatter.
+bool rows_of_one_width(const at::Tensor& nt) {
+  const auto* impl = at::native::get_nested_tensor_impl(nt);
+  const at::Tensor& sizes = impl->get_nested_sizes();
+  return at::native::nested_tensor_impl_is_contiguous(impl) && sizes.dim() == 2 &&
+         sizes.size(1) == 2 && sizes.size(0) > 0 &&
+         sizes.select(1, 1).eq(sizes[0][1]).all().item<bool>();
+}
+
 at::Tensor to_padded_tensor(const at::Tensor& nt, double padding,
                             at::OptionalIntArrayRef output_size) {
+  // Any other shape: ATen's kernel, which pads each component with at::pad and stacks them
+  // (device-generic, though PyTorch registers it for the CPU alone).
+  if (!rows_of_one_width(nt)) {
+    return at::native::NestedTensor_to_padded_tensor_generic(nt, padding, output_size);
+  }
   Padded p = pad_nested(nt);
   at::Tensor dense = p.dense;
   if (padding != 0.0) dense.masked_fill_(p.valid.logical_not().unsqueeze(-1), padding);
