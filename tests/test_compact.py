@@ -78,3 +78,20 @@ def test_masked_scatter_checks_the_source_size_on_the_device():
     x = make((4, 5))
     mask = torch.ones(4, 5, dtype=torch.bool)
     check_raises_later(lambda t, m, s: t.masked_scatter(m, s), x, mask, make((7,)))
+
+
+def test_nonzero_out_never_casts():
+    x = torch.tensor([[0.0, 1.0], [2.0, 0.0]], device="vkml")
+    for name, call in [
+        ("nonzero", lambda out: torch.nonzero(x, out=out)),
+        ("nonzero_static", lambda out: torch.nonzero_static(x, size=3, out=out)),
+    ]:
+        with pytest.raises(
+            RuntimeError, match=f"{name}: Expected out tensor to have scalar type Long"
+        ):
+            call(torch.empty(0, device="vkml"))
+        with pytest.raises(RuntimeError, match="same device"):
+            call(torch.empty(0, dtype=torch.long))  # on the CPU
+        out = torch.empty(0, dtype=torch.long, device="vkml")
+        call(out)
+        assert out.cpu().tolist()[:2] == [[0, 1], [1, 0]]

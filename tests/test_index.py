@@ -604,3 +604,21 @@ def test_writes_over_their_own_input_raise_like_cpu(name):
         e.index_put_((torch.tensor([1], device=device),), torch.ones(1, device=device))
         e.index_fill_(0, torch.tensor([2], device=device), 2.0)
         assert e.cpu().tolist() == [2.0] * 4
+
+
+def test_checks_in_the_cpus_order_and_words():
+    """Found by PyTorch's own test_indexing.py run on vkml."""
+    for device in ("cpu", VKML):
+        # any index into an empty dimension is out of bounds, whatever its value
+        x = torch.empty(10, 0, device=device)
+        with pytest.raises(IndexError, match="for dimension with size 0"):
+            x[:, [0, 1]]
+        with pytest.raises(IndexError, match="for dimension with size 0"):
+            x[:, torch.tensor([0, 1], device=device)] = 1.0
+        assert x[:, torch.tensor([], dtype=torch.long, device=device)].shape == (10, 0)
+        # index_put_ checks the value's shape before its dtype
+        a = torch.arange(4, device=device)
+        with pytest.raises(RuntimeError, match="shape mismatch"):
+            a[a > -1] = torch.tensor([], device=device)
+        with pytest.raises(RuntimeError, match="dtypes match"):
+            a[a > -1] = torch.ones(4, device=device)

@@ -200,6 +200,7 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
 
   // An out= of another dtype gets the result through a temporary.
   if (out.defined() && out.scalar_type() != result_dtype) {
+    TORCH_CHECK(!op.out_exact, "Found dtype ", out.scalar_type(), " but expected ", result_dtype);
     TORCH_CHECK(at::canCast(result_dtype, out.scalar_type()), "result type ", result_dtype,
                 " can't be cast to the desired output type ", out.scalar_type());
     at::Tensor tmp = elementwise(op, inputs_list, at::Tensor(), params);

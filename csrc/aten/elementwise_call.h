@@ -27,6 +27,9 @@ struct EwOp {
   bool float_only = false;     // integer inputs are an error (e.g. sqrt on int is promoted anyway)
   bool integral_only = false;  // bitwise ops
   bool no_bool = false;        // bool inputs are an error (floor, ceil, round, trunc)
+  // An out= of another dtype is an error, not a cast: the CPU kernels that build their
+  // iterator on the out's own dtype (abs, neg, floor, sign, where, ...) raise there.
+  bool out_exact = false;
 };
 
 // Params fill the shader's parameter slots s1/s2 (unary: clamp bounds) or

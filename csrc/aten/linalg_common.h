@@ -84,9 +84,12 @@ inline void run(const at::Tensor& on, vkml::ops::LinalgArgs a) {
   guarded([&] { vkml::ops::linalg(vkml_device(on), a); });
 }
 
-// out= forms: each result written into its out argument (resized as ATen does).
+// out= forms: each result written into its out argument (resized as ATen does), once
+// every out has the dtype of its result (the structured kernels' check: no casts, and
+// nothing written when one of them is wrong).
 template <class Results, class... Outs, size_t... I>
 void write_each(const Results& results, std::index_sequence<I...>, Outs&... outs) {
+  (check_out(outs, std::get<I>(results).scalar_type()), ...);
   (write_out(outs, std::get<I>(results)), ...);
 }
 template <class Results, class... Outs>

@@ -10,7 +10,36 @@
 
 namespace vkml_aten {
 
+void check_out_device(const at::Tensor& out) {
+  TORCH_CHECK(out.device().type() == c10::DeviceType::PrivateUse1,
+              "Expected out tensor to be on the device of the inputs (vkml), but got ",
+              out.device(), " instead");
+}
+
+void check_out(const at::Tensor& out, at::ScalarType dtype) {
+  TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ",
+              c10::scalarTypeToTypeMeta(dtype), ", but got ", out.dtype(), " instead");
+  check_out_device(out);
+}
+
+at::Tensor& write_out_exact(at::Tensor& out, const at::Tensor& r) {
+  check_out(out, r.scalar_type());
+  return write_out(out, r);
+}
+
+void check_out_castable(const at::Tensor& out, at::ScalarType dtype) {
+  TORCH_CHECK(c10::canCast(dtype, out.scalar_type()), "result type ", dtype,
+              " can't be cast to the desired output type ", out.scalar_type());
+  check_out_device(out);
+}
+
+at::Tensor& write_out_castable(at::Tensor& out, const at::Tensor& r) {
+  check_out_castable(out, r.scalar_type());
+  return write_out(out, r);
+}
+
 at::Tensor& write_out(at::Tensor& out, const at::Tensor& r) {
+  check_out_device(out);
   at::native::resize_output(out, r.sizes());
   out.copy_(r);
   return out;

@@ -25,8 +25,21 @@ namespace vkml_aten {
 inline bool given(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
 
 // out= semantics: resizes `out` (warning as ATen does when a non-empty out changes
-// shape) and copies `r` into it, converting dtype and layout.
+// shape) and copies `r` into it, converting dtype and layout. `out` must be a vkml tensor:
+// no kernel of PyTorch's writes a device result into a tensor on another device.
 at::Tensor& write_out(at::Tensor& out, const at::Tensor& r);
+
+// The checks ATen's structured kernels make on an out= tensor: the result's dtype exactly
+// (no cast), and a vkml device. write_out_exact is write_out after them, for the ops whose
+// CPU kernels make them (gather, scatter, softmax, argmax, the factorizations, ...).
+void check_out(const at::Tensor& out, at::ScalarType dtype);
+void check_out_device(const at::Tensor& out);
+at::Tensor& write_out_exact(at::Tensor& out, const at::Tensor& r);
+
+// write_out for the ops whose CPU kernels cast into out only where no value is lost
+// (c10::canCast: float into double, not into an integer): std, var, addr, cholesky, ...
+at::Tensor& write_out_castable(at::Tensor& out, const at::Tensor& r);
+void check_out_castable(const at::Tensor& out, at::ScalarType dtype);
 
 // Checks on the device that every value of the integer tensor `values` lies in [lo, hi];
 // one that does not raises RuntimeError(message) at the host's next read of the device

@@ -23,15 +23,19 @@ const EwOp kHardswish{OP_HARDSWISH, "hardswish", ResultType::Promote, true};
 const EwOp kHardswishBackward{OP_HARDSWISH_BACKWARD, "hardswish_backward"};
 const EwOp kHardsigmoid{OP_HARDSIGMOID, "hardsigmoid", ResultType::Promote, true};
 const EwOp kHardsigmoidBackward{OP_HARDSIGMOID_BACKWARD, "hardsigmoid_backward"};
-const EwOp kSoftplus{OP_SOFTPLUS, "softplus", ResultType::Promote, true};
+const EwOp kSoftplus{
+    .code = OP_SOFTPLUS, .name = "softplus", .float_only = true, .out_exact = true};
 const EwOp kSoftplusBackward{OP_SOFTPLUS_BACKWARD, "softplus_backward"};
-const EwOp kSoftshrink{OP_SOFTSHRINK, "softshrink", ResultType::Promote, true};
-const EwOp kHardshrink{OP_HARDSHRINK, "hardshrink", ResultType::Promote, true};
+const EwOp kSoftshrink{
+    .code = OP_SOFTSHRINK, .name = "softshrink", .float_only = true, .out_exact = true};
+const EwOp kHardshrink{
+    .code = OP_HARDSHRINK, .name = "hardshrink", .float_only = true, .out_exact = true};
 const EwOp kShrinkBackward{OP_SHRINK_BACKWARD, "shrink_backward"};
 const EwOp kThreshold{OP_THRESHOLD, "threshold"};
 const EwOp kMish{OP_MISH, "mish", ResultType::Promote, true};
 const EwOp kMishBackward{OP_MISH_BACKWARD, "mish_backward"};
-const EwOp kLogSigmoid{OP_LOG_SIGMOID, "log_sigmoid", ResultType::Promote, true};
+const EwOp kLogSigmoid{
+    .code = OP_LOG_SIGMOID, .name = "log_sigmoid", .float_only = true, .out_exact = true};
 const EwOp kLogSigmoidBackward{OP_LOG_SIGMOID_BACKWARD, "log_sigmoid_backward"};
 const EwOp kPrelu{OP_PRELU, "prelu"};
 const EwOp kPreluBackwardInput{OP_PRELU_BACKWARD_INPUT, "prelu_backward"};

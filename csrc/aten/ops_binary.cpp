@@ -51,7 +51,7 @@ const EwOp kShiftRight{OP_SHIFT_RIGHT, "rshift_cpu", ResultType::Promote, false,
 const EwOp kNextafter{OP_NEXTAFTER, "nextafter", ResultType::Promote, true};
 const EwOp kLogaddexp{OP_LOGADDEXP, "logaddexp", ResultType::Promote, true};
 const EwOp kLogaddexp2{OP_LOGADDEXP2, "logaddexp2", ResultType::Promote, true};
-const EwOp kHeaviside{OP_HEAVISIDE, "heaviside"};
+const EwOp kHeaviside{.code = OP_HEAVISIDE, .name = "heaviside", .out_exact = true};
 const EwOp kXlog1py{OP_XLOG1PY, "special_xlog1py", ResultType::PromoteToFloat};
 
 // add / sub carry alpha in slot 2.

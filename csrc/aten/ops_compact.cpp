@@ -54,6 +54,16 @@ at::Tensor vk_nonzero(const at::Tensor& self) {
   guarded([&] { vkml::ops::compact(vkml_device(self), a); });
   return out;
 }
+
+// nonzero never casts into its out tensor (the CPU's checks and messages).
+void check_nonzero_out(const char* name, const at::Tensor& self, const at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == at::kLong, name,
+              ": Expected out tensor to have scalar type Long but got scalar type",
+              out.scalar_type());
+  TORCH_CHECK(out.device() == self.device(), "expected self and out to be on the same device, ",
+              "but got out on ", out.device(), " and self on ", self.device());
+}
+
 // nonzero_static: the first `size` coordinates of nonzero(), padded with rows of
 // fill_value to a fixed shape.
 at::Tensor vk_nonzero_static(const at::Tensor& self, int64_t size, int64_t fill_value) {
@@ -67,6 +77,7 @@ at::Tensor vk_nonzero_static(const at::Tensor& self, int64_t size, int64_t fill_
 }
 at::Tensor& nonzero_static_out(const at::Tensor& self, int64_t size, int64_t fill_value,
                                at::Tensor& out) {
+  check_nonzero_out("nonzero_static", self, out);
   at::Tensor r = vk_nonzero_static(self, size, fill_value);
   at::native::resize_output(out, r.sizes());
   out.copy_(r);
@@ -74,6 +85,7 @@ at::Tensor& nonzero_static_out(const at::Tensor& self, int64_t size, int64_t fil
 }
 
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
+  check_nonzero_out("nonzero", self, out);
   at::Tensor r = vk_nonzero(self);
   at::native::resize_output(out, r.sizes());
   out.copy_(r);
@@ -108,10 +120,7 @@ at::Tensor vk_masked_select(const at::Tensor& self, const at::Tensor& mask) {
   return out;
 }
 at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
-  at::Tensor r = vk_masked_select(self, mask);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return write_out_exact(out, vk_masked_select(self, mask));
 }
 
 at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {

@@ -266,9 +266,9 @@ at::Tensor& vk_conj_physical_(at::Tensor& self) {
 
 at::Tensor& conj_physical_out(const at::Tensor& self, at::Tensor& out) {
   if (out.is_same(self)) return vk_conj_physical_(out);
-  at::native::resize_output(out, self.sizes());
-  out.copy_(self.is_complex() ? self.conj() : self);
-  return out;
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "Found dtype ", out.scalar_type(),
+              " but expected ", self.scalar_type());
+  return write_out(out, self.is_complex() ? self.conj() : self);
 }
 
 // torch.complex(real, imag) and torch.polar's second step: the parts interleaved.

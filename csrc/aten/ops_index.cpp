@@ -232,7 +232,7 @@ at::Tensor vk_index_select(const at::Tensor& self, int64_t dim, const at::Tensor
 at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                              at::Tensor& out) {
   check_writes(out, {&self, &index});
-  return write_out(out, vk_index_select(self, dim, index));
+  return write_out_exact(out, vk_index_select(self, dim, index));
 }
 
 at::Tensor vk_gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse) {
@@ -260,7 +260,7 @@ at::Tensor vk_gather(const at::Tensor& self, int64_t dim, const at::Tensor& inde
 at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse,
                        at::Tensor& out) {
   check_writes(out, {&self});
-  return write_out(out, vk_gather(self, dim, index, sparse));
+  return write_out_exact(out, vk_gather(self, dim, index, sparse));
 }
 
 // self[... index[p] ...] (reduce)= src[p] (or value), p over index's shape.
@@ -361,7 +361,7 @@ at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& in
 }
 at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                             const at::Tensor& src, at::Tensor& out) {
-  return write_out(out, scatter_src(self, dim, index, src));
+  return write_out_exact(out, scatter_src(self, dim, index, src));
 }
 at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                          const at::Scalar& value) {
@@ -370,7 +370,7 @@ at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& 
 }
 at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                               const at::Scalar& value, at::Tensor& out) {
-  return write_out(out, scatter_value(self, dim, index, value));
+  return write_out_exact(out, scatter_value(self, dim, index, value));
 }
 at::Tensor scatter_reduce_legacy(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                                  const at::Tensor& src, c10::string_view reduce) {
@@ -380,7 +380,7 @@ at::Tensor scatter_reduce_legacy(const at::Tensor& self, int64_t dim, const at::
 at::Tensor& scatter_reduce_legacy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                                       const at::Tensor& src, c10::string_view reduce,
                                       at::Tensor& out) {
-  return write_out(out, scatter_reduce_legacy(self, dim, index, src, reduce));
+  return write_out_exact(out, scatter_reduce_legacy(self, dim, index, src, reduce));
 }
 at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                                 const at::Scalar& value, c10::string_view reduce) {
@@ -390,7 +390,7 @@ at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::T
 at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                                      const at::Scalar& value, c10::string_view reduce,
                                      at::Tensor& out) {
-  return write_out(out, scatter_value_reduce(self, dim, index, value, reduce));
+  return write_out_exact(out, scatter_value_reduce(self, dim, index, value, reduce));
 }
 at::Tensor vk_scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                           const at::Tensor& src) {
@@ -399,7 +399,7 @@ at::Tensor vk_scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor&
 }
 at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                             const at::Tensor& src, at::Tensor& out) {
-  return write_out(out, vk_scatter_add(self, dim, index, src));
+  return write_out_exact(out, vk_scatter_add(self, dim, index, src));
 }
 
 // The kernel op and the identity of a scatter_reduce / index_reduce reduction.
@@ -465,7 +465,7 @@ at::Tensor scatter_reduce_two(const at::Tensor& self, int64_t dim, const at::Ten
 at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                                    const at::Tensor& src, c10::string_view reduce,
                                    bool include_self, at::Tensor& out) {
-  return write_out(out, scatter_reduce_two(self, dim, index, src, reduce, include_self));
+  return write_out_exact(out, scatter_reduce_two(self, dim, index, src, reduce, include_self));
 }
 
 // self[..., index[j], ...] (reduce)= source[..., j, ...] (or value), j along dim.
@@ -538,7 +538,7 @@ at::Tensor vk_index_add(const at::Tensor& self, int64_t dim, const at::Tensor& i
 }
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                           const at::Tensor& source, const at::Scalar& alpha, at::Tensor& out) {
-  return write_out(out, vk_index_add(self, dim, index, source, alpha));
+  return write_out_exact(out, vk_index_add(self, dim, index, source, alpha));
 }
 
 at::Tensor& index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -556,7 +556,7 @@ at::Tensor vk_index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& 
 }
 at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                            const at::Tensor& source, at::Tensor& out) {
-  return write_out(out, vk_index_copy(self, dim, index, source));
+  return write_out_exact(out, vk_index_copy(self, dim, index, source));
 }
 
 // index_reduce: prod, mean, amax, amin of source slices into self's slices.
@@ -589,7 +589,7 @@ at::Tensor vk_index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor
 at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                              const at::Tensor& source, c10::string_view reduce, bool include_self,
                              at::Tensor& out) {
-  return write_out(out, vk_index_reduce(self, dim, index, source, reduce, include_self));
+  return write_out_exact(out, vk_index_reduce(self, dim, index, source, reduce, include_self));
 }
 
 void check_index_fill(const at::Tensor& self, const at::Tensor& index) {
@@ -717,7 +717,7 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
 
 at::Tensor& take_out(const at::Tensor& self, const at::Tensor& index, at::Tensor& out) {
   check_writes(out, {&self, &index});
-  return write_out(out, vk_take(self, index));
+  return write_out_exact(out, vk_take(self, index));
 }
 
 // --------------------------------------------------------------------------
@@ -751,6 +751,10 @@ Advanced advanced_index(const char* name, at::Tensor self,
     } else if (o->scalar_type() == at::kBool || o->scalar_type() == at::kByte) {
       pos += o->dim();
     } else {
+      // Any index into an empty dimension is out of bounds, whatever its value: raised
+      // before the value checks are queued (ATen's AdvancedIndex raises it first too).
+      TORCH_CHECK_INDEX(pos >= self.dim() || self.size(pos) > 0 || o->numel() == 0,
+                        "index is out of bounds for dimension with size 0");
       if (pos < self.dim()) checks.push_back({*o, self.size(pos), pos});
       ++pos;
     }
@@ -856,20 +860,25 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
   TORCH_CHECK_INDEX(indices.size() <= size_t(self.dim()),
                     "too many indices for tensor of dimension ", self.dim(), " (got ",
                     indices.size(), ")");
-  TORCH_CHECK(values.scalar_type() == self.scalar_type(),
-              "Index put requires the source and destination dtypes match, got ",
-              self.scalar_type(), " for the destination and ", values.scalar_type(),
-              " for the source.");
+  auto check_dtype = [&] {
+    TORCH_CHECK(values.scalar_type() == self.scalar_type(),
+                "Index put requires the source and destination dtypes match, got ",
+                self.scalar_type(), " for the destination and ", values.scalar_type(),
+                " for the source.");
+  };
   if (accumulate && self.scalar_type() == at::kHalf) {
+    check_dtype();
     at::Tensor acc = self.to(at::kFloat);
     index_put_impl_(acc, indices, values.to(at::kFloat), true, unsafe);
     self.copy_(acc);
     return self;
   }
+  // The CPU's order: the shape, then the dtype.
   Advanced a = advanced_index("index_put_", self, indices);
   TORCH_CHECK(at::is_expandable_to(values.sizes(), a.src.sizes()),
               "shape mismatch: value tensor of shape ", values.sizes(),
               " cannot be broadcast to indexing result of shape ", a.src.sizes());
+  check_dtype();
   if (a.src.numel() == 0) return self;
   at::Tensor v = values.device() == self.device() ? values : values.to(self.device());
   v = v.expand(a.src.sizes());

@@ -75,7 +75,7 @@ at::Tensor vk_cholesky(const at::Tensor& A, bool upper) {
   return L;
 }
 at::Tensor& cholesky_out(const at::Tensor& A, bool upper, at::Tensor& out) {
-  return write_out(out, vk_cholesky(A, upper));
+  return write_out_castable(out, vk_cholesky(A, upper));
 }
 #endif
 
@@ -222,7 +222,7 @@ at::Tensor lu_solve(const at::Tensor& LU, const at::Tensor& pivots, const at::Te
 }
 at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& B,
                          bool left, bool adjoint, at::Tensor& out) {
-  return write_out(out, lu_solve(LU, pivots, B, left, adjoint));
+  return write_out_exact(out, lu_solve(LU, pivots, B, left, adjoint));
 }
 
 // ---- Triangular solves ----------------------------------------------------------------
@@ -259,7 +259,7 @@ at::Tensor solve_triangular(const at::Tensor& A, const at::Tensor& B, bool upper
 }
 at::Tensor& solve_triangular_out(const at::Tensor& A, const at::Tensor& B, bool upper, bool left,
                                  bool unitriangular, at::Tensor& out) {
-  return write_out(out, solve_triangular(A, B, upper, left, unitriangular));
+  return write_out_exact(out, solve_triangular(A, B, upper, left, unitriangular));
 }
 
 std::tuple<at::Tensor, at::Tensor> vk_triangular_solve(const at::Tensor& b, const at::Tensor& A,
@@ -391,7 +391,7 @@ at::Tensor vk_cholesky_inverse(const at::Tensor& factor, bool upper) {
   return cholesky_solve_helper(eye, factor, upper);
 }
 at::Tensor& cholesky_inverse_out(const at::Tensor& factor, bool upper, at::Tensor& out) {
-  return write_out(out, vk_cholesky_inverse(factor, upper));
+  return write_out_castable(out, vk_cholesky_inverse(factor, upper));
 }
 
 }  // namespace

@@ -71,7 +71,7 @@ at::Tensor ldl_solve(const at::Tensor& LD, const at::Tensor& pivots, const at::T
 }
 at::Tensor& ldl_solve_out(const at::Tensor& LD, const at::Tensor& pivots, const at::Tensor& B,
                           bool hermitian, at::Tensor& out) {
-  return write_out(out, ldl_solve(LD, pivots, B, hermitian));
+  return write_out_exact(out, ldl_solve(LD, pivots, B, hermitian));
 }
 
 }  // namespace

@@ -43,7 +43,12 @@ std::tuple<at::Tensor, at::Tensor> vk_geqrf(const at::Tensor& A) {
 }
 std::tuple<at::Tensor&, at::Tensor&> geqrf_out(const at::Tensor& A, at::Tensor& a,
                                                at::Tensor& tau) {
-  return write_outs(vk_geqrf(A), a, tau);
+  auto [qr, taus] = vk_geqrf(A);  // the CPU casts into wider outs here
+  check_out_castable(a, qr.scalar_type());
+  check_out_castable(tau, taus.scalar_type());
+  write_out(a, qr);
+  write_out(tau, taus);
+  return {a, tau};
 }
 
 // Q's first n columns from the reflectors below the diagonal of `input` (m x n) and tau.
@@ -75,7 +80,7 @@ at::Tensor vk_householder_product(const at::Tensor& input, const at::Tensor& tau
 }
 at::Tensor& householder_product_out(const at::Tensor& input, const at::Tensor& tau,
                                     at::Tensor& out) {
-  return write_out(out, vk_householder_product(input, tau));
+  return write_out_castable(out, vk_householder_product(input, tau));
 }
 
 // The whole m x m Q of k reflectors: the reflectors padded with identity ones (tau 0).
@@ -101,7 +106,7 @@ at::Tensor vk_ormqr(const at::Tensor& input, const at::Tensor& tau, const at::Te
 }
 at::Tensor& ormqr_out(const at::Tensor& input, const at::Tensor& tau, const at::Tensor& other,
                       bool left, bool transpose, at::Tensor& out) {
-  return write_out(out, vk_ormqr(input, tau, other, left, transpose));
+  return write_out_exact(out, vk_ormqr(input, tau, other, left, transpose));
 }
 
 std::tuple<at::Tensor, at::Tensor> vk_linalg_qr(const at::Tensor& A, c10::string_view mode) {
@@ -286,11 +291,14 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
   at::Tensor X = at::matmul(Vh.mH() * inv.unsqueeze(-2), at::matmul(U.mH(), b));
   at::Tensor res = at::empty({0}, A.options().dtype(real_dtype(A)));
   if (m > n && full && driver != "gelsy") res = (at::matmul(A, X) - b).abs().square().sum(-2);
-  write_out(solution, vector ? X.squeeze(-1) : X);
-  write_out(residuals, res);  // a vector right-hand side keeps its one column here
-  write_out(rank, driver == "gels" ? at::empty({0}, ranks.options()) : ranks);
-  write_out(singular_values,
-            driver == "gelsd" || driver == "gelss" ? S : at::empty({0}, A.options()));
+  const at::Tensor results[] = {
+      vector ? X.squeeze(-1) : X,
+      res,  // a vector right-hand side keeps its one column here
+      driver == "gels" ? at::empty({0}, ranks.options()) : ranks,
+      driver == "gelsd" || driver == "gelss" ? S : at::empty({0}, A.options())};
+  at::Tensor* outs[] = {&solution, &residuals, &rank, &singular_values};
+  for (int k = 0; k < 4; ++k) check_out_castable(*outs[k], results[k].scalar_type());
+  for (int k = 0; k < 4; ++k) write_out(*outs[k], results[k]);
   return {solution, residuals, rank, singular_values};
 }
 

@@ -120,6 +120,7 @@ at::Tensor& complex_into(const at::Tensor& self, const at::Tensor& mat2, const a
 at::Tensor& mm_into(const char* name, const at::Tensor& self, const at::Tensor& mat2,
                     const at::Tensor& bias, const at::Scalar& beta, const at::Scalar& alpha,
                     at::Tensor& out) {
+  check_out(out, self.scalar_type());  // the GEMM writes out's bytes as self's dtype
   if (self.is_complex() && self.dim() == 2 && mat2.dim() == 2)
     return complex_into(self, mat2, bias, beta, alpha, out);
   if (upcast_bf16(self, mat2) && out.scalar_type() == at::kBFloat16) {
@@ -195,6 +196,7 @@ at::Tensor& addmm_(at::Tensor& self, const at::Tensor& a, const at::Tensor& b,
 at::Tensor& bmm_into(const char* name, const at::Tensor& self, const at::Tensor& mat2,
                      const at::Tensor& bias, const at::Scalar& beta, const at::Scalar& alpha,
                      at::Tensor& out) {
+  check_out(out, self.scalar_type());  // the GEMM writes out's bytes as self's dtype
   if (self.is_complex() && self.dim() == 3 && mat2.dim() == 3 && self.size(0) == mat2.size(0))
     return complex_into(self, mat2, bias, beta, alpha, out);
   if (upcast_bf16(self, mat2) && out.scalar_type() == at::kBFloat16) {
@@ -278,10 +280,7 @@ at::Tensor vk_addbmm(const at::Tensor& self, const at::Tensor& batch1, const at:
 at::Tensor& vk_addbmm_out(const at::Tensor& self, const at::Tensor& batch1,
                           const at::Tensor& batch2, const at::Scalar& beta, const at::Scalar& alpha,
                           at::Tensor& out) {
-  at::Tensor r = vk_addbmm(self, batch1, batch2, beta, alpha);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return write_out_exact(out, vk_addbmm(self, batch1, batch2, beta, alpha));
 }
 at::Tensor& vk_addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
                        const at::Scalar& beta, const at::Scalar& alpha) {
@@ -293,6 +292,7 @@ at::Tensor& vk_addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Ten
 // CPU computes it (integers wrap).
 at::Tensor& vk_linalg_cross_out(const at::Tensor& input, const at::Tensor& other, int64_t dim,
                                 at::Tensor& out) {
+  check_out(out, input.scalar_type());
   TORCH_CHECK(input.dim() == other.dim(),
               "linalg.cross: inputs must have the same number of "
               "dimensions.");
@@ -331,10 +331,7 @@ at::Tensor vk_mv(const at::Tensor& self, const at::Tensor& vec) {
   return vk_mm(self, vec.unsqueeze(1)).squeeze(1);
 }
 at::Tensor& mv_out(const at::Tensor& self, const at::Tensor& vec, at::Tensor& out) {
-  at::Tensor r = vk_mv(self, vec);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return write_out_exact(out, vk_mv(self, vec));
 }
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other) {
   if (cpu_only(self)) return cpu_route<at::_ops::dot>(self, other);
@@ -380,10 +377,7 @@ at::Tensor vk_addr(const at::Tensor& self, const at::Tensor& v1, const at::Tenso
 }
 at::Tensor& vk_addr_out(const at::Tensor& self, const at::Tensor& v1, const at::Tensor& v2,
                         const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
-  at::Tensor r = vk_addr(self, v1, v2, beta, alpha);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return write_out_castable(out, vk_addr(self, v1, v2, beta, alpha));
 }
 
 // addmv = beta * self + alpha * mat @ vec; beta == 0 ignores self (NaNs too).
@@ -408,10 +402,7 @@ at::Tensor vk_addmv(const at::Tensor& self, const at::Tensor& mat, const at::Ten
 }
 at::Tensor& vk_addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
                          const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
-  at::Tensor r = vk_addmv(self, mat, vec, beta, alpha);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return write_out_exact(out, vk_addmv(self, mat, vec, beta, alpha));
 }
 at::Tensor& vk_addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
                       const at::Scalar& beta, const at::Scalar& alpha) {

@@ -243,6 +243,7 @@ at::Tensor& multinomial_out(const at::Tensor& self, int64_t n_sample, bool with_
   int64_t rows = p.size(0);
   std::vector<int64_t> shape =
       self.dim() == 1 ? std::vector<int64_t>{n_sample} : std::vector<int64_t>{rows, n_sample};
+  check_out_device(result);
   at::native::resize_output(result, shape);
   if (rows == 0) return result;
   // The CPU's validity checks, made on the device: a failure is raised at the next

@@ -185,6 +185,8 @@ std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor& self, int64_t dim, 
 std::tuple<at::Tensor&, at::Tensor&> max_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
                                                  at::Tensor& v, at::Tensor& i) {
   auto [rv, ri] = max_dim(self, dim, keepdim);
+  check_out(v, rv.scalar_type());
+  check_out(i, ri.scalar_type());
   write_out(v, rv);
   write_out(i, ri);
   return {v, i};
@@ -192,6 +194,8 @@ std::tuple<at::Tensor&, at::Tensor&> max_dim_out(const at::Tensor& self, int64_t
 std::tuple<at::Tensor&, at::Tensor&> min_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
                                                  at::Tensor& v, at::Tensor& i) {
   auto [rv, ri] = min_dim(self, dim, keepdim);
+  check_out(v, rv.scalar_type());
+  check_out(i, ri.scalar_type());
   write_out(v, rv);
   write_out(i, ri);
   return {v, i};
@@ -202,14 +206,14 @@ at::Tensor vk_amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
                     self.scalar_type());
 }
 at::Tensor& amax_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  return write_out(out, vk_amax(self, dim, keepdim));
+  return write_out_exact(out, vk_amax(self, dim, keepdim));
 }
 at::Tensor vk_amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
   return run_reduce("amin", self, reduce_dims(self, dim), keepdim, ReduceOp::Min,
                     self.scalar_type());
 }
 at::Tensor& amin_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  return write_out(out, vk_amin(self, dim, keepdim));
+  return write_out_exact(out, vk_amin(self, dim, keepdim));
 }
 
 at::Tensor arg(const char* name, ReduceOp op, const at::Tensor& self, std::optional<int64_t> dim,
@@ -233,14 +237,14 @@ at::Tensor vk_argmax(const at::Tensor& self, std::optional<int64_t> dim, bool ke
 }
 at::Tensor& argmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
                        at::Tensor& out) {
-  return write_out(out, vk_argmax(self, dim, keepdim));
+  return write_out_exact(out, vk_argmax(self, dim, keepdim));
 }
 at::Tensor vk_argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   return arg("argmin", ReduceOp::ArgMin, self, dim, keepdim);
 }
 at::Tensor& argmin_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
                        at::Tensor& out) {
-  return write_out(out, vk_argmin(self, dim, keepdim));
+  return write_out_exact(out, vk_argmin(self, dim, keepdim));
 }
 
 // all/any reduce booleans; uint8 inputs give uint8 results, as in PyTorch.
@@ -260,11 +264,17 @@ at::Tensor all_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
 at::Tensor all_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
   return logical("all", ReduceOp::All, self, dim, keepdim);
 }
+// all / any write bool, or uint8 (what they return for uint8 inputs), as on the CPU.
+at::Tensor& logical_out(const char* name, at::Tensor& out, const at::Tensor& r) {
+  TORCH_CHECK(out.scalar_type() == at::kBool || out.scalar_type() == at::kByte, name,
+              " only supports bool tensor for result, got: ", out.scalar_type());
+  return write_out(out, r);
+}
 at::Tensor& all_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
-  return write_out(out, all_dim(self, dim, keepdim));
+  return logical_out("all", out, all_dim(self, dim, keepdim));
 }
 at::Tensor& all_all_out(const at::Tensor& self, at::Tensor& out) {
-  return write_out(out, all_all(self));
+  return logical_out("all", out, all_all(self));
 }
 at::Tensor any_all(const at::Tensor& self) {
   return logical("any", ReduceOp::Any, self, std::nullopt, false);
@@ -276,10 +286,10 @@ at::Tensor any_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
   return logical("any", ReduceOp::Any, self, dim, keepdim);
 }
 at::Tensor& any_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
-  return write_out(out, any_dim(self, dim, keepdim));
+  return logical_out("any", out, any_dim(self, dim, keepdim));
 }
 at::Tensor& any_all_out(const at::Tensor& self, at::Tensor& out) {
-  return write_out(out, any_all(self));
+  return logical_out("any", out, any_all(self));
 }
 
 // Vector norms (clip_grad_norm_, _foreach_norm, torch.norm) from native
@@ -327,7 +337,7 @@ at::Tensor vk_vector_norm(const at::Tensor& self, const at::Scalar& ord_s,
 at::Tensor& vk_vector_norm_out(const at::Tensor& self, const at::Scalar& ord,
                                at::OptionalIntArrayRef dim, bool keepdim,
                                std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  return write_out(out, vk_vector_norm(self, ord, dim, keepdim, dtype));
+  return write_out_exact(out, vk_vector_norm(self, ord, dim, keepdim, dtype));
 }
 
 // torch.norm's overloads are linalg_vector_norm with p = 2 by default.
@@ -342,11 +352,11 @@ at::Tensor vk_norm(const at::Tensor& self, const std::optional<at::Scalar>& p, a
 at::Tensor& vk_norm_dtype_out(const at::Tensor& self, const std::optional<at::Scalar>& p,
                               at::IntArrayRef dim, bool keepdim, at::ScalarType dtype,
                               at::Tensor& out) {
-  return write_out(out, vk_norm_dtype(self, p, dim, keepdim, dtype));
+  return write_out_exact(out, vk_norm_dtype(self, p, dim, keepdim, dtype));
 }
 at::Tensor& vk_norm_out(const at::Tensor& self, const std::optional<at::Scalar>& p,
                         at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  return write_out(out, vk_norm(self, p, dim, keepdim));
+  return write_out_exact(out, vk_norm(self, p, dim, keepdim));
 }
 
 // renorm: each slice along `dim` whose p-norm exceeds maxnorm is scaled by
@@ -354,6 +364,7 @@ at::Tensor& vk_norm_out(const at::Tensor& self, const std::optional<at::Scalar>&
 // for 16-bit inputs and the factor is rounded to the input dtype before the product.
 at::Tensor& vk_renorm_out(const at::Tensor& self, const at::Scalar& p, int64_t dim,
                           const at::Scalar& maxnorm, at::Tensor& out) {
+  check_out(out, self.scalar_type());
   TORCH_CHECK(p.toDouble() > 0.0, "renorm: non-positive-norm not supported");
   TORCH_CHECK(maxnorm.toDouble() >= 0.0, "renorm: expected maxnorm to be >= 0 but got ",
               maxnorm.toDouble());
@@ -432,6 +443,8 @@ std::tuple<at::Tensor, at::Tensor> vk_mode(const at::Tensor& self, int64_t dim, 
 std::tuple<at::Tensor&, at::Tensor&> vk_mode_out(const at::Tensor& self, int64_t dim, bool keepdim,
                                                  at::Tensor& v, at::Tensor& i) {
   auto [rv, ri] = vk_mode(self, dim, keepdim);
+  check_out(v, rv.scalar_type());
+  check_out(i, ri.scalar_type());
   write_out(v, rv);
   write_out(i, ri);
   return {v, i};
@@ -468,7 +481,7 @@ at::Tensor vk_var(const at::Tensor& self, at::OptionalIntArrayRef dim,
 }
 at::Tensor& vk_var_out(const at::Tensor& self, at::OptionalIntArrayRef dim,
                        const std::optional<at::Scalar>& correction, bool keepdim, at::Tensor& out) {
-  return write_out(out, vk_var(self, dim, correction, keepdim));
+  return write_out_castable(out, vk_var(self, dim, correction, keepdim));
 }
 at::Tensor vk_std(const at::Tensor& self, at::OptionalIntArrayRef dim,
                   const std::optional<at::Scalar>& correction, bool keepdim) {
@@ -476,7 +489,7 @@ at::Tensor vk_std(const at::Tensor& self, at::OptionalIntArrayRef dim,
 }
 at::Tensor& vk_std_out(const at::Tensor& self, at::OptionalIntArrayRef dim,
                        const std::optional<at::Scalar>& correction, bool keepdim, at::Tensor& out) {
-  return write_out(out, vk_std(self, dim, correction, keepdim));
+  return write_out_castable(out, vk_std(self, dim, correction, keepdim));
 }
 std::tuple<at::Tensor, at::Tensor> vk_var_mean(const at::Tensor& self, at::OptionalIntArrayRef dim,
                                                const std::optional<at::Scalar>& correction,
@@ -520,6 +533,8 @@ std::tuple<at::Tensor&, at::Tensor&> vk_aminmax_out(const at::Tensor& self,
                                                     std::optional<int64_t> dim, bool keepdim,
                                                     at::Tensor& lo, at::Tensor& hi) {
   auto [a, b] = vk_aminmax(self, dim, keepdim);
+  check_out(lo, a.scalar_type());
+  check_out(hi, b.scalar_type());
   write_out(lo, a);
   write_out(hi, b);
   return {lo, hi};

@@ -81,6 +81,7 @@ at::Tensor& vk_searchsorted_out(const at::Tensor& boundaries, const at::Tensor& 
               "wrong, it can only be Int(int32) or Long(int64) depending on whether out_int32 "
               "flag is True, but we got output tensor's dtype ",
               out.scalar_type(), " and out_int32 flag is ", (out_int32 ? "True" : "False"));
+  check_out_device(out);
   at::ScalarType common = at::promote_types(boundaries.scalar_type(), self.scalar_type());
   at::native::resize_output(out, self.sizes());
   if (self.numel() == 0) return out;
@@ -194,10 +195,7 @@ at::Tensor& vk_histc_out(const at::Tensor& self, int64_t bins, const at::Scalar&
                 "torch.histc: input tensor and hist tensor should have the same dtype, but got "
                 "input ",
                 self.scalar_type(), " and hist ", out.scalar_type());
-    at::Tensor counts = integral_histc(self, bins, min, max);
-    at::native::resize_output(out, {bins});
-    out.copy_(counts);
-    return out;
+    return write_out(out, integral_histc(self, bins, min, max));
   }
   TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(self.scalar_type()),
                               "\"histogram_cpu\" not implemented for '", self.scalar_type(), "'");
@@ -225,9 +223,7 @@ at::Tensor& vk_histc_out(const at::Tensor& self, int64_t bins, const at::Scalar&
   guarded([&] {
     vkml::ops::histc(vkml_device(x), addr(x), x.numel(), addr(counts), bins, float(lo), float(hi));
   });
-  at::native::resize_output(out, {bins});
-  out.copy_(counts);
-  return out;
+  return write_out(out, counts);
 }
 
 at::Tensor vk_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
@@ -281,10 +277,7 @@ at::Tensor vk_bincount(const at::Tensor& self, const std::optional<at::Tensor>& 
 
 at::Tensor& vk_bincount_out(const at::Tensor& self, const std::optional<at::Tensor>& weights,
                             int64_t minlength, at::Tensor& out) {
-  at::Tensor r = vk_bincount(self, weights, minlength);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return write_out(out, vk_bincount(self, weights, minlength));
 }
 
 // ------------------------------------------------------------------ isin
@@ -321,11 +314,7 @@ at::Tensor isin_tensor(const at::Tensor& elements, const at::Tensor& test, bool 
   }
   return invert ? found.logical_not() : found;
 }
-at::Tensor& isin_into(const at::Tensor& r, at::Tensor& out) {
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
-}
+at::Tensor& isin_into(const at::Tensor& r, at::Tensor& out) { return write_out_exact(out, r); }
 at::Tensor vk_isin_tt(const at::Tensor& elements, const at::Tensor& test, bool /*assume_unique*/,
                       bool invert) {
   return isin_tensor(elements, test, invert);
@@ -519,6 +508,11 @@ std::tuple<at::Tensor&, at::Tensor&> vk_histogram_bins_out(const at::Tensor& sel
                                                            const std::optional<at::Tensor>& weight,
                                                            bool density, at::Tensor& hist,
                                                            at::Tensor& bin_edges) {
+  TORCH_CHECK(
+      hist.scalar_type() == self.scalar_type() && bin_edges.scalar_type() == self.scalar_type(),
+      "torch.histogram: input tensor, hist and bin_edges tensors should have the same dtype, ",
+      "but got input ", self.scalar_type(), ", hist ", hist.scalar_type(), " and bin_edges ",
+      bin_edges.scalar_type());
   std::optional<at::Tensor> w;
   if (weight.has_value() && weight->defined()) {
     TORCH_CHECK(weight->sizes() == self.sizes(),
@@ -527,10 +521,8 @@ std::tuple<at::Tensor&, at::Tensor&> vk_histogram_bins_out(const at::Tensor& sel
     w = weight->reshape({-1});
   }
   at::Tensor h = vk_histogramdd_from_bin_tensors(self.reshape({-1, 1}), {bins}, w, density);
-  at::native::resize_output(hist, h.sizes());
-  hist.copy_(h);
-  at::native::resize_output(bin_edges, bins.sizes());
-  bin_edges.copy_(bins);
+  write_out(hist, h);
+  write_out(bin_edges, bins);
   return {hist, bin_edges};
 }
 std::tuple<at::Tensor, at::Tensor> vk_histogram_bins(const at::Tensor& self, const at::Tensor& bins,

@@ -77,7 +77,7 @@ at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
   return forward("softmax", self, dim, half_to_float, false);
 }
 at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out) {
-  return write_out(out, softmax(self, dim, half_to_float));
+  return write_out_exact(out, softmax(self, dim, half_to_float));
 }
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
   if (float64_without_arithmetic(self))
@@ -86,7 +86,7 @@ at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) 
 }
 at::Tensor& log_softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
                             at::Tensor& out) {
-  return write_out(out, log_softmax(self, dim, half_to_float));
+  return write_out_exact(out, log_softmax(self, dim, half_to_float));
 }
 at::Tensor softmax_bwd(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
                        at::ScalarType input_dtype) {
@@ -97,7 +97,7 @@ at::Tensor softmax_bwd(const at::Tensor& grad, const at::Tensor& output, int64_t
 }
 at::Tensor& softmax_bwd_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
                             at::ScalarType input_dtype, at::Tensor& out) {
-  return write_out(out, softmax_bwd(grad, output, dim, input_dtype));
+  return write_out_exact(out, softmax_bwd(grad, output, dim, input_dtype));
 }
 at::Tensor log_softmax_bwd(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
                            at::ScalarType input_dtype) {
@@ -108,7 +108,7 @@ at::Tensor log_softmax_bwd(const at::Tensor& grad, const at::Tensor& output, int
 }
 at::Tensor& log_softmax_bwd_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
                                 at::ScalarType input_dtype, at::Tensor& out) {
-  return write_out(out, log_softmax_bwd(grad, output, dim, input_dtype));
+  return write_out_exact(out, log_softmax_bwd(grad, output, dim, input_dtype));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "fallback.h"
+#include "op_helpers.h"
 #include "sort_keys.h"
 #include "value_bounds.h"
 #include "vkml/ops/sort.h"
@@ -87,10 +88,10 @@ void check_out_dtypes(const char* op, const at::Tensor& self, const at::Tensor& 
 
 TensorRefPair write_pair(const at::Tensor& v, const at::Tensor& i, at::Tensor& values,
                          at::Tensor& indices) {
-  at::native::resize_output(values, v.sizes());
-  at::native::resize_output(indices, i.sizes());
-  values.copy_(v);
-  indices.copy_(i);
+  check_out_device(values);
+  check_out_device(indices);
+  write_out(values, v);
+  write_out(indices, i);
   return {values, indices};
 }
 

@@ -5,7 +5,8 @@
 namespace vkml_aten {
 namespace {
 
-const EwOp kWhere{OP_WHERE, "where", ResultType::FromWhere};
+const EwOp kWhere{
+    .code = OP_WHERE, .name = "where", .result = ResultType::FromWhere, .out_exact = true};
 const EwOp kAddcmul{OP_ADDCMUL, "addcmul"};
 const EwOp kAddcdiv{OP_ADDCDIV, "addcdiv"};
 const EwOp kLerpScalar{OP_LERP_SCALAR, "lerp"};

@@ -11,10 +11,11 @@
 namespace vkml_aten {
 namespace {
 
-const EwOp kNeg{OP_NEG, "neg"};
-const EwOp kAbs{OP_ABS, "abs"};
-const EwOp kSign{OP_SIGN, "sign"};
-const EwOp kSgn{OP_SIGN, "sgn"};  // sign, and z / |z| for complex z
+const EwOp kNeg{.code = OP_NEG, .name = "neg", .out_exact = true};
+const EwOp kAbs{.code = OP_ABS, .name = "abs", .out_exact = true};
+const EwOp kSign{.code = OP_SIGN, .name = "sign", .out_exact = true};
+const EwOp kSgn{
+    .code = OP_SIGN, .name = "sgn", .out_exact = true};  // sign, and z / |z| for complex z
 const EwOp kSqrt{OP_SQRT, "sqrt", kToFloat};
 const EwOp kRsqrt{OP_RSQRT, "rsqrt", kToFloat};
 const EwOp kExp{OP_EXP, "exp", kToFloat};
@@ -28,24 +29,28 @@ const EwOp kTanh{OP_TANH, "tanh", kToFloat};
 const EwOp kReciprocal{OP_RECIPROCAL, "reciprocal", kToFloat};
 const EwOp kSin{OP_SIN, "sin", kToFloat};
 const EwOp kCos{OP_COS, "cos", kToFloat};
-const EwOp kFloor{OP_FLOOR, "floor", ResultType::Promote, false, false, /*no_bool=*/true};
-const EwOp kCeil{OP_CEIL, "ceil", ResultType::Promote, false, false, /*no_bool=*/true};
-const EwOp kRound{OP_ROUND, "round", ResultType::Promote, false, false, /*no_bool=*/true};
-const EwOp kTrunc{OP_TRUNC, "trunc", ResultType::Promote, false, false, /*no_bool=*/true};
+const EwOp kFloor{.code = OP_FLOOR, .name = "floor", .no_bool = true, .out_exact = true};
+const EwOp kCeil{.code = OP_CEIL, .name = "ceil", .no_bool = true, .out_exact = true};
+const EwOp kRound{.code = OP_ROUND, .name = "round", .no_bool = true, .out_exact = true};
+const EwOp kTrunc{.code = OP_TRUNC, .name = "trunc", .no_bool = true, .out_exact = true};
 const EwOp kRelu{OP_RELU, "relu"};
 const EwOp kSilu{OP_SILU, "silu", kToFloat};
-const EwOp kGelu{OP_GELU, "gelu", kToFloat};
-const EwOp kGeluTanh{OP_GELU_TANH, "gelu", kToFloat};
+const EwOp kGelu{.code = OP_GELU, .name = "gelu", .result = kToFloat, .out_exact = true};
+const EwOp kGeluTanh{.code = OP_GELU_TANH, .name = "gelu", .result = kToFloat, .out_exact = true};
 const EwOp kClamp{OP_CLAMP, "clamp"};
 const EwOp kClampTensor{OP_CLAMP_TENSOR, "clamp"};
 const EwOp kLogicalNot{OP_LOGICAL_NOT, "logical_not", ResultType::Bool};
-const EwOp kBitwiseNot{OP_BITWISE_NOT, "bitwise_not", ResultType::Promote, false, true};
+const EwOp kBitwiseNot{
+    .code = OP_BITWISE_NOT, .name = "bitwise_not", .integral_only = true, .out_exact = true};
 const EwOp kIsnan{OP_ISNAN, "isnan", ResultType::Bool};
 const EwOp kIsinf{OP_ISINF, "isinf", ResultType::Bool};
 const EwOp kIsfinite{OP_ISFINITE, "isfinite", ResultType::Bool};
-const EwOp kIsposinf{OP_ISPOSINF, "isposinf", ResultType::Bool};
-const EwOp kIsneginf{OP_ISNEGINF, "isneginf", ResultType::Bool};
-const EwOp kSignbit{OP_SIGNBIT, "signbit", ResultType::Bool};
+const EwOp kIsposinf{
+    .code = OP_ISPOSINF, .name = "isposinf", .result = ResultType::Bool, .out_exact = true};
+const EwOp kIsneginf{
+    .code = OP_ISNEGINF, .name = "isneginf", .result = ResultType::Bool, .out_exact = true};
+const EwOp kSignbit{
+    .code = OP_SIGNBIT, .name = "signbit", .result = ResultType::Bool, .out_exact = true};
 const EwOp kTan{OP_TAN, "tan", kToFloat};
 const EwOp kAsin{OP_ASIN, "asin", kToFloat};
 const EwOp kAcos{OP_ACOS, "acos", kToFloat};
@@ -61,10 +66,11 @@ const EwOp kErfc{OP_ERFC, "erfc", kToFloat};
 const EwOp kErfinv{OP_ERFINV, "erfinv", kToFloat};
 const EwOp kLgamma{OP_LGAMMA, "lgamma", kToFloat};
 const EwOp kDigamma{OP_DIGAMMA, "digamma", kToFloat};
-const EwOp kFrac{OP_FRAC, "frac_cpu", ResultType::Promote, /*float_only=*/true};
-const EwOp kRoundDecimals{OP_ROUND_DECIMALS, "round_cpu", ResultType::Promote, true};
+const EwOp kFrac{.code = OP_FRAC, .name = "frac_cpu", .float_only = true, .out_exact = true};
+const EwOp kRoundDecimals{
+    .code = OP_ROUND_DECIMALS, .name = "round_cpu", .float_only = true, .out_exact = true};
 const EwOp kLogit{OP_LOGIT, "logit", kToFloat};
-const EwOp kNanToNum{OP_NAN_TO_NUM, "nan_to_num"};
+const EwOp kNanToNum{.code = OP_NAN_TO_NUM, .name = "nan_to_num", .out_exact = true};
 const EwOp kSinc{OP_SINC, "sinc", kToFloat};
 const EwOp kEntr{OP_ENTR, "special_entr", kToFloat};
 
@@ -179,9 +185,7 @@ at::Tensor& nan_to_num_out(const at::Tensor& a, std::optional<double> nan,
     TORCH_CHECK(out.scalar_type() == a.scalar_type(),
                 "nan_to_num: dtype of out: ", out.scalar_type(),
                 " should be same as input: ", a.scalar_type());
-    at::native::resize_output(out, a.sizes());
-    out.copy_(a);
-    return out;
+    return write_out(out, a);
   }
   if (runs_on_cpu(kNanToNum, {a}))
     return cpu_route<at::_ops::nan_to_num_out>(a, nan, posinf, neginf, out);
