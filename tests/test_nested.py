@@ -163,3 +163,30 @@ def test_bad_input_raises_like_cpu():
         a + b  # different numbers of components
     with pytest.raises(RuntimeError):
         torch.bmm(a, nested(components([(4, 3), (5, 6), (5, 2)]), VKML))  # 2x5 @ 4x3
+
+
+def test_padding_to_a_given_size_and_back(no_fallback):
+    """Found by PyTorch's test_nestedtensor.py on vkml: output_size larger in any dim."""
+    parts = components([(2, 3), (4, 5), (1, 2)])
+    want = torch.nested.to_padded_tensor(nested(parts, "cpu"), -1.0, (3, 5, 6))
+    got = torch.nested.to_padded_tensor(nested(parts, VKML), -1.0, (3, 5, 6))
+    torch.testing.assert_close(got.cpu(), want, atol=0, rtol=0)
+    # and back: the rows of a padded batch as a nested tensor of the example's sizes
+    sizes = torch.tensor([[2, 3], [4, 5], [1, 2]])
+    back = torch._nested_from_padded(got, sizes)
+    for g, w in zip(back.unbind(), parts, strict=True):
+        torch.testing.assert_close(g.cpu(), w, atol=0, rtol=0)
+
+
+def test_gradients_through_the_buffer(no_fallback):
+    """as_nested_tensor -> values() (a view of the buffer): gradients reach each part."""
+    parts = [make(s, torch.float64).requires_grad_() for s in [(1, 2, 4), (2, 2, 4), (3, 2, 4)]]
+    weights = make((6 * 8,), torch.float64)
+    grads = {}
+    for device in ("cpu", VKML):
+        leaves = [p.detach().to(device).requires_grad_() for p in parts]
+        nt = torch.nested.as_nested_tensor(leaves)
+        (nt.values() * weights.to(device)).sum().backward()
+        grads[device] = [leaf.grad.cpu() for leaf in leaves]
+    for g, w in zip(grads[VKML], grads["cpu"], strict=True):
+        torch.testing.assert_close(g, w, atol=0, rtol=0)

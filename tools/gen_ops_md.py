@@ -243,6 +243,10 @@ FAMILIES = {
         "batches, also to_padded_tensor of them)",
         FB + " (nested: contiguous [length, embed_dim] sequences)",
     ),
+    "composite/nested.cpp": (
+        "Nested tensors made from dense ones (a view of a buffer, the rows of a padded batch)",
+        "all (no computation; masked_select for the padded rows)",
+    ),
     "composite/amp.cpp": (
         "GradScaler's unscale / inf check and scale update (no read-back)",
         "float32, float16, bfloat16 gradients; float32 scale, int32 growth tracker",

@@ -10,10 +10,12 @@
 // _transformer_encoder_layer_fwd are vkml's own (composite/transformer.cpp).
 
 #include <ATen/ops/_nested_from_padded_and_nested_example_native.h>
+#include <ATen/ops/_nested_from_padded_native.h>
 #include <ATen/ops/_nested_select_backward_native.h>
 #include <ATen/ops/_nested_tensor_size_native.h>
 #include <ATen/ops/_nested_tensor_storage_offsets_native.h>
 #include <ATen/ops/_nested_tensor_strides_native.h>
+#include <ATen/ops/_nested_view_from_buffer_native.h>
 #include <ATen/ops/_safe_softmax_native.h>
 #include <ATen/ops/_softmax_backward_data_native.h>
 #include <ATen/ops/_softmax_native.h>
@@ -177,6 +179,13 @@ TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
   m.impl("where.self_out", TORCH_FN(at::native::NestedTensor_where_out));
   m.impl("zero_", TORCH_FN(at::native::zero_nested_));
   m.impl("bmm", TORCH_FN(at::native::bmm_nested));
+}
+
+// Ops on dense tensors that make nested ones (a view of a buffer, the rows of a padded
+// batch): generic in ATen, registered there for the CPU (and CUDA) key only.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_nested_view_from_buffer", TORCH_FN(at::native::_nested_view_from_buffer));
+  m.impl("_nested_from_padded", TORCH_FN(at::native::nested_from_padded_generic));
 }
 
 }  // namespace vkml_aten

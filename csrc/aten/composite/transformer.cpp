@@ -254,23 +254,14 @@ bool rows_of_one_width(const at::Tensor& nt) {
 
 at::Tensor to_padded_tensor(const at::Tensor& nt, double padding,
                             at::OptionalIntArrayRef output_size) {
-  // Any other shape: ATen's kernel, which pads each component with at::pad and stacks them
-  // (device-generic, though PyTorch registers it for the CPU alone).
-  if (!rows_of_one_width(nt)) {
+  // Any other shape, or a given output size: ATen's kernel, which pads each component with
+  // at::pad and stacks them (device-generic, though PyTorch registers it for the CPU alone).
+  if (!rows_of_one_width(nt) || output_size.has_value()) {
     return at::native::NestedTensor_to_padded_tensor_generic(nt, padding, output_size);
   }
   Padded p = pad_nested(nt);
   at::Tensor dense = p.dense;
   if (padding != 0.0) dense.masked_fill_(p.valid.logical_not().unsqueeze(-1), padding);
-  if (output_size.has_value()) {
-    auto want = *output_size;
-    TORCH_CHECK(want.size() == 3 && want[0] == dense.size(0) && want[1] >= dense.size(1) &&
-                    want[2] == dense.size(2),
-                "Value in output_size is less than NestedTensor padded size.");
-    if (want[1] > dense.size(1)) {
-      dense = at::constant_pad_nd(dense, {0, 0, 0, want[1] - dense.size(1)}, padding);
-    }
-  }
   return dense;
 }
 
