@@ -503,3 +503,20 @@ def test_complex_renorm():
     # The norm's summation order differs from the CPU's: float32 tolerance, not equality.
     assert_close_to_cpu(lambda t: torch.renorm(t, 2, 0, 1.5), z, rtol=1e-5, atol=1e-6)
     assert_close_to_cpu(lambda t: torch.renorm(t, 1.5, 2, 0.5), z, rtol=1e-5, atol=1e-6)
+
+
+def test_empty_dims_and_empty_slices_as_on_the_cpu():
+    """Found by PyTorch's test_reductions.py on vkml."""
+    x = make((2, 3)) > 0
+    for device in ("cpu", VKML):
+        y = x.to(device)
+        # all / any over an empty list of dims reduce nothing (sum's dim=[] reduces all)
+        for fn in (torch.any, torch.all):
+            r = fn(y, dim=[])
+            assert r.shape == (2, 3) and torch.equal(r.cpu(), x)
+            assert fn(y.byte(), dim=()).dtype == torch.uint8
+        # reductions that need a value over an empty slice raise IndexError, naming the dim
+        z = torch.empty(3, 0, device=device)
+        for fn in (torch.argmax, torch.amin, lambda t, d: torch.kthvalue(t, 1, d)):
+            with pytest.raises(IndexError, match="Expected reduction dim 1 to have non-zero size"):
+                fn(z, 1)

@@ -263,3 +263,11 @@ def test_float64_histc_takes_the_counted_cpu_route():
     counts = torch_vkml.fallback_counts()
     assert set(counts) == {"aten::histc.out"}, counts
     torch_vkml.reset_fallback_counts()
+
+
+def test_bincount_of_floats_is_not_implemented_as_on_the_cpu():
+    for device in ("cpu", "vkml"):
+        with pytest.raises(NotImplementedError, match="not implemented for 'Float'"):
+            torch.bincount(torch.ones(3, device=device))
+        with pytest.raises(RuntimeError, match="1-d non-negative integral"):
+            torch.bincount(torch.ones(1, 2, dtype=torch.long, device=device))

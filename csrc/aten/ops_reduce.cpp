@@ -71,6 +71,11 @@ at::Tensor run_reduce(const char* name, const at::Tensor& self, const std::vecto
   if (l.r == 0) {
     bool needs_values = op == ReduceOp::Max || op == ReduceOp::Min || op == ReduceOp::ArgMax ||
                         op == ReduceOp::ArgMin;
+    if (needs_values && int64_t(dims.size()) < in.dim()) {  // a dim was given (the CPU's words)
+      for (int64_t d : dims)
+        TORCH_CHECK_INDEX(in.size(d) > 0, name, "(): Expected reduction dim ", d,
+                          " to have non-zero size.");
+    }
     TORCH_CHECK_INDEX(!needs_values, name,
                       "(): Expected reduction dim to be specified for input.numel() == 0. "
                       "Specify the reduction dim with the 'dim' argument.");
@@ -252,6 +257,8 @@ at::Tensor logical(const char* name, ReduceOp op, const at::Tensor& self,
                    at::OptionalIntArrayRef dim, bool keepdim) {
   at::ScalarType rt = self.scalar_type() == at::kByte ? at::kByte : at::kBool;
   at::Tensor b = self.scalar_type() == at::kBool ? self : self.ne(0);
+  // all / any over an empty list of dims reduce nothing (unlike sum's legacy dim=[]).
+  if (dim.has_value() && dim->empty()) return b.to(rt, /*non_blocking=*/false, /*copy=*/true);
   at::Tensor r = run_reduce(name, b, reduce_dims(self, dim), keepdim, op, at::kBool);
   return rt == at::kBool ? r : r.to(rt);
 }
@@ -443,8 +450,12 @@ std::tuple<at::Tensor, at::Tensor> vk_mode(const at::Tensor& self, int64_t dim, 
 std::tuple<at::Tensor&, at::Tensor&> vk_mode_out(const at::Tensor& self, int64_t dim, bool keepdim,
                                                  at::Tensor& v, at::Tensor& i) {
   auto [rv, ri] = vk_mode(self, dim, keepdim);
-  check_out(v, rv.scalar_type());
-  check_out(i, ri.scalar_type());
+  TORCH_CHECK(v.scalar_type() == rv.scalar_type(), "expected scalar type '", rv.scalar_type(),
+              "' but got '", v.scalar_type(), "' for values output");
+  TORCH_CHECK(i.scalar_type() == at::kLong, "expected scalar type 'Long' but got '",
+              i.scalar_type(), "' for indices output");
+  check_out_device(v);
+  check_out_device(i);
   write_out(v, rv);
   write_out(i, ri);
   return {v, i};

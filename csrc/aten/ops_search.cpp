@@ -237,8 +237,10 @@ at::Tensor vk_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
 at::Tensor vk_bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights_opt,
                        int64_t minlength) {
   TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
-  TORCH_CHECK(self.dim() == 1 && at::isIntegralType(self.scalar_type(), false),
-              "bincount only supports 1-d non-negative integral inputs.");
+  // The CPU kernel's dtype dispatch comes first: a float input is NotImplementedError.
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isIntegralType(self.scalar_type(), false),
+                              "\"bincount_cpu\" not implemented for '", self.scalar_type(), "'");
+  TORCH_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs.");
   at::Tensor weights = weights_opt ? *weights_opt : at::Tensor();
   bool has_weights = weights.defined();
   if (has_weights) {

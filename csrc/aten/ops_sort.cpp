@@ -165,6 +165,7 @@ TensorRefPair vk_kthvalue_out(const at::Tensor& self, int64_t k, int64_t dim, bo
                               at::Tensor& values, at::Tensor& indices) {
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
   int64_t n = self.dim() == 0 ? 1 : self.size(d);
+  TORCH_CHECK_INDEX(n > 0, "kthvalue(): Expected reduction dim ", d, " to have non-zero size.");
   TORCH_CHECK(k >= 1 && k <= n, "kthvalue(): selected number k out of range for dimension ", d);
   no_bool("kthvalue", self);
   check_out_dtypes("kthvalue", self, values, indices);
