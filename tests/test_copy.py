@@ -369,3 +369,35 @@ def test_float64_is_stored_filled_and_converted_without_device_float64():
         env={"TORCH_VKML_NO_FP64": "1"},
     )
     assert run.returncode == 0 and run.stdout.strip() == "ok {}", run.stdout + run.stderr
+
+
+UNSIGNED = {torch.uint16: 2**16 - 1, torch.uint32: 2**32 - 1, torch.uint64: 2**64 - 1}
+
+
+@pytest.mark.parametrize("dtype", list(UNSIGNED), ids=str)
+def test_unsigned_storage_dtypes(dtype):
+    """uint16/32/64 (found by PyTorch's test_view_ops.py: 'vkml tensors cannot hold'):
+    held as CUDA holds them, with copies, conversions and fills giving the CPU's values."""
+    top = UNSIGNED[dtype]
+    a = torch.tensor([0, 1, 300, top, top - 5, 2**15 + 3], dtype=dtype)
+    v = a.to("vkml")
+    assert v.dtype == dtype and torch.equal(v.cpu(), a)
+    assert torch.equal(v[1::2].cpu(), a[1::2])  # strided
+    others = [torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.uint8]
+    for to in [*others, torch.bool, *UNSIGNED]:
+        got, want = v.to(to).cpu(), a.to(to)
+        if to.is_floating_point:
+            torch.testing.assert_close(got, want, atol=0, rtol=1e-7 if to == torch.float32 else 0)
+        else:
+            assert torch.equal(got, want), (to, got, want)
+    for frm in others:
+        src = torch.tensor([0, 1, 300, 70000, 5, 2**31 - 1]).to(frm)
+        assert torch.equal(src.to("vkml").to(dtype).cpu(), src.to(dtype)), frm
+    full = torch.full((3,), top, dtype=dtype, device="vkml")
+    assert torch.equal(full.cpu(), torch.full((3,), top, dtype=dtype))
+    assert torch.zeros(2, dtype=dtype, device="vkml").cpu().tolist() == [0, 0]
+    # reinterpreting views, as view_ops test them
+    x = make((4, 6))
+    assert torch.equal(x.to("vkml").view(dtype).cpu(), x.view(dtype))
+    with pytest.raises(NotImplementedError):
+        v + 1  # storage only, as on CUDA: no arithmetic

@@ -140,7 +140,7 @@ def test_torch_accelerator_device_capability():
     expected = {
         torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
         torch.float16, torch.bfloat16, torch.float32, torch.float64,
-        torch.complex64, torch.complex128,
+        torch.complex64, torch.complex128, torch.uint16, torch.uint32, torch.uint64,
     }  # fmt: skip
     assert set(supported) == expected
     for dtype in expected:
@@ -149,7 +149,7 @@ def test_torch_accelerator_device_capability():
         assert torch.equal(x.to(torch.float32).cpu(), torch.ones(3))
         assert torch.zeros(2, device=VKML).to(dtype).dtype == dtype
     with pytest.raises(TypeError, match="cannot hold dtype"):
-        torch.empty(2, dtype=torch.uint16, device=VKML)
+        torch.empty(2, dtype=torch.complex32, device=VKML)
 
 
 def test_torch_cuda_names_on_the_device_module():

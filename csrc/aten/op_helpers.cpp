@@ -57,7 +57,8 @@ void check_range_later(const at::Tensor& values, int64_t lo, int64_t hi,
 }
 
 void check_scalar_fits(const at::Scalar& s, at::ScalarType t) {
-  if (!can_hold(t)) return;  // the dtypes a vkml tensor holds
+  // the dtypes a vkml tensor computes with (uint16/32/64 are storage: their ops raise)
+  if (!can_hold(t) || is_unsigned_storage(t)) return;
   AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(at::kHalf, at::kBFloat16, at::kBool, t,
                                          "check_scalar_fits", [&] { (void)s.to<scalar_t>(); });
 }

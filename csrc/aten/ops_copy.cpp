@@ -136,6 +136,63 @@ bool copy_complex(const at::Tensor& src, const at::Tensor& dst, bool non_blockin
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
 
+// The signed dtype of an unsigned storage dtype's width.
+at::ScalarType signed_twin(at::ScalarType t) {
+  switch (t) {
+    case at::kUInt16:
+      return at::kShort;
+    case at::kUInt32:
+      return at::kInt;
+    default:
+      return at::kLong;
+  }
+}
+
+// A device tensor of any held dtype as the unsigned dtype `to`: through int32 (uint16)
+// or int64 (uint32, uint64), whose low bits are the unsigned value's, as C++'s casts give.
+at::Tensor to_unsigned(const at::Tensor& s, at::ScalarType to) {
+  const at::ScalarType wide = to == at::kUInt16 ? at::kInt : at::kLong;
+  return s.to(wide).to(signed_twin(to)).view(to);
+}
+
+// A device tensor of an unsigned dtype as the held dtype `to`: the value in a wider signed
+// integer (uint16: int32, uint32: int64), or, for uint64, its two 32-bit halves.
+at::Tensor from_unsigned(const at::Tensor& s, at::ScalarType to) {
+  at::Tensor bits = s.view(signed_twin(s.scalar_type()));
+  at::Tensor value;
+  if (s.scalar_type() == at::kUInt16) {
+    value = bits.to(at::kInt).bitwise_and(0xFFFF);
+  } else if (s.scalar_type() == at::kUInt32) {
+    value = bits.to(at::kLong).bitwise_and(0xFFFFFFFFLL);
+  } else if (at::isFloatingType(to)) {
+    const at::ScalarType f = vkml_device(s).info().supports_fp64 ? at::kDouble : at::kFloat;
+    at::Tensor hi = bits.bitwise_right_shift(32).bitwise_and(0xFFFFFFFFLL).to(f);
+    value = hi.mul_(4294967296.0).add_(bits.bitwise_and(0xFFFFFFFFLL).to(f));
+  } else {
+    value = bits;  // int64 and narrower integers: the same low bits
+  }
+  if (to == at::kBool) return bits.ne(0);
+  return is_unsigned_storage(to) ? to_unsigned(value, to) : value.to(to);
+}
+
+// Copies where either side is uint16, uint32 or uint64. Returns false where neither is.
+bool copy_unsigned(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  const at::ScalarType st = src.scalar_type(), dt = dst.scalar_type();
+  if (!is_unsigned_storage(st) && !is_unsigned_storage(dt)) return false;
+  at::Tensor s = src.sizes() == dst.sizes() ? src : src.expand(dst.sizes());
+  if (st == dt) {  // the bits, as the signed dtype of the width
+    copy_from(s.view(signed_twin(st)), dst.view(signed_twin(dt)), non_blocking);
+  } else if (s.device().is_cpu()) {  // the CPU converts its own
+    copy_from(s.to(dt), dst, non_blocking);
+  } else if (dst.device().is_cpu()) {
+    dst.copy_(s.cpu(), non_blocking);
+  } else {
+    at::Tensor converted = is_unsigned_storage(st) ? from_unsigned(s, dt) : to_unsigned(s, dt);
+    copy_from(converted, dst, non_blocking);
+  }
+  return true;
+}
+
 // A copy from or into a conjugated or negated view (the Conjugate and Negative keys pass
 // _copy_from through to us, below): the stored elements are copied, then negated where the
 // two sides' bits disagree, on the float view, which has native kernels.
@@ -151,7 +208,9 @@ bool copy_flagged(const at::Tensor& src, const at::Tensor& dst, bool non_blockin
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return dst;
-  if (copy_flagged(self, dst, non_blocking) || copy_complex(self, dst, non_blocking)) return dst;
+  if (copy_flagged(self, dst, non_blocking) || copy_complex(self, dst, non_blocking) ||
+      copy_unsigned(self, dst, non_blocking))
+    return dst;
   bool src_dev = self.device().is_privateuseone();
   bool dst_dev = dst.device().is_privateuseone();
   if (src_dev && dst_dev) {
@@ -199,6 +258,22 @@ vkml::Scalar to_vkml_scalar(const at::Scalar& s, at::ScalarType t) {
 }
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
+  if (is_unsigned_storage(self.scalar_type())) {  // the value's bits, in the signed twin
+    int64_t bits = 0;
+    switch (self.scalar_type()) {
+      case at::kUInt16:
+        bits = int16_t(value.to<uint16_t>());
+        break;
+      case at::kUInt32:
+        bits = int32_t(value.to<uint32_t>());
+        break;
+      default:
+        bits = int64_t(value.to<uint64_t>());
+    }
+    at::Tensor twin = self.view(signed_twin(self.scalar_type()));
+    fill_scalar(twin, bits);
+    return self;
+  }
   check_scalar_fits(value, self.scalar_type());
   if (self.numel() == 0) return self;
   auto t = self.scalar_type();

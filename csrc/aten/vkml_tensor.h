@@ -20,8 +20,17 @@ inline bool is_complex_storage(at::ScalarType t) {
   return t == at::kComplexFloat || t == at::kComplexDouble;
 }
 
+// uint16, uint32 and uint64, PyTorch's "barebones" unsigned dtypes, which CUDA holds with
+// few ops: stored as the signed dtype of their width; copies and fills move those bits,
+// conversions go through a wider signed dtype (ops_copy.cpp); other ops raise.
+inline bool is_unsigned_storage(at::ScalarType t) {
+  return t == at::kUInt16 || t == at::kUInt32 || t == at::kUInt64;
+}
+
 // What a vkml tensor may hold.
-inline bool can_hold(at::ScalarType t) { return has_vkml_dtype(t) || is_complex_storage(t); }
+inline bool can_hold(at::ScalarType t) {
+  return has_vkml_dtype(t) || is_complex_storage(t) || is_unsigned_storage(t);
+}
 
 // NotImplementedError naming op, for a dtype the core has no kernels for.
 inline void check_vkml_dtype(const char* op, const at::Tensor& t) {
