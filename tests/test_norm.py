@@ -283,3 +283,31 @@ def test_float64_norms_run_on_the_device(case):
     got = run(VKML)
     assert torch_vkml.fallback_counts() == {}
     assert_same(got, want, **F64)
+
+
+@pytest.mark.parametrize("norm", ["layer", "group"])
+def test_rows_longer_than_a_workgroup_walks(norm):
+    """Rows of millions of elements (PyTorch's test_nn LayerNorm_numeric: 9.4M per row)
+    came back wrong on lavapipe, whose loops end after 65535 iterations: one workgroup
+    walked each row. They now split over many workgroups; against float64 on the CPU."""
+    n = 6_000_000
+    x = torch.rand(1, n, dtype=torch.float64)
+    w, b = torch.rand(n, dtype=torch.float64), torch.rand(n, dtype=torch.float64)
+    g = torch.randn(1, n, dtype=torch.float64)
+    results = {}
+    for device, dtype in (("cpu", torch.float64), (VKML, torch.float32)):
+        xs = x.to(device, dtype).detach().requires_grad_()
+        if norm == "layer":
+            ws, bs = (
+                w.to(device, dtype).detach().requires_grad_(),
+                b.to(device, dtype).detach().requires_grad_(),
+            )
+            y = torch.nn.functional.layer_norm(xs, (n,), ws, bs)
+            y.backward(g.to(device, dtype))
+            results[device] = [t.detach().cpu().double() for t in (y, xs.grad, ws.grad, bs.grad)]
+        else:
+            y = torch.nn.functional.group_norm(xs.view(1, 4, n // 4), 2)
+            y.backward(g.to(device, dtype).view(1, 4, n // 4))
+            results[device] = [t.detach().cpu().double() for t in (y, xs.grad)]
+    for got, want in zip(results[VKML], results["cpu"], strict=True):
+        assert (got - want).abs().max() <= 2e-6 * want.abs().max()

@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from conftest import (
     FLOAT_DTYPES,
+    VKML,
     assert_close_to_cpu,
     assert_grads_close_to_cpu,
     dtype_id,
@@ -91,3 +92,22 @@ def test_softmax_float64(fn, shape, dim):
 def test_softmax_empty():
     assert_close_to_cpu(lambda t: F.softmax(t, dim=1), make((0, 4)))
     assert_close_to_cpu(lambda t: F.log_softmax(t, dim=0), make((0, 4)))
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_rows_longer_than_a_workgroup_walks(log):
+    """A last dim of millions of elements: one workgroup walked each row, and lavapipe's
+    loops end after 65535 iterations (log_softmax over 9.4M elements was off by 16);
+    such rows are composed of the native reductions. Against float64 on the CPU."""
+    n = 6_000_000
+    x = torch.rand(1, n, dtype=torch.float64) * 4
+    g = torch.randn(1, n, dtype=torch.float64)
+    fn = torch.log_softmax if log else torch.softmax
+    results = {}
+    for device, dtype in (("cpu", torch.float64), (VKML, torch.float32)):
+        xs = x.to(device, dtype).detach().requires_grad_()
+        y = fn(xs, -1)
+        y.backward(g.to(device, dtype))
+        results[device] = [y.detach().cpu().double(), xs.grad.cpu().double()]
+    for got, want in zip(results[VKML], results["cpu"], strict=True):
+        assert ((got - want).abs() <= 1e-6 * want.abs() + 1e-6 * want.abs().max()).all()

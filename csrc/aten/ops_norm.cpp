@@ -312,7 +312,19 @@ Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
   bool any = M > 0 && K > 0;
   if (mask[0]) gi = norm_input_grad(x, gy, w, mean, rstd, {1, M, K, K, M, 1, K}, M, K, any);
   if (mask[1] || mask[2]) {
-    auto [sg, sgx] = param_grad_sums(x, gy, mean, rstd, {M, K, 1, K, M, 1, K}, K);
+    // Per column, sums over the M rows: one workgroup per column where there are enough
+    // rows to keep one busy; fewer rows (LayerNorm([C, H, W]) over a small batch: K
+    // workgroups of one or two elements each, 20 s for K = 6M on lavapipe) as an
+    // elementwise pass and two column sums.
+    at::Tensor sg, sgx;
+    if (M < 64 && any) {
+      at::Tensor g2 = gy.view({M, K}).to(at::kFloat);
+      at::Tensor xhat = (x.view({M, K}).to(at::kFloat) - mean.view({M, 1})) * rstd.view({M, 1});
+      sgx = (g2 * xhat).sum(0);
+      sg = g2.sum(0);
+    } else {
+      std::tie(sg, sgx) = param_grad_sums(x, gy, mean, rstd, {M, K, 1, K, M, 1, K}, K);
+    }
     if (mask[1]) gw = sgx.to(param_type).view(normalized_shape);
     if (mask[2]) gb = sg.to(given(bias) ? bias->scalar_type() : param_type).view(normalized_shape);
   }

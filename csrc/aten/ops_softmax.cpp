@@ -25,11 +25,32 @@ void check_softmax_dtype(const char* name, at::ScalarType t) {
                               " on vkml supports float32, float16 and float64, got ", t);
 }
 
+// The kernel walks a row of the last dim with one workgroup (passes over it: max, sum,
+// write), each thread a 256th of it: a row too long for a loop-limited driver (lavapipe's
+// 65535 iterations; log_softmax over 9.4M elements came back wrong) is composed of the
+// native reductions, which split long rows over many workgroups.
+bool row_too_long(const at::Tensor& t, int64_t d, int passes) {
+  return d + 1 == t.dim() && past_loop_limit(t, t.size(d) / 256 * passes + passes);
+}
+
+at::Tensor composed_forward(const at::Tensor& x, int64_t d, bool log) {
+  at::Tensor z = x - x.amax(d, /*keepdim=*/true);
+  if (log) return z - z.exp().sum(d, /*keepdim=*/true).log();
+  at::Tensor e = z.exp();
+  return e / e.sum(d, /*keepdim=*/true);
+}
+
 at::Tensor forward(const char* name, const at::Tensor& self, int64_t dim, bool half_to_float,
                    bool log) {
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
   if (line_walk_too_long(self, d, 3))  // max, sum, write
     return forward(name, self.movedim(d, -1), -1, half_to_float, log).movedim(-1, d).contiguous();
+  if (row_too_long(self, d, 3)) {
+    at::Tensor x = half_to_float ? self.to(at::kFloat) : self;
+    if (x.scalar_type() == at::kBFloat16)
+      return composed_forward(x.to(at::kFloat), d, log).to(x.scalar_type());
+    return composed_forward(x, d, log);
+  }
   at::Tensor in = self.contiguous();
   if (half_to_float) {
     TORCH_CHECK(self.scalar_type() == at::kHalf, "conversion is supported for Half type only");
@@ -57,6 +78,11 @@ at::Tensor backward(const char* name, const at::Tensor& grad, const at::Tensor& 
         .contiguous();
   at::Tensor g = grad.contiguous(), y = output.contiguous();
   if (g.scalar_type() != y.scalar_type()) g = g.to(y.scalar_type());
+  if (row_too_long(y, d, 2)) {
+    at::Tensor gi =
+        log ? g - y.exp() * g.sum(d, /*keepdim=*/true) : y * (g - (g * y).sum(d, /*keepdim=*/true));
+    return input_dtype == gi.scalar_type() ? gi : gi.to(input_dtype);
+  }
   if (y.scalar_type() == at::kBFloat16) {
     return backward(name, g.to(at::kFloat), y.to(at::kFloat), dim, input_dtype, log);
   }

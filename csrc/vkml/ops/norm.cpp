@@ -23,11 +23,23 @@ constexpr int64_t kRowRegisters = NORM_ROW_REGISTERS;
 // leave most of a GPU idle (64 workgroups for ResNet's first layers).
 constexpr int64_t kTargetGroups = 2048, kPartElements = 8192, kMaxParts = 256;
 
-int64_t parts_for(const NormView& v) {
-  const int64_t by_size = v.outer * v.inner / kPartElements;
+int64_t parts_for(Device& dev, const NormView& v) {
+  const int64_t per_c = v.outer * v.inner;
+  const int64_t by_size = per_c / kPartElements;
   const int64_t by_groups = (kTargetGroups + v.c - 1) / v.c;
-  return std::clamp<int64_t>(std::min(by_size, by_groups), 1, kMaxParts);
+  // A loop-limited driver (Mesa 22.3's lavapipe ends every loop of an invocation after
+  // 65535 iterations, silently) needs parts short enough for a thread's two passes to stay
+  // under half its limit, however many channels there are.
+  const int64_t limit = dev.info().loop_iteration_limit;
+  const int64_t by_limit = limit == 0 ? 1 : (4 * per_c + 256 * limit - 1) / (256 * limit);
+  return std::clamp<int64_t>(std::max(std::min(by_size, by_groups), by_limit), 1, kMaxParts);
 }
+
+// Rows longer than this go the per-channel way (statistics split into parts, then an
+// elementwise pass) rather than one workgroup per row: that workgroup would do all the
+// work of a few long rows alone, and on a loop-limited driver its loops ended early (a
+// layer norm over rows of 9.4M elements came back wrong on lavapipe).
+constexpr int64_t kLongRow = int64_t(1) << 20;
 
 void check_rows(const NormView& v) {
   VKML_CHECK_ARG(v.outer == 1 && v.sdiv == v.inner && v.smod == v.c,
@@ -99,7 +111,7 @@ void launch(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
 
 // Mode 0 or 1, split into parts where that fills the GPU better (parts_for).
 void per_channel(Device& dev, DType dtype, int mode, Push p, const NormView& v) {
-  const int64_t parts = parts_for(v);
+  const int64_t parts = parts_for(dev, v);
   if (parts <= 1 || v.outer * v.c * v.inner == 0) {
     launch(dev, dtype, mode, p, v);
     return;
@@ -122,6 +134,12 @@ void per_channel(Device& dev, DType dtype, int mode, Push p, const NormView& v) 
 void norm_rows_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_t b, uint64_t mean,
                        uint64_t rstd, uint64_t y, const NormView& v, float eps) {
   check_rows(v);
+  if (v.inner > kLongRow) {
+    per_channel(dev, dtype, NORM_STATISTICS, {.x = x, .mean = mean, .rstd = rstd, .eps = eps}, v);
+    launch(dev, dtype, NORM_FORWARD, {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .dst = y},
+           v);
+    return;
+  }
   launch(dev, dtype, NORM_ROWS_FORWARD,
          {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .dst = y, .eps = eps}, v);
 }
@@ -129,6 +147,25 @@ void norm_rows_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_
 void norm_rows_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint64_t w,
                          uint64_t mean, uint64_t rstd, uint64_t gx, const NormView& v) {
   check_rows(v);
+  if (v.inner > kLongRow) {  // the two sums per row, split into parts, then gx
+    Allocation sums = dev.memory().allocate(uint64_t(2 * v.c) * 4);
+    const uint64_t sa = sums.address, sb = sums.address + uint64_t(v.c) * 4;
+    per_channel(dev, dtype, NORM_BACKWARD_SUMS,
+                {.x = x, .gy = gy, .w = w, .mean = mean, .rstd = rstd, .sa = sa, .sb = sb}, v);
+    launch(dev, dtype, NORM_DATA_GRAD,
+           {.x = x,
+            .gy = gy,
+            .w = w,
+            .mean = mean,
+            .rstd = rstd,
+            .dst = gx,
+            .sa = sa,
+            .sb = sb,
+            .count = float(v.inner)},
+           v);
+    dev.memory().free(sums.address);  // the stream orders later work after these
+    return;
+  }
   launch(dev, dtype, NORM_ROWS_DATA_GRAD,
          {.x = x, .gy = gy, .w = w, .mean = mean, .rstd = rstd, .dst = gx, .count = float(v.inner)},
          v);
