@@ -228,3 +228,18 @@ def test_float32_pow_stays_within_two_ulps(no_fallback):
         ulp = (torch.nextafter(want.float(), torch.tensor(math.inf)).double() - want.float()).abs()
         worst = ((got - want).abs() / ulp).max().item()
         assert worst <= 2.5, f"pow(x, {e}): {worst:.2f} ulps"
+
+
+@pytest.mark.parametrize("name", ["eq_", "ne_", "lt_", "le_", "gt_", "ge_"])
+def test_in_place_comparisons_do_not_broadcast_self(name):
+    """a.eq_(b) with b broadcasting a to a larger shape resized a on vkml (found by
+    PyTorch's test_torch.py); the CPU raises, and a keeps its shape and values."""
+    for device in ("cpu", VKML):
+        a = torch.tensor([[1.0], [2.0], [3.0]], device=device)
+        with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+            getattr(a, name)(torch.zeros(3, 4, device=device))
+        assert a.shape == (3, 1) and a.cpu().flatten().tolist() == [1.0, 2.0, 3.0]
+        b = torch.tensor([[1.0, 5.0], [2.0, 0.0]], device=device)
+        getattr(b, name)(torch.tensor([1.0, 0.0], device=device))  # broadcasting the other
+        want = getattr(torch.tensor([[1.0, 5.0], [2.0, 0.0]]), name)(torch.tensor([1.0, 0.0]))
+        assert torch.equal(b.cpu(), want)
