@@ -255,3 +255,29 @@ def test_complex_linspace(steps):
         torch.testing.assert_close(
             got, want, rtol=0, atol=1e-6 if dtype == torch.complex64 else 1e-15
         )
+
+
+@pytest.mark.parametrize(
+    "fill",
+    [
+        lambda out: torch.linspace(0, 3, 4, out=out),
+        lambda out: torch.logspace(0, 3, 4, out=out),
+        lambda out: torch.arange(4, out=out),
+        lambda out: torch.arange(0.5, 4.5, out=out),
+    ],
+    ids=["linspace", "logspace", "arange", "arange_float"],
+)
+def test_ranges_into_an_out_of_the_same_count_keep_its_shape(fill):
+    """An out of steps elements in another shape (a narrowed view, PyTorch's
+    test_tensor_creation_ops): the CPU keeps its shape and strides and fills it in
+    row-major order; vkml wrote past the view."""
+    for device in ("cpu", "vkml"):
+        x = torch.zeros(2, 3, device=device)
+        fill(x.narrow(1, 1, 2))
+        y = torch.zeros(2, 2, device=device)
+        fill(y)
+        if device == "cpu":
+            want_x, want_y = x, y
+        else:
+            torch.testing.assert_close(x.cpu(), want_x, atol=0, rtol=1e-6)
+            torch.testing.assert_close(y.cpu(), want_y, atol=0, rtol=1e-6)

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "fallback.h"
 #include "value_bounds.h"
@@ -25,6 +26,17 @@ void note_arange(const at::Tensor& t, int64_t start, int64_t step, int64_t n) {
   note_values(t, std::min(start, last), std::max(start, last));
 }
 
+// The CPU resizes an out of another element count only: an out holding `n` elements in
+// another shape (or strides) keeps them and takes the values in its own row-major order
+// (linspace(0, 3, 4, out=x.narrow(1, 1, 2)) wrote past the view here before).
+bool into_shaped_out(int64_t n, at::Tensor& out, const std::function<void(at::Tensor&)>& fill) {
+  if (out.numel() != n || (out.dim() == 1 && out.is_contiguous())) return false;
+  at::Tensor flat = at::empty({n}, out.options());
+  fill(flat);
+  out.copy_(flat.view(out.sizes()));
+  return true;
+}
+
 at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step,
                        at::Tensor& out) {
   // ATen's own count, so that vkml follows the installed torch: int64 outputs count in
@@ -33,6 +45,8 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
   const int64_t n = out.scalar_type() == at::kLong
                         ? at::native::compute_arange_size<int64_t>(start, end, step)
                         : at::native::compute_arange_size<double>(start, end, step);
+  if (into_shaped_out(n, out, [&](at::Tensor& flat) { arange_out(start, end, step, flat); }))
+    return out;
   at::native::resize_output(out, {n});
   if (n == 0) return out;
   auto t = out.scalar_type();
@@ -91,6 +105,8 @@ void linspace_kernel(at::Tensor& r, double start, double end, double step) {
 at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps,
                          at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (into_shaped_out(steps, out, [&](at::Tensor& flat) { linspace_out(start, end, steps, flat); }))
+    return out;
   auto t = out.scalar_type();
   if (at::isComplexType(t)) {
     // The CPU's complex step divides each part by steps - 1 and its products with the
@@ -158,6 +174,9 @@ at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
   if (!(t == at::kFloat || t == at::kHalf || t == at::kBFloat16)) {
     return cpu_route<at::_ops::logspace_out>(start, end, steps, base, out);
   }
+  if (into_shaped_out(steps, out,
+                      [&](at::Tensor& flat) { logspace_out(start, end, steps, base, flat); }))
+    return out;
   at::native::resize_output(out, {steps});
   if (steps == 0) return out;
   if (steps == 1) return out.fill_(std::pow(base, start.toDouble()));
