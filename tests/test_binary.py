@@ -243,3 +243,22 @@ def test_in_place_comparisons_do_not_broadcast_self(name):
         getattr(b, name)(torch.tensor([1.0, 0.0], device=device))  # broadcasting the other
         want = getattr(torch.tensor([[1.0, 5.0], [2.0, 0.0]]), name)(torch.tensor([1.0, 0.0]))
         assert torch.equal(b.cpu(), want)
+
+
+def test_alpha_and_lerp_dtypes_checked_as_on_the_cpu():
+    """Found by PyTorch's test_type_promotion.py: add/sub with a float alpha on integer
+    tensors computed (alpha truncated) and lerp of float64 and float32 promoted, where
+    the CPU raises."""
+    for device in ("cpu", VKML):
+        x = torch.ones(4, dtype=torch.int32, device=device)
+        for fn in (torch.add, torch.sub):
+            with pytest.raises(RuntimeError, match="alpha must not be a floating point"):
+                fn(x, x, alpha=1.1)
+            with pytest.raises(RuntimeError, match="alpha must not be a floating point"):
+                fn(x.bool(), x.bool(), alpha=1.1) if fn is torch.add else fn(x, x, alpha=0.5)
+        assert torch.equal(torch.add(x.bool(), x.bool(), alpha=True).cpu(), torch.ones(4).bool())
+        d, f = torch.ones(4, dtype=torch.double, device=device), torch.ones(4, device=device)
+        with pytest.raises(RuntimeError, match="for `end`"):
+            torch.lerp(d, f, 0.5)
+        with pytest.raises(RuntimeError, match="for `weight`"):
+            torch.lerp(f, f, d)

@@ -54,35 +54,47 @@ const EwOp kLogaddexp2{OP_LOGADDEXP2, "logaddexp2", ResultType::Promote, true};
 const EwOp kHeaviside{.code = OP_HEAVISIDE, .name = "heaviside", .out_exact = true};
 const EwOp kXlog1py{OP_XLOG1PY, "special_xlog1py", ResultType::PromoteToFloat};
 
+// ATen's checks of alpha against the result dtype (a float alpha for integers raises).
+void check_alpha(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  at::native::alpha_check(at::result_type(a, b), alpha);
+}
+
 // add / sub carry alpha in slot 2.
 at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  check_alpha(a, b, alpha);
   return elementwise(kAdd, {a, b}, {}, {.s2 = alpha, .fits = ScalarFits::Dtype});
 }
 at::Tensor& add_(at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  check_alpha(a, b, alpha);
   elementwise(kAdd, {a, b}, a, {.s2 = alpha, .fits = ScalarFits::Dtype});
   return a;
 }
 at::Tensor& add_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha,
                     at::Tensor& out) {
+  check_alpha(a, b, alpha);
   elementwise(kAdd, {a, b}, out, {.s2 = alpha, .fits = ScalarFits::Dtype});
   return out;
 }
 at::Tensor sub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  check_alpha(a, b, alpha);
   at::native::sub_check(a, b);  // ATen's, so the error is the installed torch's
   return elementwise(kSub, {a, b}, {}, {.s2 = alpha, .fits = ScalarFits::Dtype});
 }
 at::Tensor& sub_(at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  check_alpha(a, b, alpha);
   at::native::sub_check(a, b);
   elementwise(kSub, {a, b}, a, {.s2 = alpha, .fits = ScalarFits::Dtype});
   return a;
 }
 at::Tensor& sub_out(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha,
                     at::Tensor& out) {
+  check_alpha(a, b, alpha);
   at::native::sub_check(a, b);
   elementwise(kSub, {a, b}, out, {.s2 = alpha, .fits = ScalarFits::Dtype});
   return out;
 }
 at::Tensor rsub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  check_alpha(b, a, alpha);
   at::native::sub_check(b, a);
   return elementwise(kSub, {b, a}, {}, {.s2 = alpha, .fits = ScalarFits::Dtype});
 }

@@ -63,27 +63,41 @@ at::Tensor& addcdiv_out(const at::Tensor& a, const at::Tensor& t1, const at::Ten
   return out;
 }
 
+// lerp does not promote: the CPU's checks and words.
+void check_lerp(const at::Tensor& a, const at::Tensor& end, const at::Tensor* w = nullptr) {
+  TORCH_CHECK(a.scalar_type() == end.scalar_type(), "expected dtype ", a.scalar_type(),
+              " for `end` but got dtype ", end.scalar_type());
+  TORCH_CHECK(w == nullptr || a.scalar_type() == w->scalar_type(), "expected dtype ",
+              a.scalar_type(), " for `weight` but got dtype ", w->scalar_type());
+}
+
 at::Tensor lerp_s(const at::Tensor& a, const at::Tensor& end, const at::Scalar& w) {
+  check_lerp(a, end);
   return elementwise(kLerpScalar, {a, end}, {}, {.s2 = w, .fits = ScalarFits::Opmath});
 }
 at::Tensor& lerp_s_(at::Tensor& a, const at::Tensor& end, const at::Scalar& w) {
+  check_lerp(a, end);
   elementwise(kLerpScalar, {a, end}, a, {.s2 = w, .fits = ScalarFits::Opmath});
   return a;
 }
 at::Tensor& lerp_s_out(const at::Tensor& a, const at::Tensor& end, const at::Scalar& w,
                        at::Tensor& out) {
+  check_lerp(a, end);
   elementwise(kLerpScalar, {a, end}, out, {.s2 = w, .fits = ScalarFits::Opmath});
   return out;
 }
 at::Tensor lerp_t(const at::Tensor& a, const at::Tensor& end, const at::Tensor& w) {
+  check_lerp(a, end, &w);
   return elementwise(kLerpTensor, {a, end, w});
 }
 at::Tensor& lerp_t_(at::Tensor& a, const at::Tensor& end, const at::Tensor& w) {
+  check_lerp(a, end, &w);
   elementwise(kLerpTensor, {a, end, w}, a);
   return a;
 }
 at::Tensor& lerp_t_out(const at::Tensor& a, const at::Tensor& end, const at::Tensor& w,
                        at::Tensor& out) {
+  check_lerp(a, end, &w);
   elementwise(kLerpTensor, {a, end, w}, out);
   return out;
 }
