@@ -201,3 +201,19 @@ def test_integer_pools_take_the_counted_cpu_route(dtype):
     assert_raises_like_cpu(lambda t: F.adaptive_max_pool2d(t, 3), x)
     assert torch_vkml.fallback_counts()
     torch_vkml.reset_fallback_counts()  # counted above, as this test expects
+
+
+def test_empty_sizes_raise_as_on_the_cpu():
+    """Found by PyTorch's nn/test_pooling.py: the backward of an adaptive pooling to size
+    0 and fractional max pooling over zero channels returned where the CPU raises."""
+    for device in ("cpu", "vkml"):
+        x = torch.randn(1, 4, 10, 9, device=device, requires_grad=True)
+        for fn in (F.adaptive_avg_pool2d, F.adaptive_max_pool2d):
+            y = fn(x, 0)
+            assert y.shape == (1, 4, 0, 0)
+            with pytest.raises(RuntimeError, match="Expected grad_output to have non-zero size"):
+                y.sum().backward()
+        pool = torch.nn.FractionalMaxPool2d(3, output_ratio=(0.5, 0.5))
+        with pytest.raises(RuntimeError, match="Expected input to have non-zero size"):
+            pool(torch.randn(1, 0, 50, 32, device=device))
+        assert pool(torch.ones(0, 2, 50, 32, device=device)).shape == (0, 2, 25, 16)

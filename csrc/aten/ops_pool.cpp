@@ -260,8 +260,20 @@ at::Tensor adaptive_avg(const at::Tensor& self, at::IntArrayRef output_size) {
   return SP == 2 ? in_layout_of(y, self) : y;
 }
 
+// The CPU's check on the adaptive poolings' grad_output (an output size of 0 gives an
+// empty forward, whose backward raises).
+void check_adaptive_grad(const char* op, const at::Tensor& grad) {
+  for (int64_t d = 1; d < grad.dim(); ++d)
+    TORCH_CHECK(grad.size(d) > 0, op,
+                "(): Expected grad_output to have non-zero size for non-batch dimensions, but "
+                "grad_output has sizes ",
+                grad.sizes(), " with dimension ", d, " being empty");
+}
+
 template <int SP>
 at::Tensor adaptive_avg_backward(const at::Tensor& grad, const at::Tensor& self) {
+  check_adaptive_grad(SP == 2 ? "adaptive_avg_pool2d_backward" : "adaptive_avg_pool3d_backward",
+                      grad);
   if (!float_kernel_dtype(self)) {
     if constexpr (SP == 2)
       return cpu_route<at::_ops::_adaptive_avg_pool2d_backward>(grad, self);
@@ -289,6 +301,8 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max(const at::Tensor& self,
 template <int SP>
 at::Tensor adaptive_max_backward(const at::Tensor& grad, const at::Tensor& self,
                                  const at::Tensor& indices) {
+  check_adaptive_grad(SP == 2 ? "adaptive_max_pool2d_backward" : "adaptive_max_pool3d_backward",
+                      grad);
   if (!float_kernel_dtype(self)) {
     if constexpr (SP == 2)
       return cpu_route<at::_ops::adaptive_max_pool2d_backward>(grad, self, indices);

@@ -42,6 +42,10 @@ std::tuple<at::Tensor, at::Tensor> frac_pool(const at::Tensor& self, at::IntArra
               D, " elements");
   TORCH_CHECK(self.dim() == D + 1 || self.dim() == D + 2, op, "(): Expected ", D + 1, "D or ",
               D + 2, "D tensor, but got: ", self.sizes());
+  for (int64_t d = self.dim() - D - 1; d < self.dim(); ++d)
+    TORCH_CHECK(self.size(d) > 0, op,
+                "(): Expected input to have non-zero size for non-batch dimensions, but got",
+                self.sizes(), " with dimension ", d, " being empty.");
   TORCH_CHECK(at::isFloatingType(self.scalar_type()), op, " expects a floating-point input");
   // The CPU's checks and messages: a sample row per plane, more rows than the batch
   // allowed (the first are used).
