@@ -256,3 +256,14 @@ def test_float64_nll_loss_runs_on_the_device(reduction):
     with pytest.raises(IndexError, match="Target 7 is out of bounds"):
         loss.item()
     assert F.cross_entropy(x.to(VKML), y.clamp(0).to(VKML)).item() > 0  # usable after
+
+
+def test_nll_loss_weight_of_another_shape_raises_as_on_the_cpu():
+    """A (1, C) weight: the CPU asks for a 1-d weight of C; vkml took it (found by
+    PyTorch's test_nn.py)."""
+    for device in ("cpu", "vkml"):
+        x = torch.randn(10, 3, device=device)
+        t = torch.randint(0, 3, (10,), device=device)
+        for weight in (torch.ones(4, device=device), torch.ones(1, 3, device=device)):
+            with pytest.raises(RuntimeError, match="for all 3 classes or no classes"):
+                torch.nn.functional.nll_loss(x, t, weight=weight)

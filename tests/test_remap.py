@@ -168,3 +168,10 @@ def test_upsample_nearest_float64_backward():
     x = leaf((2, 3, 5, 4), torch.float64)
     assert_grads_close_to_cpu(lambda t: F.interpolate(t, scale_factor=1.5), x)
     assert_grads_close_to_cpu(lambda t: F.interpolate(t, size=(3, 7), mode="nearest-exact"), x)
+
+
+def test_padding_shape_errors_in_the_cpus_words():
+    for device in ("cpu", "vkml"):
+        for mode in ("replicate", "reflect"):
+            with pytest.raises(RuntimeError, match=r"^Expected 2D or 3D \(batch mode\)"):
+                torch.nn.functional.pad(torch.ones(3, 0, 10, device=device), (1, 1), mode=mode)

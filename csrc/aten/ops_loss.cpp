@@ -26,9 +26,10 @@ void check_nll_args(const at::Tensor& self, const at::Tensor& target,
   TORCH_CHECK(target.scalar_type() == at::kLong || target.scalar_type() == at::kByte,
               "expected scalar type Long but found ", target.scalar_type());
   const int64_t c = self.size(-1);
-  TORCH_CHECK(!(weight.has_value() && weight->defined()) || weight->numel() == c,
-              "weight tensor should be defined either for all ", c,
-              " classes or no classes but got weight tensor of shape: ", weight->sizes());
+  TORCH_CHECK(
+      !(weight.has_value() && weight->defined()) || (weight->dim() == 1 && weight->numel() == c),
+      "weight tensor should be defined either for all ", c,
+      " classes or no classes but got weight tensor of shape: ", weight->sizes());
 }
 
 // float64 log-probabilities: composed of float64 kernels (nll_loss_float64.h) where the

@@ -6,6 +6,7 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -145,15 +146,14 @@ std::vector<RemapDim> pad_dims(const char* op, const at::Tensor& x, at::IntArray
   TORCH_CHECK(int64_t(padding.size()) == 2 * nd, op, ": padding size is expected to be ", 2 * nd,
               ", but got: ", padding.size());
   int64_t dim = x.dim();
-  TORCH_CHECK(dim == nd + 1 || dim == nd + 2, op, ": expected ", nd + 1, "D or ", nd + 2,
+  // ATen's padding check, in its words (no op name).
+  bool valid = dim == nd + 1 || dim == nd + 2;
+  for (int64_t k = std::max<int64_t>(dim - nd - 1, 0); valid && k < dim; ++k)
+    valid = x.size(k) != 0;
+  TORCH_CHECK(valid, "Expected ", nd + 1, "D or ", nd + 2,
               "D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions "
               "for input, but got: ",
               x.sizes());
-  for (int64_t k = dim - nd - 1; k < dim; ++k)
-    TORCH_CHECK(x.size(k) != 0, op, ": expected ", nd + 1, "D or ", nd + 2,
-                "D (batch mode) tensor with possibly 0 batch size and other non-zero "
-                "dimensions for input, but got: ",
-                x.sizes());
   auto dims = identity_dims(x);
   for (int64_t j = 0; j < nd; ++j) {
     int64_t d = dim - 1 - j;
