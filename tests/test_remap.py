@@ -175,3 +175,17 @@ def test_padding_shape_errors_in_the_cpus_words():
         for mode in ("replicate", "reflect"):
             with pytest.raises(RuntimeError, match=r"^Expected 2D or 3D \(batch mode\)"):
                 torch.nn.functional.pad(torch.ones(3, 0, 10, device=device), (1, 1), mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["replicate", "reflect"])
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_padding_backward(mode, dtype, no_fallback):
+    """Complex padding's backward raised NotImplementedError (PyTorch's test_nn.py)."""
+    x = torch.randn(2, 3, 5, 6, dtype=dtype)
+    g = torch.randn(2, 3, 7, 9, dtype=dtype)
+    grads = {}
+    for device in ("cpu", "vkml"):
+        xs = x.to(device).detach().requires_grad_()
+        torch.nn.functional.pad(xs, (1, 2, 1, 1), mode=mode).backward(g.to(device))
+        grads[device] = xs.grad.cpu()
+    torch.testing.assert_close(grads["vkml"], grads["cpu"], atol=1e-5, rtol=1e-5)

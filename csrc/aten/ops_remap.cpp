@@ -69,6 +69,11 @@ at::Tensor run_remap(const char* op, const at::Tensor& self, const std::vector<R
 // in float32; float64 takes the index_add form in double.
 at::Tensor run_remap_backward(const char* op, const at::Tensor& grad_out, at::IntArrayRef in_sizes,
                               std::vector<RemapDim> dims, at::ScalarType dtype) {
+  if (at::isComplexType(dtype)) {  // the sums are linear: the two parts apart
+    const at::ScalarType real = c10::toRealValueType(dtype);
+    return at::complex(run_remap_backward(op, at::real(grad_out), in_sizes, dims, real),
+                       run_remap_backward(op, at::imag(grad_out), in_sizes, dims, real));
+  }
   TORCH_CHECK_NOT_IMPLEMENTED(is_float_storage(dtype) || dtype == at::kDouble, op,
                               " on vkml supports float32, float16, bfloat16 and float64, got ",
                               dtype);
