@@ -135,9 +135,8 @@ void norm_rows_forward(Device& dev, DType dtype, uint64_t x, uint64_t w, uint64_
                        uint64_t rstd, uint64_t y, const NormView& v, float eps) {
   check_rows(v);
   if (v.inner > kLongRow) {
-    per_channel(dev, dtype, NORM_STATISTICS, {.x = x, .mean = mean, .rstd = rstd, .eps = eps}, v);
-    launch(dev, dtype, NORM_FORWARD, {.x = x, .w = w, .b = b, .mean = mean, .rstd = rstd, .dst = y},
-           v);
+    norm_stats(dev, dtype, x, mean, rstd, /*var=*/0, v, eps);
+    norm_forward(dev, dtype, x, w, b, mean, rstd, y, v);
     return;
   }
   launch(dev, dtype, NORM_ROWS_FORWARD,
@@ -150,19 +149,8 @@ void norm_rows_data_grad(Device& dev, DType dtype, uint64_t x, uint64_t gy, uint
   if (v.inner > kLongRow) {  // the two sums per row, split into parts, then gx
     Allocation sums = dev.memory().allocate(uint64_t(2 * v.c) * 4);
     const uint64_t sa = sums.address, sb = sums.address + uint64_t(v.c) * 4;
-    per_channel(dev, dtype, NORM_BACKWARD_SUMS,
-                {.x = x, .gy = gy, .w = w, .mean = mean, .rstd = rstd, .sa = sa, .sb = sb}, v);
-    launch(dev, dtype, NORM_DATA_GRAD,
-           {.x = x,
-            .gy = gy,
-            .w = w,
-            .mean = mean,
-            .rstd = rstd,
-            .dst = gx,
-            .sa = sa,
-            .sb = sb,
-            .count = float(v.inner)},
-           v);
+    norm_backward_sums(dev, dtype, x, gy, w, mean, rstd, sa, sb, v);
+    norm_data_grad(dev, dtype, x, gy, w, mean, rstd, sa, sb, gx, v, v.inner);
     dev.memory().free(sums.address);  // the stream orders later work after these
     return;
   }
