@@ -678,3 +678,22 @@ def test_beta_and_dirichlet_rsample_gradients_are_native():
     a_, b_ = a.detach().cpu(), b.detach().cpu()
     torch.testing.assert_close(a.grad.cpu(), b_ / (a_ + b_) ** 2, rtol=0.03, atol=0)
     torch.testing.assert_close(b.grad.cpu(), -a_ / (a_ + b_) ** 2, rtol=0.03, atol=0)
+
+
+def test_draws_into_an_expanded_tensor_raise_as_on_the_cpu():
+    """One draw per element into a tensor whose elements share memory: the CPU raises
+    (PyTorch's test_torch.py bernoulli/masked_scatter mem_overlap); vkml wrote."""
+    fills = (
+        lambda t: t.bernoulli_(0.5),
+        lambda t: t.bernoulli_(torch.full((6,), 0.5, device=t.device)),
+        lambda t: t.uniform_(),
+        lambda t: t.normal_(),
+        lambda t: t.masked_scatter_(
+            torch.ones(6, dtype=torch.bool, device=t.device), torch.ones(6, device=t.device)
+        ),
+    )
+    for device in ("cpu", "vkml"):
+        x = torch.zeros(1, device=device).expand(6)
+        for fill in fills:
+            with pytest.raises(RuntimeError, match="unsupported operation"):
+                fill(x)

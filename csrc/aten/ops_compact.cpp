@@ -4,6 +4,7 @@
 // then compacts in one kernel. Also count_nonzero (bincount lives with the
 // histogram ops in ops_search.cpp).
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
@@ -124,6 +125,7 @@ at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at
 }
 
 at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+  at::assert_no_internal_overlap(self);
   TORCH_CHECK(self.scalar_type() == source.scalar_type(),
               "masked_scatter_: expected self and source to have same dtypes but got",
               self.scalar_type(), " and ", source.scalar_type());

@@ -2,6 +2,7 @@
 // uniform_, bernoulli_, dropout build on these) from the Philox generator, and
 // multinomial sampling built on them.
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/DistributionsHelper.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
@@ -31,6 +32,8 @@ bool random_dtype(at::ScalarType t) {
 at::Tensor& generate(at::Tensor& self, Distribution dist, vkml::Scalar a, vkml::Scalar b,
                      const std::optional<at::Generator>& gen) {
   if (self.numel() == 0) return self;
+  // An expanded self would get one of its draws per element: the CPU raises.
+  at::assert_no_internal_overlap(self);
   if (self.scalar_type() == at::kChar || self.scalar_type() == at::kShort) {
     // Drawn as int32 in the same range, which holds every int16 and int8 value.
     at::Tensor wide = at::empty(self.sizes(), self.options().dtype(at::kInt));
@@ -152,6 +155,7 @@ at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Genera
 at::Tensor& bernoulli_tensor(at::Tensor& self, const at::Tensor& p,
                              std::optional<at::Generator> gen) {
   if (self.numel() == 0) return self;
+  at::assert_no_internal_overlap(self);
   at::Tensor u = at::empty(self.sizes(), self.options().dtype(at::kFloat));
   uniform_(u, 0.0, 1.0, gen);
   self.copy_(u.lt(p.expand(self.sizes())));
