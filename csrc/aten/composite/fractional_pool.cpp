@@ -42,7 +42,7 @@ std::tuple<at::Tensor, at::Tensor> frac_pool(const at::Tensor& self, at::IntArra
               D, " elements");
   TORCH_CHECK(self.dim() == D + 1 || self.dim() == D + 2, op, "(): Expected ", D + 1, "D or ",
               D + 2, "D tensor, but got: ", self.sizes());
-  for (int64_t d = self.dim() - D - 1; d < self.dim(); ++d)
+  for (int64_t d = 1; d < self.dim(); ++d)  // from 1, batched or not, as the CPU checks
     TORCH_CHECK(self.size(d) > 0, op,
                 "(): Expected input to have non-zero size for non-batch dimensions, but got",
                 self.sizes(), " with dimension ", d, " being empty.");
