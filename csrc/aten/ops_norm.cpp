@@ -6,7 +6,6 @@
 #include <torch/library.h>
 
 #include <array>
-
 #include <optional>
 #include <tuple>
 #include <vector>
