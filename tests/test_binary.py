@@ -124,6 +124,66 @@ def test_fmod_remainder_precision():
     assert_close_to_cpu(lambda x, y: torch.div(x, y, rounding_mode="floor"), a, b)
 
 
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=dtype_id
+)
+def test_fmod_remainder_of_large_quotients(dtype):
+    # |a / b| past 2^24 (2^53 in float64): a - b * trunc(a / b) is no remainder any more
+    # (fmod(1e30, 3.3) came back as 8.8e21). NumPy's fmod is exact, as the CPU's is while
+    # a / b stays finite; where it overflows the CPU's vectorized fmod returns NaN.
+    np = pytest.importorskip("numpy")
+    g = torch.Generator().manual_seed(0)
+    top = 300 if dtype == torch.float64 else 36
+    a = (torch.rand(4000, generator=g, dtype=torch.float64) * 2 - 1) * torch.pow(
+        10.0, torch.randint(-4, top, (4000,), generator=g).double()
+    )
+    b = (torch.rand(4000, generator=g, dtype=torch.float64) * 2 - 1) * torch.pow(
+        10.0, torch.randint(-8, 4, (4000,), generator=g).double()
+    )
+    fi = torch.finfo(dtype)
+    a, b = a.clamp(fi.min, fi.max).to(dtype), b.clamp(fi.min, fi.max).to(dtype)
+    b[b == 0] = 1
+    wide = torch.float64 if dtype == torch.float64 else torch.float32
+    an, bn = a.to(wide).numpy(), b.to(wide).numpy()
+    want_fmod = torch.from_numpy(np.fmod(an, bn)).to(dtype)
+    want_rem = torch.from_numpy(
+        np.where(
+            (np.fmod(an, bn) != 0) & ((np.fmod(an, bn) < 0) != (bn < 0)),
+            np.fmod(an, bn) + bn,
+            np.fmod(an, bn),
+        )
+    ).to(dtype)
+    got_fmod = torch.fmod(a.to(VKML), b.to(VKML)).cpu()
+    got_rem = torch.remainder(a.to(VKML), b.to(VKML)).cpu()
+    torch.testing.assert_close(got_fmod, want_fmod, atol=0, rtol=0)
+    torch.testing.assert_close(got_rem, want_rem, atol=0, rtol=0)
+    assert (got_fmod.abs() < b.abs()).all()
+    # where the CPU's quotient stays finite, it agrees
+    finite = torch.isfinite(a.double() / b.double()) & torch.isfinite(torch.fmod(a, b))
+    torch.testing.assert_close(got_fmod[finite], torch.fmod(a, b)[finite], atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
+def test_rounding_division_of_reduced_floats(dtype):
+    # The CPU rounds a / b to float16 or bfloat16 before trunc or floor: a quotient just
+    # under an integer rounds up to it (-65504 / 165 is -397, not -396).
+    fi = torch.finfo(dtype)
+    g = torch.Generator().manual_seed(1)
+    a = ((torch.rand(8192, generator=g) * 2 - 1) * fi.max).to(dtype)
+    b = (
+        (torch.rand(8192, generator=g) * 2 - 1)
+        * torch.pow(10.0, torch.randint(-3, 4, (8192,), generator=g))
+    ).to(dtype)
+    b[b == 0] = 1
+    a[:2] = -65504 if dtype == torch.float16 else a[:2]
+    b[:2] = torch.tensor([165.0, -445.75], dtype=dtype)
+    for mode in ("trunc", "floor"):
+        assert_close_to_cpu(
+            lambda x, y, m=mode: torch.div(x, y, rounding_mode=m), a, b, atol=0, rtol=0
+        )
+    assert_close_to_cpu(torch.floor_divide, a, b, atol=0, rtol=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8], ids=dtype_id)
 def test_integer_division_semantics(dtype):
     lo = 0 if dtype == torch.uint8 else -9

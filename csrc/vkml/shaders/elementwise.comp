@@ -350,11 +350,46 @@ CT sub_exact_product(CT a, CT b, CT q) {
   precise CT r = (a - p) - e;
   return r;
 }
+// x rounded to the storage type (float16 and bfloat16 compute in float32).
+CT in_storage(CT x) {
+#if defined(ST_F16)
+  return float(float16_t(x));
+#elif defined(ST_BF16)
+  return bf16_to_f32(f32_to_bf16(x));
+#else
+  return x;
+#endif
+}
+// fmod of finite a and b, |a / b| past 2^24 (2^53 in f64), where trunc(a / b) is no
+// longer an integer quotient: |a| is reduced by |b| scaled to its binade, largest first.
+// Each subtraction is exact (t <= r < 2t) and lowers r's exponent, so this ends after at
+// most the exponent difference plus one steps (about 280 in f32, 2100 in f64).
+CT fmod_by_binades(CT a, CT b) {
+  CT r = abs(a);
+  const CT d = abs(b);
+  int eb;
+  frexp(d, eb);
+  while (r >= d) {
+    int er;
+    frexp(r, er);
+    CT t = ldexp(d, er - eb);
+    if (t > r) t = ldexp(d, er - eb - 1);
+    r -= t;
+  }
+  return copy_sign(r, a);
+}
 // fmod(a, b) from the exact a - b * trunc(a / b), q corrected by one where a / b
-// rounded across an integer. Exact while |a / b| < 2^24 (2^53 in f64).
+// rounded across an integer; past 2^24 (2^53 in f64) by binades.
 CT fmod_f(CT a, CT b) {
   if (isinf(b) && !isinf(a)) return a;
   CT q = trunc(a / b);
+#ifdef ST_F64
+  if (abs(q) >= CT(9007199254740992.0lf) && !isinf(a) && !isnan(b) && b != CT(0))
+    return fmod_by_binades(a, b);
+#else
+  if (abs(q) >= CT(16777216.0) && !isinf(a) && !isnan(b) && b != CT(0))
+    return fmod_by_binades(a, b);
+#endif
   CT r = sub_exact_product(a, b, q);
   if (r != CT(0) && sign_bit(r) != sign_bit(a)) r += (sign_bit(a) == sign_bit(b)) ? b : -b;
   if (abs(r) >= abs(b)) r -= (sign_bit(a) == sign_bit(b)) ? b : -b;
@@ -667,16 +702,18 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_ISFINITE: return CT(!isnan(a) && !isinf(a));
     case OP_SIGNBIT: return CT(sign_bit(a));
     case OP_DIV: return a / b;
-    case OP_DIV_TRUNC: return trunc(a / b);
+    // Rounded to the storage type after each step, as the CPU computes float16 and
+    // bfloat16 (a quotient just under an integer may round up to it before trunc or floor).
+    case OP_DIV_TRUNC: return trunc(in_storage(a / b));
     case OP_DIV_FLOOR: {
       // PyTorch's floor division: from the exact remainder, not floor(a / b).
       if (b == CT(0)) return a / b;
-      CT m = fmod_f(a, b);
-      CT q = (a - m) / b;
-      if (m != CT(0) && (b < CT(0)) != (m < CT(0))) q -= CT(1);
+      CT m = in_storage(fmod_f(a, b));
+      CT q = in_storage(in_storage(a - m) / b);
+      if (m != CT(0) && (b < CT(0)) != (m < CT(0))) q = in_storage(q - CT(1));
       CT fq = floor(q);
-      if (q - fq > CT(0.5)) fq += CT(1);
-      return q == CT(0) ? copy_sign(CT(0), a / b) : fq;
+      if (in_storage(q - fq) > CT(0.5)) fq += CT(1);
+      return q == CT(0) ? copy_sign(CT(0), in_storage(a / b)) : fq;
     }
     case OP_MAXIMUM: return (isnan(a) || isnan(b)) ? NAN_F : max(a, b);
     case OP_MINIMUM: return (isnan(a) || isnan(b)) ? NAN_F : min(a, b);
