@@ -99,6 +99,17 @@ def test_pow_special_values():
     assert torch.equal(torch.signbit(vk.cpu())[number], torch.signbit(expected)[number])
 
 
+def test_float64_pow_overflows_to_inf():
+    # y log x between exp's overflow (709.8) and 1000: exp gave inf, and inf + inf * tail
+    # a NaN where the correction tail was negative (float_power(uint8 190, 190)).
+    a = torch.tensor([190.0, 210.0, 254.0, 1e10, 0.5, 3.0], dtype=torch.float64)
+    b = torch.tensor([190.0, 127.0, 127.0, 31.0, -1020.0, 630.0], dtype=torch.float64)
+    _, vk = assert_close_to_cpu(torch.pow, a, b, rtol=1e-13)
+    assert not vk.isnan().any()
+    u = torch.tensor([190, 127, 7], dtype=torch.uint8)
+    assert_close_to_cpu(torch.float_power, u, u, rtol=1e-13)
+
+
 def test_nextafter():
     a = torch.tensor([0.0, -0.0, 1.0, 1.0, -1.0, 1e-38, 3.4e38, INF, NAN, 2.0])
     b = torch.tensor([1.0, -1.0, 2.0, 0.0, -INF, 0.0, INF, 0.0, 1.0, 2.0])

@@ -73,6 +73,7 @@ double pow_positive_d(double x, double y) {
   precise double s = p + err;
   precise double tail = err - (s - p);
   double r = exp_d(s);
+  if (isinf(r)) return r;  // inf * tail would be a NaN where tail < 0
   return r + r * tail;
 }
 
