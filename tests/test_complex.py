@@ -447,3 +447,52 @@ def test_complex_products_in_index_reductions_take_the_cpu_route(dtype):
         x.scatter_reduce(0, idx, s, "amax")
     with pytest.raises(NotImplementedError):
         x.to(VKML).scatter_reduce(0, idx.to(VKML), s.to(VKML), "amax")
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=dtype_id)
+def test_complex_result_into_a_real_out_raises(dtype):
+    # The imaginary part was dropped in silence; the CPU raises "can't be cast".
+    a, b = _c(dtype=dtype), _c(dtype=torch.complex128, seed=1)
+    for op in (torch.add, torch.sub, torch.mul, torch.div):
+        for out_dtype in (torch.float64, torch.int64):
+            for dev in ("cpu", VKML):
+                with pytest.raises(RuntimeError, match="can't be cast"):
+                    op(a.to(dev), b.to(dev), out=torch.empty(2, 3, dtype=out_dtype, device=dev))
+    x = torch.randn(2, 3, dtype=torch.float64, device=VKML)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        x.add_(b.to(VKML))
+    # what may be cast still is: a complex out of a wider dtype, and |z| into a real out
+    out = torch.empty(2, 3, dtype=torch.complex128, device=VKML)
+    torch.add(a.to(VKML), b.to(VKML), out=out)
+    _same(out, torch.add(a, b))
+    real = torch.empty(2, 3, dtype=torch.float64, device=VKML)
+    torch.abs(b.to(VKML), out=real)
+    _same(real, b.abs())
+
+
+def test_complex_order_ops_raise_the_cpu_words():
+    a = _c()
+    for fn in (torch.maximum, torch.minimum, torch.fmax, torch.fmin, torch.heaviside):
+        with pytest.raises(RuntimeError) as cpu:
+            fn(a, a)
+        with pytest.raises(type(cpu.value), match=str(cpu.value).splitlines()[0]):
+            fn(a.to(VKML), a.to(VKML))
+    # heaviside names complex operands before different dtypes, as the CPU
+    with pytest.raises(RuntimeError, match="complex tensors"):
+        torch.heaviside(a.to(VKML), a.to(VKML, torch.complex128))
+    with pytest.raises(RuntimeError, match=r"different dtypes\."):
+        torch.heaviside(a.real.to(VKML), a.real.to(VKML, torch.float64))
+
+
+def test_complex128_division_scales_as_the_cpu():
+    # Smith's division: |b|^2 overflowed (or underflowed) where the quotient does not.
+    big, tiny = 1e300, 1e-300
+    a = torch.tensor(
+        [complex(big, big), complex(1, 1), complex(tiny, tiny), complex(3, -2)],
+        dtype=torch.complex128,
+    )
+    b = torch.tensor(
+        [complex(big, big), complex(tiny, tiny), complex(tiny, 2 * tiny), complex(0, 0)],
+        dtype=torch.complex128,
+    )
+    _same((a.to(VKML) / b.to(VKML)).cpu().to(VKML), a / b, tol=dict(atol=0, rtol=1e-15))

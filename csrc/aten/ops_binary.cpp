@@ -115,8 +115,10 @@ VKML_BINARY(floor_divide, kDivFloor)
 
 // heaviside: PyTorch wants both operands of one dtype.
 void check_heaviside(const at::Tensor& a, const at::Tensor& v) {
+  TORCH_CHECK(!a.is_complex() && !v.is_complex(),
+              "heaviside is not yet implemented for complex tensors.");
   TORCH_CHECK(a.scalar_type() == v.scalar_type(),
-              "heaviside is not yet implemented for tensors with different dtypes");
+              "heaviside is not yet implemented for tensors with different dtypes.");
 }
 at::Tensor heaviside(const at::Tensor& a, const at::Tensor& v) {
   check_heaviside(a, v);

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "aten/op_helpers.h"
 #include "aten/vkml_tensor.h"
 #include "vkml/ops/complex.h"
 #include "vkml/shaders/op_codes.h"
@@ -36,6 +37,22 @@ Parts parts(const at::Tensor& c) {
 
 at::Tensor result_of(const at::Tensor& re, const at::Tensor& im) {
   return at::view_as_complex(at::stack({re, im}, -1));
+}
+
+// a / b by Smith's method, as the CPU divides: scaled by the larger part of b, so that
+// neither |b|^2 nor the products overflow or underflow where the quotient does not.
+at::Tensor smith_division(const Parts& a, const Parts& b) {
+  const at::Tensor re_larger = b.re.abs() >= b.im.abs();
+  const at::Tensor both_zero = at::logical_and(b.re.eq(0), b.im.eq(0));
+  // |b.re| >= |b.im|: r = b.im / b.re; else r = b.re / b.im.
+  const at::Tensor r1 = b.im / b.re, s1 = (b.re + b.im * r1).reciprocal();
+  const at::Tensor r2 = b.re / b.im, s2 = (b.im + b.re * r2).reciprocal();
+  at::Tensor re1 = (a.re + a.im * r1) * s1, im1 = (a.im - a.re * r1) * s1;
+  // A zero divisor: an infinity or a NaN per part, as the CPU's.
+  re1 = at::where(both_zero, a.re / b.re.abs(), re1);
+  im1 = at::where(both_zero, a.im / b.im.abs(), im1);
+  const at::Tensor re2 = (a.re * r2 + a.im) * s2, im2 = (a.im * r2 - a.re) * s2;
+  return result_of(at::where(re_larger, re1, re2), at::where(re_larger, im1, im2));
 }
 
 // Whether an element is nonzero (either part), as logical ops read complex values.
@@ -101,6 +118,10 @@ bool complex_op_supported(int code, at::ScalarType type) {
 at::Tensor complex_elementwise(int code, const char* name, const std::vector<at::Tensor>& in,
                                const at::Tensor& out, const std::optional<at::Scalar>& alpha,
                                at::ScalarType type, const at::Device& device) {
+  // The CPU's words: these have no complex order.
+  TORCH_CHECK(code != OP_MAXIMUM && code != OP_MINIMUM && code != OP_FMAX && code != OP_FMIN, name,
+              " not implemented for complex tensors.");
+  TORCH_CHECK(code != OP_HEAVISIDE, "heaviside is not yet implemented for complex tensors.");
   TORCH_CHECK_NOT_IMPLEMENTED(complex_op_supported(code, type), name, " on vkml does not support ",
                               type, " tensors yet");
   std::vector<at::Tensor> defined;
@@ -200,16 +221,13 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
       result = code == OP_ADD ? result_of(a.re + br, a.im + bi) : result_of(a.re - br, a.im - bi);
     } else if (code == OP_MUL) {
       result = result_of(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
-    } else {  // (a.re + i a.im) / (b.re + i b.im), unscaled: |b|^2 may overflow where the
-              // CPU's scaled division does not
-      at::Tensor denom = b.re * b.re + b.im * b.im;
-      result = result_of((a.re * b.re + a.im * b.im) / denom, (a.im * b.re - a.re * b.im) / denom);
+    } else {
+      result = smith_division(a, b);
     }
   }
   if (!out.defined()) return result;
-  at::native::resize_output(const_cast<at::Tensor&>(out), result.sizes());
-  const_cast<at::Tensor&>(out).copy_(result);
-  return out;
+  // A complex result into a real out raises, as the CPU's (no silent loss of the imaginary part).
+  return write_out_castable(const_cast<at::Tensor&>(out), result);
 }
 
 at::Tensor pairwise_prod(const at::Tensor& x, int64_t dim, bool keepdim) {
