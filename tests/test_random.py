@@ -697,3 +697,16 @@ def test_draws_into_an_expanded_tensor_raise_as_on_the_cpu():
         for fill in fills:
             with pytest.raises(RuntimeError, match="unsupported operation"):
                 fill(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64], ids=str)
+def test_randint_of_unsigned_dtypes(dtype):
+    # make_tensor draws uint16/32/64 inputs with randint; it raised NotImplementedError.
+    t = torch.randint(3, 1000, (4096,), dtype=dtype, device=VKML)
+    assert t.dtype == dtype and t.device.type == "vkml"
+    v = t.cpu().long()
+    assert v.min() >= 3 and v.max() < 1000 and v.unique().numel() > 900
+    r = torch.empty(4096, dtype=dtype, device=VKML).random_(5, 9).cpu().long()
+    assert set(r.tolist()) == {5, 6, 7, 8}
+    with pytest.raises(RuntimeError, match="from is out of bounds for"):
+        torch.empty(4, dtype=dtype, device=VKML).random_(-1, 9)

@@ -34,9 +34,13 @@ at::Tensor& generate(at::Tensor& self, Distribution dist, vkml::Scalar a, vkml::
   if (self.numel() == 0) return self;
   // An expanded self would get one of its draws per element: the CPU raises.
   at::assert_no_internal_overlap(self);
-  if (self.scalar_type() == at::kChar || self.scalar_type() == at::kShort) {
-    // Drawn as int32 in the same range, which holds every int16 and int8 value.
-    at::Tensor wide = at::empty(self.sizes(), self.options().dtype(at::kInt));
+  const at::ScalarType t = self.scalar_type();
+  if (t == at::kChar || t == at::kShort || t == at::kUInt16 || t == at::kUInt32 ||
+      t == at::kUInt64) {
+    // Drawn in the same range into a wider signed integer, which holds every value asked
+    // for (uint64 draws stay below 2^63, as the range's bounds are int64).
+    const bool narrow = t == at::kChar || t == at::kShort || t == at::kUInt16;
+    at::Tensor wide = at::empty(self.sizes(), self.options().dtype(narrow ? at::kInt : at::kLong));
     generate(wide, dist, a, b, gen);
     return self.copy_(wide);
   }
@@ -94,6 +98,15 @@ void check_random_bounds(at::ScalarType t, int64_t from, int64_t to) {
       lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
       name = "int";
       break;
+    case at::kUInt16:
+      lo = 0, hi = 65535, name = "short unsigned int";
+      break;
+    case at::kUInt32:
+      lo = 0, hi = std::numeric_limits<uint32_t>::max(), name = "unsigned int";
+      break;
+    case at::kUInt64:
+      lo = 0, hi = std::numeric_limits<int64_t>::max(), name = "long unsigned int";
+      break;
     default:
       return;
   }
@@ -106,9 +119,14 @@ void check_random_bounds(at::ScalarType t, int64_t from, int64_t to) {
 int64_t random_top(at::ScalarType t) {
   switch (t) {
     case at::kLong:
+    case at::kUInt64:
       return std::numeric_limits<int64_t>::max();
     case at::kInt:
       return int64_t(1) << 31;
+    case at::kUInt32:
+      return int64_t(1) << 32;
+    case at::kUInt16:
+      return int64_t(1) << 16;
     case at::kShort:
       return int64_t(1) << 15;
     case at::kChar:
