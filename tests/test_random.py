@@ -710,3 +710,16 @@ def test_randint_of_unsigned_dtypes(dtype):
     assert set(r.tolist()) == {5, 6, 7, 8}
     with pytest.raises(RuntimeError, match="from is out of bounds for"):
         torch.empty(4, dtype=dtype, device=VKML).random_(-1, 9)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64, torch.int64], ids=str)
+def test_fills_of_many_dims(dtype):
+    # The draws fill memory in order; a 14-dim tensor (15 as complex pairs) raised.
+    t = torch.empty([1] * 12 + [40, 50], dtype=dtype, device=VKML)
+    if dtype.is_floating_point or dtype.is_complex:
+        t.uniform_(2, 3)
+        v = torch.view_as_real(t.cpu()) if dtype.is_complex else t.cpu()
+        assert v.min() >= 2 and v.max() < 3 and v.std() > 0.2
+    else:
+        t.random_(0, 7)
+        assert set(t.cpu().flatten().tolist()) == set(range(7))

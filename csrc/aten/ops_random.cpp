@@ -51,7 +51,9 @@ at::Tensor& generate(at::Tensor& self, Distribution dist, vkml::Scalar a, vkml::
       "random numbers on vkml: ", vkml_device(self).info().name, " has no float64 arithmetic");
   const auto [seed, offset] = get_generator(gen, self.device().index())->take_draw();
   at::Tensor target = self.is_contiguous() ? self : at::empty(self.sizes(), self.options());
-  guarded([&] { vkml::ops::random(vkml_device(target), ref(target), dist, a, b, seed, offset); });
+  // Draws fill memory in order: flat, so that tensors of any number of dims are filled.
+  const at::Tensor flat = target.view({-1});
+  guarded([&] { vkml::ops::random(vkml_device(flat), ref(flat), dist, a, b, seed, offset); });
   if (dist == Distribution::RandInt) note_values(target, a.i, b.i - 1);
   if (!target.is_same(self)) self.copy_(target);
   return self;
