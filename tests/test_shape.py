@@ -175,3 +175,33 @@ def test_tensors_of_more_than_twelve_dims(no_fallback):
     want = torch.einsum(expr, *[o.double() for o in ops])
     got = torch.einsum(expr, *[o.to(VKML) for o in ops]).cpu()
     torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5 * want.abs().max().item())
+
+
+def test_tensors_of_more_than_12_dims():
+    # The kernels take at most 12 dims; ops whose operands coalesce below that, and
+    # sort, nonzero and boolean masks (flat positions unravelled), take more, as on CUDA.
+    g = torch.Generator().manual_seed(0)
+    shape = [1] * 11 + [2, 1, 3]
+    x, y = torch.randn(*shape, generator=g), torch.randn(2, *shape[1:], generator=g)
+    nc = torch.randn([2] * 14, generator=g).transpose(0, 13)
+    ops = {
+        "add": lambda a, b, n: a + b,
+        "mul": lambda a, b, n: n * 2,
+        "sum": lambda a, b, n: n.sum(5),
+        "contiguous": lambda a, b, n: n.contiguous(),
+        "cat": lambda a, b, n: torch.cat([a, b], 0),
+        "softmax": lambda a, b, n: n.softmax(0),
+        "cumsum": lambda a, b, n: n.cumsum(2),
+        "sort": lambda a, b, n: n.sort(4),
+        "nonzero": lambda a, b, n: (n > 0).nonzero(),
+        "mask": lambda a, b, n: n[n > 0],
+        "flip": lambda a, b, n: n.flip(3),
+    }
+    for name, op in ops.items():
+        want = op(x, y, nc)
+        got = op(x.to(VKML), y.to(VKML), nc.to(VKML))
+        torch.testing.assert_close(
+            tuple(t.cpu() for t in got) if isinstance(got, tuple) else got.cpu(), want, msg=name
+        )
+    t = torch.empty([1] * 12 + [30, 40], device=VKML).uniform_()
+    assert 0 <= t.min().item() and t.max().item() < 1

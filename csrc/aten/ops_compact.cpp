@@ -42,6 +42,17 @@ int64_t last_count(const at::Tensor& prefix) {
 at::Tensor vk_nonzero(const at::Tensor& self) {
   int64_t nd = self.dim();
   if (self.numel() == 0) return at::empty({0, nd}, self.options().dtype(at::kLong));
+  if (nd > vkml::kMaxDims) {
+    // The kernel writes at most 12 coordinates: take flat positions and unravel them.
+    at::Tensor pos = vk_nonzero(self.reshape({-1})).select(1, 0);
+    std::vector<at::Tensor> coords(static_cast<size_t>(nd));
+    int64_t stride = 1;
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      coords[size_t(d)] = pos.div(stride, "trunc").remainder(self.size(d));
+      stride *= self.size(d);
+    }
+    return at::stack(coords, 1);
+  }
   at::Tensor prefix = flag_prefix(self);
   int64_t count = last_count(prefix);
   at::Tensor out = at::empty({count, nd}, self.options().dtype(at::kLong));

@@ -33,7 +33,11 @@ void note_uploaded(const at::Tensor& dst, const at::Tensor& src) {
 
 std::optional<vkml::IntRange> known_values(const at::Tensor& t) {
   if (t.numel() == 0 || !is_index_dtype(t.scalar_type())) return std::nullopt;
-  return vkml_device(t).value_bounds().lookup(vkml::ops::span_of(ref(t)), to_vkml(t.scalar_type()));
+  // The memory the tensor spans, from its own sizes and strides (any number of dims).
+  const vkml::DType dt = to_vkml(t.scalar_type());
+  const auto span = vkml::ops::span_of(addr(t), vkml::itemsize(dt), int(t.dim()), t.sizes().data(),
+                                       t.strides().data());
+  return vkml_device(t).value_bounds().lookup(span, dt);
 }
 
 void note_gathered(const at::Tensor& out, const at::Tensor& src, bool checked) {
