@@ -493,3 +493,27 @@ def test_logs_of_subnormal_inputs(no_fallback):
         torch.testing.assert_close(
             torch.lgamma(d.to(VKML)).cpu(), torch.lgamma(d), rtol=1e-15, atol=0
         )
+
+
+@pytest.mark.parametrize("fn", [torch.sin, torch.cos, torch.tan], ids=lambda f: f.__name__)
+def test_trigonometry_of_large_arguments(fn):
+    # The drivers' sin/cos are specified on [-pi, pi] only: lavapipe's returned values in
+    # [-1, 1] unrelated to x past about 1e7 (cos(1e20) gave 1; torch.polar of such angles
+    # was off by the magnitude). Now reduced by pi/2 in integers (Payne and Hanek) over
+    # the whole float range, and checked against float64 within a few ulps.
+    g = torch.Generator().manual_seed(0)
+    exps = torch.empty(60_000, dtype=torch.float64).uniform_(-3, 38.5, generator=g)
+    x = (10.0**exps).clamp(max=3.4e38).float()
+    x = torch.where(torch.rand(60_000, generator=g) < 0.5, -x, x)
+    want = fn(x.double())
+    got = fn(x.to(VKML)).cpu().double()
+    torch.testing.assert_close(got, want, atol=2e-7, rtol=5e-7)
+    special = torch.tensor([0.0, -0.0, INF, -INF, NAN, 1.5707964, 3.1415927])
+    _, vk = assert_close_to_cpu(fn, special, atol=1e-6, rtol=1e-6)
+    assert torch.equal(torch.signbit(vk.cpu()[:2]), torch.signbit(fn(special[:2])))
+
+
+def test_polar_of_large_angles():
+    angle = torch.tensor([1e20, -1e20, 3e38, 12345.678, -7e9])
+    radius = torch.tensor([501.0, -2.0, 3.0, 1.5, 0.25])
+    assert_close_to_cpu(torch.polar, radius, angle, atol=1e-4, rtol=1e-5)

@@ -69,7 +69,7 @@ vec2 cexp(vec2 z) {
     return z.x < 0.0 ? vec2(0.0) : vec2(INF_F, NAN_F);
   }
   float e = exp(z.x);
-  return vec2(e * cos(z.y), e * sin(z.y));
+  return vec2(e * cos_f(z.y), e * sin_f(z.y));
 }
 vec2 clog(vec2 z) { return vec2(log_f(hypot_c(z.x, z.y)), atan2_f(z.y, z.x)); }
 vec2 csqrt(vec2 z) {
@@ -88,9 +88,9 @@ vec2 csqrt(vec2 z) {
 vec2 ctanh(vec2 z) {
   if (abs(z.x) > 10.0) {
     float e = exp(-2.0 * abs(z.x));
-    return vec2(copy_sign(1.0, z.x), 4.0 * sin(z.y) * cos(z.y) * e);
+    return vec2(copy_sign(1.0, z.x), 4.0 * sin_f(z.y) * cos_f(z.y) * e);
   }
-  float t = tan(z.y);
+  float t = tan_f(z.y);
   float b = 1.0 + t * t;
   float s = sinh_f(z.x);
   float rho = sqrt(1.0 + s * s);
@@ -119,8 +119,8 @@ vec2 casinh(vec2 z) {
 vec2 catanh(vec2 z) { return 0.5 * (clog1p(z) - clog1p(-z)); }
 vec2 cexpm1(vec2 z) {
   // e^x cos y - 1 = expm1(x) cos y - 2 sin^2(y / 2), without cancellation near 0.
-  float h = sin(0.5 * z.y);
-  return vec2(expm1_f(z.x) * cos(z.y) - 2.0 * h * h, exp(z.x) * sin(z.y));
+  float h = sin_f(0.5 * z.y);
+  return vec2(expm1_f(z.x) * cos_f(z.y) - 2.0 * h * h, exp(z.x) * sin_f(z.y));
 }
 // exp(w log z), as the CPU's cpow: at z = 0, log z = -inf, and 0^w is 0 where Re w > 0.
 vec2 cpow(vec2 z, vec2 w) { return cexp(cmul(w, clog(z))); }
@@ -142,13 +142,13 @@ vec2 apply(vec2 z, vec2 w) {
     case OP_SINC: {  // sin(pi z) / (pi z), and 1 at 0
       if (z == vec2(0.0)) return vec2(1.0, 0.0);
       vec2 p = float(PI) * z;
-      return cdiv(vec2(sin(p.x) * cosh_f(p.y), cos(p.x) * sinh_f(p.y)), p);
+      return cdiv(vec2(sin_f(p.x) * cosh_f(p.y), cos_f(p.x) * sinh_f(p.y)), p);
     }
-    case OP_SIN: return vec2(sin(z.x) * cosh_f(z.y), cos(z.x) * sinh_f(z.y));
-    case OP_COS: return vec2(cos(z.x) * cosh_f(z.y), -sin(z.x) * sinh_f(z.y));
+    case OP_SIN: return vec2(sin_f(z.x) * cosh_f(z.y), cos_f(z.x) * sinh_f(z.y));
+    case OP_COS: return vec2(cos_f(z.x) * cosh_f(z.y), -sin_f(z.x) * sinh_f(z.y));
     case OP_TAN: return times_minus_i(ctanh(times_i(z)));
-    case OP_SINH: return vec2(sinh_f(z.x) * cos(z.y), cosh_f(z.x) * sin(z.y));
-    case OP_COSH: return vec2(cosh_f(z.x) * cos(z.y), sinh_f(z.x) * sin(z.y));
+    case OP_SINH: return vec2(sinh_f(z.x) * cos_f(z.y), cosh_f(z.x) * sin_f(z.y));
+    case OP_COSH: return vec2(cosh_f(z.x) * cos_f(z.y), sinh_f(z.x) * sin_f(z.y));
     case OP_TANH: return ctanh(z);
     case OP_ASINH: return casinh(z);
     case OP_ASIN: return times_minus_i(casinh(times_i(z)));

@@ -921,9 +921,9 @@ CT apply(CT a, CT b, CT c, uint i) {
     case OP_SIGMOID: return sigmoid_f(a);
     case OP_TANH: return tanh_f(a);
     // Below pi/4 the series keeps the relative precision of small arguments.
-    case OP_SIN: return abs(a) <= 0.78539816 ? sin_taylor(a) : sin(a);
-    case OP_COS: return cos(a);
-    case OP_TAN: return abs(a) <= 0.78539816 ? sin_taylor(a) / cos_taylor(a) : tan(a);
+    case OP_SIN: return sin_f(a);
+    case OP_COS: return cos_f(a);
+    case OP_TAN: return tan_f(a);
     case OP_ASIN: return atan2_f(a, sqrt((1.0 - a) * (1.0 + a)));
     case OP_ACOS: return atan2_f(sqrt((1.0 - a) * (1.0 + a)), a);
     case OP_ATAN: return atan_f(a);

@@ -215,6 +215,89 @@ float cos_taylor(float t) {
   return 1.0 + t2 * p;
 }
 float cospi_small(float r) { return cos_taylor(PI * r); }
+// 2/pi in binary: 320 bits after the point, 32 to a word. A float's window starts at
+// most at bit 103, so bits past 200 are never read.
+const uint TWO_OVER_PI[10] = uint[10](0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u,
+                                      0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u,
+                                      0xB7246E3Au, 0x424DD2E0u);
+
+// 32 bits of 2/pi from bit `start` on (bit 1 is the first after the point; those before
+// it are 0).
+uint two_over_pi_bits(int start) {
+  const int w = (start - 1) >> 5;  // floor((start - 1) / 32), also below 0
+  const int o = (start - 1) & 31;
+  const uint a = w >= 0 ? TWO_OVER_PI[w] : 0u;
+  const uint b = w + 1 >= 0 ? TWO_OVER_PI[w + 1] : 0u;
+  return o == 0 ? a : (a << o) | (b >> (32 - o));
+}
+
+// |x| = k pi/2 + r with |r| <= pi/4 and q = k mod 4, for finite x (Payne and Hanek's
+// reduction in integers: x's 24-bit significand times the 96 bits of 2/pi that reach
+// the quadrant and the fraction). The drivers' sin and cos are specified only on
+// [-pi, pi]; past about 1e7 lavapipe's return values in [-1, 1] with no relation to x.
+float reduce_pio2_f(float x, out int q) {
+  const uint bits = floatBitsToUint(abs(x));
+  const int biased = int(bits >> 23);
+  const uint m = (bits & 0x7FFFFFu) | (biased != 0 ? 0x800000u : 0u);
+  const int s = max(biased, 1) - 151;  // |x| = m 2^(s + 1)
+  uint h0, l0, h1, l1, h2, l2;
+  umulExtended(m, two_over_pi_bits(s), h0, l0);
+  umulExtended(m, two_over_pi_bits(s + 32), h1, l1);
+  umulExtended(m, two_over_pi_bits(s + 64), h2, l2);
+  // The product's low three words; |x| 2/pi mod 4 is it times 2^-94 (the word above
+  // holds multiples of 4 only).
+  uint c1, c2, c3;
+  uint p0 = l2;
+  uint p1 = uaddCarry(h2, l1, c1);
+  uint p2 = uaddCarry(h1, l0, c2);
+  p2 = uaddCarry(p2, c1, c3);
+  uint k = p2 >> 30;
+  uint f2 = p2 & 0x3FFFFFFFu;  // the fraction, f2 p1 p0: 94 bits
+  float sgn = 1.0;
+  if ((f2 & 0x20000000u) != 0u) {  // past 1/2: measured back from the next multiple
+    k += 1u;
+    sgn = -1.0;
+    p0 = ~p0 + 1u;
+    const uint borrow0 = p0 == 0u ? 1u : 0u;
+    p1 = ~p1 + borrow0;
+    const uint borrow1 = (borrow0 == 1u && p1 == 0u) ? 1u : 0u;
+    f2 = (~f2 + borrow1) & 0x3FFFFFFFu;
+  }
+  q = int(k & 3u);
+  const float f = float(f2) * 9.3132257461547852e-10 +  // 2^-30
+                  (float(p1) * 2.1684043449710089e-19 +  // 2^-62
+                   float(p0) * 5.0487097934144756e-29);  // 2^-94
+  return sgn * f * 1.5707963267948966;
+}
+
+// sin, cos and tan in float: Taylor series on |r| <= pi/4 after the reduction above.
+float sin_f(float x) {
+  if (x == 0.0) return x;  // -0 stays -0
+  if (abs(x) <= 0.78539816) return sin_taylor(x);
+  if (isinf(x) || isnan(x)) return uintBitsToFloat(0x7fc00000u);
+  int q;
+  const float r = reduce_pio2_f(x, q);
+  const float v = (q & 1) == 0 ? sin_taylor(r) : cos_taylor(r);
+  return ((q & 2) == 0) == (x > 0.0) ? v : -v;
+}
+float cos_f(float x) {
+  if (abs(x) <= 0.78539816) return cos_taylor(x);
+  if (isinf(x) || isnan(x)) return uintBitsToFloat(0x7fc00000u);
+  int q;
+  const float r = reduce_pio2_f(x, q);
+  const float v = (q & 1) == 0 ? cos_taylor(r) : sin_taylor(r);
+  return (q == 0 || q == 3) ? v : -v;
+}
+float tan_f(float x) {
+  if (x == 0.0) return x;
+  if (abs(x) <= 0.78539816) return sin_taylor(x) / cos_taylor(x);
+  if (isinf(x) || isnan(x)) return uintBitsToFloat(0x7fc00000u);
+  int q;
+  const float r = reduce_pio2_f(x, q);
+  const float v = (q & 1) == 0 ? sin_taylor(r) / cos_taylor(r) : -cos_taylor(r) / sin_taylor(r);
+  return x > 0.0 ? v : -v;
+}
+
 // sin(pi x) and pi / tan(pi x), from the exact reduction r = x - round(x) in
 // [-1/2, 1/2] (sin(pi r) = +-sin(pi x), tan has period pi).
 void sincospi_reduced(float x, out float s, out float c, out float r) {

@@ -250,7 +250,7 @@ float bessel_asym(float x, bool order1, bool y_kind) {
   }
   float t = x - (order1 ? 2.356194490192344928846982537459627163 : 0.785398163397448309615660845819875721);
   float p = pp / pq, q = 5.0 / x * (qp / qq);
-  float r = y_kind ? p * sin(t) + q * cos(t) : p * cos(t) - q * sin(t);
+  float r = y_kind ? p * sin_f(t) + q * cos_f(t) : p * cos_f(t) - q * sin_f(t);
   return r * SQRT_2_OVER_PI / sqrt(x);
 }
 // Infinite x gives NaN like the CPU's (cos(inf) in the asymptotic form).
@@ -342,7 +342,7 @@ float airy_ai_f(float x) {
     POLEVL(agd, z2, AI_AGD, 10);
     float t = zeta + 0.25 * PI;
     return 5.64189583547756286948e-01 / sqrt(sqrt(-x)) *
-           (sin(t) * (1.0 + z2 * afn / afd) - cos(t) * (z * agn / agd));
+           (sin_f(t) * (1.0 + z2 * afn / afd) - cos_f(t) * (z * agn / agd));
   }
   if (x >= 2.09) {
     float zeta = 2.0 * x * sqrt(x) / 3.0;
@@ -454,7 +454,7 @@ float spherical_j0_f(float x) {
     return 1.0 + x2 * (-1.0 / 6.0 + x2 * (1.0 / 120.0 + x2 * (-1.0 / 5040.0 + x2 * (1.0 / 362880.0 +
            x2 * (-1.0 / 39916800.0 + x2 * (1.0 / 6227020800.0))))));
   }
-  return sin(x) / x;
+  return sin_f(x) / x;
 }
 
 // ---- Hurwitz zeta and polygamma
@@ -705,16 +705,16 @@ float chebyshev_f(float x, float nf, int kind, bool shifted) {
   int trig_from = kind == 0 ? 6 : (shifted ? (kind == 3 ? 4 : 6) : 8);
   if (n > trig_from && abs(y) < 1.0) {
     float t = acos_f(y);
-    if (kind == 0) return cos(fn * t);
+    if (kind == 0) return cos_f(fn * t);
     if (kind == 1) {
-      float s = sin(t);
-      return s != 0.0 ? sin((fn + 1.0) * t) / s : (fn + 1.0) * cos((fn + 1.0) * t) / y;
+      float s = sin_f(t);
+      return s != 0.0 ? sin_f((fn + 1.0) * t) / s : (fn + 1.0) * cos_f((fn + 1.0) * t) / y;
     }
     if (kind == 2) {
-      if (sin(t / 2.0) != 1.0) return cos((fn + 0.5) * t) / cos(t / 2.0);
+      if (sin_f(t / 2.0) != 1.0) return cos_f((fn + 0.5) * t) / cos_f(t / 2.0);
       return !odd ? fn + fn + 1.0 : -(fn + fn + 1.0);
     }
-    if (cos(t / 2.0) != 1.0) return sin((fn + 0.5) * t) / sin(t / 2.0);
+    if (cos_f(t / 2.0) != 1.0) return sin_f((fn + 0.5) * t) / sin_f(t / 2.0);
     if (!shifted && y > 0.0) return fn + fn + 1.0;
     return !odd ? 1.0 : -1.0;
   }
