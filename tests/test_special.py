@@ -292,3 +292,17 @@ def test_gradients(case):
     fn, kw = GRAD_FNS[case]
     x = make((4, 5), **kw).requires_grad_()
     assert_grads_close_to_cpu(fn, x, atol=1e-4, rtol=1e-4)
+
+
+def test_bessel_i0_i1_near_float_overflow_and_erfcx_of_negatives():
+    # i0/i1 past exp's overflow at 88.7 (finite up to 91.9) were inf: exp(|x|) is now taken
+    # in two halves. erfcx(x < 0) = 2 exp(x^2) - erfcx(-x) lost x^2 half-ulps to the
+    # rounding of x^2 (4.6e-6 near -9); x^2 is now carried in two parts.
+    x = torch.linspace(-91.8, 91.8, 20001)
+    for fn in (torch.special.i0, torch.special.i1):
+        got = fn(x.to(VKML)).cpu().double()
+        assert got.isfinite().all()
+        torch.testing.assert_close(got, fn(x.double()), rtol=3e-6, atol=0)
+    x = torch.linspace(-9.3, 0, 50001)  # erfcx(x) overflows float32 below -9.38
+    got = torch.special.erfcx(x.to(VKML)).cpu().double()
+    torch.testing.assert_close(got, torch.special.erfcx(x.double()), rtol=1e-6, atol=0)

@@ -81,8 +81,10 @@ float i0e_f(float x) {
   CHBEVL(r, 32.0 / x - 2.0, I0E_B, 25);
   return r / sqrt(x);
 }
+// exp(|x|) in two halves: I0 stays finite up to 91.9, past exp's overflow at 88.7.
 float i0_f(float x) {
-  return exp(abs(x)) * i0e_f(x);
+  const float e = exp_f(0.5 * abs(x));
+  return (i0e_f(x) * e) * e;
 }
 // exp(-|x|) I1(x) (scaled) or I1(x).
 float i1_any(float x0, bool scaled, bool short_tables) {
@@ -116,7 +118,10 @@ float i1_any(float x0, bool scaled, bool short_tables) {
     }
     r /= sqrt(x);
   }
-  if (!scaled) r *= exp(x);
+  if (!scaled) {  // exp(x) in two halves, as in i0_f
+    const float e = exp_f(0.5 * x);
+    r = (r * e) * e;
+  }
   return x0 < 0.0 ? -r : r;
 }
 
@@ -438,8 +443,15 @@ float erfcx_f(float x) {
     return erfcx_pos(x);
   }
   if (x < -26.7) return INF_F;
-  float e = exp(x * x);
-  return 2.0 * e - erfcx_pos(-x);
+  // exp(x^2) with x^2 in two parts (Veltkamp's split, exact products): its rounding
+  // alone is an error of x^2 half-ulps, 40 near x = -9.
+  precise float p = x * x;
+  precise float xs = 4097.0 * x;
+  precise float xh = xs - (xs - x);
+  precise float xl = x - xh;
+  precise float err = ((xh * xh - p) + 2.0 * xh * xl) + xl * xl;  // x^2 = p + err
+  float e = exp_f(p);
+  return 2.0 * (e + e * err) - erfcx_pos(-x);
 }
 float log_ndtr_f(float x) {
   float t = x * 0.70710678118654752440;
