@@ -517,3 +517,32 @@ def test_polar_of_large_angles():
     angle = torch.tensor([1e20, -1e20, 3e38, 12345.678, -7e9])
     radius = torch.tensor([501.0, -2.0, 3.0, 1.5, 0.25])
     assert_close_to_cpu(torch.polar, radius, angle, atol=1e-4, rtol=1e-5)
+
+
+def test_atanh_near_minus_one():
+    # log1p(2a / (1 - a)) of a negative a near -1 lost digits (1.4e-4 relative); now from |a|.
+    x = torch.linspace(-1, 1, 200_001)[1:-1]
+    got = torch.atanh(x.to(VKML)).cpu().double()
+    torch.testing.assert_close(got, torch.atanh(x.double()), rtol=5e-7, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=dtype_id)
+def test_nan_to_num_of_complex(dtype):
+    # Each part on its own, as the CPU's; vkml returned the input unchanged.
+    x = torch.tensor(
+        [complex(NAN, 1), complex(INF, 2), complex(1, -INF), complex(-INF, NAN), 3 - 4j],
+        dtype=dtype,
+    )
+    assert_close_to_cpu(torch.nan_to_num, x)
+    assert_close_to_cpu(lambda t: torch.nan_to_num(t, nan=1.5, posinf=9.0, neginf=-9.0), x)
+    assert_close_to_cpu(lambda t: t.clone().nan_to_num_(), x)
+    assert_close_to_cpu(lambda t: torch.nan_to_num(t.conj()), x)
+
+
+def test_isposinf_isneginf_words():
+    for fn in (torch.isposinf, torch.isneginf):
+        for dev in ("cpu", VKML):
+            with pytest.raises(RuntimeError, match="does not support complex inputs"):
+                fn(torch.ones(3, dtype=torch.complex64, device=dev))
+            with pytest.raises(RuntimeError, match="does not support non-boolean outputs"):
+                fn(torch.ones(3, device=dev), out=torch.empty(3, device=dev))

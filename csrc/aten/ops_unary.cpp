@@ -129,13 +129,27 @@ at::Tensor& signbit_out(const at::Tensor& a, at::Tensor& out) {
   elementwise(kSignbit, {a}, out);
   return out;
 }
-at::Tensor isposinf(const at::Tensor& a) { return elementwise(kIsposinf, {a}); }
+// The CPU's checks and words for isposinf / isneginf.
+void check_inf_test(const char* name, const at::Tensor& a, const at::Tensor* out) {
+  TORCH_CHECK(!a.is_complex(), name, " does not support complex inputs.");
+  TORCH_CHECK(out == nullptr || out->scalar_type() == at::kBool, name,
+              " does not support non-boolean outputs.");
+}
+at::Tensor isposinf(const at::Tensor& a) {
+  check_inf_test("isposinf", a, nullptr);
+  return elementwise(kIsposinf, {a});
+}
 at::Tensor& isposinf_out(const at::Tensor& a, at::Tensor& out) {
+  check_inf_test("isposinf", a, &out);
   elementwise(kIsposinf, {a}, out);
   return out;
 }
-at::Tensor isneginf(const at::Tensor& a) { return elementwise(kIsneginf, {a}); }
+at::Tensor isneginf(const at::Tensor& a) {
+  check_inf_test("isneginf", a, nullptr);
+  return elementwise(kIsneginf, {a});
+}
 at::Tensor& isneginf_out(const at::Tensor& a, at::Tensor& out) {
+  check_inf_test("isneginf", a, &out);
   elementwise(kIsneginf, {a}, out);
   return out;
 }
@@ -181,6 +195,16 @@ at::Tensor& logit_out(const at::Tensor& a, std::optional<double> eps, at::Tensor
 at::Tensor& nan_to_num_out(const at::Tensor& a, std::optional<double> nan,
                            std::optional<double> posinf, std::optional<double> neginf,
                            at::Tensor& out) {
+  if (a.is_complex()) {  // each part on its own, as the CPU's
+    TORCH_CHECK(out.scalar_type() == a.scalar_type(),
+                "nan_to_num: dtype of out: ", out.scalar_type(),
+                " should be same as input: ", a.scalar_type());
+    check_out_device(out);
+    at::native::resize_output(out, a.sizes());
+    at::Tensor parts = at::view_as_real(out);
+    nan_to_num_out(at::view_as_real(a.resolve_conj()), nan, posinf, neginf, parts);
+    return out;
+  }
   if (!at::isFloatingType(a.scalar_type())) {
     TORCH_CHECK(out.scalar_type() == a.scalar_type(),
                 "nan_to_num: dtype of out: ", out.scalar_type(),

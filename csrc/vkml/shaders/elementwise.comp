@@ -967,7 +967,10 @@ CT apply(CT a, CT b, CT c, uint i) {
       float t = a - 1.0;
       return log1p_f(t + sqrt(2.0 * t + t * t));
     }
-    case OP_ATANH: return 0.5 * log1p_f(2.0 * a / (1.0 - a));
+    case OP_ATANH: {  // from |a|: log1p of a negative argument near -1 loses digits
+      const float t = abs(a);
+      return copy_sign(0.5 * log1p_f(2.0 * t / (1.0 - t)), a);
+    }
     case OP_SINC: {
       // sin(pi a) = (-1)^n sin(pi r), r = a - n, from the relatively accurate
       // polynomial: the driver's sin loses all digits of tiny arguments.
