@@ -451,7 +451,7 @@ float erfcx_f(float x) {
   precise float xl = x - xh;
   precise float err = ((xh * xh - p) + 2.0 * xh * xl) + xl * xl;  // x^2 = p + err
   float e = exp_f(p);
-  return 2.0 * (e + e * err) - erfcx_pos(-x);
+  return 2.0 * (e * (1.0 + err)) - erfcx_pos(-x);  // inf stays inf
 }
 float log_ndtr_f(float x) {
   float t = x * 0.70710678118654752440;
