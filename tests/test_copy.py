@@ -401,3 +401,25 @@ def test_unsigned_storage_dtypes(dtype):
     assert torch.equal(x.to("vkml").view(dtype).cpu(), x.view(dtype))
     with pytest.raises(NotImplementedError):
         v + 1  # storage only, as on CUDA: no arithmetic
+
+
+def test_copies_into_overlapping_memory_raise_as_on_the_cpu():
+    # copy_ into an expanded tensor, or from a source partly under its destination: the
+    # result depends on the order of the writes and the CPU raises; vkml copied through a
+    # temporary. A copy of a tensor onto itself stays a no-op.
+    cases = (
+        lambda d: torch.zeros(1, device=d).expand(3).copy_(torch.arange(3.0, device=d)),
+        lambda d: torch.zeros(1, device=d).expand(3).copy_(torch.arange(3.0)),
+        lambda d: (lambda a: a.copy_(a.t()))(torch.randn(3, 3, device=d)),
+        lambda d: (lambda a: a[1:].copy_(a[:-1]))(torch.randn(5, device=d)),
+    )
+    for case in cases:
+        for device in ("cpu", VKML):
+            with pytest.raises(RuntimeError, match="unsupported operation"):
+                case(device)
+    a = torch.randn(5, device=VKML)
+    before = a.cpu()
+    assert torch.equal(a.copy_(a).cpu(), before)
+    b = torch.randn(4, 4, device=VKML)
+    b[:2].copy_(b[2:])  # disjoint halves of one storage
+    assert torch.equal(b[:2].cpu(), b[2:].cpu())

@@ -208,6 +208,10 @@ bool copy_flagged(const at::Tensor& src, const at::Tensor& dst, bool non_blockin
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return dst;
+  // As the CPU's copy_ (its TensorIterator): no element of dst written twice, and no source
+  // partly under dst, where the result would depend on the order of the writes.
+  at::assert_no_internal_overlap(dst);
+  at::assert_no_partial_overlap(dst, self);
   if (copy_flagged(self, dst, non_blocking) || copy_complex(self, dst, non_blocking) ||
       copy_unsigned(self, dst, non_blocking))
     return dst;
