@@ -90,18 +90,12 @@ at::Tensor vk_nonzero_static(const at::Tensor& self, int64_t size, int64_t fill_
 at::Tensor& nonzero_static_out(const at::Tensor& self, int64_t size, int64_t fill_value,
                                at::Tensor& out) {
   check_nonzero_out("nonzero_static", self, out);
-  at::Tensor r = vk_nonzero_static(self, size, fill_value);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return write_out(out, vk_nonzero_static(self, size, fill_value));
 }
 
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
   check_nonzero_out("nonzero", self, out);
-  at::Tensor r = vk_nonzero(self);
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return write_out(out, vk_nonzero(self));
 }
 
 void check_mask(const char* name, const at::Tensor& mask) {

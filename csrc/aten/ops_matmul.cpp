@@ -112,9 +112,7 @@ at::Tensor& complex_into(const at::Tensor& self, const at::Tensor& mat2, const a
   if (!(alpha.isIntegral(false) && alpha.toLong() == 1)) r = r * alpha;
   if (bias.defined() && !(beta.isIntegral(false) && beta.toLong() == 0))
     r = r + bias.expand(r.sizes()) * beta;
-  at::native::resize_output(out, r.sizes());
-  out.copy_(r);
-  return out;
+  return write_out(out, r);
 }
 
 at::Tensor& mm_into(const char* name, const at::Tensor& self, const at::Tensor& mat2,
@@ -126,9 +124,7 @@ at::Tensor& mm_into(const char* name, const at::Tensor& self, const at::Tensor& 
   if (upcast_bf16(self, mat2) && out.scalar_type() == at::kBFloat16) {
     at::Tensor r = at::empty({0}, out.options().dtype(at::kFloat));
     mm_into(name, as_float(self), as_float(mat2), as_float(bias), beta, alpha, r);
-    at::native::resize_output(out, r.sizes());
-    out.copy_(r);
-    return out;
+    return write_out(out, r);
   }
   TORCH_CHECK(self.dim() == 2, name, ": self must be a matrix");
   TORCH_CHECK(mat2.dim() == 2, name, ": mat2 must be a matrix");

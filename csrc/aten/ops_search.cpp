@@ -316,14 +316,13 @@ at::Tensor isin_tensor(const at::Tensor& elements, const at::Tensor& test, bool 
   }
   return invert ? found.logical_not() : found;
 }
-at::Tensor& isin_into(const at::Tensor& r, at::Tensor& out) { return write_out_exact(out, r); }
 at::Tensor vk_isin_tt(const at::Tensor& elements, const at::Tensor& test, bool /*assume_unique*/,
                       bool invert) {
   return isin_tensor(elements, test, invert);
 }
 at::Tensor& vk_isin_tt_out(const at::Tensor& elements, const at::Tensor& test, bool assume_unique,
                            bool invert, at::Tensor& out) {
-  return isin_into(vk_isin_tt(elements, test, assume_unique, invert), out);
+  return write_out_exact(out, vk_isin_tt(elements, test, assume_unique, invert));
 }
 at::Tensor vk_isin_ts(const at::Tensor& elements, const at::Scalar& test, bool /*assume_unique*/,
                       bool invert) {
@@ -332,7 +331,7 @@ at::Tensor vk_isin_ts(const at::Tensor& elements, const at::Scalar& test, bool /
 }
 at::Tensor& vk_isin_ts_out(const at::Tensor& elements, const at::Scalar& test, bool assume_unique,
                            bool invert, at::Tensor& out) {
-  return isin_into(vk_isin_ts(elements, test, assume_unique, invert), out);
+  return write_out_exact(out, vk_isin_ts(elements, test, assume_unique, invert));
 }
 at::Tensor vk_isin_st(const at::Scalar& element, const at::Tensor& test, bool /*assume_unique*/,
                       bool invert) {
@@ -341,7 +340,7 @@ at::Tensor vk_isin_st(const at::Scalar& element, const at::Tensor& test, bool /*
 }
 at::Tensor& vk_isin_st_out(const at::Scalar& element, const at::Tensor& test, bool assume_unique,
                            bool invert, at::Tensor& out) {
-  return isin_into(vk_isin_st(element, test, assume_unique, invert), out);
+  return write_out_exact(out, vk_isin_st(element, test, assume_unique, invert));
 }
 
 // ------------------------------------------------------- histogram(dd)
