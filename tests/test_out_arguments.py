@@ -98,3 +98,15 @@ def test_tuple_outs_are_checked_before_any_is_written():
     torch.max(x, 1, out=(values, indices))
     want = torch.max(A, 1)
     assert torch.equal(values.cpu(), want.values) and torch.equal(indices.cpu(), want.indices)
+
+
+def test_complex_and_polar_take_only_their_complex_out_dtype():
+    # They cast into a complex128 out of float32 parts; the CPU raises.
+    for fn in (torch.complex, torch.polar):
+        for dev in ("cpu", VKML):
+            a, b = torch.ones(2, device=dev), torch.ones(2, device=dev)
+            with pytest.raises(RuntimeError, match="for argument 'out'"):
+                fn(a, b, out=torch.empty(2, dtype=torch.complex128, device=dev))
+        out = torch.empty(0, dtype=torch.complex64, device=VKML)
+        fn(torch.ones(2, device=VKML), torch.full((2,), 0.5, device=VKML), out=out)
+        torch.testing.assert_close(out.cpu(), fn(torch.ones(2), torch.full((2,), 0.5)))

@@ -354,11 +354,11 @@ at::Tensor& conj_physical_out(const at::Tensor& self, at::Tensor& out) {
 at::Tensor& complex_out(const at::Tensor& re, const at::Tensor& im, at::Tensor& out) {
   TORCH_CHECK(re.scalar_type() == im.scalar_type(), "Expected object of scalar type ",
               re.scalar_type(), " but got scalar type ", im.scalar_type(), " for second argument");
+  const at::ScalarType want = c10::toComplexType(re.scalar_type());
+  TORCH_CHECK(out.scalar_type() == want, "Expected object of scalar type ", want,
+              " but got scalar type ", out.scalar_type(), " for argument 'out'");
   at::Tensor pairs = at::stack(at::broadcast_tensors({re, im}), -1).contiguous();
-  at::Tensor result = at::view_as_complex(pairs);
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
+  return write_out(out, at::view_as_complex(pairs));
 }
 
 // torch.polar(abs, angle): abs (cos angle + i sin angle), as the CPU's kernel forms it.
