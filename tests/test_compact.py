@@ -5,6 +5,7 @@ import pytest
 import torch
 from conftest import (
     ALL_DTYPES,
+    VKML,
     assert_close_to_cpu,
     assert_grads_close_to_cpu,
     check_raises_later,
@@ -95,3 +96,23 @@ def test_nonzero_out_never_casts():
         out = torch.empty(0, dtype=torch.long, device="vkml")
         call(out)
         assert out.cpu().tolist()[:2] == [[0, 1], [1, 0]]
+
+
+def test_nonzero_is_column_major_as_on_the_cpu():
+    # The CPU's and CUDA's nonzero lay their (n, ndim) result out column by column, so
+    # that as_tuple's and torch.where's index tensors are contiguous; vkml's were strided
+    # (stride ndim), and code viewing them (or a CSR tensor's col_indices, built from
+    # them by ATen's dense-to-CSR conversion) raised where the CPU's works.
+    x = torch.randn(4, 5, generator=torch.Generator().manual_seed(0))
+    x[x < 0] = 0
+    for t in (x, x[0], x.unsqueeze(0).expand(3, 4, 5)):
+        want = t.nonzero()
+        got = t.to(VKML).nonzero()
+        assert got.stride() == want.stride()
+        assert torch.equal(got.cpu(), want)
+    rows, cols = torch.where(x.to(VKML) > 0)
+    assert rows.is_contiguous() and cols.is_contiguous()
+    assert torch.equal(cols.view(-1, 1).cpu(), torch.where(x > 0)[1].view(-1, 1))
+    csr = x.to(VKML).to_sparse_csr()
+    assert csr.col_indices().is_contiguous()
+    torch.testing.assert_close(csr.to_dense().cpu(), x)

@@ -51,17 +51,20 @@ at::Tensor vk_nonzero(const at::Tensor& self) {
       coords[size_t(d)] = pos.div(stride, "trunc").remainder(self.size(d));
       stride *= self.size(d);
     }
-    return at::stack(coords, 1);
+    return at::stack(coords, 0).t();  // column-major, as below
   }
   at::Tensor prefix = flag_prefix(self);
   int64_t count = last_count(prefix);
-  at::Tensor out = at::empty({count, nd}, self.options().dtype(at::kLong));
+  // Column-major, as the CPU's and CUDA's nonzero: each column (as_tuple's, where's) is
+  // contiguous, and code that views one relies on it.
+  at::Tensor out = at::empty({nd, count}, self.options().dtype(at::kLong)).t();
   if (count == 0 || nd == 0) return out;
   vkml::ops::CompactArgs a;
   a.mode = vkml::ops::CompactMode::Coordinates;
   a.prefix = addr(prefix);
   a.dst = addr(out);
   a.n = self.numel();
+  a.limit = count;
   a.sizes = self.sizes().vec();
   guarded([&] { vkml::ops::compact(vkml_device(self), a); });
   return out;

@@ -22,7 +22,7 @@ struct CompactArgs {
   int64_t n = 0;
   int64_t elem_size = 4;       // bytes per element (Select, Scatter): 1, 2, 4 or 8
   std::vector<int64_t> sizes;  // Coordinates: the flagged tensor's shape (<= 12 dims)
-  int64_t limit = 0;           // Scatter: elements in src
+  int64_t limit = 0;           // Scatter: elements in src; Coordinates: rows of dst
 };
 
 void compact(Device& dev, const CompactArgs& args);

@@ -28,7 +28,7 @@ void main() {
     uint r = i;
     for (int d = pc.ndim - 1; d >= 0; --d) {
       uint sz = uint(pc.size[d]);
-      BufI64(pc.dst).v[slot * uint(pc.ndim) + uint(d)] = int64_t(r % sz);
+      BufI64(pc.dst).v[uint(d) * pc.limit + slot] = int64_t(r % sz);
       r /= sz;
     }
   } else if (MODE == COMPACT_SELECT) {

@@ -21,7 +21,9 @@ VKML_PUSH_BEGIN(Push)
   uint64_t dst;
   uint n;
   int ndim;
-  uint limit;    // mode 2: elements available in src; later selections are skipped
+  uint limit;    // mode 0: rows of dst, whose coordinates go column by column (dst is
+                 // (ndim, rows), as the CPU's nonzero lays out its result); mode 2:
+                 // elements available in src, later selections are skipped
   int size[12];  // mode 0: the input's sizes, outermost first
 VKML_PUSH_END(Push, 3 * 8 + 16 * 4)  // 4 bytes of tail padding
 VKML_CONTRACT_END(compact_detail)
