@@ -496,3 +496,39 @@ def test_complex128_division_scales_as_the_cpu():
         dtype=torch.complex128,
     )
     _same((a.to(VKML) / b.to(VKML)).cpu().to(VKML), a / b, tol=dict(atol=0, rtol=1e-15))
+
+
+def test_in_place_complex_ops_keep_their_shape():
+    # a.add_(b) with b broadcasting a resized a; the CPU raises.
+    for dev in ("cpu", VKML):
+        a = torch.ones(5, dtype=C64, device=dev)
+        b = torch.ones(5, 5, dtype=C64, device=dev)
+        for fn in (torch.Tensor.add_, torch.Tensor.mul_, torch.Tensor.div_):
+            with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+                fn(a, b)
+        with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+            a.lerp_(b, 0.5)
+        assert a.shape == (5,)
+
+
+@pytest.mark.parametrize("fn", [torch.tanh, torch.sigmoid], ids=lambda f: f.__name__)
+def test_complex_tanh_sigmoid_backward(fn):
+    # tanh_backward / sigmoid_backward raised NotImplementedError for complex64.
+    x = _c((3, 4))
+    grads = []
+    for dev in ("cpu", VKML):
+        xd = x.to(dev).detach().requires_grad_()
+        fn(xd).abs().sum().backward()
+        grads.append(xd.grad)
+    _same(grads[1], grads[0])
+
+
+def test_complex_lstsq_outputs_are_real_where_the_cpu_s_are():
+    # The gelsy driver's empty singular_values were made complex, and the out check
+    # (no complex result into a real out) then raised.
+    a, b = _c((5, 3)), _c((5, 2), seed=1)
+    want = torch.linalg.lstsq(a, b)
+    got = torch.linalg.lstsq(a.to(VKML), b.to(VKML))
+    for name in ("solution", "residuals", "rank", "singular_values"):
+        assert getattr(got, name).dtype == getattr(want, name).dtype, name
+    _same(got.solution, want.solution, tol=dict(atol=1e-4, rtol=1e-4))

@@ -724,3 +724,13 @@ def test_float64_product_precision_and_gradients():
     # complex128 products are four float64 ones.
     z = torch.complex(make((5, 7), torch.float64), make((5, 7), torch.float64))
     torch.testing.assert_close((z.to(VKML) @ z.T.to(VKML)).cpu(), z @ z.T, rtol=1e-12, atol=1e-12)
+
+
+def test_baddbmm_in_place_may_not_broadcast_self():
+    # self.baddbmm_(a, b) with a self that broadcasts to the result was resized; the CPU
+    # raises.
+    for dev in ("cpu", VKML):
+        self_ = torch.ones(1, device=dev)
+        with pytest.raises(RuntimeError, match="Bad in-place call"):
+            self_.baddbmm_(torch.ones(5, 5, 5, device=dev), torch.ones(5, 5, 10, device=dev))
+        assert self_.shape == (1,)

@@ -295,7 +295,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
       vector ? X.squeeze(-1) : X,
       res,  // a vector right-hand side keeps its one column here
       driver == "gels" ? at::empty({0}, ranks.options()) : ranks,
-      driver == "gelsd" || driver == "gelss" ? S : at::empty({0}, A.options())};
+      driver == "gelsd" || driver == "gelss" ? S : at::empty({0}, S.options())};  // real
   at::Tensor* outs[] = {&solution, &residuals, &rank, &singular_values};
   for (int k = 0; k < 4; ++k) check_out_castable(*outs[k], results[k].scalar_type());
   for (int k = 0; k < 4; ++k) write_out(*outs[k], results[k]);

@@ -246,6 +246,12 @@ at::Tensor& baddbmm_out(const at::Tensor& bias, const at::Tensor& a, const at::T
 }
 at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& a, const at::Tensor& b,
                      const at::Scalar& beta, const at::Scalar& alpha) {
+  // In place, self is the result and keeps its shape: it may not broadcast (the CPU's words).
+  if (a.dim() == 3 && b.dim() == 3) {
+    const std::vector<int64_t> shape{a.size(0), a.size(1), b.size(2)};
+    TORCH_CHECK(self.sizes() == at::IntArrayRef(shape), "Bad in-place call: input tensor size ",
+                self.sizes(), " and output tensor size ", at::IntArrayRef(shape), " should match");
+  }
   return bmm_into("baddbmm", a, b, self, beta, alpha, self);
 }
 

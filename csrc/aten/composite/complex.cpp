@@ -8,6 +8,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 
+#include <algorithm>
 #include <string>
 
 #include "aten/op_helpers.h"
@@ -105,6 +106,7 @@ int pow_special_case(const at::Tensor& w) {
 }  // namespace
 
 bool complex_op_supported(int code, at::ScalarType type) {
+  if (code == OP_TANH_BACKWARD || code == OP_SIGMOID_BACKWARD) return true;
   if (code == OP_ADD || code == OP_SUB || code == OP_MUL || code == OP_DIV || code == OP_NEG ||
       code == OP_ABS || code == OP_ANGLE || code == OP_WHERE || code == OP_EQ || code == OP_NE ||
       code == OP_SIGN || code == OP_ISNAN || code == OP_ISINF || code == OP_ISFINITE ||
@@ -152,6 +154,16 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
       step =
           call(OP_MUL, {call(OP_SUB, {in[1], in[0]}), code == OP_LERP_TENSOR ? in[2] : scalar(v)});
     result = call(OP_ADD, {in[0], step});
+  } else if (code == OP_TANH_BACKWARD || code == OP_SIGMOID_BACKWARD) {
+    // grad * conj(dy/dx) from the forward's result y: 1 - y^2, or y (1 - y).
+    auto call = [&](int c, std::vector<at::Tensor> args) {
+      return complex_elementwise(c, name, args, at::Tensor(), {}, type, device);
+    };
+    const at::Tensor y = as_complex(in[1], type, shape, device);
+    const at::Tensor one = at::ones({}, at::TensorOptions().dtype(type));
+    const at::Tensor d = code == OP_TANH_BACKWARD ? call(OP_SUB, {one, call(OP_MUL, {y, y})})
+                                                  : call(OP_MUL, {y, call(OP_SUB, {one, y})});
+    result = call(OP_MUL, {in[0], d.conj()});
   } else if (special == OP_IDENTITY) {
     result = at::ones(shape, at::TensorOptions().dtype(type).device(device));
   } else if (special == OP_MUL) {  // z^2, z^3, z^-2 as products, as the CPU computes them
@@ -226,6 +238,11 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
     }
   }
   if (!out.defined()) return result;
+  // In place the output keeps its shape (a.add_(b) with b broadcasting a resized a).
+  const bool in_place =
+      std::any_of(in.begin(), in.end(), [&](const at::Tensor& t) { return t.is_same(out); });
+  TORCH_CHECK(!in_place || result.sizes() == out.sizes(), "output with shape ", out.sizes(),
+              " doesn't match the broadcast shape ", result.sizes());
   // A complex result into a real out raises, as the CPU's (no silent loss of the imaginary part).
   return write_out_castable(const_cast<at::Tensor&>(out), result);
 }
