@@ -352,3 +352,32 @@ def test_module_exports_no_cpp_runtime():
         if re.search(r" _ZNSt6locale|_ZNSo9_M_insert|__cxa_throw$", line)
     ]
     assert not runtime, f"the module defines C++ runtime symbols: {runtime[:5]}"
+
+
+def test_pooling_and_loss_argument_errors_in_the_cpu_words():
+    # PyTorch's test_modules matches these words (module_db's error inputs).
+    F = torch.nn.functional
+    cases = [
+        lambda d: F.max_pool2d(torch.randn(3, 4, device=d), 2),
+        lambda d: F.max_pool2d(torch.randn(1, 2, 3, 4, 5, device=d), 2),
+        lambda d: F.max_pool2d(torch.randn(1, 1, 10, 10, device=d), 2, padding=5),
+        lambda d: F.max_pool2d(torch.randn(1, 1, 10, 10, device=d), 3, padding=2, dilation=2),
+        lambda d: F.max_pool2d(torch.randn(1, 0, 4, 4, device=d), 2),
+        lambda d: F.nll_loss(torch.randn(2, 3, device=d), torch.zeros(2, device=d)),
+        lambda d: F.cross_entropy(torch.randn(2, 3, device=d), torch.zeros(2, device=d)),
+        lambda d: F.nll_loss(
+            torch.randn(2, 3, device=d),
+            torch.zeros(2, dtype=torch.long, device=d),
+            weight=torch.ones(3, dtype=torch.half, device=d),
+        ),
+        lambda d: F.multi_margin_loss(
+            torch.randn(5, 10, device=d), torch.zeros(3, dtype=torch.long, device=d)
+        ),
+    ]
+    for case in cases:
+        with pytest.raises(Exception) as cpu:
+            case("cpu")
+        words = str(cpu.value).splitlines()[0].split(", but got")[0]  # values' spelling aside
+        with pytest.raises(type(cpu.value)) as vk:
+            case(VKML)
+        assert str(vk.value).splitlines()[0].split(", but got")[0] == words

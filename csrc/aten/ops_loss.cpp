@@ -24,12 +24,15 @@ void check_nll_args(const at::Tensor& self, const at::Tensor& target,
   TORCH_CHECK(no_batch || self.size(0) == target.size(0),
               "size mismatch (got input: ", self.sizes(), ", target: ", target.sizes(), ")");
   TORCH_CHECK(target.scalar_type() == at::kLong || target.scalar_type() == at::kByte,
-              "expected scalar type Long but found ", target.scalar_type());
+              "expected target dtype to be Long or Byte, but got ", target.scalar_type());
   const int64_t c = self.size(-1);
   TORCH_CHECK(
       !(weight.has_value() && weight->defined()) || (weight->dim() == 1 && weight->numel() == c),
       "weight tensor should be defined either for all ", c,
       " classes or no classes but got weight tensor of shape: ", weight->sizes());
+  TORCH_CHECK(
+      !(weight.has_value() && weight->defined()) || weight->scalar_type() == self.scalar_type(),
+      "expected scalar type ", self.scalar_type(), " but found ", weight->scalar_type());
 }
 
 // float64 log-probabilities: composed of float64 kernels (nll_loss_float64.h) where the
@@ -381,8 +384,10 @@ MarginRows multi_rows(const at::Tensor& self, const at::Tensor& target) {
   MarginRows r;
   r.c = self.dim() == 0 ? 1 : self.size(-1);
   r.n = self.dim() <= 1 ? 1 : self.size(0);
-  TORCH_CHECK(target.dim() <= 1 && target.numel() == r.n, "inconsistent target size, expected ",
-              r.n, " but got ", target.sizes());
+  TORCH_CHECK(target.dim() <= 1 && target.numel() == r.n,
+              "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+              "input samples (batch size). Expected target size [",
+              r.n, "], but got ", target.sizes(), ". Input has shape ", self.sizes(), ".");
   check_target_range(target, 0, r.c, DEVICE_ERROR_MULTI_MARGIN_TARGET);
   r.x = self.to(at::kFloat).reshape({r.n, r.c}).contiguous();
   r.target = target.to(at::kLong).reshape({r.n}).contiguous();

@@ -17,12 +17,14 @@ namespace {
 
 // Shapes only: the forward passes send other dtypes (integers, float64 without float64
 // arithmetic) to the CPU route, and the kernels check theirs (run_*).
-void check_input(const char* name, const at::Tensor& t, int sp) {
-  TORCH_CHECK(t.dim() == sp + 1 || t.dim() == sp + 2, name, ": expected ", sp + 1, "D or ", sp + 2,
-              "D input, got ", t.dim(), "D");
+// In the CPU's pooling words.
+void check_input(const char* /*name*/, const at::Tensor& t, int sp) {
+  TORCH_CHECK(t.dim() == sp + 1 || t.dim() == sp + 2, "non-empty ", sp + 1, "D or ", sp + 2,
+              "D (batch mode) tensor expected for input");
   for (int d = 1; d < t.dim(); ++d)
-    TORCH_CHECK(t.size(d) > 0, name, ": expected input with non-zero size for non-batch dims, ",
-                "got ", t.sizes());
+    TORCH_CHECK(
+        t.size(d) > 0, "Expected ", sp + 1, "D or ", sp + 2,
+        "D (batch mode) tensor with optional 0 dim batch size for input, but got:", t.sizes());
 }
 
 int64_t pick(at::IntArrayRef v, int d, int64_t fallback) {
@@ -63,8 +65,13 @@ Pool fixed(const char* name, const at::Tensor& self, int sp, at::IntArrayRef ker
     TORCH_CHECK(k > 0, name, ": kernel size should be greater than zero");
     TORCH_CHECK(st > 0, name, ": stride should be greater than zero");
     TORCH_CHECK(dl > 0, name, ": dilation should be greater than zero");
-    TORCH_CHECK(pad >= 0 && pad <= k / 2, name,
-                ": pad should be smaller than or equal to half of kernel size");
+    // The CPU's two checks, in its words: of the dilated kernel first, then of the kernel.
+    TORCH_CHECK(pad <= ((k - 1) * dl + 1) / 2,
+                "pad should be at most half of effective kernel size, but got pad=", pad,
+                ", kernel_size=", k, " and dilation=", dl);
+    TORCH_CHECK(pad >= 0 && pad <= k / 2,
+                "pad should be smaller than or equal to half of kernel size, but got pad=", pad,
+                ", kernel_size=", k);
     int64_t out = at::native::pooling_output_shape<int64_t>(in, k, pad, st, dl, ceil_mode);
     TORCH_CHECK(out > 0, name, ": output size is too small (input ", self.sizes(), ")");
     p.s.in[a] = in;
