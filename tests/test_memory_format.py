@@ -129,3 +129,36 @@ def test_channels_last_cnn_keeps_its_layout_through_a_training_step():
     torch.testing.assert_close(loss_v.cpu(), loss, atol=1e-5, rtol=1e-5)
     for (name, p), q in zip(model.named_parameters(), model_v.parameters(), strict=True):
         torch.testing.assert_close(q.grad.cpu(), p.grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_backward_keeps_the_channels_last_layout_as_on_the_cpu():
+    # From PyTorch's test_modules (test_memory_format): pooling, padding and convolution
+    # gradients came back contiguous for channels-last inputs (and, for a convolution, a
+    # channels-last weight with a contiguous input); the CPU's are channels-last.
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 8, 8, generator=g)
+    modules = [
+        torch.nn.MaxPool2d(2),
+        torch.nn.AvgPool2d(3, stride=2, padding=1),
+        torch.nn.AdaptiveMaxPool2d(3),
+        torch.nn.ReflectionPad2d(2),
+        torch.nn.ReplicationPad2d(1),
+        torch.nn.Conv2d(3, 4, 3),
+    ]
+    cl = torch.channels_last
+    for m in modules:
+        for x_format, m_format in ((cl, torch.contiguous_format), (torch.contiguous_format, cl)):
+            if m_format == cl and not isinstance(m, torch.nn.Conv2d):
+                continue
+            layouts = []
+            for dev in ("cpu", VKML):
+                md = copy.deepcopy(m).to(dev).to(memory_format=m_format)
+                xd = x.to(dev).contiguous(memory_format=x_format).requires_grad_()
+                y = md(xd)
+                y = y[0] if isinstance(y, tuple) else y
+                gy = torch.rand(y.shape, generator=g).to(dev).contiguous(memory_format=cl)
+                gx = torch.autograd.grad(y, xd, gy)[0]
+                layouts.append(
+                    (y.is_contiguous(memory_format=cl), gx.is_contiguous(memory_format=cl))
+                )
+            assert layouts[1] == layouts[0], (m, x_format, m_format, layouts)

@@ -199,15 +199,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     for (int64_t d = 2; d < gy.dim(); ++d) dims.push_back(d);
     gb = gy.sum(dims);
   }
-  // Each gradient in its own tensor's layout (what autograd's layout contract gives the
-  // CPU's too): channels-last for a channels-last 2-d input or weight.
-  auto own = [](const at::Tensor& t) {
-    return t.dim() == 4 && t.suggest_memory_format() == at::MemoryFormat::ChannelsLast
-               ? at::MemoryFormat::ChannelsLast
-               : at::MemoryFormat::Contiguous;
+  // The gradients in the convolution's layout, as the CPU's and CUDA's: channels-last
+  // where the 2-d input or the weight is (the forward's output is then too).
+  auto last = [](const at::Tensor& t) {
+    return t.dim() == 4 && t.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
   };
-  if (gi.defined()) gi = in_format(gi, own(input));
-  if (gw.defined()) gw = in_format(gw, own(weight));
+  const at::MemoryFormat format =
+      last(input) || last(weight) ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+  if (gi.defined()) gi = in_format(gi, format);
+  if (gw.defined()) gw = in_format(gw, format);
   return {gi, gw, gb};
 }
 

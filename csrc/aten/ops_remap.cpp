@@ -199,7 +199,9 @@ at::Tensor vk_pad_backward(const at::Tensor& grad, const at::Tensor& self,
   for (size_t k = 0; k < dims.size(); ++k)
     TORCH_CHECK(grad.size(k) == dims[k].out_size, op, ": grad_output size ", k, " should be ",
                 dims[k].out_size, ", but got ", grad.size(k));
-  return run_remap_backward(op, grad, self.sizes(), dims, self.scalar_type());
+  // In the input's layout, as the CPU's.
+  return run_remap_backward(op, grad, self.sizes(), dims, self.scalar_type())
+      .contiguous(self.suggest_memory_format());
 }
 template <int kDims, int kMode>
 at::Tensor& vk_pad_backward_out(const at::Tensor& grad, const at::Tensor& self,
