@@ -480,6 +480,10 @@ def test_complex_order_ops_raise_the_cpu_words():
     # heaviside names complex operands before different dtypes, as the CPU
     with pytest.raises(RuntimeError, match="complex tensors"):
         torch.heaviside(a.to(VKML), a.to(VKML, torch.complex128))
+    with pytest.raises(RuntimeError, match="complex tensors"):
+        torch.heaviside(
+            a.real.to(VKML), a.real.to(VKML), out=torch.empty(2, 3, dtype=C64, device=VKML)
+        )
     with pytest.raises(RuntimeError, match=r"different dtypes\."):
         torch.heaviside(a.real.to(VKML), a.real.to(VKML, torch.float64))
 

@@ -130,6 +130,7 @@ at::Tensor& heaviside_(at::Tensor& a, const at::Tensor& v) {
   return a;
 }
 at::Tensor& heaviside_out(const at::Tensor& a, const at::Tensor& v, at::Tensor& out) {
+  TORCH_CHECK(!out.is_complex(), "heaviside is not yet implemented for complex tensors.");
   check_heaviside(a, v);
   elementwise(kHeaviside, {a, v}, out);
   return out;
