@@ -174,6 +174,25 @@ def test_fmod_remainder_of_large_quotients(dtype):
     torch.testing.assert_close(got_fmod[finite], torch.fmod(a, b)[finite], atol=0, rtol=0)
 
 
+def test_fmod_by_subnormal_divisors():
+    # Subnormal divisors: frexp of a subnormal is undefined in GLSL (lavapipe's was wrong)
+    # and 2^k past one ldexp's range; the loop is bounded, so a device that flushes them
+    # gives NaN rather than hanging. NumPy's fmod is exact.
+    np = pytest.importorskip("numpy")
+    for dtype, a, b in (
+        (
+            torch.float32,
+            [1e30, 3e38, 5.0, 1e-38, 3e38, -7e37],
+            [1e-40, 1e-45, 1e-45, 3e-39, 7.1e-43, 3.3e-41],
+        ),
+        (torch.float64, [1e300, 1.7e308, 5.0, 1e300], [1e-310, 5e-324, 1e-320, 1e-300]),
+    ):
+        a, b = torch.tensor(a, dtype=dtype), torch.tensor(b, dtype=dtype)
+        want = torch.from_numpy(np.fmod(a.numpy(), b.numpy()))
+        got = torch.fmod(a.to(VKML), b.to(VKML)).cpu()
+        torch.testing.assert_close(got, want, atol=0, rtol=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=dtype_id)
 def test_rounding_division_of_reduced_floats(dtype):
     # The CPU rounds a / b to float16 or bfloat16 before trunc or floor: a quotient just

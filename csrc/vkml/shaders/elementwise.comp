@@ -364,16 +364,37 @@ CT in_storage(CT x) {
 // longer an integer quotient: |a| is reduced by |b| scaled to its binade, largest first.
 // Each subtraction is exact (t <= r < 2t) and lowers r's exponent, so this ends after at
 // most the exponent difference plus one steps (about 280 in f32, 2100 in f64).
+// frexp's exponent, also of subnormals (scaled into the normal range first: drivers'
+// frexp of a subnormal is undefined, lavapipe's wrong).
+int binade_of(CT x) {
+  int e;
+#ifdef ST_F64
+  if (x < 2.2250738585072014e-308LF) {
+    frexp(x * 3.402823669209385e+38LF, e);  // 2^128
+    return e - 128;
+  }
+#else
+  if (x < 1.17549435e-38) {
+    frexp(x * 18446744073709551616.0, e);  // 2^64
+    return e - 64;
+  }
+#endif
+  frexp(x, e);
+  return e;
+}
 CT fmod_by_binades(CT a, CT b) {
   CT r = abs(a);
   const CT d = abs(b);
-  int eb;
-  frexp(d, eb);
-  while (r >= d) {
-    int er;
-    frexp(r, er);
-    CT t = ldexp(d, er - eb);
-    if (t > r) t = ldexp(d, er - eb - 1);
+  // A divisor the device flushes to zero must not loop forever: NaN, and a bound on the
+  // steps.
+  if (d == CT(0)) return NAN_F;
+  const int eb = binade_of(d);
+  for (int step = 0; step < 2200 && r >= d; ++step) {
+    const int er = binade_of(r);
+    // 2^k in two steps: k reaches 277 (f32) from a subnormal d, past one ldexp's range.
+    const int k = er - eb, h = k / 2;
+    CT t = ldexp(ldexp(d, h), k - h);
+    if (t > r) t = ldexp(ldexp(d, h), k - 1 - h);
     r -= t;
   }
   return copy_sign(r, a);
