@@ -520,3 +520,23 @@ def test_empty_dims_and_empty_slices_as_on_the_cpu():
         for fn in (torch.argmax, torch.amin, lambda t, d: torch.kthvalue(t, 1, d)):
             with pytest.raises(IndexError, match="Expected reduction dim 1 to have non-zero size"):
                 fn(z, 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex64, torch.complex128], ids=str)
+def test_prod_and_cumprod_over_one_element_do_not_alias_the_input(dtype):
+    # The pairwise products returned the input itself over a dim of one element: writes to
+    # the result changed the input, and autograd moved a leaf into the graph ("leaf
+    # variable has been moved into the graph interior", test_ops' TestMathBits).
+    x = torch.ones(1, dtype=dtype, device=VKML)
+    for fn in (
+        lambda t: torch.prod(t, 0, keepdim=True),
+        lambda t: torch.prod(t.view(1, 1), 0),
+        lambda t: torch.cumprod(t, 0),
+    ):
+        y = fn(x)
+        assert y.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+        y.add_(1)
+        assert x.cpu().real.item() == 1
+        leaf = torch.full((1,), 2, dtype=dtype, device=VKML, requires_grad=True)
+        fn(leaf).sum().abs().backward(retain_graph=True)
+        assert leaf.grad is not None and leaf.is_leaf

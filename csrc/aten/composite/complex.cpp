@@ -259,6 +259,9 @@ at::Tensor pairwise_prod(const at::Tensor& x, int64_t dim, bool keepdim) {
     at::Tensor pairs = y.unflatten(dim, {y.size(dim) / 2, 2});
     y = at::mul(pairs.select(dim + 1, 0), pairs.select(dim + 1, 1));
   }
+  // A dim of one element leaves y as x (or a view of it): an op's result may not alias
+  // its input (autograd moved the leaf into the graph; writes to it changed x).
+  if (y.is_alias_of(x)) y = y.clone();
   return keepdim ? y : y.squeeze(dim);
 }
 
@@ -270,7 +273,7 @@ at::Tensor complex_cumprod(const at::Tensor& x, int64_t dim) {
     at::Tensor tail = at::mul(y.narrow(dim, step, n - step), y.narrow(dim, 0, n - step));
     y = at::cat({head, tail}, dim);
   }
-  return y;
+  return y.is_alias_of(x) ? y.clone() : y;  // a dim of one element: not x itself
 }
 
 at::Tensor complex_matmul(const at::Tensor& a, const at::Tensor& b) {
