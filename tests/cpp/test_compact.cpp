@@ -36,6 +36,7 @@ TEST_F(CompactTest, NonzeroSelectScatter) {
   c.prefix = bp.address();
   c.dst = coords.address();
   c.n = n;
+  c.limit = run;  // rows of the (2, run) result: coordinates go column by column
   c.sizes = {40, 25};
   ops::compact(dev(), c);
   c.mode = ops::CompactMode::Select;
@@ -43,14 +44,15 @@ TEST_F(CompactTest, NonzeroSelectScatter) {
   c.dst = sel.address();
   c.elem_size = 4;
   ops::compact(dev(), c);
-  std::vector<int64_t> want_c;
+  std::vector<int64_t> want_c, cols;
   std::vector<float> want_s;
   for (int64_t i = 0; i < n; ++i)
     if (flags[i]) {
       want_c.push_back(i / 25);
-      want_c.push_back(i % 25);
+      cols.push_back(i % 25);
       want_s.push_back(x[i]);
     }
+  want_c.insert(want_c.end(), cols.begin(), cols.end());
   EXPECT_EQ(coords.read<int64_t>(want_c.size()), want_c);
   expect_close(sel.read<float>(want_s.size()), want_s, 0, 0);
 

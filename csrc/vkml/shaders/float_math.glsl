@@ -215,19 +215,28 @@ float cos_taylor(float t) {
   return 1.0 + t2 * p;
 }
 float cospi_small(float r) { return cos_taylor(PI * r); }
-// 2/pi in binary: 320 bits after the point, 32 to a word. A float's window starts at
-// most at bit 103, so bits past 200 are never read.
-const uint TWO_OVER_PI[10] = uint[10](0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u,
-                                      0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u,
-                                      0xB7246E3Au, 0x424DD2E0u);
+// 2/pi in binary, 32 bits after the point to a word: word w holds bits 32w + 1 to
+// 32w + 32. A float's window starts at most at bit 103, so words past 6 are never read.
+// A chain of selects, not an array: an indexed constant array becomes a function-local
+// copy at every inlined call (ShaderStructure's function_arrays).
+uint two_over_pi_word(int w) {
+  return w == 0   ? 0xA2F9836Eu
+         : w == 1 ? 0x4E441529u
+         : w == 2 ? 0xFC2757D1u
+         : w == 3 ? 0xF534DDC0u
+         : w == 4 ? 0xDB629599u
+         : w == 5 ? 0x3C439041u
+         : w == 6 ? 0xFE5163ABu
+                  : 0u;  // before the point: 0
+}
 
 // 32 bits of 2/pi from bit `start` on (bit 1 is the first after the point; those before
 // it are 0).
 uint two_over_pi_bits(int start) {
   const int w = (start - 1) >> 5;  // floor((start - 1) / 32), also below 0
   const int o = (start - 1) & 31;
-  const uint a = w >= 0 ? TWO_OVER_PI[w] : 0u;
-  const uint b = w + 1 >= 0 ? TWO_OVER_PI[w + 1] : 0u;
+  const uint a = two_over_pi_word(w);
+  const uint b = two_over_pi_word(w + 1);
   return o == 0 ? a : (a << o) | (b >> (32 - o));
 }
 
