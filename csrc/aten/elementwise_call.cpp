@@ -206,12 +206,9 @@ at::Tensor elementwise(const EwOp& op, std::initializer_list<at::Tensor> inputs_
     TORCH_CHECK(at::canCast(result_dtype, out.scalar_type()), "result type ", result_dtype,
                 " can't be cast to the desired output type ", out.scalar_type());
     at::Tensor tmp = elementwise(op, inputs_list, at::Tensor(), params);
-    // In place (a.eq_(b), a.lt_(b): a bool result into a's dtype) the output keeps its
-    // shape: the iterator's check, which this path around it skipped (a.eq_(b) resized a).
-    const bool in_place = std::any_of(inputs_list.begin(), inputs_list.end(),
-                                      [&](const at::Tensor& t) { return t.is_same(out); });
-    TORCH_CHECK(!in_place || tmp.sizes() == out.sizes(), "output with shape ", out.sizes(),
-                " doesn't match the broadcast shape ", tmp.sizes());
+    // In place (a.eq_(b), a.lt_(b): a bool result into a's dtype): the iterator's shape
+    // check, which this path around it skipped (a.eq_(b) resized a).
+    check_in_place_shape(inputs_list, out, tmp.sizes());
     at::native::resize_output(out, tmp.sizes());
     out.copy_(tmp);
     return out;

@@ -3,6 +3,8 @@
 #include <ATen/Dispatch.h>
 #include <ATen/native/Resize.h>
 
+#include <algorithm>
+
 #include "vkml/ops/value_check.h"
 #include "vkml/runtime/device_errors.h"
 #include "vkml/shaders/device_error.h"
@@ -31,6 +33,14 @@ void check_out_castable(const at::Tensor& out, at::ScalarType dtype) {
   TORCH_CHECK(c10::canCast(dtype, out.scalar_type()), "result type ", dtype,
               " can't be cast to the desired output type ", out.scalar_type());
   check_out_device(out);
+}
+
+void check_in_place_shape(at::ArrayRef<at::Tensor> inputs, const at::Tensor& out,
+                          at::IntArrayRef shape) {
+  const bool in_place = std::any_of(inputs.begin(), inputs.end(),
+                                    [&](const at::Tensor& t) { return t.is_same(out); });
+  TORCH_CHECK(!in_place || shape == out.sizes(), "output with shape ", out.sizes(),
+              " doesn't match the broadcast shape ", shape);
 }
 
 at::Tensor& write_out_castable(at::Tensor& out, const at::Tensor& r) {

@@ -36,6 +36,11 @@ void check_out(const at::Tensor& out, at::ScalarType dtype);
 void check_out_device(const at::Tensor& out);
 at::Tensor& write_out_exact(at::Tensor& out, const at::Tensor& r);
 
+// In place (`out` is one of `inputs`) the output keeps its shape: the CPU's iterator
+// raises where the broadcast `shape` differs (a.add_(b) with b broadcasting a).
+void check_in_place_shape(at::ArrayRef<at::Tensor> inputs, const at::Tensor& out,
+                          at::IntArrayRef shape);
+
 // write_out for the ops whose CPU kernels cast into out only where no value is lost
 // (c10::canCast: float into double, not into an integer): std, var, addr, cholesky, ...
 at::Tensor& write_out_castable(at::Tensor& out, const at::Tensor& r);

@@ -114,8 +114,8 @@ VKML_BINARY(fmin, kFmin)
 VKML_BINARY(floor_divide, kDivFloor)
 
 // heaviside: PyTorch wants both operands of one dtype.
-void check_heaviside(const at::Tensor& a, const at::Tensor& v) {
-  TORCH_CHECK(!a.is_complex() && !v.is_complex(),
+void check_heaviside(const at::Tensor& a, const at::Tensor& v, const at::Tensor* out = nullptr) {
+  TORCH_CHECK(!a.is_complex() && !v.is_complex() && !(out != nullptr && out->is_complex()),
               "heaviside is not yet implemented for complex tensors.");
   TORCH_CHECK(a.scalar_type() == v.scalar_type(),
               "heaviside is not yet implemented for tensors with different dtypes.");
@@ -130,8 +130,7 @@ at::Tensor& heaviside_(at::Tensor& a, const at::Tensor& v) {
   return a;
 }
 at::Tensor& heaviside_out(const at::Tensor& a, const at::Tensor& v, at::Tensor& out) {
-  TORCH_CHECK(!out.is_complex(), "heaviside is not yet implemented for complex tensors.");
-  check_heaviside(a, v);
+  check_heaviside(a, v, &out);
   elementwise(kHeaviside, {a, v}, out);
   return out;
 }

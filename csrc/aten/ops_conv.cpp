@@ -199,13 +199,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     for (int64_t d = 2; d < gy.dim(); ++d) dims.push_back(d);
     gb = gy.sum(dims);
   }
-  // The gradients in the convolution's layout, as the CPU's and CUDA's: channels-last
-  // where the 2-d input or the weight is (the forward's output is then too).
-  auto last = [](const at::Tensor& t) {
-    return t.dim() == 4 && t.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
-  };
-  const at::MemoryFormat format =
-      last(input) || last(weight) ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+  // The gradients in the convolution's layout (its output's), as the CPU's and CUDA's.
+  const at::MemoryFormat format = result_format(input, weight);
   if (gi.defined()) gi = in_format(gi, format);
   if (gw.defined()) gw = in_format(gw, format);
   return {gi, gw, gb};

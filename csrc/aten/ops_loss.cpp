@@ -26,13 +26,11 @@ void check_nll_args(const at::Tensor& self, const at::Tensor& target,
   TORCH_CHECK(target.scalar_type() == at::kLong || target.scalar_type() == at::kByte,
               "expected target dtype to be Long or Byte, but got ", target.scalar_type());
   const int64_t c = self.size(-1);
-  TORCH_CHECK(
-      !(weight.has_value() && weight->defined()) || (weight->dim() == 1 && weight->numel() == c),
-      "weight tensor should be defined either for all ", c,
-      " classes or no classes but got weight tensor of shape: ", weight->sizes());
-  TORCH_CHECK(
-      !(weight.has_value() && weight->defined()) || weight->scalar_type() == self.scalar_type(),
-      "expected scalar type ", self.scalar_type(), " but found ", weight->scalar_type());
+  TORCH_CHECK(!given(weight) || (weight->dim() == 1 && weight->numel() == c),
+              "weight tensor should be defined either for all ", c,
+              " classes or no classes but got weight tensor of shape: ", weight->sizes());
+  TORCH_CHECK(!given(weight) || weight->scalar_type() == self.scalar_type(),
+              "expected scalar type ", self.scalar_type(), " but found ", weight->scalar_type());
 }
 
 // float64 log-probabilities: composed of float64 kernels (nll_loss_float64.h) where the

@@ -396,7 +396,7 @@ Tensor3 group_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
     if (mask[1]) gw = sgx.to(param_type);
     if (mask[2]) gb = sg.to(param_type);
   }
-  if (gi.defined()) gi = gi.contiguous(input.suggest_memory_format());  // as the CPU's
+  if (gi.defined()) gi = in_layout_of(gi, input);  // as the CPU's
   return {gi, gw, gb};
 }
 

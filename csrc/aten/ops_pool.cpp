@@ -152,7 +152,7 @@ at::Tensor run_max_backward(const Pool& p, const at::Tensor& grad, const at::Ten
     guarded([&] {
       vkml::ops::max_pool_backward(vkml_device(g), to_vkml(g), addr(g), addr(idx), addr(gi), p.s);
     });
-  return gi.contiguous(self.suggest_memory_format());  // the input's layout, as the CPU's
+  return in_layout_of(gi, self);  // the input's layout, as the CPU's
 }
 
 at::Tensor run_avg(const Pool& p, const at::Tensor& self) {
@@ -173,7 +173,7 @@ at::Tensor run_avg_backward(const Pool& p, const at::Tensor& grad, const at::Ten
   if (gi.numel() > 0)
     guarded(
         [&] { vkml::ops::avg_pool_backward(vkml_device(g), to_vkml(g), addr(g), addr(gi), p.s); });
-  return gi.contiguous(self.suggest_memory_format());  // the input's layout, as the CPU's
+  return in_layout_of(gi, self);  // the input's layout, as the CPU's
 }
 
 void set_avg(Pool& p, bool count_include_pad, std::optional<int64_t> divisor) {

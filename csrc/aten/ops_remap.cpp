@@ -200,8 +200,7 @@ at::Tensor vk_pad_backward(const at::Tensor& grad, const at::Tensor& self,
     TORCH_CHECK(grad.size(k) == dims[k].out_size, op, ": grad_output size ", k, " should be ",
                 dims[k].out_size, ", but got ", grad.size(k));
   // In the input's layout, as the CPU's.
-  return run_remap_backward(op, grad, self.sizes(), dims, self.scalar_type())
-      .contiguous(self.suggest_memory_format());
+  return in_layout_of(run_remap_backward(op, grad, self.sizes(), dims, self.scalar_type()), self);
 }
 template <int kDims, int kMode>
 at::Tensor& vk_pad_backward_out(const at::Tensor& grad, const at::Tensor& self,

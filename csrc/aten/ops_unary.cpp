@@ -195,21 +195,17 @@ at::Tensor& logit_out(const at::Tensor& a, std::optional<double> eps, at::Tensor
 at::Tensor& nan_to_num_out(const at::Tensor& a, std::optional<double> nan,
                            std::optional<double> posinf, std::optional<double> neginf,
                            at::Tensor& out) {
-  if (a.is_complex()) {  // each part on its own, as the CPU's
+  if (!at::isFloatingType(a.scalar_type())) {
     TORCH_CHECK(out.scalar_type() == a.scalar_type(),
                 "nan_to_num: dtype of out: ", out.scalar_type(),
                 " should be same as input: ", a.scalar_type());
+    if (!a.is_complex()) return write_out(out, a);  // integers and bools are copied
+    // Complex: each part on its own, as the CPU's.
     check_out_device(out);
     at::native::resize_output(out, a.sizes());
     at::Tensor parts = at::view_as_real(out);
     nan_to_num_out(at::view_as_real(a.resolve_conj()), nan, posinf, neginf, parts);
     return out;
-  }
-  if (!at::isFloatingType(a.scalar_type())) {
-    TORCH_CHECK(out.scalar_type() == a.scalar_type(),
-                "nan_to_num: dtype of out: ", out.scalar_type(),
-                " should be same as input: ", a.scalar_type());
-    return write_out(out, a);
   }
   if (runs_on_cpu(kNanToNum, {a}))
     return cpu_route<at::_ops::nan_to_num_out>(a, nan, posinf, neginf, out);

@@ -8,7 +8,6 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 
-#include <algorithm>
 #include <string>
 
 #include "aten/op_helpers.h"
@@ -123,7 +122,6 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
   // The CPU's words: these have no complex order.
   TORCH_CHECK(code != OP_MAXIMUM && code != OP_MINIMUM && code != OP_FMAX && code != OP_FMIN, name,
               " not implemented for complex tensors.");
-  TORCH_CHECK(code != OP_HEAVISIDE, "heaviside is not yet implemented for complex tensors.");
   TORCH_CHECK_NOT_IMPLEMENTED(complex_op_supported(code, type), name, " on vkml does not support ",
                               type, " tensors yet");
   std::vector<at::Tensor> defined;
@@ -238,11 +236,7 @@ at::Tensor complex_elementwise(int code, const char* name, const std::vector<at:
     }
   }
   if (!out.defined()) return result;
-  // In place the output keeps its shape (a.add_(b) with b broadcasting a resized a).
-  const bool in_place =
-      std::any_of(in.begin(), in.end(), [&](const at::Tensor& t) { return t.is_same(out); });
-  TORCH_CHECK(!in_place || result.sizes() == out.sizes(), "output with shape ", out.sizes(),
-              " doesn't match the broadcast shape ", result.sizes());
+  check_in_place_shape(in, out, result.sizes());  // a.add_(b) with b broadcasting a resized a
   // A complex result into a real out raises, as the CPU's (no silent loss of the imaginary part).
   return write_out_castable(const_cast<at::Tensor&>(out), result);
 }

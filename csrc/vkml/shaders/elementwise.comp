@@ -360,10 +360,6 @@ CT in_storage(CT x) {
   return x;
 #endif
 }
-// fmod of finite a and b, |a / b| past 2^24 (2^53 in f64), where trunc(a / b) is no
-// longer an integer quotient: |a| is reduced by |b| scaled to its binade, largest first.
-// Each subtraction is exact (t <= r < 2t) and lowers r's exponent, so this ends after at
-// most the exponent difference plus one steps (about 280 in f32, 2100 in f64).
 // frexp's exponent, also of subnormals (scaled into the normal range first: drivers'
 // frexp of a subnormal is undefined, lavapipe's wrong).
 int binade_of(CT x) {
@@ -382,6 +378,10 @@ int binade_of(CT x) {
   frexp(x, e);
   return e;
 }
+// fmod of finite a and b, |a / b| past 2^24 (2^53 in f64), where trunc(a / b) is no
+// longer an integer quotient: |a| is reduced by |b| scaled to its binade, largest first.
+// Each subtraction is exact (t <= r < 2t) and lowers r's exponent, so this ends after at
+// most the exponent difference plus one steps (about 280 in f32, 2100 in f64).
 CT fmod_by_binades(CT a, CT b) {
   CT r = abs(a);
   const CT d = abs(b);
@@ -405,12 +405,12 @@ CT fmod_f(CT a, CT b) {
   if (isinf(b) && !isinf(a)) return a;
   CT q = trunc(a / b);
 #ifdef ST_F64
-  if (abs(q) >= CT(9007199254740992.0lf) && !isinf(a) && !isnan(b) && b != CT(0))
-    return fmod_by_binades(a, b);
+  const CT exact_integers = CT(9007199254740992.0lf);  // 2^53
 #else
-  if (abs(q) >= CT(16777216.0) && !isinf(a) && !isnan(b) && b != CT(0))
-    return fmod_by_binades(a, b);
+  const CT exact_integers = CT(16777216.0);  // 2^24
 #endif
+  if (abs(q) >= exact_integers && !isinf(a) && !isnan(b) && b != CT(0))
+    return fmod_by_binades(a, b);
   CT r = sub_exact_product(a, b, q);
   if (r != CT(0) && sign_bit(r) != sign_bit(a)) r += (sign_bit(a) == sign_bit(b)) ? b : -b;
   if (abs(r) >= abs(b)) r -= (sign_bit(a) == sign_bit(b)) ? b : -b;
